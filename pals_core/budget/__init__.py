@@ -1,0 +1,26 @@
+"""The closed-form parameter and FLOP calculator and its budget solver. Pure Python: no torch.
+
+    >>> from pals_core.budget import load_model, parse_tasks, rows, Budget
+    >>> r = rows(load_model("bert-base-uncased"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
+    >>> r[0].d_s
+    192
+"""
+from .config import AdapterConfig
+from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, design, evaluate,
+                    forward_flops, head_params, pooler_params)
+from .methods import METHODS, Method, Part, check_config, get_method, location_label, resolve_layers
+from .models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
+from .paper import PaperRow, paper_reproduction
+from .poly import Poly
+from .solver import Budget, at_size, real_optimum, solve
+from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
+from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks
+
+__all__ = [
+    "AdapterConfig", "BaseModel", "Budget", "CONVENTIONS", "Cost", "DEFAULT_MODEL", "DEFAULT_SEQ_LEN", "Design",
+    "GLUE_LABELS", "METHODS", "Method", "PAPER_TASKS", "PRESETS", "PaperRow", "Part", "Poly", "Task",
+    "WITHIN_LOCATIONS", "at_size", "base_flops", "base_params", "breakdown", "check_config", "design", "designs_for",
+    "evaluate", "forward_flops", "from_hf_config", "get_method", "glue_task", "head_params", "load_model",
+    "location_label", "paper_reproduction", "parse_tasks", "pooler_params", "real_optimum", "resolve_layers", "rows",
+    "solve", "sort_rows",
+]

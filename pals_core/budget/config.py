@@ -1,0 +1,39 @@
+"""``AdapterConfig``: one design — which adapter, where, how large. Pure Python.
+
+The same dataclass drives the calculator (``pals_core.budget``) and the torch modules
+(``pals_core.MultiTaskBert``), so a design chosen in one is the design built by the other.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence, Union
+
+Location = Union[str, Sequence[int], None]
+
+
+@dataclass
+class AdapterConfig:
+    method: str = field(default="pals", metadata={"help": "Adapter method; see `pals_core.budget.METHODS`."})
+    d_s: Optional[int] = field(default=None, metadata={
+        "help": "Adapter size d_s (bottleneck / rank / projected width). None for `shared`, `lhuc`, `bert_layer_top`."})
+    location: Location = field(default=None, metadata={
+        "help": "Adapted layers: 'all' (default), 'top' (last ⌊L/2⌋), 'bottom' (first ⌊L/2⌋) or 0-based indices. "
+                "Top-of-BERT methods take none."})
+    heads: int = field(default=12, metadata={"help": "h_s, attention heads inside the adapter (PALs, proj_attn_top); d_s must divide by it."})
+    n_top: int = field(default=6, metadata={"help": "N_top, layers in the proj_attn_top / proj_ffn_top stack (paper: 6)."})
+    ffn_ratio: int = field(default=2, metadata={"help": "r, inner FFN width f = r·d_s for proj_ffn_top (paper: f = 408 at d_s = 204)."})
+    per_task_pooler: bool = field(default=False, metadata={"help": "Give every task its own pooler (+d² + d per task)."})
+    lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
+    freeze_trunk: bool = field(default=False, metadata={
+        "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        if isinstance(d["location"], tuple):
+            d["location"] = list(d["location"])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AdapterConfig":
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

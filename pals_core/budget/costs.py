@@ -1,0 +1,187 @@
+"""Parameter and FLOP cost of a whole multi-task model (SPEC sections 2, 3, 5, 6).
+
+N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+from .config import AdapterConfig
+from .methods import Method, Part, bert_layer_flops, bert_layer_params, check_config, linear, layer_norm, location_label, mm
+from .models import BaseModel
+from .poly import Poly
+from .tasks import Task
+
+CONVENTIONS = ("exact", "paper")
+DEFAULT_SEQ_LEN = 128
+TRAIN_STEP_FACTOR = 3  # a training step (forward + backward) costs about 3× the forward
+
+
+def _paper(convention: str) -> bool:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r} (exact or paper)")
+    return convention == "paper"
+
+
+def base_params(m: BaseModel, convention: str = "exact") -> int:
+    """N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d (with pooler)."""
+    paper = _paper(convention)
+    d = m.hidden
+    embeddings = (m.vocab + m.positions + m.token_types) * d + layer_norm(d, paper=paper).c
+    return embeddings + m.layers * bert_layer_params(m, paper) + linear(d, d, paper=paper).c
+
+
+def head_params(m: BaseModel, task: Task, convention: str = "exact") -> int:
+    """Task head on the pooled [CLS]: d·C_t + C_t."""
+    return linear(m.hidden, task.num_labels, paper=_paper(convention)).c
+
+
+def pooler_params(m: BaseModel, convention: str = "exact") -> int:
+    """A per-task pooler: d² + d."""
+    return linear(m.hidden, m.hidden, paper=_paper(convention)).c
+
+
+def base_flops(m: BaseModel, n: int) -> int:
+    """Forward FLOPs of the encoder on n tokens: L·(2n·(4d² + 2·d·d_ff) + 4n²·d)."""
+    return m.layers * bert_layer_flops(m, n)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A design resolved against a base model: the polynomials every count is read from."""
+
+    model: BaseModel
+    tasks: tuple[Task, ...]
+    config: AdapterConfig
+    method: Method
+    layers: tuple[int, ...]
+    convention: str
+    seq_len: int
+    adapter: Poly  # per task
+    adapter_parts: tuple[Part, ...]
+    adapter_flops: Poly  # extra forward FLOPs on one task's path
+    adapter_flop_parts: tuple[Part, ...]
+    heads: tuple[int, ...]  # per task: head (+ pooler) parameters
+    n_base: int
+
+    @property
+    def location(self) -> Optional[str]:
+        if not self.method.within:
+            return None
+        return location_label(self.config.location if self.config.location is not None else "all")
+
+    @property
+    def extra(self) -> Poly:
+        """N_total − N_base over all tasks, as a polynomial in d_s."""
+        return self.adapter * len(self.tasks) + sum(self.heads)
+
+    @property
+    def step(self) -> int:
+        """Valid sizes are multiples of this (h_s for attention methods)."""
+        return self.config.heads if self.method.attention else 1
+
+
+def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, convention: str = "exact",
+           seq_len: int = DEFAULT_SEQ_LEN, check_size: bool = True) -> Design:
+    """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver)."""
+    paper = _paper(convention)
+    if not isinstance(seq_len, int) or seq_len < 1:
+        raise ValueError(f"sequence length must be a positive integer, got {seq_len!r}")
+    if not tasks:
+        raise ValueError("no tasks given")
+    method, layers = check_config(m, cfg, check_size=check_size)
+    parts = tuple(method.params(m, layers, cfg, paper))
+    flop_parts = tuple(method.flops(m, layers, cfg, seq_len))
+    pool = pooler_params(m, convention) if cfg.per_task_pooler else 0
+    heads = tuple(head_params(m, t, convention) + pool for t in tasks)
+    return Design(m, tuple(tasks), cfg, method, layers, convention, seq_len,
+                  sum((p.count for p in parts), Poly()), parts,
+                  sum((p.count for p in flop_parts), Poly()), flop_parts,
+                  heads, base_params(m, convention))
+
+
+@dataclass
+class Cost:
+    """Everything the calculator says about one design at one d_s (the ``rows`` of ``--json``)."""
+
+    method: str
+    location: Optional[str]
+    d_s: Optional[int]
+    d_s_unconstrained: Optional[float]
+    params_task_specific: int  # Σ_t (adapter_t + head_t + pooler_t) = N_total − N_base
+    params_total: int
+    ratio: float  # N_total / N_base (same convention)
+    flops_per_seq: int  # one sequence of n tokens through the first task's path
+    flops_base_per_seq: int  # the same through the plain model (trunk, pooler, head)
+    flops_all_tasks_per_seq: int  # every task on one input, sharing what can be shared
+    feasible: bool
+    params_adapter_per_task: int = 0
+    params_per_task: list = field(default_factory=list)  # head + pooler + adapter, per task
+    flops_train_step_per_seq: int = 0
+    slack: Optional[float] = None  # budget left over (parameters); None without a budget
+    layers: list = field(default_factory=list)
+
+    def as_row(self) -> dict:
+        return asdict(self)
+
+
+def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
+    """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
+
+    Shared operations (SPEC section 5): layers below the lowest adapted layer run once; the rest,
+    the adapters, the pooler and the head run once per task. Top methods share the whole trunk.
+    The ``shared`` method with a shared pooler runs even the pooler once.
+    """
+    m, n = ds.model, ds.seq_len
+    layer = bert_layer_flops(m, n)
+    pooler = mm(1, m.hidden, m.hidden).c
+    heads = [mm(1, m.hidden, t.num_labels).c for t in ds.tasks]
+    trunk = m.layers * layer
+    extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
+    plain = trunk + pooler + heads[0]
+    first = plain + extra
+    if ds.method.within and ds.layers:
+        lowest = ds.layers[0]
+    else:
+        lowest = m.layers
+    per_task_trunk = (m.layers - lowest) * layer
+    if ds.method.name == "shared" and not ds.config.per_task_pooler:
+        all_tasks = trunk + pooler + sum(heads)
+    else:
+        all_tasks = lowest * layer + sum(per_task_trunk + extra + pooler + h for h in heads)
+    return first, plain, all_tasks
+
+
+def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
+             per_task_limit: Optional[float] = None, unconstrained: Optional[float] = None) -> Cost:
+    """The cost of design ``ds`` at size ``s`` (None for sizeless methods)."""
+    per_adapter = ds.adapter(s) if s is not None else ds.adapter.c
+    per_task = [per_adapter + h for h in ds.heads]
+    extra = sum(per_task)
+    total = ds.n_base + extra
+    first, plain, all_tasks = forward_flops(ds, s if s is not None else 0)
+    feasible, slack = True, None
+    if limit is not None:
+        feasible, slack = extra <= limit, limit - extra
+    if per_task_limit is not None:
+        worst = max(per_task)
+        feasible = feasible and worst <= per_task_limit
+        slack = min(slack, per_task_limit - worst) if slack is not None else per_task_limit - worst
+    return Cost(
+        method=ds.method.name, location=ds.location, d_s=s,
+        d_s_unconstrained=unconstrained, params_task_specific=extra, params_total=total,
+        ratio=total / ds.n_base, flops_per_seq=first, flops_base_per_seq=plain,
+        flops_all_tasks_per_seq=all_tasks, feasible=feasible, params_adapter_per_task=per_adapter,
+        params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=slack,
+        layers=list(ds.layers))
+
+
+def breakdown(ds: Design, s: Optional[int]) -> list[dict]:
+    """Where one task's parameters go: one row per part (name, layer, params), head and pooler last."""
+    rows = [{"part": p.name, "layer": p.layer, "params": p.count(s or 0)} for p in ds.adapter_parts]
+    paper = ds.convention == "paper"
+    rows.append({"part": "task head", "layer": None, "params": linear(ds.model.hidden, ds.tasks[0].num_labels, paper=paper).c})
+    if ds.config.per_task_pooler:
+        rows.append({"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention)})
+    return rows

@@ -1,0 +1,94 @@
+"""The budget solver: the largest valid d_s within a budget, in closed form (SPEC section 6).
+
+For a fixed method and location the task-specific parameters are a quadratic
+``extra(S) = T·(a·S² + b·S + c) + Σ_t head_t``. Its positive root under the budget is the real
+optimum S*; the answer is ⌊S*⌋ rounded down to a multiple of the step (h_s for attention methods),
+then confirmed in exact integer arithmetic (one step up must not fit, guarding against rounding).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from .costs import Cost, Design, evaluate
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Exactly one of: a ratio B (N_total ≤ B·N_base), an absolute extra E, a per-task cap p."""
+
+    ratio: Optional[float] = None
+    extra: Optional[float] = None
+    per_task: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("ratio", "extra", "per_task") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one budget: a ratio, an absolute extra or a per-task cap"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        value = getattr(self, given[0])
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"budget {given[0]} must be a finite number, got {value!r}")
+        if self.ratio is not None and self.ratio < 1.0:
+            raise ValueError(f"budget ratio {self.ratio} is below 1.0: the base model alone exceeds it")
+        if self.extra is not None and self.extra < 0:
+            raise ValueError(f"extra-parameter budget must not be negative, got {self.extra}")
+        if self.per_task is not None and self.per_task <= 0:
+            raise ValueError(f"per-task budget must be positive, got {self.per_task}")
+
+    def as_dict(self) -> dict:
+        return {"ratio": self.ratio, "extra": self.extra, "per_task": self.per_task}
+
+    def extra_limit(self, n_base: int) -> Optional[float]:
+        """The cap on N_total − N_base over all tasks, if this budget is global."""
+        if self.ratio is not None:
+            return self.ratio * n_base - n_base
+        return self.extra
+
+
+def limits(ds: Design, budget: Optional[Budget]) -> tuple[Optional[float], Optional[float]]:
+    if budget is None:
+        return None, None
+    return budget.extra_limit(ds.n_base), budget.per_task
+
+
+def real_optimum(ds: Design, budget: Budget) -> float:
+    """S* ≥ 0, the largest real size within the budget (−inf if even S = 0 does not fit)."""
+    limit, per_task = limits(ds, budget)
+    if limit is not None:
+        return ds.extra.largest_root_below(limit)
+    return (ds.adapter + max(ds.heads)).largest_root_below(per_task)
+
+
+def solve(ds: Design, budget: Budget) -> Cost:
+    """The largest valid d_s of ``ds`` within ``budget``, with its cost.
+
+    Sizeless methods are evaluated as they are. An infeasible budget gives ``feasible=False`` at the
+    smallest valid size (1, or h_s for attention methods), not an error."""
+    limit, per_task = limits(ds, budget)
+    if not ds.method.sized:
+        return evaluate(ds, None, limit=limit, per_task_limit=per_task)
+    step = ds.step
+    star = real_optimum(ds, budget)
+    if star == math.inf or star > 1e15:
+        raise ValueError(f"method {ds.method.name!r} does not grow with d_s; nothing to solve")
+
+    def fits(s: int) -> bool:
+        return evaluate(ds, s, limit=limit, per_task_limit=per_task).feasible
+
+    s = max(step, int(star // step) * step) if star >= 0 else step
+    while fits(s + step):  # at most once or twice: float rounding only
+        s += step
+    while s > step and not fits(s):
+        s -= step
+    return evaluate(ds, s, limit=limit, per_task_limit=per_task, unconstrained=max(star, 0.0) if star > -math.inf else None)
+
+
+def at_size(ds: Design, s: Optional[int], budget: Optional[Budget] = None) -> Cost:
+    """The cost of ``ds`` at a given size, checked against ``budget`` if one is given."""
+    limit, per_task = limits(ds, budget)
+    star = real_optimum(ds, budget) if (budget is not None and ds.method.sized) else None
+    if star is not None and not math.isfinite(star):
+        star = None
+    return evaluate(ds, s, limit=limit, per_task_limit=per_task, unconstrained=star)

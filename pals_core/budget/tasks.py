@@ -1,0 +1,73 @@
+"""Tasks: GLUE names with their real label counts, or N anonymous binary tasks."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    num_labels: int  # C_t; 1 means regression
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "num_labels": self.num_labels}
+
+
+GLUE_LABELS: dict[str, int] = {
+    "cola": 2, "sst2": 2, "mrpc": 2, "stsb": 1, "qqp": 2, "mnli": 3, "qnli": 2, "rte": 2, "wnli": 2,
+}
+"""GLUE tasks and their number of outputs (STS-B is a regression)."""
+
+PAPER_TASKS: tuple[str, ...] = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
+"""The eight GLUE tasks of Stickland & Murray (2019), Table 3."""
+
+_ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "mnli-m": "mnli", "mnli-mm": "mnli"}
+
+
+def glue_task(name: str) -> Task:
+    key = _ALIASES.get(name.strip().lower(), name.strip().lower())
+    if key not in GLUE_LABELS:
+        raise ValueError(f"unknown task {name!r} (GLUE tasks: {', '.join(GLUE_LABELS)})")
+    return Task(key, GLUE_LABELS[key])
+
+
+def parse_tasks(spec: "str | int | list[str] | dict[str, int]") -> list[Task]:
+    """``8`` → the paper's eight GLUE tasks; another integer N → N binary tasks;
+    ``"rte,mrpc"`` or a list → those GLUE tasks; a dict → ``{name: num_labels}`` as given."""
+    if isinstance(spec, dict):
+        tasks = []
+        for name, c in spec.items():
+            if not isinstance(c, int) or isinstance(c, bool) or c < 1:
+                raise ValueError(f"task {name!r}: num_labels must be a positive integer, got {c!r}")
+            tasks.append(Task(str(name), c))
+        if not tasks:
+            raise ValueError("no tasks given")
+        return tasks
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return _count(spec)
+    if isinstance(spec, str):
+        s = spec.strip()
+        if s.lstrip("+-").isdigit():
+            return _count(int(s))
+        names = [p for p in (x.strip() for x in s.split(",")) if p]
+    else:
+        names = list(spec)
+    if not names:
+        raise ValueError("no tasks given")
+    tasks = [glue_task(n) for n in names]
+    seen = set()
+    for t in tasks:
+        if t.name in seen:
+            raise ValueError(f"task {t.name!r} is listed twice")
+        seen.add(t.name)
+    return tasks
+
+
+def _count(n: int) -> list[Task]:
+    if n < 1:
+        raise ValueError(f"number of tasks must be at least 1, got {n}")
+    if n > 10_000:
+        raise ValueError(f"number of tasks {n} is unreasonably large (at most 10000)")
+    if n == len(PAPER_TASKS):
+        return [glue_task(t) for t in PAPER_TASKS]
+    return [Task(f"task{i + 1}", 2) for i in range(n)]
