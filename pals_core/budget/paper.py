@@ -38,7 +38,7 @@ class PaperRow:
             return ""
         if self.quantity == "ratio":
             return f"{self.ours:.2f}× vs claimed {self.paper:.2f}×"
-        return f"{self.ours:+.0f} vs {self.paper:.0f} ({self.ours - self.paper:+.0f})"
+        return f"{self.ours:.0f} vs {self.paper:.0f} ({self.ours - self.paper:+.0f})"
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)

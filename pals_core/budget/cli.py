@@ -1,0 +1,167 @@
+"""``pals-budget``: the largest adapter that fits a parameter budget, for every method and location.
+
+Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and SPEC section 8.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+from .costs import CONVENTIONS, base_params
+from .methods import METHODS, get_method
+from .models import DEFAULT_MODEL, PRESETS, load_model
+from .paper import paper_reproduction
+from .solver import Budget
+from .table import rows, sort_rows
+from .tasks import parse_tasks
+from .units import human, parse_count, parse_positive_float, parse_positive_int
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's two-line usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0],
+                epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
+                       "pals-budget --paper")
+    p.add_argument("--tasks", default="8", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8)")
+    b = p.add_argument_group("budget (one of)")
+    b.add_argument("--budget", metavar="RATIO", help="N_total ≤ RATIO × N_base, e.g. 1.13")
+    b.add_argument("--extra", metavar="N", help="N_total − N_base ≤ N over all tasks, e.g. 15M")
+    b.add_argument("--per-task", metavar="N", help="head + adapter ≤ N for every task, e.g. 1.9M")
+    p.add_argument("--method", help=f"one method ({', '.join(METHODS)}); default: all")
+    p.add_argument("--location", help="all | top | bottom | i,j,… (0-based layers); default: all three for the table")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
+    p.add_argument("--d-s", metavar="N", help="evaluate this adapter size instead of solving for the largest")
+    p.add_argument("--heads", default="12", metavar="H", help="adapter attention heads h_s (default 12)")
+    p.add_argument("--seq-len", default="128", metavar="n", help="tokens per sequence for FLOPs (default 128)")
+    p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
+    p.add_argument("--per-task-pooler", action="store_true", help="give every task its own pooler")
+    p.add_argument("--n-top", default="6", metavar="N", help="layers in the top stacks (default 6)")
+    p.add_argument("--ffn-ratio", default="2", metavar="R", help="f = R·d_s in proj_ffn_top (default 2)")
+    p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    return p
+
+
+def _budget(args) -> Optional[Budget]:
+    given = [(k, v) for k, v in (("--budget", args.budget), ("--extra", args.extra), ("--per-task", args.per_task)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
+    if not given:
+        return None
+    flag, value = given[0]
+    if flag == "--budget":
+        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
+    if flag == "--extra":
+        return Budget(extra=parse_count(value, "--extra"))
+    return Budget(per_task=parse_count(value, "--per-task"))
+
+
+def _fmt_budget(budget: Optional[Budget], n_base: int) -> str:
+    if budget is None:
+        return "no budget"
+    if budget.ratio is not None:
+        return f"≤ {budget.ratio:g}× BERT (extra ≤ {human(budget.extra_limit(n_base))})"
+    if budget.extra is not None:
+        return f"extra ≤ {human(budget.extra)}"
+    return f"≤ {human(budget.per_task)} per task"
+
+
+def _table(costs, header: str) -> str:
+    cols = ["method", "location", "d_s", "params/task", "extra total", "× BERT", "FLOPs × base", "all tasks GFLOPs", "fits"]
+    lines = []
+    for c in costs:
+        per_task = max(c.params_per_task) if c.params_per_task else 0
+        lines.append([
+            c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), f"{per_task:,}", f"{c.params_task_specific:,}",
+            f"{c.ratio:.4f}", f"{c.flops_per_seq / c.flops_base_per_seq:.3f}", f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
+            "yes" if c.feasible else "NO"])
+    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(cols)]
+    right = {2, 3, 4, 5, 6, 7}
+    fmt = lambda r: "  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join([header, fmt(cols), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+
+
+def _paper_text() -> str:
+    out = ["Reproduction of Stickland & Murray (2019): BERT-base, 8 GLUE tasks, paper convention, h_s = 12", ""]
+    rows_ = paper_reproduction()
+    w = max(len(r.label) for r in rows_)
+    out.append(f"{'configuration'.ljust(w)}  {'budget':<10}  {'paper':>6}  {'ours':>7}  {'× BERT':>7}  reproduces")
+    for r in rows_:
+        paper = f"{r.paper:.2f}×" if r.quantity == "ratio" else f"{r.paper:.0f}"
+        ours = f"{r.ours:.2f}×" if r.quantity == "ratio" else f"{r.ours:.0f}"
+        verdict = "yes" if r.reproduces else f"NO: {r.difference}"
+        out.append(f"{r.label.ljust(w)}  {r.budget:<10}  {paper:>6}  {ours:>7}  {r.ratio:>6.3f}×  {verdict}")
+    return "\n".join(out)
+
+
+def run(argv: Optional[Sequence[str]] = None) -> str:
+    args = build_parser().parse_args(argv)
+    if args.paper:
+        if args.json:
+            return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
+        return _paper_text()
+    model = load_model(args.model)
+    tasks = parse_tasks(args.tasks)
+    budget = _budget(args)
+    heads = parse_positive_int(args.heads, "--heads")
+    seq_len = parse_positive_int(args.seq_len, "--seq-len")
+    n_top = parse_positive_int(args.n_top, "--n-top")
+    ffn_ratio = parse_positive_int(args.ffn_ratio, "--ffn-ratio")
+    d_s = parse_positive_int(args.d_s, "--d-s") if args.d_s is not None else None
+    methods = None
+    location = args.location
+    if args.method is not None:
+        method = get_method(args.method)
+        methods = [method.name]
+        if d_s is not None and not method.sized:
+            raise UsageError(f"method {method.name!r} has no adapter size; drop --d-s")
+        if location is not None and not method.within:
+            raise UsageError(f"method {method.name!r} takes no --location")
+        if location is None and method.within:
+            location = "all"
+    elif location is not None:
+        methods = [name for name, m in METHODS.items() if m.within]
+    if budget is None and d_s is None:
+        raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
+    costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, heads=heads, seq_len=seq_len,
+                 convention=args.convention, per_task_pooler=args.per_task_pooler, n_top=n_top, ffn_ratio=ffn_ratio)
+    n_base = base_params(model, args.convention)
+    if args.json:
+        return json.dumps({
+            "model": {"name": model.name, "hidden": model.hidden, "layers": model.layers, "heads": model.heads,
+                      "intermediate": model.intermediate, "params": n_base},
+            "tasks": [t.as_dict() for t in tasks],
+            "convention": args.convention,
+            "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
+            "seq_len": seq_len,
+            "rows": [c.as_row() for c in costs],
+        }, indent=2)
+    names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
+    header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
+              f"budget {_fmt_budget(budget, n_base)} · n = {seq_len} · sorted: fits, then FLOPs")
+    return _table(sort_rows(costs), header)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        print(run(argv))
+    except (UsageError, ValueError) as e:
+        print(f"pals-budget: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The whole design space at once: every method × location × d_s × number of tasks.
+
+Built for speed (the app redraws on every keystroke): the polynomials of a design are resolved once
+per (method, location, T), and each d_s then costs two quadratic evaluations.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, NamedTuple, Optional
+
+from .config import AdapterConfig
+from .costs import DEFAULT_SEQ_LEN, design, forward_flops
+from .methods import get_method
+from .models import BaseModel
+from .table import designs_for
+from .tasks import parse_tasks
+
+
+class Point(NamedTuple):
+    method: str
+    location: Optional[str]
+    tasks: int
+    d_s: Optional[int]
+    params_total: int
+    flops_per_seq: int
+
+
+def sweep(model: BaseModel, *, sizes: Iterable[int] = range(1, 1025), task_counts: Iterable[int] = range(1, 33),
+          methods: Optional[Iterable[str]] = None, convention: str = "exact", seq_len: int = DEFAULT_SEQ_LEN,
+          heads: int = 12) -> Iterator[Point]:
+    """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""
+    sizes = list(sizes)
+    for name, loc in designs_for(methods):
+        method = get_method(name)
+        valid = [s for s in sizes if not method.attention or s % heads == 0] if method.sized else [None]
+        for t in task_counts:
+            cfg = AdapterConfig(method=name, location=loc, heads=heads)
+            ds = design(model, parse_tasks(t), cfg, convention=convention, seq_len=seq_len, check_size=False)
+            extra, base = ds.extra, ds.n_base
+            a, b, c = extra.a, extra.b, extra.c + base
+            fa, fb, fc = ds.adapter_flops.a, ds.adapter_flops.b, ds.adapter_flops.c
+            plain = forward_flops(ds, 0)[1]
+            label = ds.location
+            for s in valid:
+                if s is None:
+                    yield Point(name, label, t, None, c, plain + fc)
+                else:
+                    yield Point(name, label, t, s, (a * s + b) * s + c, plain + (fa * s + fb) * s + fc)

@@ -1,0 +1,55 @@
+"""Parsing of human-written counts: ``15M``, ``1.9M``, ``250k``, ``1.5e7``, ``15,000,000``."""
+from __future__ import annotations
+
+import math
+import re
+
+_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
+_PATTERN = re.compile(r"^\s*([+-]?[0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|\.[0-9]+)\s*([kmbg]?)\s*$", re.IGNORECASE)
+
+
+def parse_count(text: "str | int | float", what: str = "count") -> float:
+    """A non-negative finite number, with an optional k / M / B suffix. Raises ValueError naming ``what``."""
+    if isinstance(text, bool):
+        raise ValueError(f"{what} must be a number, got {text!r}")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        match = _PATTERN.match(str(text))
+        if not match:
+            raise ValueError(f"{what} {text!r} is not a number (examples: 15M, 1.9M, 250k, 1500000)")
+        value = float(match.group(1).replace(",", "").replace("_", "")) * _SUFFIX[match.group(2).lower()]
+        if value < 0:
+            raise ValueError(f"{what} must not be negative, got {text!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite non-negative number, got {text!r}")
+    return value
+
+
+def parse_positive_float(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a finite positive number, got {text!r}")
+    return value
+
+
+def parse_positive_int(text: str, what: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {text!r} is not an integer") from None
+    if value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {text!r}")
+    return value
+
+
+def human(n: float) -> str:
+    """1234567 → '1.23M'."""
+    n = float(n)
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n:.0f}"

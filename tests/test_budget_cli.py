@@ -1,0 +1,99 @@
+"""`pals-budget` as a user runs it: a real process, its output, its exit status."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pals_core.budget.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "pals_core.budget.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_budget_never_imports_torch():
+    code = ("import sys, pals_core.budget, pals_core\n"
+            "from pals_core.budget.cli import run\n"
+            "run(['--tasks', '8', '--budget', '1.13']); run(['--paper'])\n"
+            "heavy = [m for m in ('torch', 'transformers', 'numpy', 'pandas') if m in sys.modules]\n"
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_table():
+    p = run("--tasks", "8", "--budget", "1.13")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
+    body = [l.split() for l in lines[3:]]
+    assert len(body) == 22
+    pals_all = next(r for r in body if r[:2] == ["pals", "all"])
+    assert pals_all[2] == "192" and pals_all[-1] == "yes"
+    assert next(r for r in body if r[0] == "bert_layer_top")[-1] == "NO"
+
+
+def test_json_schema():
+    p = run("--tasks", "rte,stsb", "--extra", "2M", "--method", "pals", "--model", "minilm-l6-h384", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["model"] == {"name": "minilm-l6-h384", "hidden": 384, "layers": 6, "heads": 12, "intermediate": 1536,
+                            "params": 22_713_216}
+    assert out["tasks"] == [{"name": "rte", "num_labels": 2}, {"name": "stsb", "num_labels": 1}]
+    assert out["convention"] == "exact" and out["budget"] == {"ratio": None, "extra": 2e6, "per_task": None}
+    (row,) = out["rows"]
+    for key in ("method", "location", "d_s", "d_s_unconstrained", "params_task_specific", "params_total", "ratio",
+                "flops_per_seq", "flops_base_per_seq", "flops_all_tasks_per_seq", "feasible"):
+        assert key in row
+    assert row["method"] == "pals" and row["location"] == "all" and row["d_s"] % 12 == 0 and row["feasible"]
+    assert row["params_total"] == 22_713_216 + row["params_task_specific"] <= 22_713_216 + 2e6
+
+
+def test_d_s_and_config_json(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+                               "intermediate_size": 100, "vocab_size": 99, "max_position_embeddings": 40, "type_vocab_size": 2}))
+    p = run("--model", str(cfg), "--tasks", "2", "--d-s", "16", "--method", "pals", "--heads", "4", "--location", "0,2", "--json")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)["rows"][0]
+    n_base = (99 + 40 + 2) * 64 + 128 + 3 * (4 * 64 * 64 + 2 * 64 * 100 + 9 * 64 + 100) + 64 * 64 + 64
+    adapter = (64 * 16 + 16) + (16 * 64 + 64) + 2 * 3 * (16 * 16 + 16)
+    assert row["params_total"] == n_base + 2 * (adapter + 64 * 2 + 2)
+    assert row["d_s"] == 16 and row["location"] == "0,2" and row["feasible"] is True
+
+
+def test_paper_flag():
+    p = run("--paper")
+    assert p.returncode == 0
+    assert "1.52× vs claimed 1.66×" in p.stdout and "101 vs 100" in p.stdout
+    assert json.loads(run("--paper", "--json").stdout)["paper"][0]["ours"] == 204
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--budget", "0.9"], "below 1.0"), (["--budget", "-1"], "--budget"), (["--budget", "0"], "--budget"),
+    (["--budget", "nan"], "nan"), (["--budget", "inf"], "inf"), (["--budget", "abc"], "abc"),
+    (["--extra", "lots"], "lots"), (["--per-task", "-3"], "negative"), (["--tasks", "0", "--budget", "1.1"], "at least 1"),
+    (["--tasks", "foo", "--budget", "1.1"], "foo"), (["--method", "nope", "--budget", "1.1"], "nope"),
+    (["--model", "nope", "--budget", "1.1"], "nope"), (["--model", "/nonexistent/config.json", "--budget", "1.1"], "not found"),
+    (["--budget", "1.1", "--extra", "1M"], "conflicting"), (["--method", "pals", "--d-s", "100"], "divisible"),
+    (["--method", "proj_attn_top", "--location", "top", "--budget", "1.1"], "location"),
+    (["--method", "lhuc", "--d-s", "8"], "no adapter size"), (["--location", "40", "--budget", "1.1"], "out of range"),
+    (["--tasks", "8"], "give a budget"), (["--d-s", "x"], "integer"), (["--heads", "0", "--budget", "1.1"], "positive"),
+    (["--seq-len", "-4", "--budget", "1.1"], "positive"), (["--convention", "other", "--budget", "1.1"], "convention"),
+    (["--bogus"], "bogus"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pals-budget: error:") and needle in err
+    assert "Traceback" not in err
+
+
+def test_malformed_config(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    p = run("--model", str(bad), "--budget", "1.1")
+    assert p.returncode == 2 and "not valid JSON" in p.stderr and "Traceback" not in p.stderr
+    bad.write_text(json.dumps({"hidden_size": 64}))
+    p = run("--model", str(bad), "--budget", "1.1")
+    assert p.returncode == 2 and "lacks the field" in p.stderr
