@@ -192,3 +192,12 @@ def test_rows_cover_every_method_and_location():
     others = [m for m, s in METHODS.items() if not s.within]
     assert len(r) == 3 * len(within) + len(others)
     assert {(c.method, c.location) for c in r} >= {("pals", "top"), ("proj_attn_top", None), ("shared", None)}
+
+
+def test_trained_parameters_with_a_frozen_trunk():
+    tasks = parse_tasks("rte,stsb")
+    free = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
+    frozen = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=True)), 64)
+    assert free.params_trained == free.params_total
+    assert frozen.params_total == free.params_total
+    assert frozen.params_trained == frozen.params_task_specific == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + (768 * 2 + 2) + (768 + 1)

@@ -64,6 +64,9 @@ class Design:
     adapter_flop_parts: tuple[Part, ...]
     heads: tuple[int, ...]  # per task: head (+ pooler) parameters
     n_base: int
+    shared: Poly = Poly()  # adapter parameters shared by all tasks (counted once)
+    shared_parts: tuple[Part, ...] = ()
+    frozen: int = 0  # base-model parameters kept frozen (not trained)
 
     @property
     def location(self) -> Optional[str]:
@@ -74,7 +77,7 @@ class Design:
     @property
     def extra(self) -> Poly:
         """N_total − N_base over all tasks, as a polynomial in d_s."""
-        return self.adapter * len(self.tasks) + sum(self.heads)
+        return self.shared + self.adapter * len(self.tasks) + sum(self.heads)
 
     @property
     def step(self) -> int:
@@ -93,12 +96,18 @@ def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, conventio
     method, layers = check_config(m, cfg, check_size=check_size)
     parts = tuple(method.params(m, layers, cfg, paper))
     flop_parts = tuple(method.flops(m, layers, cfg, seq_len))
+    shared_parts = tuple(method.shared_params(m, layers, cfg, paper)) if method.shared_params else ()
     pool = pooler_params(m, convention) if cfg.per_task_pooler else 0
     heads = tuple(head_params(m, t, convention) + pool for t in tasks)
+    n_base = base_params(m, convention)
+    if cfg.freeze_trunk:
+        frozen = n_base
+    else:
+        frozen = method.frozen_base(m, cfg, paper) if method.frozen_base else 0
     return Design(m, tuple(tasks), cfg, method, layers, convention, seq_len,
                   sum((p.count for p in parts), Poly()), parts,
                   sum((p.count for p in flop_parts), Poly()), flop_parts,
-                  heads, base_params(m, convention))
+                  heads, n_base, sum((p.count for p in shared_parts), Poly()), shared_parts, frozen)
 
 
 @dataclass
@@ -117,6 +126,8 @@ class Cost:
     flops_all_tasks_per_seq: int  # every task on one input, sharing what can be shared
     feasible: bool
     params_adapter_per_task: int = 0
+    params_adapter_shared: int = 0  # conditional modules shared by all tasks (CA-MTL), counted once
+    params_trained: int = 0  # params_total minus frozen base parameters
     params_per_task: list = field(default_factory=list)  # head + pooler + adapter, per task
     flops_train_step_per_seq: int = 0
     slack: Optional[float] = None  # budget left over (parameters); None without a budget
@@ -157,8 +168,9 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
              per_task_limit: Optional[float] = None, unconstrained: Optional[float] = None) -> Cost:
     """The cost of design ``ds`` at size ``s`` (None for sizeless methods)."""
     per_adapter = ds.adapter(s) if s is not None else ds.adapter.c
+    shared = ds.shared(s) if s is not None else ds.shared.c
     per_task = [per_adapter + h for h in ds.heads]
-    extra = sum(per_task)
+    extra = shared + sum(per_task)
     total = ds.n_base + extra
     first, plain, all_tasks = forward_flops(ds, s if s is not None else 0)
     feasible, slack = True, None
@@ -173,15 +185,20 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
         d_s_unconstrained=unconstrained, params_task_specific=extra, params_total=total,
         ratio=total / ds.n_base, flops_per_seq=first, flops_base_per_seq=plain,
         flops_all_tasks_per_seq=all_tasks, feasible=feasible, params_adapter_per_task=per_adapter,
+        params_adapter_shared=shared, params_trained=total - ds.frozen,
         params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=slack,
         layers=list(ds.layers))
 
 
 def breakdown(ds: Design, s: Optional[int]) -> list[dict]:
-    """Where one task's parameters go: one row per part (name, layer, params), head and pooler last."""
-    rows = [{"part": p.name, "layer": p.layer, "params": p.count(s or 0)} for p in ds.adapter_parts]
+    """Where one task's parameters go: one row per part (name, layer, params, shared), head and pooler last.
+
+    Parts shared by all tasks (CA-MTL's conditional modules) come first with ``shared=True``."""
+    rows = [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": True} for p in ds.shared_parts]
+    rows += [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": False} for p in ds.adapter_parts]
     paper = ds.convention == "paper"
-    rows.append({"part": "task head", "layer": None, "params": linear(ds.model.hidden, ds.tasks[0].num_labels, paper=paper).c})
+    rows.append({"part": "task head", "layer": None, "params": linear(ds.model.hidden, ds.tasks[0].num_labels, paper=paper).c,
+                 "shared": False})
     if ds.config.per_task_pooler:
-        rows.append({"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention)})
+        rows.append({"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention), "shared": False})
     return rows

@@ -78,6 +78,11 @@ class Method:
     attention: bool = False  # d_s must be a multiple of the adapter heads h_s
     top: bool = False  # sits on top of BERT (takes no location, shares the whole trunk)
     within: bool = True  # modifies layers of BERT (has a location)
+    # Parameters shared by all tasks but not part of the base model (CA-MTL's conditional modules):
+    # counted once, whatever the number of tasks. (model, layers, cfg, paper) -> [Part]
+    shared_params: Optional[ParamFn] = None
+    # Base-model parameters this method keeps frozen (e.g. CA-MTL's lower half): (model, cfg, paper) -> int
+    frozen_base: Optional[Callable[[BaseModel, AdapterConfig, bool], int]] = None
 
 
 # --- parameter lists --------------------------------------------------------------------------

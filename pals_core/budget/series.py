@@ -1,0 +1,126 @@
+"""Series for the explorer's plots, read off the calculator (pure Python, no new cost formulas).
+
+- ``per_task_view``: the quantity a budget caps, per task. A global budget (ratio B or extra E)
+  caps Σ_t (head_t + adapter_t) ≤ E (E = (B − 1)·N_base), i.e. the mean per task ≤ E / T; a
+  per-task cap p caps max_t (head_t + adapter_t) ≤ p (SPEC section 6).
+- ``size_curve``: that quantity over d_s for one design, the curve the solver inverts.
+- ``flops_ratio``: forward FLOPs on one task's path over the plain model's (SPEC section 5).
+- ``task_scaling``: FLOPs to run all T tasks on one input (shared operations, SPEC section 5)
+  against T separate fine-tuned models, Σ_t (trunk + pooler + head_t), for T = 1…T_max.
+- ``pareto_front``: the designs no other design beats on both axes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, Optional, Sequence
+
+from .config import AdapterConfig
+from .costs import Cost, Design, design, evaluate, forward_flops
+from .solver import Budget, limits
+from .tasks import Task
+
+
+def per_task_view(ds: Design, budget: Optional[Budget]) -> str:
+    """'mean' for global budgets (and none), 'max' for a per-task cap."""
+    return "max" if (budget is not None and budget.per_task is not None) else "mean"
+
+
+def per_task_limit(ds: Design, budget: Optional[Budget]) -> Optional[float]:
+    """The budget line on the per-task axis: E / T for a global budget, p for a per-task cap."""
+    limit, per_task = limits(ds, budget)
+    if per_task is not None:
+        return float(per_task)
+    if limit is not None:
+        return limit / len(ds.tasks)
+    return None
+
+
+def per_task_params(cost: Cost, view: str = "mean") -> float:
+    """Task-specific parameters per task: Σ_t (head_t + adapter_t) / T, or the largest task's."""
+    if view == "max":
+        return float(max(cost.params_per_task))
+    return cost.params_task_specific / len(cost.params_per_task)
+
+
+def sizes_up_to(ds: Design, d_max: int, points: int = 120) -> list[int]:
+    """Valid sizes (multiples of the step: h_s for attention methods) from one step to ``d_max``,
+    thinned to about ``points`` values."""
+    step = ds.step
+    top = max(step, (d_max // step) * step)
+    stride = step * max(1, -(-top // (step * points)))
+    out = list(range(step, top + 1, stride))
+    if out[-1] != top:
+        out.append(top)
+    return out
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    d_s: int
+    params_per_task: float
+    feasible: bool
+
+
+def size_curve(ds: Design, sizes: Iterable[int], budget: Optional[Budget] = None) -> list[SizePoint]:
+    """Per-task parameters (see ``per_task_view``) of ``ds`` at each size, and whether it fits."""
+    view = per_task_view(ds, budget)
+    limit, per_task = limits(ds, budget)
+    out = []
+    for s in sizes:
+        c = evaluate(ds, s, limit=limit, per_task_limit=per_task)
+        out.append(SizePoint(s, per_task_params(c, view), c.feasible))
+    return out
+
+
+def flops_ratio(cost: Cost) -> float:
+    """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead."""
+    return cost.flops_per_seq / cost.flops_base_per_seq
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    tasks: int
+    flops_all_tasks: int  # every task on one input, sharing the layers below the lowest adapter
+    flops_separate: int  # T separate fine-tuned models: Σ_t (trunk + pooler + head_t)
+
+
+def padded_tasks(tasks: Sequence[Task], count: int) -> list[Task]:
+    """The first ``count`` of ``tasks``, padded with binary tasks ``task<i>`` beyond the given ones."""
+    out = list(tasks[:count])
+    names = {t.name for t in out}
+    i = 1
+    while len(out) < count:
+        name = f"task{i}"
+        i += 1
+        if name not in names:
+            out.append(Task(name, 2))
+    return out
+
+
+def task_scaling(ds: Design, s: Optional[int], counts: Iterable[int]) -> list[ScalingPoint]:
+    """All-task forward FLOPs per sequence of design ``ds`` at size ``s`` for each task count."""
+    out = []
+    for t in counts:
+        tasks = padded_tasks(ds.tasks, t)
+        d = design(ds.model, tasks, ds.config if s is None else replace(ds.config, d_s=s),
+                   convention=ds.convention, seq_len=ds.seq_len, check_size=False)
+        _, _, all_tasks = forward_flops(d, s or 0)
+        plain = AdapterConfig(method="shared", heads=ds.config.heads)
+        separate = sum(forward_flops(design(ds.model, [task], plain, convention=ds.convention, seq_len=ds.seq_len), 0)[1]
+                       for task in tasks)
+        out.append(ScalingPoint(t, all_tasks, separate))
+    return out
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points (x, y) not dominated when x is to be maximised and y minimised.
+
+    In the explorer x = task-specific parameters used within the budget (capacity) and
+    y = FLOP overhead: a point is dominated if another has x' ≥ x and y' ≤ y, one strictly.
+    Ties (equal points) are all kept."""
+    front = []
+    for i, (x, y) in enumerate(points):
+        dominated = any((x2 >= x and y2 <= y) and (x2 > x or y2 < y) for j, (x2, y2) in enumerate(points) if j != i)
+        if not dominated:
+            front.append(i)
+    return front
