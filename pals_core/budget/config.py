@@ -26,6 +26,20 @@ class AdapterConfig:
     lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
     freeze_trunk: bool = field(default=False, metadata={
         "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
+    # --- CA-MTL (Pilault et al., ICLR 2021); method `ca_mtl` only, see pals_core/budget/ca_mtl.py -----------------
+    task_embedding_dim: Optional[int] = field(default=None, metadata={
+        "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
+                "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."})
+    frozen_layers: Optional[int] = field(default=None, metadata={
+        "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen (the paper freezes "
+                "the lower half). None = ⌊L/2⌋; 0 = nothing frozen."})
+    cond_attn_max_len: int = field(default=128, metadata={
+        "help": "CA-MTL: M, the sequence length the conditional attention bias is laid out over (block size "
+                "m = ⌈M/N_b⌉; positions ≥ N_b·m get no bias)."})
+    cond_attn_blocks: int = field(default=6, metadata={
+        "help": "CA-MTL: N_b, blocks of the block-diagonal conditional attention bias (N_b·m² weights per adapted layer)."})
+    cond_adapter_layers: int = field(default=1, metadata={
+        "help": "CA-MTL: how many of the top layers get the conditional bottleneck of width d_s (paper: the top layer)."})
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -142,6 +142,7 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
 
     Shared operations (SPEC section 5): layers below the lowest adapted layer run once; the rest,
     the adapters, the pooler and the head run once per task. Top methods share the whole trunk.
+    Methods that condition the input embeddings on the task (CA-MTL) share no layer.
     The ``shared`` method with a shared pooler runs even the pooler once.
     """
     m, n = ds.model, ds.seq_len
@@ -152,7 +153,9 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     plain = trunk + pooler + heads[0]
     first = plain + extra
-    if ds.method.within and ds.layers:
+    if ds.method.conditions_input:
+        lowest = 0  # the task changes the embeddings (CA-MTL): every layer runs once per task
+    elif ds.method.within and ds.layers:
         lowest = ds.layers[0]
     else:
         lowest = m.layers
@@ -178,6 +181,8 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
         feasible, slack = extra <= limit, limit - extra
     if per_task_limit is not None:
         worst = max(per_task)
+        if shared:  # modules shared by all tasks (CA-MTL) count against a per-task cap by their 1/T share
+            worst += shared / len(ds.tasks)
         feasible = feasible and worst <= per_task_limit
         slack = min(slack, per_task_limit - worst) if slack is not None else per_task_limit - worst
     return Cost(

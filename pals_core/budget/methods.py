@@ -83,6 +83,10 @@ class Method:
     shared_params: Optional[ParamFn] = None
     # Base-model parameters this method keeps frozen (e.g. CA-MTL's lower half): (model, cfg, paper) -> int
     frozen_base: Optional[Callable[[BaseModel, AdapterConfig, bool], int]] = None
+    # Checks of the method's own AdapterConfig fields: (model, cfg) -> None, raises ValueError
+    validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
+    # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
+    conditions_input: bool = False
 
 
 # --- parameter lists --------------------------------------------------------------------------
@@ -244,6 +248,8 @@ register(Method(
     "bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder.",
     "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False))
 
+from . import ca_mtl as _ca_mtl  # noqa: E402,F401  registers `ca_mtl` (after the names it imports from here)
+
 
 def get_method(name: str) -> Method:
     try:
@@ -319,4 +325,7 @@ def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -
         if cfg.location not in (None, "all"):
             raise ValueError(f"method {method.name!r} adapts no layers and takes no location")
         return method, ()
-    return method, resolve_layers(cfg.location, m.layers)
+    layers = resolve_layers(cfg.location, m.layers)
+    if method.validate is not None:
+        method.validate(m, cfg)
+    return method, layers

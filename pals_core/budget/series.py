@@ -36,10 +36,13 @@ def per_task_limit(ds: Design, budget: Optional[Budget]) -> Optional[float]:
 
 
 def per_task_params(cost: Cost, view: str = "mean") -> float:
-    """Task-specific parameters per task: Σ_t (head_t + adapter_t) / T, or the largest task's."""
+    """Task-specific parameters per task: Σ_t (head_t + adapter_t) / T, or the largest task's.
+
+    Modules shared by all tasks (CA-MTL) count by their 1/T share, as the solver counts them."""
+    t = len(cost.params_per_task)
     if view == "max":
-        return float(max(cost.params_per_task))
-    return cost.params_task_specific / len(cost.params_per_task)
+        return max(cost.params_per_task) + cost.params_adapter_shared / t
+    return cost.params_task_specific / t
 
 
 def sizes_up_to(ds: Design, d_max: int, points: int = 120) -> list[int]:
@@ -99,16 +102,22 @@ def padded_tasks(tasks: Sequence[Task], count: int) -> list[Task]:
 
 def task_scaling(ds: Design, s: Optional[int], counts: Iterable[int]) -> list[ScalingPoint]:
     """All-task forward FLOPs per sequence of design ``ds`` at size ``s`` for each task count."""
+    plain_cfg = AdapterConfig(method="shared", heads=ds.config.heads)
+    plain: dict[int, int] = {}  # num_labels -> one plain model's forward FLOPs
+
+    def alone(task: Task) -> int:
+        if task.num_labels not in plain:
+            one = design(ds.model, [task], plain_cfg, convention=ds.convention, seq_len=ds.seq_len)
+            plain[task.num_labels] = forward_flops(one, 0)[1]
+        return plain[task.num_labels]
+
     out = []
     for t in counts:
         tasks = padded_tasks(ds.tasks, t)
         d = design(ds.model, tasks, ds.config if s is None else replace(ds.config, d_s=s),
                    convention=ds.convention, seq_len=ds.seq_len, check_size=False)
         _, _, all_tasks = forward_flops(d, s or 0)
-        plain = AdapterConfig(method="shared", heads=ds.config.heads)
-        separate = sum(forward_flops(design(ds.model, [task], plain, convention=ds.convention, seq_len=ds.seq_len), 0)[1]
-                       for task in tasks)
-        out.append(ScalingPoint(t, all_tasks, separate))
+        out.append(ScalingPoint(t, all_tasks, sum(alone(task) for task in tasks)))
     return out
 
 

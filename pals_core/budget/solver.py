@@ -58,7 +58,11 @@ def real_optimum(ds: Design, budget: Budget) -> float:
     limit, per_task = limits(ds, budget)
     if limit is not None:
         return ds.extra.largest_root_below(limit)
-    return (ds.adapter + max(ds.heads)).largest_root_below(per_task)
+    if ds.shared.is_zero:
+        return (ds.adapter + max(ds.heads)).largest_root_below(per_task)
+    # shared modules (CA-MTL) are amortised over the T tasks: adapter + head + shared / T ≤ p
+    t = len(ds.tasks)
+    return (ds.adapter * t + ds.shared + max(ds.heads) * t).largest_root_below(per_task * t)
 
 
 def solve(ds: Design, budget: Budget) -> Cost:

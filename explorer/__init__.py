@@ -1,0 +1,8 @@
+"""The PALs Explorer web app (``streamlit run app.py``): UI only, every number comes from ``pals_core.budget``.
+
+Pure modules (no streamlit): ``inputs`` (widget values → a validated ``Inputs``), ``calc`` (the
+calculator calls the page makes), ``figures`` (calculator rows → plotly figures and tables),
+``commands`` (a design → a ``pals-train`` argument list and shell commands), ``registry`` (training
+runs on disk: launch, watch, cancel, resume). Views: ``sidebar``, ``design_view``, ``train_view``,
+``runs_view``, ``page`` (the one page ``app.py`` draws); ``studies_view`` belongs to the studies.
+"""

@@ -1,0 +1,123 @@
+"""The calculator calls the page makes, given validated ``Inputs``. No formulas of its own: every
+number is read from ``pals_core.budget`` (rows, design, breakdown, series). Pure Python; the page
+wraps these functions in ``st.cache_data``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pals_core.budget import AdapterConfig, Cost, Design, breakdown, design, get_method, rows, sort_rows
+from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
+                                     size_curve, sizes_up_to, task_scaling)
+
+from .inputs import Inputs
+
+Key = tuple[str, Optional[str]]  # (method, location); location None for methods that take none
+
+
+def key_of(cost: Cost) -> Key:
+    return cost.method, cost.location
+
+
+def label(key: Key) -> str:
+    method, location = key
+    return method if location is None else f"{method} @ {location}"
+
+
+def table(inp: Inputs) -> list[Cost]:
+    """Every chosen method × location at the budget (or at the fixed d_s), feasible first.
+
+    Within-network methods go to ``inp.location`` (or all, top and bottom); the others take none."""
+    within = [m for m in inp.methods if get_method(m).within]
+    others = [m for m in inp.methods if not get_method(m).within]
+    common = dict(budget=inp.budget, heads=inp.heads, seq_len=inp.seq_len, convention=inp.convention,
+                  per_task_pooler=inp.per_task_pooler, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio)
+    out: list[Cost] = []
+    if within:
+        out += rows(inp.model, inp.tasks, methods=within, location=inp.location,
+                    d_s=inp.d_s, **common)
+    if others:
+        out += rows(inp.model, inp.tasks, methods=others, location=None,
+                    d_s=inp.d_s, **common)
+    return sort_rows(out)
+
+
+def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None) -> AdapterConfig:
+    method, location = key
+    return AdapterConfig(method=method, d_s=d_s if get_method(method).sized else None, location=location,
+                         heads=inp.heads, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio, per_task_pooler=inp.per_task_pooler)
+
+
+def design_of(inp: Inputs, key: Key) -> Design:
+    """The calculator's design for one table row (its d_s left open)."""
+    return design(inp.model, inp.tasks, config_for(inp, key), convention=inp.convention, seq_len=inp.seq_len,
+                  check_size=False)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Per-task parameters of one design over d_s (``points``; empty for sizeless methods, whose
+    cost is the constant ``flat``), and the row's own size (solved, or the fixed d_s)."""
+
+    key: Key
+    points: tuple[SizePoint, ...]
+    flat: Optional[float]
+    marked_d_s: Optional[int]
+    marked_params: float
+    feasible: bool
+
+
+@dataclass(frozen=True)
+class Curves:
+    curves: tuple[Curve, ...]
+    limit: Optional[float]  # the budget line, per task
+    view: str  # "mean" (Σ/T under a global budget) or "max" (largest task under a per-task cap)
+
+
+def curves(inp: Inputs, costs: list[Cost], points: int = 80) -> Curves:
+    """One curve per table row, over d_s up to about 1.5× the largest chosen size."""
+    sized = [c.d_s for c in costs if c.d_s is not None]
+    d_max = max(64, int(1.5 * max(sized))) if sized else 64
+    out, limit, view = [], None, "mean"
+    for c in costs:
+        ds = design_of(inp, key_of(c))
+        limit, view = per_task_limit(ds, inp.budget), per_task_view(ds, inp.budget)
+        marked = per_task_params(c, view)
+        if ds.method.sized:
+            pts = tuple(size_curve(ds, sizes_up_to(ds, d_max, points), inp.budget))
+            out.append(Curve(key_of(c), pts, None, c.d_s, marked, c.feasible))
+        else:
+            out.append(Curve(key_of(c), (), marked, None, marked, c.feasible))
+    return Curves(tuple(out), limit, view)
+
+
+def breakdown_rows(inp: Inputs, cost: Cost) -> list[dict]:
+    """Where one task's parameters go in this row's design (``pals_core.budget.breakdown``)."""
+    return breakdown(design_of(inp, key_of(cost)), cost.d_s)
+
+
+def task_counts(t: int, at_least: int = 8, points: int = 40) -> list[int]:
+    """Task counts to draw: 1…max(T, 8), thinned to about ``points`` values, always with T."""
+    top = max(t, at_least)
+    if top <= points:
+        return list(range(1, top + 1))
+    stride = -(-top // points)
+    return sorted(set(range(1, top + 1, stride)) | {t, top})
+
+
+def scaling(inp: Inputs, costs: list[Cost]) -> dict[Key, list[ScalingPoint]]:
+    """All-task FLOPs per input against the number of tasks, each row at its own size."""
+    counts = task_counts(len(inp.tasks))
+    return {key_of(c): task_scaling(design_of(inp, key_of(c)), c.d_s, counts) for c in costs}
+
+
+def pick_default(costs: list[Cost]) -> Key:
+    """The design shown first: PALs on all layers if it fits, else the first feasible row."""
+    for c in costs:
+        if c.method == "pals" and c.location == "all" and c.feasible:
+            return key_of(c)
+    for c in costs:
+        if c.feasible:
+            return key_of(c)
+    return key_of(costs[0])

@@ -1,0 +1,148 @@
+"""What the person asked for: the sidebar's raw values, and their validation into an ``Inputs``.
+
+Pure Python (no streamlit): ``parse_inputs(RawInputs(...))`` either returns a fully checked
+``Inputs`` or raises ``ValueError`` with one line that names the bad field — the page shows it
+with ``st.error``. Every check is the calculator's own (``pals_core.budget``); this module only
+routes the widget values to it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pals_core.budget import (CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
+                              get_method, parse_tasks, resolve_layers)
+from pals_core.budget.units import parse_count, parse_positive_float
+
+UPLOAD = "upload a config.json…"
+LOCATION_EVERY = "compare all · top · bottom"
+LOCATION_CUSTOM = "layers i,j,…"
+LOCATION_CHOICES = (LOCATION_EVERY, "all", "top", "bottom", LOCATION_CUSTOM)
+BUDGET_KINDS = ("ratio", "extra", "per-task")
+BUDGET_DEFAULTS = {"ratio": "1.13", "extra": "15M", "per-task": "1.9M"}
+TASKS_GLUE, TASKS_COUNT = "GLUE tasks", "a number of tasks"
+
+
+@dataclass
+class RawInputs:
+    """The widget values exactly as the sidebar holds them (strings where a person types)."""
+
+    model: str = "bert-base-uncased"
+    config_name: str = ""
+    config_bytes: Optional[bytes] = None
+    task_mode: str = TASKS_GLUE
+    glue_tasks: list = field(default_factory=lambda: list(PAPER_TASKS))
+    task_count: int = 8
+    budget_kind: str = "ratio"
+    budget_value: str = BUDGET_DEFAULTS["ratio"]
+    methods: list = field(default_factory=lambda: list(METHODS))
+    location: str = LOCATION_EVERY
+    location_custom: str = ""
+    heads: int = 12
+    seq_len: int = 128
+    convention: str = "exact"
+    per_task_pooler: bool = False
+    d_s: str = ""
+    n_top: int = 6
+    ffn_ratio: int = 2
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A validated question for the calculator. ``location`` None = every location (all, top, bottom)."""
+
+    model: BaseModel
+    tasks: tuple[Task, ...]
+    budget: Budget
+    methods: tuple[str, ...]
+    location: Optional[str]
+    heads: int = 12
+    seq_len: int = 128
+    convention: str = "exact"
+    per_task_pooler: bool = False
+    d_s: Optional[int] = None
+    n_top: int = 6
+    ffn_ratio: int = 2
+
+
+def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> BaseModel:
+    """A preset, or the uploaded Hugging Face ``config.json`` read by ``from_hf_config``."""
+    if name != UPLOAD:
+        if name not in PRESETS:
+            raise ValueError(f"unknown model preset {name!r} (presets: {', '.join(PRESETS)})")
+        return PRESETS[name]
+    if not config_bytes:
+        raise ValueError("upload a Hugging Face config.json for the base model, or pick a preset")
+    try:
+        config = json.loads(config_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{config_name or 'config.json'} is not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_name or 'config.json'} is not a JSON object")
+    label = str(config.get("_name_or_path") or config_name or "uploaded config")
+    try:
+        return from_hf_config(config, name=label)
+    except TypeError as e:  # a field of the wrong JSON type
+        raise ValueError(f"{config_name or 'config.json'}: {e}") from None
+
+
+def parse_budget(kind: str, text: str) -> Budget:
+    """``ratio`` "1.13" (or "1.13x"), ``extra`` "15M", ``per-task`` "250k" → a calculator ``Budget``."""
+    text = (text or "").strip()
+    if not text:
+        raise ValueError(f"enter a {kind} budget")
+    if kind == "ratio":
+        value = parse_positive_float(text.rstrip("x×X ").strip(), "budget ratio")
+        return Budget(ratio=value)
+    if kind == "extra":
+        return Budget(extra=parse_count(text, "extra-parameter budget"))
+    if kind == "per-task":
+        return Budget(per_task=parse_count(text, "per-task budget"))
+    raise ValueError(f"unknown budget kind {kind!r} (ratio, extra or per-task)")
+
+
+def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:
+    if choice == LOCATION_EVERY:
+        return None
+    if choice == LOCATION_CUSTOM:
+        text = (custom or "").strip()
+        if not text:
+            raise ValueError("enter the adapted layers as 0-based indices, e.g. 0,1,2")
+        layers = resolve_layers(text, model.layers)  # the calculator's own check and message
+        return ",".join(str(i) for i in layers)
+    if choice not in ("all", "top", "bottom"):
+        raise ValueError(f"unknown location {choice!r}")
+    return choice
+
+
+def parse_inputs(raw: RawInputs) -> Inputs:
+    """Validate every field; raise ``ValueError`` naming the first bad one."""
+    model = parse_model(raw.model, raw.config_name, raw.config_bytes)
+    if raw.task_mode == TASKS_GLUE:
+        if not raw.glue_tasks:
+            raise ValueError("choose at least one GLUE task (or switch to a number of tasks)")
+        tasks = parse_tasks(list(raw.glue_tasks))
+    else:
+        tasks = parse_tasks(int(raw.task_count))
+    budget = parse_budget(raw.budget_kind, raw.budget_value)
+    if not raw.methods:
+        raise ValueError("choose at least one method")
+    methods = tuple(get_method(m).name for m in raw.methods)
+    location = parse_location(raw.location, raw.location_custom, model)
+    if raw.convention not in CONVENTIONS:
+        raise ValueError(f"unknown convention {raw.convention!r} (exact or paper)")
+    for what, value in (("adapter heads h_s", raw.heads), ("sequence length", raw.seq_len), ("N_top", raw.n_top),
+                        ("FFN ratio", raw.ffn_ratio)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    d_s = None
+    if (raw.d_s or "").strip():
+        try:
+            d_s = int(raw.d_s.strip())
+        except ValueError:
+            raise ValueError(f"fixed d_s {raw.d_s!r} is not an integer (leave it empty to solve the budget)") from None
+        if d_s < 1:
+            raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
+    return Inputs(model, tuple(tasks), budget, methods, location, raw.heads, raw.seq_len, raw.convention,
+                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio)

@@ -1,0 +1,131 @@
+"""The runs: live progress and ETA, cancel, resume, errors with the log tail, the table of runs and
+the measured trade-off beside the analytic one. Read from disk on every draw (``registry``), and
+redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import streamlit as st
+
+from pals_core.budget import Cost
+
+from . import figures, registry
+from .registry import ACTIVE, Run
+
+REFRESH_S = 2.0
+CHART = {"displaylogo": False}
+
+
+def duration(seconds: Optional[float]) -> str:
+    """71 → '1 min 11 s'; None → '—'."""
+    if seconds is None:
+        return "—"
+    s = int(round(float(seconds)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def _title(run: Run) -> str:
+    r = run.row()
+    size = f" d_s={r['d_s']}" if r.get("d_s") is not None else ""
+    where = f" @ {r['location']}" if r.get("location") else ""
+    return f"**{run.id}** — {r.get('method')}{where}{size} · {r.get('tasks')}"
+
+
+def _active(run: Run) -> None:
+    p = run.progress or {}
+    step, total = p.get("step") or 0, p.get("total") or 0
+    frac = min(1.0, step / total) if total else 0.0
+    avg = p.get("average")
+    text = (f"{run.status} · step {step}/{total or '?'} · elapsed {duration(p.get('elapsed_s'))} · "
+            f"ETA {duration(p.get('eta_s'))}" + (f" · dev avg {avg:.4f}" if isinstance(avg, (int, float)) else ""))
+    with st.container(border=True):
+        st.markdown(_title(run))
+        st.progress(frac, text=text)
+        if p.get("scores"):
+            st.caption(" · ".join(f"{t}: {v:.4f}" if isinstance(v, (int, float)) else f"{t}: —" for t, v in p["scores"].items()))
+        if st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the run's process group"):
+            if registry.cancel(run):
+                st.toast(f"Cancelling {run.id}")
+            st.rerun(scope="app")
+
+
+def _problem(run: Run) -> None:
+    with st.container(border=True):
+        st.markdown(_title(run))
+        if run.status == "stopped":
+            st.warning(f"Stopped{' by you' if run.cancelled else ''} at step {(run.progress or {}).get('step', '?')}.")
+        else:
+            st.error(f"{run.status}: {run.error or 'no error message'}")
+        tail = run.log_tail(30)
+        with st.expander("Log tail", expanded=run.status in ("failed", "died")):
+            st.code(tail or "(log.txt is empty)", language="text")
+        if run.launch and st.button("Resume (--resume)", key=f"resume::{run.id}"):
+            try:
+                registry.resume(run)
+            except (ValueError, OSError) as e:
+                st.error(f"Could not resume: {e}")
+            else:
+                st.rerun(scope="app")
+
+
+def _details(runs: Sequence[Run]) -> None:
+    pick = st.selectbox("Inspect a run", [r.id for r in runs], key="run_inspect")
+    run = next((r for r in runs if r.id == pick), None)
+    if run is None:
+        return
+    s = run.summary or {}
+    if isinstance(s.get("scores"), dict):
+        rows = [{"task": t, **(m if isinstance(m, dict) else {"score": m})} for t, m in s["scores"].items()]
+        st.dataframe(rows, hide_index=True, key="run_scores")
+    params = s.get("params") if isinstance(s.get("params"), dict) else None
+    if params:
+        st.caption(" · ".join(f"{k}: {v:,}" for k, v in params.items() if isinstance(v, int)))
+    if run.launch and run.launch.get("command"):
+        st.code(run.launch["command"], language="bash", wrap_lines=True)
+    with st.expander("Log tail"):
+        st.code(run.log_tail(40) or "(empty)", language="text")
+
+
+def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
+    root = registry.runs_root()
+    runs = registry.list_runs(root)
+    active = [r for r in runs if r.status in ACTIVE]
+    if bool(active) != was_active:
+        st.rerun(scope="app")  # start or stop the timer
+    st.markdown(f"#### Runs in `{root}`")
+    if not runs:
+        st.info("No runs yet. Launch one above; it appears here, and stays after a reload or a server restart.")
+        return
+    for run in active:
+        _active(run)
+    for run in runs:
+        if run.status in ("failed", "died", "stopped") and run.status not in ACTIVE:
+            _problem(run)
+    rows = [r.row() for r in runs]
+    st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table", column_config={
+        "task-specific params": st.column_config.NumberColumn(format="localized"),
+        "dev average": st.column_config.NumberColumn(format="%.4f"),
+        "wall time (s)": st.column_config.NumberColumn(format="%.0f"),
+    })
+    finished = [r for r in rows if r["status"] == "finished"]
+    left, right = st.columns(2)
+    with left:
+        if finished:
+            st.plotly_chart(figures.runs_figure(finished), config=CHART, key="fig_runs")
+        else:
+            st.info("Finished runs appear here: dev score against task-specific parameters.")
+    with right:
+        if analytic:
+            st.plotly_chart(figures.design_space_figure(analytic), config=CHART, key="fig_runs_analytic")
+            st.caption("Beside it, the analytic trade-off of the question in the sidebar.")
+    _details(runs)
+
+
+def render(analytic: Optional[Sequence[Cost]]) -> None:
+    runs = registry.list_runs()
+    was_active = any(r.status in ACTIVE for r in runs)
+    st.fragment(body, run_every=REFRESH_S if was_active else None)(analytic, was_active)

@@ -1,0 +1,29 @@
+"""Low-rank layers, Stickland & Murray 2019, Sec. 3.2 — a parallel rank-d_s update per adapted layer.
+
+    h_{l+1} = LN2(a_l + FFN(a_l) + V^D_l V^E_l h_l)
+
+V^E_l: Linear(d, d_s), V^D_l: Linear(d_s, d), both with biases; V^D_l zero-initialised.
+Parameters per task (exact): K·(2·d·d_s + d_s + d). Forward FLOPs per layer: 2n·d·d_s + 2n·d_s·d.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import Mask, TaskAdapter, init_linear, layer_key, zero_linear
+from .registry import BuildContext, register_adapter
+
+
+class LowRankAdapter(TaskAdapter):
+    def __init__(self, ctx: BuildContext) -> None:
+        super().__init__(ctx.layers)
+        d, s, std = ctx.hidden, ctx.adapter.d_s, ctx.std
+        self.encoders = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(d, s), std) for i in self.layers})
+        self.decoders = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(s, d)) for i in self.layers})
+
+    def parallel(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
+        key = layer_key(i)
+        return self.decoders[key](self.encoders[key](h))
+
+
+register_adapter("low_rank", LowRankAdapter)

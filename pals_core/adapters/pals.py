@@ -1,0 +1,48 @@
+"""Projected attention layers (PALs), Stickland & Murray 2019, Sec. 3.3 — in parallel to BERT layers.
+
+    h_{l+1} = LN2(a_l + FFN(a_l) + TS_l(h_l)),   TS_l(h) = V^D · Attn_l(V^E · h)
+
+V^E: Linear(d, d_s), V^D: Linear(d_s, d) (with biases) — ONE pair per task shared across the task's
+adapted layers (``pals``), or one pair per layer (``pals_unshared``); Attn_l: h_s-head
+self-attention in d_s with Q, K, V and no output matrix (``SmallSelfAttention``).
+V^D is zero-initialised, so the model equals the base model at initialisation.
+Parameters per task (exact): pals 2·d·d_s + d_s + d + K·(3·d_s² + 3·d_s);
+pals_unshared K·(2·d·d_s + d_s + d + 3·d_s² + 3·d_s).
+Forward FLOPs per adapted layer: 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import SmallSelfAttention
+from .base import Mask, TaskAdapter, init_linear, layer_key, zero_linear
+from .registry import BuildContext, register_adapter
+
+
+class PalsAdapter(TaskAdapter):
+    def __init__(self, ctx: BuildContext, *, shared_projections: bool) -> None:
+        super().__init__(ctx.layers)
+        d, s, std = ctx.hidden, ctx.adapter.d_s, ctx.std
+        self.shared_projections = shared_projections
+        if shared_projections:
+            self.encoder = init_linear(nn.Linear(d, s), std)
+            self.decoder = zero_linear(nn.Linear(s, d))
+        else:
+            self.encoders = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(d, s), std) for i in self.layers})
+            self.decoders = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(s, d)) for i in self.layers})
+        self.attention = nn.ModuleDict({
+            layer_key(i): SmallSelfAttention(ctx.base_config, s, ctx.adapter.heads, output=False, std=std)
+            for i in self.layers})
+
+    def parallel(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
+        key = layer_key(i)
+        if self.shared_projections:
+            encoder, decoder = self.encoder, self.decoder
+        else:
+            encoder, decoder = self.encoders[key], self.decoders[key]
+        return decoder(self.attention[key](encoder(h), mask))
+
+
+register_adapter("pals", lambda ctx: PalsAdapter(ctx, shared_projections=True))
+register_adapter("pals_unshared", lambda ctx: PalsAdapter(ctx, shared_projections=False))

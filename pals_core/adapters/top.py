@@ -1,0 +1,97 @@
+"""Task-specific stacks on top of the shared BERT (Stickland & Murray 2019, Sec. 3.1 and Table 1).
+
+``proj_attn_top``: on the final hidden states H (B, n, d)
+    x = V^E H;   N_top times: x = LN(x + O · MHA(x))   (Q, K, V, O: Linear(d_s, d_s), h_s heads, LN(d_s));
+    out = H + V^D x     (V^D zero-initialised: out = H at initialisation)
+``proj_ffn_top``: the same with blocks x = LN(x + W2 · GELU(W1 · x)), W1: d_s → r·d_s, W2: r·d_s → d_s.
+``bert_layer_top``: one full ``transformers`` BertLayer per task, initialised as a copy of the trunk's
+last layer, so training starts from pretrained weights.
+The pooler and head then read out[:, 0]. Top methods adapt no layer: the whole trunk is shared.
+Parameters (exact): V^E, V^D: 2·d·d_s + d_s + d; attention block 4·(d_s² + d_s) + 2·d_s;
+FFN block 2·r·d_s² + r·d_s + d_s + 2·d_s; BERT layer 4d² + 2·d·d_ff + 9d + d_ff.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import SmallSelfAttention
+from .base import Mask, TaskAdapter, init_linear, zero_linear
+from .registry import BuildContext, register_adapter
+
+
+class AttentionBlock(nn.Module):
+    """x ← LN(x + dropout(O · MHA(x)))."""
+
+    def __init__(self, config, width: int, heads: int, *, dropout: float, eps: float, std: float) -> None:
+        super().__init__()
+        self.attention = SmallSelfAttention(config, width, heads, output=True, std=std)
+        self.dropout = nn.Dropout(dropout)
+        self.LayerNorm = nn.LayerNorm(width, eps=eps)
+
+    def forward(self, x: torch.Tensor, mask) -> torch.Tensor:
+        return self.LayerNorm(x + self.dropout(self.attention(x, mask)))
+
+
+class FeedForwardBlock(nn.Module):
+    """x ← LN(x + dropout(W2 · GELU(W1 · x)))."""
+
+    def __init__(self, width: int, inner: int, *, dropout: float, eps: float, std: float) -> None:
+        super().__init__()
+        self.up = init_linear(nn.Linear(width, inner), std)
+        self.down = init_linear(nn.Linear(inner, width), std)
+        self.dropout = nn.Dropout(dropout)
+        self.LayerNorm = nn.LayerNorm(width, eps=eps)
+
+    def forward(self, x: torch.Tensor, mask) -> torch.Tensor:
+        return self.LayerNorm(x + self.dropout(self.down(F.gelu(self.up(x)))))
+
+
+class ProjectedTopStack(TaskAdapter):
+    """H + V^D · blocks(V^E · H)."""
+
+    def __init__(self, ctx: BuildContext, blocks: list[nn.Module]) -> None:
+        super().__init__(())
+        d, s = ctx.hidden, ctx.adapter.d_s
+        self.encoder = init_linear(nn.Linear(d, s), ctx.std)
+        self.blocks = nn.ModuleList(blocks)
+        self.decoder = zero_linear(nn.Linear(s, d))
+
+    def top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
+        x = self.encoder(hidden)
+        for block in self.blocks:  # N_top layers in sequence (not a loop over heads or tasks)
+            x = block(x, mask)
+        return hidden + self.decoder(x)
+
+
+def build_proj_attn_top(ctx: BuildContext) -> ProjectedTopStack:
+    c, a = ctx.base_config, ctx.adapter
+    return ProjectedTopStack(ctx, [
+        AttentionBlock(c, a.d_s, a.heads, dropout=c.hidden_dropout_prob, eps=c.layer_norm_eps, std=ctx.std)
+        for _ in range(a.n_top)])
+
+
+def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
+    c, a = ctx.base_config, ctx.adapter
+    return ProjectedTopStack(ctx, [
+        FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=c.hidden_dropout_prob, eps=c.layer_norm_eps, std=ctx.std)
+        for _ in range(a.n_top)])
+
+
+class BertLayerTop(TaskAdapter):
+    """One more BERT layer for this task, a copy of the trunk's last layer at construction."""
+
+    def __init__(self, ctx: BuildContext) -> None:
+        super().__init__(())
+        self.layer = copy.deepcopy(ctx.trunk.encoder.layer[-1])
+
+    def top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
+        return self.layer(hidden, mask)
+
+
+register_adapter("proj_attn_top", build_proj_attn_top)
+register_adapter("proj_ffn_top", build_proj_ffn_top)
+register_adapter("bert_layer_top", BertLayerTop)

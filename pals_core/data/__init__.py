@@ -1,0 +1,1 @@
+"""Data for multi-task training: GLUE loading (``glue``), task samplers (``samplers``), metrics (``metrics``)."""

@@ -1,0 +1,136 @@
+"""MT-Uncertainty sampling (Pilault, Elhattami & Pal, ICLR 2021, Sec. 3 and Algorithm 1).
+
+At every step one candidate batch of b examples is drawn from every task and run through the model
+(eval mode, no gradient). Each candidate x of task t is scored by its normalised predictive entropy
+
+    H'(x) = H(p(x)) / log C_t ∈ [0, 1],      H(p) = −Σ_c p_c log p_c,
+    U(x)  = (Ĥ_t / Ĥ_max) · H'(x),           Ĥ_t = mean of H' over task t's candidates, Ĥ_max = max_t Ĥ_t,
+
+and the b candidates with the largest U form the step's batch (``select``): the model trains on
+what it is least sure about, and a task whose whole batch is uncertain weighs more than one with
+a few uncertain outliers. Ties (e.g. all U = 0) go to the earlier candidate position, tasks
+interleaved (position j of every task before position j + 1 of any).
+
+A regression task (C_t = 1) has no predictive distribution; its candidates get the mean H' of the
+classification candidates of the same step — neutral, neither preferred nor starved (the released
+code copies another task's entropies for STS-B). With regression tasks only, every H' is 1.
+
+``choose`` (the trainer's single-task interface, ``TaskSampler.choose``) returns the candidate batch
+of the task that holds most of the selected b examples (ties: the larger Ĥ_t, then the earlier task).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .samplers import DEFAULT_EPOCH_STEPS, TaskSampler, register_sampler
+
+Batch = dict  # input_ids, attention_mask, token_type_ids, labels (``Encoded.batch``)
+
+
+def _num_labels(model: Any, task: str, logits) -> int:
+    tasks = getattr(model, "tasks", None)
+    return int(tasks[task]) if isinstance(tasks, dict) and task in tasks else int(logits.shape[-1])
+
+
+def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
+    """H'(x) for every candidate of every ``(task, batch)``; NaN for regression tasks (C_t = 1)."""
+    import torch
+
+    was_training = model.training
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    try:
+        with torch.no_grad():
+            for task, batch in batches:
+                logits = model(task=task, input_ids=batch["input_ids"].to(device),
+                               attention_mask=batch["attention_mask"].to(device),
+                               token_type_ids=batch["token_type_ids"].to(device)).float()
+                c = _num_labels(model, task, logits)
+                if c == 1:
+                    out.append(np.full(logits.shape[0], np.nan))
+                    continue
+                logp = torch.log_softmax(logits, dim=-1)
+                h = -(logp.exp() * logp).sum(-1) / math.log(c)
+                out.append(h.clamp(0.0, 1.0).cpu().numpy().astype(np.float64))
+    finally:
+        model.train(was_training)
+    return out
+
+
+def uncertainty_scores(entropies: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """U(x) = (Ĥ_t / Ĥ_max) · H'(x), regression candidates set to the classification mean first."""
+    known = [h for h in entropies if len(h) and not np.isnan(h).all()]
+    neutral = float(np.mean(np.concatenate(known))) if known else 1.0
+    filled = [np.where(np.isnan(h), neutral, h) for h in entropies]
+    means = np.array([h.mean() if len(h) else 0.0 for h in filled])
+    top = means.max() if len(means) else 0.0
+    weights = means / top if top > 0 else np.ones_like(means)
+    return [w * h for w, h in zip(weights, filled)]
+
+
+def most_uncertain(scores: Sequence[np.ndarray], b: int) -> list[tuple[int, int]]:
+    """The b (candidate, row) pairs with the largest scores; ties by row position, then candidate."""
+    flat = [(-float(s), row, c) for c, sc in enumerate(scores) for row, s in enumerate(sc)]
+    flat.sort()
+    return [(c, row) for _, row, c in flat[:b]]
+
+
+@register_sampler("mt_uncertainty")
+class MTUncertaintySampler(TaskSampler):
+    """CA-MTL's MT-Uncertainty sampling: the most uncertain b of one candidate batch per task."""
+
+    name = "mt_uncertainty"
+    needs_model = True
+
+    def __init__(self, task_sizes, total_steps, epoch_steps=DEFAULT_EPOCH_STEPS, **_: Any) -> None:
+        super().__init__(task_sizes, total_steps, epoch_steps)
+
+    def probabilities(self, step: int) -> np.ndarray:
+        """Every task offers one candidate batch per step (the choice depends on the model)."""
+        return np.full(len(self.tasks), 1.0 / len(self.tasks))
+
+    def candidates(self, step: int, rng: np.random.Generator) -> list[str]:
+        return list(self.tasks)
+
+    def scores(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
+        """U(x) of every candidate, per candidate batch."""
+        return uncertainty_scores(normalised_entropies(model, batches))
+
+    def select(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> list[tuple[str, Batch]]:
+        """The step's batch: the b most uncertain candidates (b = the candidate batch size), as one
+        sub-batch per task in candidate order (rows of each in their candidate order)."""
+        b = max(len(batch["labels"]) for _, batch in batches)
+        chosen = most_uncertain(self.scores(model, batches), b)
+        out = []
+        for c, (task, batch) in enumerate(batches):
+            rows = sorted(row for cc, row in chosen if cc == c)
+            if rows:
+                out.append((task, _rows(batch, rows)))
+        return out
+
+    def choose(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> int:
+        scores = self.scores(model, batches)
+        b = max(len(batch["labels"]) for _, batch in batches)
+        counts = np.zeros(len(batches))
+        for c, _ in most_uncertain(scores, b):
+            counts[c] += 1
+        means = np.array([s.mean() if len(s) else 0.0 for s in scores])
+        return int(sorted(range(len(batches)), key=lambda c: (-counts[c], -means[c], c))[0])
+
+
+def _rows(batch: Batch, rows: list[int]) -> Batch:
+    """The given rows of a padded batch, trimmed to their own longest sequence."""
+    import torch
+
+    index = torch.as_tensor(rows, dtype=torch.long)
+    out = {k: v.index_select(0, index) for k, v in batch.items()}
+    if "attention_mask" in out and out["attention_mask"].numel():
+        width = int(out["attention_mask"].sum(-1).max())
+        for k in ("input_ids", "attention_mask", "token_type_ids"):
+            if k in out:
+                out[k] = out[k][:, :width]
+    return out

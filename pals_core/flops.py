@@ -1,0 +1,74 @@
+"""Counting forward FLOPs of a ``MultiTaskBert`` with ``torch.utils.flop_counter.FlopCounterMode``.
+
+The convention is FlopCounterMode's (SPEC section 5): matrix multiplies only, 2 FLOPs per
+multiply-add; attention's QKᵀ and AV count 2·n²·width each. FlopCounterMode has no formula for
+the CPU kernel of ``F.scaled_dot_product_attention``
+(``aten._scaled_dot_product_flash_attention_for_cpu``), so on CPU attention would count 0:
+``register_cpu_sdpa_formulas()`` (idempotent; called by every counter here) registers torch's own
+``sdpa_flop_count`` for it, and the backward formula for its backward kernel.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.utils.flop_counter import (FlopCounterMode, flop_registry, register_flop_formula, sdpa_backward_flop_count,
+                                      sdpa_flop_count)
+
+_aten = torch.ops.aten
+
+
+def register_cpu_sdpa_formulas() -> None:
+    """Register FLOP formulas for the CPU sdpa kernels (forward and backward) once."""
+    forward = _aten._scaled_dot_product_flash_attention_for_cpu
+    if forward not in flop_registry:
+        @register_flop_formula(forward)
+        def _sdpa_cpu(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+            return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    backward = getattr(_aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+    if backward is not None and backward not in flop_registry:
+        @register_flop_formula(backward)
+        def _sdpa_cpu_backward(grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None,
+                               **kwargs) -> int:
+            return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+
+
+def count_flops(fn: Callable[..., Any], *args, **kwargs) -> int:
+    """Total FLOPs FlopCounterMode counts while ``fn(*args, **kwargs)`` runs."""
+    register_cpu_sdpa_formulas()
+    with FlopCounterMode(display=False) as counter:
+        fn(*args, **kwargs)
+    return counter.get_total_flops()
+
+
+def _inputs(model, n: int, batch: int) -> dict[str, torch.Tensor]:
+    if not isinstance(n, int) or n < 1 or n > model.base_config.max_position_embeddings:
+        raise ValueError(f"sequence length must be 1..{model.base_config.max_position_embeddings}, got {n!r}")
+    device = model.bert.embeddings.word_embeddings.weight.device
+    ids = (torch.arange(batch * n, device=device).view(batch, n) % model.base_config.vocab_size)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
+
+
+def _counted(model, fn: Callable[[], Any]) -> int:
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return count_flops(fn)
+    finally:
+        model.train(was_training)
+
+
+def count_forward_flops(model, task: str, n: int, *, batch: int = 1) -> int:
+    """FLOPs of ``model(task=…)`` on ``batch`` sequences of n tokens (eval mode, no grad).
+    Equals the calculator's ``flops_per_seq`` for batch 1 and the first task."""
+    inputs = _inputs(model, n, batch)
+    return _counted(model, lambda: model(task=task, **inputs))
+
+
+def count_predict_all_flops(model, n: int, *, batch: int = 1) -> int:
+    """FLOPs of ``model.predict_all`` (every task, shared operations) — the calculator's
+    ``flops_all_tasks_per_seq`` for batch 1."""
+    inputs = _inputs(model, n, batch)
+    return _counted(model, lambda: model.predict_all(**inputs))

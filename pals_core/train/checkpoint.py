@@ -1,0 +1,155 @@
+"""Task-separable, atomic checkpoints — everything a run needs to continue bit for bit.
+
+    checkpoints/step-00001200/
+        shared.safetensors          the trunk (``bert.*``) and modules shared by all tasks
+        task-<name>.safetensors     one file per task: adapter, head, pooler (``pals_core.task_weights``)
+        optimizer.pt                AdamW + LR-scheduler state, torch (and CUDA) RNG states
+        state.json                  step, sampler RNG, data-order positions, running loss, best, elapsed
+    checkpoints/latest.json         {"step", "dir"}: the checkpoint to resume from
+    checkpoints/best.json           {"step", "dir", "average", "scores"}: the best evaluated checkpoint
+
+A checkpoint folder is written under a temporary name and moved into place with ``os.replace``;
+``latest.json`` is then replaced atomically. A kill at any moment leaves the previous checkpoint
+intact. Only the latest and the best checkpoints are kept; the best one loses its optimizer state
+once it is no longer the latest (its weights are what is kept for).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from .rundir import atomic_write_json, read_json
+
+SHARED_FILE = "shared.safetensors"
+OPTIMIZER_FILE = "optimizer.pt"
+STATE_FILE = "state.json"
+FORMAT = "pals-explorer-checkpoint/1"
+
+
+def step_dir_name(step: int) -> str:
+    return f"step-{step:08d}"
+
+
+def task_file_name(task: str) -> str:
+    return f"task-{task}.safetensors"
+
+
+def shared_parameter_names(model) -> list[str]:
+    """Parameters that belong to no single task (trunk and shared adapter modules)."""
+    own = {n for t in model.tasks for n in model.task_parameter_names(t)}
+    return [n for n, _ in model.named_parameters() if n not in own]
+
+
+def save_model(model, folder: Path) -> None:
+    """The shared weights and one file per task into ``folder`` (which must exist)."""
+    params = dict(model.named_parameters())
+    shared = {n: params[n].detach().to("cpu").contiguous() for n in shared_parameter_names(model)}
+    save_file(shared, str(folder / SHARED_FILE), metadata={"format": FORMAT, "tasks": json.dumps(model.tasks)})
+    for task in model.tasks:
+        model.save_task(task, folder / task_file_name(task))
+
+
+def load_model(model, folder: Path) -> None:
+    """Load what ``save_model`` wrote into a model of the same design and tasks."""
+    params = dict(model.named_parameters())
+    expected = set(shared_parameter_names(model))
+    with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
+        keys = set(f.keys())
+        if keys != expected:
+            raise ValueError(f"{folder / SHARED_FILE} does not fit the model: missing {sorted(expected - keys)[:5]}, "
+                             f"unexpected {sorted(keys - expected)[:5]}")
+        with torch.no_grad():
+            for k in keys:
+                params[k].copy_(f.get_tensor(k))
+    for task in model.tasks:
+        model.load_task(folder / task_file_name(task), task=task)
+
+
+class Checkpoints:
+    """Writes and finds the checkpoints of one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.latest_file = self.root / "latest.json"
+        self.best_file = self.root / "best.json"
+
+    def latest(self) -> Optional[Path]:
+        try:
+            info = read_json(self.latest_file)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        folder = self.root / info["dir"]
+        return folder if (folder / STATE_FILE).is_file() else None
+
+    def best(self) -> Optional[dict]:
+        try:
+            return read_json(self.best_file)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def save(self, step: int, model, optimizer, scheduler, state: dict, best: Optional[dict]) -> Path:
+        """Write the checkpoint of ``step`` (model, optimizer, scheduler, RNGs, ``state``) and point
+        ``latest.json`` at it; ``best`` = {"step", "average", "scores"} of the best evaluation."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.root / step_dir_name(step)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=self.root))
+        try:
+            save_model(model, tmp)
+            torch.save({
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            }, tmp / OPTIMIZER_FILE)
+            atomic_write_json(tmp / STATE_FILE, {"format": FORMAT, "step": step, **state})
+            if final.exists():  # the same step saved again (e.g. a stop right after an evaluation)
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        atomic_write_json(self.latest_file, {"step": step, "dir": final.name})
+        if best is not None:
+            atomic_write_json(self.best_file, {**best, "dir": step_dir_name(best["step"])})
+        self.prune(keep={final.name, step_dir_name(best["step"]) if best else final.name})
+        return final
+
+    def prune(self, keep: set[str]) -> None:
+        """Remove every checkpoint folder not in ``keep`` (and leftover temporary folders); the
+        kept best checkpoint that is not the latest drops its optimizer state."""
+        latest = self.latest()
+        for child in self.root.iterdir():
+            if not child.is_dir():
+                continue
+            if child.name.startswith(".") or (child.name.startswith("step-") and child.name not in keep):
+                shutil.rmtree(child, ignore_errors=True)
+            elif child.name in keep and latest is not None and child.name != latest.name:
+                opt = child / OPTIMIZER_FILE
+                if opt.exists():
+                    opt.unlink()
+
+    def clear(self) -> None:
+        """Forget every checkpoint (a new run in this folder)."""
+        for f in (self.latest_file, self.best_file):
+            f.unlink(missing_ok=True)
+        if self.root.is_dir():
+            self.prune(keep=set())
+
+    def load(self, folder: Path, model, optimizer, scheduler, map_location: Any = "cpu") -> dict:
+        """Restore model, optimizer, scheduler and RNGs from ``folder``; returns its state.json."""
+        load_model(model, folder)
+        blob = torch.load(folder / OPTIMIZER_FILE, map_location=map_location, weights_only=True)
+        optimizer.load_state_dict(blob["optimizer"])
+        scheduler.load_state_dict(blob["scheduler"])
+        torch.set_rng_state(blob["torch_rng"])
+        if blob["cuda_rng"] and torch.cuda.is_available() and len(blob["cuda_rng"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(blob["cuda_rng"])
+        return read_json(folder / STATE_FILE)

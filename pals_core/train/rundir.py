@@ -1,0 +1,140 @@
+"""The run directory and its files (fixed schemas; the explorer and the studies read them).
+
+    <out>/config.json      the resolved TrainConfig
+    <out>/progress.json    {"status", "step", "total", "elapsed_s", "eta_s", "scores": {task: main metric},
+                            "average", "best_average", "error", "updated", "pid"}   — rewritten atomically
+    <out>/metrics.jsonl    one object per evaluation: {"step", "scores": {task: {metric: value}},
+                            "average", "train_loss"}
+    <out>/summary.json     {"config", "scores" (best checkpoint), "average", "best_step", "params",
+                            "wall_time_s", "steps", …}  — written when the run finishes
+    <out>/checkpoints/     see ``checkpoint.py``
+
+Every JSON file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
+place with ``os.replace``, so a reader never sees half a file and a kill never leaves one.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+STATUSES = ("running", "finished", "failed", "stopped")
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf → None (strict JSON), numpy scalars → Python."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps(obj: Any, indent: Optional[int] = 2) -> str:
+    return json.dumps(_clean(obj), indent=indent, allow_nan=False)
+
+
+def atomic_write_text(path: "str | Path", text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_json(path: "str | Path", obj: Any) -> None:
+    atomic_write_text(path, dumps(obj) + "\n")
+
+
+def read_json(path: "str | Path") -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunDir:
+    """Paths and writers of one run directory."""
+
+    def __init__(self, out: "str | Path") -> None:
+        self.root = Path(out)
+        self.config = self.root / "config.json"
+        self.progress = self.root / "progress.json"
+        self.metrics = self.root / "metrics.jsonl"
+        self.summary = self.root / "summary.json"
+        self.checkpoints = self.root / "checkpoints"
+
+    def create(self) -> None:
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+
+    def has_run(self) -> bool:
+        return self.config.is_file()
+
+    # --- progress.json ----------------------------------------------------------------------------
+
+    def write_progress(self, *, status: str, step: int, total: int, elapsed_s: float, eta_s: Optional[float],
+                       scores: dict[str, float], average: Optional[float], best_average: Optional[float],
+                       error: Optional[str] = None) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        atomic_write_json(self.progress, {
+            "status": status, "step": int(step), "total": int(total), "elapsed_s": round(float(elapsed_s), 3),
+            "eta_s": None if eta_s is None else round(float(eta_s), 1), "scores": scores, "average": average,
+            "best_average": best_average, "error": error, "updated": now_iso(), "pid": os.getpid(),
+        })
+
+    def read_progress(self) -> Optional[dict]:
+        try:
+            return read_json(self.progress)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    # --- metrics.jsonl ----------------------------------------------------------------------------
+
+    def append_metrics(self, record: dict) -> None:
+        """One evaluation, one line; flushed and fsync'ed (a kill leaves at most a partial last line,
+        which ``read_metrics`` ignores and ``truncate_metrics`` removes)."""
+        line = dumps(record, indent=None) + "\n"
+        with open(self.metrics, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_metrics(self) -> list[dict]:
+        if not self.metrics.is_file():
+            return []
+        out = []
+        with open(self.metrics, encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break  # a partial line from a kill
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break
+        return out
+
+    def truncate_metrics(self, last_step: int) -> list[dict]:
+        """Keep the evaluations up to ``last_step`` (a resumed run redoes the later ones)."""
+        kept = [r for r in self.read_metrics() if r.get("step", 0) <= last_step]
+        atomic_write_text(self.metrics, "".join(dumps(r, indent=None) + "\n" for r in kept))
+        return kept

@@ -1,0 +1,457 @@
+"""Multi-task training of one ``MultiTaskBert`` on several GLUE tasks (Stickland & Murray 2019, Section 4).
+
+Each step draws a task from the sampler (p_i ∝ N_i^α, ``pals_core.data.samplers``), takes the next
+``batch_size`` examples of that task, and makes one AdamW step on that task's loss (cross-entropy;
+mean squared error for STS-B):
+
+    θ ← AdamW(θ, ∇L_t(θ)),  lr_s = lr · min(s / (w·S), (S − s) / (S − w·S))   (warm-up w = 10 %, S steps)
+
+with no weight decay on biases and LayerNorm parameters and the global gradient norm clipped.
+Every ``eval_every`` steps all dev sets are scored (``evaluate``), a line goes to metrics.jsonl and a
+checkpoint is written; the best dev average is kept. Runs on CPU, on CUDA with bf16 autocast, and on
+several GPUs under ``accelerate launch`` (Accelerate's DDP; only the main process writes files).
+
+Nothing is lost: SIGTERM (or Ctrl-C) finishes the current step, checkpoints and marks the run
+"stopped"; after a SIGKILL ``resume=True`` continues from the last checkpoint — model, optimizer,
+scheduler, RNGs, data order, step — and reaches the same numbers as an uninterrupted run.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+
+from ..budget import Task
+from ..data.glue import check_files, choose_source, load_tasks, load_tokenizer
+from ..data.metrics import dev_average, main_score
+from ..data.samplers import TaskSampler, make_sampler
+from ..data.tasks import GLUE_TASKS
+from .checkpoint import Checkpoints
+from .config import TrainConfig
+from .models import build_model, model_shape, tokenizer_path
+from .params import design_cost, run_params, solve_d_s
+from .rundir import RunDir, atomic_write_json, read_json
+from .streams import TaskStream, process_slice
+
+OnEval = Callable[[int, dict, float], None]
+PROGRESS_EVERY_S = 5.0
+
+
+class TrainingStopped(RuntimeError):
+    """The run was stopped by a signal; its last checkpoint is on disk (``resume=True`` continues)."""
+
+    def __init__(self, step: int, out: str) -> None:
+        super().__init__(f"stopped at step {step}; continue with --resume --out {out}")
+        self.step, self.out = step, out
+
+
+# ------------------------------------------------------------------------------------ preparation
+
+def resolve(cfg: TrainConfig) -> TrainConfig:
+    """A validated copy of ``cfg`` with d_s taken from the budget (if one is given). ``ValueError``
+    names the problem (unknown task or method, d_s not divisible, budget too small, …)."""
+    from ..budget import get_method
+
+    cfg = copy.deepcopy(cfg)
+    cfg.validate()
+    shape = model_shape(cfg.model)
+    tasks = [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks]
+    method = get_method(cfg.adapter.method)
+    if cfg.budget is not None and method.sized:
+        d_s = solve_d_s(shape, tasks, cfg.adapter, cfg.budget)
+        if cfg.adapter.d_s is not None and cfg.adapter.d_s != d_s:
+            raise ValueError(f"give d_s or a budget, not both (the budget {cfg.budget:g}× gives d_s = {d_s}, "
+                             f"not {cfg.adapter.d_s})")
+        cfg.adapter = replace(cfg.adapter, d_s=d_s)
+    cost = design_cost(shape, tasks, cfg.adapter)  # raises ValueError for an invalid design
+    if cfg.budget is not None and cost.ratio > cfg.budget:
+        raise ValueError(f"method {cfg.adapter.method!r} needs {cost.ratio:.4f}× the base model, over the budget {cfg.budget:g}×")
+    return cfg
+
+
+def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
+    a, b = saved.resumable_view(), new.resumable_view()
+    return [f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _make_accelerator(cfg: TrainConfig):
+    import torch
+    from accelerate import Accelerator, DistributedDataParallelKwargs
+    from accelerate.state import AcceleratorState
+
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if not distributed:  # in-process callers (studies) may train several runs with different settings
+        AcceleratorState._reset_state(reset_partial_state=True)
+    cpu = cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
+    mp = cfg.mixed_precision
+    if mp == "auto":
+        mp = "bf16" if (not cpu and torch.cuda.is_bf16_supported()) else "no"
+    return Accelerator(cpu=cpu, mixed_precision=mp,
+                       kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+
+
+@contextmanager
+def _stop_signals(flag: threading.Event) -> Iterator[None]:
+    """SIGTERM / SIGINT set ``flag`` (the loop stops after the current step); a second SIGINT
+    interrupts at once. Only in the main thread (signals cannot be caught elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(signum, frame):
+        if signum == signal.SIGINT and flag.is_set():
+            raise KeyboardInterrupt
+        flag.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+
+
+# ----------------------------------------------------------------------------------------- the run
+
+@dataclass
+class _State:
+    step: int = 0
+    evaluated_step: int = 0
+    loss_sum: float = 0.0
+    loss_n: int = 0
+    best: Optional[dict] = None  # {"step", "average", "scores"}
+    last: Optional[dict] = None  # {"step", "average", "scores"} of the latest evaluation
+    elapsed_s: float = 0.0
+    train_time_s: float = 0.0  # wall time in training steps (sampling, batches, forward/backward, optimiser)
+    train_cpu_s: float = 0.0  # the same in process CPU time (steadier on a shared machine)
+    eval_time_s: float = 0.0
+    task_steps: dict = field(default_factory=dict)
+
+
+class _Run:
+    def __init__(self, cfg: TrainConfig, run: RunDir, progress: bool, on_eval: Optional[OnEval]) -> None:
+        import torch
+
+        self.cfg, self.run, self.show_progress, self.on_eval = cfg, run, progress, on_eval
+        self.stop_flag = threading.Event()
+        self.started = time.monotonic()
+        self.st = _State(task_steps={t: 0 for t in cfg.tasks})
+        self.session_start_step = 0
+        self._last_progress = 0.0
+        self.in_on_eval = False  # an exception raised by on_eval stops (not fails) the run
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
+        self.acc = _make_accelerator(cfg)
+        self.main = self.acc.is_main_process
+        self.rank, self.world = self.acc.process_index, self.acc.num_processes
+
+    # --- setup --------------------------------------------------------------------------------------
+
+    def setup(self, resume: bool) -> None:
+        import torch
+        from transformers import get_linear_schedule_with_warmup
+
+        cfg = self.cfg
+        self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
+        self.data = load_tasks(cfg.tasks, self.tokenizer, glue_dir=cfg.glue_dir, source=cfg.glue_source,
+                               max_len=cfg.max_len, max_train=cfg.max_train_examples, max_eval=cfg.max_eval_examples,
+                               cache_dir=cfg.cache_dir)
+        sizes = {t: len(self.data[t].train) for t in cfg.tasks}
+        self.sampler: TaskSampler = make_sampler(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps,
+                                                 alpha_start=cfg.alpha_start, alpha_end=cfg.alpha_end,
+                                                 alpha_shape=cfg.alpha_shape)
+        self.rng = np.random.default_rng([cfg.seed, 1])
+        self.streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(cfg.tasks)}
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg.model, cfg.adapter, {t: GLUE_TASKS[t].num_labels for t in cfg.tasks})
+        shape = model_shape(cfg.model)
+        self.params = run_params(model, shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter)
+        groups = model.parameter_groups(cfg.weight_decay)
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps)
+        self.scheduler = get_linear_schedule_with_warmup(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
+        self.model, self.optimizer = self.acc.prepare(model, optimizer)
+        self.net = self.acc.unwrap_model(self.model)
+        self.trainable = [p for p in self.net.parameters() if p.requires_grad]
+        self.ckpt = Checkpoints(self.run.checkpoints)
+        if resume:
+            self._restore()
+
+    def _restore(self) -> None:
+        folder = self.ckpt.latest()
+        if folder is None:  # killed before the first checkpoint: start again
+            if self.main:
+                self.run.truncate_metrics(0)
+            return
+        state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler, map_location=self.acc.device)
+        self.rng.bit_generator.state = state["sampler_rng"]
+        for t, s in state["streams"].items():
+            self.streams[t].load_state_dict(s)
+        st = self.st
+        st.step, st.evaluated_step = int(state["step"]), int(state["evaluated_step"])
+        st.loss_sum, st.loss_n = float(state["loss_sum"]), int(state["loss_n"])
+        st.best, st.last = state["best"], state["last"]
+        st.elapsed_s, st.train_time_s, st.eval_time_s = state["elapsed_s"], state["train_time_s"], state["eval_time_s"]
+        st.train_cpu_s = state.get("train_cpu_s", 0.0)
+        st.task_steps = {t: int(state["task_steps"].get(t, 0)) for t in self.cfg.tasks}
+        self.session_start_step = st.step
+        if self.main:
+            self.run.truncate_metrics(st.step)
+
+    # --- bookkeeping --------------------------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        return self.st.elapsed_s + (time.monotonic() - self.started)
+
+    def write_progress(self, status: str, error: Optional[str] = None, force: bool = True) -> None:
+        if not self.main:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_progress < PROGRESS_EVERY_S:
+            return
+        self._last_progress = now
+        st = self.st
+        done = st.step - self.session_start_step
+        eta = None
+        if status == "running" and done > 0:
+            eta = (now - self.started) / done * (self.cfg.steps - st.step)
+        elif status == "finished":
+            eta = 0.0
+        last = st.last or {}
+        scores = {t: main_score(t, s) for t, s in (last.get("scores") or {}).items()}
+        self.run.write_progress(status=status, step=st.step, total=self.cfg.steps, elapsed_s=self.elapsed(), eta_s=eta,
+                                scores=scores, average=last.get("average"),
+                                best_average=(st.best or {}).get("average"), error=error)
+
+    def checkpoint(self) -> None:
+        self.acc.wait_for_everyone()
+        if self.main:
+            st = self.st
+            self.ckpt.save(st.step, self.net, self.optimizer, self.scheduler, {
+                "evaluated_step": st.evaluated_step, "sampler_rng": self.rng.bit_generator.state,
+                "streams": {t: s.state_dict() for t, s in self.streams.items()},
+                "loss_sum": st.loss_sum, "loss_n": st.loss_n, "best": st.best, "last": st.last,
+                "elapsed_s": self.elapsed(), "train_time_s": st.train_time_s, "train_cpu_s": st.train_cpu_s,
+                "eval_time_s": st.eval_time_s,
+                "task_steps": st.task_steps,
+            }, st.best)
+        self.acc.wait_for_everyone()
+
+    # --- steps ----------------------------------------------------------------------------------------
+
+    def next_batch(self, task: str) -> dict:
+        rows = self.streams[task].take(self.cfg.batch_size * self.world)
+        return self.data[task].train.batch(process_slice(rows, self.rank, self.world))
+
+    def draw(self, step: int) -> tuple[str, dict]:
+        if self.sampler.needs_model:
+            candidates = [(t, self.next_batch(t)) for t in self.sampler.candidates(step, self.rng)]
+            return candidates[self.sampler.choose(self.net, candidates)]
+        task = self.sampler.sample(step, self.rng)
+        return task, self.next_batch(task)
+
+    def train_step(self, task: str, batch: dict):
+        import torch.nn.functional as F
+
+        dev = self.acc.device
+        with self.acc.autocast():
+            logits = self.model(task=task, input_ids=batch["input_ids"].to(dev),
+                                attention_mask=batch["attention_mask"].to(dev),
+                                token_type_ids=batch["token_type_ids"].to(dev))
+        labels = batch["labels"].to(dev)
+        if GLUE_TASKS[task].regression:
+            loss = F.mse_loss(logits.float().squeeze(-1), labels.float())
+        else:
+            loss = F.cross_entropy(logits.float(), labels)
+        self.acc.backward(loss)
+        if self.cfg.grad_clip is not None:
+            self.acc.clip_grad_norm_(self.trainable, self.cfg.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    def stop_requested(self) -> bool:
+        if self.world == 1:
+            return self.stop_flag.is_set()
+        import torch
+
+        flag = torch.tensor([1.0 if self.stop_flag.is_set() else 0.0], device=self.acc.device)
+        return bool(self.acc.reduce(flag, reduction="sum").item() > 0)
+
+    def _gather(self, logits, index):
+        logits = self.acc.pad_across_processes(logits, dim=0)
+        index = self.acc.pad_across_processes(index, dim=0, pad_index=-1)
+        logits, index = self.acc.gather(logits), self.acc.gather(index)
+        keep = index >= 0
+        return logits[keep], index[keep]
+
+    def evaluate(self) -> None:
+        from .evaluate import evaluate
+
+        st, cfg = self.st, self.cfg
+        t0 = time.monotonic()
+        scores = evaluate(self.net, {t: self.data[t].dev for t in cfg.tasks}, batch_size=cfg.eval_batch_size,
+                          device=self.acc.device, autocast=self.acc.autocast, rank=self.rank, world=self.world,
+                          gather=self._gather, should_stop=self.stop_flag.is_set if self.world == 1 else None)
+        st.eval_time_s += time.monotonic() - t0
+        average = dev_average(scores)
+        train_loss = st.loss_sum / st.loss_n if st.loss_n else None
+        st.loss_sum, st.loss_n = 0.0, 0
+        if self.main:
+            self.run.append_metrics({"step": st.step, "scores": scores, "average": average, "train_loss": train_loss})
+        st.last = {"step": st.step, "average": average, "scores": scores}
+        if st.best is None or average > st.best["average"]:
+            st.best = dict(st.last)
+        st.evaluated_step = st.step
+        self.checkpoint()
+        self.write_progress("running")
+        if self.on_eval is not None:
+            self.in_on_eval = True
+            self.on_eval(st.step, scores, average)
+            self.in_on_eval = False
+
+    def is_eval_step(self, step: int) -> bool:
+        return step % self.cfg.eval_every == 0 or step == self.cfg.steps
+
+    # --- loop ---------------------------------------------------------------------------------------------
+
+    def loop(self) -> None:
+        import torch
+        from tqdm.auto import tqdm
+
+        cfg, st = self.cfg, self.st
+        self.model.train()
+        self.write_progress("running")
+        if st.step > 0 and self.is_eval_step(st.step) and st.evaluated_step < st.step:
+            self.evaluate()  # a stop interrupted this evaluation
+        bar = tqdm(total=cfg.steps, initial=st.step, desc="pals-train", unit="step", dynamic_ncols=True,
+                   disable=not (self.show_progress and self.main))
+        save_every = cfg.save_every
+        # the running loss sum stays on the device (no sync per step) and is continued, never restarted,
+        # across checkpoints, so a resumed run adds the same numbers in the same order
+        loss_acc = torch.tensor(st.loss_sum, dtype=torch.float64, device=self.acc.device)
+        try:
+            while st.step < cfg.steps:
+                if self.stop_requested():
+                    raise _Stop
+                t0, c0 = time.monotonic(), time.process_time()
+                task, batch = self.draw(st.step)
+                loss = self.train_step(task, batch)
+                loss_acc += loss.double()
+                st.loss_n += 1
+                st.step += 1
+                st.task_steps[task] += 1
+                st.train_time_s += time.monotonic() - t0
+                st.train_cpu_s += time.process_time() - c0
+                bar.update(1)
+                evaluating = self.is_eval_step(st.step)
+                saving = bool(save_every) and st.step % save_every == 0
+                if evaluating or saving or self.stop_flag.is_set():
+                    st.loss_sum = float(loss_acc.item())
+                    bar.set_postfix(loss=f"{st.loss_sum / max(st.loss_n, 1):.4f}", refresh=False)
+                    if evaluating:
+                        self.evaluate()
+                        loss_acc.fill_(st.loss_sum)
+                        bar.set_postfix(avg=f"{st.last['average']:.4f}", best=f"{st.best['average']:.4f}", refresh=False)
+                    elif saving:
+                        self.checkpoint()
+                self.write_progress("running", force=False)
+        finally:
+            st.loss_sum = float(loss_acc.item())
+            bar.close()
+
+    def summary(self) -> dict:
+        st = self.st
+        config = read_json(self.run.config)
+        return {
+            "config": config,
+            "scores": st.best["scores"], "average": st.best["average"], "best_step": st.best["step"],
+            "params": self.params, "wall_time_s": round(self.elapsed(), 3), "steps": st.step,
+            "final": st.last, "task_steps": st.task_steps,
+            "train_time_s": round(st.train_time_s, 3), "train_cpu_s": round(st.train_cpu_s, 3),
+            "eval_time_s": round(st.eval_time_s, 3),
+            "train_examples": {t: len(self.data[t].train) for t in self.cfg.tasks},
+            "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+        }
+
+
+class _Stop(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------ train()
+
+def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] = None, progress: bool = True) -> dict:
+    """Train ``cfg`` and return its summary (also written to ``<out>/summary.json``).
+
+    ``resume=True`` continues the run in ``cfg.out`` from its last checkpoint (or starts it if there is
+    none); a finished run's summary is returned as it is. ``on_eval(step, scores, average)`` is called
+    after every evaluation (and its checkpoint); if it raises, the run is marked "stopped" and the
+    exception propagates. SIGTERM/SIGINT stop after the current step with a checkpoint and raise
+    ``TrainingStopped``. Any other error marks the run "failed" (with the error) and propagates.
+    Bad configurations raise ``ValueError`` before anything is written."""
+    cfg = resolve(cfg)
+    run = RunDir(cfg.out)
+    if run.has_run():
+        if not resume:
+            raise ValueError(f"{cfg.out} already holds a run: resume it (--resume) or choose another --out")
+        saved = TrainConfig.from_dict(read_json(run.config))
+        diff = _config_differences(saved, cfg)
+        if diff:
+            raise ValueError(f"cannot resume {cfg.out} with other settings: {'; '.join(diff)}")
+        state = run.read_progress() or {}
+        if state.get("status") == "finished" and run.summary.is_file():
+            return read_json(run.summary)
+    else:
+        resume = False
+    kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
+    if kind == "files":
+        check_files(root, cfg.tasks)
+    r = _Run(cfg, run, progress, on_eval)
+    if r.main:
+        run.create()
+        if not resume:
+            for stale in (run.metrics, run.summary):
+                stale.unlink(missing_ok=True)
+            Checkpoints(run.checkpoints).clear()
+            atomic_write_json(run.config, cfg.as_dict())
+    r.acc.wait_for_everyone()
+    with _stop_signals(r.stop_flag):
+        try:
+            r.setup(resume)
+            r.loop()
+        except _Stop:
+            r.checkpoint()
+            r.write_progress("stopped")
+            raise TrainingStopped(r.st.step, cfg.out) from None
+        except KeyboardInterrupt:  # mid-step: the last checkpoint stands
+            r.write_progress("stopped", error="interrupted")
+            raise
+        except BaseException as e:
+            from .evaluate import EvalInterrupted
+
+            if isinstance(e, EvalInterrupted):
+                r.checkpoint()
+                r.write_progress("stopped")
+                raise TrainingStopped(r.st.step, cfg.out) from None
+            if r.in_on_eval:
+                r.write_progress("stopped", error=f"{type(e).__name__}: {e}")
+            else:
+                r.write_progress("failed", error=f"{type(e).__name__}: {e}")
+            raise
+    summary = r.summary()
+    if r.main:
+        atomic_write_json(run.summary, summary)
+    r.write_progress("finished")
+    return summary

@@ -1,0 +1,371 @@
+"""``pals-study``: Optuna studies over adapter design, task-sampling schedule and optimiser, on one machine or many.
+
+    pals-study run design --trials 10                       # SQLite file pals_studies.db, embedded MiniLM
+    pals-study create design --storage postgresql://u:p@db/studies --budget 1.1   # once, then on every machine:
+    pals-study run design --storage postgresql://u:p@db/studies --trials 40
+    pals-study report design --storage postgresql://u:p@db/studies --out studies_out/design-report
+    pals-study list --storage sqlite:///pals_studies.db
+
+``--trials N`` is the study's total: a worker runs trials until the study holds N finished (complete or pruned)
+trials, counting every worker's, and no retry of a dead worker's trial is waiting. Bad input, an unusable storage
+or an unknown study exits with status 2 and one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Optional, Sequence
+
+from pals_core.budget import Budget, get_method
+from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
+
+from pals_core.data.samplers import SAMPLERS
+
+from .definitions import DEFINITIONS, get_definition
+from .errors import StudyError
+from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, StudySettings
+from .storage import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_RETRY, DEFAULT_STORAGE, load, open_storage, study_names
+
+PROG = "pals-study"
+DEFAULT_OUT = "studies_out"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's usage dump
+        raise StudyError(message)
+
+
+def _storage_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
+                   help=f"Optuna RDB storage: sqlite:///file.db, postgresql://user:pw@host/db, mysql+pymysql://… "
+                        f"(default {DEFAULT_STORAGE})")
+
+
+def _settings_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
+    g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
+    g.add_argument("--model", help="local HF BERT folder, or 'tiny' (random tiny BERT, for tests); default: embedded MiniLM")
+    g.add_argument("--budget", metavar="RATIO", help=f"N_total ≤ RATIO × N_base (default {DEFAULT_BUDGET_RATIO})")
+    g.add_argument("--extra", metavar="N", help="N_total − N_base ≤ N over all tasks, e.g. 2M")
+    g.add_argument("--per-task", metavar="N", help="head + adapter ≤ N for every task, e.g. 500k")
+    g.add_argument("--steps", help="training steps per trial (default 60)")
+    g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
+    g.add_argument("--batch-size", help="default 16")
+    g.add_argument("--max-len", help="tokens per sequence (default 64)")
+    g.add_argument("--max-train-examples", metavar="N", help="per-task cap on training rows (default 512; 0 = all)")
+    g.add_argument("--max-eval-examples", metavar="N", help="per-task cap on dev rows (default 200; 0 = all)")
+    g.add_argument("--lr", help="learning rate where not searched (default 1e-4)")
+    g.add_argument("--warmup", help="warm-up fraction where not searched (default 0.1)")
+    g.add_argument("--sampling", choices=sorted(SAMPLERS), help="task sampling where not searched (default annealed)")
+    g.add_argument("--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)")
+    g.add_argument("--seed", help="training seed, the same for every trial (default 0)")
+    g.add_argument("--methods", help="design studies: methods to search, comma-separated (default: every method that fits)")
+    g.add_argument("--max-d-s", metavar="N", help="design studies: largest d_s sampled (default: the hidden size d)")
+    g.add_argument("--method", help="other studies: the fixed design's method (default pals)")
+    g.add_argument("--location", help="other studies: the fixed design's location all|top|bottom (default all)")
+    g.add_argument("--d-s", help="other studies: the fixed design's d_s (default: the largest within the budget)")
+    g.add_argument("--heads", help="adapter attention heads h_s (default 12)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Optuna studies over adapter design, task-sampling schedule and optimiser, "
+                                            "on one machine or many (one shared storage).")
+    sub = p.add_subparsers(dest="command", metavar="{run,create,report,list}")
+    sub.required = True
+    names = ", ".join(DEFINITIONS)
+
+    r = sub.add_parser("run", help="work on a study (creating it if absent) until it holds --trials finished trials")
+    r.add_argument("name", metavar="NAME", help=f"study definition: {names}")
+    _storage_arg(r)
+    r.add_argument("--study-name", help="name of the study in the storage (default NAME)")
+    r.add_argument("--trials", default="10", help="finished trials the study should hold, over all workers (default 10)")
+    r.add_argument("--timeout", metavar="S", help="start no new trial after S seconds")
+    r.add_argument("--glue-dir", help="GLUE TSV folder (default $PALS_GLUE_DIR)")
+    r.add_argument("--out", default=DEFAULT_OUT, help=f"run folders go to OUT/<study>/trial-NNNN (default {DEFAULT_OUT})")
+    r.add_argument("--device", default="auto", help="auto | cpu | cuda (pick GPUs with CUDA_VISIBLE_DEVICES)")
+    r.add_argument("--threads", help="torch CPU threads of this worker (default: torch's choice)")
+    r.add_argument("--sampler-seed", help="seed of this worker's sampler (default random; give each worker its own)")
+    r.add_argument("--heartbeat", default=str(DEFAULT_HEARTBEAT_S), metavar="S",
+                   help=f"seconds between a running trial's heartbeats (default {DEFAULT_HEARTBEAT_S})")
+    r.add_argument("--grace", metavar="S", help="a trial silent this long is failed and retried (default 2 × heartbeat)")
+    r.add_argument("--max-retry", default=str(DEFAULT_MAX_RETRY), help=f"retries of a dead worker's trial (default {DEFAULT_MAX_RETRY})")
+    r.add_argument("--progress", action="store_true", help="show the trainer's progress bars")
+    r.add_argument("--no-checkpoints", action="store_true",
+                   help="delete a finished trial's checkpoints (its config, metrics and summary stay); saves disk")
+    _settings_args(r)
+
+    c = sub.add_parser("create", help="create a study once, before starting parallel workers")
+    c.add_argument("name", metavar="NAME", help=f"study definition: {names}")
+    _storage_arg(c)
+    c.add_argument("--study-name", help="name of the study in the storage (default NAME)")
+    _settings_args(c)
+
+    rep = sub.add_parser("report", help="leaderboard table, CSV files and plotly HTML figures of a study")
+    rep.add_argument("name", metavar="STUDY", help="the study's name in the storage")
+    _storage_arg(rep)
+    rep.add_argument("--out", help="folder for the files (default studies_out/<study>/report)")
+    rep.add_argument("--top", default="10", help="rows of the printed leaderboard (default 10)")
+    rep.add_argument("--inline-js", action="store_true", help="embed plotly.js in each HTML file (offline viewing, ~4.5 MB each)")
+
+    ls = sub.add_parser("list", help="the studies in a storage")
+    _storage_arg(ls)
+    return p
+
+
+# --- settings from arguments ----------------------------------------------------------------------
+
+def _budget(args) -> Optional[Budget]:
+    given = [(k, v) for k, v in (("--budget", args.budget), ("--extra", args.extra), ("--per-task", args.per_task)) if v is not None]
+    if len(given) > 1:
+        raise StudyError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
+    if not given:
+        return None
+    flag, value = given[0]
+    if flag == "--budget":
+        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
+    if flag == "--extra":
+        return Budget(extra=parse_count(value, "--extra"))
+    return Budget(per_task=parse_count(value, "--per-task"))
+
+
+def _int(text: str, flag: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise StudyError(f"{flag} {text!r} is not an integer") from None
+
+
+def _cap(text: Optional[str], flag: str) -> Optional[int]:
+    if text is None:
+        return None
+    value = int(parse_count(text, flag))
+    return None if value == 0 else value
+
+
+def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
+    """Settings from the command line (defaults where not given) and the names of those given."""
+    kw: dict = {}
+    if args.tasks is not None:
+        from pals_core.data.tasks import parse_task_list
+
+        kw["tasks"] = parse_task_list(args.tasks)
+    if args.model is not None:
+        kw["model"] = args.model if args.model == "tiny" else os.path.abspath(args.model)
+        if args.model != "tiny" and not os.path.exists(args.model):
+            raise StudyError(f"--model {args.model!r}: no such folder (give a local HF BERT folder or 'tiny')")
+    budget = _budget(args)
+    if budget is not None:
+        kw["budget"] = budget.as_dict()
+    for flag, name in (("steps", "steps"), ("eval_every", "eval_every"), ("batch_size", "batch_size"),
+                       ("max_len", "max_len"), ("epoch_steps", "epoch_steps"), ("heads", "heads"), ("max_d_s", "max_d_s")):
+        v = getattr(args, flag)
+        if v is not None:
+            kw[name] = parse_positive_int(v, "--" + flag.replace("_", "-"))
+    for flag in ("max_train_examples", "max_eval_examples"):
+        v = getattr(args, flag)
+        if v is not None:
+            kw[flag] = _cap(v, "--" + flag.replace("_", "-"))
+    if args.lr is not None:
+        kw["lr"] = parse_positive_float(args.lr, "--lr")
+    if args.warmup is not None:
+        try:
+            kw["warmup"] = float(args.warmup)
+        except ValueError:
+            raise StudyError(f"--warmup {args.warmup!r} is not a number") from None
+    if args.sampling is not None:
+        kw["sampling"] = args.sampling
+    if args.seed is not None:
+        kw["seed"] = _int(args.seed, "--seed")
+    d = get_definition(definition)
+    if args.methods is not None:
+        if not d.searches_design:
+            raise StudyError(f"--methods is for design studies; {definition!r} trains one fixed design (use --method)")
+        kw["methods"] = [get_method(m.strip()).name for m in args.methods.split(",") if m.strip()]
+        if not kw["methods"]:
+            raise StudyError("--methods lists no method")
+    fixed = any(v is not None for v in (args.method, args.location, args.d_s))
+    if fixed and d.searches_design:
+        raise StudyError(f"--method/--location/--d-s fix the design; {definition!r} searches it (use --methods)")
+    settings = StudySettings(definition=definition, **{**d.defaults, **kw})
+    given = set(kw)
+    if not d.searches_design:
+        from .runner import fixed_adapter
+        from .space import model_shape
+
+        d_s = parse_positive_int(args.d_s, "--d-s") if args.d_s is not None else None
+        settings.adapter = fixed_adapter(settings, model_shape(settings.model), args.method or "pals",
+                                         args.location or "all", d_s)
+        if fixed:
+            given.add("adapter")
+    return settings, given
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+def _open(args, study_name: str, *, worker: bool):
+    from .runner import make_pruner, make_sampler, open_study
+
+    definition = get_definition(args.name)
+    requested, given = requested_settings(args.name, args)
+    if worker:
+        heartbeat = parse_positive_int(args.heartbeat, "--heartbeat")
+        grace = parse_positive_int(args.grace, "--grace") if args.grace is not None else None
+        max_retry = int(parse_count(args.max_retry, "--max-retry"))
+        storage = open_storage(args.storage, heartbeat=heartbeat, grace=grace, max_retry=max_retry)
+        target = parse_positive_int(args.trials, "--trials")
+        seed = _int(args.sampler_seed, "--sampler-seed") if args.sampler_seed is not None else None
+        sampler, pruner = make_sampler(definition, target, seed), make_pruner(definition)
+    else:
+        storage = open_storage(args.storage, heartbeat=None)
+        sampler = pruner = None
+    if study_name not in study_names(storage):  # a new study: refuse settings nothing can be trained under, first
+        from .runner import make_context
+        from .space import model_shape
+
+        make_context(definition, requested, model_shape(requested.model))
+    study, settings = open_study(storage, study_name, definition, requested, given, sampler=sampler, pruner=pruner)
+    return definition, study, settings
+
+
+def _describe(definition, settings, ctx) -> str:
+    from .runner import budget_text
+
+    lines = [f"study definition {definition.name!r}: {definition.title}",
+             f"tasks {','.join(settings.tasks)} · model {settings.model or 'embedded MiniLM'} · budget "
+             f"{budget_text(settings)} · {settings.steps} steps, dev evaluation every {settings.eval_every}"]
+    if ctx.designs:
+        lines.append("feasible designs (d_s range within the budget): " + ", ".join(
+            c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs))
+    elif ctx.fixed_adapter is not None:
+        a = ctx.fixed_adapter
+        lines.append(f"fixed design: {a.method}" + (f"@{a.location}" if a.location else "") + (f" d_s={a.d_s}" if a.d_s else ""))
+    return "\n".join(lines)
+
+
+def cmd_create(args) -> int:
+    from .runner import make_context
+    from .space import model_shape
+
+    name = args.study_name or args.name
+    definition, study, settings = _open(args, name, worker=False)
+    ctx = make_context(definition, settings, model_shape(settings.model))
+    print(f"study {name!r} ready in {args.storage} ({len(study.trials)} trials so far)")
+    print(_describe(definition, settings, ctx))
+    return 0
+
+
+def cmd_run(args) -> int:
+    from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
+
+    from .objective import Objective
+    from .runner import counts, done, make_context, run_worker
+    from .space import model_shape
+
+    name = args.study_name or args.name
+    glue = resolve_glue_dir(args.glue_dir)
+    if glue is None:
+        raise StudyError("no GLUE folder: give --glue-dir or set PALS_GLUE_DIR")
+    timeout = parse_positive_float(args.timeout, "--timeout") if args.timeout is not None else None
+    threads = parse_positive_int(args.threads, "--threads") if args.threads is not None else None
+    definition, study, settings = _open(args, name, worker=True)
+    try:
+        check_files(glue, settings.tasks, train=True)
+    except GlueDataError as e:
+        raise StudyError(str(e)) from None
+    target = parse_positive_int(args.trials, "--trials")
+    if done(study, target):  # nothing to do: answer before loading torch and the model code
+        c = counts(study)
+        print(f"study {name!r} already holds {c['COMPLETE'] + c['PRUNED']} finished trials (--trials {target}); "
+              f"this worker ran 0")
+        return 0
+    shape = model_shape(settings.model)
+    ctx = make_context(definition, settings, shape)
+    print(_describe(definition, settings, ctx), flush=True)
+    objective = Objective(definition, ctx, shape, os.path.join(os.path.abspath(args.out), name), str(glue),
+                          device=args.device, threads=threads, progress=args.progress,
+                          keep_checkpoints=not args.no_checkpoints)
+    result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
+    c = result.counts
+    print(f"study {name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
+          f"{c['WAITING']} waiting · this worker ran {result.ran}")
+    from .report import format_table, leaderboard
+
+    print(format_table(leaderboard(study, top=5), ["rank", "trial", "dev average", "task-specific parameters", "design",
+                                                    "d_s", "lr", "warmup", "alpha_start", "alpha_end", "alpha_shape",
+                                                    "epoch_steps", "pareto"]))
+    print(f"report: {PROG} report {name} --storage {args.storage}")
+    if result.stopped:
+        print(f"{PROG}: stopped by a signal; the interrupted trial is queued again and resumes from its checkpoint",
+              file=sys.stderr)
+        return 130
+    if result.gave_up:
+        print(f"{PROG}: stopped after {result.failed_here} failed trials in a row; last: {result.last_error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import format_table, leaderboard, summary, write_report
+
+    storage = open_storage(args.storage, heartbeat=None, create=False)
+    study = load(storage, args.name)
+    top = parse_positive_int(args.top, "--top")
+    out = args.out or os.path.join(DEFAULT_OUT, args.name, "report")
+    s = summary(study)
+    c = s["counts"]
+    try:
+        from .runner import budget_text, load_definition, load_settings
+
+        d, st = load_definition(study), load_settings(study)
+        print(f"{d.name}: {d.title} · tasks {','.join(st.tasks)} · model {st.model or 'embedded MiniLM'} · "
+              f"budget {budget_text(st)} · {st.steps} steps per trial")
+    except StudyError:  # a study made by plain Optuna: report it all the same
+        pass
+    print(f"study {args.name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, "
+          f"{c['RUNNING']} running, {c['WAITING']} waiting")
+    board = leaderboard(study, top=top)
+    print(format_table(board, [col for col in board.columns if col not in ("run_dir", "retry of", "wall time s")]))
+    written = write_report(study, out, plotlyjs="inline" if args.inline_js else "cdn")
+    for k, v in written.items():
+        print(f"  {k}: {v}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    storage = open_storage(args.storage, heartbeat=None, create=False)
+    for n in study_names(storage):
+        study = load(storage, n)
+        print(f"{n}\t{len(study.trials)} trials\t{study.user_attrs.get('pals_definition', '?')}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "create": cmd_create, "report": cmd_report, "list": cmd_list}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import warnings
+
+    import optuna
+
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("optuna").setLevel(logging.WARNING)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command in ("run", "create"):
+            optuna.logging.set_verbosity(optuna.logging.INFO)  # one line per finished trial
+        return COMMANDS[args.command](args)
+    except (StudyError, ValueError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

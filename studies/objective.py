@@ -1,0 +1,138 @@
+"""The objective: one trial = one real multi-task training run through ``pals_core.train`` (in-process).
+
+The trial's configuration comes from its definition's ``suggest``; the fixed part from the study's settings.
+At every evaluation the trainer calls back with the dev average (paper Table 3: accuracy, CoLA MCC, STS-B
+Pearson, averaged over tasks); single-objective trials ``report`` it and stop early when the median pruner says
+so. The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so every trial can be
+inspected or resumed; a retry of a trial whose worker died resumes in the dead trial's directory when it is on
+this machine.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import optuna
+
+from .definitions import Context, Definition
+from .space import cost_of
+from .storage import one_line, retry_of
+
+#: a run directory holding this file holds a run that ``train(cfg, resume=True)`` continues from its last checkpoint
+RESUMABLE_MARKER = "config.json"
+
+
+def retried_from(trial: optuna.Trial) -> Optional[int]:
+    """The number of the trial this one retries (its worker died), or None (``RetryHeartbeatStaleTrialCallback``)."""
+    for frozen in trial.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if frozen.number == trial.number:
+            return retry_of(frozen)
+    return None
+
+
+@dataclass
+class Objective:
+    """Callable handed to ``study.optimize``."""
+
+    definition: Definition
+    ctx: Context
+    shape: object  # pals_core.budget.BaseModel of the trained model
+    run_root: str  # <out>/<study name>
+    glue_dir: Optional[str] = None
+    device: str = "auto"
+    threads: Optional[int] = None
+    progress: bool = False
+    keep_checkpoints: bool = True  # False: a finished trial's checkpoints are deleted (config, metrics, summary stay)
+    last_trial: Optional[int] = None  # number of the trial this worker ran last (read by the runner)
+    stopped: bool = False  # the trainer was stopped by SIGTERM/SIGINT: the worker stops too
+
+    def run_dir(self, trial: optuna.Trial, original: Optional[int]) -> tuple[str, bool]:
+        """(directory, resume?): a retry (of trial ``original``) resumes in its directory if that is on this machine."""
+        previous = trial.user_attrs.get("run_dir")
+        if original is not None and previous and trial.user_attrs.get("host") == socket.gethostname() \
+                and os.path.exists(os.path.join(previous, RESUMABLE_MARKER)):
+            return previous, True
+        return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
+
+    def __call__(self, trial: optuna.Trial) -> Union[float, tuple[float, float]]:
+        from pals_core.data.metrics import main_score
+        from pals_core.train.config import TrainConfig
+        from pals_core.train.trainer import TrainingStopped, train
+
+        self.last_trial = trial.number
+        s = self.ctx.settings
+        plan = dict(self.definition.suggest(trial, self.ctx))
+        adapter = plan.pop("adapter")
+        cost = cost_of(self.shape, s.tasks, adapter, s.budget_obj())
+        if not cost.feasible:  # the space is built from the solver, so this is a bug, not a bad trial
+            raise RuntimeError(f"design {adapter} exceeds the study's budget: {cost.params_task_specific:,} extra parameters")
+        original = retried_from(trial)
+        run_dir, resume = self.run_dir(trial, original)
+        attrs = {
+            "method": adapter.method, "location": cost.location, "d_s": adapter.d_s,
+            "design": adapter.method if cost.location is None else f"{adapter.method}@{cost.location}",
+            "params_task_specific": cost.params_task_specific, "params_total": cost.params_total,
+            "ratio": cost.ratio, "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
+            "run_dir": run_dir, "host": socket.gethostname(), "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "resumed": resume,
+            "retry_of": original, "error": None,
+        }
+        for k, v in attrs.items():
+            trial.set_user_attr(k, v)
+        cfg = TrainConfig(
+            tasks=list(s.tasks), adapter=adapter, model=s.model, glue_dir=self.glue_dir, out=run_dir,
+            steps=s.steps, batch_size=s.batch_size, max_len=s.max_len, eval_every=s.eval_every,
+            max_train_examples=s.max_train_examples, max_eval_examples=s.max_eval_examples, seed=s.seed,
+            device=self.device, num_threads=self.threads, **self._training_fields(plan),
+        )
+        multi = self.definition.multi_objective
+
+        def on_eval(step: int, scores: dict, average: float) -> None:
+            trial.set_user_attr("last_step", int(step))
+            if multi:  # Optuna has no intermediate values / pruning for several objectives
+                return
+            trial.report(float(average), int(step))
+            if step < s.steps and trial.should_prune():  # the last evaluation ends a run anyway: keep it complete
+                raise optuna.TrialPruned(f"dev average {average:.4f} at step {step} is below the median of earlier trials")
+
+        try:
+            summary = train(cfg, resume=resume, on_eval=on_eval, progress=self.progress)
+        except optuna.TrialPruned:
+            self._drop_checkpoints(run_dir)
+            raise
+        except TrainingStopped as e:
+            self.stopped = True
+            trial.set_user_attr("error", f"stopped: {one_line(e)}")
+            raise
+        except Exception as e:
+            trial.set_user_attr("error", f"{type(e).__name__}: {one_line(e)}")
+            raise
+        self._drop_checkpoints(run_dir)
+        params = summary.get("params", {})
+        scores = summary.get("scores") or {}
+        trial.set_user_attr("scores", {t: float(main_score(t, m)) for t, m in scores.items()})  # Table 3's metric per task
+        trial.set_user_attr("metrics", {t: {k: float(v) for k, v in m.items()} for t, m in scores.items()})
+        trial.set_user_attr("best_step", summary.get("best_step"))
+        trial.set_user_attr("wall_time_s", float(summary.get("wall_time_s", 0.0)))
+        if "task_specific" in params:  # the trainer's count, checked against the instantiated module
+            trial.set_user_attr("params_task_specific", int(params["task_specific"]))
+        average = float(summary["average"])
+        if multi:
+            return average, float(params.get("task_specific", cost.params_task_specific))
+        return average
+
+    def _drop_checkpoints(self, run_dir: str) -> None:
+        if not self.keep_checkpoints:
+            shutil.rmtree(os.path.join(run_dir, "checkpoints"), ignore_errors=True)
+
+    def _training_fields(self, plan: dict) -> dict:
+        """Settings' training fields, overridden by what the trial samples (lr, warm-up, sampling, α, epochs)."""
+        s = self.ctx.settings
+        out = {"lr": s.lr, "warmup": s.warmup, "sampling": s.sampling}
+        if s.epoch_steps is not None:
+            out["epoch_steps"] = s.epoch_steps
+        out.update(plan)
+        return out

@@ -1,0 +1,274 @@
+"""Study results as tables and plotly figures, for ``pals-study report`` and the explorer's Studies tab.
+
+Everything shown about a study is computed here (the explorer view only lays it out):
+
+- ``trials_frame``: one row per trial — state, dev average, design (method, location, d_s), task-specific
+  parameters Σ_t (head_t + adapter_t) and the ratio N_total / N_base from the calculator, the searched
+  parameters, per-task dev scores, wall time, run directory and retry links;
+- ``leaderboard``: finished trials, best dev average first, with their Pareto membership;
+- ``pareto_front``: the trials no other trial beats on both dev average (higher) and task-specific
+  parameters (lower) — trial a dominates b if avg_a ≥ avg_b and params_a ≤ params_b, one strictly;
+- figures: optimisation history and parameter importances (Optuna's, fANOVA), learning curves of the
+  reported dev averages, and the accuracy-vs-parameters Pareto front.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Optional, Sequence
+
+import optuna
+import pandas as pd
+import plotly.graph_objects as go
+from optuna.trial import FrozenTrial, TrialState
+
+from .storage import retry_of
+
+AVERAGE = "dev average"
+PARAMS = "task-specific parameters"
+_HIDDEN_PARAMS = ("d_s_", "location_")  # per-design parameter names: summarised by the design / d_s columns
+_ATTR_COLUMNS = ("design", "method", "location", "d_s", "ratio", "flops_ratio")
+
+
+class FigureUnavailable(Exception):
+    """The figure cannot be drawn yet (too few finished trials, no parameters to compare); the message says why."""
+
+
+def _multi(study: optuna.Study) -> bool:
+    return len(study.directions) > 1
+
+
+def _params_of(t: FrozenTrial) -> Optional[float]:
+    v = t.user_attrs.get("params_task_specific")
+    return float(v) if v is not None else None
+
+
+def trials_frame(study: optuna.Study) -> pd.DataFrame:
+    """One row per trial, in trial order."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        a = t.user_attrs
+        row = {"trial": t.number, "state": t.state.name,
+               AVERAGE: t.values[0] if t.values else _last_reported(t)}
+        for k in _ATTR_COLUMNS:
+            row[k] = a.get(k)
+        row[PARAMS] = _params_of(t)
+        for k, v in t.params.items():
+            if not k.startswith(_HIDDEN_PARAMS) and k not in row:
+                row[k] = v
+        for task, score in sorted((a.get("scores") or {}).items()):
+            row[f"score {task}"] = score
+        row["last step"] = a.get("last_step")
+        row["wall time s"] = a.get("wall_time_s")
+        row["retry of"] = retry_of(t)
+        row["run_dir"] = a.get("run_dir")
+        row["error"] = a.get("error")
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return pd.DataFrame(columns=["trial", "state", AVERAGE, *_ATTR_COLUMNS, PARAMS])
+    df[PARAMS] = df[PARAMS].astype("Int64")
+    if "d_s" in df:
+        df["d_s"] = df["d_s"].astype("Int64")
+    return df
+
+
+def _last_reported(t: FrozenTrial) -> Optional[float]:
+    """A pruned (or running) trial's last reported dev average."""
+    if not t.intermediate_values:
+        return None
+    return t.intermediate_values[max(t.intermediate_values)]
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """Membership of each (dev average, parameters) point in the front: maximise the first, minimise the second."""
+    out = []
+    for i, (a, p) in enumerate(points):
+        dominated = any((a2 >= a and p2 <= p) and (a2 > a or p2 < p) for j, (a2, p2) in enumerate(points) if j != i)
+        out.append(not dominated)
+    return out
+
+
+def leaderboard(study: optuna.Study, top: Optional[int] = None) -> pd.DataFrame:
+    """Completed trials, best dev average first; ``pareto`` marks the accuracy-vs-parameters front."""
+    df = trials_frame(study)
+    done = df[df["state"] == "COMPLETE"].copy()
+    if done.empty:
+        return done
+    have = done[PARAMS].notna()
+    done["pareto"] = False
+    done.loc[have, "pareto"] = pareto_front(list(zip(done.loc[have, AVERAGE], done.loc[have, PARAMS])))
+    done = done.sort_values([AVERAGE, PARAMS], ascending=[False, True], kind="stable")
+    done.insert(0, "rank", range(1, len(done) + 1))
+    cols = ["rank", "trial", AVERAGE, PARAMS, "pareto"] + [c for c in done.columns if c not in
+                                                          ("rank", "trial", AVERAGE, PARAMS, "pareto", "state", "error", "last step")]
+    done = done[cols].reset_index(drop=True)
+    done = done.dropna(axis=1, how="all")
+    return done.head(top) if top else done
+
+
+def summary(study: optuna.Study) -> dict:
+    """Counts by state and the best finished trial."""
+    c = {s.name: 0 for s in TrialState}
+    for t in study.get_trials(deepcopy=False):
+        c[t.state.name] += 1
+    board = leaderboard(study, top=1)
+    best = board.iloc[0].to_dict() if not board.empty else None
+    return {"study": study.study_name, "objectives": len(study.directions), "counts": c, "best": best}
+
+
+def format_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, max_rows: int = 20) -> str:
+    if df.empty:
+        return "(no completed trials yet)"
+    cols = [c for c in (columns or df.columns) if c in df.columns]
+    shown = df[cols].head(max_rows).copy()
+    for c in shown.columns:
+        if c in (PARAMS, "d_s"):
+            shown[c] = shown[c].map(lambda v: "—" if pd.isna(v) else f"{int(v):,}")
+        elif shown[c].dtype.kind == "f":
+            shown[c] = shown[c].map(lambda v: "—" if pd.isna(v) else f"{v:.4g}")
+        else:
+            shown[c] = shown[c].map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v)) else v)
+    return shown.to_string(index=False)
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+def _target(study: optuna.Study):
+    return (lambda t: t.values[0]) if _multi(study) else None
+
+
+def _completed(study: optuna.Study) -> list[FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+
+
+def history_figure(study: optuna.Study) -> go.Figure:
+    """Dev average of each trial and the best so far (Optuna's optimisation history)."""
+    if not _completed(study):
+        raise FigureUnavailable("no completed trial yet")
+    fig = optuna.visualization.plot_optimization_history(study, target=_target(study), target_name=AVERAGE)
+    fig.update_layout(title=f"Optimisation history — {study.study_name}")
+    return fig
+
+
+def importance_figure(study: optuna.Study) -> go.Figure:
+    """fANOVA importance of the parameters every completed trial shares, for the dev average."""
+    done = _completed(study)
+    if len(done) < 2:
+        raise FigureUnavailable("parameter importances need at least two completed trials")
+    common = set(done[0].params)
+    for t in done[1:]:
+        common &= set(t.params)
+    varying = [p for p in sorted(common) if len({repr(t.params[p]) for t in done}) > 1]
+    if not varying:
+        raise FigureUnavailable("no parameter varies across the completed trials yet")
+    evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
+    fig = optuna.visualization.plot_param_importances(study, evaluator=evaluator, params=varying,
+                                                      target=_target(study), target_name=AVERAGE)
+    fig.update_layout(title=f"Parameter importances for the {AVERAGE} — {study.study_name}")
+    return fig
+
+
+def learning_curves_figure(study: optuna.Study) -> go.Figure:
+    """The dev average each trial reported at each evaluation step (pruned trials stop early)."""
+    if _multi(study):
+        raise FigureUnavailable("multi-objective trials report no intermediate values (Optuna prunes none of them)")
+    trials = [t for t in study.get_trials(deepcopy=False) if t.intermediate_values]
+    if not trials:
+        raise FigureUnavailable("no trial has reported a dev average yet")
+    fig = go.Figure()
+    for t in trials:
+        steps = sorted(t.intermediate_values)
+        fig.add_trace(go.Scatter(x=steps, y=[t.intermediate_values[s] for s in steps], mode="lines+markers",
+                                 name=f"trial {t.number} ({t.state.name.lower()})",
+                                 line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"}))
+    fig.update_layout(title=f"Dev average during training — {study.study_name}", xaxis_title="training step",
+                      yaxis_title=AVERAGE)
+    return fig
+
+
+def pareto_figure(study: optuna.Study) -> go.Figure:
+    """Dev average against task-specific parameters; the Pareto-optimal trials joined by a line."""
+    board = leaderboard(study)
+    if board.empty or PARAMS not in board or board[PARAMS].isna().all():
+        raise FigureUnavailable("no completed trial with a parameter count yet")
+    board = board[board[PARAMS].notna()]
+    fig = go.Figure()
+    label = "design" if "design" in board else None
+    groups = board.groupby(label, sort=True) if label else [("trials", board)]
+    for name, g in groups:
+        text = [f"trial {r.trial}" + (f" · d_s={int(r.d_s)}" if "d_s" in g and pd.notna(r.d_s) else "") for r in g.itertuples()]
+        fig.add_trace(go.Scatter(x=g[PARAMS], y=g[AVERAGE], mode="markers", name=str(name), text=text,
+                                 hovertemplate="%{text}<br>params %{x:,}<br>dev average %{y:.4f}<extra></extra>",
+                                 marker={"size": 10, "symbol": ["star" if p else "circle" for p in g["pareto"]]}))
+    front = board[board["pareto"]].sort_values(PARAMS)
+    fig.add_trace(go.Scatter(x=front[PARAMS], y=front[AVERAGE], mode="lines", name="Pareto front",
+                             line={"shape": "hv", "color": "black", "dash": "dash"}, hoverinfo="skip"))
+    fig.update_layout(title=f"Dev average vs task-specific parameters — {study.study_name}",
+                      xaxis_title="task-specific parameters Σ_t (head_t + adapter_t)", yaxis_title=AVERAGE)
+    return fig
+
+
+FIGURES = {
+    "history": history_figure,
+    "importances": importance_figure,
+    "learning_curves": learning_curves_figure,
+    "pareto": pareto_figure,
+}
+
+
+def figures(study: optuna.Study) -> tuple[dict[str, go.Figure], dict[str, str]]:
+    """(figures that can be drawn, {name: why not} for the others)."""
+    out, missing = {}, {}
+    for name, fn in FIGURES.items():
+        try:
+            out[name] = fn(study)
+        except FigureUnavailable as e:
+            missing[name] = str(e)
+        except (RuntimeError, ValueError) as e:  # Optuna refuses (e.g. importances of constant targets)
+            missing[name] = f"not available: {e}"
+    return out, missing
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _atomic_write(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 → what open() would have given
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn") -> dict[str, str]:
+    """Write ``trials.csv``, ``leaderboard.csv`` and one HTML file per drawable figure into ``out_dir``.
+
+    ``plotlyjs="cdn"`` keeps each HTML file small (plotly.js is fetched when opened); ``"inline"`` embeds it
+    (about 4.5 MB per file) for viewing offline. Returns {name: path}, plus {name: "skipped: why"}."""
+    os.makedirs(out_dir, exist_ok=True)
+    written: dict[str, str] = {}
+    for name, df in (("trials", trials_frame(study)), ("leaderboard", leaderboard(study))):
+        path = os.path.join(out_dir, f"{name}.csv")
+        _atomic_write(path, df.to_csv(index=False))
+        written[name] = path
+    figs, missing = figures(study)
+    include = True if plotlyjs == "inline" else "cdn"
+    for name, fig in figs.items():
+        path = os.path.join(out_dir, f"{name}.html")
+        _atomic_write(path, fig.to_html(include_plotlyjs=include, full_html=True))
+        written[name] = path
+    for name, why in missing.items():
+        written[name] = f"skipped: {why}"
+    return written

@@ -1,0 +1,205 @@
+"""Creating, joining and working on a study: the part of ``pals-study run`` that is not argument parsing.
+
+A worker is one process running trials one at a time until the study holds ``target`` finished trials
+(COMPLETE or PRUNED, counted over all workers) and no retry waits. Before each trial Optuna fails the trials
+whose heartbeat went stale (their worker died) and ``RetryHeartbeatStaleTrialCallback`` queues their retries,
+which are run first. Workers share nothing but the storage.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+import optuna
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+
+from pals_core.budget import AdapterConfig, design, parse_tasks, solve
+
+from .definitions import Context, Definition, get_definition
+from .errors import StudyError
+from .settings import SETTINGS_ATTR, StudySettings
+from .space import capped, cost_of, feasible_designs
+
+DEFINITION_ATTR = "pals_definition"
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+def fixed_adapter(settings: StudySettings, shape, method: str = "pals", location: Optional[str] = "all",
+                  d_s: Optional[int] = None) -> dict:
+    """The design of a study that does not search it: ``d_s`` as given, or the largest within the budget (and within
+    the cap d_s ≤ d of ``feasible_designs``)."""
+    from pals_core.budget import get_method
+
+    m = get_method(method)
+    loc = location if m.within else None
+    if d_s is None and m.sized:
+        ds = design(shape, parse_tasks(settings.tasks), AdapterConfig(method=method, location=loc, heads=settings.heads),
+                    check_size=False)
+        step = settings.heads if m.attention else 1
+        d_s = max(step, capped(solve(ds, settings.budget_obj()).d_s, step, shape, settings.max_d_s))
+    cfg = AdapterConfig(method=method, d_s=d_s if m.sized else None, location=loc, heads=settings.heads)
+    return cfg.as_dict()
+
+
+def make_context(definition: Definition, settings: StudySettings, shape) -> Context:
+    """The sampling context; ``StudyError`` if nothing fits the budget."""
+    budget = settings.budget_obj()
+    if definition.searches_design:
+        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.heads, settings.max_d_s)
+        if not designs:
+            raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits the budget "
+                             f"{budget_text(settings)} for {len(settings.tasks)} tasks")
+        return Context(settings, designs)
+    if settings.adapter is None:
+        raise StudyError(f"study {definition.name!r} needs a fixed adapter design")
+    adapter = AdapterConfig.from_dict(settings.adapter)
+    cost = cost_of(shape, settings.tasks, adapter, budget)
+    if not cost.feasible:
+        raise StudyError(f"the design {adapter.method} d_s={adapter.d_s} needs {cost.params_task_specific:,} extra "
+                         f"parameters: over the budget {budget_text(settings)}")
+    return Context(settings, [], adapter)
+
+
+def budget_text(s: StudySettings) -> str:
+    b = s.budget
+    if b.get("ratio") is not None:
+        return f"{b['ratio']:g}× the base model"
+    if b.get("extra") is not None:
+        return f"extra ≤ {b['extra']:,.0f}"
+    return f"≤ {b['per_task']:,.0f} per task"
+
+
+def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:
+    """TPE (single- and multi-objective); random for the first third of the trials (2 to 10); constant liar so
+    parallel workers do not all sample next to the same running trial."""
+    startup = max(2, min(10, target // 3))
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
+
+
+def make_pruner(definition: Definition) -> optuna.pruners.BasePruner:
+    """Median pruning of single-objective trials (after two finished trials); none for several objectives."""
+    if definition.multi_objective:
+        return optuna.pruners.NopPruner()
+    return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+
+
+def open_study(storage, study_name: str, definition: Definition, requested: StudySettings, given: Iterable[str],
+               *, sampler=None, pruner=None, create: bool = True) -> tuple[optuna.Study, StudySettings]:
+    """Create the study (if ``create`` and absent) or join it. The stored settings win; an option given on this
+    command line that contradicts them is an error (another worker would train a different problem)."""
+    names = optuna.study.get_all_study_names(storage)
+    if study_name not in names and not create:
+        raise StudyError(f"no study named {study_name!r} in this storage (studies there: {', '.join(sorted(names)) or 'none'})")
+    study = optuna.create_study(storage=storage, study_name=study_name, directions=list(definition.directions),
+                                load_if_exists=True, sampler=sampler, pruner=pruner)
+    attrs = study.user_attrs
+    existing_def = attrs.get(DEFINITION_ATTR)
+    if existing_def is not None and existing_def != definition.name:
+        raise StudyError(f"study {study_name!r} is a {existing_def!r} study, not {definition.name!r}")
+    if [d.name.lower() for d in study.directions] != list(definition.directions):
+        raise StudyError(f"study {study_name!r} exists with {len(study.directions)} objective(s); "
+                         f"{definition.name!r} has {len(definition.directions)} (use another --study-name)")
+    if SETTINGS_ATTR not in attrs:
+        study.set_user_attr(DEFINITION_ATTR, definition.name)
+        study.set_user_attr(SETTINGS_ATTR, requested.as_dict())
+        return study, requested
+    stored = StudySettings.from_dict(attrs[SETTINGS_ATTR])
+    clash = [k for k in requested.differences(stored) if k in set(given)]
+    if clash:
+        k = clash[0]
+        raise StudyError(f"study {study_name!r} was created with {k} = {getattr(stored, k)!r}, not {getattr(requested, k)!r}; "
+                         "drop the option to join it, or start another --study-name")
+    return study, stored
+
+
+def load_definition(study: optuna.Study) -> Definition:
+    name = study.user_attrs.get(DEFINITION_ATTR)
+    if name is None:
+        raise StudyError(f"study {study.study_name!r} was not created by pals-study (no {DEFINITION_ATTR} attribute)")
+    return get_definition(name)
+
+
+def load_settings(study: optuna.Study) -> StudySettings:
+    d = study.user_attrs.get(SETTINGS_ATTR)
+    if d is None:
+        raise StudyError(f"study {study.study_name!r} holds no pals-study settings")
+    return StudySettings.from_dict(d)
+
+
+def counts(study: optuna.Study) -> dict[str, int]:
+    """Trials by state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING."""
+    out = {s.name: 0 for s in TrialState}
+    for t in study.get_trials(deepcopy=False):
+        out[t.state.name] += 1
+    return out
+
+
+def fail_stale(study: optuna.Study) -> None:
+    """Fail trials whose worker stopped sending heartbeats; the storage's callback queues their retries."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+
+
+def done(study: optuna.Study, target: int) -> bool:
+    """The study holds ``target`` finished trials and no retry waits (stale trials are failed and queued first)."""
+    fail_stale(study)
+    c = counts(study)
+    return c["COMPLETE"] + c["PRUNED"] >= target and c["WAITING"] == 0
+
+
+@dataclass
+class WorkerResult:
+    ran: int = 0
+    failed_here: int = 0
+    last_error: Optional[str] = None
+    gave_up: bool = False  # stopped after MAX_CONSECUTIVE_FAILURES failed trials in a row
+    stopped: bool = False  # stopped by a signal; the interrupted trial is queued again
+    counts: dict = field(default_factory=dict)
+
+
+def run_worker(study: optuna.Study, objective: Callable, target: int, *, timeout: Optional[float] = None,
+               log: Callable[[str], None] = lambda s: None) -> WorkerResult:
+    """Run trials until the study holds ``target`` finished trials and no waiting retry (or ``timeout`` s)."""
+    result = WorkerResult()
+    start = time.monotonic()
+    consecutive = 0
+    while True:
+        if done(study, target):
+            break
+        if timeout is not None and time.monotonic() - start >= timeout:
+            log(f"timeout: {timeout:g} s passed, no new trial started")
+            break
+        study.optimize(objective, n_trials=1, catch=(Exception,), gc_after_trial=True)
+        result.ran += 1
+        ran = _trial(study, getattr(objective, "last_trial", None))
+        if getattr(objective, "stopped", False):
+            # SIGTERM / Ctrl-C: the trainer checkpointed; queue the trial again (Optuna's retry callback, as for a
+            # dead worker) so that the next worker resumes it, and stop this worker
+            if ran is not None and ran.state == TrialState.FAIL:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    RetryHeartbeatStaleTrialCallback(max_retry=None, inherit_intermediate_values=True)(study, ran)
+            result.stopped = True
+            break
+        if ran is not None and ran.state == TrialState.FAIL:
+            consecutive += 1
+            result.failed_here += 1
+            result.last_error = ran.user_attrs.get("error", "unknown error")
+            log(f"trial {ran.number} failed: {result.last_error}")
+            if consecutive >= MAX_CONSECUTIVE_FAILURES:
+                result.gave_up = True
+                break
+        else:
+            consecutive = 0
+    result.counts = counts(study)
+    return result
+
+
+def _trial(study: optuna.Study, number: Optional[int]) -> Optional[optuna.trial.FrozenTrial]:
+    if number is None:
+        return None
+    return next((t for t in study.get_trials(deepcopy=False) if t.number == number), None)

@@ -1,0 +1,84 @@
+"""What a study optimises under: tasks, model, budget, training length — fixed for the whole study.
+
+The settings are stored in the study itself (study user attribute ``pals_settings``), so every worker
+that joins a study — on this machine or another one sharing the storage — trains exactly the same
+problem; only machine-local things (GLUE folder, run folder, device) come from each worker's command
+line. Defaults are laptop-sized: a few dozen steps on small GLUE slices.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Optional
+
+from pals_core.budget import Budget, parse_tasks
+
+SETTINGS_ATTR = "pals_settings"
+SETTINGS_VERSION = 1
+
+DEFAULT_TASKS = ("rte", "mrpc")
+DEFAULT_BUDGET_RATIO = 1.10
+
+
+@dataclass
+class StudySettings:
+    """The fixed part of every trial of one study (the searched part comes from its definition)."""
+
+    definition: str
+    tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
+    model: Optional[str] = None  # None = embedded MiniLM; "tiny" = random tiny BERT (tests); or a local HF folder
+    budget: dict = field(default_factory=lambda: Budget(ratio=DEFAULT_BUDGET_RATIO).as_dict())
+    steps: int = 60
+    eval_every: Optional[int] = None  # None: a third of the steps (three reports to the pruner per trial)
+    batch_size: int = 16
+    max_len: int = 64
+    max_train_examples: Optional[int] = 512  # per task
+    max_eval_examples: Optional[int] = 200  # per task
+    lr: float = 1e-4  # short runs need a larger rate than the paper's 2e-5 over 60,000 steps
+    warmup: float = 0.1
+    sampling: str = "annealed"
+    epoch_steps: Optional[int] = None  # None: the trainer's default (2400, the paper's epoch)
+    seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
+    methods: Optional[list[str]] = None  # design study: methods searched (None: every method the calculator knows)
+    adapter: Optional[dict] = None  # alpha-schedule / optimizer studies: the fixed design (AdapterConfig.as_dict())
+    heads: int = 12  # h_s for attention adapters
+    max_d_s: Optional[int] = None  # design studies: cap on d_s (None: the hidden size d)
+    version: int = SETTINGS_VERSION
+
+    def __post_init__(self) -> None:
+        self.tasks = [t.name for t in parse_tasks(list(self.tasks))]
+        _positive_int("steps", self.steps)
+        if self.eval_every is None:
+            self.eval_every = max(1, self.steps // 3)
+        self.budget_obj()  # validates
+        for name in ("steps", "eval_every", "batch_size", "max_len", "heads"):
+            _positive_int(name, getattr(self, name))
+        for name in ("max_train_examples", "max_eval_examples", "epoch_steps", "max_d_s"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
+            raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
+        if self.eval_every > self.steps:
+            raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
+
+    def budget_obj(self) -> Budget:
+        return Budget(**{k: self.budget.get(k) for k in ("ratio", "extra", "per_task")})
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StudySettings":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def differences(self, other: "StudySettings") -> list[str]:
+        """Names of the settings that differ (``version`` aside)."""
+        a, b = self.as_dict(), other.as_dict()
+        return [k for k in a if k != "version" and a[k] != b[k]]
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")

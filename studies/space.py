@@ -1,0 +1,94 @@
+"""The feasible design space under a budget, read from the calculator (``pals_core.budget``).
+
+For each method × location the calculator's closed-form solver gives the largest d_s within the budget
+(SPEC section 6: the positive root of T·(a·S² + b·S + c) + Σ_t head_t = limit, rounded down to a
+multiple of h_s for attention methods). A design study samples d_s only in [step, d_max], so no trial
+is spent on a design that does not fit. Sizeless methods (``shared``, ``lhuc``, ``bert_layer_top``) are
+in the space only if they fit as they are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from pals_core.budget import METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks, rows
+
+
+@dataclass(frozen=True)
+class DesignChoice:
+    """One method at one location, with the range of d_s that fits the budget."""
+
+    method: str
+    location: Optional[str]  # None for top-of-BERT and global methods
+    step: int  # d_s is a multiple of this (h_s for attention methods, else 1)
+    d_max: Optional[int]  # the largest d_s within the budget; None for sizeless methods
+
+    @property
+    def key(self) -> str:
+        """``pals@top`` — the label of the design in tables and the value of the ``design`` user attribute."""
+        return self.method if self.location is None else f"{self.method}@{self.location}"
+
+    @property
+    def d_s_param(self) -> str:
+        """The Optuna parameter name of this design's size: one name per method/location, because each has its
+        own static range (define-by-run distributions must not change under one name)."""
+        return f"d_s_{self.method}" if self.location is None else f"d_s_{self.method}_{self.location}"
+
+    @property
+    def sized(self) -> bool:
+        return self.d_max is not None
+
+
+def model_shape(model: Optional[str]) -> BaseModel:
+    """The shape of the trained model as the calculator sees it (the trainer's own reading of its config)."""
+    from pals_core.train.models import model_shape as _shape
+
+    return _shape(model)
+
+
+def usable_methods() -> list[str]:
+    """Methods the calculator prices and ``MultiTaskBert`` can build (both registries), in the calculator's order."""
+    from pals_core.adapters.registry import ADAPTERS
+
+    return [name for name in METHODS if name in ADAPTERS]
+
+
+def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None) -> int:
+    """min(d_s, cap) rounded down to a multiple of ``step``; the cap is ``max_d_s`` or the hidden size d."""
+    cap = shape.hidden if max_d_s is None else max_d_s
+    return min(d_s, cap) // step * step
+
+
+def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, methods: Optional[Iterable[str]] = None,
+                     heads: int = 12, max_d_s: Optional[int] = None) -> list[DesignChoice]:
+    """Every method × location that fits ``budget`` at its smallest size, with its largest size (exact convention).
+
+    d_max = min(solver's largest d_s, ``max_d_s``) rounded down to the step; ``max_d_s`` defaults to the hidden
+    size d: every sized method projects d → d_s, and a projection wider than d is no bottleneck (a rank-d_s map
+    from R^d has rank ≤ d), so sizes above d spend the budget on nothing."""
+    names = list(methods) if methods is not None else usable_methods()
+    for name in names:
+        get_method(name)  # unknown names raise ValueError
+    out = []
+    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, heads=heads):
+        if not cost.feasible:
+            continue
+        m = get_method(cost.method)
+        step = heads if m.attention else 1
+        d_max = None
+        if m.sized:
+            d_max = capped(cost.d_s, step, shape, max_d_s)
+            if d_max < step:
+                continue
+        out.append(DesignChoice(cost.method, cost.location if m.within else None, step, d_max))
+    return out
+
+
+def cost_of(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
+    """The calculator's cost of one concrete design (exact convention), checked against ``budget``."""
+    ds = design(shape, parse_tasks(list(tasks)), cfg)
+    return at_size(ds, cfg.d_s, budget)
+
+
+def adapter_config(choice: DesignChoice, d_s: Optional[int], heads: int) -> AdapterConfig:
+    return AdapterConfig(method=choice.method, d_s=d_s, location=choice.location, heads=heads)

@@ -1,0 +1,202 @@
+"""CA-MTL's torch modules (pals_core/adapters/ca_mtl.py) and MT-Uncertainty sampling (pals_core/data/mt_uncertainty.py).
+
+Counts to the parameter and FLOP are in test_exactness.py (every method × location); here: what the
+modules do — identity at initialisation, task conditioning, freezing, the attention bias layout — and
+that the sampler prefers the task the model is unsure about.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig
+
+from pals_core import AdapterConfig, MultiTaskBert
+from pals_core.adapters.ca_mtl import CaMtlShared, ConditionalAttentionBias
+from pals_core.budget import at_size, design, from_hf_config, parse_tasks
+from pals_core.data.mt_uncertainty import MTUncertaintySampler, most_uncertain, uncertainty_scores
+from pals_core.data.samplers import SAMPLERS, make_sampler
+
+torch.set_num_threads(1)
+
+HF = BertConfig(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=60,
+                max_position_embeddings=40)
+TASKS = {"rte": 2, "mnli": 3, "stsb": 1}
+
+
+def build(**kw) -> MultiTaskBert:
+    torch.manual_seed(0)
+    cfg = AdapterConfig(method="ca_mtl", d_s=kw.pop("d_s", 8), cond_attn_max_len=16, cond_attn_blocks=4, **kw)
+    return MultiTaskBert.from_base_config(HF, cfg, TASKS).eval()
+
+
+def inputs(batch=3, n=10, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, HF.vocab_size, (batch, n), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, n - 3:] = 0  # one padded sequence
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+
+
+def plain_logits(model: MultiTaskBert, task: str, x: dict) -> torch.Tensor:
+    """The base model's pooled [CLS] through the task's head: what CA-MTL must equal at initialisation."""
+    pooled = model.bert(**x).pooler_output
+    return model.heads[task](pooled)
+
+
+def randomise_shared(model: MultiTaskBert, seed=2) -> None:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.shared_adapter.parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=g))
+
+
+def test_identity_at_initialisation():
+    model, x = build(), inputs()
+    with torch.no_grad():
+        for task in TASKS:
+            torch.testing.assert_close(model(task=task, **x), plain_logits(model, task, x), atol=1e-5, rtol=1e-5)
+
+
+def test_tasks_are_conditioned_and_predict_all_runs_each_path():
+    model, x = build(location="top"), inputs()
+    randomise_shared(model)
+    with torch.no_grad():
+        model.heads["mnli"].load_state_dict({"weight": torch.cat([model.heads["rte"].weight, model.heads["rte"].weight[:1]]),
+                                             "bias": torch.zeros(3)})
+        model.heads["rte"].bias.zero_()
+        a = model(task="rte", **x)
+        b = model(task="mnli", **x)[:, :2]  # the same head rows, another task embedding
+        assert not torch.allclose(a, b, atol=1e-4)
+        assert not torch.allclose(a, plain_logits(model, "rte", x), atol=1e-4)
+        everything = model.predict_all(**x)
+        for task in TASKS:
+            torch.testing.assert_close(everything[task], model(task=task, **x), atol=1e-5, rtol=1e-5)
+
+
+def test_lower_half_is_frozen_as_the_calculator_says():
+    for frozen in (None, 0, 3):
+        model = build(frozen_layers=frozen)
+        cost = at_size(design(from_hf_config(HF.to_dict()), parse_tasks(TASKS), model.config), model.config.d_s)
+        assert sum(p.numel() for p in model.trainable_parameters()) == cost.params_trained
+        f = 2 if frozen is None else frozen  # default ⌊L/2⌋
+        assert all(not p.requires_grad for p in model.bert.embeddings.parameters()) == (f > 0)
+        for i, layer in enumerate(model.bert.encoder.layer):
+            assert all(p.requires_grad != (i < f) for p in layer.parameters())
+        assert all(p.requires_grad for p in model.shared_adapter.parameters())
+
+
+def test_one_step_trains_embeddings_and_shared_modules_not_frozen_layers():
+    model = build()
+    model.train()
+    randomise_shared(model)  # non-zero generators: gradients reach the task embedding
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(model.trainable_parameters(), lr=1e-2)
+    x = inputs()
+    loss = torch.nn.functional.cross_entropy(model(task="rte", **x), torch.tensor([0, 1, 1]))
+    loss.backward()
+    opt.step()
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert "adapters.rte.embedding" in changed and "adapters.mnli.embedding" not in changed
+    assert any(n.startswith("shared_adapter.attention.") for n in changed)
+    assert any(n.startswith("shared_adapter.bottleneck.") for n in changed)
+    assert not any(n.startswith(("bert.embeddings.", "bert.encoder.layer.0.", "bert.encoder.layer.1.")) for n in changed)
+    assert any(n.startswith("bert.encoder.layer.3.") for n in changed)
+
+
+def test_attention_bias_is_block_diagonal_and_covers_any_length():
+    bias = ConditionalAttentionBias(z_dim=5, blocks=3, size=4)
+    with torch.no_grad():
+        bias.blocks.normal_()
+        bias.film.weight.normal_()
+    z = torch.randn(1, 5)
+    full = bias(z, 12)
+    mask = torch.block_diag(*[torch.ones(4, 4)] * 3).bool()
+    assert full.shape == (12, 12) and torch.all(full[~mask] == 0) and torch.all(full[mask] != 0)
+    torch.testing.assert_close(bias(z, 7), full[:7, :7])
+    longer = bias(z, 15)  # beyond N_b·m: no bias there
+    torch.testing.assert_close(longer[:12, :12], full)
+    assert torch.all(longer[12:] == 0) and torch.all(longer[:, 12:] == 0)
+    model, x = build(), inputs(n=30)  # 30 > N_b·m = 16 tokens
+    randomise_shared(model)
+    with torch.no_grad():
+        assert torch.isfinite(model(task="rte", **x)).all()
+
+
+def test_shared_modules_are_registered_once():
+    model = build()
+    names = [n for n, _ in model.named_parameters()]
+    assert sum(n.startswith("shared_adapter.") for n in names) > 0
+    assert [n for n in names if n.startswith("adapters.")] == [f"adapters.{t}.embedding" for t in TASKS]
+    assert isinstance(model.shared_adapter, CaMtlShared)
+    state = model.state_dict()  # saved once too, not under every task
+    assert [k for k in state if k.startswith("adapters.")] == [f"adapters.{t}.embedding" for t in TASKS]
+    assert {k for k in state if k.startswith("shared_adapter.")} == {n for n in names if n.startswith("shared_adapter.")}
+
+
+# --- MT-Uncertainty ----------------------------------------------------------------------------------
+
+def test_scores_normalise_by_task_and_keep_the_most_uncertain():
+    h = [np.array([0.1, 0.9]), np.array([0.5, 0.5]), np.array([np.nan, np.nan])]  # the last: regression
+    u = uncertainty_scores(h)
+    neutral = 0.5  # mean H' of the classification candidates
+    means = np.array([0.5, 0.5, neutral])
+    np.testing.assert_allclose(u[0], [0.1, 0.9])
+    np.testing.assert_allclose(u[2], [neutral * means[2] / means.max()] * 2)
+    assert most_uncertain(u, 3) == [(0, 1), (1, 0), (2, 0)]  # 0.9, then the ties 0.5 by row, then candidate
+    assert uncertainty_scores([np.array([np.nan])])[0].tolist() == [1.0]  # regression only: all alike
+
+
+def test_mt_uncertainty_prefers_the_task_the_model_is_unsure_about():
+    """A real model whose rte head is made confident (a large bias) and whose mnli head is uniform."""
+    assert "mt_uncertainty" in SAMPLERS
+    model = build()
+    with torch.no_grad():
+        model.heads["rte"].weight.zero_()
+        model.heads["rte"].bias.copy_(torch.tensor([8.0, -8.0]))
+        model.heads["mnli"].weight.zero_()
+        model.heads["mnli"].bias.zero_()
+    model.train()
+    sampler = make_sampler("mt_uncertainty", {"rte": 100, "mnli": 50, "stsb": 70}, total_steps=10)
+    assert isinstance(sampler, MTUncertaintySampler) and sampler.needs_model
+    rng = np.random.default_rng(0)
+    tasks = sampler.candidates(0, rng)
+    assert tasks == ["rte", "mnli", "stsb"]
+    batches = [(t, {**inputs(batch=4, seed=i), "labels": torch.zeros(4, dtype=torch.long)}) for i, t in enumerate(tasks)]
+    assert sampler.choose(model, batches) == 1
+    chosen = sampler.select(model, batches)
+    assert [t for t, _ in chosen] == ["mnli"] and len(chosen[0][1]["labels"]) == 4
+    assert model.training  # scoring ran in eval mode and put the model back
+    u = sampler.scores(model, batches)
+    assert u[1].min() > 0.999 and u[0].max() < 1e-3 and 0 < u[2][0] < u[1][0]
+
+
+# --- training ----------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, glue_dir):
+    """pals-train's trainer with --method ca_mtl --sampling mt_uncertainty on real GLUE rows: a run stopped
+    after its first evaluation and resumed ends exactly where an uninterrupted run ends."""
+    from pals_core.train.config import TrainConfig
+    from pals_core.train.trainer import train
+
+    def cfg(out):
+        return TrainConfig(tasks=["rte", "stsb"], adapter=AdapterConfig(method="ca_mtl", d_s=8, location="top"),
+                           model="tiny", glue_dir=str(glue_dir), out=str(out), steps=8, batch_size=8, max_len=48,
+                           eval_every=4, lr=1e-3, max_train_examples=64, max_eval_examples=32, seed=5, num_threads=1,
+                           sampling="mt_uncertainty", cache_dir=str(tmp_path / "cache"))
+
+    class Stop(Exception):
+        pass
+
+    def stop(step, scores, average):
+        raise Stop
+
+    reference = train(cfg(tmp_path / "ref"), progress=False)
+    with pytest.raises(Stop):
+        train(cfg(tmp_path / "run"), progress=False, on_eval=stop)
+    resumed = train(cfg(tmp_path / "run"), progress=False, resume=True)
+    for key in ("scores", "average", "params", "steps", "task_steps", "final"):
+        assert resumed[key] == reference[key], key
+    assert sum(reference["task_steps"].values()) == 8
+    assert reference["params"]["trained"] < reference["params"]["total"]  # the lower half is frozen

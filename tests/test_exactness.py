@@ -1,0 +1,139 @@
+"""The calculator's counts are the torch model's counts, to the parameter and to the FLOP (SPEC §3, §5, §8).
+
+Every built method × location (all / top / bottom / an explicit list) × convention × several small
+random base configurations (odd sizes, d_s not a power of two, per-task poolers):
+  params_total (exact, paper)  == sum(p.numel()) of MultiTaskBert.from_base_config (paper: minus biases and
+                                  LayerNorm parameters, picked out by parameter name)
+  flops_per_seq                == FlopCounterMode on one sequence of n tokens through the first task
+  flops_all_tasks_per_seq      == FlopCounterMode on predict_all (every task, shared operations)
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+import torch
+from transformers import BertConfig
+
+from pals_core import AdapterConfig, MultiTaskBert
+from pals_core.adapters import ADAPTERS
+from pals_core.budget import METHODS, at_size, design, from_hf_config, get_method, parse_tasks, rows
+from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
+
+torch.set_num_threads(1)
+
+# name: (HF config fields, tasks, d_s for attention methods (h_s = heads), d_s otherwise, h_s, n, per-task pooler)
+BASES = {
+    "odd-3L": (dict(hidden_size=30, num_hidden_layers=3, num_attention_heads=5, intermediate_size=47, vocab_size=53,
+                    max_position_embeddings=24, type_vocab_size=3), {"rte": 2, "stsb": 1}, 9, 7, 3, 11, False),
+    "4L-pooler": (dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=41,
+                       max_position_embeddings=16, type_vocab_size=2), {"mnli": 3, "cola": 2, "stsb": 1}, 10, 5, 5, 9, True),
+    "5L": (dict(hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=33, vocab_size=29,
+                max_position_embeddings=12, type_vocab_size=1), {"a": 4}, 6, 3, 2, 12, False),
+    "eager-2L": (dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=28, vocab_size=31,
+                      max_position_embeddings=16, attn_implementation="eager"), {"sst2": 2, "stsb": 1}, 14, 11, 7, 6, True),
+}
+EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1]}
+BUILT = [m for m in METHODS if m in ADAPTERS]
+
+
+def _cases():
+    for base in BASES:
+        for method in BUILT:
+            if get_method(method).within:
+                for loc in ("all", "top", "bottom", "explicit"):
+                    yield base, method, loc
+            else:
+                yield base, method, None
+
+
+CASES = list(_cases())
+IDS = [f"{b}-{m}-{loc}" if loc else f"{b}-{m}" for b, m, loc in CASES]
+
+
+def _config(base: str, method: str, loc):
+    fields, tasks, ds_attn, ds_other, heads, n, pooler = BASES[base]
+    m = get_method(method)
+    d_s = (ds_attn if m.attention else ds_other) if m.sized else None
+    location = EXPLICIT[base] if loc == "explicit" else loc
+    cfg = AdapterConfig(method=method, d_s=d_s, location=location, heads=heads, n_top=2, ffn_ratio=3,
+                        per_task_pooler=pooler)
+    return BertConfig(**fields), cfg, tasks, n
+
+
+@lru_cache(maxsize=None)
+def _model(base: str, method: str, loc) -> MultiTaskBert:
+    hf, cfg, tasks, _ = _config(base, method, loc)
+    torch.manual_seed(0)
+    return MultiTaskBert.from_base_config(hf, cfg, tasks)
+
+
+def _cost(base: str, method: str, loc, convention: str):
+    hf, cfg, tasks, n = _config(base, method, loc)
+    return at_size(design(from_hf_config(hf.to_dict()), parse_tasks(tasks), cfg, convention=convention, seq_len=n), cfg.d_s)
+
+
+def test_every_method_of_the_calculator_is_built():
+    assert set(METHODS) <= set(ADAPTERS)
+    assert {"shared", "pals", "pals_unshared", "low_rank", "houlsby", "lora", "lhuc", "proj_attn_top", "proj_ffn_top",
+            "bert_layer_top", "ca_mtl"} <= set(BUILT)
+
+
+@pytest.mark.parametrize("convention", ["exact", "paper"])
+@pytest.mark.parametrize("base,method,loc", CASES, ids=IDS)
+def test_parameters_match_the_calculator(base, method, loc, convention):
+    model = _model(base, method, loc)
+    named = dict(model.named_parameters())
+    if convention == "paper":  # by name: every bias vector and every LayerNorm parameter goes
+        kept = [n for n in named if not (n.endswith(".bias") or ".LayerNorm." in n)]
+        assert model.num_parameters("paper") == sum(named[n].numel() for n in kept)
+    else:
+        kept = list(named)
+    assert sum(named[n].numel() for n in kept) == _cost(base, method, loc, convention).params_total
+
+
+@pytest.mark.parametrize("base,method,loc", CASES, ids=IDS)
+def test_forward_flops_match_the_calculator(base, method, loc):
+    model = _model(base, method, loc)
+    _, _, tasks, n = _config(base, method, loc)
+    cost = _cost(base, method, loc, "exact")
+    assert count_forward_flops(model, next(iter(tasks)), n) == cost.flops_per_seq
+    assert count_predict_all_flops(model, n) == cost.flops_all_tasks_per_seq
+
+
+def test_rows_the_cli_prints_match_the_model():
+    """The path of ``pals-budget --d-s N --json`` (``rows``) on a MiniLM-shaped model with 8 GLUE tasks."""
+    hf = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
+                    vocab_size=30522)
+    tasks = parse_tasks(8)
+    for method, loc in [("pals", "top"), ("lora", "all"), ("proj_attn_top", None)]:
+        [row] = rows(from_hf_config(hf.to_dict()), tasks, methods=[method], location=loc, d_s=48, seq_len=16)
+        with torch.device("meta"):
+            model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, d_s=48, location=loc),
+                                                   {t.name: t.num_labels for t in tasks})
+        assert sum(p.numel() for p in model.parameters()) == row.params_total
+
+
+def test_eager_attention_runs_adapters_eagerly_too():
+    """With ``attn_implementation="eager"`` the adapters' attention is two counted matmuls like the trunk's:
+    no sdpa kernel runs, so FlopCounterMode needs no extra formula."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for method in ("pals", "proj_attn_top"):
+        model = _model("eager-2L", method, "all" if get_method(method).within else None).eval()
+        ids = torch.arange(6).view(1, 6)
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(task="sst2", input_ids=ids, attention_mask=torch.ones_like(ids))
+        ops = {str(op) for op in counter.get_flop_counts()["Global"]}
+        assert ops <= {"aten.addmm", "aten.mm", "aten.bmm"}, ops
+        assert counter.get_total_flops() == _cost("eager-2L", method, "all" if get_method(method).within else None,
+                                                  "exact").flops_per_seq
+
+
+def test_cpu_attention_is_counted_and_registration_is_idempotent():
+    register_cpu_sdpa_formulas()
+    register_cpu_sdpa_formulas()
+    q = torch.randn(1, 3, 10, 4)
+    with torch.no_grad():
+        flops = count_flops(torch.nn.functional.scaled_dot_product_attention, q, q, q)
+    assert flops == 4 * 10 * 10 * 12  # QKᵀ and AV: 2·n²·width each

@@ -1,0 +1,202 @@
+"""The explorer's pure parts: inputs → calculator rows → figures, checked against the calculator itself."""
+import math
+
+import pytest
+
+from explorer import calc, figures
+from explorer.commands import TrainSpec
+from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
+from pals_core.budget import (PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve)
+from pals_core.budget.series import flops_ratio, pareto_front, per_task_limit
+
+BERT = PRESETS["bert-base-uncased"]
+
+
+def _inputs(**kw):
+    return parse_inputs(RawInputs(**kw))
+
+
+def test_default_inputs_are_the_paper_question():
+    inp = _inputs()
+    assert inp.model == BERT and [t.name for t in inp.tasks] == list(parse_tasks(8)[i].name for i in range(8))
+    assert inp.budget == Budget(ratio=1.13) and inp.location is None
+
+
+@pytest.mark.parametrize("kind,text,expect", [
+    ("ratio", "1.13", Budget(ratio=1.13)), ("ratio", "1.2x", Budget(ratio=1.2)), ("ratio", " 1.5× ", Budget(ratio=1.5)),
+    ("extra", "15M", Budget(extra=15e6)), ("extra", "250k", Budget(extra=250e3)), ("extra", "1,500,000", Budget(extra=1.5e6)),
+    ("per-task", "1.9M", Budget(per_task=1.9e6)),
+])
+def test_budget_text(kind, text, expect):
+    assert parse_budget(kind, text) == expect
+
+
+@pytest.mark.parametrize("raw,needle", [
+    (dict(budget_value="abc"), "budget ratio"),
+    (dict(budget_value="0.9"), "below 1.0"),
+    (dict(budget_value=""), "enter a ratio budget"),
+    (dict(budget_kind="extra", budget_value="-5M"), "negative"),
+    (dict(budget_kind="per-task", budget_value="lots"), "not a number"),
+    (dict(glue_tasks=[]), "at least one GLUE task"),
+    (dict(methods=[]), "at least one method"),
+    (dict(location="layers i,j,…", location_custom="0,99"), "out of range"),
+    (dict(location="layers i,j,…", location_custom="a,b"), "not all, top, bottom"),
+    (dict(d_s="twelve"), "not an integer"),
+    (dict(model=UPLOAD), "upload a Hugging Face config.json"),
+    (dict(model=UPLOAD, config_bytes=b"{not json"), "not valid JSON"),
+    (dict(model=UPLOAD, config_bytes=b'{"hidden_size": 64}'), "lacks the field"),
+])
+def test_bad_inputs_name_the_problem(raw, needle):
+    with pytest.raises(ValueError, match=None) as e:
+        _inputs(**raw)
+    assert needle in str(e.value)
+
+
+def test_table_is_the_calculators_rows_feasible_first():
+    inp = _inputs()
+    table = calc.table(inp)
+    want = {(c.method, c.location): c for c in rows(BERT, parse_tasks(8), budget=Budget(ratio=1.13))}
+    assert {calc.key_of(c) for c in table} == set(want)
+    for c in table:
+        assert c.d_s == want[calc.key_of(c)].d_s and c.params_task_specific == want[calc.key_of(c)].params_task_specific
+    feasible = [c.feasible for c in table]
+    assert feasible == sorted(feasible, reverse=True)  # every feasible row before any infeasible one
+    frame = figures.table_frame(table)
+    assert list(frame["design"]) == [calc.label(calc.key_of(c)) for c in table]
+
+
+def test_custom_location_goes_to_within_methods_only():
+    inp = _inputs(location="layers i,j,…", location_custom="3,1", methods=["pals", "proj_attn_top", "shared"])
+    keys = {calc.key_of(c) for c in calc.table(inp)}
+    assert keys == {("pals", "1,3"), ("proj_attn_top", None), ("shared", None)}
+
+
+def test_size_curves_mark_the_solved_size_and_the_budget_line():
+    inp = _inputs(methods=["pals", "low_rank", "lhuc"], location="all")
+    table = calc.table(inp)
+    fig = figures.size_curves_figure(calc.curves(inp, table))
+    traces = {t.name: t for t in fig.data}
+    for c in table:
+        if c.d_s is None:
+            continue
+        ds = design(BERT, parse_tasks(8), AdapterConfig(method=c.method, location=c.location), check_size=False)
+        solved = solve(ds, Budget(ratio=1.13))
+        marker = traces[f"chosen: {calc.label(calc.key_of(c))}"]
+        assert list(marker.x) == [solved.d_s]
+        assert marker.y[0] == pytest.approx(solved.params_task_specific / 8)
+        curve = traces[calc.label(calc.key_of(c))]
+        # the curve crosses the budget line between the solved size and the next valid one
+        limit = per_task_limit(ds, Budget(ratio=1.13))
+        assert list(traces["budget"].y) == [pytest.approx(limit)] * 2
+        below = [x for x, y in zip(curve.x, curve.y) if y <= limit]
+        assert max(below) <= solved.d_s < min(x for x, y in zip(curve.x, curve.y) if y > limit)
+    assert "lhuc @ all (no d_s)" in traces
+
+
+def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs():
+    table = calc.table(_inputs())
+    fig = figures.design_space_figure(table, chosen=("lora", "top"))
+    front = next(t for t in fig.data if t.name == "Pareto front")
+    star = next(t for t in fig.data if t.name == "chosen: lora @ top")
+    lora_top = next(c for c in table if calc.key_of(c) == ("lora", "top"))
+    assert list(star.x) == [lora_top.params_task_specific] and list(star.y) == [flops_ratio(lora_top)]
+    feasible = [(c.params_task_specific, flops_ratio(c)) for c in table if c.feasible]
+    on_front = set(zip(front.x, front.y))
+    for x, y in feasible:
+        dominated = any(x2 >= x and y2 <= y and (x2 > x or y2 < y) for x2, y2 in feasible)
+        assert ((x, y) in on_front) == (not dominated)
+    assert list(front.x) == sorted(front.x) and len(on_front) >= 2
+    grey = next(t for t in fig.data if t.name == "over budget")
+    assert len(grey.x) == sum(not c.feasible for c in table)
+
+
+def test_pareto_front_small_cases():
+    assert pareto_front([(1, 1), (2, 2), (2, 1), (0, 0)]) == [2, 3]
+    assert pareto_front([(1, 1), (1, 1)]) == [0, 1]
+    assert pareto_front([]) == []
+
+
+def test_breakdown_bars_add_up_to_one_tasks_parameters():
+    inp = _inputs(methods=["pals"], location="all")
+    c = calc.table(inp)[0]
+    frame = figures.breakdown_frame(calc.breakdown_rows(inp, c))
+    fig = figures.breakdown_figure(frame, "t")
+    total = sum(sum(t.y) for t in fig.data)
+    cola = c.params_per_task[0]  # CoLA: head + adapter
+    assert total == cola
+    places = set(frame["place"])
+    assert {"shared by layers", "layer 0", "layer 11", "task head"} <= places
+
+
+def test_scaling_matches_the_calculators_all_task_flops():
+    inp = _inputs(methods=["pals", "proj_attn_top"])
+    table = calc.table(inp)
+    series = calc.scaling(inp, table)
+    fig = figures.scaling_figure(series, 8)
+    traces = {t.name: t for t in fig.data}
+    for c in table:
+        t = traces[calc.label(calc.key_of(c))]
+        assert t.y[list(t.x).index(8)] == c.flops_all_tasks_per_seq
+    sep = traces["separate fine-tuned models"]
+    assert sep.y[0] == table[0].flops_base_per_seq  # one task alone = the plain model
+    # top-of-BERT shares the trunk, so it beats separate models at T = 8; PALs in layer 0 share nothing
+    top = traces["proj_attn_top"]
+    assert top.y[-1] < sep.y[-1] < traces["pals @ all"].y[-1]
+
+
+def test_paper_table_highlights_exactly_the_disagreements():
+    rows_ = paper_reproduction()
+    fig = figures.paper_figure(rows_)
+    fills = fig.data[0].cells.fill.color[0]
+    assert [f == figures.BAD_FILL for f in fills] == [not r.reproduces for r in rows_]
+    assert any(not r.reproduces for r in rows_) and any(r.reproduces for r in rows_)
+
+
+def test_runs_figure_plots_finished_runs():
+    runs = [{"run": "a", "method": "pals", "d_s": 24, "tasks": "rte", "dev average": 0.6, "task-specific params": 1000},
+            {"run": "b", "method": "lora", "d_s": 8, "tasks": "rte", "dev average": 0.55, "task-specific params": 500},
+            {"run": "c", "method": "lora", "d_s": 8, "tasks": "rte", "dev average": None, "task-specific params": 500}]
+    fig = figures.runs_figure(runs)
+    pts = {(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y)}
+    assert pts == {("pals", 1000, 0.6), ("lora", 500, 0.55)}
+
+
+def test_train_spec_argv_and_commands():
+    spec = TrainSpec(method="pals", tasks=("rte", "mrpc"), d_s=204, location="top", model="tiny", glue_dir="/g",
+                     steps=10, max_eval_examples=50, per_task_pooler=True)
+    argv = spec.argv("runs/x")
+    assert argv[1:3] == ["-m", "pals_core.train.cli"]
+    a = argv[3:]
+    assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
+    assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
+    assert spec.command("runs/x").startswith("pals-train --method pals --d-s 204 --tasks rte,mrpc")
+    assert spec.accelerate_command("runs/x", 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
+    assert spec.torchrun_command("runs/x", 2).startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli")
+    assert "--resume" in spec.argv("runs/x", resume=True)
+    assert TrainSpec.from_dict(spec.as_dict()) == spec
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(method="pals", tasks=("rte",)), "needs either"),
+    (dict(method="pals", tasks=("rte",), d_s=100), "not divisible"),
+    (dict(method="lhuc", tasks=("rte",), d_s=8), "no adapter size"),
+    (dict(method="proj_attn_top", tasks=("rte",), d_s=24, location="top"), "takes no location"),
+    (dict(method="pals", tasks=(), d_s=24), "at least one GLUE task"),
+    (dict(method="pals", tasks=("nope",), d_s=24), "unknown task"),
+])
+def test_train_spec_refuses_what_the_trainer_would(kw, needle):
+    with pytest.raises(ValueError) as e:
+        TrainSpec(**kw).validate()
+    assert needle in str(e.value)
+
+
+def test_train_spec_checked_by_the_trainers_own_parser(tmp_path):
+    TrainSpec(method="pals", tasks=("rte",), d_s=24, model="tiny").check_with_trainer(str(tmp_path / "r"))
+    with pytest.raises(ValueError, match="max_len"):
+        TrainSpec(method="pals", tasks=("rte",), d_s=24, max_len=4).check_with_trainer(str(tmp_path / "r"))
+    assert not (tmp_path / "r").exists()  # nothing written by a check
+
+
+def test_flops_ratio_is_one_for_the_shared_model():
+    c = calc.table(_inputs(methods=["shared"]))[0]
+    assert math.isclose(flops_ratio(c), 1.0)
