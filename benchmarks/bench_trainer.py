@@ -80,6 +80,39 @@ def bare_loop(cfg: TrainConfig, batches, device: torch.device) -> tuple[float, f
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
+    """Per-step CPU time (bare step, trainer step) alternated step by step on one model: the
+    trainer's own step (``_Run.draw`` = sampling + batch building, then ``_Run.train_step`` through
+    Accelerate) against the bare step on the same batch. Alternating every step cancels the drift of
+    a shared machine that whole-run comparisons suffer from."""
+    from pals_core.train.rundir import RunDir
+    from pals_core.train.trainer import _Run, resolve
+
+    cfg = resolve(cfg)
+    r = _Run(cfg, RunDir(cfg.out), False, None)
+    r.setup(resume=False)
+    r.model.train()
+    net, opt, sched, params = r.net, r.optimizer.optimizer, r.scheduler, r.trainable
+    bare = trainer = 0.0
+    for step in range(steps):
+        c0 = time.process_time()
+        task, b = r.draw(step)
+        loss = r.train_step(task, b)
+        c1 = time.process_time()
+        logits = net(task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                     token_type_ids=b["token_type_ids"])
+        loss = (F.mse_loss(logits.float().squeeze(-1), b["labels"].float()) if GLUE_TASKS[task].regression
+                else F.cross_entropy(logits.float(), b["labels"]))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        c2 = time.process_time()
+        trainer, bare = trainer + (c1 - c0), bare + (c2 - c1)
+    return bare / steps, trainer / steps
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=None, help="HF folder or 'tiny' (default: embedded MiniLM)")
@@ -134,8 +167,12 @@ def main() -> None:
         for label, times in (("wall time", wall), ("CPU time", cpu)):
             b, t = min(times["bare"]), min(times["trainer"])
             mb, mt = statistics.median(times["bare"]), statistics.median(times["trainer"])
-            print(f"{label:9s}: bare loop {seqs / b:8.1f} seq/s · trainer {seqs / t:8.1f} seq/s · "
+            print(f"whole runs, {label:9s}: bare loop {seqs / b:8.1f} seq/s · trainer {seqs / t:8.1f} seq/s · "
                   f"trainer overhead {100 * (t / b - 1):+.2f} % (median vs median {100 * (mt / mb - 1):+.2f} %)")
+        if device.type == "cpu":
+            b, t = interleaved(config(args.repeats + 1), args.steps)
+            print(f"step by step, CPU time: bare step {1e3 * b:8.2f} ms · trainer step (sampling + batch + Accelerate) "
+                  f"{1e3 * t:8.2f} ms · trainer overhead {100 * (t / b - 1):+.2f} %")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -17,7 +17,7 @@ from .inputs import Inputs, parse_inputs
 
 log = logging.getLogger("pals_explorer")
 STUDY_STORAGE_ENV = "PALS_STUDY_STORAGE"
-DEFAULT_STUDY_STORAGE = "sqlite:///studies.db"
+DEFAULT_STUDY_STORAGE = "sqlite:///pals_studies.db"  # the same file `pals-study` uses by default (studies.storage.DEFAULT_STORAGE)
 TABS = ["Design", "Where the parameters go", "Paper check", "Train & runs", "Studies"]
 
 

@@ -70,6 +70,7 @@ def same_result(out, ref_out):
         assert a[key] == b[key], key
 
 
+@pytest.mark.slow
 def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     out = tmp_path / "run"
     summary = run(tiny(out, cache_dir, sampling="round_robin"))
