@@ -128,6 +128,7 @@ def pid_alive(pid: Optional[int], start_time: Optional[int] = None) -> bool:
     except PermissionError:
         return True
     if _zombie(pid):
+        _reap(pid)  # it exited between the first look and now: collect its exit status too
         return False
     if start_time is not None:
         now = _start_time(pid)
