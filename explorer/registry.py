@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from pals_core.train.rundir import atomic_write_text
+
 from .commands import TrainSpec
 
 RUNS_ENV = "PALS_RUNS_DIR"
@@ -50,20 +52,7 @@ def runs_root() -> Path:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temp file in the same folder, then ``os.replace`` it into place."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_text(path, json.dumps(obj, indent=2))
 
 
 def read_json(path: Path) -> Optional[dict]:

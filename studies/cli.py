@@ -19,6 +19,7 @@ import sys
 from typing import Optional, Sequence
 
 from pals_core.budget import Budget, get_method
+from pals_core.budget.solver import budget_from_flags
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from pals_core.data.samplers import SAMPLERS
@@ -117,17 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --- settings from arguments ----------------------------------------------------------------------
 
 def _budget(args) -> Optional[Budget]:
-    given = [(k, v) for k, v in (("--budget", args.budget), ("--extra", args.extra), ("--per-task", args.per_task)) if v is not None]
-    if len(given) > 1:
-        raise StudyError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
-    if not given:
-        return None
-    flag, value = given[0]
-    if flag == "--budget":
-        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
-    if flag == "--extra":
-        return Budget(extra=parse_count(value, "--extra"))
-    return Budget(per_task=parse_count(value, "--per-task"))
+    return budget_from_flags(args.budget, args.extra, args.per_task)
 
 
 def _int(text: str, flag: str) -> int:

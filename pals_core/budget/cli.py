@@ -13,10 +13,10 @@ from .costs import CONVENTIONS, base_params
 from .methods import METHODS, get_method
 from .models import DEFAULT_MODEL, PRESETS, load_model
 from .paper import paper_reproduction
-from .solver import Budget
+from .solver import Budget, budget_from_flags
 from .table import rows, sort_rows
 from .tasks import parse_tasks
-from .units import human, parse_count, parse_positive_float, parse_positive_int
+from .units import human, parse_positive_int
 
 
 class UsageError(Exception):
@@ -50,20 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return p
-
-
-def _budget(args) -> Optional[Budget]:
-    given = [(k, v) for k, v in (("--budget", args.budget), ("--extra", args.extra), ("--per-task", args.per_task)) if v is not None]
-    if len(given) > 1:
-        raise UsageError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
-    if not given:
-        return None
-    flag, value = given[0]
-    if flag == "--budget":
-        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
-    if flag == "--extra":
-        return Budget(extra=parse_count(value, "--extra"))
-    return Budget(per_task=parse_count(value, "--per-task"))
 
 
 def _fmt_budget(budget: Optional[Budget], n_base: int) -> str:
@@ -113,7 +99,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         return _paper_text()
     model = load_model(args.model)
     tasks = parse_tasks(args.tasks)
-    budget = _budget(args)
+    budget = budget_from_flags(args.budget, args.extra, args.per_task)
     heads = parse_positive_int(args.heads, "--heads")
     seq_len = parse_positive_int(args.seq_len, "--seq-len")
     n_top = parse_positive_int(args.n_top, "--n-top")

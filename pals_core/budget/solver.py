@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .costs import Cost, Design, evaluate
+from .units import parse_count, parse_positive_float
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,23 @@ class Budget:
         if self.ratio is not None:
             return self.ratio * n_base - n_base
         return self.extra
+
+
+def budget_from_flags(ratio: Optional[str] = None, extra: Optional[str] = None,
+                      per_task: Optional[str] = None) -> Optional[Budget]:
+    """The budget of the command-line flags ``--budget RATIO`` / ``--extra N`` / ``--per-task N`` (N as ``15M``,
+    ``250k``…); None when none is given. Raises ValueError naming the flag."""
+    given = [(k, v) for k, v in (("--budget", ratio), ("--extra", extra), ("--per-task", per_task)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
+    if not given:
+        return None
+    flag, value = given[0]
+    if flag == "--budget":
+        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
+    if flag == "--extra":
+        return Budget(extra=parse_count(value, "--extra"))
+    return Budget(per_task=parse_count(value, "--per-task"))
 
 
 def limits(ds: Design, budget: Optional[Budget]) -> tuple[Optional[float], Optional[float]]:
