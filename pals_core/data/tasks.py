@@ -1,7 +1,7 @@
 """The GLUE tasks of Stickland & Murray (2019, Section 4): file layouts, label sets, hub names.
 
 One ``GlueTask`` record per task says where its columns are in the official TSV files (the layout
-``download_glue_data.py`` writes; see ``/work/shared/data/glue/SOURCES.md``) and in the Hugging Face
+``download_glue_data.py`` writes; see the GLUE folder's ``SOURCES.md``) and in the Hugging Face
 ``nyu-mll/glue`` dataset. Class indices follow the hub's ``ClassLabel`` order, so the two sources
 give the same labels.
 """
