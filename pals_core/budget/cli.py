@@ -66,8 +66,7 @@ def _table(costs, header: str) -> str:
     cols = ["method", "location", "d_s", "params/task", "extra total", "× BERT", "FLOPs × base", "all tasks GFLOPs", "fits"]
     lines = []
     for c in costs:
-        # a task's own head + adapter, plus its 1/T share of modules shared by all tasks (CA-MTL)
-        per_task = round(max(c.params_per_task) + c.params_adapter_shared / len(c.params_per_task))
+        per_task = round(c.largest_task_share)
         lines.append([
             c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), f"{per_task:,}", f"{c.params_task_specific:,}",
             f"{c.ratio:.4f}", f"{c.flops_per_seq / c.flops_base_per_seq:.3f}", f"{c.flops_all_tasks_per_seq / 1e9:.1f}",

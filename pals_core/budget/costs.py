@@ -133,6 +133,12 @@ class Cost:
     slack: Optional[float] = None  # budget left over (parameters); None without a budget
     layers: list = field(default_factory=list)
 
+    @property
+    def largest_task_share(self) -> float:
+        """The largest task's own head + adapter plus its 1/T share of the modules shared by all tasks
+        (CA-MTL): what a per-task cap p bounds (SPEC section 6)."""
+        return max(self.params_per_task) + self.params_adapter_shared / len(self.params_per_task)
+
     def as_row(self) -> dict:
         return asdict(self)
 
@@ -176,23 +182,21 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
     extra = shared + sum(per_task)
     total = ds.n_base + extra
     first, plain, all_tasks = forward_flops(ds, s if s is not None else 0)
-    feasible, slack = True, None
-    if limit is not None:
-        feasible, slack = extra <= limit, limit - extra
-    if per_task_limit is not None:
-        worst = max(per_task)
-        if shared:  # modules shared by all tasks (CA-MTL) count against a per-task cap by their 1/T share
-            worst += shared / len(ds.tasks)
-        feasible = feasible and worst <= per_task_limit
-        slack = min(slack, per_task_limit - worst) if slack is not None else per_task_limit - worst
-    return Cost(
+    cost = Cost(
         method=ds.method.name, location=ds.location, d_s=s,
         d_s_unconstrained=unconstrained, params_task_specific=extra, params_total=total,
         ratio=total / ds.n_base, flops_per_seq=first, flops_base_per_seq=plain,
-        flops_all_tasks_per_seq=all_tasks, feasible=feasible, params_adapter_per_task=per_adapter,
+        flops_all_tasks_per_seq=all_tasks, feasible=True, params_adapter_per_task=per_adapter,
         params_adapter_shared=shared, params_trained=total - ds.frozen,
-        params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=slack,
+        params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=None,
         layers=list(ds.layers))
+    if limit is not None:
+        cost.feasible, cost.slack = extra <= limit, limit - extra
+    if per_task_limit is not None:
+        worst = cost.largest_task_share  # modules shared by all tasks (CA-MTL) count by their 1/T share
+        cost.feasible = cost.feasible and worst <= per_task_limit
+        cost.slack = per_task_limit - worst if cost.slack is None else min(cost.slack, per_task_limit - worst)
+    return cost
 
 
 def breakdown(ds: Design, s: Optional[int]) -> list[dict]:

@@ -41,7 +41,7 @@ def per_task_params(cost: Cost, view: str = "mean") -> float:
     Modules shared by all tasks (CA-MTL) count by their 1/T share, as the solver counts them."""
     t = len(cost.params_per_task)
     if view == "max":
-        return max(cost.params_per_task) + cost.params_adapter_shared / t
+        return cost.largest_task_share
     return cost.params_task_specific / t
 
 
