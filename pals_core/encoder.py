@@ -2,11 +2,13 @@
 
 Layers the adapter does not touch run as the plain ``transformers`` ``BertLayer`` (its attention
 implementation, sdpa by default). An adapted layer l runs an explicit copy of BertLayer.forward built
-from the same submodules, with the adapter's hooks at the places SPEC section 4 names
-(``pals_core.adapters.base`` lists them):
+from the same submodules, with the adapter's hooks, named by where they act, at the places SPEC
+section 4 names (``pals_core.adapters.base`` documents each):
 
-    a_l     = LN1(h_l + adapt_attention_output(O · MH(h_l; Q, K, V adapted by adapt_qv; adapted mask)))
-    h_{l+1} = adapt_layer_output(LN2(adapt_ffn_output(FFN(a_l)) + a_l + TS_l(h_l)))   (LN1, LN2 via layer_norm)
+    a_l     = attention_norm(h_l + adapt_attention_output(O · MH(adapt_query(Q h_l), adapt_key(K h_l),
+                                                            adapt_value(V h_l); adapt_attention_mask(mask))))
+    h_{l+1} = adapt_layer_output(output_norm(adapt_ffn_output(W_out adapt_ffn_activation(GELU(W_in a_l)))
+                                             + a_l + parallel_branch(h_l)))
 
 With every hook at its identity this computes exactly what BertLayer computes (same ops, same order).
 """
@@ -40,18 +42,20 @@ def self_attention(layer: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.
 
 
 def adapted_layer(layer: nn.Module, i: int, h: torch.Tensor, mask: Mask, adapter: TaskAdapter) -> torch.Tensor:
-    """BertLayer.forward for layer i with the adapter's hooks."""
-    sa, so = layer.attention.self, layer.attention.output
-    q, v = adapter.adapt_qv(i, h, sa.query(h), sa.value(h))
-    ctx = self_attention(layer, h, q, sa.key(h), v, adapter.adapt_attention_mask(i, mask, h))
+    """BertLayer.forward for layer i with the adapter's hooks, in the order ``TaskAdapter`` lists them."""
+    sa, so, out = layer.attention.self, layer.attention.output, layer.output
+    q = adapter.adapt_query(i, h, sa.query(h))
+    k = adapter.adapt_key(i, h, sa.key(h))
+    v = adapter.adapt_value(i, h, sa.value(h))
+    ctx = self_attention(layer, h, q, k, v, adapter.adapt_attention_mask(i, mask, h))
     y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
-    a = adapter.layer_norm(i, "attention", so.LayerNorm, y + h)
-    out = layer.output
-    z = adapter.adapt_ffn_output(i, out.dropout(out.dense(layer.intermediate(a)))) + a
-    ts = adapter.parallel(i, h, mask)
+    a = adapter.attention_norm(i, so.LayerNorm, y + h)
+    g = adapter.adapt_ffn_activation(i, layer.intermediate(a))
+    z = adapter.adapt_ffn_output(i, out.dropout(out.dense(g))) + a
+    ts = adapter.parallel_branch(i, h, mask)
     if ts is not None:
         z = z + ts
-    return adapter.adapt_layer_output(i, adapter.layer_norm(i, "output", out.LayerNorm, z))
+    return adapter.adapt_layer_output(i, adapter.output_norm(i, out.LayerNorm, z))
 
 
 def run_layers(layers: nn.ModuleList, start: int, stop: int, h: torch.Tensor, mask: Mask,

@@ -168,7 +168,7 @@ class MultiTaskBert(nn.Module):
         h, mask = self._embed(input_ids, attention_mask, token_type_ids)
         h = run_layers(self.bert.encoder.layer, 0, self.base_config.num_hidden_layers, adapter.adapt_embeddings(h), mask,
                        adapter)
-        return adapter.top(h, mask)
+        return adapter.adapt_top(h, mask)
 
     def forward(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                 token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -205,7 +205,7 @@ class MultiTaskBert(nn.Module):
         for t in names:  # the per-task remainder; each iteration is one batched pass
             adapter = self.adapters[t]
             x = adapter.adapt_embeddings(h) if self.conditions_input else h
-            out[t] = self._classify(t, adapter.top(run_layers(layers, depth, total, x, mask, adapter), mask))
+            out[t] = self._classify(t, adapter.adapt_top(run_layers(layers, depth, total, x, mask, adapter), mask))
         return out
 
     # --- parameters ------------------------------------------------------------------------------------

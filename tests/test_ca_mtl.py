@@ -1,4 +1,4 @@
-"""CA-MTL's torch modules (pals_core/adapters/ca_mtl.py) and MT-Uncertainty sampling (pals_core/data/mt_uncertainty.py).
+"""CA-MTL's torch modules (pals_core/methods/ca_mtl/module.py) and MT-Uncertainty sampling (pals_core/data/mt_uncertainty.py).
 
 Counts to the parameter and FLOP are in test_exactness.py (every method × location); here: what the
 modules do — identity at initialisation, task conditioning, freezing, the attention bias layout — and
@@ -12,7 +12,7 @@ import torch
 from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.adapters.ca_mtl import CaMtlShared, ConditionalAttentionBias
+from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
 from pals_core.budget import at_size, design, from_hf_config, parse_tasks
 from pals_core.data.mt_uncertainty import MTUncertaintySampler, most_uncertain, uncertainty_scores
 from pals_core.data.samplers import SAMPLERS, make_sampler

@@ -1,9 +1,9 @@
-"""CA-MTL in the calculator: hand-computed counts on a tiny model (pals_core/budget/ca_mtl.py)."""
+"""CA-MTL in the calculator: hand-computed counts on a tiny model (pals_core/methods/ca_mtl/cost.py)."""
 import pytest
 
 from pals_core.budget import (AdapterConfig, BaseModel, Budget, at_size, base_params, breakdown, check_config, design,
                               parse_tasks, rows, solve)
-from pals_core.budget.methods import bert_layer_flops
+from pals_core.budget.method import bert_layer_flops
 from pals_core.budget.cli import main as budget_main
 
 # d = 10, L = 4, d_ff = 20, V + P + Y = 68

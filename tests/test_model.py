@@ -62,6 +62,27 @@ def test_adapters_start_as_the_identity_on_minilm(method, d_s, minilm_batch, min
     assert torch.equal(hidden, minilm_hidden)  # bit for bit: V^D, U, B zero, LHUC 2σ(0) = 1, top residual 0
 
 
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
+    """The encoder's copy of BertLayer.forward, with a TaskAdapter whose hooks are all at their defaults, computes
+    bit for bit what the plain transformers BertLayer computes (padding present, so the mask matters)."""
+    from pals_core.adapters import TaskAdapter
+    from pals_core.encoder import make_mask, run_layers
+
+    torch.manual_seed(0)
+    trunk = BertModel(BertConfig(**TINY, attn_implementation=attn), add_pooling_layer=False).eval()
+    ids = torch.randint(0, 60, (3, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    with torch.no_grad():
+        h = trunk.embeddings(input_ids=ids)
+        m = make_mask(trunk.config, h, mask)
+        plain = run_layers(trunk.encoder.layer, 0, 4, h, m, None)
+        hooked = run_layers(trunk.encoder.layer, 0, 4, h, m, TaskAdapter(range(4)))
+        assert torch.equal(hooked, plain)
+        assert torch.equal(plain, trunk(input_ids=ids, attention_mask=mask).last_hidden_state)
+
+
 def test_bert_layer_on_top_starts_as_the_last_pretrained_layer():
     model = MultiTaskBert.from_pretrained(None, AdapterConfig(method="bert_layer_top"), {"rte": 2, "stsb": 1})
     last = model.bert.encoder.layer[-1].state_dict()

@@ -1,15 +1,24 @@
-"""Adapter modules, one small file per method family (SPEC section 4), wired into a shared
-Hugging Face ``BertModel`` by ``pals_core.model.MultiTaskBert``.
+"""The torch side every method's module is built from: ``TaskAdapter`` and its hooks, ``BuildContext``,
+``AdapterSpec`` and init helpers (``base``), the small multi-head attention in d_s (``attention``), and
+the registry of builders (``registry``: ``ADAPTERS``, ``get_adapter``), found from
+``pals_core.methods.PACKAGES``. The methods' modules live in ``pals_core/methods/<name>/module.py``;
+``pals_core.model.MultiTaskBert`` wires them into a shared Hugging Face ``BertModel``.
 
-Importing this package registers every built method in ``ADAPTERS`` (registry.py):
-shared (heads only), pals, pals_unshared, low_rank, houlsby, lora, lhuc, proj_attn_top,
-proj_ffn_top, bert_layer_top.
+``ADAPTERS`` and ``get_adapter`` are read from ``registry`` when first used: the registry imports every
+method's module, and those import this package.
 """
-from .base import Mask, TaskAdapter
-from .registry import ADAPTERS, AdapterSpec, BuildContext, get_adapter, register_adapter
+from __future__ import annotations
 
-register_adapter("shared", lambda ctx: TaskAdapter(()))
+from typing import Any
 
-from . import ca_mtl, houlsby, lhuc, lora, low_rank, pals, top  # noqa: E402,F401  (register their methods)
+from .base import AdapterSpec, BuildContext, Mask, TaskAdapter
 
-__all__ = ["ADAPTERS", "AdapterSpec", "BuildContext", "Mask", "TaskAdapter", "get_adapter", "register_adapter"]
+__all__ = ["ADAPTERS", "AdapterSpec", "BuildContext", "Mask", "TaskAdapter", "get_adapter"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ADAPTERS", "get_adapter"):
+        from . import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module 'pals_core.adapters' has no attribute {name!r}")

@@ -1,27 +1,37 @@
-"""The interface every task adapter implements, and the small building blocks they share.
+"""The interface every task adapter implements, what its builder reads, and the small building blocks they share.
 
-A ``TaskAdapter`` holds ONE task's adapter weights. ``adapt_embeddings(E)`` may change the input
-embeddings (methods whose calculator entry sets ``conditions_input``, e.g. CA-MTL). The encoder loop (``pals_core.encoder``) runs
-the plain Hugging Face ``BertLayer`` at every layer the adapter does not touch, and at each adapted
-layer l (``self.layers``) an explicit copy of BERT's layer that calls these hooks:
+A ``TaskAdapter`` holds ONE task's adapter weights; each method's ``pals_core/methods/<name>/module.py``
+subclasses it and declares its builders (``AdapterSpec``) in ``ADAPTERS``. The encoder loop
+(``pals_core.encoder``) runs the plain Hugging Face ``BertLayer`` at every layer the adapter does not
+touch, and at each adapted layer l (``self.layers``) an explicit copy of BERT's layer that calls these
+hooks, named by where they act, in this order:
 
-    q, v   = adapt_qv(l, h, Q h, V h)                  # LoRA
-    ctx    = MH(q, K h, v; adapt_attention_mask(l, mask, h))       # CA-MTL conditional attention
-    y      = adapt_attention_output(l, dropout(O ctx))  # Houlsby (serial, before residual + LN1)
-    a_l    = layer_norm(l, "attention", LN1, y + h)     # CA-MTL conditional layer norm
-    z      = adapt_ffn_output(l, dropout(W_out GELU(W_in a_l)))  # Houlsby
-    h'     = layer_norm(l, "output", LN2, z + a_l + parallel(l, h, mask))  # PALs / low-rank (parallel, SPEC §4)
-    h_{l+1} = adapt_layer_output(l, h')                   # LHUC
+    q       = adapt_query(l, h, W_q h + b_q)               # LoRA
+    k       = adapt_key(l, h, W_k h + b_k)                 # IA³
+    v       = adapt_value(l, h, W_v h + b_v)               # LoRA, IA³
+    ctx     = MH(q, k, v; adapt_attention_mask(l, mask, h))  # CA-MTL conditional attention (mask/score bias)
+    y       = adapt_attention_output(l, dropout(O ctx))    # Houlsby (serial, before residual + LN1)
+    a_l     = attention_norm(l, LN1, y + h)                # CA-MTL conditional layer norm
+    g       = adapt_ffn_activation(l, GELU(W_in a_l))      # IA³
+    z       = adapt_ffn_output(l, dropout(W_out g))        # Houlsby, CA-MTL bottleneck
+    h'      = output_norm(l, LN2, z + a_l + parallel_branch(l, h, mask))  # PALs / low-rank (parallel, SPEC §4); CA-MTL
+    h_{l+1} = adapt_layer_output(l, h')                    # LHUC
 
-and after the last layer ``top(H, mask)`` (projected attention / FFN stacks, a BERT layer on top).
-Every hook is the identity by default, so a method overrides only what it changes.
+before layer 0 ``adapt_embeddings(E)`` (methods whose calculator entry sets ``conditions_input``,
+e.g. CA-MTL) and after the last layer ``adapt_top(H, mask)`` (projected attention / FFN stacks, a
+BERT layer on top). Every hook is the identity by default (``parallel_branch`` None = no branch), so
+a method overrides only what it changes, and with every hook at its default the adapted layer
+computes exactly ``BertLayer``'s output.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import nn
+
+from ..budget.config import AdapterConfig
 
 
 Mask = Any
@@ -30,7 +40,9 @@ Mask = Any
 
 
 class TaskAdapter(nn.Module):
-    """One task's adapter. ``layers``: the adapted BERT layers (0-based, sorted); empty for top methods."""
+    """One task's adapter. ``layers``: the adapted BERT layers (0-based, sorted); empty for top methods.
+
+    Hooks (identity by default; ``i`` is the layer, ``h`` the layer's input (B, n, d)): see the module docstring."""
 
     def __init__(self, layers: Sequence[int] = ()) -> None:
         super().__init__()
@@ -40,33 +52,88 @@ class TaskAdapter(nn.Module):
         """The embedding output E (B, n, d) before layer 0."""
         return h
 
-    def adapt_qv(self, i: int, h: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return q, v
+    def adapt_query(self, i: int, h: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The queries W_q h + b_q (B, n, d) of layer i, before the split into heads."""
+        return q
+
+    def adapt_key(self, i: int, h: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The keys W_k h + b_k (B, n, d) of layer i, before the split into heads."""
+        return k
+
+    def adapt_value(self, i: int, h: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The values W_v h + b_v (B, n, d) of layer i, before the split into heads."""
+        return v
 
     def adapt_attention_mask(self, i: int, mask: Mask, h: torch.Tensor) -> Mask:
-        """The mask (or additive bias) the trunk's attention of layer i uses."""
+        """The mask (or additive bias on the attention scores) the trunk's attention of layer i uses."""
         return mask
 
-    def layer_norm(self, i: int, which: str, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-        """LN1 (``which="attention"``) or LN2 (``"output"``) of layer i applied to x."""
+    def adapt_attention_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
+        """dropout(O ctx) of layer i, before the residual and LN1."""
+        return y
+
+    def attention_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+        """LN1 of layer i (``attention.output.LayerNorm``) applied to x = y + h."""
         return norm(x)
 
-    def adapt_attention_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
-        return y
+    def adapt_ffn_activation(self, i: int, g: torch.Tensor) -> torch.Tensor:
+        """The FFN activation GELU(W_in a) (B, n, d_ff) of layer i (the output of ``intermediate``), before W_out."""
+        return g
 
     def adapt_ffn_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
+        """dropout(W_out g) of layer i, before the residual and LN2."""
         return y
 
-    def parallel(self, i: int, h: torch.Tensor, mask: Mask) -> Optional[torch.Tensor]:
+    def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> Optional[torch.Tensor]:
         """TS_l(h_l), added inside LN2; None = no parallel branch."""
         return None
 
+    def output_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+        """LN2 of layer i (``output.LayerNorm``) applied to x = z + a (+ the parallel branch)."""
+        return norm(x)
+
     def adapt_layer_output(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        """The output h_{l+1} of layer i."""
         return h
 
-    def top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
-        """Applied to the final hidden states H (B, n, d) before the pooler."""
+    def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
+        """The final hidden states H (B, n, d), before the pooler."""
         return hidden
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a builder may read: the HF config of the trunk, the design, the adapted layers, the trunk itself."""
+
+    base_config: Any  # transformers.BertConfig
+    adapter: AdapterConfig
+    layers: tuple[int, ...]  # adapted layers, 0-based, sorted (empty for top methods)
+    trunk: nn.Module  # the shared transformers.BertModel (e.g. to copy its last layer)
+    task: Optional[str] = None  # None when building the shared module
+    num_labels: Optional[int] = None
+    shared: Optional[nn.Module] = None  # the method's shared module, if it has one
+
+    @property
+    def hidden(self) -> int:
+        return self.base_config.hidden_size
+
+    @property
+    def std(self) -> float:
+        return self.base_config.initializer_range
+
+
+Builder = Callable[[BuildContext], nn.Module]
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """How to build one method: ``build`` makes one task's ``TaskAdapter``; ``build_shared`` (optional) one
+    module shared by every task (``model.shared_adapter``, handed to each task's builder as ``ctx.shared``;
+    the calculator counts it once through ``Method.shared_params``)."""
+
+    name: str
+    build: Builder
+    build_shared: Optional[Builder] = None
 
 
 def init_linear(layer: nn.Linear, std: float) -> nn.Linear:

@@ -1,63 +1,29 @@
-"""Method name → torch builder (peft-style registry).
+"""Method name → torch builder (``ADAPTERS``), found from the one list ``pals_core.methods.PACKAGES``.
 
 The calculator's registry (``pals_core.budget.METHODS``) says what a method costs; this one says how
-to build it. A method is usable in ``MultiTaskBert`` when it is in both. To add one (e.g. CA-MTL):
-
-    from pals_core.adapters.registry import BuildContext, register_adapter
-    register_adapter("ca_mtl", build_task_adapter, build_shared=build_modules_shared_by_all_tasks)
-
-and import the module from ``pals_core/adapters/__init__.py``. ``build_shared`` (optional) builds
-one module shared by every task (stored as ``model.shared_adapter``, handed to each task's builder
-as ``ctx.shared``); the calculator counts it once through ``Method.shared_params``.
+to build it: each package's ``module.py`` declares its ``AdapterSpec`` builders in ``ADAPTERS``. A
+method is usable in ``MultiTaskBert`` when it is in both. Importing this module imports every
+``module.py`` (and so torch).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from importlib import import_module
 
-from torch import nn
-
-from ..budget.config import AdapterConfig
+from ..methods import PACKAGES
+from .base import AdapterSpec
 
 
-@dataclass(frozen=True)
-class BuildContext:
-    """What a builder may read: the HF config of the trunk, the design, the adapted layers, the trunk itself."""
-
-    base_config: Any  # transformers.BertConfig
-    adapter: AdapterConfig
-    layers: tuple[int, ...]  # adapted layers, 0-based, sorted (empty for top methods)
-    trunk: nn.Module  # the shared transformers.BertModel (e.g. to copy its last layer)
-    task: Optional[str] = None  # None when building the shared module
-    num_labels: Optional[int] = None
-    shared: Optional[nn.Module] = None  # the method's shared module, if it has one
-
-    @property
-    def hidden(self) -> int:
-        return self.base_config.hidden_size
-
-    @property
-    def std(self) -> float:
-        return self.base_config.initializer_range
+def _load() -> dict[str, AdapterSpec]:
+    found: dict[str, AdapterSpec] = {}
+    for package in PACKAGES:
+        for spec in import_module(f"pals_core.methods.{package}.module").ADAPTERS:
+            if spec.name in found:
+                raise ValueError(f"method {spec.name!r} is built twice (pals_core/methods/{package}/module.py)")
+            found[spec.name] = spec
+    return found
 
 
-Builder = Callable[[BuildContext], nn.Module]
-
-
-@dataclass(frozen=True)
-class AdapterSpec:
-    name: str
-    build: Builder  # one task's TaskAdapter
-    build_shared: Optional[Builder] = None
-
-
-ADAPTERS: dict[str, AdapterSpec] = {}
-
-
-def register_adapter(name: str, build: Builder, *, build_shared: Optional[Builder] = None) -> AdapterSpec:
-    spec = AdapterSpec(name, build, build_shared)
-    ADAPTERS[name] = spec
-    return spec
+ADAPTERS: dict[str, AdapterSpec] = _load()
 
 
 def get_adapter(name: str) -> AdapterSpec:

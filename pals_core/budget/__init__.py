@@ -1,5 +1,9 @@
 """The closed-form parameter and FLOP calculator and its budget solver. Pure Python: no torch.
 
+Method-independent here (``Method``/``Part`` and the counting helpers in ``method.py``, the registry
+``METHODS`` and the design checks in ``methods.py``); each method's own parts live in
+``pals_core/methods/<name>/cost.py``.
+
     >>> from pals_core.budget import load_model, parse_tasks, rows, Budget
     >>> r = rows(load_model("bert-base-uncased"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
     >>> r[0].d_s
@@ -8,7 +12,8 @@
 from .config import AdapterConfig
 from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, design, evaluate,
                     forward_flops, head_params, pooler_params)
-from .methods import METHODS, Method, Part, check_config, get_method, location_label, resolve_layers
+from .method import Method, Part
+from .methods import METHODS, check_config, get_method, location_label, resolve_layers
 from .models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
 from .paper import PaperRow, paper_reproduction
 from .poly import Poly

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
-from .methods import Method, Part, bert_layer_flops, bert_layer_params, check_config, linear, layer_norm, location_label, mm
+from .method import Method, Part, bert_layer_flops, bert_layer_params, linear, layer_norm, mm
+from .methods import check_config, location_label
 from .models import BaseModel
 from .poly import Poly
 from .tasks import Task

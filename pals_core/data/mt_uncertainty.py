@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .samplers import DEFAULT_EPOCH_STEPS, TaskSampler, register_sampler
+from .task_sampler import DEFAULT_EPOCH_STEPS, TaskSampler
 
 Batch = dict  # input_ids, attention_mask, token_type_ids, labels (``Encoded.batch``)
 
@@ -79,7 +79,6 @@ def most_uncertain(scores: Sequence[np.ndarray], b: int) -> list[tuple[int, int]
     return [(c, row) for _, row, c in flat[:b]]
 
 
-@register_sampler("mt_uncertainty")
 class MTUncertaintySampler(TaskSampler):
     """CA-MTL's MT-Uncertainty sampling: the most uncertain b of one candidate batch per task."""
 

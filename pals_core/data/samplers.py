@@ -27,31 +27,21 @@ random state (the trainer owns and checkpoints the ``numpy.random.Generator``), 
 reproduces the same task sequence. Samplers that must look at the model (CA-MTL's MT-Uncertainty
 sampler scores candidate batches) set ``needs_model = True`` and implement ``candidates(step, rng)``
 (the tasks to draw one batch each from) and ``choose(model, batches) -> index``; the trainer then
-draws those batches and trains on the chosen one. New kinds register with ``@register_sampler``.
+draws those batches and trains on the chosen one (the interface: ``task_sampler.py``). New kinds register
+with ``@register_sampler``; ``mt_uncertainty`` (``mt_uncertainty.py``) is registered here beside the others.
 """
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .mt_uncertainty import MTUncertaintySampler
+from .task_sampler import DEFAULT_EPOCH_STEPS, TaskSampler, epoch_of, num_epochs
+
 ALPHA_SHAPES = ("linear", "cosine", "exponential", "step")
-DEFAULT_EPOCH_STEPS = 2400
 EXPONENTIAL_RATE = 5.0  # k of the exponential α shape
-
-
-def num_epochs(total_steps: int, epoch_steps: int) -> int:
-    """E = ⌈total_steps / epoch_steps⌉, at least 1."""
-    if epoch_steps < 1:
-        raise ValueError(f"epoch_steps must be at least 1, got {epoch_steps}")
-    return max(1, math.ceil(total_steps / epoch_steps))
-
-
-def epoch_of(step: int, epoch_steps: int) -> int:
-    """e, 1-based, of a 0-based step."""
-    return step // epoch_steps + 1
 
 
 def alpha_at(progress: float, start: float, end: float, shape: str) -> float:
@@ -66,50 +56,6 @@ def alpha_at(progress: float, start: float, end: float, shape: str) -> float:
     if shape == "step":
         return start if progress < 0.5 else end
     raise ValueError(f"unknown alpha shape {shape!r} ({', '.join(ALPHA_SHAPES)})")
-
-
-class TaskSampler(ABC):
-    """Chooses the task of each training step."""
-
-    name: ClassVar[str] = ""
-    needs_model: ClassVar[bool] = False
-
-    def __init__(self, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS,
-                 **options: Any) -> None:
-        """``options`` a sampler kind does not use (e.g. the α settings) are ignored."""
-        if not task_sizes:
-            raise ValueError("a sampler needs at least one task")
-        for t, n in task_sizes.items():
-            if not isinstance(n, (int, np.integer)) or n < 1:
-                raise ValueError(f"task {t!r}: training set size must be a positive integer, got {n!r}")
-        if total_steps < 1:
-            raise ValueError(f"total_steps must be at least 1, got {total_steps}")
-        self.tasks: list[str] = list(task_sizes)
-        self.sizes = np.array([task_sizes[t] for t in self.tasks], dtype=np.float64)
-        self.total_steps = int(total_steps)
-        self.epoch_steps = int(epoch_steps)
-        self.epochs = num_epochs(self.total_steps, self.epoch_steps)
-
-    @abstractmethod
-    def probabilities(self, step: int) -> np.ndarray:
-        """p_i at ``step`` (0-based), in the order of ``self.tasks``; sums to 1."""
-
-    def sample(self, step: int, rng: np.random.Generator) -> str:
-        """The task trained at ``step``."""
-        p = self.probabilities(step)
-        return self.tasks[int(rng.choice(len(self.tasks), p=p))]
-
-    def candidates(self, step: int, rng: np.random.Generator) -> list[str]:
-        """Model-aware samplers: the tasks to draw one candidate batch from (default: every task)."""
-        return list(self.tasks)
-
-    def choose(self, model: Any, batches: Sequence[tuple[str, dict]]) -> int:
-        """Model-aware samplers: index of the candidate ``(task, batch)`` to train on."""
-        raise NotImplementedError(f"sampler {self.name!r} does not look at the model")
-
-    def describe(self) -> dict:
-        return {"kind": self.name, "tasks": self.tasks, "sizes": self.sizes.astype(int).tolist(),
-                "total_steps": self.total_steps, "epoch_steps": self.epoch_steps, "epochs": self.epochs}
 
 
 class AlphaSampler(TaskSampler):
@@ -207,6 +153,7 @@ def register_sampler(name: str) -> Callable[[SamplerFactory], SamplerFactory]:
 for _cls in (RoundRobinSampler, UniformSampler, ProportionalSampler, SqrtSampler, AnnealedSampler, AlphaSampler):
     register_sampler(_cls.name)(_cls)
 register_sampler("alpha")(AlphaSampler)
+register_sampler(MTUncertaintySampler.name)(MTUncertaintySampler)
 
 
 def make_sampler(kind: str, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS,
@@ -215,5 +162,3 @@ def make_sampler(kind: str, task_sizes: dict[str, int], total_steps: int, epoch_
     if kind not in SAMPLERS:
         raise ValueError(f"unknown sampling {kind!r} ({', '.join(SAMPLERS)})")
     return SAMPLERS[kind](task_sizes, total_steps, epoch_steps, **options)
-
-from . import mt_uncertainty  # noqa: E402,F401  (registers CA-MTL's mt_uncertainty sampler)

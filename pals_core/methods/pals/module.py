@@ -15,9 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import SmallSelfAttention
-from .base import Mask, TaskAdapter, init_linear, layer_key, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.attention import SmallSelfAttention
+from ...adapters.base import AdapterSpec, BuildContext, Mask, TaskAdapter, init_linear, layer_key, zero_linear
 
 
 class PalsAdapter(TaskAdapter):
@@ -35,7 +34,7 @@ class PalsAdapter(TaskAdapter):
             layer_key(i): SmallSelfAttention(ctx.base_config, s, ctx.adapter.heads, output=False, std=std)
             for i in self.layers})
 
-    def parallel(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
+    def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
         key = layer_key(i)
         if self.shared_projections:
             encoder, decoder = self.encoder, self.decoder
@@ -44,5 +43,5 @@ class PalsAdapter(TaskAdapter):
         return decoder(self.attention[key](encoder(h), mask))
 
 
-register_adapter("pals", lambda ctx: PalsAdapter(ctx, shared_projections=True))
-register_adapter("pals_unshared", lambda ctx: PalsAdapter(ctx, shared_projections=False))
+ADAPTERS = (AdapterSpec("pals", lambda ctx: PalsAdapter(ctx, shared_projections=True)),
+            AdapterSpec("pals_unshared", lambda ctx: PalsAdapter(ctx, shared_projections=False)))

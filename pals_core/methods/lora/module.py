@@ -11,8 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import TaskAdapter, layer_key, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, layer_key, zero_linear
 
 
 class LowRankUpdate(nn.Module):
@@ -38,9 +37,11 @@ class LoraAdapter(TaskAdapter):
         self.query = nn.ModuleDict({layer_key(i): LowRankUpdate(d, s, scale) for i in self.layers})
         self.value = nn.ModuleDict({layer_key(i): LowRankUpdate(d, s, scale) for i in self.layers})
 
-    def adapt_qv(self, i: int, h: torch.Tensor, q: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        key = layer_key(i)
-        return q + self.query[key](h), v + self.value[key](h)
+    def adapt_query(self, i: int, h: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        return q + self.query[layer_key(i)](h)
+
+    def adapt_value(self, i: int, h: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return v + self.value[layer_key(i)](h)
 
 
-register_adapter("lora", LoraAdapter)
+ADAPTERS = (AdapterSpec("lora", LoraAdapter),)

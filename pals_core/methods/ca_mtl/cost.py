@@ -3,7 +3,7 @@
 CA-MTL conditions shared modules on a learned task embedding instead of giving every task its own
 adapter. Per task it holds only the embedding e_t ∈ R^{d_z}; everything else is shared by all tasks
 (counted once, ``Method.shared_params``) and the lower part of the base model is frozen
-(``Method.frozen_base``). The torch modules (``pals_core.adapters.ca_mtl``) hold exactly these parts.
+(``Method.frozen_base``). The torch modules beside this file (``module.py``) hold exactly these parts.
 
 Notation: d hidden, d_z = ``task_embedding_dim`` (default d), L layers, K = the layers at ``location``
 (default all), M = ``cond_attn_max_len``, N_b = ``cond_attn_blocks``, m = ⌈M/N_b⌉ (block size),
@@ -40,10 +40,10 @@ nothing: every layer runs once per task (``Method.conditions_input``).
 """
 from __future__ import annotations
 
-from .config import AdapterConfig
-from .methods import Method, Part, bert_layer_params, layer_norm, linear, mm, register
-from .models import BaseModel
-from .poly import Poly, S
+from ...budget.config import AdapterConfig
+from ...budget.method import Method, Part, bert_layer_params, layer_norm, linear, mm
+from ...budget.models import BaseModel
+from ...budget.poly import Poly, S
 
 
 def z_dim(m: BaseModel, cfg: AdapterConfig) -> int:
@@ -127,10 +127,10 @@ def _frozen_base(m: BaseModel, cfg: AdapterConfig, paper: bool) -> int:
     return embeddings + f * bert_layer_params(m, paper)
 
 
-CA_MTL = register(Method(
+METHODS = (Method(
     "ca_mtl", "CA-MTL", "Task-conditioned modules shared by all tasks (alignment, block-diagonal attention bias, "
     "conditional LayerNorm, conditional bottleneck); one task embedding per task; lower layers frozen "
     "(Pilault et al. 2021).",
     "d_z per task; shared: d_z² + 2d·d_z + K·(N_b·m² + 2m·d_z + 4d·d_z) + |B|·(2d·d_z + 2d·d_s)",
     _params, _flops, shared_params=_shared_params, frozen_base=_frozen_base, validate=validate,
-    conditions_input=True))
+    conditions_input=True),)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Mask, TaskAdapter, init_linear, layer_key, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.base import AdapterSpec, BuildContext, Mask, TaskAdapter, init_linear, layer_key, zero_linear
 
 
 class LowRankAdapter(TaskAdapter):
@@ -21,9 +20,9 @@ class LowRankAdapter(TaskAdapter):
         self.encoders = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(d, s), std) for i in self.layers})
         self.decoders = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(s, d)) for i in self.layers})
 
-    def parallel(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
+    def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
         key = layer_key(i)
         return self.decoders[key](self.encoders[key](h))
 
 
-register_adapter("low_rank", LowRankAdapter)
+ADAPTERS = (AdapterSpec("low_rank", LowRankAdapter),)

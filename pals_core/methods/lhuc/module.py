@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import TaskAdapter
-from .registry import BuildContext, register_adapter
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter
 
 
 class LhucAdapter(TaskAdapter):
@@ -24,4 +23,4 @@ class LhucAdapter(TaskAdapter):
         return h * (2.0 * torch.sigmoid(self.scales[self._row[i]]))
 
 
-register_adapter("lhuc", LhucAdapter)
+ADAPTERS = (AdapterSpec("lhuc", LhucAdapter),)

@@ -11,13 +11,14 @@ FiLM(x; z) = (1 + γ) ⊙ x + β, [γ; β] = W z + b (W, b zero-initialised: ide
   of a block; the bias covers positions < N_b·m, is cropped to shorter sequences and zero-padded for
   longer ones (``adapt_attention_mask``).
 - conditional layer norm (Sec. 2.3), both LayerNorms of the layers K: the base γ₀, β₀ become
-  (1 + γ(z)) ⊙ γ₀ and β₀ + β(z) (``layer_norm``).
+  (1 + γ(z)) ⊙ γ₀ and β₀ + β(z) (``attention_norm``, ``output_norm``).
 - conditional bottleneck (Sec. 2.4), the top ``cond_adapter_layers`` layers: the FFN output y becomes
-  y + U · GELU(D · FiLM(y; z)) before the residual and LN2, D: d→d_s, U: d_s→d (U zero-initialised).
+  y + U · GELU(D · FiLM(y; z)) before the residual and LN2, D: d→d_s, U: d_s→d (U zero-initialised;
+  ``adapt_ffn_output``).
 - freezing (Sec. 3): the trunk's embedding layer and layers 0..F−1 get ``requires_grad = False`` when
   the shared module is built (F = ``frozen_layers``, default ⌊L/2⌋).
 
-Counts (exact, pals_core/budget/ca_mtl.py): per task d_z; shared (d_z² + d_z) + (2d·d_z + 2d)
+Counts (exact, ``cost.py`` beside this file): per task d_z; shared (d_z² + d_z) + (2d·d_z + 2d)
 + Σ_{l∈K} [N_b·m² + 2m·d_z + 2m + 2·(2d·d_z + 2d)] + |B|·[2d·d_z + 2d + 2·d·d_s + d_s + d].
 Forward FLOPs: 2·d_z² + 4d·d_z + Σ_{l∈K}(4m·d_z + 8d·d_z) + |B|·(4d·d_z + 4n·d·d_s).
 """
@@ -29,10 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..budget import ca_mtl as spec
-from ..budget.models import from_hf_config
-from .base import TaskAdapter, init_linear, layer_key, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key, zero_linear
+from ...budget.models import from_hf_config
+from . import cost as spec
 
 
 def film(gen: nn.Linear, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,12 +147,17 @@ class CaMtlAdapter(TaskAdapter):
             mask = torch.zeros(mask.shape, dtype=h.dtype, device=h.device).masked_fill(~mask, torch.finfo(h.dtype).min)
         return mask + bias
 
-    def layer_norm(self, i: int, which: str, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    def _conditional_norm(self, gens: nn.ModuleDict, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
         if i not in self.shared.conditional_layers:
             return norm(x)
-        gen = (self.shared.norm_attention if which == "attention" else self.shared.norm_output)[layer_key(i)]
-        gamma, beta = film(gen, self._condition())
+        gamma, beta = film(gens[layer_key(i)], self._condition())
         return F.layer_norm(x, norm.normalized_shape, (1 + gamma) * norm.weight, norm.bias + beta, norm.eps)
+
+    def attention_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+        return self._conditional_norm(self.shared.norm_attention, i, norm, x)
+
+    def output_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+        return self._conditional_norm(self.shared.norm_output, i, norm, x)
 
     def adapt_ffn_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
         if i not in self.shared.bottleneck_layers:
@@ -160,4 +165,4 @@ class CaMtlAdapter(TaskAdapter):
         return self.shared.bottleneck[layer_key(i)](self._condition(), y)
 
 
-register_adapter("ca_mtl", CaMtlAdapter, build_shared=CaMtlShared)
+ADAPTERS = (AdapterSpec("ca_mtl", CaMtlAdapter, build_shared=CaMtlShared),)

@@ -18,9 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import SmallSelfAttention
-from .base import Mask, TaskAdapter, init_linear, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.attention import SmallSelfAttention
+from ...adapters.base import AdapterSpec, BuildContext, Mask, TaskAdapter, init_linear, zero_linear
 
 
 class AttentionBlock(nn.Module):
@@ -60,7 +59,7 @@ class ProjectedTopStack(TaskAdapter):
         self.blocks = nn.ModuleList(blocks)
         self.decoder = zero_linear(nn.Linear(s, d))
 
-    def top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
+    def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
         x = self.encoder(hidden)
         for block in self.blocks:  # N_top layers in sequence (not a loop over heads or tasks)
             x = block(x, mask)
@@ -88,10 +87,9 @@ class BertLayerTop(TaskAdapter):
         super().__init__(())
         self.layer = copy.deepcopy(ctx.trunk.encoder.layer[-1])
 
-    def top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
+    def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
         return self.layer(hidden, mask)
 
 
-register_adapter("proj_attn_top", build_proj_attn_top)
-register_adapter("proj_ffn_top", build_proj_ffn_top)
-register_adapter("bert_layer_top", BertLayerTop)
+ADAPTERS = (AdapterSpec("proj_attn_top", build_proj_attn_top), AdapterSpec("proj_ffn_top", build_proj_ffn_top),
+            AdapterSpec("bert_layer_top", BertLayerTop))

@@ -13,8 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import TaskAdapter, init_linear, layer_key, zero_linear
-from .registry import BuildContext, register_adapter
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key, zero_linear
 
 
 class Bottleneck(nn.Module):
@@ -43,4 +42,4 @@ class HoulsbyAdapter(TaskAdapter):
         return self.after_ffn[layer_key(i)](y)
 
 
-register_adapter("houlsby", HoulsbyAdapter)
+ADAPTERS = (AdapterSpec("houlsby", HoulsbyAdapter),)

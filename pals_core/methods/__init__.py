@@ -1,0 +1,21 @@
+"""The adapter methods, one package per method (or per family of variants that share code).
+
+Each package holds ``cost.py`` — the exact parameter and FLOP parts as polynomials in d_s (pure
+Python, no torch; its ``METHODS`` tuple holds the ``pals_core.budget.method.Method`` records) — and
+``module.py`` — the torch ``TaskAdapter`` holding exactly those parameters (its ``ADAPTERS`` tuple
+holds the ``pals_core.adapters.AdapterSpec`` builders). ``PACKAGES`` below is the one place a method
+is registered: the calculator (``pals_core.budget.METHODS``) reads every ``cost.py`` from it, the
+torch side (``pals_core.adapters.ADAPTERS``) every ``module.py``, in this order (the order of every
+table and list). Adding a method = a new package + one line here.
+"""
+
+PACKAGES: tuple[str, ...] = (
+    "shared",  # shared: heads (and poolers) only
+    "pals",  # pals, pals_unshared
+    "low_rank",  # low_rank
+    "houlsby",  # houlsby
+    "lora",  # lora
+    "lhuc",  # lhuc
+    "top",  # proj_attn_top, proj_ffn_top, bert_layer_top
+    "ca_mtl",  # ca_mtl
+)

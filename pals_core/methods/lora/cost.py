@@ -1,0 +1,28 @@
+"""LoRA (Hu et al. 2021): B·A, A: d→d_s, B: d_s→d, no biases, on Q and on V of each adapted layer.
+
+    params K·2·2·d·S (no biases: exact = paper);   FLOPs per adapted layer 2·(2n·d·S + 2n·S·d)
+"""
+from __future__ import annotations
+
+from ...budget.method import Method, Part, linear, mm
+from ...budget.poly import S
+
+
+def _params(m, layers, cfg, paper):
+    d = m.hidden
+    one = linear(d, S, bias=False) + linear(S, d, bias=False)
+    parts = []
+    for l in layers:
+        parts += [Part("LoRA on Q", l, one), Part("LoRA on V", l, one)]
+    return parts
+
+
+def _flops(m, layers, cfg, n):
+    d = m.hidden
+    return [Part("LoRA", l, 2 * (mm(n, d, S) + mm(n, S, d))) for l in layers]
+
+
+METHODS = (
+    Method("lora", "LoRA", "Rank-d_s update B·A on the query and value projections (Hu et al. 2021).",
+           "4·K·d·d_s", _params, _flops),
+)

@@ -1,0 +1,27 @@
+"""Low-rank layers (Stickland & Murray 2019, Sec. 3.2): own V^E_l: d→d_s, V^D_l: d_s→d (with biases) per layer.
+
+    params K·(2·d·S + S + d)   (paper: 2·K·d·S);   FLOPs per adapted layer 2n·d·S + 2n·S·d
+"""
+from __future__ import annotations
+
+from ...budget.method import Method, Part, linear, mm
+from ...budget.poly import S
+
+
+def _params(m, layers, cfg, paper):
+    d = m.hidden
+    parts = []
+    for l in layers:
+        parts += [Part("encoder V^E", l, linear(d, S, paper=paper)), Part("decoder V^D", l, linear(S, d, paper=paper))]
+    return parts
+
+
+def _flops(m, layers, cfg, n):
+    d = m.hidden
+    return [Part("low-rank", l, mm(n, d, S) + mm(n, S, d)) for l in layers]
+
+
+METHODS = (
+    Method("low_rank", "Low-rank layers", "Parallel low-rank update V^D V^E h per adapted layer (Sec. 3.2).",
+           "2·K·d·d_s", _params, _flops),
+)

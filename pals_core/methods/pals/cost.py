@@ -1,0 +1,45 @@
+"""PALs (Stickland & Murray 2019, Sec. 3.3): exact parameter and FLOP parts per task.
+
+``pals``: V^E: d→d_s and V^D: d_s→d (with biases) shared across the task's K adapted layers, and per
+layer a multi-head attention in d_s with Q, K, V (with biases, no output matrix):
+    params 2·d·S + S + d + K·(3·S² + 3·S)            (paper: 2·d·S + 3·K·S²)
+``pals_unshared``: its own V^E, V^D per layer:
+    params K·(2·d·S + S + d + 3·S² + 3·S)            (paper: K·(2·d·S + 3·S²))
+FLOPs per adapted layer (both): 2n·d·S (V^E) + 6n·S² (Q, K, V) + 4n²·S + 2n·S·d (V^D) — sharing
+V^E/V^D saves parameters, not FLOPs.
+"""
+from __future__ import annotations
+
+from ...budget.method import Method, Part, attention_scores, linear, mm
+from ...budget.poly import S
+
+
+def _pals_params(m, layers, cfg, paper):
+    d = m.hidden
+    parts = [Part("encoder V^E", None, linear(d, S, paper=paper)), Part("decoder V^D", None, linear(S, d, paper=paper))]
+    parts += [Part("attention Q,K,V", l, 3 * linear(S, S, paper=paper)) for l in layers]
+    return parts
+
+
+def _pals_unshared_params(m, layers, cfg, paper):
+    d = m.hidden
+    parts = []
+    for l in layers:
+        parts += [Part("encoder V^E", l, linear(d, S, paper=paper)), Part("decoder V^D", l, linear(S, d, paper=paper)),
+                  Part("attention Q,K,V", l, 3 * linear(S, S, paper=paper))]
+    return parts
+
+
+def _pals_flops(m, layers, cfg, n):
+    d = m.hidden
+    one = mm(n, d, S) + 3 * mm(n, S, S) + attention_scores(n, S) + mm(n, S, d)
+    return [Part("PAL", l, one) for l in layers]
+
+
+METHODS = (
+    Method("pals", "PALs", "Projected attention layers in parallel to each adapted BERT layer; V^E, V^D shared "
+           "across the task's layers (Stickland & Murray 2019, Sec. 3.3).",
+           "2·d·d_s + 3·K·d_s²", _pals_params, _pals_flops, attention=True),
+    Method("pals_unshared", "PALs (unshared V^E/V^D)", "PALs with its own encoder and decoder per layer.",
+           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True),
+)

@@ -1,0 +1,82 @@
+"""Stacks on top of BERT (Stickland & Murray 2019, Sec. 3.1, Table 1): exact parameter and FLOP parts per task.
+
+``proj_attn_top``: V^E: d→S, V^D: S→d (with biases), N_top blocks of attention in S with Q, K, V, O
+and a LayerNorm(S):   params 2·d·S + S + d + N·(4·(S² + S) + 2·S)   (paper: 2·d·S + 4·N·S²)
+    FLOPs 2n·d·S + 2n·S·d + N·(8n·S² + 4n²·S)
+``proj_ffn_top``: the same with FFN blocks S→f→S, f = r·S:
+    params 2·d·S + S + d + N·(2·r·S² + r·S + S + 2·S)   (paper: 2·d·S + 2·N·S·f)
+    FLOPs 2n·d·S + 2n·S·d + N·4n·S·f
+``bert_layer_top``: one full BERT layer: params 4d² + 2·d·d_ff + 9d + d_ff; FLOPs 2n·(4d² + 2·d·d_ff) + 4n²·d.
+Top methods adapt no layer: the whole trunk is shared when running all tasks.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...budget.method import Method, Part, attention_scores, bert_layer_flops, layer_norm, linear, mm
+from ...budget.poly import Poly, S
+
+
+def _top_stack(m, cfg, paper, block: Callable[[], list]):
+    d = m.hidden
+    parts = [Part("encoder V^E", None, linear(d, S, paper=paper)), Part("decoder V^D", None, linear(S, d, paper=paper))]
+    for i in range(cfg.n_top):
+        parts += [Part(name, i, p) for name, p in block()]
+    return parts
+
+
+def _proj_attn_top_params(m, layers, cfg, paper):
+    return _top_stack(m, cfg, paper, lambda: [("attention Q,K,V,O", 4 * linear(S, S, paper=paper)),
+                                              ("LayerNorm", layer_norm(S, paper=paper))])
+
+
+def _proj_ffn_top_params(m, layers, cfg, paper):
+    f = S * cfg.ffn_ratio
+    return _top_stack(m, cfg, paper, lambda: [("FFN", linear(S, f, paper=paper) + linear(f, S, paper=paper)),
+                                              ("LayerNorm", layer_norm(S, paper=paper))])
+
+
+def _bert_layer_top_params(m, layers, cfg, paper):
+    d, f = m.hidden, m.intermediate
+    return [Part("attention Q,K,V,O", None, 4 * linear(d, d, paper=paper) + layer_norm(d, paper=paper)),
+            Part("FFN", None, linear(d, f, paper=paper) + linear(f, d, paper=paper) + layer_norm(d, paper=paper))]
+
+
+def _proj_attn_top_flops(m, layers, cfg, n):
+    d = m.hidden
+    block = 4 * mm(n, S, S) + attention_scores(n, S)
+    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [Part("attention", i, block) for i in range(cfg.n_top)]
+
+
+def _proj_ffn_top_flops(m, layers, cfg, n):
+    d = m.hidden
+    f = S * cfg.ffn_ratio
+    block = mm(n, S, f) + mm(n, f, S)
+    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [Part("FFN", i, block) for i in range(cfg.n_top)]
+
+
+def _bert_layer_top_flops(m, layers, cfg, n):
+    return [Part("BERT layer", None, Poly(0, 0, bert_layer_flops(m, n)))]
+
+
+def _check_n_top(m, cfg) -> None:
+    if not isinstance(cfg.n_top, int) or cfg.n_top < 1:
+        raise ValueError(f"n_top must be a positive integer, got {cfg.n_top!r}")
+
+
+def _check_ffn_stack(m, cfg) -> None:
+    _check_n_top(m, cfg)
+    if not isinstance(cfg.ffn_ratio, int) or cfg.ffn_ratio < 1:
+        raise ValueError(f"ffn_ratio must be a positive integer, got {cfg.ffn_ratio!r}")
+
+
+METHODS = (
+    Method("proj_attn_top", "Projected attention on top", "V^E, N_top attention layers of width d_s, V^D, on the "
+           "final hidden states, with a residual (Sec. 3.1).", "2·d·d_s + 4·N_top·d_s²",
+           _proj_attn_top_params, _proj_attn_top_flops, attention=True, top=True, within=False, validate=_check_n_top),
+    Method("proj_ffn_top", "Projected FFN on top", "As projected attention on top, with FFN blocks d_s→f→d_s.",
+           "2·d·d_s + 2·N_top·d_s·f", _proj_ffn_top_params, _proj_ffn_top_flops, top=True, within=False,
+           validate=_check_ffn_stack),
+    Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder.",
+           "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False),
+)
