@@ -4,6 +4,8 @@
     pals-train --method pals --budget 1.13 --tasks rte,mrpc --out runs/b113     # d_s from the calculator
     pals-train --resume --out runs/pals                                           # continue a stopped/killed run
     accelerate launch --num_processes 4 -m pals_core.train.cli …                  # several GPUs
+    pals-train --seeds 0,1,2 --jobs 3 … --out runs/x      # one run per seed + mean/std/95 % interval (orchestrate.py)
+    pals-train --method separate --tasks … --out runs/sep  # one fully fine-tuned model per task (separate.py)
 
 Defaults: the embedded MiniLM on the best device present (CPU here), the paper's optimiser settings.
 Exit status: 0 finished · 1 training failed (see progress.json) · 2 bad arguments or data (one line on
@@ -125,8 +127,13 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     try:
+        from . import orchestrate  # --seeds, --jobs, --method separate: several runs (SPEC section 11)
+
+        orch, argv = orchestrate.split_flags(sys.argv[1:] if argv is None else argv)
         args = vars(parser.parse_args(argv))
         progress = not args.get("no_progress", False)
+        if orchestrate.handles(orch, args):
+            return orchestrate.run(orch, args, progress)
         cfg, resume = config_from_args(args)
         from .trainer import resolve
 

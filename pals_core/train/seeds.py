@@ -1,0 +1,170 @@
+"""``--seeds 0,1,2``: the same run once per seed, and the statistics over seeds (SPEC section 11).
+
+    OUT/seeds.json          {"kind", "seeds", "separate", "template"}: what was asked (for --resume)
+    OUT/seed-<k>/           one ordinary run per seed (or a ``--method separate`` folder per seed)
+    OUT/progress.json       the trainer's schema, summed over every run underneath
+    OUT/summary.json        the aggregate (``aggregate.py``): mean, sample std and 95 % t-interval over
+                            the seeds of every task metric and of the dev average, the seeds' runs, params
+
+Every seed's run is the template with ``seed = k`` and ``out = OUT/seed-<k>``: the seed moves the
+initialisation of new weights, the task sampling, the data order and dropout; the data subset
+(``max_train_examples``) is seed-independent, so the seeds differ only by training randomness.
+Runs go through ``jobs.run_all`` (``--jobs N`` parallel processes), so a killed multi-seed run continues
+with ``--resume --out OUT`` and redoes nothing that finished.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from . import separate as sep
+from .aggregate import aggregate
+from .config import RESUME_FREE, TrainConfig
+from .jobs import run_all
+from .rundir import RunDir, atomic_write_json, read_json
+
+SEEDS_FILE = "seeds.json"
+KIND = "pals-train/seeds"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """"0,1,2" → [0, 1, 2]: distinct non-negative integers, in the order given."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts:
+        raise ValueError("--seeds needs at least one seed, e.g. --seeds 0,1,2")
+    seeds = []
+    for p in parts:
+        if not p.isdigit():
+            raise ValueError(f"--seeds takes non-negative integers separated by commas, got {p!r}")
+        seeds.append(int(p))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds repeats a seed: {text}")
+    return seeds
+
+
+def seed_dir(out: "str | Path", seed: int) -> str:
+    return str(Path(out) / f"seed-{seed}")
+
+
+def seeds_file(out: "str | Path") -> Path:
+    return Path(out) / SEEDS_FILE
+
+
+def is_seeds_dir(out: "str | Path") -> bool:
+    return seeds_file(out).is_file()
+
+
+@dataclass
+class SeedsPlan:
+    template: TrainConfig  # resolved; out = OUT, seed = the first seed
+    seeds: list[int]
+    separate: bool = False
+
+    @property
+    def out(self) -> Path:
+        return Path(self.template.out)
+
+    def seed_config(self, seed: int) -> TrainConfig:
+        return replace(self.template, seed=seed, out=seed_dir(self.out, seed))
+
+    def as_dict(self) -> dict:
+        return {"kind": KIND, "seeds": self.seeds, "separate": self.separate, "template": self.template.as_dict()}
+
+
+def write_plan(plan: SeedsPlan) -> None:
+    plan.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(seeds_file(plan.out), plan.as_dict())
+
+
+def read_plan(out: "str | Path") -> SeedsPlan:
+    d = read_json(seeds_file(out))
+    if d.get("kind") != KIND:
+        raise ValueError(f"{seeds_file(out)} is not a multi-seed plan")
+    template = TrainConfig.from_dict(d["template"])
+    template.out = str(out)
+    return SeedsPlan(template, [int(k) for k in d["seeds"]], bool(d.get("separate")))
+
+
+# ------------------------------------------------------------------------------------------ running
+
+def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -> Callable[[str], None]:
+    """Writes OUT/progress.json: steps done and total summed over ``leaves`` (read from their progress.json)."""
+    run = RunDir(out)
+
+    def write(status: str, error: Optional[str] = None) -> None:
+        done = 0
+        for c in leaves:
+            p = RunDir(c.out).read_progress() or {}
+            done += int(p.get("step") or 0)
+        total = sum(c.steps for c in leaves)
+        run.write_progress(status=status, step=min(done, total), total=total, elapsed_s=time.monotonic() - started,
+                           eta_s=0.0 if status == "finished" else None, scores={}, average=None, best_average=None,
+                           error=error)
+    return write
+
+
+def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool) -> dict[str, dict]:
+    """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out)."""
+    from .trainer import TrainingStopped
+
+    write = _progress_writer(out, leaves, time.monotonic())
+    write("running")
+    try:
+        results = run_all(leaves, jobs=jobs, progress=progress, on_change=lambda: write("running"))
+    except (TrainingStopped, KeyboardInterrupt):
+        write("stopped")
+        raise
+    except BaseException as e:
+        write("failed", error=f"{type(e).__name__}: {e}")
+        raise
+    write("finished")
+    return results
+
+
+def run_separate(plan: "sep.SeparatePlan", jobs: int = 1, progress: bool = True) -> dict:
+    """Train (or resume) every task's model of ``plan`` and write OUT/summary.json."""
+    results = run_leaves(plan.out, plan.configs(), jobs, progress)
+    summary = sep.summarise(plan, results)
+    atomic_write_json(plan.out / "summary.json", summary)
+    return summary
+
+
+def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
+    """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
+    leaves: list[TrainConfig] = []
+    plans: dict[int, sep.SeparatePlan] = {}
+    for k in plan.seeds:
+        cfg = plan.seed_config(k)
+        if plan.separate:
+            if sep.is_separate_dir(cfg.out):  # resumed: machine-local settings come from this invocation
+                p = sep.read_plan(cfg.out)
+                p.template = replace(p.template, **{f: getattr(cfg, f) for f in RESUME_FREE if f != "out"})
+            else:
+                p = _new_separate_plan(plan, cfg)
+            plans[k] = p
+            leaves += p.configs()
+        else:
+            leaves.append(cfg)
+    results = run_leaves(plan.out, leaves, jobs, progress)
+    summaries = []
+    for k in plan.seeds:
+        if plan.separate:
+            s = sep.summarise(plans[k], results)
+            atomic_write_json(plans[k].out / "summary.json", s)
+        else:
+            s = results[seed_dir(plan.out, k)]
+        summaries.append(s)
+    agg = aggregate(plan.seeds, summaries, [Path(seed_dir(plan.out, k)).name for k in plan.seeds])
+    if plan.separate:
+        agg["method"] = sep.METHOD
+    atomic_write_json(plan.out / "summary.json", agg)
+    return agg
+
+
+def _new_separate_plan(plan: SeedsPlan, cfg: TrainConfig) -> "sep.SeparatePlan":
+    """Seed k's separate plan in OUT/seed-<k>/ (its steps per task do not depend on the seed)."""
+    p = sep.make_plan(cfg)
+    sep.write_plan(p)
+    return p

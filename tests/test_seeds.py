@@ -1,0 +1,160 @@
+"""``--seeds``: the aggregate's arithmetic, and multi-seed runs on the tiny BERT with real GLUE rows
+(parallel processes, a SIGKILL and ``--resume``)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from pals_core.train.aggregate import aggregate, seed_stats, t_quantile
+
+ROOT = Path(__file__).resolve().parents[1]
+GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
+needs_glue = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
+
+
+# ------------------------------------------------------------------------------------ arithmetic
+
+def test_stats_by_hand():
+    s = seed_stats([0.5, 0.7, 0.6])
+    # mean 0.6; deviations −0.1, 0.1, 0: Σ² = 0.02, /(n−1) = 0.01 → std 0.1; t_{0.975,2} = 4.302652729…
+    assert s["mean"] == pytest.approx(0.6, abs=1e-15)
+    assert s["std"] == pytest.approx(0.1, abs=1e-15)
+    assert s["ci95"] == pytest.approx(4.302652729749464 * 0.1 / math.sqrt(3), rel=1e-12)
+    assert t_quantile(2) == pytest.approx(4.302652729749464, rel=1e-12)
+    two = seed_stats([1.0, 3.0])  # std √2, t_{0.975,1} = 12.7062047…, ci95 = 12.706·√2/√2 = 12.706
+    assert two["std"] == pytest.approx(math.sqrt(2)) and two["ci95"] == pytest.approx(12.706204736174707, rel=1e-12)
+
+
+def test_stats_agree_with_numpy_and_scipy():
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 10):
+        x = rng.normal(0.7, 0.05, n)
+        s = seed_stats(x.tolist())
+        assert s["mean"] == pytest.approx(x.mean(), rel=1e-13)
+        assert s["std"] == pytest.approx(x.std(ddof=1), rel=1e-12)
+        lo, hi = scipy.stats.t.interval(0.95, n - 1, loc=x.mean(), scale=scipy.stats.sem(x))
+        assert s["ci95"] == pytest.approx((hi - lo) / 2, rel=1e-10)
+
+
+def test_one_seed_has_no_spread_and_bad_values_are_refused():
+    assert seed_stats([0.42]) == {"mean": 0.42, "std": None, "ci95": None}
+    for bad in ([], [0.1, float("nan")], [0.1, None]):
+        with pytest.raises(ValueError):
+            seed_stats(bad)
+
+
+def _summary(avg, rte, f1, acc, total=100):
+    return {"scores": {"rte": {"accuracy": rte}, "mrpc": {"f1": f1, "accuracy": acc}}, "average": avg,
+            "params": {"total": total}, "best_step": 10, "wall_time_s": 2.0, "config": {"seed": 0, "out": "x",
+                                                                                        "adapter": {"method": "pals"}}}
+
+
+def test_aggregate_layout():
+    agg = aggregate([0, 1, 2], [_summary(0.6, 0.5, 0.8, 0.7), _summary(0.62, 0.55, 0.81, 0.69), _summary(0.58, 0.52, 0.79, 0.64)],
+                    ["seed-0", "seed-1", "seed-2"])
+    assert agg["seeds"] == [0, 1, 2] and agg["n"] == 3 and agg["method"] == "pals"
+    assert set(agg["average"]) == {"mean", "std", "ci95"} and agg["average"]["mean"] == pytest.approx(0.6)
+    assert agg["scores"]["mrpc"]["accuracy"]["std"] == pytest.approx(np.std([0.7, 0.69, 0.64], ddof=1))
+    assert [r["dir"] for r in agg["runs"]] == ["seed-0", "seed-1", "seed-2"] and agg["runs"][1]["average"] == 0.62
+    assert agg["params"] == {"total": 100} and "seed" not in agg["config"] and agg["wall_time_s"] == 6.0
+    with pytest.raises(ValueError, match="parameter counts differ"):
+        aggregate([0, 1], [_summary(0.6, 0.5, 0.8, 0.7), _summary(0.6, 0.5, 0.8, 0.7, total=101)], ["a", "b"])
+
+
+# ------------------------------------------------------------------------------------- real runs
+
+COMMON = ["--model", "tiny", "--method", "pals", "--d-s", "8", "--heads", "2", "--tasks", "rte,stsb,mrpc",
+          "--steps", "16", "--batch-size", "8", "--max-len", "48", "--eval-every", "8", "--save-every", "2",
+          "--lr", "1e-3", "--max-train-examples", "96", "--max-eval-examples", "48", "--threads", "1", "--no-progress"]
+
+
+def cli(*args, cache, **kw):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
+    return subprocess.Popen([sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, **kw)
+
+
+def read(p):
+    return json.loads(Path(p).read_text())
+
+
+def lines(p):
+    return [json.loads(x) for x in Path(p).read_text().splitlines()]
+
+
+@needs_glue
+@pytest.mark.slow
+def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path):
+    cache = str(tmp_path / "cache")
+    ref = tmp_path / "ref"
+    p = cli(*COMMON, "--seeds", "0,1", "--jobs", "2", "--out", str(ref), cache=cache)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    agg = read(ref / "summary.json")
+    assert "± " in out and agg["seeds"] == [0, 1]
+    # the aggregate is the statistic of the per-seed summaries
+    per = [read(ref / f"seed-{k}" / "summary.json") for k in (0, 1)]
+    assert [s["config"]["seed"] for s in per] == [0, 1]
+    for task, metrics in agg["scores"].items():
+        for m, stat in metrics.items():
+            xs = [s["scores"][task][m] for s in per]
+            assert stat["mean"] == pytest.approx(np.mean(xs), abs=1e-15)
+            assert stat["std"] == pytest.approx(np.std(xs, ddof=1), abs=1e-15)
+            assert stat["ci95"] == pytest.approx(scipy.stats.t.ppf(0.975, 1) * np.std(xs, ddof=1) / math.sqrt(2), abs=1e-14)
+    assert agg["average"]["mean"] == pytest.approx(np.mean([s["average"] for s in per]))
+    assert agg["params"] == per[0]["params"] == per[1]["params"]
+    assert per[0]["scores"] != per[1]["scores"] or per[0]["final"] != per[1]["final"]  # the seeds really differ
+    assert read(ref / "progress.json")["status"] == "finished"
+
+    # one process, killed while the second seed trains; --resume (now with 2 processes) finishes the same runs
+    out_dir = tmp_path / "killed"
+    p = cli(*COMMON, "--seeds", "0,1", "--jobs", "1", "--out", str(out_dir), cache=cache)
+    target = out_dir / "seed-1" / "checkpoints" / "latest.json"
+    deadline = time.time() + 600
+    while not target.is_file() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, "the run ended before it could be killed"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert not (out_dir / "summary.json").exists() and (out_dir / "seed-0" / "summary.json").is_file()
+    again = cli("--resume", "--out", str(out_dir), "--jobs", "2", "--threads", "1", "--no-progress", cache=cache)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    for k in (0, 1):
+        assert lines(out_dir / f"seed-{k}" / "metrics.jsonl") == lines(ref / f"seed-{k}" / "metrics.jsonl")
+    a, b = read(out_dir / "summary.json"), read(ref / "summary.json")
+    for key in ("seeds", "average", "scores", "params"):
+        assert a[key] == b[key], key
+
+    # resuming with other settings, or starting over an existing run, is refused with one line
+    for argv in (["--resume", "--out", str(out_dir), "--lr", "0.5"], [*COMMON, "--seeds", "0,1", "--out", str(out_dir)],
+                 ["--resume", "--out", str(out_dir), "--seeds", "0,1,2"]):
+        bad = cli(*argv, cache=cache)
+        _, err = bad.communicate(timeout=300)
+        assert bad.returncode == 2 and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0,x"], "--seeds takes non-negative integers"),
+    (["--seeds", "1,1"], "repeats a seed"),
+    (["--jobs", "2"], "--jobs runs several runs at once"),
+    (["--jobs", "0", "--seeds", "0"], "--jobs takes a positive integer"),
+    (["--seeds", "0,1", "--seed", "3"], "not both"),
+])
+def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    from pals_core.train.cli import main
+
+    code = main([*argv, "--model", "tiny", "--tasks", "rte", "--method", "shared", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
