@@ -55,6 +55,7 @@ def test_paper_formulas(location, K):
     assert adapter("houlsby", 7, location) == 4 * K * d * 7
     assert adapter("lora", 7, location) == 4 * K * d * 7
     assert adapter("lhuc", None, location) == K * d
+    assert adapter("ia3", None, location) == K * (2 * d + f)
     assert adapter("shared") == 0
     assert adapter("proj_attn_top", s, heads=2) == 2 * d * s + 4 * 6 * s * s
     assert adapter("proj_attn_top", s, heads=2, n_top=3) == 2 * d * s + 4 * 3 * s * s
@@ -70,6 +71,7 @@ def test_exact_formulas_add_biases_and_layernorms():
     assert adapter("houlsby", s, convention="exact") == K * 2 * (d * s + s + s * d + d)
     assert adapter("lora", s, convention="exact") == K * 4 * d * s  # LoRA has no biases
     assert adapter("lhuc", convention="exact") == K * d
+    assert adapter("ia3", convention="exact") == K * (2 * d + 20)  # scale vectors are weights: exact = paper
     assert adapter("proj_attn_top", s, convention="exact", heads=2) == (d * s + s) + (s * d + d) + 6 * (4 * (s * s + s) + 2 * s)
     assert adapter("bert_layer_top", convention="exact") == 4 * d * d + 2 * d * 20 + 9 * d + 20
 

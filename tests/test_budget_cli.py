@@ -27,7 +27,7 @@ def test_table():
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
     body = [l.split() for l in lines[3:]]
-    assert len(body) == 25  # 7 within-network methods × 3 locations (incl. ca_mtl) + 4 others
+    assert len(body) == 28  # 8 within-network methods × 3 locations (incl. ca_mtl, ia3) + 4 others
     pals_all = next(r for r in body if r[:2] == ["pals", "all"])
     assert pals_all[2] == "192" and pals_all[-1] == "yes"
     assert next(r for r in body if r[0] == "bert_layer_top")[-1] == "NO"

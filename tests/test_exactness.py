@@ -75,8 +75,8 @@ def _cost(base: str, method: str, loc, convention: str):
 
 def test_every_method_of_the_calculator_is_built():
     assert set(METHODS) <= set(ADAPTERS)
-    assert {"shared", "pals", "pals_unshared", "low_rank", "houlsby", "lora", "lhuc", "proj_attn_top", "proj_ffn_top",
-            "bert_layer_top", "ca_mtl"} <= set(BUILT)
+    assert {"shared", "pals", "pals_unshared", "low_rank", "houlsby", "lora", "lhuc", "ia3", "proj_attn_top",
+            "proj_ffn_top", "bert_layer_top", "ca_mtl"} <= set(BUILT)
 
 
 @pytest.mark.parametrize("convention", ["exact", "paper"])

@@ -19,7 +19,7 @@ torch.set_num_threads(2)
 TINY = dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=60,
             max_position_embeddings=32)
 IDENTITY_METHODS = [("shared", None), ("pals", 48), ("pals_unshared", 24), ("low_rank", 20), ("houlsby", 20),
-                    ("lora", 8), ("lhuc", None), ("proj_attn_top", 48), ("proj_ffn_top", 30)]
+                    ("lora", 8), ("lhuc", None), ("ia3", None), ("proj_attn_top", 48), ("proj_ffn_top", 30)]
 
 
 def _rte_rows(glue_dir, k: int = 4) -> list[tuple[str, str]]:
@@ -59,7 +59,7 @@ def test_adapters_start_as_the_identity_on_minilm(method, d_s, minilm_batch, min
     assert minilm_batch["attention_mask"].min() == 0  # padding present
     with torch.no_grad():
         hidden = model.encode("rte", **minilm_batch)
-    assert torch.equal(hidden, minilm_hidden)  # bit for bit: V^D, U, B zero, LHUC 2σ(0) = 1, top residual 0
+    assert torch.equal(hidden, minilm_hidden)  # bit for bit: V^D, U, B zero, LHUC 2σ(0) = 1, IA³ 1, top residual 0
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
@@ -108,7 +108,8 @@ def test_predict_all_on_minilm_equals_separate_passes(minilm_batch):
 
 @pytest.mark.parametrize("method,d_s,location", [
     ("shared", None, None), ("pals", 8, [1, 3]), ("pals_unshared", 4, "bottom"), ("low_rank", 5, "top"),
-    ("houlsby", 3, [2]), ("lora", 6, "all"), ("lhuc", None, [1, 2]), ("proj_ffn_top", 7, None), ("bert_layer_top", None, None)])
+    ("houlsby", 3, [2]), ("lora", 6, "all"), ("lhuc", None, [1, 2]), ("ia3", None, "top"), ("proj_ffn_top", 7, None),
+    ("bert_layer_top", None, None)])
 @pytest.mark.parametrize("pooler", [False, True])
 def test_predict_all_equals_separate_passes(method, d_s, location, pooler):
     torch.manual_seed(0)

@@ -34,7 +34,8 @@ def _trained(cfg: AdapterConfig, tasks: dict, seed: int) -> MultiTaskBert:
     AdapterConfig(method="lora", d_s=3, location=[0, 2], lora_alpha=6),
     AdapterConfig(method="proj_attn_top", d_s=8, heads=2, n_top=2),
     AdapterConfig(method="bert_layer_top"),
-], ids=["pals-pooler", "lora", "proj_attn_top", "bert_layer_top"])
+    AdapterConfig(method="ia3", location=[1, 2]),
+], ids=["pals-pooler", "lora", "proj_attn_top", "bert_layer_top", "ia3"])
 def test_a_saved_task_attaches_to_a_shared_trunk(cfg, tmp_path):
     source = _trained(cfg, {"rte": 2, "stsb": 1}, seed=0)
     path = tmp_path / "stsb.safetensors"

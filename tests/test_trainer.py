@@ -265,6 +265,26 @@ def test_frozen_trunk_stays_put(tmp_path, cache_dir):
     assert not torch.equal(task["head.weight"], params["heads.rte.weight"])  # the adapters did train
 
 
+def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
+    """A method added as one package (pals_core/methods/ia3/) trains with no change to the trainer: its scales
+    leave 1, the run's parameter block is the calculator's, and the model holds exactly that many."""
+    from safetensors.torch import load_file
+
+    from pals_core.budget import Task, design, evaluate
+    from pals_core.train.models import build_model, model_shape
+
+    adapter = AdapterConfig(method="ia3", location="top")
+    summary = run(tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling="round_robin", adapter=adapter))
+    tasks = {"rte": 2, "stsb": 1, "mrpc": 2}
+    cost = evaluate(design(model_shape("tiny"), [Task(t, c) for t, c in tasks.items()], adapter), None)
+    assert summary["params"]["total"] == cost.params_total
+    assert sum(p.numel() for p in build_model("tiny", adapter, tasks).parameters()) == cost.params_total
+    task = load_file(str(tmp_path / "run" / "checkpoints" / "step-00000006" / "task-rte.safetensors"))
+    scales = {k: v for k, v in task.items() if k.startswith("adapter.")}
+    assert set(scales) == {"adapter.key_scales", "adapter.value_scales", "adapter.ffn_scales"}
+    assert all(torch.isfinite(v).all() and not torch.equal(v, torch.ones_like(v)) for v in scales.values())
+
+
 def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
     seen = []
 

@@ -16,6 +16,7 @@ PACKAGES: tuple[str, ...] = (
     "houlsby",  # houlsby
     "lora",  # lora
     "lhuc",  # lhuc
+    "ia3",  # ia3
     "top",  # proj_attn_top, proj_ffn_top, bert_layer_top
     "ca_mtl",  # ca_mtl
 )

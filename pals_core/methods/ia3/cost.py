@@ -1,0 +1,27 @@
+"""(IA)³ (Liu et al. 2022, Sec. 3.3): exact parameter and FLOP parts per task.
+
+Per adapted layer three learned vectors, initialised to 1:
+    K ← l_k ⊙ K,   V ← l_v ⊙ V   (l_k, l_v ∈ R^d),      FFN: W_out (l_ff ⊙ γ(W_in x))   (l_ff ∈ R^{d_ff})
+    params K·(2d + d_ff) — weights, not biases: exact = paper;   FLOPs 0 (elementwise products, no matmul)
+Sizeless (no d_s, like LHUC) and within the network (a location): running all tasks on one input shares
+the layers below the lowest adapted layer, as for every within-network method.
+"""
+from __future__ import annotations
+
+from ...budget.method import Method, Part, no_parts
+from ...budget.poly import Poly
+
+
+def _params(m, layers, cfg, paper):
+    d, f = m.hidden, m.intermediate
+    parts = []
+    for l in layers:
+        parts += [Part("key scale l_k", l, Poly(0, 0, d)), Part("value scale l_v", l, Poly(0, 0, d)),
+                  Part("FFN scale l_ff", l, Poly(0, 0, f))]
+    return parts
+
+
+METHODS = (
+    Method("ia3", "IA³", "Learned vectors scaling the keys, the values and the FFN activation of each adapted "
+           "layer, initialised to 1 (Liu et al. 2022, Sec. 3.3).", "K·(2d + d_ff)", _params, no_parts, sized=False),
+)
