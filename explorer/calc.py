@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from pals_core.budget import AdapterConfig, Cost, Design, breakdown, design, get_method, rows, sort_rows
+from pals_core.budget.config import design_label
 from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
                                      size_curve, sizes_up_to, task_scaling)
 
@@ -21,8 +22,7 @@ def key_of(cost: Cost) -> Key:
 
 
 def label(key: Key) -> str:
-    method, location = key
-    return method if location is None else f"{method} @ {location}"
+    return design_label(*key)
 
 
 def table(inp: Inputs) -> list[Cost]:

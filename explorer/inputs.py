@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pals_core.budget import (CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
+from pals_core.budget import (AdapterConfig, CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
                               get_method, parse_tasks, resolve_layers)
 from pals_core.budget.units import parse_count, parse_positive_float
 
@@ -39,13 +39,13 @@ class RawInputs:
     methods: list = field(default_factory=lambda: list(METHODS))
     location: str = LOCATION_EVERY
     location_custom: str = ""
-    heads: int = 12
+    heads: int = AdapterConfig.default("heads")
     seq_len: int = 128
     convention: str = "exact"
     per_task_pooler: bool = False
     d_s: str = ""
-    n_top: int = 6
-    ffn_ratio: int = 2
+    n_top: int = AdapterConfig.default("n_top")
+    ffn_ratio: int = AdapterConfig.default("ffn_ratio")
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,13 @@ class Inputs:
     budget: Budget
     methods: tuple[str, ...]
     location: Optional[str]
-    heads: int = 12
+    heads: int = AdapterConfig.default("heads")
     seq_len: int = 128
     convention: str = "exact"
     per_task_pooler: bool = False
     d_s: Optional[int] = None
-    n_top: int = 6
-    ffn_ratio: int = 2
+    n_top: int = AdapterConfig.default("n_top")
+    ffn_ratio: int = AdapterConfig.default("ffn_ratio")
 
 
 def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> BaseModel:
@@ -89,17 +89,7 @@ def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] 
 
 def parse_budget(kind: str, text: str) -> Budget:
     """``ratio`` "1.13" (or "1.13x"), ``extra`` "15M", ``per-task`` "250k" → a calculator ``Budget``."""
-    text = (text or "").strip()
-    if not text:
-        raise ValueError(f"enter a {kind} budget")
-    if kind == "ratio":
-        value = parse_positive_float(text.rstrip("x×X ").strip(), "budget ratio")
-        return Budget(ratio=value)
-    if kind == "extra":
-        return Budget(extra=parse_count(text, "extra-parameter budget"))
-    if kind == "per-task":
-        return Budget(per_task=parse_count(text, "per-task budget"))
-    raise ValueError(f"unknown budget kind {kind!r} (ratio, extra or per-task)")
+    return Budget.parse(kind, text)
 
 
 def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:

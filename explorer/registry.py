@@ -2,7 +2,7 @@
 
 Layout (``$PALS_RUNS_DIR``, default ``./runs``), one folder per run::
 
-    runs/<id>/launch.json    ours: argv, pid, started, the TrainSpec; rewritten on resume
+    runs/<id>/launch.json    ours: argv, pid, started, the run's TrainConfig; rewritten on resume
     runs/<id>/log.txt        the trainer's stdout and stderr
     runs/<id>/cancel.json    ours: written when the person cancels
     runs/<id>/exit.json      ours: the exit code, when this server reaped the process
@@ -34,7 +34,9 @@ from typing import Any, Optional
 
 from pals_core.train.rundir import atomic_write_text
 
-from .commands import TrainSpec
+from pals_core.train.config import TrainConfig
+
+from .commands import command, launch_argv
 
 RUNS_ENV = "PALS_RUNS_DIR"
 TERMINAL = ("finished", "failed", "stopped")
@@ -164,10 +166,16 @@ class Run:
         return None
 
     @property
-    def spec(self) -> Optional[TrainSpec]:
+    def launch_config(self) -> Optional[TrainConfig]:
+        """The run's settings as launched (``launch.json`` "config"), validated; None if absent or unreadable."""
         try:
-            return TrainSpec.from_dict(self.launch["spec"]) if self.launch and self.launch.get("spec") else None
-        except (TypeError, ValueError):
+            raw = self.launch.get("config") if self.launch else None
+            if not isinstance(raw, dict):
+                return None
+            cfg = TrainConfig.from_dict(raw)
+            cfg.validate()
+            return cfg
+        except (TypeError, ValueError, KeyError):
             return None
 
     @property
@@ -185,8 +193,10 @@ class Run:
             value = _find(source, key)
             if value is not None:
                 return value
-        spec = self.spec
-        return getattr(spec, key, None) if spec else None
+        launched = self.launch_config
+        if launched is None:
+            return None
+        return _find(launched.as_dict(), key)
 
     @property
     def error(self) -> Optional[str]:
@@ -290,14 +300,14 @@ def list_runs(root: Optional[Path] = None) -> list[Run]:
     return out
 
 
-def new_run_id(spec: TrainSpec, name: str = "") -> str:
+def new_run_id(cfg: TrainConfig, name: str = "") -> str:
     """``<name>`` if given (checked), else ``YYYYmmdd-HHMMSS-<method>-<4 hex>``."""
     if name:
         name = name.strip()
         if not _ID_OK.match(name):
             raise ValueError(f"run name {name!r} may hold only letters, digits, '_', '.' and '-' (at most 100)")
         return name
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.method}-{secrets.token_hex(2)}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.adapter.method}-{secrets.token_hex(2)}"
 
 
 def _child_env() -> dict:
@@ -315,18 +325,20 @@ def _spawn(run_dir: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
     return proc.pid, _start_time(proc.pid), started
 
 
-def launch(spec: TrainSpec, root: Optional[Path] = None, name: str = "") -> Run:
-    """Start ``spec`` as a background process in its own session; record it in ``<root>/<id>/launch.json``."""
-    spec.validate()
+def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run:
+    """Start run ``cfg`` (its ``out`` replaced by the run's folder) as a background process in its own session;
+    record it in ``<root>/<id>/launch.json``."""
     root = (Path(root) if root is not None else runs_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    run_id = new_run_id(spec, name)
+    run_id = new_run_id(cfg, name)
     run_dir = root / run_id
+    cfg = cfg.with_(out=str(run_dir))
+    cfg.validate()
     try:
         run_dir.mkdir()
     except FileExistsError:
         raise ValueError(f"a run named {run_id!r} already exists in {root}") from None
-    argv = spec.argv(str(run_dir))
+    argv = launch_argv(cfg)
     try:
         pid, pid_start, started = _spawn(run_dir, argv)
     except OSError as e:
@@ -335,7 +347,7 @@ def launch(spec: TrainSpec, root: Optional[Path] = None, name: str = "") -> Run:
     write_json_atomic(run_dir / "launch.json", {
         "id": run_id, "argv": argv, "pid": pid, "pid_start": pid_start, "started": started,
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        "command": spec.command(str(run_dir)), "spec": spec.as_dict(), "history": []})
+        "command": command(cfg), "config": cfg.as_dict(), "history": []})
     return load_run(run_dir)
 
 
@@ -359,11 +371,12 @@ def resume(run: Run) -> Run:
     """Start the run again with ``--resume`` in the same folder (it must not be running)."""
     if run.alive:
         raise ValueError(f"run {run.id} is still running")
-    if not run.launch or not isinstance(run.launch.get("argv"), list):
-        raise ValueError(f"run {run.id} was not launched from the explorer (no launch.json); resume it with pals-train --resume")
-    argv = [str(a) for a in run.launch["argv"]]
-    if "--resume" not in argv:
-        argv.append("--resume")
+    cfg = run.launch_config
+    if cfg is None:
+        raise ValueError(f"run {run.id} has no readable launch settings (launch.json); resume it with pals-train --resume")
+    # Never what the folder says to run: the project's own entry point with flags rebuilt from the validated
+    # settings, writing to this run's own folder.
+    argv = launch_argv(cfg.with_(out=str(run.path)), resume=True)
     pid, pid_start, started = _spawn(run.path, argv)
     history = list(run.launch.get("history", [])) + [{k: run.launch.get(k) for k in ("pid", "started", "argv")}
                                                      | {"status": run.status, "exit_code": run.exit_code}]

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 import streamlit as st
 
 from pals_core.budget import Cost
+from pals_core.budget.config import design_label
 
 from . import figures, registry
 from .registry import ACTIVE, Run
@@ -31,8 +32,7 @@ def duration(seconds: Optional[float]) -> str:
 def _title(run: Run) -> str:
     r = run.row()
     size = f" d_s={r['d_s']}" if r.get("d_s") is not None else ""
-    where = f" @ {r['location']}" if r.get("location") else ""
-    return f"**{run.id}** — {r.get('method')}{where}{size} · {r.get('tasks')}"
+    return f"**{run.id}** — {design_label(str(r.get('method')), r.get('location'))}{size} · {r.get('tasks')}"
 
 
 def _active(run: Run) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pals_core.budget import CONVENTIONS, GLUE_LABELS, METHODS, PAPER_TASKS, PRESETS
+from pals_core.budget import AdapterConfig, CONVENTIONS, GLUE_LABELS, METHODS, PAPER_TASKS, PRESETS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCATION_CHOICES, LOCATION_CUSTOM, TASKS_COUNT, TASKS_GLUE,
                      UPLOAD, RawInputs)
@@ -60,7 +60,7 @@ def render() -> RawInputs:
     if raw.location == LOCATION_CUSTOM:
         raw.location_custom = sb.text_input("Adapted layers (0-based)", key="location_custom", placeholder="0,1,2")
     c1, c2 = sb.columns(2)
-    raw.heads = int(c1.number_input("Adapter heads h_s", min_value=1, max_value=4096, value=12, step=1, key="heads",
+    raw.heads = int(c1.number_input("Adapter heads h_s", min_value=1, max_value=4096, value=AdapterConfig.default("heads"), step=1, key="heads",
                                     help="Attention heads inside PALs / projected attention; d_s is a multiple of h_s."))
     raw.seq_len = int(c2.number_input("Sequence length n", min_value=1, max_value=100_000, value=128, step=1, key="seq_len",
                                       help="Tokens per sequence, for FLOPs."))
@@ -70,7 +70,7 @@ def render() -> RawInputs:
     with sb.expander("Advanced"):
         raw.d_s = st.text_input("Fixed d_s (empty = solve the budget)", key="d_s",
                                 help="Evaluate every sized method at this adapter size instead of the largest that fits.")
-        raw.n_top = int(st.number_input("N_top: layers of the top stacks", min_value=1, max_value=64, value=6, key="n_top"))
-        raw.ffn_ratio = int(st.number_input("FFN ratio r (f = r·d_s, proj_ffn_top)", min_value=1, max_value=64, value=2,
+        raw.n_top = int(st.number_input("N_top: layers of the top stacks", min_value=1, max_value=64, value=AdapterConfig.default("n_top"), key="n_top"))
+        raw.ffn_ratio = int(st.number_input("FFN ratio r (f = r·d_s, proj_ffn_top)", min_value=1, max_value=64, value=AdapterConfig.default("ffn_ratio"),
                                             key="ffn_ratio"))
     return raw

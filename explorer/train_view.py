@@ -8,22 +8,24 @@ train_name, train_gpus, launch.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, AdapterConfig, Cost, at_size, design, get_method, glue_task
+from pals_core.budget import GLUE_LABELS, Budget, Cost, at_size, design, get_method, glue_task
 from pals_core.budget.units import human
+from pals_core.train.config import TrainConfig
+from pals_core.train.models import TINY
 
-from . import registry
+from . import calc, commands, registry
 from .calc import key_of, label
-from .commands import MODEL_DEFAULT, MODEL_TINY, TrainSpec
 from .inputs import Inputs
 
 MODELS = {
-    "MiniLM-L6 (embedded, pretrained)": MODEL_DEFAULT,
-    "tiny (random tiny BERT: a smoke test)": MODEL_TINY,
+    "MiniLM-L6 (embedded, pretrained)": "",
+    "tiny (random tiny BERT: a smoke test)": TINY,
     "a local BERT folder…": "path",
 }
 SIZE_DS, SIZE_BUDGET = "this design's d_s", "a budget ratio (the trainer solves d_s on its model)"
@@ -52,22 +54,16 @@ def available_tasks(glue_dir: str) -> Optional[list[str]]:
     return [t for t in names if t not in missing]
 
 
-def training_shape_note(spec: TrainSpec) -> Optional[str]:
-    """What the calculator says about this run on the model the trainer will build (when it can tell)."""
+def training_shape_note(cfg: TrainConfig) -> Optional[str]:
+    """What the calculator says about this run on the model the trainer will build."""
+    from pals_core.train.models import model_shape
+
     try:
-        from pals_core.train.models import model_shape
-    except ImportError:
-        return None
-    try:
-        shape = model_shape(spec.model or None)
-        method = get_method(spec.method)
-        if spec.d_s is None and method.sized:
+        shape = model_shape(cfg.model)
+        if cfg.adapter.d_s is None and get_method(cfg.adapter.method).sized:
             return None
-        ds = design(shape, [glue_task(t) for t in spec.tasks],
-                    AdapterConfig(method=spec.method, d_s=spec.d_s, location=spec.location, heads=spec.heads,
-                                  per_task_pooler=spec.per_task_pooler, freeze_trunk=spec.freeze_trunk))
-        c = at_size(ds, spec.d_s)
-    except (ValueError, OSError, ImportError) as e:
+        c = at_size(design(shape, [glue_task(t) for t in cfg.tasks], cfg.adapter), cfg.adapter.d_s)
+    except (ValueError, OSError) as e:
         return f"The calculator cannot build this design on the training model: {e}"
     return (f"On the training model ({shape.name}: d = {shape.hidden}, {shape.layers} layers) this run adds "
             f"**{human(c.params_task_specific)}** task-specific parameters ({c.ratio:.3f}× the base model).")
@@ -86,8 +82,8 @@ def _int_or_none(text: str, what: str) -> Optional[int]:
     return value
 
 
-def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainSpec], Optional[str], str]:
-    """Draw the form; return (spec, error, run name)."""
+def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[str], str]:
+    """Draw the form; return (the run as the trainer will resolve it, error, run name)."""
     method = get_method(chosen.method)
     glue_env = os.environ.get("PALS_GLUE_DIR", "")
     c1, c2, c3 = st.columns(3)
@@ -137,29 +133,32 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainSpec], Optional
             raise ValueError(f"learning rate {lr_text!r} is not a number") from None
         if use_path and not model:
             raise ValueError("enter the folder of the local BERT model (it holds config.json)")
-        spec = TrainSpec(
-            method=chosen.method, tasks=tuple(tasks), d_s=d_s, budget=budget,
-            location=chosen.location if method.within else None, heads=inp.heads, model=model,
-            glue_dir=glue_dir.strip(), steps=steps, batch_size=batch, lr=lr, max_len=max_len, eval_every=eval_every,
-            max_train_examples=_int_or_none(max_train_text, "max train examples"),
-            max_eval_examples=_int_or_none(max_eval_text, "max dev examples"), seed=seed, freeze_trunk=freeze,
-            per_task_pooler=pooler, threads=_int_or_none(threads_text, "CPU threads"))
-        spec.validate()
-        spec.check_with_trainer(str(registry.runs_root() / (name or "check")))
+        if not tasks:
+            raise ValueError("choose at least one GLUE task to train on")
+        adapter = replace(calc.config_for(inp, key_of(chosen)), d_s=d_s,
+                          per_task_pooler=pooler, freeze_trunk=freeze)
+        cfg = TrainConfig(
+            tasks=list(tasks), adapter=adapter, model=model or None, glue_dir=glue_dir.strip() or None,
+            out=str(registry.runs_root() / (name or "check")),
+            budget=Budget(ratio=budget) if budget is not None else None, steps=steps, batch_size=batch, lr=lr,
+            max_len=max_len, eval_every=eval_every, max_train_examples=_int_or_none(max_train_text, "max train examples"),
+            max_eval_examples=_int_or_none(max_eval_text, "max dev examples"), seed=seed,
+            num_threads=_int_or_none(threads_text, "CPU threads"))
+        commands.check_with_trainer(cfg)
         if name:
-            registry.new_run_id(spec, name)  # checks the name
-        return spec, None, name
+            registry.new_run_id(cfg, name)  # checks the name
+        return cfg, None, name
     except ValueError as e:
         return None, str(e), name
 
 
-def check_data(spec: TrainSpec) -> None:
+def check_data(spec: TrainConfig) -> None:
     """The GLUE files this run needs must be there (the trainer's own check)."""
     try:
         from pals_core.data.glue import check_files, resolve_glue_dir
     except ImportError:
         return
-    path = resolve_glue_dir(spec.glue_dir or None)
+    path = resolve_glue_dir(spec.glue_dir)
     if path is None:
         raise ValueError("give the GLUE folder (--glue-dir), or set PALS_GLUE_DIR")
     check_files(path, spec.tasks)
@@ -182,11 +181,12 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         st.caption(note)
     out = str(registry.runs_root() / (name or "<run id>"))
     st.markdown("The same run from a shell:")
-    st.code(spec.command(out), language="bash", wrap_lines=True)
+    shown = spec.with_(out=out)
+    st.code(commands.command(shown), language="bash", wrap_lines=True)
     with st.expander("On several GPUs (accelerate launch / torchrun)"):
         gpus = int(st.number_input("GPUs", min_value=1, max_value=64, value=2, key="train_gpus"))
-        st.code(spec.accelerate_command(out, gpus), language="bash", wrap_lines=True)
-        st.code(spec.torchrun_command(out, gpus), language="bash", wrap_lines=True)
+        st.code(commands.accelerate_command(shown, gpus), language="bash", wrap_lines=True)
+        st.code(commands.torchrun_command(shown, gpus), language="bash", wrap_lines=True)
     if st.button("Launch training", type="primary", key="launch"):
         try:
             check_data(spec)

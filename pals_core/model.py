@@ -19,6 +19,7 @@ from transformers import BertConfig, BertModel
 
 from .adapters import BuildContext, Mask, TaskAdapter, get_adapter
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks
+from .budget.costs import shared_depth
 from .encoder import make_mask, run_layers
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
@@ -90,6 +91,8 @@ class MultiTaskBert(nn.Module):
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
         if config.freeze_trunk:
             self.bert.requires_grad_(False)
+        elif config.per_task_pooler and self.bert.pooler is not None:
+            self.bert.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
             self.add_task(name, num_labels)
 
@@ -182,11 +185,8 @@ class MultiTaskBert(nn.Module):
 
     @property
     def shared_depth(self) -> int:
-        """Layers every task computes identically: those below the lowest adapted layer (all for top
-        methods, none for methods that condition the input) — as the calculator's ``forward_flops``."""
-        if self.conditions_input:
-            return 0
-        return self.layers[0] if (self.method.within and self.layers) else self.base_config.num_hidden_layers
+        """Layers every task computes identically (the calculator's ``shared_depth``, SPEC §5)."""
+        return shared_depth(self.method, self.layers, self.base_config.num_hidden_layers)
 
     def predict_all(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                     token_type_ids: Optional[torch.Tensor] = None, tasks: Optional[Sequence[str]] = None

@@ -18,8 +18,9 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from pals_core.budget import Budget, get_method
-from pals_core.budget.solver import budget_from_flags
+from pals_core.budget import AdapterConfig, get_method
+from pals_core.budget.flags import add_flags, given_values
+from pals_core.budget.solver import add_budget_flags, budget_from_args
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from pals_core.data.samplers import SAMPLERS
@@ -48,9 +49,6 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
     g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
     g.add_argument("--model", help="local HF BERT folder, or 'tiny' (random tiny BERT, for tests); default: embedded MiniLM")
-    g.add_argument("--budget", metavar="RATIO", help=f"N_total ≤ RATIO × N_base (default {DEFAULT_BUDGET_RATIO})")
-    g.add_argument("--extra", metavar="N", help="N_total − N_base ≤ N over all tasks, e.g. 2M")
-    g.add_argument("--per-task", metavar="N", help="head + adapter ≤ N for every task, e.g. 500k")
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
     g.add_argument("--batch-size", help="default 16")
@@ -64,10 +62,9 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", help="training seed, the same for every trial (default 0)")
     g.add_argument("--methods", help="design studies: methods to search, comma-separated (default: every method that fits)")
     g.add_argument("--max-d-s", metavar="N", help="design studies: largest d_s sampled (default: the hidden size d)")
-    g.add_argument("--method", help="other studies: the fixed design's method (default pals)")
-    g.add_argument("--location", help="other studies: the fixed design's location all|top|bottom (default all)")
-    g.add_argument("--d-s", help="other studies: the fixed design's d_s (default: the largest within the budget)")
-    g.add_argument("--heads", help="adapter attention heads h_s (default 12)")
+    add_budget_flags(p, title="study budget (one of)", defaults_help=f"; default --budget {DEFAULT_BUDGET_RATIO}")
+    add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study): design "
+              "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,10 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- settings from arguments ----------------------------------------------------------------------
 
-def _budget(args) -> Optional[Budget]:
-    return budget_from_flags(args.budget, args.extra, args.per_task)
-
-
 def _int(text: str, flag: str) -> int:
     try:
         return int(text)
@@ -146,11 +139,11 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         kw["model"] = args.model if args.model == "tiny" else os.path.abspath(args.model)
         if args.model != "tiny" and not os.path.exists(args.model):
             raise StudyError(f"--model {args.model!r}: no such folder (give a local HF BERT folder or 'tiny')")
-    budget = _budget(args)
+    budget = budget_from_args(args)
     if budget is not None:
         kw["budget"] = budget.as_dict()
     for flag, name in (("steps", "steps"), ("eval_every", "eval_every"), ("batch_size", "batch_size"),
-                       ("max_len", "max_len"), ("epoch_steps", "epoch_steps"), ("heads", "heads"), ("max_d_s", "max_d_s")):
+                       ("max_len", "max_len"), ("epoch_steps", "epoch_steps"), ("max_d_s", "max_d_s")):
         v = getattr(args, flag)
         if v is not None:
             kw[name] = parse_positive_int(v, "--" + flag.replace("_", "-"))
@@ -176,20 +169,21 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         kw["methods"] = [get_method(m.strip()).name for m in args.methods.split(",") if m.strip()]
         if not kw["methods"]:
             raise StudyError("--methods lists no method")
-    fixed = any(v is not None for v in (args.method, args.location, args.d_s))
+    design_given = given_values(args, AdapterConfig)
+    fixed = sorted(k for k in ("method", "location", "d_s") if k in design_given)
     if fixed and d.searches_design:
-        raise StudyError(f"--method/--location/--d-s fix the design; {definition!r} searches it (use --methods)")
+        raise StudyError(f"{'/'.join('--' + k.replace('_', '-') for k in fixed)} fix the design; {definition!r} searches it "
+                         "(use --methods)")
+    template = AdapterConfig(**design_given)
     settings = StudySettings(definition=definition, **{**d.defaults, **kw})
-    given = set(kw)
-    if not d.searches_design:
+    given = set(kw) | ({"adapter"} if design_given else set())
+    if d.searches_design:
+        settings.adapter = template.as_dict()
+    else:
         from .runner import fixed_adapter
         from .space import model_shape
 
-        d_s = parse_positive_int(args.d_s, "--d-s") if args.d_s is not None else None
-        settings.adapter = fixed_adapter(settings, model_shape(settings.model), args.method or "pals",
-                                         args.location or "all", d_s)
-        if fixed:
-            given.add("adapter")
+        settings.adapter = fixed_adapter(settings, model_shape(settings.model), template)
     return settings, given
 
 
@@ -231,7 +225,7 @@ def _describe(definition, settings, ctx) -> str:
             c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs))
     elif ctx.fixed_adapter is not None:
         a = ctx.fixed_adapter
-        lines.append(f"fixed design: {a.method}" + (f"@{a.location}" if a.location else "") + (f" d_s={a.d_s}" if a.d_s else ""))
+        lines.append(f"fixed design: {a.label}" + (f" d_s={a.d_s}" if a.d_s else ""))
     return "\n".join(lines)
 
 

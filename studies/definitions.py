@@ -69,7 +69,7 @@ def suggest_design(trial: optuna.Trial, ctx: Context) -> DesignChoice:
 def _design(trial: optuna.Trial, ctx: Context) -> dict:
     choice = suggest_design(trial, ctx)
     d_s = trial.suggest_int(choice.d_s_param, choice.step, choice.d_max, step=choice.step) if choice.sized else None
-    return {"adapter": adapter_config(choice, d_s, ctx.settings.heads)}
+    return {"adapter": adapter_config(choice, d_s, ctx.settings.template())}
 
 
 def _alpha_schedule(trial: optuna.Trial, ctx: Context) -> dict:

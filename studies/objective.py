@@ -17,6 +17,8 @@ from typing import Optional, Union
 
 import optuna
 
+from pals_core.budget.config import design_label
+
 from .definitions import Context, Definition
 from .space import cost_of
 from .storage import one_line, retry_of
@@ -73,7 +75,7 @@ class Objective:
         run_dir, resume = self.run_dir(trial, original)
         attrs = {
             "method": adapter.method, "location": cost.location, "d_s": adapter.d_s,
-            "design": adapter.method if cost.location is None else f"{adapter.method}@{cost.location}",
+            "design": design_label(adapter.method, cost.location),
             "params_task_specific": cost.params_task_specific, "params_total": cost.params_total,
             "ratio": cost.ratio, "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
             "run_dir": run_dir, "host": socket.gethostname(), "worker": f"{socket.gethostname()}:{os.getpid()}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Optional
 
 import optuna
@@ -27,20 +27,17 @@ DEFINITION_ATTR = "pals_definition"
 MAX_CONSECUTIVE_FAILURES = 3
 
 
-def fixed_adapter(settings: StudySettings, shape, method: str = "pals", location: Optional[str] = "all",
-                  d_s: Optional[int] = None) -> dict:
-    """The design of a study that does not search it: ``d_s`` as given, or the largest within the budget (and within
-    the cap d_s ≤ d of ``feasible_designs``)."""
+def fixed_adapter(settings: StudySettings, shape, template: AdapterConfig) -> dict:
+    """The design of a study that does not search it: ``template`` (method "pals" and location "all" unless given)
+    with its ``d_s`` as given, or the largest within the budget (and within the cap d_s ≤ d of ``feasible_designs``)."""
     from pals_core.budget import get_method
 
-    m = get_method(method)
-    loc = location if m.within else None
-    if d_s is None and m.sized:
-        ds = design(shape, parse_tasks(settings.tasks), AdapterConfig(method=method, location=loc, heads=settings.heads),
-                    check_size=False)
-        step = settings.heads if m.attention else 1
-        d_s = max(step, capped(solve(ds, settings.budget_obj()).d_s, step, shape, settings.max_d_s))
-    cfg = AdapterConfig(method=method, d_s=d_s if m.sized else None, location=loc, heads=settings.heads)
+    m = get_method(template.method)
+    cfg = replace(template, location=(template.location or "all") if m.within else None)
+    if cfg.d_s is None and m.sized:
+        ds = design(shape, parse_tasks(settings.tasks), cfg, check_size=False)
+        step = cfg.heads if m.attention else 1
+        cfg = replace(cfg, d_s=max(step, capped(solve(ds, settings.budget_obj()).d_s, step, shape, settings.max_d_s)))
     return cfg.as_dict()
 
 
@@ -48,7 +45,7 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
     """The sampling context; ``StudyError`` if nothing fits the budget."""
     budget = settings.budget_obj()
     if definition.searches_design:
-        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.heads, settings.max_d_s)
+        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.template(), settings.max_d_s)
         if not designs:
             raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits the budget "
                              f"{budget_text(settings)} for {len(settings.tasks)} tasks")
@@ -64,12 +61,7 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
 
 
 def budget_text(s: StudySettings) -> str:
-    b = s.budget
-    if b.get("ratio") is not None:
-        return f"{b['ratio']:g}× the base model"
-    if b.get("extra") is not None:
-        return f"extra ≤ {b['extra']:,.0f}"
-    return f"≤ {b['per_task']:,.0f} per task"
+    return s.budget_obj().describe()
 
 
 def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:

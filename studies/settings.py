@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
-from pals_core.budget import Budget, parse_tasks
+from pals_core.budget import AdapterConfig, Budget, parse_tasks
 
 SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 1
@@ -39,8 +39,9 @@ class StudySettings:
     epoch_steps: Optional[int] = None  # None: the trainer's default (2400, the paper's epoch)
     seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
     methods: Optional[list[str]] = None  # design study: methods searched (None: every method the calculator knows)
-    adapter: Optional[dict] = None  # alpha-schedule / optimizer studies: the fixed design (AdapterConfig.as_dict())
-    heads: int = 12  # h_s for attention adapters
+    # The design settings every trial shares (AdapterConfig.as_dict()): alpha-schedule / optimizer studies train this
+    # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
+    adapter: Optional[dict] = None
     max_d_s: Optional[int] = None  # design studies: cap on d_s (None: the hidden size d)
     version: int = SETTINGS_VERSION
 
@@ -50,7 +51,7 @@ class StudySettings:
         if self.eval_every is None:
             self.eval_every = max(1, self.steps // 3)
         self.budget_obj()  # validates
-        for name in ("steps", "eval_every", "batch_size", "max_len", "heads"):
+        for name in ("steps", "eval_every", "batch_size", "max_len"):
             _positive_int(name, getattr(self, name))
         for name in ("max_train_examples", "max_eval_examples", "epoch_steps", "max_d_s"):
             if getattr(self, name) is not None:
@@ -62,6 +63,10 @@ class StudySettings:
         if self.eval_every > self.steps:
             raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
 
+    def template(self) -> AdapterConfig:
+        """The design settings shared by every trial (AdapterConfig defaults where the study set none)."""
+        return AdapterConfig.from_dict(self.adapter or {})
+
     def budget_obj(self) -> Budget:
         return Budget(**{k: self.budget.get(k) for k in ("ratio", "extra", "per_task")})
 
@@ -71,6 +76,9 @@ class StudySettings:
     @classmethod
     def from_dict(cls, d: dict) -> "StudySettings":
         known = {f.name for f in fields(cls)}
+        d = dict(d)
+        if "heads" in d and "heads" not in (d.get("adapter") or {}):  # studies stored before h_s moved into `adapter`
+            d["adapter"] = {**(d.get("adapter") or {}), "heads": d["heads"]}
         return cls(**{k: v for k, v in d.items() if k in known})
 
     def differences(self, other: "StudySettings") -> list[str]:

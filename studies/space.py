@@ -8,9 +8,10 @@ in the space only if they fit as they are.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
+from pals_core.budget.config import design_label
 from pals_core.budget import METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks, rows
 
 
@@ -25,8 +26,8 @@ class DesignChoice:
 
     @property
     def key(self) -> str:
-        """``pals@top`` — the label of the design in tables and the value of the ``design`` user attribute."""
-        return self.method if self.location is None else f"{self.method}@{self.location}"
+        """``pals @ top`` — the label of the design in tables and the value of the ``design`` user attribute."""
+        return design_label(self.method, self.location)
 
     @property
     def d_s_param(self) -> str:
@@ -60,7 +61,7 @@ def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None)
 
 
 def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, methods: Optional[Iterable[str]] = None,
-                     heads: int = 12, max_d_s: Optional[int] = None) -> list[DesignChoice]:
+                     template: Optional[AdapterConfig] = None, max_d_s: Optional[int] = None) -> list[DesignChoice]:
     """Every method × location that fits ``budget`` at its smallest size, with its largest size (exact convention).
 
     d_max = min(solver's largest d_s, ``max_d_s``) rounded down to the step; ``max_d_s`` defaults to the hidden
@@ -69,12 +70,13 @@ def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, met
     names = list(methods) if methods is not None else usable_methods()
     for name in names:
         get_method(name)  # unknown names raise ValueError
+    template = template if template is not None else AdapterConfig()
     out = []
-    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, heads=heads):
+    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, adapter=template):
         if not cost.feasible:
             continue
         m = get_method(cost.method)
-        step = heads if m.attention else 1
+        step = template.heads if m.attention else 1
         d_max = None
         if m.sized:
             d_max = capped(cost.d_s, step, shape, max_d_s)
@@ -90,5 +92,6 @@ def cost_of(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: 
     return at_size(ds, cfg.d_s, budget)
 
 
-def adapter_config(choice: DesignChoice, d_s: Optional[int], heads: int) -> AdapterConfig:
-    return AdapterConfig(method=choice.method, d_s=d_s, location=choice.location, heads=heads)
+def adapter_config(choice: DesignChoice, d_s: Optional[int], template: AdapterConfig) -> AdapterConfig:
+    """The trial's design: the study's shared design settings with this choice's method, location and size."""
+    return replace(template, method=choice.method, d_s=d_s, location=choice.location)

@@ -4,10 +4,11 @@ import math
 import pytest
 
 from explorer import calc, figures
-from explorer.commands import TrainSpec
+from explorer import commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from pals_core.budget import (PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve)
 from pals_core.budget.series import flops_ratio, pareto_front, per_task_limit
+from pals_core.train.config import TrainConfig
 
 BERT = PRESETS["bert-base-uncased"]
 
@@ -161,39 +162,47 @@ def test_runs_figure_plots_finished_runs():
     assert pts == {("pals", 1000, 0.6), ("lora", 500, 0.55)}
 
 
-def test_train_spec_argv_and_commands():
-    spec = TrainSpec(method="pals", tasks=("rte", "mrpc"), d_s=204, location="top", model="tiny", glue_dir="/g",
-                     steps=10, max_eval_examples=50, per_task_pooler=True)
-    argv = spec.argv("runs/x")
+def _run(adapter=None, **kw) -> TrainConfig:
+    base = dict(tasks=["rte"], adapter=adapter or AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir="/g",
+                out="runs/x")
+    return TrainConfig(**{**base, **kw})
+
+
+def test_launch_argv_and_commands():
+    cfg = _run(AdapterConfig(method="pals", d_s=204, location="top", per_task_pooler=True), tasks=["rte", "mrpc"],
+               steps=10, max_eval_examples=50)
+    argv = commands.launch_argv(cfg)
     assert argv[1:3] == ["-m", "pals_core.train.cli"]
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
-    assert spec.command("runs/x").startswith("pals-train --method pals --d-s 204 --tasks rte,mrpc")
-    assert spec.accelerate_command("runs/x", 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
-    assert spec.torchrun_command("runs/x", 2).startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli")
-    assert "--resume" in spec.argv("runs/x", resume=True)
-    assert TrainSpec.from_dict(spec.as_dict()) == spec
+    assert commands.command(cfg).startswith("pals-train --method pals --d-s 204 --location top --per-task-pooler --tasks rte,mrpc")
+    assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
+    assert commands.torchrun_command(cfg, 2).startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli")
+    assert "--resume" in commands.launch_argv(cfg, resume=True)
 
 
 @pytest.mark.parametrize("kw,needle", [
-    (dict(method="pals", tasks=("rte",)), "needs either"),
-    (dict(method="pals", tasks=("rte",), d_s=100), "not divisible"),
-    (dict(method="lhuc", tasks=("rte",), d_s=8), "no adapter size"),
-    (dict(method="proj_attn_top", tasks=("rte",), d_s=24, location="top"), "takes no location"),
-    (dict(method="pals", tasks=(), d_s=24), "at least one GLUE task"),
-    (dict(method="pals", tasks=("nope",), d_s=24), "unknown task"),
+    (dict(adapter=AdapterConfig(method="pals")), "needs --d-s"),
+    (dict(adapter=AdapterConfig(method="pals", d_s=100)), "not divisible"),
+    (dict(adapter=AdapterConfig(method="lhuc", d_s=8)), "no adapter size"),
+    (dict(adapter=AdapterConfig(method="proj_attn_top", d_s=24, location="top")), "takes no location"),
+    (dict(adapter=AdapterConfig(method="pals", d_s=24), tasks=["nope"]), "nope"),
+    (dict(adapter=AdapterConfig(method="pals", d_s=48), budget=Budget(ratio=1.0001)), "does not fit pals @ all"),
+    (dict(adapter=AdapterConfig(method="bert_layer_top"), budget=Budget(ratio=1.0001)), "over the budget"),
 ])
-def test_train_spec_refuses_what_the_trainer_would(kw, needle):
+def test_launcher_refuses_what_the_trainer_would(kw, needle):
     with pytest.raises(ValueError) as e:
-        TrainSpec(**kw).validate()
+        commands.check_with_trainer(_run(**kw))
     assert needle in str(e.value)
 
 
-def test_train_spec_checked_by_the_trainers_own_parser(tmp_path):
-    TrainSpec(method="pals", tasks=("rte",), d_s=24, model="tiny").check_with_trainer(str(tmp_path / "r"))
+def test_launch_checked_by_the_trainers_own_parser(tmp_path):
+    resolved = commands.check_with_trainer(_run(out=str(tmp_path / "r"), budget=Budget(ratio=1.5),
+                                                adapter=AdapterConfig(method="pals")))
+    assert resolved.adapter.d_s is not None and resolved.adapter.d_s % 12 == 0  # solved on the tiny model
     with pytest.raises(ValueError, match="max_len"):
-        TrainSpec(method="pals", tasks=("rte",), d_s=24, max_len=4).check_with_trainer(str(tmp_path / "r"))
+        commands.check_with_trainer(_run(out=str(tmp_path / "r"), max_len=4))
     assert not (tmp_path / "r").exists()  # nothing written by a check
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from explorer import registry
-from explorer.commands import TrainSpec
+from pals_core.budget import AdapterConfig
+from pals_core.train.config import TrainConfig
 
 
 def _wait(run_dir: Path, until, timeout: float = 90.0) -> registry.Run:
@@ -25,11 +26,12 @@ def _wait(run_dir: Path, until, timeout: float = 90.0) -> registry.Run:
         time.sleep(0.25)
 
 
-def _spec(glue_dir, **kw) -> TrainSpec:
-    base = dict(method="pals", tasks=("rte", "mrpc"), d_s=24, location="top", heads=12, model="tiny", glue_dir=str(glue_dir),
-                steps=40, batch_size=8, eval_every=10, max_train_examples=64, max_eval_examples=32, max_len=64, threads=1)
+def _spec(glue_dir, **kw) -> TrainConfig:
+    base = dict(tasks=["rte", "mrpc"], adapter=AdapterConfig(method="pals", d_s=24, location="top"), model="tiny",
+                glue_dir=str(glue_dir), steps=40, batch_size=8, eval_every=10, max_train_examples=64, max_eval_examples=32,
+                max_len=64, num_threads=1)
     base.update(kw)
-    return TrainSpec(**base)
+    return TrainConfig(**base)
 
 
 def test_atomic_json_and_tolerant_reads(tmp_path):
@@ -42,7 +44,7 @@ def test_atomic_json_and_tolerant_reads(tmp_path):
 
 
 def test_run_names_are_checked(tmp_path):
-    spec = TrainSpec(method="pals", tasks=("rte",), d_s=24)
+    spec = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=24))
     assert registry.new_run_id(spec, "my-run_1.2") == "my-run_1.2"
     for bad in ("../x", "a b", "/abs", ".hidden"):
         with pytest.raises(ValueError, match="run name"):
@@ -75,8 +77,8 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     root = tmp_path / "runs"
     # 0. launched by another process that then exits (a server restart): the folder alone tells the status
     spec = _spec(glue_dir, steps=200)
-    code = (f"from explorer import registry; from explorer.commands import TrainSpec; "
-            f"registry.launch(TrainSpec.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')")
+    code = (f"from explorer import registry; from pals_core.train.config import TrainConfig; "
+            f"registry.launch(TrainConfig.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     run = registry.load_run(root / "life")
     assert run.alive and os.getpgid(run.pid) == run.pid  # its own session: cancel reaches the whole group

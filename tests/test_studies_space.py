@@ -6,6 +6,7 @@ import optuna
 import pytest
 
 from pals_core.budget import AdapterConfig, Budget, get_method
+from pals_core.budget.config import design_label
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import resolve
 from studies.definitions import DEFINITIONS, Context, get_definition
@@ -60,10 +61,10 @@ def test_every_sampled_design_fits_the_budget_and_the_trainer_accepts_it(tmp_pat
         cost = cost_of(minilm, TASKS, a, settings.budget_obj())
         assert cost.feasible and cost.params_task_specific <= limit, (a, cost.params_task_specific, limit)
         if get_method(a.method).attention:
-            assert a.d_s % settings.heads == 0
+            assert a.d_s % settings.template().heads == 0
         cfg = resolve(TrainConfig(tasks=TASKS, adapter=a, model=None, out=str(tmp_path / "x"), glue_dir=str(tmp_path)))
         assert cfg.adapter == a  # the trainer takes the design unchanged
-        seen.add(cost.method if cost.location is None else f"{cost.method}@{cost.location}")
+        seen.add(design_label(cost.method, cost.location))
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
     assert len(seen) >= len(ctx.designs) - 3, "random sampling reaches (nearly) every feasible design"
 
@@ -71,7 +72,7 @@ def test_every_sampled_design_fits_the_budget_and_the_trainer_accepts_it(tmp_pat
 @pytest.mark.parametrize("name", ["alpha-schedule", "optimizer"])
 def test_schedule_and_optimizer_spaces_are_valid_trainer_configs(tmp_path, minilm, name):
     settings = StudySettings(definition=name, tasks=TASKS, steps=60)
-    settings.adapter = fixed_adapter(settings, minilm)
+    settings.adapter = fixed_adapter(settings, minilm, AdapterConfig())
     d = get_definition(name)
     ctx = make_context(d, settings, minilm)
     assert ctx.fixed_adapter.method == "pals" and ctx.fixed_adapter.d_s % 12 == 0

@@ -312,10 +312,10 @@ def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
     (["--tasks", "rte,foo", "--d-s", "12"], "unknown task 'foo'"),
     (["--tasks", "rte", "--method", "palz", "--d-s", "12"], "unknown method 'palz'"),
     (["--tasks", "rte", "--d-s", "13"], "d_s = 13 is not divisible by the 12 adapter heads"),
-    (["--tasks", "rte"], "needs --d-s N or --budget RATIO"),
+    (["--tasks", "rte"], "needs --d-s N or a budget"),
     (["--tasks", "rte,qnli", "--d-s", "12"], "GLUE files missing in .*: qnli \\(QNLI/train.tsv\\)"),
     (["--tasks", "rte", "--d-s", "12", "--glue-dir", "/nonexistent/glue"], "GLUE directory not found"),
-    (["--tasks", "rte", "--d-s", "12", "--budget", "1.1"], "not allowed with argument --d-s"),
+    (["--tasks", "rte", "--d-s", "12", "--budget", "1.1"], "give d_s or a budget, not both"),
     (["--tasks", "rte", "--d-s", "12", "--steps", "0"], "steps must be a positive integer"),
     (["--tasks", "rte", "--d-s", "12", "--sampling", "zigzag"], "unknown sampling 'zigzag'"),
 ])

@@ -9,14 +9,16 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from .costs import CONVENTIONS, base_params
+from .config import AdapterConfig
+from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params
+from .flags import add_flags, given_values
 from .methods import METHODS, get_method
 from .models import DEFAULT_MODEL, PRESETS, load_model
 from .paper import paper_reproduction
-from .solver import Budget, budget_from_flags
+from .solver import add_budget_flags, budget_from_args
 from .table import rows, sort_rows
 from .tasks import parse_tasks
-from .units import human, parse_positive_int
+from .units import parse_positive_int
 
 
 class UsageError(Exception):
@@ -29,37 +31,19 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0],
+    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method, every method at all, top "
+                "and bottom (a table); design flags other than --method/--location/--d-s apply to every row.",
                 epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
-                       "pals-budget --paper")
+                       "pals-budget --method lhuc | pals-budget --paper")
     p.add_argument("--tasks", default="8", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8)")
-    b = p.add_argument_group("budget (one of)")
-    b.add_argument("--budget", metavar="RATIO", help="N_total ≤ RATIO × N_base, e.g. 1.13")
-    b.add_argument("--extra", metavar="N", help="N_total − N_base ≤ N over all tasks, e.g. 15M")
-    b.add_argument("--per-task", metavar="N", help="head + adapter ≤ N for every task, e.g. 1.9M")
-    p.add_argument("--method", help=f"one method ({', '.join(METHODS)}); default: all")
-    p.add_argument("--location", help="all | top | bottom | i,j,… (0-based layers); default: all three for the table")
+    add_budget_flags(p)
+    add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
-    p.add_argument("--d-s", metavar="N", help="evaluate this adapter size instead of solving for the largest")
-    p.add_argument("--heads", default="12", metavar="H", help="adapter attention heads h_s (default 12)")
-    p.add_argument("--seq-len", default="128", metavar="n", help="tokens per sequence for FLOPs (default 128)")
+    p.add_argument("--seq-len", default=str(DEFAULT_SEQ_LEN), metavar="n", help=f"tokens per sequence for FLOPs (default {DEFAULT_SEQ_LEN})")
     p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
-    p.add_argument("--per-task-pooler", action="store_true", help="give every task its own pooler")
-    p.add_argument("--n-top", default="6", metavar="N", help="layers in the top stacks (default 6)")
-    p.add_argument("--ffn-ratio", default="2", metavar="R", help="f = R·d_s in proj_ffn_top (default 2)")
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return p
-
-
-def _fmt_budget(budget: Optional[Budget], n_base: int) -> str:
-    if budget is None:
-        return "no budget"
-    if budget.ratio is not None:
-        return f"≤ {budget.ratio:g}× BERT (extra ≤ {human(budget.extra_limit(n_base))})"
-    if budget.extra is not None:
-        return f"extra ≤ {human(budget.extra)}"
-    return f"≤ {human(budget.per_task)} per task"
 
 
 def _table(costs, header: str) -> str:
@@ -98,16 +82,14 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         return _paper_text()
     model = load_model(args.model)
     tasks = parse_tasks(args.tasks)
-    budget = budget_from_flags(args.budget, args.extra, args.per_task)
-    heads = parse_positive_int(args.heads, "--heads")
+    budget = budget_from_args(args)
     seq_len = parse_positive_int(args.seq_len, "--seq-len")
-    n_top = parse_positive_int(args.n_top, "--n-top")
-    ffn_ratio = parse_positive_int(args.ffn_ratio, "--ffn-ratio")
-    d_s = parse_positive_int(args.d_s, "--d-s") if args.d_s is not None else None
+    given = given_values(args, AdapterConfig)
+    d_s, location, method_name = given.pop("d_s", None), given.pop("location", None), given.pop("method", None)
+    template = AdapterConfig(**given)
     methods = None
-    location = args.location
-    if args.method is not None:
-        method = get_method(args.method)
+    if method_name is not None:
+        method = get_method(method_name)
         methods = [method.name]
         if d_s is not None and not method.sized:
             raise UsageError(f"method {method.name!r} has no adapter size; drop --d-s")
@@ -117,10 +99,10 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             location = "all"
     elif location is not None:
         methods = [name for name, m in METHODS.items() if m.within]
-    if budget is None and d_s is None:
+    if budget is None and d_s is None and (methods is None or any(get_method(m).sized for m in methods)):
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
-    costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, heads=heads, seq_len=seq_len,
-                 convention=args.convention, per_task_pooler=args.per_task_pooler, n_top=n_top, ffn_ratio=ffn_ratio)
+    costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, adapter=template,
+                 seq_len=seq_len, convention=args.convention)
     n_base = base_params(model, args.convention)
     if args.json:
         return json.dumps({
@@ -134,7 +116,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         }, indent=2)
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-              f"budget {_fmt_budget(budget, n_base)} · n = {seq_len} · sorted: fits, then FLOPs")
+              f"budget {budget.describe(n_base) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs")
     return _table(sort_rows(costs), header)
 
 

@@ -5,20 +5,58 @@ The same dataclass drives the calculator (``pals_core.budget``) and the torch mo
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence, Union
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Optional, Sequence, Union
+
+from .flags import to_argv
 
 Location = Union[str, Sequence[int], None]
+NAMED_LOCATIONS = ("all", "top", "bottom")
+
+
+def parse_location(text: Any) -> Location:
+    """'all' | 'top' | 'bottom' as they are; '3' or '0,2,5' (or a sequence of ints) → a tuple of layer indices.
+    Range checks need the model (``resolve_layers``)."""
+    if text is None:
+        return None
+    if isinstance(text, str):
+        word = text.strip()
+        if word in NAMED_LOCATIONS:
+            return word
+        parts = [p.strip() for p in word.split(",") if p.strip()]
+        if not parts or not all(p.lstrip("-").isdigit() for p in parts):
+            raise ValueError(f"location {text!r} is not all, top, bottom or a list of layer indices such as 0,2,5")
+        return tuple(int(p) for p in parts)
+    if isinstance(text, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in text):
+        return tuple(text)
+    raise ValueError(f"location {text!r} is not all, top, bottom or a list of layer indices")
+
+
+def format_location(location: Location) -> str:
+    """The label of a location: 'all', 'top', 'bottom' or '0,2,5' (None = all)."""
+    if location is None:
+        return "all"
+    if isinstance(location, str):
+        return location
+    return ",".join(str(i) for i in location)
+
+
+def _method_names() -> list[str]:
+    from .methods import METHODS
+
+    return list(METHODS)
 
 
 @dataclass
 class AdapterConfig:
-    method: str = field(default="pals", metadata={"help": "Adapter method; see `pals_core.budget.METHODS`."})
+    method: str = field(default="pals", metadata={"help": "Adapter method", "choices": _method_names,
+                                                     "always": True})
     d_s: Optional[int] = field(default=None, metadata={
         "help": "Adapter size d_s (bottleneck / rank / projected width). None for `shared`, `lhuc`, `bert_layer_top`."})
     location: Location = field(default=None, metadata={
-        "help": "Adapted layers: 'all' (default), 'top' (last ⌊L/2⌋), 'bottom' (first ⌊L/2⌋) or 0-based indices. "
-                "Top-of-BERT methods take none."})
+        "help": "Adapted layers: all, top (last ⌊L/2⌋), bottom (first ⌊L/2⌋) or 0-based indices i,j,…; "
+                "none = all. Top-of-BERT methods take none.",
+        "parse": parse_location, "format": format_location, "metavar": "LAYERS"})
     heads: int = field(default=12, metadata={"help": "h_s, attention heads inside the adapter (PALs, proj_attn_top); d_s must divide by it."})
     n_top: int = field(default=6, metadata={"help": "N_top, layers in the proj_attn_top / proj_ffn_top stack (paper: 6)."})
     ffn_ratio: int = field(default=2, metadata={"help": "r, inner FFN width f = r·d_s for proj_ffn_top (paper: f = 408 at d_s = 204)."})
@@ -41,6 +79,28 @@ class AdapterConfig:
     cond_adapter_layers: int = field(default=1, metadata={
         "help": "CA-MTL: how many of the top layers get the conditional bottleneck of width d_s (paper: the top layer)."})
 
+    def __post_init__(self) -> None:
+        if isinstance(self.location, (str, list, tuple)):
+            self.location = parse_location(self.location)
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The declared default of one field (the one place it is written)."""
+        return next(f.default for f in fields(cls) if f.name == name)
+
+    @property
+    def label(self) -> str:
+        """``method @ location`` (the method alone for designs without a location): the design's name everywhere."""
+        from .methods import get_method
+
+        if not get_method(self.method).within:
+            return self.method
+        return design_label(self.method, format_location(self.location))
+
+    def to_argv(self) -> list[str]:
+        """Flags (``--d-s 204 --location top …``) that give this design on any of the three CLIs."""
+        return to_argv(self)
+
     def as_dict(self) -> dict:
         d = asdict(self)
         if isinstance(d["location"], tuple):
@@ -51,3 +111,8 @@ class AdapterConfig:
     def from_dict(cls, d: dict) -> "AdapterConfig":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+def design_label(method: str, location: Optional[str]) -> str:
+    """``pals @ top``; the method alone where there is no location."""
+    return method if location is None else f"{method} @ {location}"

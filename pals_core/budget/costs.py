@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from .config import AdapterConfig
+from .config import AdapterConfig, format_location
 from .method import Method, Part, bert_layer_flops, bert_layer_params, linear, layer_norm, mm
-from .methods import check_config, location_label
+from .methods import check_config
 from .models import BaseModel
 from .poly import Poly
 from .tasks import Task
@@ -73,7 +73,7 @@ class Design:
     def location(self) -> Optional[str]:
         if not self.method.within:
             return None
-        return location_label(self.config.location if self.config.location is not None else "all")
+        return format_location(self.config.location)
 
     @property
     def extra(self) -> Poly:
@@ -105,6 +105,8 @@ def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, conventio
         frozen = n_base
     else:
         frozen = method.frozen_base(m, cfg, paper) if method.frozen_base else 0
+        if cfg.per_task_pooler:  # the trunk's own pooler stays in N_base but nothing reads it: it does not train
+            frozen += pooler_params(m, convention)
     return Design(m, tuple(tasks), cfg, method, layers, convention, seq_len,
                   sum((p.count for p in parts), Poly()), parts,
                   sum((p.count for p in flop_parts), Poly()), flop_parts,
@@ -144,6 +146,18 @@ class Cost:
         return asdict(self)
 
 
+def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
+    """Layers every task computes identically when all tasks run on one input (the paper's shared operations,
+    SPEC section 5): those below the lowest adapted layer; all of them for top methods and methods that adapt
+    no layer; none for methods that condition the input embeddings on the task (CA-MTL).
+    ``forward_flops`` prices ``predict_all`` with it and ``MultiTaskBert.predict_all`` runs it."""
+    if method.conditions_input:
+        return 0
+    if method.within and layers:
+        return layers[0]
+    return num_layers
+
+
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
 
@@ -160,12 +174,7 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     plain = trunk + pooler + heads[0]
     first = plain + extra
-    if ds.method.conditions_input:
-        lowest = 0  # the task changes the embeddings (CA-MTL): every layer runs once per task
-    elif ds.method.within and ds.layers:
-        lowest = ds.layers[0]
-    else:
-        lowest = m.layers
+    lowest = shared_depth(ds.method, ds.layers, m.layers)
     per_task_trunk = (m.layers - lowest) * layer
     if ds.method.name == "shared" and not ds.config.per_task_pooler:
         all_tasks = trunk + pooler + sum(heads)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from .costs import Cost, Design, evaluate
-from .units import parse_count, parse_positive_float
+from .units import human, parse_count, parse_positive_float
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,81 @@ class Budget:
         if self.per_task is not None and self.per_task <= 0:
             raise ValueError(f"per-task budget must be positive, got {self.per_task}")
 
+    KINDS = ("ratio", "extra", "per_task")  # also the flags --budget, --extra, --per-task
+
     def as_dict(self) -> dict:
         return {"ratio": self.ratio, "extra": self.extra, "per_task": self.per_task}
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> Optional["Budget"]:
+        """The inverse of ``as_dict``; None or all-null → None; a bare number is a ratio (older run configs)."""
+        if d is None:
+            return None
+        if isinstance(d, Budget):
+            return d
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            return cls(ratio=float(d))
+        if not isinstance(d, dict) or set(d) - set(cls.KINDS):
+            raise ValueError(f"budget {d!r} is not {{ratio, extra, per_task}}")
+        if all(d.get(k) is None for k in cls.KINDS):
+            return None
+        return cls(**{k: d.get(k) for k in cls.KINDS})
+
+    @classmethod
+    def parse(cls, kind: str, text: str) -> "Budget":
+        """``ratio`` "1.13" (or "1.13x"), ``extra`` "15M", ``per_task`` "250k": the one reader of a written budget
+        (CLI flags, the explorer's field, links)."""
+        kind = kind.replace("-", "_")
+        text = str(text if text is not None else "").strip()
+        if not text:
+            raise ValueError(f"enter a {kind.replace('_', '-')} budget")
+        if kind == "ratio":
+            return cls(ratio=parse_positive_float(text.rstrip("x×X ").strip(), "budget ratio"))
+        if kind == "extra":
+            return cls(extra=parse_count(text, "extra-parameter budget"))
+        if kind == "per_task":
+            return cls(per_task=parse_count(text, "per-task budget"))
+        raise ValueError(f"unknown budget kind {kind!r} (ratio, extra or per-task)")
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in self.KINDS if getattr(self, k) is not None)
+
+    def to_argv(self) -> list[str]:
+        """The flags that give this budget: ``--budget 1.13`` | ``--extra 15000000`` | ``--per-task 250000``."""
+        value = getattr(self, self.kind)
+        flag = {"ratio": "--budget", "extra": "--extra", "per_task": "--per-task"}[self.kind]
+        return [flag, repr(float(value)) if self.kind == "ratio" else f"{value:.0f}" if float(value).is_integer()
+                else repr(float(value))]
+
+    def describe(self, n_base: Optional[int] = None, base: str = "the base model") -> str:
+        """One line: '≤ 1.13× the base model (extra ≤ 14.2M)', 'extra ≤ 15M', '≤ 1.9M per task'."""
+        if self.ratio is not None:
+            extra = f" (extra ≤ {human(self.extra_limit(n_base))})" if n_base is not None else ""
+            return f"≤ {self.ratio:g}× {base}{extra}"
+        if self.extra is not None:
+            return f"extra ≤ {human(self.extra)}"
+        return f"≤ {human(self.per_task)} per task"
 
     def extra_limit(self, n_base: int) -> Optional[float]:
         """The cap on N_total − N_base over all tasks, if this budget is global."""
         if self.ratio is not None:
             return self.ratio * n_base - n_base
         return self.extra
+
+
+def add_budget_flags(parser: Any, *, title: str = "budget (one of)", defaults_help: str = "") -> None:
+    """``--budget RATIO`` | ``--extra N`` | ``--per-task N`` — the same three flags on every CLI."""
+    b = parser.add_argument_group(title + defaults_help)
+    b.add_argument("--budget", metavar="RATIO", default=None, help="N_total ≤ RATIO × N_base, e.g. 1.13")
+    b.add_argument("--extra", metavar="N", default=None, help="N_total − N_base ≤ N over all tasks, e.g. 15M")
+    b.add_argument("--per-task", metavar="N", default=None, help="head + adapter ≤ N for every task, e.g. 1.9M")
+
+
+def budget_from_args(args: Any) -> Optional["Budget"]:
+    """The budget of parsed ``add_budget_flags`` flags (None when none is given)."""
+    ns = args if isinstance(args, dict) else vars(args)
+    return budget_from_flags(ns.get("budget"), ns.get("extra"), ns.get("per_task"))
 
 
 def budget_from_flags(ratio: Optional[str] = None, extra: Optional[str] = None,
@@ -58,11 +125,11 @@ def budget_from_flags(ratio: Optional[str] = None, extra: Optional[str] = None,
     if not given:
         return None
     flag, value = given[0]
-    if flag == "--budget":
-        return Budget(ratio=parse_positive_float(value, "--budget ratio"))
-    if flag == "--extra":
-        return Budget(extra=parse_count(value, "--extra"))
-    return Budget(per_task=parse_count(value, "--per-task"))
+    kind = {"--budget": "ratio", "--extra": "extra", "--per-task": "per_task"}[flag]
+    try:
+        return Budget.parse(kind, value)
+    except ValueError as e:
+        raise ValueError(f"{flag}: {e}") from None
 
 
 def limits(ds: Design, budget: Optional[Budget]) -> tuple[Optional[float], Optional[float]]:

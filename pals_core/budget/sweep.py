@@ -26,7 +26,7 @@ class Point(NamedTuple):
 
 def sweep(model: BaseModel, *, sizes: Iterable[int] = range(1, 1025), task_counts: Iterable[int] = range(1, 33),
           methods: Optional[Iterable[str]] = None, convention: str = "exact", seq_len: int = DEFAULT_SEQ_LEN,
-          heads: int = 12) -> Iterator[Point]:
+          heads: int = AdapterConfig.default("heads")) -> Iterator[Point]:
     """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""
     sizes = list(sizes)
     for name, loc in designs_for(methods):

@@ -1,6 +1,7 @@
 """Every method × location at one budget (or one size): the rows of ``pals-budget``."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
 from .config import AdapterConfig
@@ -30,17 +31,23 @@ def designs_for(methods: Optional[Iterable[str]] = None, location=None) -> list[
 
 
 def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
-         location=None, d_s: Optional[int] = None, heads: int = 12, seq_len: int = DEFAULT_SEQ_LEN,
-         convention: str = "exact", per_task_pooler: bool = False, n_top: int = 6, ffn_ratio: int = 2) -> list[Cost]:
-    """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given."""
+         location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
+         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", **adapter_fields) -> list[Cost]:
+    """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.
+
+    ``adapter`` (or ``AdapterConfig`` fields as keywords, e.g. ``heads=6``) holds the design settings every row
+    shares; each row replaces its method, location and size. Sizeless methods need neither a budget nor a size."""
+    template = replace(adapter if adapter is not None else AdapterConfig(), **adapter_fields)
+    pairs = designs_for(methods, location)
     if budget is None and d_s is None:
-        raise ValueError("give a budget (ratio, extra or per-task) or an adapter size d_s")
+        sized = [name for name, _ in pairs if get_method(name).sized]
+        if sized:
+            raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
     out = []
-    for name, loc in designs_for(methods, location):
+    for name, loc in pairs:
         method = get_method(name)
         size = d_s if method.sized else None
-        cfg = AdapterConfig(method=name, d_s=size, location=loc, heads=heads, n_top=n_top, ffn_ratio=ffn_ratio,
-                            per_task_pooler=per_task_pooler)
+        cfg = replace(template, method=name, d_s=size, location=loc)
         if size is None and method.sized:
             ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len, check_size=False)
             out.append(solve(ds, budget))

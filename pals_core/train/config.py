@@ -15,52 +15,75 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Optional
 
 from ..budget.config import AdapterConfig
+from ..budget.flags import to_argv
+from ..budget.solver import Budget
 from ..data.glue import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
 from ..data.tasks import parse_task_list
+from .models import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
 MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 GLUE_SOURCES = ("auto", "files", "hub")
-TINY = "tiny"
 
 # fields that may differ between a run and its resumption (they do not change the numbers)
 RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_source")
 
 
+def _grad_clip(text: str) -> Optional[float]:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("is not a finite number")
+    return None if value == 0 else value
+
+
 @dataclass
 class TrainConfig:
-    tasks: list[str]
-    adapter: AdapterConfig
-    model: Optional[str] = None  # local HF BERT folder; None = embedded MiniLM; "tiny" = random tiny BERT
-    glue_dir: Optional[str] = field(default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None)
-    out: str = "runs/pals-train"
-    steps: int = 60000
-    batch_size: int = 32
-    max_len: int = 128
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-6  # BERT's Adam ε
-    warmup: float = 0.1  # fraction of steps
-    grad_clip: Optional[float] = 1.0  # max global gradient norm; None = off
-    sampling: str = "annealed"  # round_robin, uniform, proportional, sqrt, annealed, alpha_schedule, …
-    alpha_start: float = 1.0  # alpha_schedule only
-    alpha_end: float = 0.2
-    alpha_shape: str = "linear"
-    epoch_steps: int = 2400
-    eval_every: int = 1000
-    save_every: Optional[int] = None  # checkpoint period in steps; None = at every evaluation
-    eval_batch_size: int = 128
-    max_train_examples: Optional[int] = None  # per task: a fixed random subset of this size
-    max_eval_examples: Optional[int] = None
-    seed: int = 0
-    device: str = "auto"  # auto (CUDA when present), cpu, cuda
-    mixed_precision: str = "auto"  # auto = bf16 autocast on a CUDA device that has it, else none
-    budget: Optional[float] = None  # ratio; d_s from the calculator's solver
-    glue_source: str = "auto"  # auto, files (glue_dir), hub (nyu-mll/glue)
-    cache_dir: Optional[str] = None  # tokenisation cache; None = $PALS_CACHE_DIR or the datasets cache
-    num_threads: Optional[int] = None  # torch CPU threads; None = torch's default
+    """One run. Each field is declared once here — type, default, help — and becomes a ``pals-train`` flag
+    (``pals_core.budget.flags``); the design's fields are ``AdapterConfig``'s, the budget is ``Budget``."""
+
+    tasks: list[str] = field(metadata={"help": "GLUE tasks, comma-separated: cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte",
+                                       "always": True, "metavar": "T,T,…"})
+    adapter: AdapterConfig = field(metadata={"cli": False})  # its fields are flags of their own
+    model: Optional[str] = field(default=None, metadata={
+        "help": f"local Hugging Face checkpoint folder, or '{TINY}' (a random tiny BERT for smoke runs); "
+                "none = the embedded MiniLM", "metavar": "PATH"})
+    glue_dir: Optional[str] = field(default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None, metadata={
+        "help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"})
+    out: str = field(default="runs/pals-train", metadata={"help": "run directory", "always": True, "metavar": "DIR"})
+    steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
+    batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
+    max_len: int = field(default=128, metadata={"help": "max tokens per example"})
+    lr: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (none on biases and LayerNorms)"})
+    adam_betas: tuple[float, float] = field(default=(0.9, 0.999), metadata={"help": "AdamW β1,β2"})
+    adam_eps: float = field(default=1e-6, metadata={"help": "AdamW ε (BERT's)"})
+    warmup: float = field(default=0.1, metadata={"help": "linear warm-up, as a fraction of the steps"})
+    grad_clip: Optional[float] = field(default=1.0, metadata={
+        "help": "max global gradient norm; 0 or none = off", "parse": _grad_clip, "format": repr})
+    sampling: str = field(default="annealed", metadata={"help": "task sampling", "choices": lambda: list(SAMPLERS)})
+    alpha_start: float = field(default=1.0, metadata={"help": "alpha_schedule: α in the first epoch"})
+    alpha_end: float = field(default=0.2, metadata={"help": "alpha_schedule: α in the last epoch"})
+    alpha_shape: str = field(default="linear", metadata={"help": "alpha_schedule: shape between start and end",
+                                                         "choices": lambda: list(ALPHA_SHAPES)})
+    epoch_steps: int = field(default=2400, metadata={"help": "steps per sampling epoch (annealed, alpha_schedule)"})
+    eval_every: int = field(default=1000, metadata={"help": "evaluate (and checkpoint) every N steps"})
+    save_every: Optional[int] = field(default=None, metadata={"help": "checkpoint every N steps; none = at evaluations"})
+    eval_batch_size: int = field(default=128, metadata={"help": "evaluation batch size"})
+    max_train_examples: Optional[int] = field(default=None, metadata={"help": "per-task cap on training rows (a fixed random subset)"})
+    max_eval_examples: Optional[int] = field(default=None, metadata={"help": "per-task cap on dev rows (a fixed random subset)"})
+    seed: int = field(default=0, metadata={"help": "random seed"})
+    device: str = field(default="auto", metadata={"help": "auto = CUDA when present (pick GPUs with CUDA_VISIBLE_DEVICES)",
+                                                  "choices": lambda: list(DEVICES)})
+    mixed_precision: str = field(default="auto", metadata={"help": "auto = bf16 autocast on a CUDA device that has it",
+                                                           "choices": lambda: list(MIXED_PRECISION)})
+    budget: Optional[Budget] = field(default=None, metadata={"cli": False})  # --budget/--extra/--per-task: d_s from the solver
+    glue_source: str = field(default="auto", metadata={"help": "files (--glue-dir), hub (nyu-mll/glue) or auto",
+                                                       "choices": lambda: list(GLUE_SOURCES)})
+    cache_dir: Optional[str] = field(default=None, metadata={
+        "help": "tokenisation cache; none = $PALS_CACHE_DIR or the datasets cache", "metavar": "DIR"})
+    num_threads: Optional[int] = field(default=None, metadata={"help": "torch CPU threads; none = torch's default",
+                                                               "flag": "--threads"})
 
     def __post_init__(self) -> None:
         if isinstance(self.tasks, str):
@@ -69,6 +92,7 @@ class TrainConfig:
         if isinstance(self.adapter, dict):
             self.adapter = AdapterConfig.from_dict(self.adapter)
         self.adam_betas = tuple(self.adam_betas)
+        self.budget = Budget.from_dict(self.budget)
 
     # --- (de)serialisation --------------------------------------------------------------------------
 
@@ -76,7 +100,14 @@ class TrainConfig:
         d = asdict(self)
         d["adapter"] = self.adapter.as_dict()
         d["adam_betas"] = list(self.adam_betas)
+        d["budget"] = self.budget.as_dict() if self.budget is not None else None
         return d
+
+    def to_argv(self) -> list[str]:
+        """The ``pals-train`` flags that give this run (design flags and budget included): what a launcher runs
+        and what a person would type. ``config_from_args(parse(to_argv(c))) == c``."""
+        budget = self.budget.to_argv() if self.budget is not None else []
+        return [*self.adapter.to_argv(), *budget, *to_argv(self)]
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
@@ -124,8 +155,6 @@ class TrainConfig:
             raise ValueError(f"unknown mixed precision {self.mixed_precision!r} ({', '.join(MIXED_PRECISION)})")
         if self.glue_source not in GLUE_SOURCES:
             raise ValueError(f"unknown GLUE source {self.glue_source!r} ({', '.join(GLUE_SOURCES)})")
-        if self.budget is not None:
-            _finite("budget", self.budget, low=1.0)
         if not self.out:
             raise ValueError("out (the run directory) must be given")
         if self.model is not None and self.model != TINY and not os.path.isfile(os.path.join(self.model, "config.json")):

@@ -11,34 +11,29 @@ the modules disagree — a bug to fix, not to train through).
 """
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from typing import Optional, Sequence
 
-from ..budget import AdapterConfig, BaseModel, Budget, Task, design, solve
-from ..budget.costs import Cost, evaluate
+from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
+from ..budget.costs import Cost
 
 
-def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig) -> Cost:
-    return evaluate(design(shape, list(tasks), adapter), adapter.d_s)
+def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
+    """The calculator's cost of this design (exact convention), checked against ``budget`` when one is given."""
+    return at_size(design(shape, list(tasks), adapter), adapter.d_s, budget)
 
 
-def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, ratio: float) -> Optional[int]:
-    """The calculator's largest d_s with N_total ≤ ratio·N_base (exact convention); None for sizeless
-    methods. ``ValueError`` if even the smallest size does not fit."""
+def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Budget) -> Optional[int]:
+    """The calculator's largest d_s within ``budget`` (exact convention); None for sizeless methods.
+    ``ValueError`` if even the smallest size does not fit."""
     probe = AdapterConfig.from_dict({**adapter.as_dict(), "d_s": None})
     ds = design(shape, list(tasks), probe, check_size=False)
-    cost = solve(ds, Budget(ratio=ratio))
+    cost = solve(ds, budget)
     if not cost.feasible:
-        raise ValueError(f"budget {ratio:g}× does not fit method {adapter.method!r} on this model and these tasks: "
-                         f"its smallest design already needs {cost.ratio:.4f}×")
+        raise ValueError(f"the budget {budget.describe(ds.n_base)} does not fit {probe.label} on this model and these "
+                         f"tasks: its smallest design already needs {cost.ratio:.4f}×")
     return cost.d_s
-
-
-def expected_trained(cost: Cost, adapter: AdapterConfig, pooler: int) -> int:
-    """Parameters the optimiser should update: all, minus the trunk's unused pooler when every task
-    has its own; with ``freeze_trunk`` only the task-specific ones."""
-    if adapter.freeze_trunk:
-        return cost.params_task_specific
-    return cost.params_total - (pooler if adapter.per_task_pooler else 0)
 
 
 def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig) -> dict:
@@ -56,8 +51,32 @@ def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterC
             held = sum(p.numel() for _, p in model.named_task_parameters(t))
             if held != per_task[t]:
                 raise RuntimeError(f"task {t!r} holds {held:,} parameters in the model, the calculator counts {per_task[t]:,}")
-        want = expected_trained(cost, adapter, shape.hidden * shape.hidden + shape.hidden)
-        if trained != want:
-            raise RuntimeError(f"the optimiser would train {trained:,} parameters, the calculator expects {want:,}")
+    if trained != cost.params_trained:
+        raise RuntimeError(f"the optimiser would train {trained:,} parameters, the calculator expects {cost.params_trained:,}")
     return {"total": int(cost.params_total), "task_specific": int(cost.params_task_specific), "per_task": per_task,
             "trained": int(trained), "ratio": float(cost.ratio), "d_s": adapter.d_s}
+
+
+def resolve(cfg):
+    """A validated copy of ``cfg`` (a ``TrainConfig``) with d_s taken from its budget (if one is given), checked
+    against the calculator on the model the run will build. ``ValueError`` names the problem (unknown task or
+    method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching."""
+    from ..data.tasks import GLUE_TASKS
+    from .models import model_shape
+
+    cfg = copy.deepcopy(cfg)
+    cfg.validate()
+    shape = model_shape(cfg.model)
+    tasks = [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks]
+    method = get_method(cfg.adapter.method)
+    if cfg.budget is not None and method.sized:
+        d_s = solve_d_s(shape, tasks, cfg.adapter, cfg.budget)
+        if cfg.adapter.d_s is not None and cfg.adapter.d_s != d_s:
+            raise ValueError(f"give d_s or a budget, not both (the budget {cfg.budget.describe()} gives d_s = {d_s}, "
+                             f"not {cfg.adapter.d_s})")
+        cfg.adapter = replace(cfg.adapter, d_s=d_s)
+    cost = design_cost(shape, tasks, cfg.adapter, cfg.budget)  # raises ValueError for an invalid design
+    if not cost.feasible:
+        raise ValueError(f"{cfg.adapter.label} needs {cost.ratio:.4f}× the base model "
+                         f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}")
+    return cfg

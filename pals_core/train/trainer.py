@@ -17,13 +17,12 @@ scheduler, RNGs, data order, step — and reaches the same numbers as an uninter
 """
 from __future__ import annotations
 
-import copy
 import os
 import signal
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
 import numpy as np
@@ -36,7 +35,7 @@ from ..data.tasks import GLUE_TASKS
 from .checkpoint import Checkpoints
 from .config import TrainConfig
 from .models import build_model, model_shape, tokenizer_path
-from .params import design_cost, run_params, solve_d_s
+from .params import resolve, run_params  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, read_json
 from .streams import TaskStream, process_slice
 
@@ -53,28 +52,6 @@ class TrainingStopped(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------ preparation
-
-def resolve(cfg: TrainConfig) -> TrainConfig:
-    """A validated copy of ``cfg`` with d_s taken from the budget (if one is given). ``ValueError``
-    names the problem (unknown task or method, d_s not divisible, budget too small, …)."""
-    from ..budget import get_method
-
-    cfg = copy.deepcopy(cfg)
-    cfg.validate()
-    shape = model_shape(cfg.model)
-    tasks = [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks]
-    method = get_method(cfg.adapter.method)
-    if cfg.budget is not None and method.sized:
-        d_s = solve_d_s(shape, tasks, cfg.adapter, cfg.budget)
-        if cfg.adapter.d_s is not None and cfg.adapter.d_s != d_s:
-            raise ValueError(f"give d_s or a budget, not both (the budget {cfg.budget:g}× gives d_s = {d_s}, "
-                             f"not {cfg.adapter.d_s})")
-        cfg.adapter = replace(cfg.adapter, d_s=d_s)
-    cost = design_cost(shape, tasks, cfg.adapter)  # raises ValueError for an invalid design
-    if cfg.budget is not None and cost.ratio > cfg.budget:
-        raise ValueError(f"method {cfg.adapter.method!r} needs {cost.ratio:.4f}× the base model, over the budget {cfg.budget:g}×")
-    return cfg
-
 
 def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
     a, b = saved.resumable_view(), new.resumable_view()
