@@ -11,7 +11,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import at_size, design, from_hf_config, parse_tasks
+from pals_core.budget import at_size, design, from_hf_config, parse_tasks, pooler_params
 from pals_core.model import default_checkpoint
 
 torch.set_num_threads(2)
@@ -197,7 +197,8 @@ def test_freeze_trunk_trains_only_task_weights():
         model = MultiTaskBert.from_base_config(hf, cfg, tasks)
         cost = at_size(design(shape, parse_tasks(tasks), cfg), 5)
         trained = sum(p.numel() for p in model.trainable_parameters())
-        assert trained == (cost.params_task_specific if freeze else cost.params_total)
+        assert trained == cost.params_trained  # per-task poolers: the trunk's own pooler is counted frozen
+        assert trained == (cost.params_task_specific if freeze else cost.params_total - pooler_params(shape))
         groups = model.parameter_groups(weight_decay=0.01)
         assert sum(p.numel() for g in groups for p in g["params"]) == trained
         assert [g["weight_decay"] for g in groups] == [0.01, 0.0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..methods import PACKAGES
-from .config import AdapterConfig
+from .config import AdapterConfig, format_location
 from .method import Method
 from .models import BaseModel
 
@@ -62,12 +62,7 @@ def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
     return tuple(sorted(idx))
 
 
-def location_label(location) -> str:
-    if location is None:
-        return "all"
-    if isinstance(location, str):
-        return location
-    return ",".join(str(i) for i in location)
+location_label = format_location  # the label of a location (one function, in config.py)
 
 
 def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -> tuple[Method, tuple[int, ...]]:
