@@ -17,7 +17,6 @@ from .inputs import Inputs, parse_inputs
 
 log = logging.getLogger("pals_explorer")
 STUDY_STORAGE_ENV = "PALS_STUDY_STORAGE"
-DEFAULT_STUDY_STORAGE = "sqlite:///pals_studies.db"  # the same file `pals-study` uses by default (studies.storage.DEFAULT_STORAGE)
 TABS = ["Design", "Where the parameters go", "Paper check", "Train & runs", "Studies"]
 
 
@@ -47,8 +46,10 @@ def _studies_module():
 
 
 def render_studies() -> None:
-    url = st.text_input("Optuna storage URL", value=os.environ.get(STUDY_STORAGE_ENV) or DEFAULT_STUDY_STORAGE,
-                        key="study_storage", help=f"Default: ${STUDY_STORAGE_ENV}, else {DEFAULT_STUDY_STORAGE}.")
+    from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
+
+    url = st.text_input("Optuna storage URL", value=os.environ.get(STUDY_STORAGE_ENV) or DEFAULT_STORAGE,
+                        key="study_storage", help=f"Default: ${STUDY_STORAGE_ENV}, else {DEFAULT_STORAGE}.")
     module = _studies_module()
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")

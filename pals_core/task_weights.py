@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -18,6 +17,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from .atomic import atomic_write
 from .budget import AdapterConfig, check_config
 
 FORMAT = "pals-explorer-task/1"
@@ -75,16 +75,7 @@ def save_task(model, task: str, path: Union[str, os.PathLike]) -> None:
         "adapter_config": json.dumps(model.config.as_dict()),
         "base": json.dumps({k: getattr(model.shape, k) for k in _SHAPE_FIELDS}),
     }
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".task-", suffix=".safetensors.tmp", dir=folder)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=meta)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
 
 def _design_differences(model, saved: AdapterConfig) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 from pals_core.budget import AdapterConfig, get_method
 from pals_core.budget.flags import add_flags, given_values
 from pals_core.budget.solver import add_budget_flags, budget_from_args
+from pals_core.train.models import TINY
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from pals_core.data.samplers import SAMPLERS
@@ -48,7 +49,7 @@ def _storage_arg(p: argparse.ArgumentParser) -> None:
 def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
     g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
-    g.add_argument("--model", help="local HF BERT folder, or 'tiny' (random tiny BERT, for tests); default: embedded MiniLM")
+    g.add_argument("--model", help=f"local HF BERT folder, or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
     g.add_argument("--batch-size", help="default 16")
@@ -136,9 +137,9 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
 
         kw["tasks"] = parse_task_list(args.tasks)
     if args.model is not None:
-        kw["model"] = args.model if args.model == "tiny" else os.path.abspath(args.model)
-        if args.model != "tiny" and not os.path.exists(args.model):
-            raise StudyError(f"--model {args.model!r}: no such folder (give a local HF BERT folder or 'tiny')")
+        kw["model"] = args.model if args.model == TINY else os.path.abspath(args.model)
+        if args.model != TINY and not os.path.exists(args.model):
+            raise StudyError(f"--model {args.model!r}: no such folder (give a local HF BERT folder or '{TINY}')")
     budget = budget_from_args(args)
     if budget is not None:
         kw["budget"] = budget.as_dict()

@@ -14,13 +14,14 @@ Everything shown about a study is computed here (the explorer view only lays it 
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Optional, Sequence
 
 import optuna
 import pandas as pd
 import plotly.graph_objects as go
 from optuna.trial import FrozenTrial, TrialState
+
+from pals_core.atomic import atomic_write_text
 
 from .storage import retry_of
 
@@ -232,26 +233,6 @@ def figures(study: optuna.Study) -> tuple[dict[str, go.Figure], dict[str, str]]:
 
 # --- files ---------------------------------------------------------------------------------------
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 → what open() would have given
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_report(study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn") -> dict[str, str]:
     """Write ``trials.csv``, ``leaderboard.csv`` and one HTML file per drawable figure into ``out_dir``.
 
@@ -261,13 +242,13 @@ def write_report(study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn") ->
     written: dict[str, str] = {}
     for name, df in (("trials", trials_frame(study)), ("leaderboard", leaderboard(study))):
         path = os.path.join(out_dir, f"{name}.csv")
-        _atomic_write(path, df.to_csv(index=False))
+        atomic_write_text(path, df.to_csv(index=False))
         written[name] = path
     figs, missing = figures(study)
     include = True if plotlyjs == "inline" else "cdn"
     for name, fig in figs.items():
         path = os.path.join(out_dir, f"{name}.html")
-        _atomic_write(path, fig.to_html(include_plotlyjs=include, full_html=True))
+        atomic_write_text(path, fig.to_html(include_plotlyjs=include, full_html=True))
         written[name] = path
     for name, why in missing.items():
         written[name] = f"skipped: {why}"

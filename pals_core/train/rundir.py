@@ -18,9 +18,10 @@ import datetime as _dt
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
+
+from ..atomic import atomic_write_text
 
 STATUSES = ("running", "finished", "failed", "stopped")
 
@@ -40,23 +41,6 @@ def _clean(value: Any) -> Any:
 
 def dumps(obj: Any, indent: Optional[int] = 2) -> str:
     return json.dumps(_clean(obj), indent=indent, allow_nan=False)
-
-
-def atomic_write_text(path: "str | Path", text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def atomic_write_json(path: "str | Path", obj: Any) -> None:
