@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,6 +33,12 @@ SHARED_FILE = "shared.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
 STATE_FILE = "state.json"
 FORMAT = "pals-explorer-checkpoint/1"
+STEP_DIR = re.compile(r"^step-\d{8}$")  # a checkpoint folder
+TEMP_DIR = re.compile(r"^\.step-\d{8}\.[A-Za-z0-9_]+$")  # one being written (``tempfile.mkdtemp``)
+
+
+class CheckpointDamaged(ValueError):
+    """A checkpoint file that cannot be read back (truncated, overwritten, from another design)."""
 
 
 def step_dir_name(step: int) -> str:
@@ -124,12 +131,13 @@ class Checkpoints:
 
     def prune(self, keep: set[str]) -> None:
         """Remove every checkpoint folder not in ``keep`` (and leftover temporary folders); the
-        kept best checkpoint that is not the latest drops its optimizer state."""
+        kept best checkpoint that is not the latest drops its optimizer state. Only folders named as this
+        class names them are touched (``step-NNNNNNNN``, ``.step-NNNNNNNN.*``): nothing else is deleted."""
         latest = self.latest()
         for child in self.root.iterdir():
-            if not child.is_dir():
+            if not child.is_dir() or child.is_symlink():
                 continue
-            if child.name.startswith(".") or (child.name.startswith("step-") and child.name not in keep):
+            if TEMP_DIR.match(child.name) or (STEP_DIR.match(child.name) and child.name not in keep):
                 shutil.rmtree(child, ignore_errors=True)
             elif child.name in keep and latest is not None and child.name != latest.name:
                 opt = child / OPTIMIZER_FILE
@@ -144,7 +152,18 @@ class Checkpoints:
             self.prune(keep=set())
 
     def load(self, folder: Path, model, optimizer, scheduler, map_location: Any = "cpu") -> dict:
-        """Restore model, optimizer, scheduler and RNGs from ``folder``; returns its state.json."""
+        """Restore model, optimizer, scheduler and RNGs from ``folder``; returns its state.json.
+        ``CheckpointDamaged`` names the folder if any of its files cannot be read back."""
+        try:
+            return self._load(folder, model, optimizer, scheduler, map_location)
+        except CheckpointDamaged:
+            raise
+        except Exception as e:  # noqa: BLE001 - safetensors, torch.load and json raise many kinds
+            raise CheckpointDamaged(f"checkpoint {folder} cannot be read ({type(e).__name__}: "
+                                    f"{' '.join(str(e).split())[:200]}); the run cannot continue from it: "
+                                    "start a new one (another --out)") from None
+
+    def _load(self, folder: Path, model, optimizer, scheduler, map_location: Any) -> dict:
         load_model(model, folder)
         blob = torch.load(folder / OPTIMIZER_FILE, map_location=map_location, weights_only=True)
         optimizer.load_state_dict(blob["optimizer"])

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
     """TrainConfig from parsed flags (absent flags: the saved run's values with --resume, else the
     defaults). Returns (config, resume). ``ValueError`` names the bad flag."""
-    from .rundir import RunDir, read_json
+    from .rundir import RunDir
 
     given = dict(given)
     resume = bool(given.pop("resume", False))
@@ -67,7 +67,7 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
         raise UsageError("--out is required (the run directory)")
     run = RunDir(run_given["out"])
     if resume and run.has_run():
-        base = read_json(run.config)
+        base = run.read_config()  # ValueError naming the file if it is not a pals-train configuration
         adapter = {**base["adapter"], **adapter_given}
         if budget is not None:
             base["budget"] = budget.as_dict()
@@ -93,21 +93,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if orchestrate.handles(orch, args):
             return orchestrate.run(orch, args, progress)
         cfg, resume = config_from_args(args)
+        from .rundir import RunDir
         from .trainer import resolve
 
         cfg = resolve(cfg)
-        if resume and not os.path.isfile(os.path.join(cfg.out, "config.json")):
+        if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run
             print(f"pals-train: nothing to resume in {cfg.out}; starting a new run", file=sys.stderr)
     except (UsageError, ValueError, TypeError) as e:
         print(f"pals-train: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
-    from .trainer import TrainingStopped, train
+    from .trainer import TrainingDiverged, TrainingStopped, train
 
     try:
         summary = train(cfg, resume=resume, progress=progress)
     except TrainingStopped as e:
         print(f"pals-train: {e}", file=sys.stderr)
         return EXIT_STOPPED
+    except TrainingDiverged as e:
+        print(f"pals-train: {_one_line(e)}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"pals-train: interrupted; continue with --resume --out {cfg.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -127,11 +131,18 @@ def format_summary(summary: dict) -> str:
     """The best checkpoint's dev scores (×100) and the parameter cost, as a small table."""
     from ..data.metrics import main_score
 
-    lines = [f"best step {summary['best_step']} of {summary['steps']}  ·  dev average {100 * summary['average']:.2f}  ·  "
-             f"{summary['wall_time_s']:.0f} s"]
-    for task, scores in summary["scores"].items():
-        metrics = "  ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
-        lines.append(f"  {task:6s} {100 * main_score(task, scores):6.2f}   ({metrics})")
+    def pct(v) -> str:  # a score ×100; "—" where it is not a number (NaN is stored as null)
+        return f"{100 * v:6.2f}" if isinstance(v, (int, float)) and v == v else "     —"
+
+    lines = [f"best step {summary.get('best_step')} of {summary.get('steps')}  ·  dev average "
+             f"{pct(summary.get('average')).strip()}  ·  {summary.get('wall_time_s') or 0:.0f} s"]
+    for task, scores in (summary.get("scores") or {}).items():
+        metrics = "  ".join(f"{k} {pct(v).strip()}" for k, v in scores.items())
+        try:
+            main = main_score(task, scores)
+        except (KeyError, TypeError, ValueError):
+            main = None
+        lines.append(f"  {task:6s} {pct(main)}   ({metrics})")
     p = summary["params"]
     lines.append(f"parameters: {p['total']:,} total ({p['ratio']:.4f}× base), {p['task_specific']:,} task-specific, "
                  f"{p['trained']:,} trained")

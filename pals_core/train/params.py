@@ -79,4 +79,24 @@ def resolve(cfg):
     if not cost.feasible:
         raise ValueError(f"{cfg.adapter.label} needs {cost.ratio:.4f}× the base model "
                          f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}")
+    if cfg.max_len > shape.positions:
+        raise ValueError(f"max_len {cfg.max_len} exceeds the model's {shape.positions} positions")
+    check_memory(cost.params_total)
     return cfg
+
+
+BYTES_PER_TRAINED_PARAM = 16  # fp32 weight, gradient and AdamW's two moments
+
+
+def check_memory(params: int) -> None:
+    """Refuse a model whose training state (16 bytes a parameter) exceeds this machine's memory, naming both."""
+    import os
+
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    need = BYTES_PER_TRAINED_PARAM * params
+    if ram > 0 and need > ram:
+        raise ValueError(f"the model has {params:,} parameters: training needs about {need / 2**30:,.1f} GiB "
+                         f"(weights, gradients and AdamW state), this machine has {ram / 2**30:,.1f} GiB")

