@@ -12,37 +12,52 @@ Layout (``$PALS_RUNS_DIR``, default ``./runs``), one folder per run::
 
 A run's status is derived every time it is read, so it survives a page reload and a server restart:
 the trainer's terminal status (finished / failed / stopped) if it wrote one since this launch; else
-``running`` while the process lives (``starting`` before the first progress.json); else ``stopped``
-if the person cancelled it, or ``died`` (e.g. killed, out of memory) — resumable with ``--resume``.
-A process is alive if its pid exists, is not a zombie, and (on Linux) still has the start time
-recorded at launch, so a recycled pid is not mistaken for the run.
+``running`` while a process provably trains there (``starting`` before the first progress.json); else
+``stopped`` if the person cancelled it, or ``died`` (killed, out of memory, the machine restarted: a
+stale "running" in progress.json is reported as such) — resumable with ``--resume``.
+
+Nothing a folder says is executed or signalled on its word alone:
+
+- a process trains a folder if it is this server's own child for it, if it holds the folder's run lock
+  (``pals_core.train.lock``, read from the kernel), or if it is the pid launch.json recorded with the same
+  start time (``/proc/<pid>/stat`` field 22) and the same command line — the trainer's entry point with
+  ``--out`` this folder. ``cancel`` signals only such a process; progress.json's ``pid`` is never used.
+- ``resume`` rebuilds the argument list from the folder's config.json, validated as a ``TrainConfig``
+  (before the trainer wrote one: from launch.json's settings, validated the same way), and runs only the
+  trainer's own entry point (``python -m pals_core.train.cli … --out <folder> --resume``);
+  launch.json's ``argv`` is a record, never run.
+- this server keeps every child's ``Popen`` for as long as it runs, so the child's exit status is collected
+  by ``Popen.poll`` here and nowhere else (a dropped ``Popen`` is reaped by the next ``Popen`` anywhere in
+  the process, and its status lost).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from pals_core.train import lock as run_lock
 from pals_core.train.rundir import atomic_write_text
 
 from pals_core.train.config import TrainConfig
 
-from .commands import command, launch_argv
+from .commands import TRAIN_MODULE, command, launch_argv
 
 RUNS_ENV = "PALS_RUNS_DIR"
 TERMINAL = ("finished", "failed", "stopped")
 ACTIVE = ("starting", "running")
 _ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-_EXIT_CODES: dict[int, int] = {}  # pid → exit status, for children this process reaped
+_CHILDREN: dict[int, tuple[subprocess.Popen, Path]] = {}  # pid → (our child, its run folder); kept until reaped
 
 
 def runs_root() -> Path:
@@ -62,25 +77,93 @@ def read_json(path: Path) -> Optional[dict]:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: deeply nested brackets
         return None
     return data if isinstance(data, dict) else None
 
 
 # ------------------------------------------------------------------------------------ processes
 
-def _start_time(pid: int) -> Optional[int]:
-    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22), if known."""
+def _child(pid: Any, run_dir: Path) -> Optional[subprocess.Popen]:
+    """This server's child ``pid`` launched for ``run_dir``, if it is one."""
+    entry = _CHILDREN.get(pid) if isinstance(pid, int) else None
+    if entry is None or entry[1] != Path(run_dir).resolve():
+        return None
+    return entry[0]
+
+
+def _exit_code(pid: Any, run_dir: Path) -> Optional[int]:
+    """The exit status of our child ``pid`` for ``run_dir`` once it ended (collected here, by its own Popen)."""
+    proc = _child(pid, run_dir)
+    return None if proc is None else proc.poll()
+
+
+def _out_of(argv: list[str], cwd: Optional[str]) -> Optional[Path]:
+    """The resolved ``--out`` folder of a trainer's argument list (the last one given), or None."""
+    out = None
+    for i, a in enumerate(argv):
+        if a == "--out" and i + 1 < len(argv):
+            out = argv[i + 1]
+        elif a.startswith("--out="):
+            out = a[len("--out="):]
+    if out is None:
+        return None
+    path = Path(out)
+    if not path.is_absolute():
+        if cwd is None:
+            return None
+        path = Path(cwd) / path
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            stat = f.read()
+        return path.resolve()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
+
+
+def _trains(pid: int, run_dir: Path) -> bool:
+    """``pid``'s command line is the trainer's (``-m pals_core.train.cli`` or ``pals-train``) on ``run_dir``."""
+    argv = run_lock.cmdline(pid)
+    if not argv:
+        return False
+    entry = (len(argv) > 2 and argv[1:3] == ["-m", TRAIN_MODULE]) or any(
+        os.path.basename(a) == "pals-train" for a in argv[:2])
     try:
-        return int(fields[19])
-    except (IndexError, ValueError):
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        cwd = None
+    return entry and _out_of(argv, cwd) == Path(run_dir).resolve()
+
+
+def _launched_pid(launch: Optional[dict], run_dir: Path) -> Optional[int]:
+    """launch.json's pid, if that process still is the one launched: same start time, same command line,
+    and that command line is the trainer's on this folder."""
+    if not launch:
         return None
+    pid, start, argv = launch.get("pid"), launch.get("pid_start"), launch.get("argv")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1 or not isinstance(start, int):
+        return None
+    if not isinstance(argv, list) or run_lock.start_time(pid) != start or _zombie(pid):
+        return None
+    if run_lock.cmdline(pid) != [str(a) for a in argv] or not _trains(pid, run_dir):
+        return None
+    return pid
+
+
+def training_pid(run_dir: Path, launch: Optional[dict] = None) -> Optional[int]:
+    """The pid provably training ``run_dir`` now, or None (see the module docstring)."""
+    run_dir = Path(run_dir)
+    pid = launch.get("pid") if launch else None
+    proc = _child(pid, run_dir)
+    if proc is not None and proc.poll() is None:
+        return proc.pid
+    holder = run_lock.holder(run_dir)
+    if holder is not None and holder > 1 and (_child(holder, run_dir) is not None or _trains(holder, run_dir)):
+        return holder
+    return _launched_pid(launch, run_dir)
+
+
+def busy(run_dir: Path) -> bool:
+    """Some process holds ``run_dir``'s run lock (whoever it is)."""
+    return run_lock.holder(run_dir) is not None
 
 
 def _zombie(pid: int) -> bool:
@@ -90,42 +173,6 @@ def _zombie(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2:][:1] in ("Z", "X")
-
-
-def _reap(pid: int) -> Optional[int]:
-    """If ``pid`` is our exited child, collect it (no zombie left) and return its exit status."""
-    if pid in _EXIT_CODES:
-        return _EXIT_CODES[pid]
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    if done != pid:
-        return None
-    _EXIT_CODES[pid] = os.waitstatus_to_exitcode(status)
-    return _EXIT_CODES[pid]
-
-
-def pid_alive(pid: Optional[int], start_time: Optional[int] = None) -> bool:
-    """True while ``pid`` runs (not a zombie; same start time as recorded, when one was)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if _reap(pid) is not None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if _zombie(pid):
-        _reap(pid)  # it exited between the first look and now: collect its exit status too
-        return False
-    if start_time is not None:
-        now = _start_time(pid)
-        if now is not None and now != start_time:
-            return False
-    return True
 
 
 # ------------------------------------------------------------------------------------------ runs
@@ -144,6 +191,47 @@ def _find(d: Any, key: str, depth: int = 2) -> Any:
     return None
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _scalar(v: Any) -> Any:
+    """A value a table cell can hold: a string, a finite number, or None (anything else as short text)."""
+    if v is None or isinstance(v, str) or _number(v):
+        return v
+    if isinstance(v, bool):
+        return str(v)
+    return str(v)[:80]
+
+
+# the fields the page reads from the trainer's files, and the type each must have to be used
+_PROGRESS = {"status": lambda v: isinstance(v, str), "step": _count, "total": _count, "elapsed_s": _number,
+             "eta_s": _number, "average": _number, "best_average": _number, "error": lambda v: isinstance(v, str),
+             "updated": lambda v: isinstance(v, str), "pid": _count,
+             "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (_number(x) or x is None)
+                                                              for k, x in v.items())}
+_SUMMARY = {"average": _number, "steps": _count, "best_step": _count, "wall_time_s": _number,
+            "config": lambda v: isinstance(v, dict), "task_steps": lambda v: isinstance(v, dict),
+            "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+            "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items())}
+_LAUNCH = {"id": lambda v: isinstance(v, str), "pid": _count, "pid_start": _count, "started": _number,
+           "started_iso": lambda v: isinstance(v, str), "command": lambda v: isinstance(v, str),
+           "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+           "config": lambda v: isinstance(v, dict), "history": lambda v: isinstance(v, list)}
+
+
+def _typed(d: Optional[dict], schema: dict) -> Optional[dict]:
+    """``d`` keeping only the fields of ``schema`` whose values have the expected type (a hand-edited or foreign
+    file shows what it can, never breaks the page)."""
+    if d is None:
+        return None
+    return {k: v for k, v in d.items() if k in schema and schema[k](v)}
+
+
 @dataclass
 class Run:
     id: str
@@ -156,9 +244,14 @@ class Run:
     alive: bool
     cancelled: bool
     exit_code: Optional[int]
+    owner: Optional[int] = None  # the pid provably training this folder now (the one cancel signals)
+    stale: bool = False  # progress.json says "running", but no process trains here
 
     @property
     def pid(self) -> Optional[int]:
+        """The pid on record (launch.json, else progress.json): shown, never signalled."""
+        if self.owner is not None:
+            return self.owner
         if self.launch and isinstance(self.launch.get("pid"), int):
             return self.launch["pid"]
         if self.progress and isinstance(self.progress.get("pid"), int):
@@ -175,7 +268,7 @@ class Run:
             cfg = TrainConfig.from_dict(raw)
             cfg.validate()
             return cfg
-        except (TypeError, ValueError, KeyError):
+        except (TypeError, ValueError, KeyError, AttributeError):
             return None
 
     @property
@@ -188,7 +281,7 @@ class Run:
             return None
 
     def get(self, key: str) -> Any:
-        """A design field (method, d_s, location, tasks, ...) from the trainer's files, else our spec."""
+        """A design field (method, d_s, location, tasks, ...) from the trainer's files, else the launch settings."""
         for source in (self.summary and self.summary.get("config"), self.config):
             value = _find(source, key)
             if value is not None:
@@ -200,9 +293,13 @@ class Run:
 
     @property
     def error(self) -> Optional[str]:
-        if self.progress and self.progress.get("error"):
+        if self.progress and self.progress.get("error") and self.status != "running":
             return str(self.progress["error"])
         if self.status == "died":
+            if self.stale:
+                return ("stale: progress.json still says \"running\" (step "
+                        f"{(self.progress or {}).get('step', '?')}), but no process trains in this folder "
+                        "(killed, or the machine restarted)")
             code = f" with exit status {self.exit_code}" if self.exit_code is not None else ""
             return f"the training process ended{code} without writing a final status"
         return None
@@ -221,15 +318,15 @@ class Run:
         return "\n".join(text.splitlines()[-lines:])
 
     def row(self) -> dict:
-        """One line of the runs table."""
+        """One line of the runs table (every cell a string, a finite number or None)."""
         p, s = self.progress or {}, self.summary or {}
         tasks = self.get("tasks")
         if isinstance(tasks, (list, tuple)):
             tasks = ",".join(map(str, tasks))
         elif isinstance(tasks, dict):
-            tasks = ",".join(tasks)
+            tasks = ",".join(map(str, tasks))
         params = s.get("params") if isinstance(s.get("params"), dict) else {}
-        return {
+        row = {
             "run": self.id, "status": self.status, "method": self.get("method"), "location": self.get("location"),
             "d_s": self.get("d_s"), "tasks": tasks,
             "step": p.get("step", s.get("steps")), "total": p.get("total", s.get("steps")),
@@ -242,37 +339,44 @@ class Run:
             "wall time (s)": s.get("wall_time_s", p.get("elapsed_s")),
             "started": self.started,
         }
+        return {k: _scalar(v) for k, v in row.items()}
 
 
 def load_run(path: Path) -> Run:
     """Read a run folder and derive its status (see the module docstring)."""
     path = Path(path)
-    launch = read_json(path / "launch.json")
-    progress = read_json(path / "progress.json")
+    launch = _typed(read_json(path / "launch.json"), _LAUNCH)
+    progress = _typed(read_json(path / "progress.json"), _PROGRESS)
     started = launch.get("started") if launch else None
-    if progress is not None and isinstance(started, (int, float)):
+
+    def since_launch(name: str) -> bool:
         try:
-            if (path / "progress.json").stat().st_mtime < started:
-                progress = None  # written by an earlier launch (before a resume)
+            return not isinstance(started, (int, float)) or (path / name).stat().st_mtime >= started
         except OSError:
-            progress = None
-    summary = read_json(path / "summary.json")
-    if summary is not None and isinstance(started, (int, float)) and (path / "summary.json").stat().st_mtime < started:
+            return False
+
+    if progress is not None and not since_launch("progress.json"):
+        progress = None  # written by an earlier launch (before a resume)
+    summary = _typed(read_json(path / "summary.json"), _SUMMARY)
+    if summary is not None and not since_launch("summary.json"):
         summary = None
     cancel = read_json(path / "cancel.json")
-    cancelled = bool(cancel) and (not isinstance(started, (int, float)) or cancel.get("requested", 0) >= started)
-    pid = launch.get("pid") if launch else (progress or {}).get("pid")
-    alive = pid_alive(pid, launch.get("pid_start") if launch else None)
-    exit_code = _EXIT_CODES.get(pid) if isinstance(pid, int) else None
+    requested = (cancel or {}).get("requested")
+    cancelled = bool(cancel) and (not isinstance(started, (int, float)) or (_number(requested) and requested >= started))
+    owner = training_pid(path, launch)
+    alive = owner is not None or busy(path)  # busy: a process we cannot name holds the lock (e.g. a study worker)
+    pid = launch.get("pid") if launch else None
+    exit_code = _exit_code(pid, path)
     exit_file = read_json(path / "exit.json")
     if exit_code is not None and (exit_file or {}).get("pid") != pid:
         try:
             write_json_atomic(path / "exit.json", {"pid": pid, "exit_code": exit_code, "seen": time.time()})
         except OSError:
             pass
-    elif exit_code is None and exit_file and exit_file.get("pid") == pid:
+    elif exit_code is None and exit_file and exit_file.get("pid") == pid and _count(exit_file.get("exit_code")):
         exit_code = exit_file.get("exit_code")
     state = (progress or {}).get("status")
+    stale = False
     if state in TERMINAL:
         status = state
     elif alive:
@@ -282,9 +386,9 @@ def load_run(path: Path) -> Run:
     elif summary is not None:
         status = "finished"
     else:
-        status = "died"
+        status, stale = "died", state == "running"
     return Run(path.name, path, launch, progress, summary, read_json(path / "config.json"), status, alive, cancelled,
-               exit_code)
+               exit_code, owner, stale)
 
 
 def list_runs(root: Optional[Path] = None) -> list[Run]:
@@ -318,11 +422,14 @@ def _child_env() -> dict:
 
 
 def _spawn(run_dir: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
+    """Start ``argv`` (a list, no shell) in its own session, output to log.txt; keep its ``Popen`` so that its
+    exit status is ours to collect."""
     started = time.time()
     with open(run_dir / "log.txt", "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=_child_env(), close_fds=True)
-    return proc.pid, _start_time(proc.pid), started
+    _CHILDREN[proc.pid] = (proc, Path(run_dir).resolve())  # kept for the server's life: a few bytes a run
+    return proc.pid, run_lock.start_time(proc.pid), started
 
 
 def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run:
@@ -352,13 +459,16 @@ def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run
 
 
 def cancel(run: Run) -> bool:
-    """SIGTERM to the run's process group (the trainer then writes status "stopped"). False if not running."""
-    pid = run.pid
-    if not run.alive or pid is None:
+    """SIGTERM to the process provably training the run (the trainer then checkpoints and writes "stopped"):
+    its whole process group when it leads one (a run this explorer launched), else that process only.
+    False if no such process runs — whatever pid a file names."""
+    fresh = load_run(run.path)
+    pid = fresh.owner
+    if pid is None:
         return False
     write_json_atomic(run.path / "cancel.json", {"requested": time.time(), "pid": pid})
     try:
-        if run.launch is not None and os.getpgid(pid) == pid:
+        if os.getpgid(pid) == pid:
             os.killpg(pid, signal.SIGTERM)
         else:
             os.kill(pid, signal.SIGTERM)
@@ -367,21 +477,36 @@ def cancel(run: Run) -> bool:
     return True
 
 
+def resume_argv(run_dir: Path, launched: Optional[TrainConfig] = None) -> list[str]:
+    """The argument list that continues the run in ``run_dir``: the trainer's own entry point with flags rebuilt
+    (``TrainConfig.to_argv``) from the folder's config.json, validated as a ``TrainConfig``; a run stopped before
+    the trainer wrote one is started again from its validated launch settings (``launched``). ``out`` is always
+    this folder. ``ValueError`` names the problem; launch.json's ``argv`` is never used."""
+    from pals_core.train.rundir import RunDir
+
+    run_dir = Path(run_dir).resolve()
+    if (run_dir / "config.json").is_file():
+        cfg = TrainConfig.from_dict(RunDir(run_dir).read_config())
+    elif launched is not None:
+        cfg = launched
+    else:
+        raise ValueError(f"run {run_dir.name} has neither a config.json nor readable launch settings: nothing to resume")
+    return launch_argv(cfg.with_(out=str(run_dir)), resume=True)
+
+
 def resume(run: Run) -> Run:
-    """Start the run again with ``--resume`` in the same folder (it must not be running)."""
-    if run.alive:
+    """Start the run again with ``--resume`` in the same folder (no process may be training it)."""
+    current = load_run(run.path)
+    if current.alive:
         raise ValueError(f"run {run.id} is still running")
-    cfg = run.launch_config
-    if cfg is None:
-        raise ValueError(f"run {run.id} has no readable launch settings (launch.json); resume it with pals-train --resume")
-    # Never what the folder says to run: the project's own entry point with flags rebuilt from the validated
-    # settings, writing to this run's own folder.
-    argv = launch_argv(cfg.with_(out=str(run.path)), resume=True)
+    argv = resume_argv(run.path, run.launch_config)
     pid, pid_start, started = _spawn(run.path, argv)
-    history = list(run.launch.get("history", [])) + [{k: run.launch.get(k) for k in ("pid", "started", "argv")}
-                                                     | {"status": run.status, "exit_code": run.exit_code}]
-    write_json_atomic(run.path / "launch.json", {**run.launch, "argv": argv, "pid": pid, "pid_start": pid_start,
+    launch = run.launch or {"id": run.id, "history": []}
+    history = list(launch.get("history", [])) + [{k: launch.get(k) for k in ("pid", "started", "argv")}
+                                                 | {"status": current.status, "exit_code": current.exit_code}]
+    write_json_atomic(run.path / "launch.json", {**launch, "argv": argv, "pid": pid, "pid_start": pid_start,
                                                  "started": started,
                                                  "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+                                                 "command": shlex.join(["pals-train", *argv[3:]]),
                                                  "history": history})
     return load_run(run.path)

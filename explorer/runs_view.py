@@ -47,7 +47,9 @@ def _active(run: Run) -> None:
         st.progress(frac, text=text)
         if p.get("scores"):
             st.caption(" · ".join(f"{t}: {v:.4f}" if isinstance(v, (int, float)) else f"{t}: —" for t, v in p["scores"].items()))
-        if st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the run's process group"):
+        if run.owner is None:
+            st.caption("A process holds this folder that the explorer cannot prove is its trainer: not cancellable here.")
+        elif st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the process training this run"):
             if registry.cancel(run):
                 st.toast(f"Cancelling {run.id}")
             st.rerun(scope="app")
@@ -63,7 +65,9 @@ def _problem(run: Run) -> None:
         tail = run.log_tail(30)
         with st.expander("Log tail", expanded=run.status in ("failed", "died")):
             st.code(tail or "(log.txt is empty)", language="text")
-        if run.launch and st.button("Resume (--resume)", key=f"resume::{run.id}"):
+        if ((run.path / "config.json").is_file() or run.launch_config is not None) and st.button(
+                "Resume (--resume)", key=f"resume::{run.id}",
+                help="pals-train --resume in this folder, with the settings of its config.json"):
             try:
                 registry.resume(run)
             except (ValueError, OSError) as e:
@@ -90,6 +94,15 @@ def _details(runs: Sequence[Run]) -> None:
         st.code(run.log_tail(40) or "(empty)", language="text")
 
 
+def _guarded(draw, what) -> None:
+    """Draw one run's part; a folder whose files cannot be shown gets its own error, the rest of the list stays."""
+    try:
+        draw(what)
+    except Exception as e:  # noqa: BLE001 - one unreadable run must not take down the runs list
+        name = getattr(what, "id", "the selected run")
+        st.error(f"Cannot show run {name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
+
+
 def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
     root = registry.runs_root()
     runs = registry.list_runs(root)
@@ -101,10 +114,10 @@ def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
         st.info("No runs yet. Launch one above; it appears here, and stays after a reload or a server restart.")
         return
     for run in active:
-        _active(run)
+        _guarded(_active, run)
     for run in runs:
         if run.status in ("failed", "died", "stopped") and run.status not in ACTIVE:
-            _problem(run)
+            _guarded(_problem, run)
     rows = [r.row() for r in runs]
     st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table", column_config={
         "task-specific params": st.column_config.NumberColumn(format="localized"),
@@ -122,7 +135,7 @@ def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
         if analytic:
             st.plotly_chart(figures.design_space_figure(analytic), config=CHART, key="fig_runs_analytic")
             st.caption("Beside it, the analytic trade-off of the question in the sidebar.")
-    _details(runs)
+    _guarded(_details, runs)
 
 
 def render(analytic: Optional[Sequence[Cost]]) -> None:

@@ -89,8 +89,8 @@ class RunDir:
             data = read_json(self.config)
         except OSError as e:
             raise ValueError(f"cannot read {self.config}: {e.strerror or e}") from None
-        except ValueError as e:
-            raise ValueError(f"{self.config} is not valid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"{self.config} is not valid JSON ({type(e).__name__}: {' '.join(str(e).split())[:120]})") from None
         if not isinstance(data, dict):
             raise ValueError(f"{self.config} is not a pals-train configuration (a JSON object)")
         try:
@@ -158,7 +158,7 @@ class RunDir:
     def read_progress(self) -> Optional[dict]:
         try:
             return read_json(self.progress)
-        except (FileNotFoundError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):
             return None
 
     # --- metrics.jsonl ----------------------------------------------------------------------------

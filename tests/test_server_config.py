@@ -1,0 +1,9 @@
+"""Server hygiene (issue 14 item 5): the explorer's server watches no files (its folder holds .venv and runs/)."""
+import tomllib
+from pathlib import Path
+
+
+def test_the_server_watches_no_files():
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["fileWatcherType"] == "none"
+    assert config["server"]["runOnSave"] is False
