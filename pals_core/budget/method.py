@@ -13,7 +13,7 @@ A linear map ``i → o`` holds ``i·o`` weights (+ ``o`` bias) and costs ``2·ro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 from .config import AdapterConfig
 from .models import BaseModel
@@ -93,3 +93,10 @@ class Method:
     validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
     # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
     conditions_input: bool = False
+    # Memory (SPEC section 9): the symbolic twin of the method's TaskAdapter (``budget.activations.ActivationHooks``
+    # subclass: what its hooks make autograd save); None = identity hooks
+    activations: Optional[Callable[..., Any]] = None
+    # (model, layers, cfg) -> (parameter tensors per task, tensors shared by all tasks): AdamW keeps a step per tensor
+    tensors: Optional[Callable[[BaseModel, Sequence[int], AdapterConfig], tuple[int, int]]] = None
+    # (model, cfg) -> F: base layers 0..F−1 and the embeddings frozen by the method itself (CA-MTL)
+    frozen_layers: Optional[Callable[[BaseModel, AdapterConfig], int]] = None

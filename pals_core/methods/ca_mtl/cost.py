@@ -40,6 +40,7 @@ nothing: every layer runs once per task (``Method.conditions_input``).
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks, Sym
 from ...budget.config import AdapterConfig
 from ...budget.method import Method, Part, bert_layer_params, layer_norm, linear, mm
 from ...budget.models import BaseModel
@@ -127,10 +128,76 @@ def _frozen_base(m: BaseModel, cfg: AdapterConfig, paper: bool) -> int:
     return embeddings + f * bert_layer_params(m, paper)
 
 
+class CaMtlActivations(ActivationHooks):
+    """What CA-MTL's hooks make autograd keep. z = W_z e_t + b_z is computed once per forward and every FiLM
+    generator ``Linear(d_z, 2w)`` keeps it (d_z floats, once); (1 + γ) is kept where it multiplies a tensor that
+    trains; the conditional attention bias requires grad, so the trunk's attention runs the math kernel; the
+    conditional LayerNorm keeps its computed weight and bias (d floats each); the bottleneck keeps its input y,
+    the FiLM output, D's output and GELU's output. The embeddings and layers 0..F−1 are frozen."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.z: Sym = self.trace.new(z_dim(self.model, self.cfg), True)
+        self.frozen = frozen_layers(self.model, self.cfg)
+        self.conditional = set(self.layers)
+        self.bottleneck = set(bottleneck_layers(self.model, self.cfg))
+        self.layers = tuple(sorted(self.conditional | self.bottleneck))
+
+    def embeddings_train(self) -> bool:
+        return self.frozen == 0
+
+    def layer_trains(self, i) -> bool:
+        return i >= self.frozen
+
+    def _film(self, width) -> tuple[Sym, Sym]:
+        """(1 + γ) (a new tensor) and β from ``Linear(d_z, 2·width)`` on z (which it keeps)."""
+        tr = self.trace
+        tr.linear(self.z, 2 * width, True, rows=1)
+        return tr.new(width, True), tr.new(width, True)
+
+    def adapt_embeddings(self, h):
+        scale, _ = self._film(self.model.hidden)
+        return self.trace.mul(h, scale, out=h.nbytes)
+
+    def attention_mask_grad(self, i) -> bool:
+        if i not in self.conditional:
+            return False
+        scale, _ = self._film(block_size(self.cfg))
+        self.trace.mul(scale, Sym(scale.nbytes, True), s_is_param=True)  # (1 + γ) ⊙ A: keeps (1 + γ)
+        return True
+
+    def _norm(self, i, x, trains):
+        tr = self.trace
+        if i not in self.conditional:
+            return tr.layer_norm(x, trains)
+        scale, shift = self._film(self.model.hidden)
+        weight = tr.mul(scale, Sym(scale.nbytes, trains), s_is_param=True)  # (1 + γ) ⊙ γ₀
+        bias = tr.new(self.model.hidden, True)  # β₀ + β
+        return tr.layer_norm(x, trains, weight=Sym(weight.nbytes, True), bias=bias)
+
+    def attention_norm(self, i, x, trains):
+        return self._norm(i, x, trains)
+
+    def output_norm(self, i, x, trains):
+        return self._norm(i, x, trains)
+
+    def adapt_ffn_output(self, i, y):
+        if i not in self.bottleneck:
+            return y
+        tr = self.trace
+        scale, _ = self._film(self.model.hidden)
+        x = tr.mul(y, scale, out=y.nbytes)
+        return tr.add(y, tr.linear(tr.gelu(tr.linear(x, self.size, True)), self.model.hidden, True))
+
+
+def _tensors(m, layers, cfg):
+    return 1, 4 + 7 * len(layers) + 6 * cfg.cond_adapter_layers
+
+
 METHODS = (Method(
     "ca_mtl", "CA-MTL", "Task-conditioned modules shared by all tasks (alignment, block-diagonal attention bias, "
     "conditional LayerNorm, conditional bottleneck); one task embedding per task; lower layers frozen "
     "(Pilault et al. 2021).",
     "d_z per task; shared: d_z² + 2d·d_z + K·(N_b·m² + 2m·d_z + 4d·d_z) + |B|·(2d·d_z + 2d·d_s)",
     _params, _flops, shared_params=_shared_params, frozen_base=_frozen_base, validate=validate,
-    conditions_input=True),)
+    conditions_input=True, activations=CaMtlActivations, tensors=_tensors, frozen_layers=frozen_layers),)

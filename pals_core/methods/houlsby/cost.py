@@ -5,6 +5,7 @@ W: d→d_s, U: d_s→d (with biases).
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, linear, mm
 from ...budget.poly import S
 
@@ -23,7 +24,22 @@ def _flops(m, layers, cfg, n):
     return [Part("adapters", l, 2 * (mm(n, d, S) + mm(n, S, d))) for l in layers]
 
 
+class HoulsbyActivations(ActivationHooks):
+    """x + U·GELU(W·x) on the attention output and on the FFN output: W keeps x, GELU W·x, U its output."""
+
+    def _bottleneck(self, x):
+        tr = self.trace
+        return tr.add(x, tr.linear(tr.gelu(tr.linear(x, self.size, True)), self.model.hidden, True))
+
+    def adapt_attention_output(self, i, y):
+        return self._bottleneck(y)
+
+    def adapt_ffn_output(self, i, y):
+        return self._bottleneck(y)
+
+
 METHODS = (
     Method("houlsby", "Houlsby adapters", "Serial bottleneck x + U·GELU(W·x) after the attention and FFN outputs "
-           "(Houlsby et al. 2019).", "4·K·d·d_s", _params, _flops),
+           "(Houlsby et al. 2019).", "4·K·d·d_s", _params, _flops, activations=HoulsbyActivations,
+           tensors=lambda m, layers, cfg: (8 * len(layers), 0)),
 )

@@ -8,6 +8,7 @@ the layers below the lowest adapted layer, as for every within-network method.
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks, Sym
 from ...budget.method import Method, Part, no_parts
 from ...budget.poly import Poly
 
@@ -21,7 +22,24 @@ def _params(m, layers, cfg, paper):
     return parts
 
 
+class Ia3Activations(ActivationHooks):
+    """x ⊙ l (l a row of a trained parameter): the product keeps x (the keys, the values, the FFN activation)."""
+
+    def _scale(self, x):
+        return self.trace.mul(x, Sym(self.trace.new(0, True).nbytes, True), s_is_param=True)
+
+    def adapt_key(self, i, h, k):
+        return self._scale(k)
+
+    def adapt_value(self, i, h, v):
+        return self._scale(v)
+
+    def adapt_ffn_activation(self, i, g):
+        return self._scale(g)
+
+
 METHODS = (
     Method("ia3", "IA³", "Learned vectors scaling the keys, the values and the FFN activation of each adapted "
-           "layer, initialised to 1 (Liu et al. 2022, Sec. 3.3).", "K·(2d + d_ff)", _params, no_parts, sized=False),
+           "layer, initialised to 1 (Liu et al. 2022, Sec. 3.3).", "K·(2d + d_ff)", _params, no_parts, sized=False,
+           activations=Ia3Activations, tensors=lambda m, layers, cfg: (3, 0)),
 )

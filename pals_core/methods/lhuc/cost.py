@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, no_parts
 from ...budget.poly import Poly
 
@@ -12,7 +13,17 @@ def _params(m, layers, cfg, paper):
     return [Part("scale", l, Poly(0, 0, m.hidden)) for l in layers]
 
 
+class LhucActivations(ActivationHooks):
+    """h ⊙ 2σ(r_l): σ keeps its output (d floats), the product keeps h and the scale 2σ(r_l)."""
+
+    def adapt_layer_output(self, i, h):
+        tr = self.trace
+        sigma = tr.saves_output(tr.new(self.model.hidden, True))
+        return tr.mul(h, tr.new(self.model.hidden, sigma.grad))
+
+
 METHODS = (
     Method("lhuc", "LHUC", "A learned scale 2·σ(r) on every unit of each adapted layer's output "
-           "(Swietojanski & Renals 2014).", "K·d", _params, no_parts, sized=False),
+           "(Swietojanski & Renals 2014).", "K·d", _params, no_parts, sized=False,
+           activations=LhucActivations, tensors=lambda m, layers, cfg: (1, 0)),
 )

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, linear, mm
 from ...budget.poly import S
 
@@ -22,7 +23,22 @@ def _flops(m, layers, cfg, n):
     return [Part("LoRA", l, 2 * (mm(n, d, S) + mm(n, S, d))) for l in layers]
 
 
+class LoraActivations(ActivationHooks):
+    """q + (α/S)·B A h (and v): A keeps h, B the (B, n, S) code; the scale by a number keeps nothing."""
+
+    def _update(self, h, x):
+        tr = self.trace
+        return tr.add(x, tr.linear(tr.linear(h, self.size, True), self.model.hidden, True))
+
+    def adapt_query(self, i, h, q):
+        return self._update(h, q)
+
+    def adapt_value(self, i, h, v):
+        return self._update(h, v)
+
+
 METHODS = (
     Method("lora", "LoRA", "Rank-d_s update B·A on the query and value projections (Hu et al. 2021).",
-           "4·K·d·d_s", _params, _flops),
+           "4·K·d·d_s", _params, _flops, activations=LoraActivations,
+           tensors=lambda m, layers, cfg: (4 * len(layers), 0)),
 )

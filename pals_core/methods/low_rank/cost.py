@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, linear, mm
 from ...budget.poly import S
 
@@ -21,7 +22,16 @@ def _flops(m, layers, cfg, n):
     return [Part("low-rank", l, mm(n, d, S) + mm(n, S, d)) for l in layers]
 
 
+class LowRankActivations(ActivationHooks):
+    """V^D_l V^E_l h: V^E keeps h, V^D the (B, n, S) code."""
+
+    def parallel_branch(self, i, h):
+        tr = self.trace
+        return tr.linear(tr.linear(h, self.size, True), self.model.hidden, True)
+
+
 METHODS = (
     Method("low_rank", "Low-rank layers", "Parallel low-rank update V^D V^E h per adapted layer (Sec. 3.2).",
-           "2·K·d·d_s", _params, _flops),
+           "2·K·d·d_s", _params, _flops, activations=LowRankActivations,
+           tensors=lambda m, layers, cfg: (4 * len(layers), 0)),
 )

@@ -10,6 +10,7 @@ V^E/V^D saves parameters, not FLOPs.
 """
 from __future__ import annotations
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, attention_scores, linear, mm
 from ...budget.poly import S
 
@@ -36,10 +37,37 @@ def _pals_flops(m, layers, cfg, n):
     return [Part("PAL", l, one) for l in layers]
 
 
+def small_attention(hooks: ActivationHooks, x, output: bool):
+    """``SmallSelfAttention`` in width S: one fused Q,K,V matmul with the concatenated weight (a computed tensor,
+    3·S² floats, kept), attention with no dropout on the (B, n, 3S) projection, the output matrix if any."""
+    tr, s = hooks.trace, hooks.size
+    qkv = tr.linear(x, 3 * s, True, weight=tr.new(3 * s * s, True))
+    ctx = tr.attention(qkv, qkv, qkv, s, hooks.cfg.heads, 0.0, packed=True)
+    return tr.linear(ctx, s, True) if output else ctx
+
+
+class PalsActivations(ActivationHooks):
+    """TS_l(h) = V^D · Attn_l(V^E · h): V^E keeps h, the attention its projection, V^D the context."""
+
+    def parallel_branch(self, i, h):
+        tr = self.trace
+        return tr.linear(small_attention(self, tr.linear(h, self.size, True), output=False), self.model.hidden, True)
+
+
+def _pals_tensors(m, layers, cfg):
+    return 4 + 6 * len(layers), 0
+
+
+def _pals_unshared_tensors(m, layers, cfg):
+    return 10 * len(layers), 0
+
+
 METHODS = (
     Method("pals", "PALs", "Projected attention layers in parallel to each adapted BERT layer; V^E, V^D shared "
            "across the task's layers (Stickland & Murray 2019, Sec. 3.3).",
-           "2·d·d_s + 3·K·d_s²", _pals_params, _pals_flops, attention=True),
+           "2·d·d_s + 3·K·d_s²", _pals_params, _pals_flops, attention=True, activations=PalsActivations,
+           tensors=_pals_tensors),
     Method("pals_unshared", "PALs (unshared V^E/V^D)", "PALs with its own encoder and decoder per layer.",
-           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True),
+           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True,
+           activations=PalsActivations, tensors=_pals_unshared_tensors),
 )

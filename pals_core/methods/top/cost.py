@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ...budget.activations import ActivationHooks
 from ...budget.method import Method, Part, attention_scores, bert_layer_flops, layer_norm, linear, mm
 from ...budget.poly import Poly, S
 
@@ -59,6 +60,43 @@ def _bert_layer_top_flops(m, layers, cfg, n):
     return [Part("BERT layer", None, Poly(0, 0, bert_layer_flops(m, n)))]
 
 
+class ProjectedTopActivations(ActivationHooks):
+    """H + V^D · blocks(V^E · H): V^E keeps H; each block keeps what its layers keep (attention in S as in PALs,
+    with the output matrix; or the FFN S → f → S with its GELU), its dropout mask and its LayerNorm's input."""
+
+    def block(self, x):
+        raise NotImplementedError
+
+    def adapt_top(self, h):
+        tr = self.trace
+        x = tr.linear(h, self.size, True)
+        for _ in range(self.cfg.n_top):
+            x = tr.layer_norm(tr.add(x, tr.dropout(self.block(x), tr.cond.hidden_dropout)), True)
+        return tr.add(h, tr.linear(x, self.model.hidden, True))
+
+
+class ProjAttnTopActivations(ProjectedTopActivations):
+    def block(self, x):
+        from ..pals.cost import small_attention
+
+        return small_attention(self, x, output=True)
+
+
+class ProjFfnTopActivations(ProjectedTopActivations):
+    def block(self, x):
+        tr = self.trace
+        return tr.linear(tr.gelu(tr.linear(x, self.size * self.cfg.ffn_ratio, True)), self.size, True)
+
+
+class BertLayerTopActivations(ActivationHooks):
+    """One more BERT layer, all of it trained."""
+
+    def adapt_top(self, h):
+        from ...budget.memory import bert_layer
+
+        return bert_layer(self.trace, self.model, "top", h, True, ActivationHooks(self.trace, self.model, self.cfg, (), None))
+
+
 def _check_n_top(m, cfg) -> None:
     if not isinstance(cfg.n_top, int) or cfg.n_top < 1:
         raise ValueError(f"n_top must be a positive integer, got {cfg.n_top!r}")
@@ -73,10 +111,13 @@ def _check_ffn_stack(m, cfg) -> None:
 METHODS = (
     Method("proj_attn_top", "Projected attention on top", "V^E, N_top attention layers of width d_s, V^D, on the "
            "final hidden states, with a residual (Sec. 3.1).", "2·d·d_s + 4·N_top·d_s²",
-           _proj_attn_top_params, _proj_attn_top_flops, attention=True, top=True, within=False, validate=_check_n_top),
+           _proj_attn_top_params, _proj_attn_top_flops, attention=True, top=True, within=False, validate=_check_n_top,
+           activations=ProjAttnTopActivations, tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0)),
     Method("proj_ffn_top", "Projected FFN on top", "As projected attention on top, with FFN blocks d_s→f→d_s.",
            "2·d·d_s + 2·N_top·d_s·f", _proj_ffn_top_params, _proj_ffn_top_flops, top=True, within=False,
-           validate=_check_ffn_stack),
+           validate=_check_ffn_stack, activations=ProjFfnTopActivations,
+           tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0)),
     Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder.",
-           "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False),
+           "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False,
+           activations=BertLayerTopActivations, tensors=lambda m, layers, cfg: (16, 0)),
 )

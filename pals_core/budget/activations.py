@@ -1,0 +1,264 @@
+"""What autograd saves for backward in one training-mode forward, replayed symbolically (SPEC section 9). Pure Python.
+
+A ``Trace`` follows the forward of one task's path op by op, as the torch modules run it, with symbolic
+tensors (``Sym``: a storage, its size in bytes as a ``Poly`` in d_s, and whether it requires grad). Each op
+records the storages its backward formula keeps, by the rules of torch's derivatives (checked against
+``torch.autograd.graph.saved_tensors_hooks`` by ``tests/test_memory.py``):
+
+- ``linear(x, W)``: x if W requires grad; W if x requires grad and W is not a parameter (PALs' fused Q,K,V).
+- ``layer_norm``: its input and the per-row mean and 1/σ (2 floats per row) whenever anything requires grad,
+  plus weight/bias when they are computed tensors (CA-MTL's conditional LayerNorm).
+- ``gelu``: its input; ``tanh``, ``sigmoid``, ``softmax``: their output; ``add`` and scalar products: nothing;
+  ``mul(x, s)``: x if s requires grad, s if x does (parameters never count).
+- ``dropout`` (train mode, p > 0): the mask — a float tensor on CPU (``input * noise``), a bool tensor on
+  CUDA (``native_dropout``) — and a new output; p = 0 returns its input.
+- attention, ``F.scaled_dot_product_attention``: with no dropout the CPU flash kernel keeps q, k, v, its output
+  and the log-sum-exp (B·h·n floats); with dropout (trunk attention in train mode) the CPU math kernel keeps the
+  scaled q and kᵀ, the softmax, the dropout mask, the dropped probabilities and v (B·h·n² floats three times);
+  eager attention keeps the same as the math kernel. Copies from ``matmul`` happen when a (B, h, n, d_h) view
+  cannot be flattened (B, h, n > 1).
+- embeddings: the int64 ids when the table trains (the position ids are a view of the (1, P) buffer: its whole
+  storage, 8·P bytes).
+
+Every storage counts once (a tensor two ops save is counted once); parameters never count. Inputs with
+no grad and frozen weights save nothing, so a frozen prefix saves nothing at all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .poly import Poly, Number
+
+INT64 = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Sym:
+    """A symbolic tensor: one storage (identity = the object) of ``nbytes`` bytes; ``grad``: requires grad."""
+
+    nbytes: Poly
+    grad: bool
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The conditions the activation figure is exact for (SPEC section 9).
+
+    Train mode with the model's dropout probabilities (``hidden`` after embeddings, attention output and FFN;
+    ``attention`` on the attention probabilities; ``classifier`` before the head), the trunk's attention
+    implementation (``sdpa`` or ``eager``), the backend (``cpu``: float dropout masks, math-kernel attention
+    under dropout; ``cuda``: bool masks and the memory-efficient kernel, an estimate), ``float_bytes`` per
+    activation element (4 = fp32, exact; 2 = bf16 autocast, an estimate)."""
+
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    classifier_dropout: Optional[float] = None  # None = hidden_dropout (transformers' rule)
+    attention: str = "sdpa"
+    backend: str = "cpu"
+    float_bytes: int = 4
+
+    def __post_init__(self) -> None:
+        if self.attention not in ("sdpa", "eager"):
+            raise ValueError(f"attention implementation {self.attention!r} is not sdpa or eager")
+        if self.backend not in ("cpu", "cuda"):
+            raise ValueError(f"backend {self.backend!r} is not cpu or cuda")
+        for name in ("hidden_dropout", "attention_dropout"):
+            p = getattr(self, name)
+            if not 0.0 <= p < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {p!r}")
+
+    @property
+    def head_dropout(self) -> float:
+        return self.hidden_dropout if self.classifier_dropout is None else self.classifier_dropout
+
+    @classmethod
+    def from_hf_config(cls, config: dict, **kw) -> "Conditions":
+        """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model."""
+        impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
+        return cls(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
+                   attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+                   classifier_dropout=config.get("classifier_dropout"), attention=impl, **kw)
+
+
+class Trace:
+    """The storages saved so far by a symbolic forward over ``batch`` sequences of ``seq_len`` tokens."""
+
+    def __init__(self, batch: int, seq_len: int, cond: Conditions) -> None:
+        self.batch, self.seq_len, self.cond = batch, seq_len, cond
+        self.tokens = batch * seq_len
+        self.saved: dict[int, Sym] = {}
+
+    # --- bookkeeping -------------------------------------------------------------------------------
+    def new(self, elements: Number, grad: bool, *, item_bytes: Optional[int] = None, name: str = "") -> Sym:
+        return Sym(Poly.of(elements) * (self.cond.float_bytes if item_bytes is None else item_bytes), grad, name)
+
+    def tokens_by(self, width: Number, grad: bool, name: str = "") -> Sym:
+        """A (B, n, width) float tensor."""
+        return self.new(Poly.of(width) * self.tokens, grad, name=name)
+
+    def save(self, *tensors: Optional[Sym]) -> None:
+        for t in tensors:
+            if t is not None:
+                self.saved[id(t)] = t
+
+    @property
+    def total(self) -> Poly:
+        return sum((t.nbytes for t in self.saved.values()), Poly())
+
+    # --- ops -------------------------------------------------------------------------------------
+    def linear(self, x: Sym, out: Number, trains: bool, *, weight: Optional[Sym] = None, rows: Optional[int] = None,
+               name: str = "") -> Sym:
+        """y = x Wᵀ + b with ``out`` output features over ``rows`` rows (default B·n). ``weight``: a computed
+        (non-parameter) weight; otherwise W is a parameter that requires grad iff ``trains``."""
+        w_grad = weight.grad if weight is not None else trains
+        if w_grad:
+            self.save(x)
+        if weight is not None and x.grad:
+            self.save(weight)
+        return self.new(Poly.of(out) * (self.tokens if rows is None else rows), x.grad or w_grad or trains, name=name)
+
+    def layer_norm(self, x: Sym, trains: bool, *, rows: Optional[int] = None, weight: Optional[Sym] = None,
+                   bias: Optional[Sym] = None) -> Sym:
+        grad = x.grad or trains or bool(weight and weight.grad) or bool(bias and bias.grad)
+        if grad:
+            r = self.tokens if rows is None else rows
+            self.save(x, self.new(r, True), self.new(r, True), weight, bias)
+        return Sym(x.nbytes, grad)
+
+    def gelu(self, x: Sym) -> Sym:
+        if x.grad:
+            self.save(x)
+        return Sym(x.nbytes, x.grad)
+
+    def saves_output(self, x: Sym) -> Sym:
+        """tanh, sigmoid, softmax: the output is kept."""
+        y = Sym(x.nbytes, x.grad)
+        if x.grad:
+            self.save(y)
+        return y
+
+    def add(self, *xs: Optional[Sym]) -> Sym:
+        xs = [x for x in xs if x is not None]
+        return Sym(max((x.nbytes for x in xs), key=lambda p: (p.a, p.b, p.c)), any(x.grad for x in xs))
+
+    def mul(self, x: Sym, s: Sym, *, s_is_param: bool = False, out: Optional[Poly] = None) -> Sym:
+        """x ⊙ s (broadcast): x kept if s requires grad, s kept (unless a parameter) if x does."""
+        if s.grad:
+            self.save(x)
+        if x.grad and not s_is_param:
+            self.save(s)
+        return Sym(x.nbytes if out is None else out, x.grad or s.grad)
+
+    def dropout(self, x: Sym, p: float) -> Sym:
+        if p == 0.0:
+            return x
+        if x.grad:
+            elements = x.nbytes * 1  # same shape as x
+            if self.cond.backend == "cuda":  # bool mask
+                self.save(Sym(Poly(elements.a // self.cond.float_bytes, elements.b // self.cond.float_bytes,
+                                   elements.c // self.cond.float_bytes), True))
+            else:
+                self.save(Sym(elements, True))
+        return Sym(x.nbytes, x.grad)
+
+    def embedding(self, ids: Sym, width: Number, trains: bool) -> Sym:
+        if trains:
+            self.save(ids)
+        return self.tokens_by(width, trains)
+
+    def attention(self, q: Sym, k: Sym, v: Sym, width: Number, heads: int, dropout: float, *,
+                  mask_grad: bool = False, packed: bool = False) -> Sym:
+        """softmax(q kᵀ/√d_h + mask) v over ``heads`` heads of total ``width``; returns the context (B, n, width)
+        as the next linear reads it. ``packed``: q, k, v are views of one fused (B, n, 3·width) projection."""
+        b, n, tr = self.batch, self.seq_len, self
+        grad = q.grad or k.grad or v.grad or mask_grad
+        if not grad:
+            return tr.tokens_by(width, False)
+        scores = b * heads * n * n
+        math_kernel = self.cond.attention == "eager" or mask_grad or (dropout > 0 and self.cond.backend == "cpu")
+        if not math_kernel:
+            out = tr.tokens_by(width, True)
+            if self.cond.backend == "cuda":  # memory-efficient kernel: lse padded to 32 rows (estimate)
+                lse = tr.new(b * heads * (-(-n // 32) * 32), True, item_bytes=4)
+            else:
+                lse = tr.new(b * heads * n, True, item_bytes=4)
+            self.save(q, k, v, out, lse)
+            return out
+        sdpa = self.cond.attention == "sdpa"
+        # matmul flattens (B, h, n, d_h) to (B·h, n, d_h): a copy unless that is a view
+        folds = b > 1 and heads > 1 and (n > 1 or packed)
+        q2 = tr.tokens_by(width, q.grad) if (folds or sdpa) else q
+        k2 = tr.tokens_by(width, k.grad) if (folds or sdpa) else k
+        v2 = tr.tokens_by(width, v.grad) if folds else v
+        if q2.grad:
+            self.save(k2)
+        if k2.grad:
+            self.save(q2)
+        probs = tr.new(scores, True)
+        self.save(probs)  # softmax keeps its output
+        dropped = probs
+        if dropout > 0:
+            dropped = self.dropout(probs, dropout)
+        if dropped.grad:
+            self.save(v2)
+        if v2.grad:
+            self.save(dropped)
+        return tr.tokens_by(width, True)  # the context: a new storage (bmm output, or its transposed copy)
+
+
+class ActivationHooks:
+    """The symbolic twin of ``pals_core.adapters.TaskAdapter``: the same hooks, in the same places and order,
+    acting on ``Sym`` tensors of ``self.trace``. Identity by default; each method's ``cost.py`` overrides what its
+    module changes (``Method.activations`` builds it). ``size`` is d_s as a ``Poly`` (S) or None."""
+
+    def __init__(self, trace: Trace, model, cfg, layers: tuple[int, ...], size: Optional[Poly]) -> None:
+        self.trace, self.model, self.cfg, self.layers, self.size = trace, model, cfg, tuple(layers), size
+
+    # trainability of the base model (``freeze_trunk`` is applied by the caller)
+    def embeddings_train(self) -> bool:
+        return True
+
+    def layer_trains(self, i: int) -> bool:
+        return True
+
+    def adapt_embeddings(self, h: Sym) -> Sym:
+        return h
+
+    def adapt_query(self, i: int, h: Sym, q: Sym) -> Sym:
+        return q
+
+    def adapt_key(self, i: int, h: Sym, k: Sym) -> Sym:
+        return k
+
+    def adapt_value(self, i: int, h: Sym, v: Sym) -> Sym:
+        return v
+
+    def attention_mask_grad(self, i: int) -> bool:
+        """True when layer i's attention gets a score bias that requires grad (CA-MTL)."""
+        return False
+
+    def adapt_attention_output(self, i: int, y: Sym) -> Sym:
+        return y
+
+    def attention_norm(self, i: int, x: Sym, trains: bool) -> Sym:
+        return self.trace.layer_norm(x, trains)
+
+    def adapt_ffn_activation(self, i: int, g: Sym) -> Sym:
+        return g
+
+    def adapt_ffn_output(self, i: int, y: Sym) -> Sym:
+        return y
+
+    def parallel_branch(self, i: int, h: Sym) -> Optional[Sym]:
+        return None
+
+    def output_norm(self, i: int, x: Sym, trains: bool) -> Sym:
+        return self.trace.layer_norm(x, trains)
+
+    def adapt_layer_output(self, i: int, h: Sym) -> Sym:
+        return h
+
+    def adapt_top(self, h: Sym) -> Sym:
+        return h

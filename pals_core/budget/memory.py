@@ -1,0 +1,124 @@
+"""Memory of a design on the machine that trains or serves it, in bytes (SPEC section 9). Pure Python.
+
+Training, one step of one task's path (``model(task=t, …)``) on B sequences of n tokens, fp32, AdamW:
+
+    weights     = 4 · N_total
+    gradients   = 4 · N_trained                         (frozen trunk / CA-MTL's frozen layers excluded)
+    optimizer   = 2 · 4 · N_trained + 4 · (trainable parameter tensors)     AdamW's exp_avg, exp_avg_sq and a
+                  float32 ``step`` per tensor, for every trainable parameter (every task having taken a step)
+    activations = bytes autograd saves during the training-mode forward (``activations.Trace``: each storage
+                  once, parameters excluded; the model's own dropout, train mode, inputs without padding)
+    total       = their sum
+
+Serving (``memory_infer``): weights + the activation bytes live at the peak of ``predict_all`` in inference
+mode — the hidden states every task reads (the shared prefix's output) plus the largest working set of one
+layer (attention: its input, q, k, v and the context, with the B·h·n² scores twice under eager attention; FFN:
+its input, the attention output and two B·n·d_ff tensors) plus the logits — an estimate (the allocator's
+temporaries are not modelled), within 25 % of the measured peak (``tests/test_memory.py``).
+
+bf16 / mixed precision (``precision="bf16"``): an estimate. Autocast keeps fp32 master weights, gradients
+and AdamW state; matmul outputs, and so most saved activations, are bf16 (2 bytes) while LayerNorm
+statistics and softmax stay fp32 — estimated as activations at 2 bytes per element; serving in bf16 halves
+the weights too.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from .activations import INT64, ActivationHooks, Conditions, Sym, Trace
+from .poly import Poly, S
+
+PRECISIONS = ("fp32", "bf16")
+FP32 = 4
+BASE_LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
+EMBEDDING_TENSORS = 5  # word, position, token-type tables, LayerNorm γ, β
+LINEAR_TENSORS = 2  # weight + bias
+
+
+@dataclass
+class MemoryTrain:
+    """``memory_train`` of a JSON row (bytes)."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    total: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------------- the BERT forward
+
+def bert_layer(tr: Trace, m, i, h: Sym, trains: bool, hooks: ActivationHooks) -> Sym:
+    """One BERT layer as ``pals_core.encoder.adapted_layer`` runs it (identity hooks: ``BertLayer``)."""
+    c, d, f = tr.cond, m.hidden, m.intermediate
+    q = hooks.adapt_query(i, h, tr.linear(h, d, trains))
+    k = hooks.adapt_key(i, h, tr.linear(h, d, trains))
+    v = hooks.adapt_value(i, h, tr.linear(h, d, trains))
+    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=hooks.attention_mask_grad(i))
+    y = hooks.adapt_attention_output(i, tr.dropout(tr.linear(ctx, d, trains), c.hidden_dropout))
+    a = hooks.attention_norm(i, tr.add(y, h), trains)
+    g = hooks.adapt_ffn_activation(i, tr.gelu(tr.linear(a, f, trains)))
+    z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
+    z = tr.add(z, hooks.parallel_branch(i, h))
+    return hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))
+
+
+def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
+    """``MultiTaskBert.forward`` on one task: embeddings, every layer, the top stack, pooler, dropout, head."""
+    c, d = tr.cond, m.hidden
+    emb = hooks.embeddings_train() and not freeze_trunk
+    ids = tr.new(tr.tokens, False, item_bytes=INT64)
+    types = tr.new(tr.tokens, False, item_bytes=INT64)
+    positions = tr.new(m.positions, False, item_bytes=INT64)  # a view of the (1, P) position_ids buffer
+    x = tr.add(tr.embedding(ids, d, emb), tr.embedding(types, d, emb))
+    x = tr.add(x, tr.embedding(positions, d, emb))
+    h = hooks.adapt_embeddings(tr.dropout(tr.layer_norm(x, emb), c.hidden_dropout))
+    plain = ActivationHooks(tr, m, hooks.cfg, (), None)
+    for i in range(m.layers):
+        h = bert_layer(tr, m, i, h, hooks.layer_trains(i) and not freeze_trunk, hooks if i in hooks.layers else plain)
+    h = hooks.adapt_top(h)
+    pooled = tr.saves_output(tr.linear(h, d, pooler_trains, rows=tr.batch))  # dense on h[:, 0] (a view of h), tanh
+    return tr.linear(tr.dropout(pooled, c.head_dropout), 1, True, rows=tr.batch)
+
+
+def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
+    """Bytes autograd saves in one training-mode forward of ``ds``'s first task, as a polynomial in d_s."""
+    tr = Trace(batch, ds.seq_len, cond)
+    make = ds.method.activations or ActivationHooks
+    size = S if ds.method.sized else None
+    hooks = make(tr, ds.model, ds.config, ds.layers, size)
+    pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
+    bert_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains)
+    return tr.total
+
+
+# ----------------------------------------------------------------------------------- parameters
+
+def trainable_tensors(ds) -> int:
+    """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor)."""
+    m, cfg = ds.model, ds.config
+    per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
+    heads = LINEAR_TENSORS * (2 if cfg.per_task_pooler else 1)
+    adapters = shared + len(ds.tasks) * (per_task + heads)
+    if cfg.freeze_trunk:
+        return adapters
+    base = EMBEDDING_TENSORS + m.layers * BASE_LAYER_TENSORS + LINEAR_TENSORS
+    if cfg.per_task_pooler:
+        base -= LINEAR_TENSORS
+    frozen_layers = ds.method.frozen_layers(m, cfg) if ds.method.frozen_layers else 0
+    if frozen_layers:
+        base -= EMBEDDING_TENSORS + frozen_layers * BASE_LAYER_TENSORS
+    return base + adapters
+
+
+def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> MemoryTrain:
+    """The training memory of ``ds`` at size ``s`` (``cost`` = ``evaluate(ds, s)``: its parameter counts)."""
+    weights = FP32 * cost.params_total
+    gradients = FP32 * cost.params_trained
+    optimizer = 2 * FP32 * cost.params_trained + FP32 * trainable_tensors(ds)
+    activations = activation_bytes(ds, batch, cond)(s or 0)
+    return MemoryTrain(weights, gradients, optimizer, activations, weights + gradients + optimizer + activations)
