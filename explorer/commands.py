@@ -37,7 +37,7 @@ def check_with_trainer(cfg: TrainConfig) -> TrainConfig:
     """The run as the trainer will see it: its flags parsed by the trainer's own parser, validated and resolved
     against the calculator on the training model (d_s from the budget; a design over its budget refused).
     No torch, nothing written. Raises ``ValueError`` with the trainer's message."""
-    from pals_core.train.cli import UsageError, build_parser, config_from_args
+    from pals_core.train.args import UsageError, build_parser, config_from_args
     from pals_core.train.params import resolve
 
     try:

@@ -20,11 +20,12 @@ from typing import Optional, Sequence
 
 from pals_core.budget import AdapterConfig, get_method
 from pals_core.budget.flags import add_flags, given_values
+from pals_core.budget.methods import label_of
 from pals_core.budget.solver import add_budget_flags, budget_from_args
-from pals_core.train.models import TINY
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from pals_core.data.samplers import SAMPLERS
+from pals_core.train.models import TINY
 
 from .definitions import DEFINITIONS, get_definition
 from .errors import StudyError
@@ -226,7 +227,7 @@ def _describe(definition, settings, ctx) -> str:
             c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs))
     elif ctx.fixed_adapter is not None:
         a = ctx.fixed_adapter
-        lines.append(f"fixed design: {a.label}" + (f" d_s={a.d_s}" if a.d_s else ""))
+        lines.append(f"fixed design: {label_of(a)}" + (f" d_s={a.d_s}" if a.d_s else ""))
     return "\n".join(lines)
 
 

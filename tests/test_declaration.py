@@ -22,8 +22,8 @@ from pals_core.budget.cli import build_parser as budget_parser
 from pals_core.budget.config import NAMED_LOCATIONS
 from pals_core.budget.flags import flags_of, given_values
 from pals_core.data.tasks import GLUE_TASKS
-from pals_core.train.cli import build_parser as train_parser
-from pals_core.train.cli import config_from_args
+from pals_core.train.args import build_parser as train_parser
+from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY, tiny_config_dict
 from studies.cli import build_parser as study_parser

@@ -41,15 +41,9 @@ def format_location(location: Location) -> str:
     return ",".join(str(i) for i in location)
 
 
-def _method_names() -> list[str]:
-    from .methods import METHODS
-
-    return list(METHODS)
-
-
 @dataclass
 class AdapterConfig:
-    method: str = field(default="pals", metadata={"help": "Adapter method", "choices": _method_names,
+    method: str = field(default="pals", metadata={"help": "Adapter method", "choices": "method",
                                                      "always": True})
     d_s: Optional[int] = field(default=None, metadata={
         "help": "Adapter size d_s (bottleneck / rank / projected width). None for `shared`, `lhuc`, `bert_layer_top`."})
@@ -87,15 +81,6 @@ class AdapterConfig:
     def default(cls, name: str) -> Any:
         """The declared default of one field (the one place it is written)."""
         return next(f.default for f in fields(cls) if f.name == name)
-
-    @property
-    def label(self) -> str:
-        """``method @ location`` (the method alone for designs without a location): the design's name everywhere."""
-        from .methods import get_method
-
-        if not get_method(self.method).within:
-            return self.method
-        return design_label(self.method, format_location(self.location))
 
     def to_argv(self) -> list[str]:
         """Flags (``--d-s 204 --location top …``) that give this design on any of the three CLIs."""

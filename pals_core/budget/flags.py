@@ -9,9 +9,9 @@ text; this module turns that one declaration into
 - the inverse, the flags that reproduce an object (``to_argv``): ``parse(to_argv(x)) == x``.
 
 Field metadata (all optional but ``help``): ``flag`` (another flag name), ``parse`` (str → value, raising
-ValueError), ``format`` (value → str), ``choices`` (a callable giving the allowed values, read when the
-parser is built), ``metavar``, ``cli`` (False: not a flag), ``always`` (``to_argv`` writes it even at its
-default). Types without a ``parse`` are read from the annotation: bool, int, float, str, Optional[…] of
+ValueError), ``format`` (value → str), ``choices`` (a callable giving the allowed values, or the name of a
+list registered with ``register_choices``; read when the parser is built), ``metavar``, ``cli`` (False: not a
+flag), ``always`` (``to_argv`` writes it even at its default). Types without a ``parse`` are read from the annotation: bool, int, float, str, Optional[…] of
 those (the word ``none`` gives None), list[str] / tuple[float, …] (comma-separated).
 Pure Python: the calculator's CLI uses it too.
 """
@@ -24,6 +24,13 @@ import typing
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 NONE = "none"
+CHOICES: dict[str, Callable[[], Sequence[str]]] = {}
+"""Named lists of allowed values (``metadata["choices"] = "method"``), registered by the module that owns them
+(``register_choices``) so that a settings class need not import a registry that imports it."""
+
+
+def register_choices(name: str, values: Callable[[], Sequence[str]]) -> None:
+    CHOICES[name] = values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,8 +156,11 @@ def flags_of(cls: type) -> list[Flag]:
             meta["parse"], meta.get("format", str), False, meta.get("optional", True))
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        choices = meta.get("choices")
+        if isinstance(choices, str):
+            choices = (lambda key: lambda: CHOICES[key]())(choices)
         out.append(Flag(f.name, meta.get("flag", "--" + f.name.replace("_", "-")), meta["help"], default, parse,
-                        meta.get("format", fmt), boolean, optional, meta.get("choices"), meta.get("metavar"),
+                        meta.get("format", fmt), boolean, optional, choices, meta.get("metavar"),
                         bool(meta.get("always", False))))
     return out
 

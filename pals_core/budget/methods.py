@@ -9,7 +9,8 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..methods import PACKAGES
-from .config import AdapterConfig, format_location
+from .config import AdapterConfig, design_label, format_location
+from .flags import register_choices
 from .method import Method
 from .models import BaseModel
 
@@ -25,6 +26,7 @@ def _load() -> dict[str, Method]:
 
 
 METHODS: dict[str, Method] = _load()
+register_choices("method", lambda: list(METHODS))  # AdapterConfig's --method choices
 
 
 def get_method(name: str) -> Method:
@@ -60,6 +62,11 @@ def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
     if len(set(idx)) != len(idx):
         raise ValueError(f"location {location!r} lists a layer twice")
     return tuple(sorted(idx))
+
+
+def label_of(cfg: AdapterConfig) -> str:
+    """``pals @ top``; the method alone for designs without a location (top-of-BERT, shared)."""
+    return design_label(cfg.method, format_location(cfg.location) if get_method(cfg.method).within else None)
 
 
 location_label = format_location  # the label of a location (one function, in config.py)

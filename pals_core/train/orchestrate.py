@@ -84,7 +84,7 @@ def handles(o: Orchestration, args: dict) -> bool:
 
 
 def _template_from_args(given: dict) -> TrainConfig:
-    from .cli import config_from_args
+    from .args import config_from_args
     from .trainer import resolve
 
     cfg, _ = config_from_args({**given, "resume": False})

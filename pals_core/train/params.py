@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
+from ..budget.methods import label_of
 
 
 def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
@@ -31,7 +32,7 @@ def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, b
     ds = design(shape, list(tasks), probe, check_size=False)
     cost = solve(ds, budget)
     if not cost.feasible:
-        raise ValueError(f"the budget {budget.describe(ds.n_base)} does not fit {probe.label} on this model and these "
+        raise ValueError(f"the budget {budget.describe(ds.n_base)} does not fit {label_of(probe)} on this model and these "
                          f"tasks: its smallest design already needs {cost.ratio:.4f}×")
     return cost.d_s
 
@@ -77,7 +78,7 @@ def resolve(cfg):
         cfg.adapter = replace(cfg.adapter, d_s=d_s)
     cost = design_cost(shape, tasks, cfg.adapter, cfg.budget)  # raises ValueError for an invalid design
     if not cost.feasible:
-        raise ValueError(f"{cfg.adapter.label} needs {cost.ratio:.4f}× the base model "
+        raise ValueError(f"{label_of(cfg.adapter)} needs {cost.ratio:.4f}× the base model "
                          f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}")
     if cfg.max_len > shape.positions:
         raise ValueError(f"max_len {cfg.max_len} exceeds the model's {shape.positions} positions")

@@ -1,0 +1,68 @@
+"""The flags of ``pals-train``, generated from the dataclasses (``AdapterConfig``: the design; the budget;
+``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``cli.py``), the
+several-runs orchestration (``orchestrate.py``) and the explorer's launcher (``explorer/commands.py``)."""
+from __future__ import annotations
+
+import argparse
+
+from ..budget.config import AdapterConfig
+from ..budget.flags import add_flags, given_values
+from ..budget.solver import add_budget_flags, budget_from_args
+from .config import TrainConfig
+
+_S = argparse.SUPPRESS
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print the usage too)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Flags generated from the dataclasses: ``AdapterConfig`` (design), the budget, ``TrainConfig`` (run)."""
+    p = _Parser(prog="pals-train", description="Multi-task training on GLUE with task-specific adapters "
+                "(BERT and PALs, Stickland & Murray 2019). Writes config.json, progress.json, metrics.jsonl, "
+                "checkpoints/ and summary.json to --out.", argument_default=_S)
+    add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
+    add_budget_flags(p, title="budget (one of; sized methods: d_s = the calculator's largest within it)")
+    add_flags(p, TrainConfig, title="run (TrainConfig)")
+    r = p.add_argument_group("this invocation")
+    r.add_argument("--hub", dest="hub", action="store_true", help="load GLUE from the Hugging Face hub (= --glue-source hub)")
+    r.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    r.add_argument("--no-progress", dest="no_progress", action="store_true", help="no progress bar")
+    return p
+
+
+def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
+    """TrainConfig from parsed flags (absent flags: the saved run's values with --resume, else the
+    defaults). Returns (config, resume). ``ValueError`` names the bad flag."""
+    from .rundir import RunDir
+
+    given = dict(given)
+    resume = bool(given.pop("resume", False))
+    if given.pop("hub", False):
+        given["glue_source"] = "hub"
+    adapter_given = given_values(given, AdapterConfig)
+    run_given = given_values(given, TrainConfig)
+    budget = budget_from_args(given)
+    if "out" not in run_given:
+        raise UsageError("--out is required (the run directory)")
+    run = RunDir(run_given["out"])
+    if resume and run.has_run():
+        base = run.read_config()  # ValueError naming the file if it is not a pals-train configuration
+        adapter = {**base["adapter"], **adapter_given}
+        if budget is not None:
+            base["budget"] = budget.as_dict()
+        return TrainConfig.from_dict({**base, **run_given, "adapter": adapter}), True
+    if "tasks" not in run_given:
+        raise UsageError("--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2)")
+    adapter = AdapterConfig(**adapter_given)
+    from ..budget import get_method
+
+    if get_method(adapter.method).sized and adapter.d_s is None and budget is None:
+        raise UsageError(f"method {adapter.method!r} needs --d-s N or a budget (--budget RATIO, --extra N, --per-task N)")
+    return TrainConfig(adapter=adapter, budget=budget, **run_given), resume
