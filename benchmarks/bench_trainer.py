@@ -96,8 +96,9 @@ def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
     bare = trainer = 0.0
     for step in range(steps):
         c0 = time.process_time()
-        task, b = r.draw(step)
-        loss = r.train_step(task, b)
+        parts = r.draw(step)  # one (task, rows) part: this benchmark's samplers are single-task
+        loss = r.train_step(parts)
+        task, b = parts[0]
         c1 = time.process_time()
         logits = net(task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"],
                      token_type_ids=b["token_type_ids"])

@@ -14,7 +14,8 @@ from transformers import BertConfig
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
 from pals_core.budget import at_size, design, from_hf_config, parse_tasks
-from pals_core.data.mt_uncertainty import MTUncertaintySampler, most_uncertain, uncertainty_scores
+from pals_core.data.mt_uncertainty import (MTUncertaintySampler, fill_regression, most_uncertain, shares,
+                                           uncertainty_scores)
 from pals_core.data.samplers import SAMPLERS, make_sampler
 
 torch.set_num_threads(1)
@@ -138,12 +139,15 @@ def test_shared_modules_are_registered_once():
 
 def test_scores_normalise_by_task_and_keep_the_most_uncertain():
     h = [np.array([0.1, 0.9]), np.array([0.5, 0.5]), np.array([np.nan, np.nan])]  # the last: regression
-    u = uncertainty_scores(h)
-    neutral = 0.5  # mean H' of the classification candidates
-    means = np.array([0.5, 0.5, neutral])
+    u = uncertainty_scores(h)  # step 0: the regression task copies classification task 0
     np.testing.assert_allclose(u[0], [0.1, 0.9])
-    np.testing.assert_allclose(u[2], [neutral * means[2] / means.max()] * 2)
-    assert most_uncertain(u, 3) == [(0, 1), (1, 0), (2, 0)]  # 0.9, then the ties 0.5 by row, then candidate
+    np.testing.assert_allclose(u[2], [0.1, 0.9])
+    assert most_uncertain(u, 3) == [(0, 1), (2, 1), (1, 0)]  # 0.9 twice (ties interleave by row), then 0.5
+    np.testing.assert_allclose(uncertainty_scores(h, step=1)[2], [0.5, 0.5])  # step 1: task 1, in turn
+    two = fill_regression([np.array([0.2, 0.4, 0.6]), np.array([np.nan] * 4), np.array([np.nan] * 2),
+                           np.array([0.7, 0.8])], step=3)
+    np.testing.assert_allclose(two[1], [0.7, 0.8, 0.7, 0.8])  # (3 + 0) mod 2 = 1: the second classification task
+    np.testing.assert_allclose(two[2], [0.2, 0.4])  # (3 + 1) mod 2 = 0
     assert uncertainty_scores([np.array([np.nan])])[0].tolist() == [1.0]  # regression only: all alike
 
 
@@ -163,12 +167,49 @@ def test_mt_uncertainty_prefers_the_task_the_model_is_unsure_about():
     tasks = sampler.candidates(0, rng)
     assert tasks == ["rte", "mnli", "stsb"]
     batches = [(t, {**inputs(batch=4, seed=i), "labels": torch.zeros(4, dtype=torch.long)}) for i, t in enumerate(tasks)]
-    assert sampler.choose(model, batches) == 1
     chosen = sampler.select(model, batches)
     assert [t for t, _ in chosen] == ["mnli"] and len(chosen[0][1]["labels"]) == 4
     assert model.training  # scoring ran in eval mode and put the model back
     u = sampler.scores(model, batches)
-    assert u[1].min() > 0.999 and u[0].max() < 1e-3 and 0 < u[2][0] < u[1][0]
+    assert u[1].min() > 0.999 and u[0].max() < 1e-3 and np.allclose(u[2], u[0])  # step 0: stsb copies rte
+
+
+def test_mixed_batch_keeps_the_most_uncertain_rows_of_every_task():
+    """rte's head uniform (H' = 1) on a candidate batch of 2, mnli's confident (H' ≈ 0) on 4, stsb (regression) on 4:
+    b = 4; at step 0 stsb copies rte's H' (cyclically: [1, 1, 1, 1]) and ties with it row for row, so the mixed batch
+    is rte's rows 0, 1 and stsb's rows 0, 1, each part trimmed to its own longest sequence."""
+    model = build()
+    with torch.no_grad():
+        model.heads["rte"].weight.zero_()
+        model.heads["rte"].bias.zero_()
+        model.heads["mnli"].weight.zero_()
+        model.heads["mnli"].bias.copy_(torch.tensor([9.0, -9.0, -9.0]))
+    sampler = make_sampler("mt_uncertainty", {"rte": 10, "mnli": 10, "stsb": 10}, total_steps=10)
+    batches = [(t, {**inputs(batch=n, seed=i), "labels": torch.arange(n)})
+               for i, (t, n) in enumerate([("rte", 2), ("mnli", 4), ("stsb", 4)])]
+    batches[2][1]["attention_mask"][:2, 7:] = 0  # stsb rows 0, 1 end after 7 tokens
+    u = sampler.scores(model, batches, step=0)
+    np.testing.assert_allclose(u[2], [1, 1, 1, 1], atol=1e-6)
+    chosen = sampler.select(model, batches, step=0)
+    assert [t for t, _ in chosen] == ["rte", "stsb"]
+    assert chosen[0][1]["labels"].tolist() == [0, 1] and chosen[1][1]["labels"].tolist() == [0, 1]
+    assert chosen[1][1]["input_ids"].shape == (2, 7)
+    np.testing.assert_allclose(sampler.scores(model, batches, step=1)[2], u[1])  # step 1: stsb copies mnli
+
+
+def test_released_shares_on_the_constructed_four_task_case():
+    """Issue 15's case: four tasks whose candidates' H' have means 0.55 / 0.50 / 0.45 / 0.30 (drawn N(μ_t, 0.18²),
+    clipped to [0, 1], b = 32, 500 steps). The released algorithm (most uncertain b of the T·b candidates as one
+    batch) trains them in shares 0.54 / 0.32 / 0.14 / 0.00 (the project's former one-task-per-step choice: 0.88 /
+    0.12 / 0.00 / 0.00 of the steps)."""
+    rng = np.random.default_rng(0)
+    mu, b, total, seen = np.array([0.55, 0.50, 0.45, 0.30]), 32, np.zeros(4), np.zeros(4)
+    for _ in range(500):
+        h = [np.clip(rng.normal(m, 0.18, b), 0.0, 1.0) for m in mu]
+        seen += [x.mean() for x in h]
+        total += shares(uncertainty_scores(h), b)
+    np.testing.assert_allclose(seen / 500, mu, atol=0.005)
+    np.testing.assert_allclose(total / total.sum(), [0.54, 0.32, 0.14, 0.00], atol=0.005)
 
 
 # --- training ----------------------------------------------------------------------------------------
@@ -198,5 +239,6 @@ def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, gl
     resumed = train(cfg(tmp_path / "run"), progress=False, resume=True)
     for key in ("scores", "average", "params", "steps", "task_steps", "final"):
         assert resumed[key] == reference[key], key
-    assert sum(reference["task_steps"].values()) == 8
+    assert reference["steps"] == 8 and all(reference["task_steps"][t] > 0 for t in ("rte", "stsb"))
+    assert sum(reference["task_steps"].values()) >= 8  # a mixed batch counts for every task it holds
     assert reference["params"]["trained"] < reference["params"]["total"]  # the lower half is frozen

@@ -116,8 +116,8 @@ def test_registry_takes_a_model_aware_sampler():
         def probabilities(self, step):
             return np.full(len(self.tasks), 1 / len(self.tasks))
 
-        def choose(self, model, batches):
-            return int(np.argmax([b["input_ids"].shape[1] for _, b in batches]))
+        def select(self, model, batches, step=0):
+            return [batches[int(np.argmax([b["input_ids"].shape[1] for _, b in batches]))]]
 
     try:
         register_sampler(Widest.name)(Widest)

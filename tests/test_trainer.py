@@ -295,9 +295,9 @@ def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
         def probabilities(self, step):
             return np.full(len(self.tasks), 1 / len(self.tasks))
 
-        def choose(self, model, batches):
+        def select(self, model, batches, step=0):
             seen.append((type(model).__name__, [t for t, _ in batches]))
-            return int(np.argmax([b["input_ids"].shape[1] for _, b in batches]))
+            return [batches[int(np.argmax([b["input_ids"].shape[1] for _, b in batches]))]]
 
     register_sampler(Widest.name)(Widest)
     try:

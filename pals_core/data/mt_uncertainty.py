@@ -1,22 +1,29 @@
-"""MT-Uncertainty sampling (Pilault, Elhattami & Pal, ICLR 2021, Sec. 3 and Algorithm 1).
+"""MT-Uncertainty sampling (Pilault, Elhattami & Pal, ICLR 2021, Sec. 3 and Algorithm 1), as released.
 
-At every step one candidate batch of b examples is drawn from every task and run through the model
-(eval mode, no gradient). Each candidate x of task t is scored by its normalised predictive entropy
+At every step one candidate batch of b examples is drawn from every task (T·b candidates) and run
+through the model (eval mode, no gradient). Each candidate x of task t is scored by its normalised
+predictive entropy
 
     H'(x) = H(p(x)) / log C_t ∈ [0, 1],      H(p) = −Σ_c p_c log p_c,
     U(x)  = (Ĥ_t / Ĥ_max) · H'(x),           Ĥ_t = mean of H' over task t's candidates, Ĥ_max = max_t Ĥ_t,
 
-and the b candidates with the largest U form the step's batch (``select``): the model trains on
-what it is least sure about, and a task whose whole batch is uncertain weighs more than one with
-a few uncertain outliers. Ties (e.g. all U = 0) go to the earlier candidate position, tasks
-interleaved (position j of every task before position j + 1 of any).
+and the b candidates with the largest U, whatever their task, form ONE mixed batch (``select``; the
+released code, CAMTL/CA-MTL): the trainer runs each task's rows through that
+task's head and takes one optimiser step on the mean of the per-task mean losses
+(``pals_core.train.trainer``; SPEC section 7 allows this sampler mixed batches). Ties (e.g. all U
+equal) go to the earlier candidate position, tasks interleaved (position j of every task before
+position j + 1 of any).
 
-A regression task (C_t = 1) has no predictive distribution; its candidates get the mean H' of the
-classification candidates of the same step — neutral, neither preferred nor starved (the released
-code copies another task's entropies for STS-B). With regression tasks only, every H' is 1.
-
-``choose`` (the trainer's single-task interface, ``TaskSampler.choose``) returns the candidate batch
-of the task that holds most of the selected b examples (ties: the larger Ĥ_t, then the earlier task).
+A regression task (C_t = 1) has no predictive distribution. The project's earlier choice gave its b
+candidates one common value (the mean H' of the classification candidates); that starves it: top-b
+selection takes a block of equal scores all or nothing, and a value at the mean loses to the upper half
+of the classification candidates, so ``--tasks rte,stsb,mrpc`` never trained STS-B. The released code
+copies another task's entropies for STS-B; here (``fill_regression``) a regression task copies, row by
+row, the H' of one classification task of the same step, taken in turn: at step s the k-th regression
+task copies classification task (s + k) mod C. It then ties with that task row for row (Ĥ_t equal,
+ties interleave), so it trains whenever the copied task does, and over the steps its share is that
+of an average classification task: neither preferred nor starved. With regression tasks only, every
+H' is 1 (the first b candidates, tasks interleaved).
 """
 from __future__ import annotations
 
@@ -61,11 +68,28 @@ def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> li
     return out
 
 
-def uncertainty_scores(entropies: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """U(x) = (Ĥ_t / Ĥ_max) · H'(x), regression candidates set to the classification mean first."""
-    known = [h for h in entropies if len(h) and not np.isnan(h).all()]
-    neutral = float(np.mean(np.concatenate(known))) if known else 1.0
-    filled = [np.where(np.isnan(h), neutral, h) for h in entropies]
+def fill_regression(entropies: Sequence[np.ndarray], step: int = 0) -> list[np.ndarray]:
+    """Regression candidates (all NaN) copy the H' of classification task (step + k) mod C, the k-th regression
+    task of the step (rows beyond the copied batch's length repeat it cyclically); all 1 with no
+    classification task. Classification entropies are returned as they are."""
+    known = [i for i, h in enumerate(entropies) if len(h) and not np.isnan(h).all()]
+    out, k = [], 0
+    for h in entropies:
+        h = np.asarray(h, dtype=np.float64)
+        if len(h) and np.isnan(h).all():
+            if known:
+                source = entropies[known[(step + k) % len(known)]]
+                h = np.resize(np.asarray(source, dtype=np.float64), len(h))
+            else:
+                h = np.ones(len(h))
+            k += 1
+        out.append(h)
+    return out
+
+
+def uncertainty_scores(entropies: Sequence[np.ndarray], step: int = 0) -> list[np.ndarray]:
+    """U(x) = (Ĥ_t / Ĥ_max) · H'(x), regression candidates filled first (``fill_regression``)."""
+    filled = fill_regression(entropies, step)
     means = np.array([h.mean() if len(h) else 0.0 for h in filled])
     top = means.max() if len(means) else 0.0
     weights = means / top if top > 0 else np.ones_like(means)
@@ -79,8 +103,16 @@ def most_uncertain(scores: Sequence[np.ndarray], b: int) -> list[tuple[int, int]
     return [(c, row) for _, row, c in flat[:b]]
 
 
+def shares(scores: Sequence[np.ndarray], b: int) -> np.ndarray:
+    """How many of the b selected rows each candidate batch holds."""
+    counts = np.zeros(len(scores), dtype=np.int64)
+    for c, _ in most_uncertain(scores, b):
+        counts[c] += 1
+    return counts
+
+
 class MTUncertaintySampler(TaskSampler):
-    """CA-MTL's MT-Uncertainty sampling: the most uncertain b of one candidate batch per task."""
+    """CA-MTL's MT-Uncertainty sampling: one mixed batch of the most uncertain b of T·b candidates."""
 
     name = "mt_uncertainty"
     needs_model = True
@@ -95,30 +127,21 @@ class MTUncertaintySampler(TaskSampler):
     def candidates(self, step: int, rng: np.random.Generator) -> list[str]:
         return list(self.tasks)
 
-    def scores(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
+    def scores(self, model: Any, batches: Sequence[tuple[str, Batch]], step: int = 0) -> list[np.ndarray]:
         """U(x) of every candidate, per candidate batch."""
-        return uncertainty_scores(normalised_entropies(model, batches))
+        return uncertainty_scores(normalised_entropies(model, batches), step)
 
-    def select(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> list[tuple[str, Batch]]:
-        """The step's batch: the b most uncertain candidates (b = the candidate batch size), as one
+    def select(self, model: Any, batches: Sequence[tuple[str, Batch]], step: int = 0) -> list[tuple[str, Batch]]:
+        """The step's mixed batch: the b most uncertain candidates (b = the candidate batch size), as one
         sub-batch per task in candidate order (rows of each in their candidate order)."""
         b = max(len(batch["labels"]) for _, batch in batches)
-        chosen = most_uncertain(self.scores(model, batches), b)
+        chosen = most_uncertain(self.scores(model, batches, step), b)
         out = []
         for c, (task, batch) in enumerate(batches):
             rows = sorted(row for cc, row in chosen if cc == c)
             if rows:
                 out.append((task, _rows(batch, rows)))
         return out
-
-    def choose(self, model: Any, batches: Sequence[tuple[str, Batch]]) -> int:
-        scores = self.scores(model, batches)
-        b = max(len(batch["labels"]) for _, batch in batches)
-        counts = np.zeros(len(batches))
-        for c, _ in most_uncertain(scores, b):
-            counts[c] += 1
-        means = np.array([s.mean() if len(s) else 0.0 for s in scores])
-        return int(sorted(range(len(batches)), key=lambda c: (-counts[c], -means[c], c))[0])
 
 
 def _rows(batch: Batch, rows: list[int]) -> Batch:

@@ -1,6 +1,6 @@
 """Task samplers for multi-task training (Stickland & Murray 2019, Section 4; jiant-style objects).
 
-Every training step trains on one batch of one task. A sampler says which task:
+Every training step trains on one batch of one task (MT-Uncertainty: one mixed batch). A sampler says which task:
 
     p_i(step) ∝ N_i^α(step)          (N_i = training examples of task i)
 
@@ -26,8 +26,8 @@ Interface: ``probabilities(step)`` and ``sample(step, rng) -> task name``; the s
 random state (the trainer owns and checkpoints the ``numpy.random.Generator``), so resuming a run
 reproduces the same task sequence. Samplers that must look at the model (CA-MTL's MT-Uncertainty
 sampler scores candidate batches) set ``needs_model = True`` and implement ``candidates(step, rng)``
-(the tasks to draw one batch each from) and ``choose(model, batches) -> index``; the trainer then
-draws those batches and trains on the chosen one (the interface: ``task_sampler.py``). New kinds register
+(the tasks to draw one batch each from) and ``select(model, batches) -> [(task, rows)]``; the trainer
+then draws those batches and trains one step on the selected rows (the interface: ``task_sampler.py``). New kinds register
 with ``@register_sampler``; ``mt_uncertainty`` (``mt_uncertainty.py``) is registered here beside the others.
 """
 from __future__ import annotations

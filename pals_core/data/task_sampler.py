@@ -2,7 +2,8 @@
 
 A sampler chooses the task of each training step: ``probabilities(step)`` and ``sample(step, rng)``; it
 holds no random state (the trainer owns and checkpoints the ``numpy.random.Generator``). Model-aware
-samplers (CA-MTL's MT-Uncertainty) set ``needs_model`` and implement ``candidates`` and ``choose``.
+samplers (CA-MTL's MT-Uncertainty) set ``needs_model`` and implement ``candidates`` and ``select``; a
+step's batch is then a list of ``(task, rows)`` parts, trained as one batch (SPEC section 7).
 The kinds and their registry are in ``samplers.py``.
 """
 from __future__ import annotations
@@ -63,8 +64,9 @@ class TaskSampler(ABC):
         """Model-aware samplers: the tasks to draw one candidate batch from (default: every task)."""
         return list(self.tasks)
 
-    def choose(self, model: Any, batches: Sequence[tuple[str, dict]]) -> int:
-        """Model-aware samplers: index of the candidate ``(task, batch)`` to train on."""
+    def select(self, model: Any, batches: Sequence[tuple[str, dict]], step: int = 0) -> list[tuple[str, dict]]:
+        """Model-aware samplers: the batch of ``step`` from the candidate ``(task, batch)`` pairs, as one
+        ``(task, rows)`` part per task it holds (several parts = one mixed batch, one optimiser step)."""
         raise NotImplementedError(f"sampler {self.name!r} does not look at the model")
 
     def describe(self) -> dict:

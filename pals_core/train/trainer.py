@@ -6,6 +6,10 @@ mean squared error for STS-B):
 
     θ ← AdamW(θ, ∇L_t(θ)),  lr_s = lr · min(s / (w·S), (S − s) / (S − w·S))   (warm-up w = 10 %, S steps)
 
+MT-Uncertainty (CA-MTL) gives one mixed batch instead: parts (t, rows_t), each through its task's head,
+and one step on L = (1/|parts|) Σ_t mean(loss_t(rows_t)) — the mean of the per-task mean losses, as the
+released code. ``task_steps`` counts, per task, the steps whose batch held rows of it.
+
 with no weight decay on biases and LayerNorm parameters and the global gradient norm clipped.
 Every ``eval_every`` steps all dev sets are scored (``evaluate``), a line goes to metrics.jsonl and a
 checkpoint is written; the best dev average is kept. Runs on CPU, on CUDA with bf16 autocast, and on
@@ -257,33 +261,58 @@ class _Run:
         rows = self.streams[task].take(self.cfg.batch_size * self.world)
         return self.data[task].train.batch(process_slice(rows, self.rank, self.world))
 
-    def draw(self, step: int) -> tuple[str, dict]:
+    def draw(self, step: int) -> list[tuple[str, dict]]:
+        """The step's batch as ``(task, rows)`` parts: one part, or MT-Uncertainty's mixed batch."""
         if self.sampler.needs_model:
             candidates = [(t, self.next_batch(t)) for t in self.sampler.candidates(step, self.rng)]
-            return candidates[self.sampler.choose(self.net, candidates)]
+            return self.sampler.select(self.net, candidates, step)
         task = self.sampler.sample(step, self.rng)
-        return task, self.next_batch(task)
+        return [(task, self.next_batch(task))]
 
-    def train_step(self, task: str, batch: dict):
+    def part_loss(self, model, task: str, batch: dict):
+        """Mean loss of one task's rows: cross-entropy, or mean squared error for regression."""
         import torch.nn.functional as F
 
         dev = self.acc.device
         with self.acc.autocast():
-            logits = self.model(task=task, input_ids=batch["input_ids"].to(dev),
-                                attention_mask=batch["attention_mask"].to(dev),
-                                token_type_ids=batch["token_type_ids"].to(dev))
+            logits = model(task=task, input_ids=batch["input_ids"].to(dev),
+                           attention_mask=batch["attention_mask"].to(dev),
+                           token_type_ids=batch["token_type_ids"].to(dev))
         labels = batch["labels"].to(dev)
         if GLUE_TASKS[task].regression:
-            loss = F.mse_loss(logits.float().squeeze(-1), labels.float())
+            return F.mse_loss(logits.float().squeeze(-1), labels.float())
+        return F.cross_entropy(logits.float(), labels)
+
+    def train_step(self, parts: list[tuple[str, dict]]):
+        """One optimiser step on the mean of the parts' mean losses (one part: that task's loss)."""
+        if self.sampler.needs_model and self.world > 1:
+            loss = self._mixed_backward_ddp(parts)
         else:
-            loss = F.cross_entropy(logits.float(), labels)
-        self.acc.backward(loss)
+            loss = sum(self.part_loss(self.model, t, b) for t, b in parts) / len(parts)
+            self.acc.backward(loss)
         if self.cfg.grad_clip is not None:
             self.acc.clip_grad_norm_(self.trainable, self.cfg.grad_clip)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return loss.detach()
+
+    def _mixed_backward_ddp(self, parts: list[tuple[str, dict]]):
+        """Several forwards before one backward do not fit DDP's hooks: run the parts on the unwrapped
+        model without DDP's reduction, then average every trainable gradient across the processes (a
+        parameter this process did not reach contributes zeros), as DDP would."""
+        import torch
+        import torch.distributed as dist
+
+        with self.acc.no_sync(self.model):
+            loss = sum(self.part_loss(self.net, t, b) for t, b in parts) / len(parts)
+            self.acc.backward(loss)
+        for p in self.trainable:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+            p.grad.div_(self.world)
+        return loss
 
     def stop_requested(self) -> bool:
         if self.world == 1:
@@ -354,14 +383,15 @@ class _Run:
                 if self.stop_requested():
                     raise _Stop
                 t0, c0 = time.monotonic(), time.process_time()
-                task, batch = self.draw(st.step)
-                loss = self.train_step(task, batch)
+                parts = self.draw(st.step)
+                loss = self.train_step(parts)
                 self.step_t += 1
                 self.first_bad = torch.where((self.first_bad < 0) & ~torch.isfinite(loss), self.step_t, self.first_bad)
                 loss_acc += loss.double()
                 st.loss_n += 1
                 st.step += 1
-                st.task_steps[task] += 1
+                for task, _ in parts:
+                    st.task_steps[task] += 1
                 st.train_time_s += time.monotonic() - t0
                 st.train_cpu_s += time.process_time() - c0
                 bar.update(1)
