@@ -10,7 +10,7 @@ import streamlit as st
 
 from studies import report
 from studies.errors import StudyError
-from studies.storage import load, masked, open_storage, study_names
+from studies.storage import NoStudies, load, masked, open_storage, study_names
 
 CHART = {"displaylogo": False}
 FIGURE_TITLES = {
@@ -34,6 +34,9 @@ def render(storage_url: str) -> None:
     try:
         storage = _storage(storage_url)
         names = study_names(storage)
+    except NoStudies as e:  # a database without Optuna's tables: read, never changed
+        st.info(f"No study in this storage: {e}. Start one with `pals-study run design`.")
+        return
     except StudyError as e:
         st.error(str(e))
         return

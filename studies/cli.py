@@ -30,7 +30,9 @@ from pals_core.train.models import TINY
 from .definitions import DEFINITIONS, get_definition
 from .errors import StudyError
 from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, StudySettings
-from .storage import DEFAULT_HEARTBEAT_S, DEFAULT_MAX_RETRY, DEFAULT_STORAGE, load, open_storage, study_names
+from .naming import RUN_KEY_ATTR, check_study_name, report_folder, trial_root
+from .storage import (DEFAULT_HEARTBEAT_S, DEFAULT_MAX_RETRY, DEFAULT_STORAGE, NoStudies, load, masked, open_storage,
+                      study_names)
 
 PROG = "pals-study"
 DEFAULT_OUT = "studies_out"
@@ -83,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trials", default="10", help="finished trials the study should hold, over all workers (default 10)")
     r.add_argument("--timeout", metavar="S", help="start no new trial after S seconds")
     r.add_argument("--glue-dir", help="GLUE TSV folder (default $PALS_GLUE_DIR)")
-    r.add_argument("--out", default=DEFAULT_OUT, help=f"run folders go to OUT/<study>/trial-NNNN (default {DEFAULT_OUT})")
+    r.add_argument("--out", default=DEFAULT_OUT, help=f"run folders go to OUT/<study>/<run key>/trial-NNNN (default {DEFAULT_OUT})")
     r.add_argument("--device", default="auto", help="auto | cpu | cuda (pick GPUs with CUDA_VISIBLE_DEVICES)")
     r.add_argument("--threads", help="torch CPU threads of this worker (default: torch's choice)")
     r.add_argument("--sampler-seed", help="seed of this worker's sampler (default random; give each worker its own)")
@@ -235,7 +237,7 @@ def cmd_create(args) -> int:
     from .runner import make_context
     from .space import model_shape
 
-    name = args.study_name or args.name
+    name = check_study_name(args.name if args.study_name is None else args.study_name)
     definition, study, settings = _open(args, name, worker=False)
     ctx = make_context(definition, settings, model_shape(settings.model))
     print(f"study {name!r} ready in {args.storage} ({len(study.trials)} trials so far)")
@@ -250,7 +252,7 @@ def cmd_run(args) -> int:
     from .runner import counts, done, make_context, run_worker
     from .space import model_shape
 
-    name = args.study_name or args.name
+    name = check_study_name(args.name if args.study_name is None else args.study_name)
     glue = resolve_glue_dir(args.glue_dir)
     if glue is None:
         raise StudyError("no GLUE folder: give --glue-dir or set PALS_GLUE_DIR")
@@ -270,9 +272,9 @@ def cmd_run(args) -> int:
     shape = model_shape(settings.model)
     ctx = make_context(definition, settings, shape)
     print(_describe(definition, settings, ctx), flush=True)
-    objective = Objective(definition, ctx, shape, os.path.join(os.path.abspath(args.out), name), str(glue),
-                          device=args.device, threads=threads, progress=args.progress,
-                          keep_checkpoints=not args.no_checkpoints)
+    objective = Objective(definition, ctx, shape, trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
+                          str(glue), device=args.device, threads=threads, progress=args.progress,
+                          keep_checkpoints=not args.no_checkpoints, target=target)
     result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     c = result.counts
     print(f"study {name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
@@ -299,7 +301,7 @@ def cmd_report(args) -> int:
     storage = open_storage(args.storage, heartbeat=None, create=False)
     study = load(storage, args.name)
     top = parse_positive_int(args.top, "--top")
-    out = args.out or os.path.join(DEFAULT_OUT, args.name, "report")
+    out = args.out or report_folder(DEFAULT_OUT, args.name)
     s = summary(study)
     c = s["counts"]
     try:
@@ -321,8 +323,15 @@ def cmd_report(args) -> int:
 
 
 def cmd_list(args) -> int:
-    storage = open_storage(args.storage, heartbeat=None, create=False)
-    for n in study_names(storage):
+    try:
+        storage = open_storage(args.storage, heartbeat=None, create=False)
+    except NoStudies as e:
+        print(f"no studies: {e}")
+        return 0
+    names = study_names(storage)
+    if not names:
+        print(f"no studies in {masked(args.storage)}")
+    for n in names:
         study = load(storage, n)
         print(f"{n}\t{len(study.trials)} trials\t{study.user_attrs.get('pals_definition', '?')}")
     return 0
@@ -346,6 +355,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return COMMANDS[args.command](args)
     except (StudyError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a report folder that cannot be written, …
+        print(f"{PROG}: error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

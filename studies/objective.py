@@ -35,6 +35,22 @@ def retried_from(trial: optuna.Trial) -> Optional[int]:
     return None
 
 
+class SurplusTrial(RuntimeError):
+    """Two workers asked for the last trial at once: the later one gives its trial up before training."""
+
+
+def surplus(trial: optuna.Trial, target: int) -> bool:
+    """More than ``target`` trials would be under way or finished with this one: those numbered before it that
+    are complete, pruned, running or waiting (failed ones are retried by a waiting copy) already make ``target``.
+    The check that stops a worker (``runner.done``) reads the counts before Optuna creates the trial; two workers
+    can pass it together, and this closes that gap after the fact, by trial number."""
+    from optuna.trial import TrialState
+
+    ahead = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
+                                                            TrialState.RUNNING, TrialState.WAITING))
+    return sum(1 for t in ahead if t.number < trial.number) >= target
+
+
 @dataclass
 class Objective:
     """Callable handed to ``study.optimize``."""
@@ -50,6 +66,8 @@ class Objective:
     keep_checkpoints: bool = True  # False: a finished trial's checkpoints are deleted (config, metrics, summary stay)
     last_trial: Optional[int] = None  # number of the trial this worker ran last (read by the runner)
     stopped: bool = False  # the trainer was stopped by SIGTERM/SIGINT: the worker stops too
+    target: Optional[int] = None  # the study's --trials: a trial started beyond it is given up untrained
+    surplus: bool = False  # the last trial was beyond the target (another worker took the last place): stop
 
     def run_dir(self, trial: optuna.Trial, original: Optional[int]) -> tuple[str, bool]:
         """(directory, resume?): a retry (of trial ``original``) resumes in its directory if that is on this machine."""
@@ -65,6 +83,11 @@ class Objective:
         from pals_core.train.trainer import TrainingStopped, train
 
         self.last_trial = trial.number
+        self.surplus = False
+        if self.target is not None and surplus(trial, self.target):
+            self.surplus = True
+            trial.set_user_attr("error", f"surplus: the study already had {self.target} trials under way (--trials)")
+            raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials")
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")

@@ -95,6 +95,9 @@ def open_study(storage, study_name: str, definition: Definition, requested: Stud
         raise StudyError(f"study {study_name!r} exists with {len(study.directions)} objective(s); "
                          f"{definition.name!r} has {len(definition.directions)} (use another --study-name)")
     if SETTINGS_ATTR not in attrs:
+        from .naming import RUN_KEY_ATTR, new_run_key
+
+        study.set_user_attr(RUN_KEY_ATTR, new_run_key())  # keys its trial folders (``naming.trial_root``)
         study.set_user_attr(DEFINITION_ATTR, definition.name)
         study.set_user_attr(SETTINGS_ATTR, requested.as_dict())
         return study, requested
@@ -168,6 +171,9 @@ def run_worker(study: optuna.Study, objective: Callable, target: int, *, timeout
         study.optimize(objective, n_trials=1, catch=(Exception,), gc_after_trial=True)
         result.ran += 1
         ran = _trial(study, getattr(objective, "last_trial", None))
+        if getattr(objective, "surplus", False):  # another worker took the last trial: nothing left for this one
+            result.ran -= 1
+            break
         if getattr(objective, "stopped", False):
             # SIGTERM / Ctrl-C: the trainer checkpointed; queue the trial again (Optuna's retry callback, as for a
             # dead worker) so that the next worker resumes it, and stop this worker

@@ -69,13 +69,27 @@ def _with_installed_driver(u: sqlalchemy.engine.URL, url: str) -> str:
     return url
 
 
+class NoStudies(StudyError):
+    """The database exists but holds no Optuna tables (so no study); reading it created none."""
+
+
+def _has_optuna_tables(url: str, kwargs: dict) -> bool:
+    """Whether the database at ``url`` holds Optuna's tables (read-only: an inspector, nothing created)."""
+    engine = sqlalchemy.create_engine(url, **kwargs)
+    try:
+        with engine.connect() as conn:
+            return sqlalchemy.inspect(conn).has_table("studies") and sqlalchemy.inspect(conn).has_table("version_info")
+    finally:
+        engine.dispose()
+
+
 def open_storage(url: str, *, heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S, grace: Optional[int] = None,
                  max_retry: Optional[int] = DEFAULT_MAX_RETRY, create: bool = True) -> RDBStorage:
     """An ``RDBStorage`` on ``url``; with ``heartbeat`` set, stale trials are failed and retried (up to ``max_retry``).
 
-    ``create=False`` refuses to create a new SQLite file (reading a study that is not there is an error, not an
-    empty database). Raises ``StudyError`` with one line for an unusable URL, a missing driver or a refused
-    connection."""
+    ``create=False`` is reading: it creates neither a SQLite file nor a table (a database without Optuna's
+    tables raises ``NoStudies``, and is left as it was). Raises ``StudyError`` with one line for an unusable URL,
+    a missing driver or a refused connection."""
     u = _parse(url)
     url = _with_installed_driver(u, url)
     kwargs: dict = {}
@@ -103,15 +117,24 @@ def open_storage(url: str, *, heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S, gr
             if hb:
                 hb["heartbeat_stale_trial_callback"] = RetryHeartbeatStaleTrialCallback(
                     max_retry=max_retry, inherit_intermediate_values=True)
-            return RDBStorage(url, engine_kwargs=kwargs, **hb)
+            if not create and not _has_optuna_tables(url, kwargs):
+                raise NoStudies(f"storage {masked(url)} holds no studies (no Optuna tables); nothing was changed")
+            return RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=not create, **hb)
     except sqlalchemy.exc.NoSuchModuleError:
         raise StudyError(f"storage URL {masked(url)!r}: unknown database kind {u.drivername!r} "
                          "(sqlite, postgresql, mysql)") from None
     except ImportError as e:
         raise StudyError(f"storage {masked(url)}: database driver missing ({one_line(e.__cause__ or e)}); "
-                         "for PostgreSQL install psycopg2-binary or psycopg") from None
+                         f"{DRIVER_HINTS.get(u.get_backend_name(), 'install the driver named in the URL')}") from None
     except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, ValueError, OSError) as e:
         raise StudyError(f"cannot open storage {masked(url)}: {one_line(e)}") from None
+
+
+DRIVER_HINTS = {
+    "postgresql": "for PostgreSQL install psycopg2-binary or psycopg",
+    "mysql": "for MySQL install PyMySQL (mysql+pymysql://…) or mysqlclient (mysql+mysqldb://…)",
+    "mariadb": "for MariaDB install PyMySQL (mariadb+pymysql://…) or mysqlclient",
+}
 
 
 def retry_of(trial: FrozenTrial) -> Optional[int]:

@@ -45,7 +45,8 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
     for t in trials:
         a = t.user_attrs
         run = Path(a["run_dir"])
-        assert run.is_dir() and run.parent == out / "design" and (run / "config.json").is_file()
+        assert run.is_dir() and run.parent == out / "design" / study.user_attrs["pals_run_key"]  # keyed: see naming.py
+        assert (run / "config.json").is_file()
         assert 0 < a["params_task_specific"] <= limit, (t.number, a)  # the budget holds for every sampled trial
         cfg = json.loads((run / "config.json").read_text())
         assert cfg["adapter"]["method"] == a["method"] and cfg["adapter"]["d_s"] == a["d_s"]
