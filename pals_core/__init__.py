@@ -10,6 +10,7 @@ from .budget.config import AdapterConfig
 
 _LAZY = {
     "MultiTaskBert": "pals_core.model",
+    "MultiTaskModel": "pals_core.model",
 }
 
 __all__ = ["AdapterConfig", *_LAZY]

@@ -45,8 +45,8 @@ def count_flops(fn: Callable[..., Any], *args, **kwargs) -> int:
 def _inputs(model, n: int, batch: int) -> dict[str, torch.Tensor]:
     if not isinstance(n, int) or n < 1 or n > model.base_config.max_position_embeddings:
         raise ValueError(f"sequence length must be 1..{model.base_config.max_position_embeddings}, got {n!r}")
-    device = model.bert.embeddings.word_embeddings.weight.device
-    ids = (torch.arange(batch * n, device=device).view(batch, n) % model.base_config.vocab_size)
+    device = next(model.bert.parameters()).device
+    ids = (torch.arange(batch * n, device=device).view(batch, n) % model.shape.vocab)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
 
 

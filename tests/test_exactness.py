@@ -1,7 +1,8 @@
 """The calculator's counts are the torch model's counts, to the parameter and to the FLOP (SPEC §3, §5, §8).
 
 Every built method × location (all / top / bottom / an explicit list) × convention × several small
-random base configurations (odd sizes, d_s not a power of two, per-task poolers):
+random base configurations of every family with a torch trunk (odd sizes, d_s not a power of two, per-task
+poolers, ELECTRA with embedding width ≠ hidden; a method a family refuses is checked to be refused):
   params_total (exact, paper)  == sum(p.numel()) of MultiTaskBert.from_base_config (paper: minus biases and
                                   LayerNorm parameters, picked out by parameter name)
   flops_per_seq                == FlopCounterMode on one sequence of n tokens through the first task
@@ -18,7 +19,9 @@ from transformers import BertConfig
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.adapters import ADAPTERS
 from pals_core.budget import METHODS, at_size, design, from_hf_config, get_method, parse_tasks, rows
+from pals_core.budget.families import get_family
 from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
+from pals_core.model import _hf_config
 
 torch.set_num_threads(1)
 
@@ -32,14 +35,29 @@ BASES = {
                 max_position_embeddings=12, type_vocab_size=1), {"a": 4}, 6, 3, 2, 12, False),
     "eager-2L": (dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=28, vocab_size=31,
                       max_position_embeddings=16, attn_implementation="eager"), {"sst2": 2, "stsb": 1}, 14, 11, 7, 6, True),
+    "roberta-3L": (dict(model_type="roberta", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
+                        vocab_size=37, max_position_embeddings=20, type_vocab_size=1, pad_token_id=1),
+                   {"rte": 2, "stsb": 1}, 6, 5, 3, 9, True),
+    "distilbert-3L": (dict(model_type="distilbert", dim=21, n_layers=3, n_heads=3, hidden_dim=31, vocab_size=43,
+                           max_position_embeddings=16), {"mnli": 3, "stsb": 1}, 8, 7, 4, 10, False),
+    "electra-E10": (dict(model_type="electra", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                         intermediate_size=35, vocab_size=39, max_position_embeddings=16, type_vocab_size=2),
+                    {"cola": 2, "stsb": 1}, 9, 4, 3, 8, False),
 }
-EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1]}
+EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1], "roberta-3L": [0, 2], "distilbert-3L": [1],
+            "electra-E10": [0, 1]}
+
+
+def _family(base: str):
+    return get_family(from_hf_config(BASES[base][0]).family)
 BUILT = [m for m in METHODS if m in ADAPTERS]
 
 
 def _cases():
     for base in BASES:
         for method in BUILT:
+            if _family(base).refusal(method):
+                continue
             if get_method(method).within:
                 for loc in ("all", "top", "bottom", "explicit"):
                     yield base, method, loc
@@ -58,7 +76,7 @@ def _config(base: str, method: str, loc):
     location = EXPLICIT[base] if loc == "explicit" else loc
     cfg = AdapterConfig(method=method, d_s=d_s, location=location, heads=heads, n_top=2, ffn_ratio=3,
                         per_task_pooler=pooler)
-    return BertConfig(**fields), cfg, tasks, n
+    return _hf_config(fields), cfg, tasks, n
 
 
 @lru_cache(maxsize=None)
@@ -84,8 +102,11 @@ def test_every_method_of_the_calculator_is_built():
 def test_parameters_match_the_calculator(base, method, loc, convention):
     model = _model(base, method, loc)
     named = dict(model.named_parameters())
-    if convention == "paper":  # by name: every bias vector and every LayerNorm parameter goes
-        kept = [n for n in named if not (n.endswith(".bias") or ".LayerNorm." in n)]
+    if convention == "paper":  # every bias vector and every LayerNorm parameter goes (BERT: by name, too)
+        dropped = set(model.bias_and_norm_parameter_names())
+        kept = [n for n in named if n not in dropped]
+        if _family(base).name == "bert":
+            assert kept == [n for n in named if not (n.endswith(".bias") or ".LayerNorm." in n)]
         assert model.num_parameters("paper") == sum(named[n].numel() for n in kept)
     else:
         kept = list(named)
@@ -99,6 +120,15 @@ def test_forward_flops_match_the_calculator(base, method, loc):
     cost = _cost(base, method, loc, "exact")
     assert count_forward_flops(model, next(iter(tasks)), n) == cost.flops_per_seq
     assert count_predict_all_flops(model, n) == cost.flops_all_tasks_per_seq
+
+
+@pytest.mark.parametrize("base", [b for b in BASES if _family(b).refuses])
+def test_a_method_a_family_refuses_is_refused_in_one_line(base):
+    for method, reason in _family(base).refuses:
+        hf, cfg, tasks, _ = _config(base, method, "all")
+        with pytest.raises(ValueError, match="does not apply") as e:
+            MultiTaskBert.from_base_config(hf, cfg, tasks)
+        assert "\n" not in str(e.value) and reason in str(e.value)
 
 
 def test_rows_the_cli_prints_match_the_model():

@@ -67,7 +67,7 @@ def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
     """The encoder's copy of BertLayer.forward, with a TaskAdapter whose hooks are all at their defaults, computes
     bit for bit what the plain transformers BertLayer computes (padding present, so the mask matters)."""
     from pals_core.adapters import TaskAdapter
-    from pals_core.encoder import make_mask, run_layers
+    from pals_core.trunks import trunk_for
 
     torch.manual_seed(0)
     trunk = BertModel(BertConfig(**TINY, attn_implementation=attn), add_pooling_layer=False).eval()
@@ -75,10 +75,11 @@ def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
     with torch.no_grad():
-        h = trunk.embeddings(input_ids=ids)
-        m = make_mask(trunk.config, h, mask)
-        plain = run_layers(trunk.encoder.layer, 0, 4, h, m, None)
-        hooked = run_layers(trunk.encoder.layer, 0, 4, h, m, TaskAdapter(range(4)))
+        family = trunk_for(trunk)
+        h = family.embed(ids, mask, None)
+        state = family.prepare(h, mask)
+        plain = family.run(0, 4, h, state, None)
+        hooked = family.run(0, 4, h, state, TaskAdapter(range(4)))
         assert torch.equal(hooked, plain)
         assert torch.equal(plain, trunk(input_ids=ids, attention_mask=mask).last_hidden_state)
 
@@ -184,7 +185,7 @@ def test_unknown_task_and_missing_checkpoint(tmp_path):
         model(task="qqp", input_ids=ids)
     with pytest.raises(ValueError, match="unknown task 'qqp'"):
         model.predict_all(input_ids=ids, tasks=["qqp"])
-    with pytest.raises(ValueError, match="no BERT checkpoint"):
+    with pytest.raises(ValueError, match="no checkpoint at"):
         MultiTaskBert.from_pretrained(tmp_path, AdapterConfig(method="shared"), {"rte": 2})
 
 

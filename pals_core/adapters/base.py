@@ -1,10 +1,12 @@
 """The interface every task adapter implements, what its builder reads, and the small building blocks they share.
 
 A ``TaskAdapter`` holds ONE task's adapter weights; each method's ``pals_core/methods/<name>/module.py``
-subclasses it and declares its builders (``AdapterSpec``) in ``ADAPTERS``. The encoder loop
-(``pals_core.encoder``) runs the plain Hugging Face ``BertLayer`` at every layer the adapter does not
-touch, and at each adapted layer l (``self.layers``) an explicit copy of BERT's layer that calls these
-hooks, named by where they act, in this order:
+subclasses it and declares its builders (``AdapterSpec``) in ``ADAPTERS``. The trunk of the base
+model's family (``pals_core.trunks``) runs the plain Hugging Face layer at every layer the adapter does not
+touch, and at each adapted layer l (``self.layers``) an explicit copy of the family's layer that calls these
+hooks, named by where they act, in this order (BERT's post-norm layer; the other families' modules say
+where each place is in their layer — in a pre-norm layer (ModernBERT) ``attention_norm`` is the norm before
+the attention and ``output_norm`` the one before the FFN, and the parallel branch joins the residual):
 
     q       = adapt_query(l, h, W_q h + b_q)               # LoRA
     k       = adapt_key(l, h, W_k h + b_k)                 # IA³
@@ -105,17 +107,34 @@ class TaskAdapter(nn.Module):
 class BuildContext:
     """What a builder may read: the HF config of the trunk, the design, the adapted layers, the trunk itself."""
 
-    base_config: Any  # transformers.BertConfig
+    base_config: Any  # the trunk's transformers config (any supported family)
     adapter: AdapterConfig
     layers: tuple[int, ...]  # adapted layers, 0-based, sorted (empty for top methods)
-    trunk: nn.Module  # the shared transformers.BertModel (e.g. to copy its last layer)
+    trunk: nn.Module  # the shared HF base model (e.g. to copy its last layer)
     task: Optional[str] = None  # None when building the shared module
     num_labels: Optional[int] = None
     shared: Optional[nn.Module] = None  # the method's shared module, if it has one
+    family: Any = None  # the trunk's family, torch half (``pals_core.trunks.Trunk``): runs a layer, names its parts
+    shape: Any = None  # the calculator's view of the base model (``pals_core.budget.BaseModel``)
 
     @property
     def hidden(self) -> int:
         return self.base_config.hidden_size
+
+    @property
+    def intermediate(self) -> int:
+        """d_ff, the width of the FFN activation (DistilBERT's ``hidden_dim``, ModernBERT's GLU width)."""
+        return self.shape.intermediate if self.shape is not None else self.base_config.intermediate_size
+
+    @property
+    def dropout(self) -> float:
+        """The trunk's hidden-state dropout rate."""
+        return self.family.hidden_dropout if self.family is not None else self.base_config.hidden_dropout_prob
+
+    @property
+    def eps(self) -> float:
+        """The trunk's LayerNorm epsilon."""
+        return self.family.norm_eps if self.family is not None else self.base_config.layer_norm_eps
 
     @property
     def std(self) -> float:

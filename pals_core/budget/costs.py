@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 from .config import AdapterConfig, format_location
-from .method import Method, Part, bert_layer_flops, bert_layer_params, linear, layer_norm, mm
+from .families import get_family
+from .method import Method, Part, linear, mm
 from .methods import check_config
 from .models import BaseModel
 from .poly import Poly
@@ -26,16 +27,21 @@ def _paper(convention: str) -> bool:
 
 
 def base_params(m: BaseModel, convention: str = "exact") -> int:
-    """N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d (with pooler)."""
-    paper = _paper(convention)
-    d = m.hidden
-    embeddings = (m.vocab + m.positions + m.token_types) * d + layer_norm(d, paper=paper).c
-    return embeddings + m.layers * bert_layer_params(m, paper) + linear(d, d, paper=paper).c
+    """N_base, the parameters of ``AutoModel.from_config`` for the model's family (``families``); for BERT
+    (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d (with pooler)."""
+    return get_family(m.family).base_params(m, _paper(convention))
+
+
+def embedding_params(m: BaseModel, convention: str = "exact") -> int:
+    """The parameters of the embeddings (every lookup table, its norm and projection): N_base minus them is
+    the non-embedding count a ``--budget-of non-embedding`` ratio is taken against."""
+    return get_family(m.family).embedding_params(m, _paper(convention))
 
 
 def head_params(m: BaseModel, task: Task, convention: str = "exact") -> int:
-    """Task head on the pooled [CLS]: d·C_t + C_t."""
-    return linear(m.hidden, task.num_labels, paper=_paper(convention)).c
+    """One task's head as the family's ``…ForSequenceClassification`` has it: BERT d·C_t + C_t on the pooled [CLS];
+    families without a pooler add their per-task dense layer."""
+    return get_family(m.family).head_params(m, task.num_labels, _paper(convention))
 
 
 def pooler_params(m: BaseModel, convention: str = "exact") -> int:
@@ -43,9 +49,15 @@ def pooler_params(m: BaseModel, convention: str = "exact") -> int:
     return linear(m.hidden, m.hidden, paper=_paper(convention)).c
 
 
+def layer_flops(m: BaseModel, n: int) -> list[int]:
+    """Forward FLOPs of each layer on n tokens (BERT: 2n·(4d² + 2·d·d_ff) + 4n²·d each)."""
+    family = get_family(m.family)
+    return [family.layer_flops(m, i, n) for i in range(m.layers)]
+
+
 def base_flops(m: BaseModel, n: int) -> int:
-    """Forward FLOPs of the encoder on n tokens: L·(2n·(4d² + 2·d·d_ff) + 4n²·d)."""
-    return m.layers * bert_layer_flops(m, n)
+    """Forward FLOPs of the encoder on n tokens: embeddings (ELECTRA's projection) + Σ_i layer_i."""
+    return get_family(m.family).embedding_flops(m, n) + sum(layer_flops(m, n))
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,9 @@ def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, conventio
     pool = pooler_params(m, convention) if cfg.per_task_pooler else 0
     heads = tuple(head_params(m, t, convention) + pool for t in tasks)
     n_base = base_params(m, convention)
+    if cfg.per_task_pooler and not get_family(m.family).pooler:
+        raise ValueError(f"{get_family(m.family).title} has no pooler: its task head already holds a per-task dense "
+                         "layer (drop per_task_pooler)")
     if cfg.freeze_trunk:
         frozen = n_base
     else:
@@ -167,19 +182,22 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     The ``shared`` method with a shared pooler runs even the pooler once.
     """
     m, n = ds.model, ds.seq_len
-    layer = bert_layer_flops(m, n)
-    pooler = mm(1, m.hidden, m.hidden).c
-    heads = [mm(1, m.hidden, t.num_labels).c for t in ds.tasks]
-    trunk = m.layers * layer
+    family = get_family(m.family)
+    layers = layer_flops(m, n)
+    embed = family.embedding_flops(m, n)
+    pooler = family.pooler_flops(m)
+    heads = [family.head_flops(m, t.num_labels) for t in ds.tasks]
+    trunk = embed + sum(layers)
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     plain = trunk + pooler + heads[0]
     first = plain + extra
     lowest = shared_depth(ds.method, ds.layers, m.layers)
-    per_task_trunk = (m.layers - lowest) * layer
+    per_task_trunk = sum(layers[lowest:])
+    shared_trunk = embed + sum(layers[:lowest])  # the embeddings (ELECTRA's projection) run once
     if ds.method.name == "shared" and not ds.config.per_task_pooler:
         all_tasks = trunk + pooler + sum(heads)
     else:
-        all_tasks = lowest * layer + sum(per_task_trunk + extra + pooler + h for h in heads)
+        all_tasks = shared_trunk + sum(per_task_trunk + extra + pooler + h for h in heads)
     return first, plain, all_tasks
 
 
@@ -215,8 +233,7 @@ def breakdown(ds: Design, s: Optional[int]) -> list[dict]:
     Parts shared by all tasks (CA-MTL's conditional modules) come first with ``shared=True``."""
     rows = [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": True} for p in ds.shared_parts]
     rows += [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": False} for p in ds.adapter_parts]
-    paper = ds.convention == "paper"
-    rows.append({"part": "task head", "layer": None, "params": linear(ds.model.hidden, ds.tasks[0].num_labels, paper=paper).c,
+    rows.append({"part": "task head", "layer": None, "params": head_params(ds.model, ds.tasks[0], ds.convention),
                  "shared": False})
     if ds.config.per_task_pooler:
         rows.append({"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention), "shared": False})

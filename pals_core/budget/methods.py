@@ -78,6 +78,11 @@ def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -
     Raises ``ValueError`` naming the problem (before any weights are built). ``check_size=False``
     leaves d_s unchecked (the solver picks it)."""
     method = get_method(cfg.method)
+    from .families import get_family
+
+    refusal = get_family(m.family).refusal(method.name)
+    if refusal is not None:
+        raise ValueError(f"method {method.name!r} does not apply to {get_family(m.family).title}: {refusal}")
     if not check_size:
         pass
     elif method.sized:

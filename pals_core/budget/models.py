@@ -1,17 +1,22 @@
 """Base-model shapes: presets and Hugging Face ``config.json`` files (pure Python).
 
-N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (SPEC section 2)
+A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.budget.families``, chosen
+by the config's ``model_type``), the common shape fields and the family's own flags (``options``).
+For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (SPEC section 2);
+every other family's count is in its module under ``families/``.
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import asdict, dataclass
+from typing import Any, Optional
 
 
 @dataclass(frozen=True)
 class BaseModel:
-    """The shape of a BERT-family encoder, as far as counting needs it."""
+    """The shape of an encoder, as far as counting needs it (fields of families without them keep their defaults:
+    ``token_types`` 0 = no token-type embeddings; ``positions`` 0 = no absolute position embeddings)."""
 
     name: str
     hidden: int  # d
@@ -21,30 +26,101 @@ class BaseModel:
     vocab: int = 30522  # V
     positions: int = 512  # P
     token_types: int = 2  # Y
+    family: str = "bert"  # a key of pals_core.budget.families.FAMILIES
+    embedding: Optional[int] = None  # E, the width of the embedding tables when it differs from d (ELECTRA, DeBERTa)
+    options: tuple = ()  # the family's own config flags, sorted (name, value) pairs (see its module)
 
     def __post_init__(self) -> None:
-        for field in ("hidden", "layers", "heads", "intermediate", "vocab", "positions", "token_types"):
+        for field in ("hidden", "layers", "heads", "intermediate", "vocab"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"model {self.name!r}: {field} must be a positive integer, got {value!r}")
+        for field in ("positions", "token_types"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"model {self.name!r}: {field} must be a non-negative integer, got {value!r}")
+        if self.embedding is not None and (not isinstance(self.embedding, int) or isinstance(self.embedding, bool)
+                                           or self.embedding < 1):
+            raise ValueError(f"model {self.name!r}: embedding size must be a positive integer, got {self.embedding!r}")
         if self.hidden % self.heads:
             raise ValueError(f"model {self.name!r}: hidden size {self.hidden} is not divisible by {self.heads} heads")
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["options"] = dict(self.options)
+        return out
+
+    @property
+    def width(self) -> int:
+        """E: the width of the embedding tables (d unless the family projects them)."""
+        return self.embedding if self.embedding is not None else self.hidden
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """A family flag read from the config (``options``)."""
+        for k, v in self.options:
+            if k == key:
+                return v
+        return default
 
 
-PRESETS: dict[str, BaseModel] = {
-    m.name: m
-    for m in (
-        BaseModel("bert-base-uncased", hidden=768, layers=12, heads=12, intermediate=3072),
-        BaseModel("bert-large-uncased", hidden=1024, layers=24, heads=16, intermediate=4096),
-        BaseModel("minilm-l6-h384", hidden=384, layers=6, heads=12, intermediate=1536),
-        BaseModel("bert-base-cased", hidden=768, layers=12, heads=12, intermediate=3072, vocab=28996),
-        BaseModel("bert-base-multilingual-cased", hidden=768, layers=12, heads=12, intermediate=3072, vocab=119547),
-        BaseModel("bert-tiny", hidden=128, layers=2, heads=2, intermediate=512),
-    )
+# The shape fields of the published config.json of common checkpoints (Hugging Face hub), read through their
+# family like any user's config.json; tests/test_families.py builds each with AutoModel.from_config and checks
+# the published parameter count.
+_ROBERTA = dict(model_type="roberta", max_position_embeddings=514, type_vocab_size=1)
+_DEBERTA_V3 = dict(model_type="deberta-v2", vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
+                   relative_attention=True, position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p",
+                   share_att_key=True, position_biased_input=False, norm_rel_ebd="layer_norm")
+_MODERNBERT = dict(model_type="modernbert", vocab_size=50368, max_position_embeddings=8192, global_attn_every_n_layers=3,
+                   local_attention=128, mlp_bias=False, attention_bias=False, norm_bias=False, classifier_bias=False,
+                   classifier_pooling="mean")
+PRESET_CONFIGS: dict[str, dict] = {
+    "bert-base-uncased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=30522),
+    "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, vocab_size=30522),
+    "minilm-l6-h384": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522),
+    "bert-base-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=28996),
+    "bert-base-multilingual-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                                         vocab_size=119547),
+    "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, vocab_size=30522),
+    "roberta-base": dict(_ROBERTA, vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "roberta-large": dict(_ROBERTA, vocab_size=50265, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                          intermediate_size=4096),
+    "xlm-roberta-base": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=768, num_hidden_layers=12,
+                             num_attention_heads=12, intermediate_size=3072),
+    "xlm-roberta-large": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=1024, num_hidden_layers=24,
+                              num_attention_heads=16, intermediate_size=4096),
+    "distilbert-base-uncased": dict(model_type="distilbert", vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
+                                    max_position_embeddings=512),
+    "electra-small-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=128, hidden_size=256,
+                                        num_hidden_layers=12, num_attention_heads=4, intermediate_size=1024, type_vocab_size=2),
+    "electra-base-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=768, hidden_size=768,
+                                       num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, type_vocab_size=2),
+    "electra-large-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=1024, hidden_size=1024,
+                                        num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, type_vocab_size=2),
+    "deberta-v3-small": dict(_DEBERTA_V3, hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072),
+    "deberta-v3-base": dict(_DEBERTA_V3, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "deberta-v3-large": dict(_DEBERTA_V3, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+    "ModernBERT-base": dict(_MODERNBERT, hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
+    "ModernBERT-large": dict(_MODERNBERT, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, intermediate_size=2624),
 }
+
+
+
+def _presets() -> dict[str, BaseModel]:
+    """``PRESETS``: each stored config read through its family (built on first use: the families import this module)."""
+    presets = globals().get("PRESETS")
+    if presets is None:
+        from .families import get_family_for
+
+        presets = {name: get_family_for(c.get("model_type", "bert")).read(c, name) for name, c in PRESET_CONFIGS.items()}
+        globals()["PRESETS"] = presets
+    return presets
+
+
+def __getattr__(name: str):
+    if name == "PRESETS":
+        return _presets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 ALIASES = {
     "bert-base": "bert-base-uncased",
     "bert-large": "bert-large-uncased",
@@ -53,23 +129,32 @@ ALIASES = {
     "sentence-transformers/all-MiniLM-L6-v2": "minilm-l6-h384",
     "google-bert/bert-base-uncased": "bert-base-uncased",
     "google-bert/bert-large-uncased": "bert-large-uncased",
+    "FacebookAI/roberta-base": "roberta-base",
+    "FacebookAI/roberta-large": "roberta-large",
+    "FacebookAI/xlm-roberta-base": "xlm-roberta-base",
+    "FacebookAI/xlm-roberta-large": "xlm-roberta-large",
+    "distilbert/distilbert-base-uncased": "distilbert-base-uncased",
+    "google/electra-small-discriminator": "electra-small-discriminator",
+    "google/electra-base-discriminator": "electra-base-discriminator",
+    "google/electra-large-discriminator": "electra-large-discriminator",
+    "microsoft/deberta-v3-small": "deberta-v3-small",
+    "microsoft/deberta-v3-base": "deberta-v3-base",
+    "microsoft/deberta-v3-large": "deberta-v3-large",
+    "answerdotai/ModernBERT-base": "ModernBERT-base",
+    "answerdotai/ModernBERT-large": "ModernBERT-large",
 }
 DEFAULT_MODEL = "bert-base-uncased"
 
 
 def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
-    """Read the fields of a Hugging Face BERT ``config.json`` (already parsed)."""
+    """Read a Hugging Face ``config.json`` (already parsed) through the family its ``model_type`` names
+    (no ``model_type``: BERT, as transformers' ``BertConfig``). An unsupported ``model_type`` is refused with
+    a ``ValueError`` naming the supported ones — never counted as BERT."""
+    from .families import get_family_for
+
+    family = get_family_for(config.get("model_type", "bert"))
     try:
-        return BaseModel(
-            name=name,
-            hidden=config["hidden_size"],
-            layers=config["num_hidden_layers"],
-            heads=config["num_attention_heads"],
-            intermediate=config["intermediate_size"],
-            vocab=config["vocab_size"],
-            positions=config.get("max_position_embeddings", 512),
-            token_types=config.get("type_vocab_size", 2),
-        )
+        return family.read(config, name)
     except KeyError as e:
         raise ValueError(f"config {name!r} lacks the field {e.args[0]!r}") from None
 
@@ -77,11 +162,12 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
 def load_model(spec: str) -> BaseModel:
     """A preset name, or a path to a HF ``config.json`` (or to a folder holding one)."""
     key = ALIASES.get(spec, spec)
-    if key in PRESETS:
-        return PRESETS[key]
+    presets = _presets()
+    if key in presets:
+        return presets[key]
     path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
     if not (path.endswith(".json") or os.path.exists(path)):
-        raise ValueError(f"unknown model preset {spec!r} (presets: {', '.join(PRESETS)}; or give a config.json path)")
+        raise ValueError(f"unknown model preset {spec!r} (presets: {', '.join(presets)}; or give a config.json path)")
     try:
         with open(path, encoding="utf-8") as f:
             config = json.load(f)

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from ...budget.activations import ActivationHooks, Sym
 from ...budget.config import AdapterConfig
-from ...budget.method import Method, Part, bert_layer_params, layer_norm, linear, mm
+from ...budget.families import get_family
+from ...budget.method import Method, Part, linear, mm
 from ...budget.models import BaseModel
 from ...budget.poly import Poly, S
 
@@ -124,8 +125,8 @@ def _frozen_base(m: BaseModel, cfg: AdapterConfig, paper: bool) -> int:
     f = frozen_layers(m, cfg)
     if f == 0:
         return 0
-    embeddings = (m.vocab + m.positions + m.token_types) * m.hidden + layer_norm(m.hidden, paper=paper).c
-    return embeddings + f * bert_layer_params(m, paper)
+    family = get_family(m.family)  # BERT: (V + P + Y)·d + 2d + F·(4d² + 2·d·d_ff + 9d + d_ff)
+    return family.embedding_params(m, paper) + sum(family.layer_params(m, i, paper) for i in range(f))
 
 
 class CaMtlActivations(ActivationHooks):

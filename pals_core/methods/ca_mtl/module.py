@@ -93,15 +93,17 @@ class CaMtlShared(nn.Module):
         self.norm_output = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(z, 2 * d)) for i in self.conditional_layers})
         self.bottleneck = nn.ModuleDict({layer_key(i): ConditionalBottleneck(z, d, cfg.d_s, std)
                                          for i in self.bottleneck_layers})
-        freeze_lower(ctx.trunk, self.frozen_layers)
+        freeze_lower(ctx.family, self.frozen_layers)
 
 
-def freeze_lower(trunk: nn.Module, count: int) -> None:
-    """Freeze the trunk's embedding layer and encoder layers 0..count−1 (nothing when count = 0)."""
+def freeze_lower(trunk, count: int) -> None:
+    """Freeze the trunk's embedding layer and encoder layers 0..count−1 (nothing when count = 0);
+    ``trunk`` is the family's torch half (``pals_core.trunks.Trunk``)."""
     if count == 0:
         return
-    trunk.embeddings.requires_grad_(False)
-    for layer in trunk.encoder.layer[:count]:
+    for module in trunk.embedding_modules():
+        module.requires_grad_(False)
+    for layer in trunk.layers[:count]:
         layer.requires_grad_(False)
 
 

@@ -18,7 +18,7 @@ from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter
 class Ia3Adapter(TaskAdapter):
     def __init__(self, ctx: BuildContext) -> None:
         super().__init__(ctx.layers)
-        k, d, f = len(self.layers), ctx.hidden, ctx.base_config.intermediate_size
+        k, d, f = len(self.layers), ctx.hidden, ctx.intermediate
         self.key_scales = nn.Parameter(torch.ones(k, d))
         self.value_scales = nn.Parameter(torch.ones(k, d))
         self.ffn_scales = nn.Parameter(torch.ones(k, f))

@@ -6,7 +6,8 @@ and a LayerNorm(S):   params 2·d·S + S + d + N·(4·(S² + S) + 2·S)   (paper
 ``proj_ffn_top``: the same with FFN blocks S→f→S, f = r·S:
     params 2·d·S + S + d + N·(2·r·S² + r·S + S + 2·S)   (paper: 2·d·S + 2·N·S·f)
     FLOPs 2n·d·S + 2n·S·d + N·4n·S·f
-``bert_layer_top``: one full BERT layer: params 4d² + 2·d·d_ff + 9d + d_ff; FLOPs 2n·(4d² + 2·d·d_ff) + 4n²·d.
+``bert_layer_top``: one more layer of the trunk's own family, a copy of its last layer: its parameters and FLOPs
+are the family's (``pals_core.budget.families``); for BERT 4d² + 2·d·d_ff + 9d + d_ff and 2n·(4d² + 2·d·d_ff) + 4n²·d.
 Top methods adapt no layer: the whole trunk is shared when running all tasks.
 """
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ...budget.activations import ActivationHooks
-from ...budget.method import Method, Part, attention_scores, bert_layer_flops, layer_norm, linear, mm
+from ...budget.families import get_family
+from ...budget.method import Method, Part, attention_scores, layer_norm, linear, mm
 from ...budget.poly import Poly, S
 
 
@@ -38,9 +40,7 @@ def _proj_ffn_top_params(m, layers, cfg, paper):
 
 
 def _bert_layer_top_params(m, layers, cfg, paper):
-    d, f = m.hidden, m.intermediate
-    return [Part("attention Q,K,V,O", None, 4 * linear(d, d, paper=paper) + layer_norm(d, paper=paper)),
-            Part("FFN", None, linear(d, f, paper=paper) + linear(f, d, paper=paper) + layer_norm(d, paper=paper))]
+    return [Part("layer (a copy of the last)", None, Poly(0, 0, get_family(m.family).layer_params(m, m.layers - 1, paper)))]
 
 
 def _proj_attn_top_flops(m, layers, cfg, n):
@@ -57,7 +57,7 @@ def _proj_ffn_top_flops(m, layers, cfg, n):
 
 
 def _bert_layer_top_flops(m, layers, cfg, n):
-    return [Part("BERT layer", None, Poly(0, 0, bert_layer_flops(m, n)))]
+    return [Part("layer (a copy of the last)", None, Poly(0, 0, get_family(m.family).layer_flops(m, m.layers - 1, n)))]
 
 
 class ProjectedTopActivations(ActivationHooks):

@@ -69,26 +69,29 @@ class ProjectedTopStack(TaskAdapter):
 def build_proj_attn_top(ctx: BuildContext) -> ProjectedTopStack:
     c, a = ctx.base_config, ctx.adapter
     return ProjectedTopStack(ctx, [
-        AttentionBlock(c, a.d_s, a.heads, dropout=c.hidden_dropout_prob, eps=c.layer_norm_eps, std=ctx.std)
+        AttentionBlock(c, a.d_s, a.heads, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
         for _ in range(a.n_top)])
 
 
 def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
     c, a = ctx.base_config, ctx.adapter
     return ProjectedTopStack(ctx, [
-        FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=c.hidden_dropout_prob, eps=c.layer_norm_eps, std=ctx.std)
+        FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
         for _ in range(a.n_top)])
 
 
 class BertLayerTop(TaskAdapter):
-    """One more BERT layer for this task, a copy of the trunk's last layer at construction."""
+    """One more layer of the trunk's family for this task, a copy of the trunk's last layer at construction,
+    run as the trunk runs its last layer."""
 
     def __init__(self, ctx: BuildContext) -> None:
         super().__init__(())
-        self.layer = copy.deepcopy(ctx.trunk.encoder.layer[-1])
+        self.layer = copy.deepcopy(ctx.family.layers[-1])
+        self._family = (ctx.family,)  # a plain reference (the trunk's weights are registered on the model)
 
     def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
-        return self.layer(hidden, mask)
+        family = self._family[0]  # its ``current`` state: what this forward's layers read (mask, RoPE, positions)
+        return family.plain_layer(self.layer, len(family.layers) - 1, hidden, family.current)
 
 
 ADAPTERS = (AdapterSpec("proj_attn_top", build_proj_attn_top), AdapterSpec("proj_ffn_top", build_proj_ffn_top),

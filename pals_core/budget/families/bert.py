@@ -1,0 +1,42 @@
+"""BERT (MiniLM included) and the RoBERTa family (RoBERTa, XLM-R, CamemBERT): the same layer, SPEC §2.
+
+    embeddings (V + P + Y)·d + 2d;   layer 4d² + 2·d·d_ff + 9d + d_ff;   pooler d² + d
+    layer FLOPs 2n·(4d² + 2·d·d_ff) + 4n²·d;   head Linear(d, C) on the pooled first token
+
+RoBERTa's P = ``max_position_embeddings`` (514: positions start after the padding index) and Y = 1.
+``RobertaForSequenceClassification``'s head is dense(d, d) + tanh + out_proj(d, C) on <s>: the same maps as
+the pooler (dense + tanh on the first token) followed by Linear(d, C). Here the dense is the base model's
+pooler, shared by the tasks by default (``per_task_pooler`` gives each task its own, which is exactly
+RoBERTa's head); ``AutoModel`` (``RobertaModel`` with its pooler) is what N_base counts.
+"""
+from __future__ import annotations
+
+from ..method import bert_layer_flops, bert_layer_params
+from ..models import BaseModel
+from .base import Family, embedding_tables
+
+
+def read_bert(config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2) -> BaseModel:
+    return BaseModel(name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
+                     heads=config["num_attention_heads"], intermediate=config["intermediate_size"],
+                     vocab=config["vocab_size"], positions=config.get("max_position_embeddings", positions),
+                     token_types=config.get("type_vocab_size", token_types), family=family)
+
+
+def embeddings(m: BaseModel, paper: bool) -> int:
+    """(V + P + Y)·d + 2d."""
+    return embedding_tables(m, m.vocab + m.positions + m.token_types, paper)
+
+
+def layer_params(m: BaseModel, i: int, paper: bool) -> int:
+    return bert_layer_params(m, paper)
+
+
+def layer_flops(m: BaseModel, i: int, n: int) -> int:
+    return bert_layer_flops(m, n)
+
+
+BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops)
+ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
+                 lambda c, name: read_bert(c, name, family="roberta", positions=514, token_types=1),
+                 embeddings, layer_params, layer_flops)

@@ -1,0 +1,37 @@
+"""ELECTRA discriminators (``model_type`` electra): BERT's layers on embeddings of width E = ``embedding_size``.
+
+    embeddings (V + P + Y)·E + 2E (+ E·d + d: ``embeddings_project`` when E ≠ d);   BERT layers;   no pooler
+    embedding FLOPs 2n·E·d when E ≠ d (the projection)
+Task head (``ElectraClassificationHead``): dense Linear(d, d) + GELU, out_proj Linear(d, C) on the first token,
+per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
+"""
+from __future__ import annotations
+
+from ..method import linear, mm
+from ..models import BaseModel
+from .base import Family, dense_head_flops, dense_head_params, embedding_tables
+from .bert import layer_flops, layer_params
+
+
+def read(config: dict, name: str) -> BaseModel:
+    d = config["hidden_size"]
+    e = config.get("embedding_size", d)
+    return BaseModel(name=name, hidden=d, layers=config["num_hidden_layers"], heads=config["num_attention_heads"],
+                     intermediate=config["intermediate_size"], vocab=config["vocab_size"],
+                     positions=config.get("max_position_embeddings", 512), token_types=config.get("type_vocab_size", 2),
+                     family="electra", embedding=None if e == d else e)
+
+
+def embeddings(m: BaseModel, paper: bool) -> int:
+    """(V + P + Y)·E + 2E, plus E·d + d for the projection when E ≠ d."""
+    project = linear(m.width, m.hidden, paper=paper).c if m.width != m.hidden else 0
+    return embedding_tables(m, m.vocab + m.positions + m.token_types, paper) + project
+
+
+def embedding_flops(m: BaseModel, n: int) -> int:
+    return mm(n, m.width, m.hidden).c if m.width != m.hidden else 0
+
+
+ELECTRA = Family("electra", "ELECTRA", ("electra",), read, embeddings, layer_params, layer_flops,
+                 embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
+                 head_flops=dense_head_flops)

@@ -1,0 +1,50 @@
+"""The torch half of each encoder family (``pals_core.budget.families`` is the pure-Python half), one module per
+family, registered here once by the family's name (``TRUNKS``). ``trunk_for(model)`` wraps a Hugging Face base
+model in its family's ``Trunk``; ``build_base(config)`` builds one from a config (``AutoModel.from_config``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Union
+
+from torch import nn
+
+from ..budget.families import get_family_for
+from .base import State, Trunk, make_mask
+from .bert import BertTrunk, ElectraTrunk, RobertaTrunk
+from .distilbert import DistilBertTrunk
+
+TRUNKS: dict[str, type[Trunk]] = {t.family: t for t in (BertTrunk, RobertaTrunk, DistilBertTrunk, ElectraTrunk)}
+
+
+def trunk_class(config) -> type[Trunk]:
+    """The ``Trunk`` of a transformers config's ``model_type``; ``ValueError`` for an unsupported one."""
+    family = get_family_for(getattr(config, "model_type", None))
+    try:
+        return TRUNKS[family.name]
+    except KeyError:
+        raise ValueError(f"{family.title} is priced by the calculator but has no torch trunk yet "
+                         f"(trunks: {', '.join(TRUNKS)})") from None
+
+
+def build_base(config) -> nn.Module:
+    """A randomly initialised base model of ``config`` — exactly what ``AutoModel.from_config`` builds."""
+    from transformers import AutoModel
+
+    trunk_class(config)
+    return AutoModel.from_config(config)
+
+
+def load_base(path: Union[str, os.PathLike], config, **kwargs) -> nn.Module:
+    """The base model of a local checkpoint folder (``AutoModel.from_pretrained``, no download)."""
+    from transformers import AutoModel
+
+    trunk_class(config)
+    return AutoModel.from_pretrained(path, config=config, local_files_only=True, **kwargs)
+
+
+def trunk_for(model: nn.Module) -> Trunk:
+    return trunk_class(model.config)(model)
+
+
+__all__ = ["State", "TRUNKS", "Trunk", "build_base", "load_base", "make_mask", "trunk_class", "trunk_for"]

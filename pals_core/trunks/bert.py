@@ -1,0 +1,101 @@
+"""BERT (MiniLM), RoBERTa / XLM-R / CamemBERT and ELECTRA: the trunks of ``BertLayer``-shaped layers.
+
+An adapted layer l is an explicit copy of ``BertLayer.forward`` built from the same submodules, with the
+adapter's hooks at the places SPEC section 4 names (``pals_core.adapters.base`` documents each):
+
+    a_l     = attention_norm(h_l + adapt_attention_output(O · MH(adapt_query(Q h_l), adapt_key(K h_l),
+                                                            adapt_value(V h_l); adapt_attention_mask(mask))))
+    h_{l+1} = adapt_layer_output(output_norm(adapt_ffn_output(W_out adapt_ffn_activation(GELU(W_in a_l)))
+                                             + a_l + parallel_branch(h_l)))
+
+RoBERTa's layer is BERT's (``RobertaLayer``); its embeddings number positions after the padding index and
+have one token type, so the trunk passes no token_type_ids. ELECTRA projects its embeddings E → d
+(``embeddings_project``) and has no pooler: its head is ``ElectraClassificationHead`` (dense + GELU + out_proj).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.bert.modeling_bert import eager_attention_forward
+
+from ..adapters.base import Mask, TaskAdapter
+from .base import DenseHead, State, Trunk, classify_first_token
+
+
+def self_attention(sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   mask: Mask) -> torch.Tensor:
+    """BertSelfAttention after its Q, K, V projections, through the configured attention function."""
+    shape = (*h.shape[:-1], -1, sa.attention_head_size)
+    q, k, v = (t.view(*shape).transpose(1, 2) for t in (q, k, v))
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(sa.config._attn_implementation, eager_attention_forward)
+    ctx, _ = attend(sa, q, k, v, mask, dropout=0.0 if not sa.training else sa.dropout.p, scaling=sa.scaling)
+    return ctx.reshape(*h.shape[:-1], -1).contiguous()
+
+
+def adapted_bert_layer(layer: nn.Module, i: int, h: torch.Tensor, mask: Mask, adapter: TaskAdapter) -> torch.Tensor:
+    """BertLayer.forward for layer i with the adapter's hooks, in the order ``TaskAdapter`` lists them."""
+    sa, so, out = layer.attention.self, layer.attention.output, layer.output
+    q = adapter.adapt_query(i, h, sa.query(h))
+    k = adapter.adapt_key(i, h, sa.key(h))
+    v = adapter.adapt_value(i, h, sa.value(h))
+    ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, mask, h))
+    y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
+    a = adapter.attention_norm(i, so.LayerNorm, y + h)
+    g = adapter.adapt_ffn_activation(i, layer.intermediate(a))
+    z = adapter.adapt_ffn_output(i, out.dropout(out.dense(g))) + a
+    ts = adapter.parallel_branch(i, h, mask)
+    if ts is not None:
+        z = z + ts
+    return adapter.adapt_layer_output(i, adapter.output_norm(i, out.LayerNorm, z))
+
+
+class BertTrunk(Trunk):
+    family = "bert"
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.encoder.layer
+
+    @property
+    def pooler(self) -> Optional[nn.Module]:
+        return self.model.pooler
+
+    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        return self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+
+    def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
+        return adapted_bert_layer(self.layers[i], i, h, state.mask, adapter)
+
+
+class RobertaTrunk(BertTrunk):
+    family = "roberta"
+
+    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        if self.config.type_vocab_size <= 1:  # one token type: segment ids of a BERT tokenizer do not apply
+            token_type_ids = None
+        return self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+
+
+class ElectraTrunk(BertTrunk):
+    family = "electra"
+
+    @property
+    def pooler(self) -> Optional[nn.Module]:
+        return None
+
+    def embedding_modules(self) -> list[nn.Module]:
+        project = getattr(self.model, "embeddings_project", None)
+        return [self.model.embeddings] + ([project] if project is not None else [])
+
+    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        h = self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        project = getattr(self.model, "embeddings_project", None)
+        return project(h) if project is not None else h
+
+    def new_head(self, num_labels: int) -> nn.Module:
+        return DenseHead(self.config.hidden_size, num_labels, nn.GELU(), dropout_in=True)
+
+    classify = staticmethod(classify_first_token)

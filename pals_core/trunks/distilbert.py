@@ -1,0 +1,57 @@
+"""DistilBERT: ``TransformerBlock`` (BERT's layer: q_lin, k_lin, v_lin, out_lin, sa_layer_norm, FFN lin1/lin2,
+output_layer_norm) with the adapter's hooks at BERT's places; no token types, no pooler. The task head is
+``DistilBertForSequenceClassification``'s: pre_classifier Linear(d, d) + ReLU + dropout, classifier Linear(d, C)
+on the first token."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..adapters.base import TaskAdapter
+from .base import DenseHead, State, Trunk, classify_first_token
+from .bert import self_attention
+
+
+class DistilBertTrunk(Trunk):
+    family = "distilbert"
+    token_types = False
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.transformer.layer
+
+    @property
+    def classifier_dropout(self) -> float:
+        return self.config.seq_classif_dropout
+
+    @property
+    def hidden_dropout(self) -> float:
+        return self.config.dropout
+
+    @property
+    def norm_eps(self) -> float:
+        return 1e-12  # DistilBERT's LayerNorms hard-code it
+
+    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        return self.model.embeddings(input_ids)
+
+    def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
+        block = self.layers[i]
+        sa, ffn = block.attention, block.ffn
+        q = adapter.adapt_query(i, h, sa.q_lin(h))
+        k = adapter.adapt_key(i, h, sa.k_lin(h))
+        v = adapter.adapt_value(i, h, sa.v_lin(h))
+        ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, state.mask, h))
+        y = adapter.adapt_attention_output(i, sa.out_lin(ctx))
+        a = adapter.attention_norm(i, block.sa_layer_norm, y + h)
+        g = adapter.adapt_ffn_activation(i, ffn.activation(ffn.lin1(a)))
+        z = adapter.adapt_ffn_output(i, ffn.dropout(ffn.lin2(g))) + a
+        ts = adapter.parallel_branch(i, h, state.mask)
+        if ts is not None:
+            z = z + ts
+        return adapter.adapt_layer_output(i, adapter.output_norm(i, block.output_layer_norm, z))
+
+    def new_head(self, num_labels: int) -> nn.Module:
+        return DenseHead(self.config.hidden_size, num_labels, nn.ReLU(), dropout_in=False)
+
+    classify = staticmethod(classify_first_token)

@@ -1,0 +1,86 @@
+"""Encoder families (issue 11, SPEC §2): every preset is the published checkpoint, an unsupported ``model_type``
+is refused (never priced as BERT), and the calculator's N_base is ``AutoModel.from_config``'s for each family."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModel
+
+from pals_core.budget import PRESETS, base_params, from_hf_config, load_model
+from pals_core.budget.costs import embedding_params
+from pals_core.budget.families import FAMILIES, MODEL_TYPES
+from pals_core.budget.models import PRESET_CONFIGS
+
+# Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
+PUBLISHED = {
+    "bert-base-uncased": 109_482_240, "bert-large-uncased": 335_141_888, "minilm-l6-h384": 22_713_216,
+    "roberta-base": 124_645_632, "roberta-large": 355_359_744,
+    "xlm-roberta-base": 278_043_648, "xlm-roberta-large": 559_890_432,
+    "distilbert-base-uncased": 66_362_880,
+    "electra-small-discriminator": 13_483_008, "electra-base-discriminator": 108_891_648,
+    "electra-large-discriminator": 334_092_288,
+    "deberta-v3-small": 141_304_320, "deberta-v3-base": 183_831_552, "deberta-v3-large": 434_012_160,
+    "ModernBERT-base": 149_014_272, "ModernBERT-large": 394_781_696,
+}
+
+
+def _auto_numel(config: dict) -> int:
+    fields = dict(config)
+    cfg = AutoConfig.for_model(fields.pop("model_type", "bert"), **fields)
+    with torch.device("meta"):
+        model = AutoModel.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_preset_is_the_published_checkpoint(name):
+    assert base_params(PRESETS[name]) == PUBLISHED[name]
+    assert _auto_numel(PRESET_CONFIGS[name]) == PUBLISHED[name]
+
+
+def test_every_family_has_presets_and_xlmr_embeddings_are_69_percent():
+    assert {m.family for m in PRESETS.values()} == set(FAMILIES)
+    xlmr = PRESETS["xlm-roberta-base"]
+    assert round(embedding_params(xlmr) / base_params(xlmr), 2) == 0.69
+
+
+@pytest.mark.parametrize("config", [
+    dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+         vocab_size=51, relative_attention=True, position_buckets=8, pos_att_type="p2c|c2p", share_att_key=False,
+         position_biased_input=True, type_vocab_size=2, embedding_size=14, norm_rel_ebd="layer_norm",
+         conv_kernel_size=3, conv_groups=2),
+    dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+         vocab_size=51, relative_attention=True, max_relative_positions=6, pos_att_type=["c2p"], share_att_key=False),
+    dict(model_type="modernbert", hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=19,
+         vocab_size=53, mlp_bias=True, attention_bias=False, norm_bias=True, pad_token_id=0, eos_token_id=1,
+         bos_token_id=2, cls_token_id=2, sep_token_id=1),
+    dict(model_type="camembert", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=31,
+         vocab_size=41, max_position_embeddings=22, type_vocab_size=1),
+], ids=["deberta-conv-unshared", "deberta-c2p", "modernbert-biases", "camembert"])
+def test_config_flags_are_counted_as_automodel_builds_them(config):
+    for paper in (False, True):
+        assert base_params(from_hf_config(config), "paper" if paper else "exact") >= 0
+    assert base_params(from_hf_config(config)) == _auto_numel(config)
+
+
+def test_unsupported_model_type_is_refused_never_priced_as_bert(tmp_path):
+    with pytest.raises(ValueError, match="not supported") as e:
+        from_hf_config({"model_type": "gpt2", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                        "intermediate_size": 3072, "vocab_size": 50257})
+    assert all(t in str(e.value) for t in MODEL_TYPES)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", str(path), "--budget", "1.1"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "t5" in lines[0] and "modernbert" in lines[0] and "deberta-v2" in lines[0]
+
+
+def test_distilbert_config_is_read_by_its_own_field_names():
+    m = load_model("distilbert-base-uncased")
+    assert (m.hidden, m.layers, m.heads, m.intermediate, m.token_types) == (768, 6, 12, 3072, 0)
