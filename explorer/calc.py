@@ -9,6 +9,7 @@ from typing import Optional
 
 from pals_core.budget import AdapterConfig, Cost, Design, breakdown, design, get_method, rows, sort_rows
 from pals_core.budget.config import design_label
+from pals_core.budget.table import Rows
 from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
                                      size_curve, sizes_up_to, task_scaling)
 
@@ -33,13 +34,15 @@ def table(inp: Inputs) -> list[Cost]:
     others = [m for m in inp.methods if not get_method(m).within]
     common = dict(budget=inp.budget, heads=inp.heads, seq_len=inp.seq_len, convention=inp.convention,
                   per_task_pooler=inp.per_task_pooler, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio)
-    out: list[Cost] = []
-    if within:
-        out += rows(inp.model, inp.tasks, methods=within, location=inp.location,
-                    d_s=inp.d_s, **common)
-    if others:
-        out += rows(inp.model, inp.tasks, methods=others, location=None,
-                    d_s=inp.d_s, **common)
+    out = Rows()
+    for methods, location in ((within, inp.location), (others, None)):
+        if methods:
+            part = rows(inp.model, inp.tasks, methods=methods, location=location, d_s=inp.d_s, **common)
+            if not part and part.refused:  # the question itself cannot be answered (a layer out of range, …)
+                label, reason = part.refused[0]
+                raise ValueError(reason if len({r for _, r in part.refused}) == 1 else f"{label}: {reason}")
+            out += part
+            out.refused += part.refused  # designs this model cannot have, each with its reason (shown on the page)
     return sort_rows(out)
 
 

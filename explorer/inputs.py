@@ -78,6 +78,8 @@ def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] 
         config = json.loads(config_bytes.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{config_name or 'config.json'} is not valid JSON: {e}") from None
+    except RecursionError:  # e.g. 100,000 nested brackets
+        raise ValueError(f"{config_name or 'config.json'} nests too deeply to be a model config") from None
     if not isinstance(config, dict):
         raise ValueError(f"{config_name or 'config.json'} is not a JSON object")
     label = str(config.get("_name_or_path") or config_name or "uploaded config")

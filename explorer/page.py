@@ -74,6 +74,10 @@ def main() -> None:
         st.error(f"Bad input: {e}")
     if inp is not None and costs:
         st.markdown(design_view.budget_sentence(inp))
+        refused = getattr(costs, "refused", [])
+        if refused:  # designs this model cannot have: named with their reason, never priced
+            st.warning(f"{len(refused)} design(s) cannot be built on this model and are not in the table:\n"
+                       + "\n".join(f"- **{label}**: {reason}" for label, reason in refused))
         chosen = design_view.choose_design(costs)
         design_view.render_metrics(chosen, inp)
     tabs = st.tabs(TABS)

@@ -15,6 +15,7 @@ from typing import Optional
 import streamlit as st
 
 from pals_core.budget import GLUE_LABELS, Budget, Cost, at_size, design, get_method, glue_task
+from pals_core.budget.limits import MAX_D_S, MAX_RATIO
 from pals_core.budget.units import human
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY
@@ -104,12 +105,12 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     if method.sized:
         mode = c2.radio("Adapter size", [SIZE_DS, SIZE_BUDGET], key="train_size_mode")
         if mode == SIZE_DS:
-            d_s = int(c2.number_input(f"d_s (solved on {inp.model.name}: {chosen.d_s})", min_value=1, max_value=65536,
-                                      value=int(chosen.d_s or 1), step=inp.heads if method.attention else 1,
+            d_s = int(c2.number_input(f"d_s (solved on {inp.model.name}: {chosen.d_s})", min_value=1, max_value=MAX_D_S,
+                                      value=min(int(chosen.d_s or 1), MAX_D_S), step=inp.heads if method.attention else 1,
                                       key=f"train_ds::{label(key_of(chosen))}::{chosen.d_s}"))
         else:
             budget = float(c2.number_input("Budget ratio B (N_total ≤ B × N_base of the training model)", min_value=1.0,
-                                           max_value=100.0, value=float(inp.budget.ratio or 1.13), step=0.01, format="%.3f",
+                                           max_value=MAX_RATIO, value=min(float(inp.budget.ratio or 1.13), MAX_RATIO), step=0.01, format="%.3f",
                                            key="train_budget"))
     else:
         c2.markdown(f"`{chosen.method}` has no adapter size.")

@@ -103,6 +103,8 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
     costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, adapter=template,
                  seq_len=seq_len, convention=args.convention)
+    if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
+        raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
     if args.json:
         return json.dumps({
@@ -113,11 +115,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
             "seq_len": seq_len,
             "rows": [c.as_row() for c in costs],
+            "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
         }, indent=2)
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
               f"budget {budget.describe(n_base) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs")
-    return _table(sort_rows(costs), header)
+    return _table(sort_rows(costs), header) + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -41,10 +41,11 @@ def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
     if location is None or location == "all":
         return tuple(range(num_layers))
     half = num_layers // 2
-    if location == "top":
-        return tuple(range(num_layers - half, num_layers))
-    if location == "bottom":
-        return tuple(range(half))
+    if location in ("top", "bottom"):
+        if half == 0:
+            raise ValueError(f"location {location!r} adapts no layer of a {num_layers}-layer model ({location} = the "
+                             f"{'last' if location == 'top' else 'first'} ⌊L/2⌋ layers); use 'all' or layer indices")
+        return tuple(range(num_layers - half, num_layers)) if location == "top" else tuple(range(half))
     if isinstance(location, str):
         try:
             location = [int(x) for x in location.split(",") if x.strip()]
@@ -90,6 +91,9 @@ def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -
             raise ValueError(f"method {method.name!r} needs an adapter size d_s")
         if not isinstance(cfg.d_s, int) or isinstance(cfg.d_s, bool) or cfg.d_s < 1:
             raise ValueError(f"d_s must be a positive integer, got {cfg.d_s!r}")
+        from .limits import MAX_D_S, check_at_most
+
+        check_at_most("d_s", cfg.d_s, MAX_D_S)
     elif cfg.d_s is not None:
         raise ValueError(f"method {method.name!r} has no adapter size; do not give d_s")
     if not isinstance(cfg.heads, int) or cfg.heads < 1:

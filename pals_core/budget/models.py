@@ -42,6 +42,13 @@ class BaseModel:
         if self.embedding is not None and (not isinstance(self.embedding, int) or isinstance(self.embedding, bool)
                                            or self.embedding < 1):
             raise ValueError(f"model {self.name!r}: embedding size must be a positive integer, got {self.embedding!r}")
+        from .limits import MAX_LAYERS, MAX_WIDTH, check_at_most
+
+        check_at_most(f"model {self.name!r}: layers", self.layers, MAX_LAYERS)
+        for field in ("hidden", "heads", "intermediate", "vocab", "positions", "token_types", "embedding"):
+            if getattr(self, field) is None:
+                continue
+            check_at_most(f"model {self.name!r}: {field}", getattr(self, field), MAX_WIDTH)
         if self.hidden % self.heads:
             raise ValueError(f"model {self.name!r}: hidden size {self.hidden} is not divisible by {self.heads} heads")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .costs import Cost, Design, evaluate
+from .limits import MAX_D_S
 from .units import human, parse_count, parse_positive_float
 
 
@@ -37,6 +38,12 @@ class Budget:
             raise ValueError(f"extra-parameter budget must not be negative, got {self.extra}")
         if self.per_task is not None and self.per_task <= 0:
             raise ValueError(f"per-task budget must be positive, got {self.per_task}")
+        from .limits import MAX_COUNT, MAX_RATIO, check_at_most
+
+        if self.ratio is not None:
+            check_at_most("budget ratio", self.ratio, MAX_RATIO)
+        else:
+            check_at_most(f"{given[0].replace('_', '-')} budget", value, MAX_COUNT)
 
     KINDS = ("ratio", "extra", "per_task")  # also the flags --budget, --extra, --per-task
 
@@ -160,8 +167,11 @@ def solve(ds: Design, budget: Budget) -> Cost:
         return evaluate(ds, None, limit=limit, per_task_limit=per_task)
     step = ds.step
     star = real_optimum(ds, budget)
-    if star == math.inf or star > 1e15:
-        raise ValueError(f"method {ds.method.name!r} does not grow with d_s; nothing to solve")
+    if star == math.inf:  # the polynomial is constant in S (e.g. no layer adapted): a real "does not grow"
+        raise ValueError(f"method {ds.method.name!r} does not grow with d_s here; nothing to solve")
+    if star > MAX_D_S:
+        raise ValueError(f"this budget allows d_s ≈ {star:,.4g} for {ds.method.name!r}, above the largest adapter size "
+                         f"the calculator prices ({MAX_D_S:,}); give a smaller budget")
 
     def fits(s: int) -> bool:
         return evaluate(ds, s, limit=limit, per_task_limit=per_task).feasible

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from .config import AdapterConfig
+from .config import AdapterConfig, design_label
 from .costs import DEFAULT_SEQ_LEN, Cost, design
 from .methods import METHODS, get_method
 from .models import BaseModel
@@ -30,33 +30,50 @@ def designs_for(methods: Optional[Iterable[str]] = None, location=None) -> list[
     return pairs
 
 
+class Rows(list):
+    """The cost rows of a table (a ``list[Cost]``), and ``refused``: (design label, reason) for each design this
+    model cannot have — a location with no layer of a 1-layer model, a size or budget past ``limits``, a method
+    that does not grow here. A design that cannot be built is named with its reason, never priced as if it fitted,
+    and never takes the rest of the table down."""
+
+    def __init__(self, costs: Iterable[Cost] = (), refused: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(costs)
+        self.refused: list[tuple[str, str]] = list(refused)
+
+
 def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
          location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
-         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", **adapter_fields) -> list[Cost]:
+         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", **adapter_fields) -> Rows:
     """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.
 
     ``adapter`` (or ``AdapterConfig`` fields as keywords, e.g. ``heads=6``) holds the design settings every row
-    shares; each row replaces its method, location and size. Sizeless methods need neither a budget nor a size."""
+    shares; each row replaces its method, location and size. Sizeless methods need neither a budget nor a size.
+    A design this model cannot have goes to ``.refused`` with its reason (see ``Rows``)."""
     template = replace(adapter if adapter is not None else AdapterConfig(), **adapter_fields)
     pairs = designs_for(methods, location)
     if budget is None and d_s is None:
         sized = [name for name, _ in pairs if get_method(name).sized]
         if sized:
             raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
-    out = []
+    out = Rows()
     for name, loc in pairs:
         method = get_method(name)
         size = d_s if method.sized else None
         cfg = replace(template, method=name, d_s=size, location=loc)
-        if size is None and method.sized:
-            ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len, check_size=False)
-            out.append(solve(ds, budget))
-        else:
-            ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len)
-            out.append(at_size(ds, size, budget))
+        try:
+            if size is None and method.sized:
+                ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len, check_size=False)
+                out.append(solve(ds, budget))
+            else:
+                ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len)
+                out.append(at_size(ds, size, budget))
+        except ValueError as e:
+            out.refused.append((design_label(name, loc if method.within else None), str(e)))
     return out
 
 
 def sort_rows(costs: list[Cost]) -> list[Cost]:
-    """Feasible designs first, cheapest FLOP overhead first, then the most parameters used."""
-    return sorted(costs, key=lambda c: (not c.feasible, c.flops_per_seq, -c.params_task_specific))
+    """Feasible designs first, cheapest FLOP overhead first, then the most parameters used (a ``Rows`` keeps its
+    ``refused``)."""
+    ordered = sorted(costs, key=lambda c: (not c.feasible, c.flops_per_seq, -c.params_task_specific))
+    return Rows(ordered, costs.refused) if isinstance(costs, Rows) else ordered
