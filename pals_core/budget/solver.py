@@ -7,6 +7,7 @@ then confirmed in exact integer arithmetic (one step up must not fit, guarding a
 """
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -109,11 +110,12 @@ class Budget:
 
 
 def add_budget_flags(parser: Any, *, title: str = "budget (one of)", defaults_help: str = "") -> None:
-    """``--budget RATIO`` | ``--extra N`` | ``--per-task N`` — the same three flags on every CLI."""
+    """``--budget RATIO`` | ``--extra N`` | ``--per-task N`` — the same three flags on every CLI (absent when not
+    given: read them with ``budget_from_args``)."""
     b = parser.add_argument_group(title + defaults_help)
-    b.add_argument("--budget", metavar="RATIO", default=None, help="N_total ≤ RATIO × N_base, e.g. 1.13")
-    b.add_argument("--extra", metavar="N", default=None, help="N_total − N_base ≤ N over all tasks, e.g. 15M")
-    b.add_argument("--per-task", metavar="N", default=None, help="head + adapter ≤ N for every task, e.g. 1.9M")
+    b.add_argument("--budget", metavar="RATIO", default=argparse.SUPPRESS, help="N_total ≤ RATIO × N_base, e.g. 1.13")
+    b.add_argument("--extra", metavar="N", default=argparse.SUPPRESS, help="N_total − N_base ≤ N over all tasks, e.g. 15M")
+    b.add_argument("--per-task", metavar="N", default=argparse.SUPPRESS, help="head + adapter ≤ N for every task, e.g. 1.9M")
 
 
 def budget_from_args(args: Any) -> Optional["Budget"]:

@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 
 from . import separate as sep
 from . import seeds as sd
+from ..budget.flags import given_values
 from .config import RESUME_FREE, TrainConfig
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
@@ -107,7 +108,8 @@ def _check_resume(stored: TrainConfig, given: dict, separate: bool) -> TrainConf
         if other:
             raise ValueError(f"to resume {given['out']} give --out (and --threads, --device, --glue-dir, --cache-dir, --jobs) "
                              f"or the original command; not --{other[0].replace('_', '-')} alone")
-    free = {k: given[k] for k in RESUME_FREE if k in given and k != "out"}
+    typed = given_values(given, TrainConfig)  # the flags' values, typed and checked by their declaration
+    free = {k: typed[k] for k in RESUME_FREE if k in typed and k != "out"}
     return replace(stored, **free)
 
 
