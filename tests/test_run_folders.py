@@ -61,6 +61,13 @@ def test_the_lock_is_exclusive_and_its_holder_comes_from_the_kernel(tmp_path, mo
         assert run_lock.holder(tmp_path) == os.getpid()
     assert run_lock.holder(tmp_path) is None
     run_lock.RunLock(tmp_path).acquire().release()
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / run_lock.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(ValueError, match="cannot lock run folder"):
+        run_lock.RunLock(tmp_path / "linked").acquire()  # a lock file that is a link is never written through
+    assert victim.read_text() == "keep me"
 
 
 @pytest.mark.slow

@@ -87,7 +87,7 @@ class RunLock:
     def acquire(self) -> "RunLock":
         path = lock_path(self.folder)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)  # never through a link
         except OSError as e:
             raise ValueError(f"cannot lock run folder {self.folder}: {e.strerror or e}") from None
         deadline = time.monotonic() + ACQUIRE_WAIT_S
