@@ -46,7 +46,7 @@ class AdapterConfig:
     method: str = field(default="pals", metadata={"help": "Adapter method", "choices": "method",
                                                      "always": True})
     d_s: Optional[int] = field(default=None, metadata={
-        "help": "Adapter size d_s (bottleneck / rank / projected width). None for `shared`, `lhuc`, `bert_layer_top`."})
+        "help": "Adapter size d_s (bottleneck / rank / projected width). None for the sizeless methods (shared, lhuc, ia3, bert_layer_top)."})
     location: Location = field(default=None, metadata={
         "help": "Adapted layers: all, top (last ⌊L/2⌋), bottom (first ⌊L/2⌋) or 0-based indices i,j,…; "
                 "none = all. Top-of-BERT methods take none.",
@@ -58,7 +58,7 @@ class AdapterConfig:
     lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
     freeze_trunk: bool = field(default=False, metadata={
         "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
-    # --- CA-MTL (Pilault et al., ICLR 2021); method `ca_mtl` only, see pals_core/budget/ca_mtl.py -----------------
+    # --- CA-MTL (Pilault et al., ICLR 2021); method `ca_mtl` only, see pals_core/methods/ca_mtl/cost.py----------------
     task_embedding_dim: Optional[int] = field(default=None, metadata={
         "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
                 "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."})
