@@ -170,7 +170,7 @@ def test_a_malformed_tsv_fails_the_start_and_the_corrected_glue_dir_runs(tmp_pat
     assert rc == 0, err
 
 
-@pytest.mark.parametrize("case", ["proc", "file", "cache_proc", "max_len", "budget"])
+@pytest.mark.parametrize("case", ["proc", "file", "cache_proc", "max_len", "budget", "memory"])
 def test_bad_paths_and_sizes_are_one_line_exit_2(tmp_path, cache, capsys, case):
     out = tmp_path / "run"
     argv = flags(out, cache)
@@ -191,9 +191,18 @@ def test_bad_paths_and_sizes_are_one_line_exit_2(tmp_path, cache, capsys, case):
     elif case == "budget":
         i = argv.index("--d-s")
         argv[i:i + 2] = ["--budget", "1e9"]
+    elif case == "memory":  # a design within the calculator's limits whose training state no machine holds
+        large = tmp_path / "large"
+        large.mkdir()
+        (large / "config.json").write_text(json.dumps({
+            "model_type": "bert", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+            "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512}))
+        argv[argv.index("tiny")] = str(large)
+        argv[argv.index("pals")] = "houlsby"
+        argv[argv.index("--d-s") + 1] = str(2 ** 20)
     line = one_line(*cli(argv, capsys))
     expected = {"proc": "/proc/x", "file": "is a file", "cache_proc": "cannot set up the run", "max_len": "128 positions",
-                "budget": "GiB"}[case]
+                "budget": "(10,000)", "memory": "GiB"}[case]
     assert expected in line
     if case != "cache_proc":
         assert not (out / "config.json").exists()
