@@ -43,9 +43,25 @@ BASES = {
     "electra-E10": (dict(model_type="electra", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
                          intermediate_size=35, vocab_size=39, max_position_embeddings=16, type_vocab_size=2),
                     {"cola": 2, "stsb": 1}, 9, 4, 3, 8, False),
+    # DeBERTa with its own position projections, absolute positions, token types, E ≠ d and the layer-0 convolution
+    "deberta-unshared": (dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                              intermediate_size=37, vocab_size=51, relative_attention=True, position_buckets=5,
+                              pos_att_type="p2c|c2p", share_att_key=False, position_biased_input=True, type_vocab_size=2,
+                              embedding_size=14, norm_rel_ebd="layer_norm", conv_kernel_size=3, conv_groups=2,
+                              max_position_embeddings=32), {"rte": 2, "stsb": 1}, 8, 5, 4, 11, False),
+    # DeBERTa-v3 style: share_att_key, no absolute positions, no token types, c2p only over max_relative_positions
+    "deberta-shared": (dict(model_type="deberta-v2", hidden_size=18, num_hidden_layers=2, num_attention_heads=3,
+                            intermediate_size=23, vocab_size=47, relative_attention=True, max_relative_positions=7,
+                            pos_att_type=["c2p"], share_att_key=True, position_biased_input=False, type_vocab_size=0,
+                            max_position_embeddings=32), {"sst2": 2}, 6, 4, 3, 10, False),
+    # ModernBERT: GLU, biases on the MLP and the norms, a local window (4) shorter than the sequence (11)
+    "modernbert-local": (dict(model_type="modernbert", hidden_size=24, num_hidden_layers=4, num_attention_heads=4,
+                              intermediate_size=19, vocab_size=53, local_attention=4, global_attn_every_n_layers=2,
+                              mlp_bias=True, norm_bias=True, classifier_pooling="mean", pad_token_id=0, eos_token_id=1,
+                              bos_token_id=2, cls_token_id=2, sep_token_id=1), {"mnli": 3, "stsb": 1}, 8, 5, 4, 11, False),
 }
 EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1], "roberta-3L": [0, 2], "distilbert-3L": [1],
-            "electra-E10": [0, 1]}
+            "electra-E10": [0, 1], "deberta-unshared": [0, 2], "deberta-shared": [1], "modernbert-local": [0, 3]}
 
 
 def _family(base: str):

@@ -12,9 +12,12 @@ from torch import nn
 from ..budget.families import get_family_for
 from .base import State, Trunk, make_mask
 from .bert import BertTrunk, ElectraTrunk, RobertaTrunk
+from .deberta_v2 import DebertaV2Trunk
 from .distilbert import DistilBertTrunk
+from .modernbert import ModernBertTrunk
 
-TRUNKS: dict[str, type[Trunk]] = {t.family: t for t in (BertTrunk, RobertaTrunk, DistilBertTrunk, ElectraTrunk)}
+TRUNKS: dict[str, type[Trunk]] = {t.family: t for t in (BertTrunk, RobertaTrunk, DistilBertTrunk, ElectraTrunk,
+                                                        DebertaV2Trunk, ModernBertTrunk)}
 
 
 def trunk_class(config) -> type[Trunk]:
