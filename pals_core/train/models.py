@@ -1,4 +1,6 @@
-"""Which BERT a run trains: the embedded MiniLM (default), a local HF folder, or ``"tiny"``.
+"""Which base model a run trains: the embedded MiniLM (default), a local HF folder of any supported family
+(BERT, RoBERTa / XLM-R / CamemBERT, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT; read with its own
+tokenizer), or ``"tiny"``.
 
 ``"tiny"`` is a randomly initialised BERT (hidden 32, 2 layers, 2 heads, d_ff 64) with MiniLM's
 vocabulary and tokenizer — for tests and smoke runs, where it learns little but runs in seconds.
@@ -43,11 +45,9 @@ def model_shape(model: Optional[str]) -> BaseModel:
 
 
 def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
-    """A ``MultiTaskBert`` (weights of new modules drawn from torch's current RNG: seed first)."""
-    from .. import MultiTaskBert
+    """A ``MultiTaskModel`` (weights of new modules drawn from torch's current RNG: seed first)."""
+    from .. import MultiTaskModel
 
     if model == TINY:
-        from transformers import BertConfig
-
-        return MultiTaskBert.from_base_config(BertConfig(**tiny_config_dict()), adapter, tasks=tasks)
-    return MultiTaskBert.from_pretrained(model, adapter, tasks=tasks)
+        return MultiTaskModel.from_base_config(tiny_config_dict(), adapter, tasks=tasks)
+    return MultiTaskModel.from_pretrained(model, adapter, tasks=tasks)

@@ -1,0 +1,124 @@
+"""Every family trains, predicts, saves and resumes (issue 11 items 6, 8): a tiny random checkpoint of each family,
+written to disk with the embedded MiniLM tokenizer (vocabulary 30522) — nothing downloaded — goes through
+``MultiTaskModel.from_pretrained`` and the trainer (``pals-train --model PATH``) on real GLUE rows."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from pals_core import AdapterConfig, MultiTaskBert, MultiTaskModel
+from pals_core.adapters import TaskAdapter
+from pals_core.budget import at_size, design, parse_tasks
+from pals_core.train.config import TrainConfig
+from pals_core.train.models import minilm_path, model_shape
+
+GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
+pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
+torch.set_num_threads(1)
+
+V = 30522  # MiniLM's vocabulary: the checkpoints use its tokenizer
+TINY = {
+    "bert": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V),
+    "roberta": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
+                    max_position_embeddings=130, type_vocab_size=1, pad_token_id=0),
+    "xlm-roberta": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
+                        max_position_embeddings=130, type_vocab_size=1, pad_token_id=0),
+    "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128),
+    "electra": dict(embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
+                    vocab_size=V, max_position_embeddings=128),
+    "deberta-v2": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
+                       relative_attention=True, position_buckets=16, pos_att_type="p2c|c2p", share_att_key=True,
+                       position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm", max_position_embeddings=128),
+    "modernbert": dict(hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=12, vocab_size=V,
+                       local_attention=8, max_position_embeddings=128, pad_token_id=0, bos_token_id=101, eos_token_id=102,
+                       cls_token_id=101, sep_token_id=102, classifier_pooling="mean"),
+}
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    out = {}
+    for model_type, fields in TINY.items():
+        path = tmp_path_factory.mktemp(model_type)
+        torch.manual_seed(0)
+        AutoModel.from_config(AutoConfig.for_model(model_type, **fields)).save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        out[model_type] = path
+    return out
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("tokcache"))
+
+
+def _batch(path: Path) -> dict:
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    enc = tok(["a short one", "the second sentence is longer than the first"], ["pair", "another pair"],
+              padding=True, return_tensors="pt")
+    return dict(enc)
+
+
+@pytest.mark.parametrize("model_type", list(TINY))
+def test_the_hooked_trunk_at_identity_is_the_hf_model(checkpoints, model_type):
+    model = MultiTaskModel.from_pretrained(checkpoints[model_type], AdapterConfig(method="shared"), {"rte": 2})
+    batch = _batch(checkpoints[model_type])
+    with torch.no_grad():
+        h, state = model._embed(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        hooked = model.trunk.finish(model.trunk.run(0, model.shape.layers, h, state, TaskAdapter(range(model.shape.layers))))
+        kwargs = {k: v for k, v in batch.items() if k != "token_type_ids" or model.family in ("bert", "electra")}
+        reference = model.bert(**kwargs).last_hidden_state
+    assert torch.equal(hooked, reference)
+
+
+@pytest.mark.parametrize("model_type", list(TINY))
+def test_predict_all_and_task_files_on_every_family(checkpoints, model_type, tmp_path):
+    path = checkpoints[model_type]
+    cfg = AdapterConfig(method="low_rank", d_s=4, location="top")
+    torch.manual_seed(1)
+    model = MultiTaskModel.from_pretrained(path, cfg, {"rte": 2, "stsb": 1})
+    for p in model.adapters.parameters():
+        torch.nn.init.normal_(p, std=0.1)  # leave the identity so the check means something
+    batch = _batch(path)
+    with torch.no_grad():
+        every = model.predict_all(**batch)
+        for task in ("rte", "stsb"):
+            assert torch.allclose(every[task], model(task=task, **batch), atol=1e-6)
+    model.save_task("rte", tmp_path / "rte.safetensors")
+    other = MultiTaskBert.from_pretrained(path, cfg, {"stsb": 1})
+    assert other.load_task(tmp_path / "rte.safetensors") == "rte"
+    with torch.no_grad():
+        assert torch.equal(other(task="rte", **batch), model(task="rte", **batch))
+
+
+@pytest.mark.parametrize("model_type", list(TINY))
+def test_pals_train_on_a_local_checkpoint_of_every_family_and_resume(checkpoints, model_type, tmp_path, cache_dir):
+    from pals_core.train.trainer import train
+
+    path = checkpoints[model_type]
+    adapter = AdapterConfig(method="pals", d_s=4, heads=2)
+    base = dict(tasks=["rte", "stsb"], adapter=adapter, model=str(path), glue_dir=str(GLUE), out=str(tmp_path / "run"),
+                steps=6, batch_size=4, max_len=32, eval_every=3, save_every=3, lr=1e-3, max_train_examples=16,
+                max_eval_examples=8, seed=3, num_threads=1, cache_dir=cache_dir)
+
+    class Stop(Exception):
+        pass
+
+    def stop(step, scores, average):
+        if step == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(TrainConfig(**base), progress=False, on_eval=stop)
+    resumed = train(TrainConfig(**base), progress=False, resume=True)
+    whole = train(TrainConfig(**{**base, "out": str(tmp_path / "whole")}), progress=False)
+    cost = at_size(design(model_shape(str(path)), parse_tasks({"rte": 2, "stsb": 1}), adapter), 4)
+    assert resumed["params"]["total"] == cost.params_total == whole["params"]["total"]
+    assert resumed["scores"] == whole["scores"] and resumed["steps"] == whole["steps"] == 6
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["model"] == str(path)
