@@ -203,3 +203,33 @@ def test_trained_parameters_with_a_frozen_trunk():
     assert free.params_trained == free.params_total
     assert frozen.params_total == free.params_total
     assert frozen.params_trained == frozen.params_task_specific == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + (768 * 2 + 2) + (768 + 1)
+
+
+@pytest.mark.parametrize("kind", ["ratio", "extra", "per_task"])
+@pytest.mark.parametrize("method", list(METHODS))
+def test_smallest_budget_is_where_a_design_first_fits(method, kind):
+    """At the smallest budget the design fits at its smallest valid size; just below it, it does not."""
+    from pals_core.budget import smallest_budget
+    m = METHODS[method]
+    cfg = AdapterConfig(method=method, location="top" if m.within else None, heads=4)
+    ds = design(BERT, parse_tasks("rte,stsb,mnli"), cfg, check_size=False)
+    b = smallest_budget(ds, kind)
+    first = ds.step if m.sized else None
+    fits = solve(ds, b) if m.sized else at_size(ds, None, b)
+    assert fits.feasible and fits.d_s == first
+    value = getattr(b, kind)
+    below = Budget(**{kind: math.nextafter(value, 0.0) if kind == "ratio" else value - 1})
+    assert not (solve(ds, below) if m.sized else at_size(ds, None, below)).feasible
+
+
+def test_task_scaling_is_the_calculators_all_task_flops_at_every_count():
+    """The series re-uses one design for every task count: its FLOPs equal a fresh design with those tasks."""
+    from pals_core.budget.series import padded_tasks, task_scaling
+    tasks = parse_tasks("cola,stsb,mnli")
+    for method in METHODS:
+        m = METHODS[method]
+        cfg = AdapterConfig(method=method, location="bottom" if m.within else None, d_s=12 if m.sized else None)
+        ds = design(BERT, tasks, cfg, seq_len=64)
+        for p in task_scaling(ds, cfg.d_s, [1, 2, 3, 5]):
+            fresh = design(BERT, padded_tasks(tasks, p.tasks), cfg, seq_len=64)
+            assert p.flops_all_tasks == forward_flops(fresh, cfg.d_s or 0)[2], (method, p.tasks)

@@ -5,6 +5,7 @@ N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Optional, Sequence
 
 from .config import AdapterConfig, format_location
@@ -26,6 +27,7 @@ def _paper(convention: str) -> bool:
     return convention == "paper"
 
 
+@lru_cache(maxsize=512)
 def base_params(m: BaseModel, convention: str = "exact") -> int:
     """N_base, the parameters of ``AutoModel.from_config`` for the model's family (``families``); for BERT
     (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d (with pooler)."""
@@ -38,12 +40,14 @@ def embedding_params(m: BaseModel, convention: str = "exact") -> int:
     return get_family(m.family).embedding_params(m, _paper(convention))
 
 
+@lru_cache(maxsize=4096)
 def head_params(m: BaseModel, task: Task, convention: str = "exact") -> int:
     """One task's head as the family's ``…ForSequenceClassification`` has it: BERT d·C_t + C_t on the pooled [CLS];
     families without a pooler add their per-task dense layer."""
     return get_family(m.family).head_params(m, task.num_labels, _paper(convention))
 
 
+@lru_cache(maxsize=512)
 def pooler_params(m: BaseModel, convention: str = "exact") -> int:
     """A per-task pooler: d² + d."""
     return linear(m.hidden, m.hidden, paper=_paper(convention)).c
@@ -173,6 +177,15 @@ def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
     return num_layers
 
 
+@lru_cache(maxsize=1024)
+def _plain_flops(m: BaseModel, n: int, labels: tuple[int, ...]) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
+    """(each layer, the embeddings, the pooler, each task's head) forward FLOPs on n tokens, as the model's family
+    counts them. Fixed by the shape alone, so computed once per shape (plots evaluate thousands of sizes)."""
+    family = get_family(m.family)
+    return (tuple(layer_flops(m, n)), family.embedding_flops(m, n), family.pooler_flops(m),
+            tuple(family.head_flops(m, c) for c in labels))
+
+
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
 
@@ -182,11 +195,7 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     The ``shared`` method with a shared pooler runs even the pooler once.
     """
     m, n = ds.model, ds.seq_len
-    family = get_family(m.family)
-    layers = layer_flops(m, n)
-    embed = family.embedding_flops(m, n)
-    pooler = family.pooler_flops(m)
-    heads = [family.head_flops(m, t.num_labels) for t in ds.tasks]
+    layers, embed, pooler, heads = _plain_flops(m, n, tuple(t.num_labels for t in ds.tasks))
     trunk = embed + sum(layers)
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     plain = trunk + pooler + heads[0]

@@ -114,9 +114,8 @@ def task_scaling(ds: Design, s: Optional[int], counts: Iterable[int]) -> list[Sc
     out = []
     for t in counts:
         tasks = padded_tasks(ds.tasks, t)
-        d = design(ds.model, tasks, ds.config if s is None else replace(ds.config, d_s=s),
-                   convention=ds.convention, seq_len=ds.seq_len, check_size=False)
-        _, _, all_tasks = forward_flops(d, s or 0)
+        # FLOPs depend on the tasks only through their heads: the same design with T tasks
+        _, _, all_tasks = forward_flops(replace(ds, tasks=tuple(tasks)), s or 0)
         out.append(ScalingPoint(t, all_tasks, sum(alone(task) for task in tasks)))
     return out
 

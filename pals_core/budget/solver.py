@@ -193,3 +193,25 @@ def at_size(ds: Design, s: Optional[int], budget: Optional[Budget] = None) -> Co
     if star is not None and not math.isfinite(star):
         star = None
     return evaluate(ds, s, limit=limit, per_task_limit=per_task, unconstrained=star)
+
+
+BUDGET_KINDS = ("ratio", "extra", "per_task")
+
+
+def smallest_budget(ds: Design, kind: str) -> Budget:
+    """The smallest budget of ``kind`` ('ratio', 'extra' or 'per_task') within which ``ds`` fits: its cost at
+    the smallest valid size (one step: 1, or h_s for attention methods; sizeless methods as they are), since
+    every count grows with d_s (SPEC section 6). A ratio is N_total / N_base, nudged up by float ulps until the
+    solver's own check (N_total − N_base ≤ (B − 1)·N_base) accepts it; an extra is N_total − N_base; a per-task
+    cap is the largest task's head + adapter (+ its 1/T share of modules shared by all tasks)."""
+    if kind not in BUDGET_KINDS:
+        raise ValueError(f"unknown budget kind {kind!r} ({', '.join(BUDGET_KINDS)})")
+    cost = evaluate(ds, ds.step if ds.method.sized else None)
+    if kind == "extra":
+        return Budget(extra=cost.params_task_specific)
+    if kind == "per_task":
+        return Budget(per_task=cost.largest_task_share)
+    ratio = max(1.0, cost.params_total / ds.n_base)
+    while not at_size(ds, cost.d_s, Budget(ratio=ratio)).feasible:
+        ratio = math.nextafter(ratio, math.inf)
+    return Budget(ratio=ratio)
