@@ -233,3 +233,15 @@ def test_task_scaling_is_the_calculators_all_task_flops_at_every_count():
         for p in task_scaling(ds, cfg.d_s, [1, 2, 3, 5]):
             fresh = design(BERT, padded_tasks(tasks, p.tasks), cfg, seq_len=64)
             assert p.flops_all_tasks == forward_flops(fresh, cfg.d_s or 0)[2], (method, p.tasks)
+
+
+def test_budget_used_is_the_share_of_the_budget_a_design_spends():
+    from pals_core.budget.series import budget_used
+    tasks = parse_tasks(8)
+    ds = design(BERT, tasks, AdapterConfig(method="pals", location="all"), check_size=False)
+    c = solve(ds, Budget(ratio=1.13))
+    b = Budget(ratio=1.13)
+    assert math.isclose(budget_used(c, b), c.params_task_specific / (1.13 * base_params(BERT) - base_params(BERT)))
+    assert budget_used(c, b) <= 1.0 < budget_used(at_size(ds, c.d_s + 12), b)  # the solved size is the largest
+    assert budget_used(c, Budget(extra=2 * c.params_task_specific)) == 0.5
+    assert budget_used(c, Budget(per_task=max(c.params_per_task))) == 1.0

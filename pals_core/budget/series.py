@@ -45,6 +45,15 @@ def per_task_params(cost: Cost, view: str = "mean") -> float:
     return cost.params_task_specific / t
 
 
+def budget_used(cost: Cost, budget: Budget) -> float:
+    """The share of the budget a design spends: (N_total − N_base) / E under a global budget (E = (B − 1)·N_base
+    for a ratio), the largest task's share / p under a per-task cap (SPEC section 6). 1.0 = all of it."""
+    if budget.per_task is not None:
+        return cost.largest_task_share / budget.per_task
+    limit = budget.extra_limit(cost.params_total - cost.params_task_specific)
+    return cost.params_task_specific / limit if limit else float("inf")
+
+
 def sizes_up_to(ds: Design, d_max: int, points: int = 120) -> list[int]:
     """Valid sizes (multiples of the step: h_s for attention methods) from one step to ``d_max``,
     thinned to about ``points`` values."""
