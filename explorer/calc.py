@@ -5,9 +5,10 @@ wraps these functions in ``st.cache_data``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
-from pals_core.budget import AdapterConfig, Cost, Design, breakdown, design, get_method, rows, sort_rows
+from pals_core.budget import (AdapterConfig, BaseModel, Cost, Design, Task, at_size, breakdown, design, get_method, rows,
+                              solve, sort_rows)
 from pals_core.budget.config import design_label
 from pals_core.budget.table import Rows
 from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
@@ -100,9 +101,9 @@ def breakdown_rows(inp: Inputs, cost: Cost) -> list[dict]:
     return breakdown(design_of(inp, key_of(cost)), cost.d_s)
 
 
-def task_counts(t: int, at_least: int = 8, points: int = 40) -> list[int]:
-    """Task counts to draw: 1…max(T, 8), thinned to about ``points`` values, always with T."""
-    top = max(t, at_least)
+def task_counts(t: int, at_least: int = 16, points: int = 40) -> list[int]:
+    """Task counts to draw: 1…max(2T, 16) (the trend past your T), thinned to about ``points`` values, always with T."""
+    top = max(2 * t, at_least)
     if top <= points:
         return list(range(1, top + 1))
     stride = -(-top // points)
@@ -115,6 +116,12 @@ def scaling(inp: Inputs, costs: list[Cost]) -> dict[Key, list[ScalingPoint]]:
     return {key_of(c): task_scaling(design_of(inp, key_of(c)), c.d_s, counts) for c in costs}
 
 
+def at_location(costs: list[Cost], location: Optional[str]) -> list[Cost]:
+    """One row per method: within-network methods at ``location``, the others as they are (plots with one line
+    per method)."""
+    return [c for c in costs if c.location is None or c.location == location]
+
+
 def pick_default(costs: list[Cost]) -> Key:
     """The design shown first: PALs on all layers if it fits, else the first feasible row."""
     for c in costs:
@@ -124,3 +131,14 @@ def pick_default(costs: list[Cost]) -> Key:
         if c.feasible:
             return key_of(c)
     return key_of(costs[0])
+
+
+def on_model(inp: Inputs, key: Key, model: BaseModel, tasks: Sequence[Task], d_s: Optional[int] = None) -> Cost:
+    """The same design on another model and tasks, counted as the trainer counts (exact convention): the largest
+    d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget)."""
+    method = get_method(key[0])
+    cfg = config_for(inp, key, d_s)
+    ds = design(model, list(tasks), cfg, convention="exact", seq_len=inp.seq_len, check_size=d_s is not None)
+    if method.sized and d_s is None:
+        return solve(ds, inp.budget)
+    return at_size(ds, d_s if method.sized else None, inp.budget)

@@ -1,22 +1,33 @@
-"""The design tabs: the table of every method × location at the budget, the plots, the breakdown
-and the paper check. Calculator rows are cached with ``st.cache_data`` and the figures built from
-them with ``st.cache_resource`` (keyed by the validated question), so the page redraws at once."""
+"""The answer and the design views: the recommendation (or, when nothing fits, the smallest budget that
+does), the chosen design's numbers, the table of every method × location (sortable, as CSV), and the plots.
+
+Calculator rows are cached with ``st.cache_data`` and figures with ``st.cache_resource`` (keyed by the validated
+question), and only the view on screen draws its figures, so a new question redraws at once."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget import Cost, base_params, get_method, paper_reproduction
-from pals_core.budget.series import flops_ratio
+from pals_core.budget import Budget, Cost, base_params, get_method, paper_reproduction
+from pals_core.budget.series import budget_used, flops_ratio
 from pals_core.budget.units import human
 
-from . import calc, figures
-from .calc import key_of, label
+from . import calc, figures, recommend
+from .address import link_budget
+from .calc import Key, key_of, label
 from .inputs import Inputs
 
 CHART = {"displaylogo": False}
 HASH = {Inputs: repr}  # a validated question is a frozen dataclass: its repr is its identity, and cheap to hash
+SORTS = {
+    "recommendation": "the recommendation's ranking (fitting designs first)",
+    "used": "% of the budget used, most first",
+    "flops": "FLOP overhead, least first",
+    "params": "task-specific parameters, most first",
+    "method": "method, then location",
+}
+BUDGET_KIND_KEY = {"ratio": "ratio", "extra": "extra", "per_task": "per-task"}
 
 
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH)
@@ -24,53 +35,20 @@ def table(inp: Inputs) -> list[Cost]:
     return calc.table(inp)
 
 
-def curve_location(costs: list[Cost], chosen: Cost) -> Optional[str]:
-    """The chosen design's location, or 'all' (else the first there is) for a method that takes none."""
-    if chosen.location is not None:
-        return chosen.location
-    locations = [c.location for c in costs if c.location is not None]
-    return "all" if "all" in locations else (locations[0] if locations else None)
+def budget_kind(b: Budget) -> str:
+    return "ratio" if b.ratio is not None else ("extra" if b.extra is not None else "per_task")
 
 
-# Figures are built once per question and shared read-only (st.cache_resource: no copy, no re-validation),
-# so a redraw of a question already seen only serialises them.
-
-@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_sizes(inp: Inputs, location: Optional[str]):
-    """One curve per method: within-network methods at ``location``, the others as they are."""
-    return figures.size_curves_figure(calc.curves(inp, [c for c in table(inp) if c.location in (None, location)]))
+def budget_text(b: Budget) -> str:
+    kind = budget_kind(b)
+    value = getattr(b, kind)
+    return f"{link_budget(kind, value)}×" if kind == "ratio" else f"{human(value)} ({int(value):,})"
 
 
-@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_space(inp: Inputs, chosen: calc.Key):
-    return figures.design_space_figure(table(inp), chosen)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_scaling(inp: Inputs):
-    return figures.scaling_figure(calc.scaling(inp, table(inp)), len(inp.tasks))
-
-
-def breakdown_frame(inp: Inputs, cost: Cost):
-    return figures.breakdown_frame(calc.breakdown_rows(inp, cost), top=get_method(cost.method).top)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def breakdown(inp: Inputs, key: calc.Key):
-    """(frame, figure) of one design's breakdown."""
-    frame = breakdown_frame(inp, next(c for c in table(inp) if key_of(c) == key))
-    return frame, figures.breakdown_figure(frame, f"{label(key)}: parameters by place and part")
-
-
-@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_breakdown_all(inp: Inputs):
-    return figures.breakdown_compare_figure({label(key_of(c)): breakdown_frame(inp, c) for c in table(inp)})
-
-
-@st.cache_resource(show_spinner=False)
-def paper():
-    rows = paper_reproduction()
-    return rows, figures.paper_figure(rows)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def first_fits(inp: Inputs) -> list[recommend.FirstFit]:
+    """Nothing fits: the smallest budget of the question's kind at which each design first fits."""
+    return recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in table(inp)}, inp.budget)
 
 
 def budget_sentence(inp: Inputs) -> str:
@@ -84,71 +62,185 @@ def budget_sentence(inp: Inputs) -> str:
         cap = f"at most **{human(b.per_task)}** per task (head + adapter)"
     names = ", ".join(t.name for t in inp.tasks[:8]) + (", …" if len(inp.tasks) > 8 else "")
     fixed = f" · every sized method evaluated at d_s = {inp.d_s}" if inp.d_s else ""
-    return (f"**{inp.model.name}** ({human(n_base)} parameters, {inp.convention} count) · **{len(inp.tasks)} tasks** "
+    trains = " (the model the launcher trains)" if inp.trainable else " (a shape: the launcher trains another model)"
+    return (f"**{inp.model.name}**{trains}, {human(n_base)} parameters, {inp.convention} count · **{len(inp.tasks)} tasks** "
             f"({names}) · budget {cap} · n = {inp.seq_len}{fixed}")
 
 
-def choose_design(costs: list[Cost]) -> Cost:
-    """The 'chosen design' selector (feasible first); its row drives the breakdown and the launcher."""
+def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
+    """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
+    if picks:
+        st.success("**Recommended:** " + recommend.reason(picks[0], picks), icon="✅")
+        return
+    fits = first_fits(inp)
+    first = fits[0]
+    kind = budget_kind(inp.budget)
+    what = f" at d_s = {first.d_s}" if first.d_s is not None else ""
+    st.error(f"**Nothing fits a budget of {budget_text(inp.budget)}.** The first design to fit is **{label(first.key)}**"
+             f"{what}, from a budget of **{budget_text(first.budget)}**. The table says where each design starts to fit.",
+             icon="⛔")
+    value = link_budget(kind, getattr(first.budget, kind))
+    st.button(f"Use the budget {value}", key="use_first_fit", on_click=_set_state,
+              args=(f"budget_{BUDGET_KIND_KEY[kind]}", value))
+
+
+def _set_state(key: str, value) -> None:
+    st.session_state[key] = value
+
+
+def choose_design(costs: list[Cost], default: Key, wanted: Optional[str] = None) -> Cost:
+    """The 'chosen design' selector (the recommendation first); its row drives the plots' highlight, the breakdown
+    and the launcher. ``wanted`` is the link's ``design``."""
     by_label = {label(key_of(c)): c for c in costs}
-    options = list(by_label)
-    default = label(calc.pick_default(costs))
-    if st.session_state.get("design") not in by_label:
-        st.session_state["design"] = default
-    choice = st.selectbox("Chosen design", options, key="design",
+    if wanted is not None:
+        if wanted in by_label:
+            st.session_state["_design_pick"] = wanted
+        else:
+            st.error(f"the link's design={wanted!r} was not used: it is not a row of this table "
+                     f"({', '.join(list(by_label)[:6])}, …)")
+    # the selection follows the recommendation until the person picks a design (kept while it is a row)
+    pick = st.session_state.get("_design_pick")
+    st.session_state["design"] = pick if pick in by_label else label(default)
+    choice = st.selectbox("Chosen design", list(by_label), key="design", on_change=_remember_pick,
                           format_func=lambda s: s if by_label[s].feasible else f"{s} (over budget)",
-                          help="Drives the breakdown and the training launcher. Feasible designs first, cheapest FLOPs first.")
+                          help="Drives the highlight in every plot, the breakdown and the training launcher.")
     return by_label[choice]
+
+
+def _remember_pick() -> None:
+    st.session_state["_design_pick"] = st.session_state["design"]
 
 
 def render_metrics(c: Cost, inp: Inputs) -> None:
     cols = st.columns(5)
-    cols[0].metric("solved d_s" if inp.d_s is None else "fixed d_s", "—" if c.d_s is None else str(c.d_s),
+    if c.feasible:
+        size = "—" if c.d_s is None else str(c.d_s)
+    else:
+        size = "does not fit"
+    cols[0].metric("solved d_s" if inp.d_s is None else "fixed d_s", size,
                    help="The largest valid adapter size within the budget (a multiple of h_s for attention methods).")
-    cols[1].metric("params per task", human(max(c.params_per_task)), help="Head + adapter of the largest task.")
-    cols[2].metric("total × base", f"{c.ratio:.4f}×", help="N_total / N_base")
-    cols[3].metric("FLOPs × base", f"{flops_ratio(c):.4f}×", help="One sequence through one task's path vs the plain model.")
-    cols[4].metric("fits the budget", "yes" if c.feasible else "NO",
-                   help=None if c.slack is None else f"slack: {c.slack:,.0f} parameters")
+    cols[1].metric("% of budget used", f"{100 * budget_used(c, inp.budget):.1f}%",
+                   help="Task-specific parameters over what the budget allows (per task: the largest task's share over the cap).")
+    cols[2].metric("params per task", human(max(c.params_per_task)), help="Head + adapter of the largest task.")
+    cols[3].metric("total × base", f"{c.ratio:.4f}×", help="N_total / N_base")
+    cols[4].metric("FLOPs × base", f"{flops_ratio(c):.4f}×", help="One sequence through one task's path vs the plain model.")
 
 
-def render_design_tab(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
-    st.markdown("#### Every design at this budget")
-    st.caption("Feasible first, then by FLOP overhead. d_s is the largest size that fits; params / task counts the largest "
-               "task's head + adapter.")
-    frame = figures.table_frame(costs)
+def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]) -> list[Cost]:
+    if how == "used":
+        return sorted(costs, key=lambda c: -budget_used(c, inp.budget))
+    if how == "flops":
+        return sorted(costs, key=lambda c: (not c.feasible, flops_ratio(c)))
+    if how == "params":
+        return sorted(costs, key=lambda c: -c.params_task_specific)
+    if how == "method":
+        return sorted(costs, key=lambda c: (c.method, c.location or ""))
+    # ranked designs first; then the rest that fit, fullest first; then those over budget, closest to fitting first
+    return sorted(costs, key=lambda c: (rank.get(key_of(c), 10**6), not c.feasible,
+                                        budget_used(c, inp.budget) * (1 if not c.feasible else -1)))
+
+
+def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: list[recommend.Pick],
+                        measured: Mapping[Key, recommend.Score]) -> None:
+    rank = {p.key: i + 1 for i, p in enumerate(picks)}
+    how = st.selectbox("Sort by", list(SORTS), format_func=SORTS.get, key="sort")
+    ordered = sort_costs(costs, how, inp, rank)
+    first_fit = None
+    if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
+        first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
+    frame = figures.table_frame(ordered, inp.budget, rank, {k: s.text() for k, s in measured.items()}, first_fit)
     st.dataframe(frame, hide_index=True, width="stretch", key="main_table", column_config={
+        "rank": st.column_config.TextColumn(help="The recommendation's ranking: each method's largest fitting design"),
+        "% of budget used": st.column_config.ProgressColumn(format="%.1f%%", min_value=0.0, max_value=100.0),
         "params / task": st.column_config.NumberColumn(format="localized"),
         "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
-        "all-task FLOPs / input": st.column_config.NumberColumn(format="compact"),
-        "train step FLOPs": st.column_config.NumberColumn(format="compact"),
-        "× base": st.column_config.NumberColumn(format="%.4f"),
+        "total × base": st.column_config.NumberColumn(format="%.4f"),
         "FLOPs × base": st.column_config.NumberColumn(format="%.4f"),
     })
-    left, right = st.columns(2)
-    with left:
-        loc = curve_location(costs, chosen)
-        st.plotly_chart(fig_sizes(inp, loc), config=CHART, key="fig_sizes")
-        st.caption("Each curve is the calculator's count over d_s" + (f" (within-network methods @ {loc}, the chosen design's "
-                   "location)" if loc else "") + "; the dashed black line is the budget per task; the dot marks the size the "
-                   "solver chose (a cross if even the smallest size is over budget).")
-    with right:
-        st.plotly_chart(fig_space(inp, key_of(chosen)), config=CHART, key="fig_space")
-        st.caption("Up costs compute, right buys capacity (● all layers, ▲ top, ▼ bottom, ◆ no location; grey × over "
-                   "budget; ☆ the chosen design). The Pareto front joins the fitting designs that no other fitting design beats on both: more "
-                   "task-specific parameters for no more FLOPs.")
-    st.plotly_chart(fig_scaling(inp), config=CHART, key="fig_scaling")
-    st.caption("Running every task on one input (the paper's mobile argument): layers below the lowest adapted layer run "
-               "once; the rest runs once per task. Top-of-BERT methods share the whole encoder; adapters in layer 0 share "
-               "nothing.")
+    st.download_button("Download the table (CSV)", data=lambda: frame.to_csv(index=False), file_name="pals-designs.csv",
+                       mime="text/csv", key="csv", on_click="ignore")
+    st.caption("rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
+               "parameters over what the budget allows; params / task = the largest task's head + adapter; measured = "
+               "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured).")
+    if not picks:
+        st.info("No design fits this budget, so there is no design space to draw: raise the budget (see 'fits from').")
+        return
+    st.plotly_chart(fig_space(inp, key_of(chosen), picks[0].key if picks else None), config=CHART, key="fig_space")
+    st.caption("Each marker is a design that fits (colour = method; ● all layers, ▲ top, ▼ bottom, ■ your layers, ◆ no "
+               "location). Right = spends more of the budget; down = adds less compute. The dotted line is the Pareto "
+               "front: designs no other design beats on both. The ring marks the chosen design.")
 
 
-def render_breakdown_tab(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
+# Figures are built once per question and shared read-only (st.cache_resource: no copy, no re-validation).
+
+@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def fig_space(inp: Inputs, chosen: Key, recommended: Optional[Key]):
+    return figures.design_space_figure(table(inp), inp.budget, chosen, recommended)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def fig_sizes(inp: Inputs, location: Optional[str], chosen: Key):
+    return figures.size_curves_figure(calc.curves(inp, calc.at_location(table(inp), location)), chosen)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def fig_scaling(inp: Inputs, location: Optional[str], chosen: Key):
+    costs = calc.at_location(table(inp), location)
+    return figures.scaling_figure(calc.scaling(inp, costs), len(inp.tasks), chosen,
+                                  over=[key_of(c) for c in costs if not c.feasible])
+
+
+def curve_location(costs: list[Cost], chosen: Cost) -> Optional[str]:
+    """The chosen design's location, or 'all' (else the first there is) for a method that takes none."""
+    if chosen.location is not None:
+        return chosen.location
+    locations = [c.location for c in costs if c.location is not None]
+    return "all" if "all" in locations else (locations[0] if locations else None)
+
+
+def render_sizes_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
+    loc = curve_location(costs, chosen)
+    st.plotly_chart(fig_sizes(inp, loc, key_of(chosen)), config=CHART, key="fig_sizes")
+    st.caption("How each method's cost grows with its adapter size (log scale, so every method shows). The dashed black "
+               "line is the budget per task"
+               + (" (the largest task's head + adapter)" if inp.budget.per_task is not None else " (the budget over T tasks)")
+               + "; each marker is the size the solver chose, where the curve meets the line. "
+               + (f"Within-network methods at {loc} (the chosen design's location). " if loc else "")
+               + "Designs over the budget are grey; the chosen design is thick, its marker ringed.")
+
+
+def render_scaling_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
+    loc = curve_location(costs, chosen)
+    st.plotly_chart(fig_scaling(inp, loc, key_of(chosen)), config=CHART, key="fig_scaling")
+    st.caption("The paper's mobile argument: to run every task on one input, layers below the lowest adapted layer run "
+               "once and the rest once per task. Top-of-BERT methods share the whole encoder; adapters in layer 0 share "
+               "nothing and cost as much as separate models. "
+               + (f"Within-network methods at {loc}. " if loc else "") + "Drawn to twice your number of tasks.")
+
+
+def breakdown_frame(inp: Inputs, cost: Cost):
+    return figures.breakdown_frame(calc.breakdown_rows(inp, cost), top=get_method(cost.method).top)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
+def breakdowns(inp: Inputs, chosen: Key):
+    """(frame of the chosen design, its figure, the comparison of every fitting design), one colour per part."""
+    costs = table(inp)
+    frames = {label(key_of(c)): breakdown_frame(inp, c) for c in costs if c.feasible or key_of(c) == chosen}
+    pick = next(c for c in costs if key_of(c) == chosen)
+    frame = frames.get(label(chosen)) if label(chosen) in frames else breakdown_frame(inp, pick)
+    colors = figures.part_colors([*frames.values(), frame])
+    title = f"{label(chosen)}: one task's parameters by place and part"
+    return (frame, figures.breakdown_figure(frame, title, colors),
+            figures.breakdown_compare_figure(frames, colors, label(chosen)))
+
+
+def render_breakdown_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     method = get_method(chosen.method)
     st.markdown(f"#### Where one task's parameters go — {label(key_of(chosen))}"
                 + ("" if chosen.d_s is None else f", d_s = {chosen.d_s}"))
     st.markdown(f"{method.description}  \nPaper-convention count per task: `{method.paper_formula}`")
-    frame, fig = breakdown(inp, key_of(chosen))
+    frame, fig, compare = breakdowns(inp, key_of(chosen))
     if frame.empty or frame["params"].sum() == 0:
         st.info("This design holds no task-specific parameters besides the head.")
     st.plotly_chart(fig, config=CHART, key="fig_breakdown")
@@ -157,11 +249,19 @@ def render_breakdown_tab(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     st.dataframe(by_part, hide_index=True, key="breakdown_table", column_config={
         "params": st.column_config.NumberColumn(format="localized"),
         "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)})
-    st.plotly_chart(fig_breakdown_all(inp), config=CHART, key="fig_breakdown_all")
-    st.caption("Sizes as solved at this budget (the table on the Design tab). Parts shared by all tasks count in full here.")
+    st.plotly_chart(compare, config=CHART, key="fig_breakdown_all")
+    over = [label(key_of(c)) for c in costs if not c.feasible and key_of(c) != key_of(chosen)]
+    st.caption("Sizes as solved at this budget; the same colour is the same part in both charts. Parts shared by all "
+               "tasks count in full here." + (f" Over budget, left out: {', '.join(over)}." if over else ""))
 
 
-def render_paper_tab() -> None:
+@st.cache_resource(show_spinner=False)
+def paper():
+    rows = paper_reproduction()
+    return rows, figures.paper_figure(rows)
+
+
+def render_paper_view() -> None:
     rows, fig = paper()
     bad = [r for r in rows if not r.reproduces]
     st.markdown("#### Does the calculator reproduce the paper?")

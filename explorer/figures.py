@@ -1,129 +1,219 @@
 """Pure functions: calculator rows → plotly figures and pandas tables. No streamlit, no maths.
 
-Each figure answers one question a person has:
-- ``size_curves_figure``: how many parameters per task does each method spend as d_s grows, where
-  is the budget, and which size did the solver pick?
-- ``design_space_figure``: at this budget, which designs buy the most task-specific parameters for
-  the least extra compute (Pareto front)?
-- ``breakdown_figure``: where do one task's parameters go (the paper's Table 1 as a picture)?
+Each figure answers one question a person has, and says how to read it in its title:
+- ``size_curves_figure``: how many parameters per task does each method spend as d_s grows, where is the
+  budget, and which size did the solver pick?
+- ``design_space_figure``: which designs spend the budget for the least extra compute (Pareto front)?
+- ``breakdown_figure`` / ``breakdown_compare_figure``: where do one task's parameters go?
 - ``scaling_figure``: what does it cost to run all tasks on one input as tasks are added?
 - ``paper_figure``: does the calculator reproduce the paper's sizes (disagreements in red)?
-- ``runs_figure``: what dev score did each trained design reach for its task-specific parameters?
+- ``measured_figure``: what dev score did each trained design reach for its task-specific parameters?
+
+One style everywhere: a colour per method (``method_color``: its place in the method registry, so a new
+method gets its own colour with no edit here), a marker and a line dash per location (``location_symbol``),
+the chosen design drawn larger with a black ring, designs over the budget grey and kept off the axes' scale.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+import math
+from typing import Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from pals_core.budget import METHODS, Cost, PaperRow
-from pals_core.budget.series import ScalingPoint, flops_ratio, pareto_front
+from pals_core.budget import METHODS, Budget, Cost, PaperRow
+from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pareto_front
 from pals_core.budget.units import human
 
 from .calc import Curves, Key, key_of, label
 
-_PALETTE = qualitative.D3 + qualitative.Set2
-_DASH = {None: "solid", "all": "solid", "top": "dash", "bottom": "dot"}
-_SYMBOL = {None: "diamond", "all": "circle", "top": "triangle-up", "bottom": "triangle-down"}
+# D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
+_PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + ["#000080", "#8B008B", "#FF1493", "#006400", "#B8860B", "#4B0082"]
+_PART_PALETTE = qualitative.Safe + qualitative.Vivid + qualitative.Pastel
+_DASH = {"all": "solid", "top": "dash", "bottom": "dot", None: "solid"}
+_SYMBOL = {"all": "circle", "top": "triangle-up", "bottom": "triangle-down", None: "diamond"}
+SYMBOL_TEXT = {"all": "● all layers", "top": "▲ top", "bottom": "▼ bottom", "custom": "■ your layers", None: "◆ no location"}
 OK_FILL, BAD_FILL = "#e6f4ea", "#fde0dc"
-FRONT_COLOR = "#222222"
+FRONT_COLOR, BUDGET_COLOR, OVER_COLOR, CHOSEN_COLOR = "#222222", "#000000", "#b0b0b0", "#000000"
+GIGA = 1e9
+REFERENCE_COLOR = {"majority": "#7f7f7f", "separate": "#000000"}
 
 
 def method_color(method: str) -> str:
+    """The method's colour: its index in the method registry (``pals_core.budget.METHODS``)."""
     names = list(METHODS)
+    if method in REFERENCE_COLOR:
+        return REFERENCE_COLOR[method]
     i = names.index(method) if method in names else len(names) + sum(map(ord, method))
     return _PALETTE[i % len(_PALETTE)]
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str, **kw) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), xaxis_title=x, yaxis_title=y,
-                      legend=dict(font=dict(size=11)), margin=dict(l=10, r=10, t=50, b=10),
-                      hovermode="closest", height=480, **kw)
+def location_symbol(location: Optional[str]) -> str:
+    return _SYMBOL.get(location, "square")
+
+
+def location_dash(location: Optional[str]) -> str:
+    return _DASH.get(location, "dashdot")
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), xaxis_title=x, yaxis_title=y,
+                      legend=dict(font=dict(size=11), groupclick="togglegroup"), margin=dict(l=10, r=10, t=60, b=10),
+                      hovermode="closest", height=height, template="plotly_white", **kw)
     return fig
 
 
-def size_curves_figure(curves: Curves) -> go.Figure:
-    """Per-task parameters vs d_s, one curve per design; the budget line; the chosen sizes marked.
+def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Ticks 1, 2, 5 × 10^k between lo and hi, written as people read counts (10k, 2M)."""
+    vals = []
+    for k in range(int(math.floor(math.log10(max(lo, 1e-12)))), int(math.ceil(math.log10(max(hi, 1e-12)))) + 1):
+        for m in (1, 2, 5):
+            v = m * 10 ** k
+            if lo <= v <= hi:
+                vals.append(v)
+    return vals, [human(v) for v in vals]
 
-    Traces: ``<design>`` (the curve, or a flat line for sizeless methods), ``chosen: <design>``
-    (one marker at the solved / fixed d_s; symbol x when it does not fit) and ``budget``."""
+
+# --- parameters per task vs d_s ------------------------------------------------------------------
+
+def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figure:
+    """Per-task parameters (log) vs d_s, one curve per design; the budget line; each design's solved size.
+
+    Traces: ``<design>`` (the curve; a flat line ``<design> (no d_s)`` for sizeless methods), ``chosen: <design>``
+    (a marker at the solved / fixed d_s; an x when it does not fit) and ``budget``. Designs over the budget are grey
+    and dotted and do not set the axes; the chosen design is drawn thick with a ringed marker."""
     fig = go.Figure()
-    xs = [p.d_s for c in curves.curves for p in c.points] or [1, 64]
-    x0, x1 = min(xs), max(xs)
+    feasible_sizes = [c.marked_d_s for c in curves.curves if c.feasible and c.marked_d_s is not None]
+    all_x = [p.d_s for c in curves.curves for p in c.points] or [1, 64]
+    x1 = max(all_x) if not feasible_sizes else min(max(all_x), max(feasible_sizes) * 1.6)
+    y_seen = [c.marked_params for c in curves.curves if c.feasible and c.marked_params > 0]
+    y_seen += [curves.limit] if curves.limit else []
+    y_lo = min([p.params_per_task for c in curves.curves for p in c.points if p.params_per_task > 0] + y_seen or [1.0])
+    y_hi = max(y_seen or [y_lo * 10]) * 3
+    above = []
     for c in curves.curves:
-        name, color = label(c.key), method_color(c.key[0])
-        line = dict(color=color, dash=_DASH.get(c.key[1], "dashdot"), width=2)
+        name, is_chosen = label(c.key), c.key == chosen
+        color = method_color(c.key[0]) if c.feasible else OVER_COLOR
+        width = 4 if is_chosen else 2
+        shown = name + ("" if c.feasible else " (over budget)")
         if c.points:
             fig.add_trace(go.Scatter(x=[p.d_s for p in c.points], y=[p.params_per_task for p in c.points], mode="lines",
-                                     name=name, legendgroup=name, line=line,
+                                     name=shown, legendgroup=name,
+                                     line=dict(color=color, width=width, dash=location_dash(c.key[1]) if c.feasible else "dot"),
                                      hovertemplate=f"{name}<br>d_s %{{x}}<br>%{{y:,.0f}} params/task<extra></extra>"))
         else:
-            fig.add_trace(go.Scatter(x=[x0, x1], y=[c.flat, c.flat], mode="lines", name=f"{name} (no d_s)",
-                                     legendgroup=name, line=dict(color=color, dash="longdashdot", width=1.5),
+            fig.add_trace(go.Scatter(x=[0, x1], y=[c.flat, c.flat], mode="lines", name=f"{shown} (no d_s)",
+                                     legendgroup=name, line=dict(color=color, dash="longdashdot", width=width),
                                      hovertemplate=f"{name}: %{{y:,.0f}} params/task<extra></extra>"))
+            if c.flat and c.flat > y_hi:
+                above.append(f"{name} {human(c.flat)}")
         if c.marked_d_s is not None:
             fig.add_trace(go.Scatter(
                 x=[c.marked_d_s], y=[c.marked_params], mode="markers", name=f"chosen: {name}", legendgroup=name,
-                showlegend=False, marker=dict(color=color, size=11, symbol="circle" if c.feasible else "x",
-                                              line=dict(color="white", width=1.5)),
-                hovertemplate=f"{name}<br>chosen d_s = %{{x}}<br>%{{y:,.0f}} params/task"
+                showlegend=False, marker=dict(color=color, size=16 if is_chosen else 10,
+                                              symbol=location_symbol(c.key[1]) if c.feasible else "x",
+                                              line=dict(color=CHOSEN_COLOR if is_chosen else "white", width=2.5 if is_chosen else 1)),
+                hovertemplate=f"{name}<br>solved d_s = %{{x}}<br>%{{y:,.0f}} params/task"
                               f"{'' if c.feasible else ' (over budget)'}<extra></extra>"))
     if curves.limit is not None:
         what = "largest task" if curves.view == "max" else "mean per task"
-        fig.add_trace(go.Scatter(x=[x0, x1], y=[curves.limit, curves.limit], mode="lines", name="budget",
-                                 line=dict(color="black", dash="dash", width=2),
+        fig.add_trace(go.Scatter(x=[0, x1], y=[curves.limit, curves.limit], mode="lines", name="budget",
+                                 line=dict(color=BUDGET_COLOR, dash="dash", width=2),
                                  hovertemplate=f"budget: %{{y:,.0f}} params/task ({what})<extra></extra>"))
-        fig.update_yaxes(range=[0, 2.0 * curves.limit])
+    if above:
+        fig.add_annotation(text="↑ above the chart: " + ", ".join(above), xref="paper", yref="paper", x=0, y=1.0,
+                           xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11, color="#555"))
+    vals, texts = _log_ticks(y_lo / 1.5, y_hi)
+    fig.update_yaxes(type="log", range=[math.log10(y_lo / 1.5), math.log10(y_hi)], tickvals=vals, ticktext=texts)
     fig.update_xaxes(range=[0, x1])
-    ylab = "params of the largest task" if curves.view == "max" else "task-specific params per task (mean)"
-    return _layout(fig, "Parameters per task vs adapter size d_s (● = the chosen size)", "adapter size d_s", ylab)
+    ylab = "params of the largest task (log)" if curves.view == "max" else "task-specific params per task (log)"
+    return _layout(fig, "Parameters per task vs adapter size d_s: each curve meets the budget line at its solved size",
+                   "adapter size d_s", ylab)
 
 
-def design_space_figure(costs: Sequence[Cost], chosen: Optional[Key] = None) -> go.Figure:
-    """Extra parameters (x, log) vs forward FLOPs × base (y) of every design at this budget.
+def _style_legend(fig: go.Figure, methods: Iterable[str], locations: Iterable[Optional[str]]) -> None:
+    """Legend entries that say what colour and marker mean: a square of each method's colour (clicking it hides
+    the method's points) and a grey marker of each location's symbol."""
+    for method in methods:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=method, legendgroup=method,
+                                 legendgrouptitle_text=None, marker=dict(color=method_color(method), size=11, symbol="square")))
+    for loc in sorted(set(locations), key=lambda l: ("all", "top", "bottom", None).index(l) if l in ("all", "top", "bottom", None) else 4):
+        text = SYMBOL_TEXT.get(loc, SYMBOL_TEXT["custom"])
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=text, legendgroup="locations",
+                                 marker=dict(color="#666666", size=11, symbol=location_symbol(loc))))
 
-    One trace per method (symbol = location: ● all, ▲ top, ▼ bottom, ◆ none); designs over budget
-    are grey crosses (trace ``over budget``); the chosen design is a red star. The Pareto front (trace ``Pareto front``) joins the
-    feasible designs that no other feasible one beats: more task-specific parameters (capacity)
-    for no more compute."""
+
+# --- the design space ---------------------------------------------------------------------------
+
+UNUSED_FLOOR = 1e-4  # a design that spends all of the budget is drawn at 0.01 % left (log axis)
+
+
+def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[Key] = None,
+                        recommended: Optional[Key] = None) -> go.Figure:
+    """Budget left unused (x, log, reversed: right = spends more) vs forward FLOP overhead in % (y), every design
+    that fits. One trace per method (marker = location); the Pareto front (trace ``Pareto front``) joins the designs
+    no other fitting design beats on both (spends more for no more compute); the chosen design is ringed (trace
+    ``chosen: <design>``), the recommended one labelled. Designs over the budget are not drawn (named in the title)."""
     fig = go.Figure()
     feasible = [c for c in costs if c.feasible]
+    used = {key_of(c): budget_used(c, budget) for c in feasible}
+
+    def left(c: Cost) -> float:
+        return max(UNUSED_FLOOR, 1.0 - used[key_of(c)])
+
+    def over(c: Cost) -> float:
+        return 100.0 * (flops_ratio(c) - 1.0)
+
     by_method: dict[str, list[Cost]] = {}
     for c in feasible:
         by_method.setdefault(c.method, []).append(c)
+    _style_legend(fig, by_method, {c.location for c in feasible})
     for method, cs in by_method.items():
         fig.add_trace(go.Scatter(
-            x=[c.params_task_specific for c in cs], y=[flops_ratio(c) for c in cs], mode="markers", name=method,
-            marker=dict(color=method_color(method), size=12, symbol=[_SYMBOL.get(c.location, "square") for c in cs],
+            x=[left(c) for c in cs], y=[over(c) for c in cs], mode="markers", name=method, legendgroup=method,
+            showlegend=False,
+            marker=dict(color=method_color(method), size=13, symbol=[location_symbol(c.location) for c in cs],
                         line=dict(color="white", width=1)),
-            text=[label(key_of(c)) for c in cs], customdata=[[c.d_s if c.d_s is not None else "—"] for c in cs],
-            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>%{x:,} extra params<br>%{y:.4f}× FLOPs<extra></extra>"))
-    bad = [c for c in costs if not c.feasible]
-    if bad:
-        fig.add_trace(go.Scatter(
-            x=[c.params_task_specific for c in bad], y=[flops_ratio(c) for c in bad], mode="markers", name="over budget",
-            marker=dict(color="#aaaaaa", size=9, symbol="x"), text=[label(key_of(c)) for c in bad],
-            hovertemplate="%{text} (over budget)<br>%{x:,} extra params<br>%{y:.4f}× FLOPs<extra></extra>"))
-    front = [feasible[i] for i in pareto_front([(c.params_task_specific, flops_ratio(c)) for c in feasible])]
-    front.sort(key=lambda c: c.params_task_specific)
+            text=[label(key_of(c)) for c in cs],
+            customdata=[["—" if c.d_s is None else c.d_s, f"{100 * used[key_of(c)]:.1f}"] for c in cs],
+            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>spends %{customdata[1]}% of the budget"
+                          "<br>+%{y:.2f}% FLOPs<extra></extra>"))
+    front = [feasible[i] for i in pareto_front([(used[key_of(c)], over(c)) for c in feasible])]
+    front.sort(key=lambda c: used[key_of(c)])
     if front:
         fig.add_trace(go.Scatter(
-            x=[c.params_task_specific for c in front], y=[flops_ratio(c) for c in front], mode="lines+markers",
-            name="Pareto front", text=[label(key_of(c)) for c in front],
-            line=dict(color=FRONT_COLOR, width=2), marker=dict(size=20, color="rgba(0,0,0,0)", line=dict(color=FRONT_COLOR, width=2)),
+            x=[left(c) for c in front], y=[over(c) for c in front], mode="lines", name="Pareto front",
+            text=[label(key_of(c)) for c in front], line=dict(color=FRONT_COLOR, width=1.5, dash="dot"),
             hovertemplate="Pareto: %{text}<extra></extra>"))
-    pick = next((c for c in costs if key_of(c) == chosen), None)
-    if pick is not None:
-        fig.add_trace(go.Scatter(
-            x=[pick.params_task_specific], y=[flops_ratio(pick)], mode="markers", name=f"chosen: {label(chosen)}",
-            marker=dict(symbol="star-open", size=24, color="#d62728", line=dict(width=2)),
-            hovertemplate=f"chosen: {label(chosen)}<extra></extra>"))
-    fig.update_xaxes(type="log")
-    return _layout(fig, "Design space: parameters bought vs compute added",
-                   "task-specific parameters, all tasks (log)", "forward FLOPs × base model (one task)")
+    for key, text in ((recommended, "recommended"), (chosen, "chosen")):
+        pick = next((c for c in feasible if key_of(c) == key), None)
+        if pick is None or (text == "recommended" and key == chosen):
+            continue
+        if text == "chosen" and key == recommended:
+            text = "chosen = recommended"
+        if text.startswith("chosen"):
+            fig.add_trace(go.Scatter(
+                x=[left(pick)], y=[over(pick)], mode="markers", name=f"chosen: {label(key)}",
+                marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
+                hovertemplate=f"chosen: {label(key)}<extra></extra>"))
+        fig.add_annotation(x=math.log10(left(pick)), y=over(pick), text=f"{text}: {label(key)}", showarrow=True,
+                           arrowhead=2, ax=-50 if text.startswith("chosen") else 50, ay=-45, font=dict(size=12),
+                           bgcolor="rgba(255,255,255,0.85)")
+    bad = [label(key_of(c)) for c in costs if not c.feasible]
+    lo = min([left(c) for c in feasible] or [UNUSED_FLOOR])
+    fig.update_xaxes(type="log", autorange=False, range=[0.1, math.log10(lo) - 0.3],
+                     tickvals=[1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001],
+                     ticktext=["100%", "30%", "10%", "3%", "1%", "0.3%", "0.1%", "0.03%", "≤0.01%"])
+    fig.update_yaxes(rangemode="tozero", ticksuffix="%")
+    title = "Design space: designs to the right spend more of the budget, lower ones add less compute"
+    if bad:
+        title += f"<br><sup>over budget, not drawn: {', '.join(bad[:8])}{', …' if len(bad) > 8 else ''}</sup>"
+    return _layout(fig, title, "budget left unused (log; right = more of the budget spent)",
+                   "forward FLOPs added, one task's path (%)")
 
+
+# --- where the parameters go ----------------------------------------------------------------------
 
 def breakdown_frame(parts: Iterable[dict], top: bool = False) -> pd.DataFrame:
     """The ``breakdown`` rows with a readable place: 'layer 3', 'shared by layers' (PALs' V^E, V^D),
@@ -154,52 +244,72 @@ def _part_totals(frame: pd.DataFrame, by: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def breakdown_figure(frame: pd.DataFrame, title: str) -> go.Figure:
+def part_colors(frames: Iterable[pd.DataFrame]) -> dict[str, str]:
+    """One colour per part name, the same in every breakdown chart (first-seen order, none repeated)."""
+    names = list(dict.fromkeys(p for f in frames for p in f["part"]))
+    return {p: _PART_PALETTE[i % len(_PART_PALETTE)] for i, p in enumerate(names)}
+
+
+def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[str, str]] = None) -> go.Figure:
     """Stacked bars: one bar per place (layer, shared, head), one colour per part."""
+    colors = colors or part_colors([frame])
     fig = go.Figure()
-    for i, (part, by_place) in enumerate(_part_totals(frame, "place").items()):
-        fig.add_trace(go.Bar(x=list(by_place), y=list(by_place.values()), name=part, marker_color=_PALETTE[i % len(_PALETTE)],
+    for part, by_place in _part_totals(frame, "place").items():
+        fig.add_trace(go.Bar(x=list(by_place), y=list(by_place.values()), name=part, marker_color=colors[part],
                              hovertemplate=f"{part}<br>%{{x}}: %{{y:,}} params<extra></extra>"))
     fig.update_layout(barmode="stack")
     return _layout(fig, title, "", "parameters (one task)")
 
 
-def breakdown_compare_figure(frames: dict[str, pd.DataFrame]) -> go.Figure:
-    """The paper's Table 1 as a picture: one stacked bar per design, one colour per part (one task)."""
+def breakdown_compare_figure(frames: dict[str, pd.DataFrame], colors: Optional[Mapping[str, str]] = None,
+                             chosen: Optional[str] = None) -> go.Figure:
+    """One stacked bar per fitting design (the paper's Table 1 as a picture), one colour per part (one task)."""
+    colors = colors or part_colors(frames.values())
     fig = go.Figure()
     totals = {d: {p: sum(v.values()) for p, v in _part_totals(f, "place").items()} for d, f in frames.items()}
-    parts = list(dict.fromkeys(p for t in totals.values() for p in t))
     designs = list(frames)
-    for i, part in enumerate(parts):
-        ys = [int(t.get(part, 0)) for t in totals.values()]
-        fig.add_trace(go.Bar(y=designs, x=ys, orientation="h", name=part, marker_color=_PALETTE[i % len(_PALETTE)],
+    for part in colors:
+        ys = [int(totals[d].get(part, 0)) for d in designs]
+        if not any(ys):
+            continue
+        fig.add_trace(go.Bar(y=designs, x=ys, orientation="h", name=part, marker_color=colors[part],
                              hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} params<extra></extra>"))
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(autorange="reversed")
-    fig = _layout(fig, "Every design at this budget: one task's parameters by part", "parameters (one task)", "")
-    fig.update_layout(height=max(360, 60 + 24 * len(designs)))
+    fig.update_yaxes(autorange="reversed", ticktext=[f"<b>{d}</b>" if d == chosen else d for d in designs],
+                     tickvals=designs)
+    fig = _layout(fig, "Every fitting design: one task's parameters by part (bold: the chosen design)",
+                  "parameters (one task)", "")
+    fig.update_layout(height=max(360, 80 + 26 * len(designs)))
     return fig
 
 
-def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int) -> go.Figure:
-    """All-task forward FLOPs per input vs number of tasks, and T separate fine-tuned models."""
+# --- all tasks on one input ------------------------------------------------------------------------
+
+def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: Optional[Key] = None,
+                   over: Iterable[Key] = ()) -> go.Figure:
+    """All-task forward GFLOPs per input vs number of tasks, one line per design, and T separate fine-tuned models."""
     fig = go.Figure()
     first: Optional[list[ScalingPoint]] = None
+    over = set(over)
     for key, pts in series.items():
         first = first or pts
-        name = label(key)
-        fig.add_trace(go.Scatter(x=[p.tasks for p in pts], y=[p.flops_all_tasks for p in pts], mode="lines", name=name,
-                                 line=dict(color=method_color(key[0]), dash=_DASH.get(key[1], "dashdot")),
-                                 hovertemplate=f"{name}<br>%{{x}} tasks: %{{y:.4s}}FLOPs<extra></extra>"))
+        name = label(key) + (" (over budget)" if key in over else "")
+        fig.add_trace(go.Scatter(
+            x=[p.tasks for p in pts], y=[p.flops_all_tasks / GIGA for p in pts], mode="lines", name=name,
+            line=dict(color=OVER_COLOR if key in over else method_color(key[0]), dash=location_dash(key[1]),
+                      width=4 if key == chosen else 2),
+            hovertemplate=f"{name}<br>%{{x}} tasks: %{{y:,.1f}} GFLOPs<extra></extra>"))
     if first:
-        fig.add_trace(go.Scatter(x=[p.tasks for p in first], y=[p.flops_separate for p in first], mode="lines",
+        fig.add_trace(go.Scatter(x=[p.tasks for p in first], y=[p.flops_separate / GIGA for p in first], mode="lines",
                                  name="separate fine-tuned models", line=dict(color="black", dash="dash", width=3),
-                                 hovertemplate="separate models<br>%{x} tasks: %{y:.4s}FLOPs<extra></extra>"))
-    fig.add_vline(x=current, line=dict(color="grey", dash="dot"), annotation_text=f"T = {current}")
-    fig.update_yaxes(tickformat="~s", rangemode="tozero")
-    return _layout(fig, "FLOPs to run every task on one input (layers below the lowest adapter run once)",
-                   "number of tasks T", "forward FLOPs per sequence, all tasks")
+                                 hovertemplate="separate models<br>%{x} tasks: %{y:,.1f} GFLOPs<extra></extra>"))
+    fig.add_vline(x=current, line=dict(color="grey", dash="dot"), annotation_text=f"your T = {current}")
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, "Running every task on one input: below the separate-models line, sharing saves compute",
+                   "number of tasks T", "forward GFLOPs per sequence, all tasks")
 
+
+# --- the paper check ---------------------------------------------------------------------------------
 
 def paper_frame(rows: Sequence[PaperRow]) -> pd.DataFrame:
     out = []
@@ -226,46 +336,87 @@ def paper_figure(rows: Sequence[PaperRow]) -> go.Figure:
     return fig
 
 
-def table_frame(costs: Sequence[Cost]) -> pd.DataFrame:
-    """The main table: one row per design, in the given order (feasible first)."""
+# --- tables --------------------------------------------------------------------------------------
+
+def _dash(value) -> object:
+    return "—" if value is None else value
+
+
+def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Optional[Mapping[Key, int]] = None,
+                measured: Optional[Mapping[Key, str]] = None, first_fit: Optional[Mapping[Key, str]] = None) -> pd.DataFrame:
+    """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
+    shares in %, scores 0–100; '—' where a value does not apply."""
     out = []
     for c in costs:
-        out.append({
-            "design": label(key_of(c)), "method": c.method, "location": c.location or "—",
-            "d_s": "—" if c.d_s is None else str(c.d_s), "fits": bool(c.feasible),
+        k = key_of(c)
+        row = {
+            "rank": str((rank or {}).get(k, "—")),
+            "design": label(k), "method": c.method, "location": c.location or "—",
+            "d_s": "—" if c.d_s is None else str(c.d_s), "fits": "yes" if c.feasible else "no",
+        }
+        if first_fit is not None:
+            row["fits from"] = first_fit.get(k, "—")
+        if budget is not None:
+            row["% of budget used"] = round(100 * budget_used(c, budget), 2)
+        row.update({
             "params / task": max(c.params_per_task) if c.params_per_task else c.params_adapter_per_task,
             "task-specific (all tasks)": c.params_task_specific,
-            "× base": round(c.ratio, 5),
+            "total × base": round(c.ratio, 5),
             "FLOPs × base": round(flops_ratio(c), 5),
-            "all-task FLOPs / input": c.flops_all_tasks_per_seq,
-            "train step FLOPs": c.flops_train_step_per_seq,
-            "real optimum d_s": None if c.d_s_unconstrained is None else round(c.d_s_unconstrained, 1),
+            "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
+            "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
+            "measured dev avg": (measured or {}).get(k, "—"),
         })
+        out.append(row)
     return pd.DataFrame(out)
 
 
 def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
-    """Finished runs (dicts from ``registry.Run.row``) as a table."""
+    """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100, '—' where a value is missing."""
     cols = ["run", "status", "method", "location", "d_s", "tasks", "steps", "dev average", "task-specific params",
             "wall time (s)"]
-    return pd.DataFrame([{k: r.get(k) for k in cols} for r in runs], columns=cols)
-
-
-def runs_figure(runs: Sequence[dict]) -> go.Figure:
-    """Measured trade-off: dev average (y) vs task-specific parameters (x) of each finished run."""
-    fig = go.Figure()
-    by_method: dict[str, list[dict]] = {}
+    out = []
     for r in runs:
-        if r.get("dev average") is not None and r.get("task-specific params"):
-            by_method.setdefault(str(r.get("method")), []).append(r)
+        row = {k: r.get(k) for k in cols}
+        avg = row["dev average"]
+        row["dev average"] = round(100 * avg, 2) if isinstance(avg, (int, float)) else None
+        for k in ("location", "d_s", "tasks", "method"):
+            row[k] = "—" if row[k] in (None, "") else str(row[k])
+        out.append(row)
+    return pd.DataFrame(out, columns=cols)
+
+
+# --- measured --------------------------------------------------------------------------------------
+
+def measured_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None) -> go.Figure:
+    """Measured trade-off: dev average (0–100; mean ± 95 % interval where there are seeds) vs task-specific
+    parameters (log), one colour per method, a marker per location; references: the majority class (a line),
+    ``shared`` (no adapter) and ``separate`` (one fine-tuned model per task), labelled."""
+    fig = go.Figure()
+    by_method: dict[str, list] = {}
+    for r in results:
+        if r.params:
+            by_method.setdefault(r.method, []).append(r)
+    _style_legend(fig, by_method, {r.location for rs in by_method.values() for r in rs})
     for method, rs in by_method.items():
+        ref = method in ("shared", "separate")
         fig.add_trace(go.Scatter(
-            x=[r["task-specific params"] for r in rs], y=[r["dev average"] for r in rs], mode="markers", name=method,
-            marker=dict(color=method_color(method), size=12), text=[r["run"] for r in rs],
-            customdata=[[r.get("d_s") if r.get("d_s") is not None else "—", r.get("tasks")] for r in rs],
-            hovertemplate="%{text}<br>d_s %{customdata[0]} · %{customdata[1]}<br>%{x:,} params · dev avg %{y:.4f}<extra></extra>"))
+            x=[r.params for r in rs], y=[r.score.mean for r in rs], mode="markers+text" if ref else "markers", name=method,
+            legendgroup=method, showlegend=False,
+            text=[method] * len(rs) if ref else None, textposition="top center",
+            error_y=dict(type="data", array=[r.score.ci95 or 0 for r in rs], visible=any(r.score.ci95 for r in rs)),
+            marker=dict(color=method_color(method), size=[18 if r.key == chosen else 12 for r in rs],
+                        symbol=[location_symbol(r.location) for r in rs],
+                        line=dict(color=["black" if r.key == chosen else "white" for r in rs], width=2)),
+            customdata=[[r.design, r.score.text(), r.steps or "—", r.path] for r in rs],
+            hovertemplate="%{customdata[0]}<br>dev avg %{customdata[1]}<br>%{x:,} task-specific params"
+                          "<br>%{customdata[2]} steps<br>%{customdata[3]}<extra></extra>"))
+    if majority is not None:
+        fig.add_hline(y=majority, line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
+                      annotation_text=f"majority class {majority:.1f}", annotation_position="bottom right")
     fig.update_xaxes(type="log")
-    ys = [r["dev average"] for rs in by_method.values() for r in rs]
-    fig.update_yaxes(range=[min([0.0, *ys]) - 0.05, 1.0])  # scores are fractions (MCC, Pearson may dip below 0)
-    return _layout(fig, "Measured: dev score vs task-specific parameters", "task-specific parameters (log)",
-                   "dev average (paper Table 3 metric)")
+    ys = [r.score.mean for rs in by_method.values() for r in rs] + ([majority] if majority is not None else [])
+    if ys:
+        fig.update_yaxes(range=[max(-100.0, min(ys) - 5), min(100.0, max(ys) + 5)])
+    return _layout(fig, "Measured: dev score vs task-specific parameters (higher and further left is better)",
+                   "task-specific parameters (log)", "dev average, 0–100 (paper Table 3 metric)")

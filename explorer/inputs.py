@@ -8,6 +8,7 @@ routes the widget values to it.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -16,6 +17,11 @@ from pals_core.budget import (AdapterConfig, CONVENTIONS, METHODS, PAPER_TASKS, 
 from pals_core.budget.units import parse_count, parse_positive_float
 
 UPLOAD = "upload a config.json…"
+EMBEDDED = "embedded MiniLM-L6 (trainable)"
+TINY = "tiny random BERT (trainable)"
+LOCAL = "a local checkpoint folder…"
+TRAINABLE = (EMBEDDED, TINY, LOCAL)  # models the trainer can build: the launcher trains what is priced
+MODEL_CHOICES = (*TRAINABLE, *PRESETS, UPLOAD)
 LOCATION_EVERY = "compare all · top · bottom"
 LOCATION_CUSTOM = "layers i,j,…"
 LOCATION_CHOICES = (LOCATION_EVERY, "all", "top", "bottom", LOCATION_CUSTOM)
@@ -29,6 +35,7 @@ class RawInputs:
     """The widget values exactly as the sidebar holds them (strings where a person types)."""
 
     model: str = "bert-base-uncased"
+    model_path: str = ""
     config_name: str = ""
     config_bytes: Optional[bytes] = None
     task_mode: str = TASKS_GLUE
@@ -64,10 +71,31 @@ class Inputs:
     d_s: Optional[int] = None
     n_top: int = AdapterConfig.default("n_top")
     ffn_ratio: int = AdapterConfig.default("ffn_ratio")
+    trainable: bool = False  # the trainer can build this model (embedded MiniLM, tiny, a local folder)
+    train_model: Optional[str] = None  # its ``pals-train --model`` value: None = the embedded MiniLM
+
+
+def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str]]:
+    """A model the trainer builds → (its shape, its ``--model`` value), read by the trainer's own
+    ``model_shape`` (config.json only, no weights)."""
+    from pals_core.train.models import TINY as TINY_MODEL, model_shape
+
+    if choice == EMBEDDED:
+        return model_shape(None), None
+    if choice == TINY:
+        return model_shape(TINY_MODEL), TINY_MODEL
+    folder = (path or "").strip()
+    if not folder:
+        raise ValueError("enter the local checkpoint folder (it holds config.json), or pick another model")
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise ValueError(f"no config.json in the checkpoint folder {folder!r}")
+    return model_shape(folder), folder
 
 
 def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> BaseModel:
     """A preset, or the uploaded Hugging Face ``config.json`` read by ``from_hf_config``."""
+    if name in TRAINABLE:
+        raise ValueError(f"{name!r} is a trainable model: use trainer_model")
     if name != UPLOAD:
         if name not in PRESETS:
             raise ValueError(f"unknown model preset {name!r} (presets: {', '.join(PRESETS)})")
@@ -110,7 +138,11 @@ def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:
 
 def parse_inputs(raw: RawInputs) -> Inputs:
     """Validate every field; raise ``ValueError`` naming the first bad one."""
-    model = parse_model(raw.model, raw.config_name, raw.config_bytes)
+    trainable, train_model = raw.model in TRAINABLE, None
+    if trainable:
+        model, train_model = trainer_model(raw.model, raw.model_path)
+    else:
+        model = parse_model(raw.model, raw.config_name, raw.config_bytes)
     if raw.task_mode == TASKS_GLUE:
         if not raw.glue_tasks:
             raise ValueError("choose at least one GLUE task (or switch to a number of tasks)")
@@ -137,4 +169,4 @@ def parse_inputs(raw: RawInputs) -> Inputs:
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
     return Inputs(model, tuple(tasks), budget, methods, location, raw.heads, raw.seq_len, raw.convention,
-                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio)
+                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model)

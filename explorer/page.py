@@ -1,6 +1,10 @@
-"""The one page: sidebar question → chosen design → tabs (design, parameters, paper, train & runs,
-studies). Bad input is shown with ``st.error`` and its reason; nothing reaches the person as a
-traceback (unexpected errors are caught here too, and logged to the server console)."""
+"""The one page: sidebar question → the answer (recommendation, or the smallest budget that fits) → the chosen
+design → one view at a time (designs, sizes, all tasks, breakdown, paper check, train, runs & measured, studies).
+
+Only the view on screen is drawn (a segmented control, not tabs: tabs would draw every figure on every change).
+The question lives in the URL (``address``): a link opens the same view, a bad value in it is an ``st.error``.
+Bad input is shown with ``st.error`` and its reason; nothing reaches the person as a traceback (unexpected
+errors are caught here too, and logged to the server console)."""
 from __future__ import annotations
 
 import importlib
@@ -12,12 +16,24 @@ import streamlit as st
 
 from pals_core.budget import Cost
 
-from . import design_view, runs_view, sidebar, train_view
+from . import address, design_view, measured, recommend, runs_view, sidebar, train_view
+from .calc import key_of, label
 from .inputs import Inputs, parse_inputs
 
 log = logging.getLogger("pals_explorer")
 STUDY_STORAGE_ENV = "PALS_STUDY_STORAGE"
-TABS = ["Design", "Where the parameters go", "Paper check", "Train & runs", "Studies"]
+VIEWS = {
+    "designs": "Designs",
+    "sizes": "Size vs budget",
+    "scaling": "All tasks on one input",
+    "breakdown": "Where the parameters go",
+    "paper": "Paper check",
+    "train": "Train",
+    "runs": "Runs & measured",
+    "studies": "Studies",
+}
+NEEDS_DESIGN = {"designs", "sizes", "scaling", "breakdown", "train"}
+MEASURED_TTL_S = 5.0
 
 
 def _guard(what: str, fn, *args) -> None:
@@ -57,15 +73,48 @@ def render_studies() -> None:
     module.render(url.strip())
 
 
+@st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
+def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
+    """Finished runs on disk (re-read every few seconds: runs finish while the page is open)."""
+    return measured.scan(roots)
+
+
+def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
+    if inp is None or not inp.trainable:
+        return []
+    roots = (str(runs_view.registry.runs_root()), str(measured.RESULTS))
+    return measured.same_question(measured_results(roots), inp.train_model, inp.trainable, [t.name for t in inp.tasks])
+
+
+def _read_link() -> Optional[address.FromLink]:
+    """On a session's first draw, the URL's question (its bad values kept to show)."""
+    if st.session_state.get("_address_read"):
+        return None
+    link = address.from_query(st.query_params.to_dict(), tuple(VIEWS))
+    st.session_state["_address_read"] = True
+    st.session_state["_address_errors"] = link.errors
+    if link.view:
+        st.session_state["view"] = link.view
+    return link
+
+
 def main() -> None:
     st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
+    link = _read_link()
+    sidebar.init_state(link.widgets if link else {})
+    st.session_state.setdefault("view", "designs")
     raw = sidebar.render()
     st.title("PALs Explorer")
-    st.caption("How large an adapter fits your parameter budget, what it costs, and what it scores — after "
-               "Stickland & Murray, *BERT and PALs* (ICML 2019). Every number comes from the calculator `pals_core.budget`.")
+    st.caption("Which adapter design should you use for your tasks within your parameter budget — how large, what it "
+               "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
+               "the calculator `pals_core.budget`.")
+    for e in st.session_state.get("_address_errors", []):
+        st.error(e)
     inp: Optional[Inputs] = None
     costs: Optional[list[Cost]] = None
     chosen: Optional[Cost] = None
+    picks: list[recommend.Pick] = []
+    scores: dict = {}
     try:
         inp = parse_inputs(raw)
         costs = design_view.table(inp)
@@ -73,29 +122,37 @@ def main() -> None:
         inp, costs = None, None
         st.error(f"Bad input: {e}")
     if inp is not None and costs:
+        scores = measured.best_by_design(results_for(inp))
+        picks = recommend.candidates(costs, inp.budget, scores)
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
         if refused:  # designs this model cannot have: named with their reason, never priced
             st.warning(f"{len(refused)} design(s) cannot be built on this model and are not in the table:\n"
                        + "\n".join(f"- **{label}**: {reason}" for label, reason in refused))
-        chosen = design_view.choose_design(costs)
+        design_view.render_answer(inp, costs, picks)
+        default = picks[0].key if picks else design_view.first_fits(inp)[0].key
+        chosen = design_view.choose_design(costs, default, link.design if link else None)
         design_view.render_metrics(chosen, inp)
-    tabs = st.tabs(TABS)
-    with tabs[0]:
-        if chosen is not None:
-            _guard("The design view", design_view.render_design_tab, inp, costs, chosen)
-        else:
-            st.info("Fix the question in the sidebar to see the designs.")
-    with tabs[1]:
-        if chosen is not None:
-            _guard("The breakdown", design_view.render_breakdown_tab, inp, costs, chosen)
-        else:
-            st.info("Fix the question in the sidebar to see where the parameters go.")
-    with tabs[2]:
-        _guard("The paper check", design_view.render_paper_tab)
-    with tabs[3]:
-        st.fragment(_launcher)(inp if chosen is not None else None, chosen)
+    view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, key="view", required=True,
+                                label_visibility="collapsed")
+    if view in NEEDS_DESIGN and chosen is None:
+        st.info("Fix the question in the sidebar to see this view.")
+    elif view == "designs":
+        _guard("The design table", design_view.render_designs_view, inp, costs, chosen, picks, scores)
+    elif view == "sizes":
+        _guard("The size plot", design_view.render_sizes_view, inp, costs, chosen)
+    elif view == "scaling":
+        _guard("The all-tasks plot", design_view.render_scaling_view, inp, costs, chosen)
+    elif view == "breakdown":
+        _guard("The breakdown", design_view.render_breakdown_view, inp, costs, chosen)
+    elif view == "paper":
+        _guard("The paper check", design_view.render_paper_view)
+    elif view == "train":
+        st.fragment(_launcher)(inp, chosen)
+    elif view == "runs":
+        _guard("The measured results", runs_view.render_measured, inp, results_for(inp), chosen)
         st.divider()
-        _guard("The runs", runs_view.render, costs)
-    with tabs[4]:
+        _guard("The runs", runs_view.render)
+    elif view == "studies":
         _guard("The studies view", render_studies)
+    st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))

@@ -1,16 +1,20 @@
-"""The runs: live progress and ETA, cancel, resume, errors with the log tail, the table of runs and
-the measured trade-off beside the analytic one. Read from disk on every draw (``registry``), and
+"""The runs: live progress and ETA, cancel, resume, errors with the log tail, the table of runs; and the
+measured trade-off (dev score vs task-specific parameters) for the question's model and tasks. Read from disk on every draw (``registry``), and
 redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 from __future__ import annotations
 
+import os
 from typing import Optional, Sequence
 
+import pandas as pd
 import streamlit as st
 
 from pals_core.budget import Cost
 from pals_core.budget.config import design_label
 
-from . import figures, registry
+from . import figures, measured, registry
+from .calc import key_of
+from .inputs import Inputs
 from .registry import ACTIVE, Run
 
 REFRESH_S = 2.0
@@ -103,7 +107,7 @@ def _guarded(draw, what) -> None:
         st.error(f"Cannot show run {name}: {type(e).__name__}: {' '.join(str(e).split())[:200]}")
 
 
-def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
+def body(was_active: bool) -> None:
     root = registry.runs_root()
     runs = registry.list_runs(root)
     active = [r for r in runs if r.status in ACTIVE]
@@ -121,24 +125,50 @@ def body(analytic: Optional[Sequence[Cost]], was_active: bool) -> None:
     rows = [r.row() for r in runs]
     st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table", column_config={
         "task-specific params": st.column_config.NumberColumn(format="localized"),
-        "dev average": st.column_config.NumberColumn(format="%.4f"),
+        "dev average": st.column_config.NumberColumn("dev average (0–100)", format="%.2f"),
         "wall time (s)": st.column_config.NumberColumn(format="%.0f"),
     })
-    finished = [r for r in rows if r["status"] == "finished"]
-    left, right = st.columns(2)
-    with left:
-        if finished:
-            st.plotly_chart(figures.runs_figure(finished), config=CHART, key="fig_runs")
-        else:
-            st.info("Finished runs appear here: dev score against task-specific parameters.")
-    with right:
-        if analytic:
-            st.plotly_chart(figures.design_space_figure(analytic), config=CHART, key="fig_runs_analytic")
-            st.caption("Beside it, the analytic trade-off of the question in the sidebar.")
     _guarded(_details, runs)
 
 
-def render(analytic: Optional[Sequence[Cost]]) -> None:
+def render() -> None:
     runs = registry.list_runs()
     was_active = any(r.status in ACTIVE for r in runs)
-    st.fragment(body, run_every=REFRESH_S if was_active else None)(analytic, was_active)
+    st.fragment(body, run_every=REFRESH_S if was_active else None)(was_active)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def majority(tasks: tuple[str, ...], glue_dir: str) -> Optional[float]:
+    return measured.majority_average(list(tasks), glue_dir or None)
+
+
+def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], chosen: Optional[Cost]) -> None:
+    """The measured trade-off for the question's model and tasks (issue: what the budget buys)."""
+    st.markdown("#### What the budget bought, measured")
+    if inp is None:
+        st.info("Fix the question in the sidebar: measured results are shown for its model and tasks.")
+        return
+    if not inp.trainable:
+        st.info(f"{inp.model.name} is a shape only: no run trains it. Pick a model the trainer builds (embedded MiniLM, "
+                "tiny, a local checkpoint folder) to see what runs on it scored.")
+        return
+    tasks = tuple(t.name for t in inp.tasks)
+    if not results:
+        st.info(f"No finished run of {inp.model.name} on exactly {', '.join(tasks)} yet (in `{registry.runs_root()}` or "
+                "benchmarks/results). Launch one from the Train view.")
+        return
+    try:
+        base = majority(tasks, os.environ.get("PALS_GLUE_DIR", ""))
+    except (OSError, ValueError) as e:
+        base = None
+        st.caption(f"No majority-class reference: {e}")
+    key = key_of(chosen) if chosen is not None else None
+    st.plotly_chart(figures.measured_figure(results, base, key), config=CHART, key="fig_measured")
+    st.caption("Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters each run "
+               "added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). References: the "
+               "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
+               "model per task). The ringed marker is the chosen design.")
+    frame = pd.DataFrame([{"design": r.design, "dev average (0–100)": r.score.text(), "task-specific params": r.params,
+                           "steps": "—" if r.steps is None else r.steps, "folder": r.path} for r in results])
+    st.dataframe(frame, hide_index=True, width="stretch", key="measured_table", column_config={
+        "task-specific params": st.column_config.NumberColumn(format="localized")})

@@ -1,35 +1,41 @@
 """The launcher: the chosen design → a ``pals-train`` run, its command lines, and the launch button.
 
+What is priced is what is trained: the run's d_s is the calculator's largest size within the question's budget
+on the model and tasks that will be trained (re-solved when they differ from the question's, shown beside the
+priced one), unless the person types their own. A run over the budget is never launched silently: the page
+says so and the launch button waits for an explicit confirmation.
+
 Widget keys: train_tasks, train_model, train_model_path, train_glue_dir, train_size_mode,
-train_ds::<design>::<d_s>, train_budget, train_steps, train_batch, train_lr, train_max_len,
-train_eval_every, train_max_train, train_max_eval, train_seed, train_threads, train_freeze, train_pooler,
-train_name, train_gpus, launch.
+train_ds::<design>, train_steps, train_batch, train_lr, train_max_len, train_eval_every, train_max_train,
+train_max_eval, train_seed, train_threads, train_freeze, train_name, train_gpus,
+train_confirm_over, launch.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, Budget, Cost, at_size, design, get_method, glue_task
-from pals_core.budget.limits import MAX_D_S, MAX_RATIO
-from pals_core.budget.units import human
+from pals_core.budget import GLUE_LABELS, Cost, get_method, glue_task
+from pals_core.budget.limits import MAX_D_S
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import TINY
+from pals_core.train.models import TINY as TINY_MODEL
 
 from . import calc, commands, registry
 from .calc import key_of, label
-from .inputs import Inputs
+from .inputs import EMBEDDED, LOCAL, TINY, Inputs
 
 MODELS = {
     "MiniLM-L6 (embedded, pretrained)": "",
-    "tiny (random tiny BERT: a smoke test)": TINY,
+    "tiny (random tiny BERT: a smoke test)": TINY_MODEL,
     "a local BERT folder…": "path",
 }
-SIZE_DS, SIZE_BUDGET = "this design's d_s", "a budget ratio (the trainer solves d_s on its model)"
+FROM_SIDEBAR = {EMBEDDED: "MiniLM-L6 (embedded, pretrained)", TINY: "tiny (random tiny BERT: a smoke test)",
+                LOCAL: "a local BERT folder…"}
+SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model", "a d_s of my own"
 
 
 def trainable_tasks() -> list[str]:
@@ -55,19 +61,48 @@ def available_tasks(glue_dir: str) -> Optional[list[str]]:
     return [t for t in names if t not in missing]
 
 
-def training_shape_note(cfg: TrainConfig) -> Optional[str]:
-    """What the calculator says about this run on the model the trainer will build."""
+@dataclass(frozen=True)
+class Priced:
+    """The chosen design as priced on the question's model, and as it will train."""
+
+    trained: Cost  # on the training model and tasks (exact convention)
+    model_name: str
+    same_question: bool  # the training model, tasks and convention are the question's: nothing re-solved
+    as_priced: Optional[Cost]  # the question's d_s on the training model (None if the same, or sizeless)
+
+
+def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[str], d_s: Optional[int]) -> Priced:
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``)."""
     from pals_core.train.models import model_shape
 
-    try:
-        shape = model_shape(cfg.model)
-        if cfg.adapter.d_s is None and get_method(cfg.adapter.method).sized:
-            return None
-        c = at_size(design(shape, [glue_task(t) for t in cfg.tasks], cfg.adapter), cfg.adapter.d_s)
-    except (ValueError, OSError) as e:
-        return f"The calculator cannot build this design on the training model: {e}"
-    return (f"On the training model ({shape.name}: d = {shape.hidden}, {shape.layers} layers) this run adds "
-            f"**{human(c.params_task_specific)}** task-specific parameters ({c.ratio:.3f}× the base model).")
+    shape = model_shape(model or None)
+    task_list = [glue_task(t) for t in tasks]
+    key = key_of(chosen)
+    trained = calc.on_model(inp, key, shape, task_list, d_s)
+    same = (shape == inp.model and [t.name for t in inp.tasks] == list(tasks) and inp.convention == "exact")
+    as_priced = None
+    if not same and chosen.d_s is not None and d_s is None and trained.d_s != chosen.d_s:
+        try:
+            as_priced = calc.on_model(inp, key, shape, task_list, chosen.d_s)
+        except ValueError:
+            as_priced = None
+    return Priced(trained, shape.name, same, as_priced)
+
+
+def compare_table(inp: Inputs, chosen: Cost, p: Priced) -> list[dict]:
+    rows = [{"": "priced (the question)", "model": inp.model.name, "tasks": len(inp.tasks), "count": inp.convention,
+             "d_s": "—" if chosen.d_s is None else str(chosen.d_s), "total × base": f"{chosen.ratio:.4f}×",
+             "fits": "yes" if chosen.feasible else "no"}]
+    if p.as_priced is not None:
+        c = p.as_priced
+        rows.append({"": "that d_s on the training model", "model": p.model_name, "tasks": len(c.params_per_task),
+                     "count": "exact", "d_s": str(c.d_s), "total × base": f"{c.ratio:.4f}×",
+                     "fits": "yes" if c.feasible else "no"})
+    c = p.trained
+    rows.append({"": "what trains", "model": p.model_name, "tasks": len(c.params_per_task), "count": "exact",
+                 "d_s": "—" if c.d_s is None else str(c.d_s), "total × base": f"{c.ratio:.4f}×",
+                 "fits": "yes" if c.feasible else "no"})
+    return rows
 
 
 def _int_or_none(text: str, what: str) -> Optional[int]:
@@ -83,8 +118,18 @@ def _int_or_none(text: str, what: str) -> Optional[int]:
     return value
 
 
-def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[str], str]:
-    """Draw the form; return (the run as the trainer will resolve it, error, run name)."""
+def _default_model(inp: Inputs) -> None:
+    """The launcher trains the sidebar's model when the trainer can build it (reset when the sidebar's changes)."""
+    want = FROM_SIDEBAR.get(st.session_state.get("model"), next(iter(MODELS)))
+    if st.session_state.get("_train_model_for") != st.session_state.get("model") or "train_model" not in st.session_state:
+        st.session_state["_train_model_for"] = st.session_state.get("model")
+        st.session_state["train_model"] = want
+        if want == FROM_SIDEBAR[LOCAL]:
+            st.session_state["train_model_path"] = st.session_state.get("model_path", "")
+
+
+def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
+    """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
     glue_env = os.environ.get("PALS_GLUE_DIR", "")
     c1, c2, c3 = st.columns(3)
@@ -96,22 +141,19 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     default = [t for t in wanted if avail is None or t in avail] or [t for t in ("rte", "mrpc") if avail is None or t in avail]
     tasks = c1.multiselect("Tasks to train", choices, default=default, key="train_tasks",
                            help="Tasks with train and dev files in the GLUE folder" + (f": {', '.join(avail)}." if avail else "."))
-    model_label = c1.selectbox("Model", list(MODELS), key="train_model")
+    _default_model(inp)
+    model_label = c1.selectbox("Model", list(MODELS), key="train_model",
+                               help="The sidebar's model when the trainer can build it. Another model gets its own d_s.")
     model = MODELS[model_label]
     use_path = model == "path"
     if use_path:
         model = c1.text_input("Model folder (holds config.json and the weights)", key="train_model_path").strip()
-    d_s, budget = None, None
+    d_s = None
     if method.sized:
-        mode = c2.radio("Adapter size", [SIZE_DS, SIZE_BUDGET], key="train_size_mode")
+        mode = c2.radio("Adapter size", [SIZE_SOLVED, SIZE_DS], key="train_size_mode")
         if mode == SIZE_DS:
-            d_s = int(c2.number_input(f"d_s (solved on {inp.model.name}: {chosen.d_s})", min_value=1, max_value=MAX_D_S,
-                                      value=min(int(chosen.d_s or 1), MAX_D_S), step=inp.heads if method.attention else 1,
-                                      key=f"train_ds::{label(key_of(chosen))}::{chosen.d_s}"))
-        else:
-            budget = float(c2.number_input("Budget ratio B (N_total ≤ B × N_base of the training model)", min_value=1.0,
-                                           max_value=MAX_RATIO, value=min(float(inp.budget.ratio or 1.13), MAX_RATIO), step=0.01, format="%.3f",
-                                           key="train_budget"))
+            d_s = int(c2.number_input("d_s", min_value=1, max_value=MAX_D_S, value=min(int(chosen.d_s or 1), MAX_D_S),
+                                      step=inp.heads if method.attention else 1, key=f"train_ds::{label(key_of(chosen))}"))
     else:
         c2.markdown(f"`{chosen.method}` has no adapter size.")
     steps = int(c2.number_input("Steps", min_value=1, max_value=1_000_000, value=200, step=50, key="train_steps"))
@@ -125,7 +167,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     seed = int(c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="train_seed"))
     threads_text = c3.text_input("CPU threads (empty = torch's default)", value="", key="train_threads")
     freeze = c3.checkbox("Freeze the trunk (train only task-specific weights)", key="train_freeze")
-    pooler = c3.checkbox("A pooler per task", value=inp.per_task_pooler, key="train_pooler")
+    c3.markdown(f"A pooler per task: **{'yes' if inp.per_task_pooler else 'no'}** (the question's, sidebar)")
     name = c1.text_input("Run name (optional)", key="train_name", placeholder="e.g. pals-rte-mrpc")
     try:
         try:
@@ -136,21 +178,20 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
             raise ValueError("enter the folder of the local BERT model (it holds config.json)")
         if not tasks:
             raise ValueError("choose at least one GLUE task to train on")
-        adapter = replace(calc.config_for(inp, key_of(chosen)), d_s=d_s,
-                          per_task_pooler=pooler, freeze_trunk=freeze)
+        priced = price_training(inp, chosen, model or None, list(tasks), d_s)
+        adapter = replace(calc.config_for(inp, key_of(chosen), priced.trained.d_s), freeze_trunk=freeze)
         cfg = TrainConfig(
             tasks=list(tasks), adapter=adapter, model=model or None, glue_dir=glue_dir.strip() or None,
-            out=str(registry.runs_root() / (name or "check")),
-            budget=Budget(ratio=budget) if budget is not None else None, steps=steps, batch_size=batch, lr=lr,
+            out=str(registry.runs_root() / (name or "check")), budget=None, steps=steps, batch_size=batch, lr=lr,
             max_len=max_len, eval_every=eval_every, max_train_examples=_int_or_none(max_train_text, "max train examples"),
             max_eval_examples=_int_or_none(max_eval_text, "max dev examples"), seed=seed,
             num_threads=_int_or_none(threads_text, "CPU threads"))
-        commands.check_with_trainer(cfg)
+        cfg = commands.check_with_trainer(cfg)
         if name:
             registry.new_run_id(cfg, name)  # checks the name
-        return cfg, None, name
+        return cfg, priced, None, name
     except ValueError as e:
-        return None, str(e), name
+        return None, None, str(e), name
 
 
 def check_data(spec: TrainConfig) -> None:
@@ -169,17 +210,26 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
     """The launcher. Drawn as a fragment by the page: changing a field redraws only the launcher."""
     st.markdown("#### Train the chosen design")
     if inp is None or chosen is None:
-        st.info("Fix the question in the sidebar to train a design; the runs below are still shown.")
+        st.info("Fix the question in the sidebar to train a design; the runs are in the Runs & measured view.")
         return
     st.caption(f"Design: **{label(key_of(chosen))}** — a real multi-task run of `pals-train` in the background; "
                f"its files go to `{registry.runs_root()}/<run id>/` ($PALS_RUNS_DIR).")
-    spec, error, name = build_spec(inp, chosen)
+    spec, priced, error, name = build_spec(inp, chosen)
     if error:
         st.error(error)
         return
-    note = training_shape_note(spec)
-    if note:
-        st.caption(note)
+    c = priced.trained
+    if not priced.same_question:
+        st.markdown(f"**Re-priced for training** on {priced.model_name} with {len(spec.tasks)} task(s), exact count"
+                    + (f": d_s **{chosen.d_s} → {c.d_s}**" if chosen.d_s is not None and c.d_s is not None else "")
+                    + f", {c.ratio:.4f}× (the question priced {chosen.ratio:.4f}× on {inp.model.name}).")
+        st.dataframe(compare_table(inp, chosen, priced), hide_index=True, key="train_compare")
+    confirmed = True
+    if not c.feasible:
+        st.warning(f"**Over the budget.** On {priced.model_name} this run holds {c.ratio:.4f}× the base model's "
+                   f"parameters: more than the question's budget allows. Launching it trains a design that does not fit.",
+                   icon="⚠️")
+        confirmed = st.checkbox("Train it anyway: I know this design is over the budget", key="train_confirm_over")
     out = str(registry.runs_root() / (name or "<run id>"))
     st.markdown("The same run from a shell:")
     shown = spec.with_(out=out)
@@ -188,14 +238,19 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         gpus = int(st.number_input("GPUs", min_value=1, max_value=64, value=2, key="train_gpus"))
         st.code(commands.accelerate_command(shown, gpus), language="bash", wrap_lines=True)
         st.code(commands.torchrun_command(shown, gpus), language="bash", wrap_lines=True)
-    if st.button("Launch training", type="primary", key="launch"):
+    if st.button("Launch training", type="primary", key="launch", disabled=not confirmed):
         try:
             check_data(spec)
             run = registry.launch(spec, name=name)
         except (ValueError, OSError) as e:
             st.error(f"Could not launch: {e}")
         else:
-            st.session_state["last_launched"] = f"Launched run **{run.id}** (pid {run.pid}). It is listed below."
-            st.rerun(scope="app")  # the runs list (and its live refresh) picks it up
-    if st.session_state.get("last_launched"):
-        st.success(st.session_state["last_launched"])
+            st.session_state["last_launched"] = run.id
+            st.rerun(scope="app")
+    last = st.session_state.get("last_launched")
+    if last:
+        run = next((r for r in registry.list_runs() if r.id == last), None)
+        if run is not None and run.status in registry.ACTIVE:
+            st.success(f"Launched run **{run.id}** (pid {run.pid}): {run.status}. Its progress is in Runs & measured.")
+        else:
+            st.session_state.pop("last_launched", None)

@@ -7,7 +7,7 @@ from explorer import calc, figures
 from explorer import commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from pals_core.budget import (PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve)
-from pals_core.budget.series import flops_ratio, pareto_front, per_task_limit
+from pals_core.budget.series import budget_used, flops_ratio, pareto_front, per_task_limit
 from pals_core.train.config import TrainConfig
 
 BERT = PRESETS["bert-base-uncased"]
@@ -96,19 +96,24 @@ def test_size_curves_mark_the_solved_size_and_the_budget_line():
 
 def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs():
     table = calc.table(_inputs())
-    fig = figures.design_space_figure(table, chosen=("lora", "top"))
+    b = Budget(ratio=1.13)
+    fig = figures.design_space_figure(table, b, chosen=("lora", "top"), recommended=("pals", "all"))
     front = next(t for t in fig.data if t.name == "Pareto front")
-    star = next(t for t in fig.data if t.name == "chosen: lora @ top")
+    ring = next(t for t in fig.data if t.name == "chosen: lora @ top")
     lora_top = next(c for c in table if calc.key_of(c) == ("lora", "top"))
-    assert list(star.x) == [lora_top.params_task_specific] and list(star.y) == [flops_ratio(lora_top)]
-    feasible = [(c.params_task_specific, flops_ratio(c)) for c in table if c.feasible]
-    on_front = set(zip(front.x, front.y))
-    for x, y in feasible:
-        dominated = any(x2 >= x and y2 <= y and (x2 > x or y2 < y) for x2, y2 in feasible)
-        assert ((x, y) in on_front) == (not dominated)
-    assert list(front.x) == sorted(front.x) and len(on_front) >= 2
-    grey = next(t for t in fig.data if t.name == "over budget")
-    assert len(grey.x) == sum(not c.feasible for c in table)
+    assert list(ring.x) == [pytest.approx(1 - budget_used(lora_top, b))]
+    assert list(ring.y) == [pytest.approx(100 * (flops_ratio(lora_top) - 1))]
+    feasible = [(budget_used(c, b), flops_ratio(c)) for c in table if c.feasible]
+    on_front = {(round(1 - x, 12), round(y, 9)) for x, y in zip(front.x, front.y)}
+    for u, f in feasible:
+        dominated = any(u2 >= u and f2 <= f and (u2 > u or f2 < f) for u2, f2 in feasible)
+        assert ((round(u, 12), round(100 * (f - 1), 9)) in on_front) == (not dominated)
+    assert len(on_front) >= 2
+    points = [x for t in fig.data if t.name not in ("Pareto front",) and not t.name.startswith("chosen")
+              for x in t.x if x is not None]
+    assert len(points) == sum(c.feasible for c in table)  # designs over budget are not drawn
+    assert "recommended: pals @ all" in {a.text for a in fig.layout.annotations}
+    assert "bert_layer_top" in fig.layout.title.text  # named as over budget instead
 
 
 def test_pareto_front_small_cases():
@@ -137,9 +142,9 @@ def test_scaling_matches_the_calculators_all_task_flops():
     traces = {t.name: t for t in fig.data}
     for c in table:
         t = traces[calc.label(calc.key_of(c))]
-        assert t.y[list(t.x).index(8)] == c.flops_all_tasks_per_seq
+        assert t.y[list(t.x).index(8)] == pytest.approx(c.flops_all_tasks_per_seq / 1e9)  # GFLOPs
     sep = traces["separate fine-tuned models"]
-    assert sep.y[0] == table[0].flops_base_per_seq  # one task alone = the plain model
+    assert sep.y[0] == pytest.approx(table[0].flops_base_per_seq / 1e9)  # one task alone = the plain model
     # top-of-BERT shares the trunk, so it beats separate models at T = 8; PALs in layer 0 share nothing
     top = traces["proj_attn_top"]
     assert top.y[-1] < sep.y[-1] < traces["pals @ all"].y[-1]
@@ -153,13 +158,21 @@ def test_paper_table_highlights_exactly_the_disagreements():
     assert any(not r.reproduces for r in rows_) and any(r.reproduces for r in rows_)
 
 
-def test_runs_figure_plots_finished_runs():
-    runs = [{"run": "a", "method": "pals", "d_s": 24, "tasks": "rte", "dev average": 0.6, "task-specific params": 1000},
-            {"run": "b", "method": "lora", "d_s": 8, "tasks": "rte", "dev average": 0.55, "task-specific params": 500},
-            {"run": "c", "method": "lora", "d_s": 8, "tasks": "rte", "dev average": None, "task-specific params": 500}]
-    fig = figures.runs_figure(runs)
-    pts = {(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y)}
-    assert pts == {("pals", 1000, 0.6), ("lora", 500, 0.55)}
+def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
+    from explorer.measured import Result
+    from explorer.recommend import Score
+
+    def r(method, loc, params, mean, ci=None, n=1):
+        return Result(f"/r/{method}", method, loc, 8, None, ("rte",), params, Score(mean, ci, n), {}, 100)
+    results = [r("pals", "all", 1000, 60.0, 2.5, 3), r("lora", "top", 500, 55.0), r("shared", None, 10, 52.0),
+               r("separate", None, 10**7, 63.0, 1.0, 3)]
+    fig = figures.measured_figure(results, majority=47.3, chosen=("pals", "all"))
+    pts = {(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y) if x is not None}
+    assert pts == {("pals", 1000, 60.0), ("lora", 500, 55.0), ("shared", 10, 52.0), ("separate", 10**7, 63.0)}
+    pals = next(t for t in fig.data if t.name == "pals" and t.x[0] is not None)
+    assert list(pals.error_y.array) == [2.5] and pals.marker.size[0] > 12
+    assert any(s.y0 == 47.3 for s in fig.layout.shapes)  # the majority-class line
+    assert fig.layout.yaxis.range[1] <= 100
 
 
 def _run(adapter=None, **kw) -> TrainConfig:

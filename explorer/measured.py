@@ -1,0 +1,184 @@
+"""What the budget bought, measured: finished runs on disk for the question's model and tasks. No maths.
+
+A result is one ``summary.json`` written by ``pals-train``: a single run's (``average`` is a number,
+``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (SPEC section 11:
+``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
+scale, 0–100, as the CLI prints them. The majority-class reference comes from the GLUE files themselves
+(``pals_core.data.metrics.majority_scores``: the most frequent training label on every dev example).
+
+Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`` of this checkout, two levels
+deep; a seed run inside an aggregate is represented by the aggregate.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from pals_core.budget import get_method
+
+from .calc import Key, label
+from .recommend import Score
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
+REFERENCES = ("separate",)  # methods the trainer runs as references beside the adapters
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured design: a run, or the aggregate of several seeds of it."""
+
+    path: str
+    method: str
+    location: Optional[str]
+    d_s: Optional[int]
+    model: Optional[str]  # the run's --model (None = the embedded MiniLM)
+    tasks: tuple[str, ...]
+    params: Optional[int]  # task-specific parameters (summary ``params.task_specific``)
+    score: Score  # dev average, 0–100
+    scores: dict  # {task: {metric: value}} (single runs: fractions; aggregates: {"mean", …})
+    steps: Optional[int]
+
+    @property
+    def key(self) -> Key:
+        return self.method, self.location
+
+    @property
+    def design(self) -> str:
+        return label(self.key) + ("" if self.d_s is None else f", d_s {self.d_s}")
+
+
+def _read(path: Path) -> Optional[dict]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _config(summary: dict, folder: Path) -> Optional[dict]:
+    """The run's settings: its own, or (an aggregate) the first seed run's."""
+    if isinstance(summary.get("config"), dict):
+        return summary["config"]
+    for run in summary.get("runs") or []:
+        if isinstance(run, dict) and isinstance(run.get("config"), dict):
+            return run["config"]
+        sub = folder / str(run) if isinstance(run, str) else None
+        for candidate in ([sub / "summary.json", sub / "config.json"] if sub else []):
+            data = _read(candidate) if candidate.is_file() else None
+            if data:
+                return data.get("config", data)
+    for seed in summary.get("seeds") or []:
+        data = _read(folder / f"seed-{seed}" / "config.json") or (_read(folder / f"seed-{seed}" / "summary.json") or {}).get("config")
+        if data:
+            return data
+    return None
+
+
+def parse(summary: dict, folder: Path) -> Optional[Result]:
+    """A summary.json → a Result (None if it is not a finished run the explorer can place)."""
+    config = _config(summary, folder)
+    avg = summary.get("average")
+    if not config or avg is None:
+        return None
+    if isinstance(avg, dict):
+        if not isinstance(avg.get("mean"), (int, float)):
+            return None
+        ci = avg.get("ci95")
+        n = len(summary.get("seeds") or summary.get("runs") or []) or 1
+        score = Score(SCALE * avg["mean"], SCALE * ci if isinstance(ci, (int, float)) else None, n)
+    elif isinstance(avg, (int, float)):
+        score = Score(SCALE * avg, None, 1)
+    else:
+        return None
+    adapter = config.get("adapter") if isinstance(config.get("adapter"), dict) else {}
+    method = str(adapter.get("method") or config.get("method") or "")
+    if not method:
+        return None
+    location = adapter.get("location")
+    try:
+        within = get_method(method).within
+    except ValueError:
+        within = False  # a reference the calculator does not price (separate fine-tuned models)
+    if within:
+        location = "all" if location is None else (location if isinstance(location, str) else ",".join(map(str, location)))
+    else:
+        location = None
+    tasks = config.get("tasks") or []
+    tasks = tuple(tasks.split(",") if isinstance(tasks, str) else map(str, tasks))
+    params = summary.get("params") if isinstance(summary.get("params"), dict) else {}
+    ts = params.get("task_specific")
+    d_s = adapter.get("d_s")
+    return Result(str(folder), method, location, d_s if isinstance(d_s, int) else None, config.get("model"), tasks,
+                  int(ts) if isinstance(ts, (int, float)) else None, score,
+                  summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
+                  summary.get("steps") if isinstance(summary.get("steps"), int) else None)
+
+
+def scan(roots: Iterable[Path]) -> list[Result]:
+    """Every finished result under ``roots`` (two levels deep), aggregates in place of their seed runs."""
+    out: list[Result] = []
+    seen: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        files = sorted(set(root.glob("*/summary.json")) | set(root.glob("*/*/summary.json")), key=lambda p: len(p.parts))
+        for f in files:
+            folder = f.parent.resolve()
+            if folder in seen or folder.parent in seen:
+                continue  # a seed run inside an aggregate already read
+            summary = _read(f)
+            r = parse(summary, f.parent) if summary else None
+            if r is not None:
+                seen.add(folder)
+                out.append(r)
+    return out
+
+
+def same_question(results: Sequence[Result], train_model: Optional[str], trainable: bool,
+                  tasks: Sequence[str]) -> list[Result]:
+    """Results on the question's model (only a model the trainer builds can have any) and exactly its tasks."""
+    if not trainable:
+        return []
+    want = sorted(tasks)
+    return [r for r in results if r.model == train_model and sorted(r.tasks) == want]
+
+
+def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
+    """Per design (method @ location), the result with the most runs behind it (then the best mean): what the
+    recommendation reads. References (separate models) are not designs of the table."""
+    out: dict[Key, Score] = {}
+    for r in results:
+        if r.method in REFERENCES:
+            continue
+        old = out.get(r.key)
+        if old is None or (r.score.n, r.score.mean) > (old.n, old.mean):
+            out[r.key] = r.score
+    return out
+
+
+def majority_average(tasks: Sequence[str], glue_dir: Optional[str]) -> Optional[float]:
+    """The majority-class dev average (0–100) of ``tasks`` from the GLUE files (None if they are not there)."""
+    try:
+        from pals_core.data.glue import missing_files, read_tsv, resolve_glue_dir
+        from pals_core.data.metrics import dev_average, majority_scores
+        from pals_core.data.tasks import GLUE_TASKS
+    except ImportError:
+        return None
+    path = resolve_glue_dir(glue_dir or None)
+    if path is None or missing_files(path, tasks):
+        return None
+    scores = {}
+    for name in tasks:
+        t = GLUE_TASKS[name]
+        train = read_tsv(t, path / t.folder / t.train_file).labels
+        dev = {s: read_tsv(t, path / t.folder / f).labels for s, f in t.dev_files}
+        import numpy as np
+
+        scores[name] = majority_scores(name, np.asarray(train), {s: np.asarray(v) for s, v in dev.items()})
+    avg = dev_average(scores)
+    return None if avg is None else SCALE * avg

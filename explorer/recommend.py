@@ -1,0 +1,110 @@
+"""The answer to "which design should I use?": the largest design per method that fits, ranked. Pure Python.
+
+For each method, its candidate is the design (location) that fits and spends the most of the budget
+(ties: fewer FLOPs). Candidates are ranked by what a person trades, in this order:
+1. a measured dev score for this model and these tasks (finished runs on disk), best mean first;
+2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
+   steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
+3. by the smallest forward-FLOP overhead.
+Every number is the calculator's (``budget_used``, ``flops_ratio``) or a run's summary.
+When nothing fits, ``smallest_fit`` says the smallest budget of the same kind at which the first design fits.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from pals_core.budget import Budget, Cost, smallest_budget
+from pals_core.budget.series import budget_used, flops_ratio
+
+from .calc import Key, key_of, label
+
+SAME_SHARE = 0.005  # shares of the budget closer than this count as equal
+
+
+@dataclass(frozen=True)
+class Score:
+    """A measured dev average (0–100) of a design on this model and these tasks: the mean over ``n``
+    runs (seeds), ± the 95 % t-interval half-width when there are several."""
+
+    mean: float
+    ci95: Optional[float]
+    n: int
+
+    def text(self) -> str:
+        return f"{self.mean:.1f}" + (f" ± {self.ci95:.1f}" if self.ci95 is not None else "") + f" ({self.n} run{'s' * (self.n != 1)})"
+
+
+@dataclass(frozen=True)
+class Pick:
+    cost: Cost
+    used: float  # share of the budget
+    flops: float  # forward FLOPs × base
+    measured: Optional[Score]
+
+    @property
+    def key(self) -> Key:
+        return key_of(self.cost)
+
+
+def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Score] = {}) -> list[Pick]:
+    """The largest fitting design of each method, ranked (see the module docstring)."""
+    best: dict[str, Pick] = {}
+    for c in costs:
+        if not c.feasible:
+            continue
+        p = Pick(c, budget_used(c, budget), flops_ratio(c), measured.get(key_of(c)))
+        old = best.get(c.method)
+        if old is None or (p.used, -p.flops) > (old.used, -old.flops):
+            best[c.method] = p
+    return sorted(best.values(), key=rank_key)
+
+
+def share(used: float) -> str:
+    """A share of the budget, rounded down (a design that fits never shows 100.0 % unless it spends it all)."""
+    return f"{math.floor(used * 1000 + 1e-9) / 10:.1f}%"
+
+
+def rank_key(p: Pick) -> tuple:
+    if p.measured is not None:
+        return (0, -p.measured.mean, p.flops)
+    return (1, -math.floor(p.used / SAME_SHARE + 1e-9), p.flops)
+
+
+def reason(p: Pick, picks: Sequence[Pick]) -> str:
+    """One sentence: why this design is first."""
+    head = (f"**{label(p.key)}**" + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
+            + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task")
+    if p.measured is not None:
+        return head + f", and has the best measured dev average here: {p.measured.text()}."
+    others = [q for q in picks if q is not p]
+    tied = [q for q in others if rank_key(q)[1] == rank_key(p)[1]]
+    if tied:
+        why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and adds the fewest FLOPs "
+               f"of those (next: {label(others[0].key)}, {share(others[0].used)} for {others[0].flops - 1:+.2%})")
+    else:
+        why = ": the largest share of the budget of any method" + (
+            "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")
+    if any(q.measured is not None for q in picks):
+        return head + why + "."
+    return head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the ranking."
+
+
+@dataclass(frozen=True)
+class FirstFit:
+    """When nothing fits: the smallest budget (same kind as the question's) at which a design first fits."""
+
+    key: Key
+    budget: Budget
+    d_s: Optional[int]
+
+
+def first_fits(designs: Mapping[Key, object], budget: Budget) -> list[FirstFit]:
+    """For each design (``calc.design_of``), the smallest budget of the question's kind where it fits; smallest first."""
+    kind = "ratio" if budget.ratio is not None else ("extra" if budget.extra is not None else "per_task")
+    out = []
+    for key, ds in designs.items():
+        b = smallest_budget(ds, kind)
+        out.append(FirstFit(key, b, ds.step if ds.method.sized else None))
+    return sorted(out, key=lambda f: getattr(f.budget, kind))

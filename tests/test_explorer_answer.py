@@ -1,0 +1,104 @@
+"""The explorer's answer, pure parts: the address (URL ↔ question), the recommendation's ranking and the
+measured results read from run folders (single runs and ``--seeds`` aggregates, SPEC section 11)."""
+import json
+from dataclasses import replace
+
+import pytest
+
+from explorer import address, calc, measured, recommend
+from explorer.inputs import EMBEDDED, LOCATION_CUSTOM, TASKS_COUNT, TINY, RawInputs, parse_inputs
+from pals_core.budget import Budget
+from pals_core.budget.series import budget_used
+
+
+@pytest.mark.parametrize("raw", [
+    RawInputs(),
+    RawInputs(model=TINY, glue_tasks=["rte", "mrpc"], budget_kind="extra", budget_value="250k", methods=["pals", "lora"],
+              location="top", heads=2, seq_len=64, convention="paper"),
+    RawInputs(model=EMBEDDED, task_mode=TASKS_COUNT, task_count=20, budget_kind="per-task", budget_value="1.9M",
+              location=LOCATION_CUSTOM, location_custom="0,3", methods=["houlsby"]),
+])
+def test_the_address_round_trips_the_question(raw):
+    link = address.from_query(address.to_query(raw, "sizes", "pals @ all"), ("designs", "sizes"))
+    assert link.errors == [] and link.view == "sizes" and link.design == "pals @ all"
+    values = {f"budget_{k}" for k in ("ratio", "extra", "per-task")}
+    back = replace(RawInputs(), **{k: v for k, v in link.widgets.items() if k not in values})
+    back.budget_value = link.widgets[f"budget_{raw.budget_kind}"]
+    assert parse_inputs(back) == parse_inputs(raw)
+
+
+def test_a_bad_address_names_each_bad_key_and_keeps_the_rest():
+    link = address.from_query({"budget": "x", "heads": "4", "tasks": "rte,zzz", "colour": "red"})
+    assert link.widgets == {"heads": 4}
+    assert len(link.errors) == 3 and all(e.startswith("the link's ") for e in link.errors)
+
+
+def test_the_recommendation_ranks_measured_designs_first():
+    inp = parse_inputs(RawInputs())
+    costs = calc.table(inp)
+    plain = recommend.candidates(costs, inp.budget)
+    assert [p.cost.method for p in plain[-2:]] == ["lhuc", "shared"]  # they spend under 1 % of the budget
+    assert len({p.cost.method for p in plain}) == len(plain)  # one design per method
+    for p in plain:  # each is its method's fitting design that spends the most
+        same = [c for c in costs if c.method == p.cost.method and c.feasible]
+        assert p.used == max(budget_used(c, inp.budget) for c in same)
+    scores = {("lhuc", "all"): recommend.Score(71.0, 1.2, 3), ("pals", "top"): recommend.Score(70.0, None, 1)}
+    ranked = recommend.candidates(costs, inp.budget, scores)
+    assert [p.key for p in ranked[:2]] == [("lhuc", "all"), ("pals", "top")]
+    assert "best measured dev average here: 71.0 ± 1.2 (3 runs)" in recommend.reason(ranked[0], ranked)
+
+
+def test_first_fits_are_the_smallest_budgets():
+    inp = parse_inputs(RawInputs(budget_value="1.0001"))
+    costs = calc.table(inp)
+    assert not any(c.feasible for c in costs)
+    fits = recommend.first_fits({calc.key_of(c): calc.design_of(inp, calc.key_of(c)) for c in costs}, inp.budget)
+    assert [f.budget.ratio for f in fits] == sorted(f.budget.ratio for f in fits)
+    first = fits[0]
+    inp2 = parse_inputs(RawInputs(budget_value=repr(first.budget.ratio)))
+    assert any(c.feasible and calc.key_of(c) == first.key for c in calc.table(inp2))
+
+
+def _summary(tmp, name, average, method="pals", d_s=8, model="tiny", tasks=("rte", "mrpc"), params=1234):
+    d = tmp / name
+    d.mkdir(parents=True)
+    config = {"tasks": list(tasks), "model": model, "adapter": {"method": method, "d_s": d_s, "location": None}}
+    (d / "summary.json").write_text(json.dumps({"config": config, "average": average, "scores": {}, "steps": 50,
+                                                "params": {"task_specific": params}}))
+    return d, config
+
+
+def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
+    _summary(tmp_path, "one", 0.61)
+    agg = tmp_path / "three"
+    agg.mkdir()
+    for k in (0, 1, 2):
+        _summary(agg, f"seed-{k}", 0.6 + k / 100)
+    (agg / "summary.json").write_text(json.dumps({  # SPEC section 11
+        "seeds": [0, 1, 2], "runs": ["seed-0", "seed-1", "seed-2"], "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},
+        "scores": {}, "params": {"task_specific": 1234}}))
+    _summary(tmp_path, "other-tasks", 0.7, tasks=("rte",))
+    _summary(tmp_path, "other-model", 0.7, model=None)
+    results = measured.scan([tmp_path])
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in results) == ["one", "other-model", "other-tasks", "three"]
+    mine = measured.same_question(results, "tiny", True, ["mrpc", "rte"])
+    by_path = {r.path.rsplit("/", 1)[-1]: r for r in mine}
+    assert set(by_path) == {"one", "three"}
+    assert by_path["one"].score == recommend.Score(pytest.approx(61.0), None, 1)
+    three = by_path["three"].score
+    assert three.n == 3 and three.mean == pytest.approx(61.0) and three.ci95 == pytest.approx(2.48)
+    assert by_path["three"].key == ("pals", "all") and by_path["three"].params == 1234
+    assert measured.best_by_design(mine)[("pals", "all")].n == 3  # the aggregate, not one seed
+    assert measured.same_question(results, "tiny", False, ["rte", "mrpc"]) == []  # a shape has no runs
+
+
+def test_majority_class_reference_from_the_glue_files(glue_dir):
+    from pals_core.data.glue import read_tsv
+    from pals_core.data.tasks import GLUE_TASKS
+    rte = GLUE_TASKS["rte"]
+    dev = read_tsv(rte, glue_dir / rte.folder / "dev.tsv").labels
+    train = read_tsv(rte, glue_dir / rte.folder / rte.train_file).labels
+    majority_label = max(set(train), key=train.count)
+    want = 100 * sum(1 for y in dev if y == majority_label) / len(dev)
+    assert measured.majority_average(["rte"], str(glue_dir)) == pytest.approx(want)
+    assert measured.majority_average(["rte"], str(glue_dir / "nowhere")) is None
