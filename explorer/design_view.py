@@ -226,13 +226,13 @@ def breakdown_frame(inp: Inputs, cost: Cost):
 def breakdowns(inp: Inputs, chosen: Key):
     """(frame of the chosen design, its figure, the comparison of every fitting design), one colour per part."""
     costs = table(inp)
-    frames = {label(key_of(c)): breakdown_frame(inp, c) for c in costs if c.feasible or key_of(c) == chosen}
-    pick = next(c for c in costs if key_of(c) == chosen)
-    frame = frames.get(label(chosen)) if label(chosen) in frames else breakdown_frame(inp, pick)
-    colors = figures.part_colors([*frames.values(), frame])
+    rows = {label(key_of(c)): figures.breakdown_places(calc.breakdown_rows(inp, c), top=get_method(c.method).top)
+            for c in costs if c.feasible or key_of(c) == chosen}
+    frame = breakdown_frame(inp, next(c for c in costs if key_of(c) == chosen))
+    colors = figures.part_colors([*rows.values(), frame])
     title = f"{label(chosen)}: one task's parameters by place and part"
     return (frame, figures.breakdown_figure(frame, title, colors),
-            figures.breakdown_compare_figure(frames, colors, label(chosen)))
+            figures.breakdown_compare_figure(rows, colors, label(chosen)))
 
 
 def render_breakdown_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:

@@ -57,11 +57,88 @@ def location_dash(location: Optional[str]) -> str:
     return _DASH.get(location, "dashdot")
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)), xaxis_title=x, yaxis_title=y,
+class _Fig:
+    """A figure as plain data (``data`` traces, ``layout``), turned into a ``go.Figure`` once, unvalidated: plotly's
+    per-property validation costs ~10× the page's whole redraw budget, and these figures are built from our own
+    literals. The methods mirror ``go.Figure``'s."""
+
+    def __init__(self) -> None:
+        self.data: list[dict] = []
+        self.layout: dict = {}
+
+    def add_trace(self, trace: dict) -> None:
+        self.data.append(trace)
+
+    def update_layout(self, **kw) -> None:
+        _merge(self.layout, kw)
+
+    def update_xaxes(self, **kw) -> None:
+        _merge(self.layout.setdefault("xaxis", {}), kw)
+
+    def update_yaxes(self, **kw) -> None:
+        _merge(self.layout.setdefault("yaxis", {}), kw)
+
+    def add_annotation(self, **kw) -> None:
+        self.layout.setdefault("annotations", []).append(kw)
+
+    def add_hline(self, y: float, line: dict, annotation_text: str = "", **_) -> None:
+        self.layout.setdefault("shapes", []).append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y,
+                                                         line=line))
+        if annotation_text:
+            self.add_annotation(text=annotation_text, xref="paper", x=1, xanchor="right", yref="y", y=y,
+                                yanchor="top", showarrow=False, font=dict(size=11, color="#555"))
+
+    def add_vline(self, x: float, line: dict, annotation_text: str = "", **_) -> None:
+        self.layout.setdefault("shapes", []).append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=x, x1=x,
+                                                         line=line))
+        if annotation_text:
+            self.add_annotation(text=annotation_text, yref="paper", y=1, yanchor="bottom", xref="x", x=x,
+                                showarrow=False, font=dict(size=11, color="#555"))
+
+    def figure(self) -> "Figure":
+        return Figure({"data": self.data, "layout": self.layout})
+
+
+class Figure(go.Figure):
+    """A ``go.Figure`` that holds its traces and layout as plain data, handed to ``st.plotly_chart`` as they are
+    (``to_dict``). Reading them as plotly objects: ``full()`` (built unvalidated, once)."""
+
+    def __init__(self, spec: dict) -> None:  # noqa: D107 — plotly's own __init__ (a template copy, ~10 ms) is skipped:
+        self._spec = spec  # everything this object is used for goes through to_dict() or full()
+        self._full: Optional[go.Figure] = None
+
+    def __repr__(self) -> str:
+        return f"Figure({len(self._spec['data'])} traces: {self._spec['layout'].get('title', {}).get('text', '')!r})"
+
+    def to_dict(self) -> dict:
+        return {"data": self._spec["data"], "layout": self._spec["layout"]}
+
+    def to_plotly_json(self) -> dict:
+        return self.to_dict()
+
+    def full(self) -> go.Figure:
+        if self._full is None:
+            self._full = go.Figure(self._spec, _validate=False)
+        return self._full
+
+
+def _merge(into: dict, kw: dict) -> None:
+    for k, v in kw.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            _merge(into[k], v)
+        else:
+            into[k] = v
+
+
+_AXIS = dict(gridcolor="#e8e8e8", zerolinecolor="#cccccc", linecolor="#cccccc", automargin=True)
+
+
+def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+                      xaxis=dict(title=dict(text=x), **_AXIS), yaxis=dict(title=dict(text=y), **_AXIS),
                       legend=dict(font=dict(size=11), groupclick="togglegroup"), margin=dict(l=10, r=10, t=60, b=10),
-                      hovermode="closest", height=height, template="plotly_white", **kw)
-    return fig
+                      hovermode="closest", height=height, plot_bgcolor="white", paper_bgcolor="white", **kw)
+    return fig.figure()
 
 
 def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
@@ -83,7 +160,7 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
     Traces: ``<design>`` (the curve; a flat line ``<design> (no d_s)`` for sizeless methods), ``chosen: <design>``
     (a marker at the solved / fixed d_s; an x when it does not fit) and ``budget``. Designs over the budget are grey
     and dotted and do not set the axes; the chosen design is drawn thick with a ringed marker."""
-    fig = go.Figure()
+    fig = _Fig()
     feasible_sizes = [c.marked_d_s for c in curves.curves if c.feasible and c.marked_d_s is not None]
     all_x = [p.d_s for c in curves.curves for p in c.points] or [1, 64]
     x1 = max(all_x) if not feasible_sizes else min(max(all_x), max(feasible_sizes) * 1.6)
@@ -92,37 +169,43 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
     y_lo = min([p.params_per_task for c in curves.curves for p in c.points if p.params_per_task > 0] + y_seen or [1.0])
     y_hi = max(y_seen or [y_lo * 10]) * 3
     above = []
+    if curves.limit is not None:  # first, so that every marker is drawn above it
+        what = "largest task" if curves.view == "max" else "mean per task"
+        fig.add_trace(dict(type="scatter", x=[0, x1], y=[curves.limit, curves.limit], mode="lines", name="budget",
+                                 line=dict(color=BUDGET_COLOR, dash="dash", width=2),
+                                 hovertemplate=f"budget: %{{y:,.0f}} params/task ({what})<extra></extra>"))
     for c in curves.curves:
         name, is_chosen = label(c.key), c.key == chosen
         color = method_color(c.key[0]) if c.feasible else OVER_COLOR
         width = 4 if is_chosen else 2
         shown = name + ("" if c.feasible else " (over budget)")
         if c.points:
-            fig.add_trace(go.Scatter(x=[p.d_s for p in c.points], y=[p.params_per_task for p in c.points], mode="lines",
+            fig.add_trace(dict(type="scatter", x=[p.d_s for p in c.points], y=[p.params_per_task for p in c.points], mode="lines",
                                      name=shown, legendgroup=name,
                                      line=dict(color=color, width=width, dash=location_dash(c.key[1]) if c.feasible else "dot"),
                                      hovertemplate=f"{name}<br>d_s %{{x}}<br>%{{y:,.0f}} params/task<extra></extra>"))
         else:
-            fig.add_trace(go.Scatter(x=[0, x1], y=[c.flat, c.flat], mode="lines", name=f"{shown} (no d_s)",
+            fig.add_trace(dict(type="scatter", x=[0, x1], y=[c.flat, c.flat], mode="lines", name=f"{shown} (no d_s)",
                                      legendgroup=name, line=dict(color=color, dash="longdashdot", width=width),
                                      hovertemplate=f"{name}: %{{y:,.0f}} params/task<extra></extra>"))
             if c.flat and c.flat > y_hi:
                 above.append(f"{name} {human(c.flat)}")
         if c.marked_d_s is not None:
-            fig.add_trace(go.Scatter(
+            fig.add_trace(dict(type="scatter", 
                 x=[c.marked_d_s], y=[c.marked_params], mode="markers", name=f"chosen: {name}", legendgroup=name,
-                showlegend=False, marker=dict(color=color, size=16 if is_chosen else 10,
+                showlegend=False, marker=dict(color=color, size=16 if is_chosen else 12,
                                               symbol=location_symbol(c.key[1]) if c.feasible else "x",
                                               line=dict(color=CHOSEN_COLOR if is_chosen else "white", width=2.5 if is_chosen else 1)),
                 hovertemplate=f"{name}<br>solved d_s = %{{x}}<br>%{{y:,.0f}} params/task"
                               f"{'' if c.feasible else ' (over budget)'}<extra></extra>"))
-    if curves.limit is not None:
-        what = "largest task" if curves.view == "max" else "mean per task"
-        fig.add_trace(go.Scatter(x=[0, x1], y=[curves.limit, curves.limit], mode="lines", name="budget",
-                                 line=dict(color=BUDGET_COLOR, dash="dash", width=2),
-                                 hovertemplate=f"budget: %{{y:,.0f}} params/task ({what})<extra></extra>"))
+    notes = []
     if above:
-        fig.add_annotation(text="↑ above the chart: " + ", ".join(above), xref="paper", yref="paper", x=0, y=1.0,
+        notes.append("↑ above the chart: " + ", ".join(above))
+    same = coinciding(curves)
+    if same:
+        notes.append("drawn on top of each other (within 2 %): " + "; ".join(" ≈ ".join(g) for g in same))
+    if notes:
+        fig.add_annotation(text=" · ".join(notes), xref="paper", yref="paper", x=0, y=1.0,
                            xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11, color="#555"))
     vals, texts = _log_ticks(y_lo / 1.5, y_hi)
     fig.update_yaxes(type="log", range=[math.log10(y_lo / 1.5), math.log10(y_hi)], tickvals=vals, ticktext=texts)
@@ -132,21 +215,42 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
                    "adapter size d_s", ylab)
 
 
-def _style_legend(fig: go.Figure, methods: Iterable[str], locations: Iterable[Optional[str]]) -> None:
+def _style_legend(fig: _Fig, methods: Iterable[str], locations: Iterable[Optional[str]]) -> None:
     """Legend entries that say what colour and marker mean: a square of each method's colour (clicking it hides
     the method's points) and a grey marker of each location's symbol."""
     for method in methods:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=method, legendgroup=method,
-                                 legendgrouptitle_text=None, marker=dict(color=method_color(method), size=11, symbol="square")))
+        fig.add_trace(dict(type="scatter", x=[None], y=[None], mode="markers", name=method, legendgroup=method,
+                                 marker=dict(color=method_color(method), size=11, symbol="square")))
     for loc in sorted(set(locations), key=lambda l: ("all", "top", "bottom", None).index(l) if l in ("all", "top", "bottom", None) else 4):
         text = SYMBOL_TEXT.get(loc, SYMBOL_TEXT["custom"])
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=text, legendgroup="locations",
+        fig.add_trace(dict(type="scatter", x=[None], y=[None], mode="markers", name=text, legendgroup="locations",
                                  marker=dict(color="#666666", size=11, symbol=location_symbol(loc))))
+
+
+def coinciding(curves: Curves, within: float = 0.02) -> list[list[str]]:
+    """Groups of sized curves that lie on top of each other (every drawn point within ``within``): named in the
+    figure so that no line hides another unsaid (e.g. Houlsby and LoRA both cost 4·K·d·d_s)."""
+    groups: list[list] = []
+    for c in curves.curves:
+        if not c.points:
+            continue
+        for g in groups:
+            ref = g[0]
+            half = len(ref.points) // 2  # compared where the curves are drawn large (biases matter at tiny d_s)
+            if [p.d_s for p in ref.points] == [p.d_s for p in c.points] and all(
+                    abs(a.params_per_task - b.params_per_task) <= within * max(a.params_per_task, 1)
+                    for a, b in zip(ref.points[half:], c.points[half:])):
+                g.append(c)
+                break
+        else:
+            groups.append([c])
+    return [[label(c.key) for c in g] for g in groups if len(g) > 1]
 
 
 # --- the design space ---------------------------------------------------------------------------
 
 UNUSED_FLOOR = 1e-4  # a design that spends all of the budget is drawn at 0.01 % left (log axis)
+LABEL_BELOW = 0.97  # designs spending less of the budget than this are few: their names are written beside them
 
 
 def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[Key] = None,
@@ -155,7 +259,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
     that fits. One trace per method (marker = location); the Pareto front (trace ``Pareto front``) joins the designs
     no other fitting design beats on both (spends more for no more compute); the chosen design is ringed (trace
     ``chosen: <design>``), the recommended one labelled. Designs over the budget are not drawn (named in the title)."""
-    fig = go.Figure()
+    fig = _Fig()
     feasible = [c for c in costs if c.feasible]
     used = {key_of(c): budget_used(c, budget) for c in feasible}
 
@@ -169,10 +273,22 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
     for c in feasible:
         by_method.setdefault(c.method, []).append(c)
     _style_legend(fig, by_method, {c.location for c in feasible})
+    # name the designs where markers are sparse (less than LABEL_BELOW of the budget spent), alternately above and below
+    sparse = sorted((c for c in feasible if used[key_of(c)] < LABEL_BELOW), key=lambda c: (used[key_of(c)], over(c)))
+    spots: dict[tuple, list[Cost]] = {}  # designs drawn at (nearly) the same spot share one label
+    for c in sparse:
+        spots.setdefault((round(math.log10(left(c)) * 5) / 5, round(over(c) * 2) / 2), []).append(c)
+    place, text = {}, {}
+    for i, group in enumerate(spots.values()):
+        at_edge = left(group[0]) > 0.5  # near the left edge: written to the right of the marker
+        place[key_of(group[0])] = "top right" if at_edge else ("top center" if i % 2 == 0 else "bottom center")
+        text[key_of(group[0])] = ", ".join(label(key_of(c)) for c in group)
     for method, cs in by_method.items():
-        fig.add_trace(go.Scatter(
-            x=[left(c) for c in cs], y=[over(c) for c in cs], mode="markers", name=method, legendgroup=method,
-            showlegend=False,
+        fig.add_trace(dict(type="scatter", 
+            x=[left(c) for c in cs], y=[over(c) for c in cs], mode="markers+text", name=method, legendgroup=method,
+            showlegend=False, textfont=dict(size=11, color="#444"),
+            textposition=[place.get(key_of(c), "top center") for c in cs],
+            texttemplate=[text.get(key_of(c), "") for c in cs],
             marker=dict(color=method_color(method), size=13, symbol=[location_symbol(c.location) for c in cs],
                         line=dict(color="white", width=1)),
             text=[label(key_of(c)) for c in cs],
@@ -182,7 +298,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
     front = [feasible[i] for i in pareto_front([(used[key_of(c)], over(c)) for c in feasible])]
     front.sort(key=lambda c: used[key_of(c)])
     if front:
-        fig.add_trace(go.Scatter(
+        fig.add_trace(dict(type="scatter", 
             x=[left(c) for c in front], y=[over(c) for c in front], mode="lines", name="Pareto front",
             text=[label(key_of(c)) for c in front], line=dict(color=FRONT_COLOR, width=1.5, dash="dot"),
             hovertemplate="Pareto: %{text}<extra></extra>"))
@@ -193,7 +309,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
         if text == "chosen" and key == recommended:
             text = "chosen = recommended"
         if text.startswith("chosen"):
-            fig.add_trace(go.Scatter(
+            fig.add_trace(dict(type="scatter", 
                 x=[left(pick)], y=[over(pick)], mode="markers", name=f"chosen: {label(key)}",
                 marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
                 hovertemplate=f"chosen: {label(key)}<extra></extra>"))
@@ -216,6 +332,11 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
 # --- where the parameters go ----------------------------------------------------------------------
 
 def breakdown_frame(parts: Iterable[dict], top: bool = False) -> pd.DataFrame:
+    """The ``breakdown`` rows with a readable place (``breakdown_places``) as a table."""
+    return pd.DataFrame(breakdown_places(parts, top), columns=["place", "part", "params"])
+
+
+def breakdown_places(parts: Iterable[dict], top: bool = False) -> list[dict]:
     """The ``breakdown`` rows with a readable place: 'layer 3', 'shared by layers' (PALs' V^E, V^D),
     'top block 0' / 'in/out projections' / 'top layer' (methods on top of BERT), 'shared by all tasks'
     (CA-MTL's conditional modules, counted once), 'task head', 'pooler'."""
@@ -232,30 +353,34 @@ def breakdown_frame(parts: Iterable[dict], top: bool = False) -> pd.DataFrame:
         else:
             place = f"{'top block' if top else 'layer'} {p['layer']}"
         out.append({"place": place, "part": p["part"], "params": int(p["params"])})
-    return pd.DataFrame(out, columns=["place", "part", "params"])
+    return out
 
 
-def _part_totals(frame: pd.DataFrame, by: str) -> dict[str, dict[str, int]]:
-    """{part: {<by value>: params}}, in first-seen order."""
+def _records(frame) -> list[dict]:
+    return frame.to_dict("records") if isinstance(frame, pd.DataFrame) else list(frame)
+
+
+def _part_totals(frame, by: str) -> dict[str, dict[str, int]]:
+    """{part: {<by value>: params}}, in first-seen order (``frame``: a breakdown table or its rows)."""
     out: dict[str, dict[str, int]] = {}
-    for r in frame.to_dict("records"):
+    for r in _records(frame):
         cell = out.setdefault(r["part"], {})
         cell[r[by]] = cell.get(r[by], 0) + int(r["params"])
     return out
 
 
-def part_colors(frames: Iterable[pd.DataFrame]) -> dict[str, str]:
+def part_colors(frames: Iterable) -> dict[str, str]:
     """One colour per part name, the same in every breakdown chart (first-seen order, none repeated)."""
-    names = list(dict.fromkeys(p for f in frames for p in f["part"]))
+    names = list(dict.fromkeys(r["part"] for f in frames for r in _records(f)))
     return {p: _PART_PALETTE[i % len(_PART_PALETTE)] for i, p in enumerate(names)}
 
 
 def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[str, str]] = None) -> go.Figure:
     """Stacked bars: one bar per place (layer, shared, head), one colour per part."""
     colors = colors or part_colors([frame])
-    fig = go.Figure()
+    fig = _Fig()
     for part, by_place in _part_totals(frame, "place").items():
-        fig.add_trace(go.Bar(x=list(by_place), y=list(by_place.values()), name=part, marker_color=colors[part],
+        fig.add_trace(dict(type="bar", x=list(by_place), y=list(by_place.values()), name=part, marker=dict(color=colors[part]),
                              hovertemplate=f"{part}<br>%{{x}}: %{{y:,}} params<extra></extra>"))
     fig.update_layout(barmode="stack")
     return _layout(fig, title, "", "parameters (one task)")
@@ -265,22 +390,20 @@ def breakdown_compare_figure(frames: dict[str, pd.DataFrame], colors: Optional[M
                              chosen: Optional[str] = None) -> go.Figure:
     """One stacked bar per fitting design (the paper's Table 1 as a picture), one colour per part (one task)."""
     colors = colors or part_colors(frames.values())
-    fig = go.Figure()
+    fig = _Fig()
     totals = {d: {p: sum(v.values()) for p, v in _part_totals(f, "place").items()} for d, f in frames.items()}
     designs = list(frames)
     for part in colors:
         ys = [int(totals[d].get(part, 0)) for d in designs]
         if not any(ys):
             continue
-        fig.add_trace(go.Bar(y=designs, x=ys, orientation="h", name=part, marker_color=colors[part],
+        fig.add_trace(dict(type="bar", y=designs, x=ys, orientation="h", name=part, marker=dict(color=colors[part]),
                              hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} params<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_yaxes(autorange="reversed", ticktext=[f"<b>{d}</b>" if d == chosen else d for d in designs],
                      tickvals=designs)
-    fig = _layout(fig, "Every fitting design: one task's parameters by part (bold: the chosen design)",
-                  "parameters (one task)", "")
-    fig.update_layout(height=max(360, 80 + 26 * len(designs)))
-    return fig
+    return _layout(fig, "Every fitting design: one task's parameters by part (bold: the chosen design)",
+                   "parameters (one task)", "", height=max(360, 80 + 26 * len(designs)))
 
 
 # --- all tasks on one input ------------------------------------------------------------------------
@@ -288,19 +411,19 @@ def breakdown_compare_figure(frames: dict[str, pd.DataFrame], colors: Optional[M
 def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: Optional[Key] = None,
                    over: Iterable[Key] = ()) -> go.Figure:
     """All-task forward GFLOPs per input vs number of tasks, one line per design, and T separate fine-tuned models."""
-    fig = go.Figure()
+    fig = _Fig()
     first: Optional[list[ScalingPoint]] = None
     over = set(over)
     for key, pts in series.items():
         first = first or pts
         name = label(key) + (" (over budget)" if key in over else "")
-        fig.add_trace(go.Scatter(
+        fig.add_trace(dict(type="scatter", 
             x=[p.tasks for p in pts], y=[p.flops_all_tasks / GIGA for p in pts], mode="lines", name=name,
             line=dict(color=OVER_COLOR if key in over else method_color(key[0]), dash=location_dash(key[1]),
                       width=4 if key == chosen else 2),
             hovertemplate=f"{name}<br>%{{x}} tasks: %{{y:,.1f}} GFLOPs<extra></extra>"))
     if first:
-        fig.add_trace(go.Scatter(x=[p.tasks for p in first], y=[p.flops_separate / GIGA for p in first], mode="lines",
+        fig.add_trace(dict(type="scatter", x=[p.tasks for p in first], y=[p.flops_separate / GIGA for p in first], mode="lines",
                                  name="separate fine-tuned models", line=dict(color="black", dash="dash", width=3),
                                  hovertemplate="separate models<br>%{x} tasks: %{y:,.1f} GFLOPs<extra></extra>"))
     fig.add_vline(x=current, line=dict(color="grey", dash="dot"), annotation_text=f"your T = {current}")
@@ -392,7 +515,7 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
     """Measured trade-off: dev average (0–100; mean ± 95 % interval where there are seeds) vs task-specific
     parameters (log), one colour per method, a marker per location; references: the majority class (a line),
     ``shared`` (no adapter) and ``separate`` (one fine-tuned model per task), labelled."""
-    fig = go.Figure()
+    fig = _Fig()
     by_method: dict[str, list] = {}
     for r in results:
         if r.params:
@@ -400,7 +523,7 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
     _style_legend(fig, by_method, {r.location for rs in by_method.values() for r in rs})
     for method, rs in by_method.items():
         ref = method in ("shared", "separate")
-        fig.add_trace(go.Scatter(
+        fig.add_trace(dict(type="scatter", 
             x=[r.params for r in rs], y=[r.score.mean for r in rs], mode="markers+text" if ref else "markers", name=method,
             legendgroup=method, showlegend=False,
             text=[method] * len(rs) if ref else None, textposition="top center",

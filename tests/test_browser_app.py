@@ -35,9 +35,33 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _solved_pals(ratio: float) -> int:
-    ds = design(PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
+def _solved_pals(ratio: float, model=None, tasks="rte,mrpc") -> int:
+    from pals_core.train.models import model_shape
+    shape = model or model_shape("tiny")
+    ds = design(shape, parse_tasks(tasks), AdapterConfig(method="pals", location="all"), check_size=False)
     return solve(ds, Budget(ratio=ratio)).d_s
+
+
+VIEWS = {"designs": "Designs", "sizes": "Size vs budget", "scaling": "All tasks on one input",
+         "breakdown": "Where the parameters go", "paper": "Paper check", "train": "Train", "runs": "Runs & measured",
+         "studies": "Studies"}
+
+
+def _settled(page) -> None:
+    """Wait until the app has finished a rerun and drawn its charts."""
+    page.wait_for_load_state("networkidle")
+    page.get_by_test_id("stApp").wait_for()
+    for _ in range(120):
+        if (page.locator("[data-testid=stSkeleton]").count() == 0
+                and page.locator("[data-testid=stStatusWidget]").count() == 0):
+            break
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(500)
+
+
+def _view(page, name: str) -> None:
+    page.get_by_test_id("stButtonGroup").get_by_role("radio", name=VIEWS[name], exact=True).click()
+    _settled(page)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +99,8 @@ def server(tmp_path_factory, glue_dir):
 
 
 def test_budget_to_a_finished_run_in_a_real_browser(server):
+    """The question asked of the model that trains (tiny), a new budget, a run launched from the page, finished,
+    and its measured score drawn against its parameters."""
     from playwright.sync_api import expect, sync_playwright
 
     url, runs = server
@@ -82,35 +108,25 @@ def test_budget_to_a_finished_run_in_a_real_browser(server):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(f"{url}/?model=tiny&tasks=rte,mrpc&budget=1.13&design=pals%20%40%20all")
             solved = page.get_by_test_id("stMetric").filter(has_text="solved d_s").get_by_test_id("stMetricValue")
             expect(solved).to_have_text(str(_solved_pals(1.13)), timeout=60_000)
-            expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "browser-1-design.png"))
 
-            # the person changes the budget: the solved size follows the calculator
+            # the person changes the budget: the solved size follows the calculator, and so does the address
             budget = page.get_by_role("textbox", name="Budget ratio B: N_total ≤ B × N_base")
             budget.fill("1.5")
             budget.press("Enter")
             expect(solved).to_have_text(str(_solved_pals(1.5)), timeout=20_000)
             assert _solved_pals(1.5) != _solved_pals(1.13)
-            page.screenshot(path=str(ARTIFACTS / "browser-2-budget-1.5.png"))
+            expect(page).to_have_url(re.compile(r"budget=1\.5"), timeout=10_000)
 
-            # a tiny real run of the chosen design (PALs, all layers) on RTE and MRPC
-            page.get_by_role("tab", name="Train & runs").click()
+            # a tiny real run of the chosen design (PALs, all layers) on RTE and MRPC: the sidebar's model trains
+            _view(page, "train")
             code = page.get_by_test_id("stCode").filter(has_text="pals-train")
-            expect(code).to_contain_text(f"--d-s {_solved_pals(1.5)}")
-            tasks = page.get_by_test_id("stMultiSelect").filter(has_text="Tasks to train")
-            for t in ("cola", "sst2", "stsb"):
-                tasks.get_by_role("button", name=f"Remove {t}").click()
-                expect(tasks.get_by_role("button", name=f"Remove {t}")).to_have_count(0)
-            expect(code).to_contain_text("--tasks mrpc,rte")
-            page.get_by_role("combobox", name="Model", exact=True).click()
-            page.get_by_role("option", name=re.compile("^tiny")).click()
+            expect(code).to_contain_text(f"--d-s {_solved_pals(1.5)} --tasks rte,mrpc")
             expect(code).to_contain_text("--model tiny")
             for role, label, value, flag in (
-                    ("spinbutton", f"d_s (solved on bert-base-uncased: {_solved_pals(1.5)})", "24", "--d-s 24"),
                     ("spinbutton", "Steps", "20", "--steps 20"),
                     ("textbox", "Max train examples per task (empty = all)", "64", "--max-train-examples 64"),
                     ("textbox", "CPU threads (empty = torch's default)", "1", "--threads 1"),
@@ -119,26 +135,88 @@ def test_budget_to_a_finished_run_in_a_real_browser(server):
                 box.fill(value)
                 box.press("Enter")
                 expect(code).to_contain_text(flag)
-            page.screenshot(path=str(ARTIFACTS / "browser-3-launcher.png"))
+            page.screenshot(path=str(ARTIFACTS / "browser-run-1-launcher.png"), full_page=True)
             page.get_by_role("button", name="Launch training").click()
-            expect(page.get_by_text("Launched run browser-run")).to_be_visible(timeout=20_000)
+            expect(page.get_by_text(re.compile("Launched run browser-run"))).to_be_visible(timeout=20_000)
             assert (runs / "browser-run" / "launch.json").is_file()
 
             # it appears, runs, finishes; the runs table (read from disk) says so
+            _view(page, "runs")
             table = page.get_by_test_id("stDataFrame").filter(has_text="wall time")
             expect(table).to_contain_text("browser-run", timeout=20_000)
             try:
                 expect(page.get_by_test_id("stProgress")).to_be_visible(timeout=15_000)
-                page.screenshot(path=str(ARTIFACTS / "browser-4-running.png"))
+                page.screenshot(path=str(ARTIFACTS / "browser-run-2-running.png"), full_page=True)
             except AssertionError:
                 pass  # a fast machine may finish before the first redraw
             expect(table).to_contain_text(re.compile(r"browser-run\s*finished"), timeout=150_000)
             expect(page.get_by_test_id("stProgress")).to_have_count(0)
+            page.reload()
+            _settled(page)
             measured = page.get_by_test_id("stPlotlyChart").filter(has_text="Measured: dev score")
-            expect(measured).to_be_visible()
+            expect(measured).to_be_visible(timeout=30_000)
             summary = json.loads((runs / "browser-run" / "summary.json").read_text())
-            drawn = measured.locator(".js-plotly-plot").evaluate("g => g.data.map(t => [t.name, t.x, t.y])")
-            assert drawn == [["pals", [summary["params"]["task_specific"]], [summary["average"]]]]
-            page.screenshot(path=str(ARTIFACTS / "browser-5-finished.png"), full_page=True)
+            drawn = measured.locator(".js-plotly-plot").evaluate(
+                "g => g.data.filter(t => t.x && t.x[0] !== null && t.x[0] !== undefined).map(t => [t.name, t.x, t.y])")
+            assert drawn == [["pals", [summary["params"]["task_specific"]], [pytest.approx(100 * summary["average"])]]]
+            page.screenshot(path=str(ARTIFACTS / "browser-run-3-measured.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_every_view_a_link_and_the_csv_in_a_real_browser(server, tmp_path):
+    """Each view of the paper's question, drawn in the browser and saved as a screenshot; a link with a bad value;
+    the nothing-fits answer; the CSV download equals the calculator's table."""
+    import csv
+    from playwright.sync_api import expect, sync_playwright
+
+    from pals_core.budget import rows
+
+    url, _ = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+            page.goto(url)
+            expect(page.get_by_text("Recommended:")).to_be_visible(timeout=60_000)
+            _settled(page)
+            for i, name in enumerate(VIEWS):
+                _view(page, name)
+                expect(page).to_have_url(re.compile(f"view={name}"), timeout=10_000)
+                if name in ("designs", "sizes", "scaling", "breakdown", "paper"):
+                    expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=30_000)
+                    page.wait_for_timeout(800)
+                assert page.get_by_test_id("stException").count() == 0
+                page.screenshot(path=str(ARTIFACTS / f"view-{i + 1}-{name}.png"), full_page=True)
+
+            # the CSV download is the table on screen: the calculator's rows
+            _view(page, "designs")
+            with page.expect_download() as info:
+                page.get_by_role("button", name="Download the table (CSV)").click()
+            path = tmp_path / "designs.csv"
+            info.value.save_as(path)
+            got = {r["design"]: r for r in csv.DictReader(path.open())}
+            want = rows(PRESETS["bert-base-uncased"], parse_tasks(8), budget=Budget(ratio=1.13))
+            assert len(got) == len(want)
+            for c in want:
+                r = got[c.method if c.location is None else f"{c.method} @ {c.location}"]
+                assert r["d_s"] == ("—" if c.d_s is None else str(c.d_s))
+                assert int(r["task-specific (all tasks)"]) == c.params_task_specific
+                assert r["fits"] == ("yes" if c.feasible else "no")
+
+            # nothing fits: the answer says so and names the smallest budget that does
+            page.goto(f"{url}/?budget=1.0001&view=designs")
+            expect(page.get_by_text("Nothing fits a budget of 1.0001×.")).to_be_visible(timeout=60_000)
+            _settled(page)
+            page.screenshot(path=str(ARTIFACTS / "answer-nothing-fits.png"), full_page=True)
+
+            # a link with values the page has not seen, one of them bad
+            page.goto(f"{url}/?model=minilm-l6-h384&tasks=rte,stsb,mnli&per_task=300k&methods=pals,houlsby,lora,lhuc"
+                      "&location=top&heads=6&view=sizes&seq_len=oops")
+            expect(page.get_by_text("the link's seq_len='oops' was not used")).to_be_visible(timeout=60_000)
+            expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=30_000)
+            _settled(page)
+            page.screenshot(path=str(ARTIFACTS / "link-per-task-minilm.png"), full_page=True)
         finally:
             browser.close()

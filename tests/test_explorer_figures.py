@@ -13,6 +13,11 @@ from pals_core.train.config import TrainConfig
 BERT = PRESETS["bert-base-uncased"]
 
 
+def full(fig):
+    """A figure's traces and layout as plotly objects (the explorer's figures hold plain data)."""
+    return fig.full() if hasattr(fig, "full") else fig
+
+
 def _inputs(**kw):
     return parse_inputs(RawInputs(**kw))
 
@@ -76,7 +81,7 @@ def test_size_curves_mark_the_solved_size_and_the_budget_line():
     inp = _inputs(methods=["pals", "low_rank", "lhuc"], location="all")
     table = calc.table(inp)
     fig = figures.size_curves_figure(calc.curves(inp, table))
-    traces = {t.name: t for t in fig.data}
+    traces = {t.name: t for t in full(fig).data}
     for c in table:
         if c.d_s is None:
             continue
@@ -98,8 +103,8 @@ def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs
     table = calc.table(_inputs())
     b = Budget(ratio=1.13)
     fig = figures.design_space_figure(table, b, chosen=("lora", "top"), recommended=("pals", "all"))
-    front = next(t for t in fig.data if t.name == "Pareto front")
-    ring = next(t for t in fig.data if t.name == "chosen: lora @ top")
+    front = next(t for t in full(fig).data if t.name == "Pareto front")
+    ring = next(t for t in full(fig).data if t.name == "chosen: lora @ top")
     lora_top = next(c for c in table if calc.key_of(c) == ("lora", "top"))
     assert list(ring.x) == [pytest.approx(1 - budget_used(lora_top, b))]
     assert list(ring.y) == [pytest.approx(100 * (flops_ratio(lora_top) - 1))]
@@ -109,11 +114,11 @@ def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs
         dominated = any(u2 >= u and f2 <= f and (u2 > u or f2 < f) for u2, f2 in feasible)
         assert ((round(u, 12), round(100 * (f - 1), 9)) in on_front) == (not dominated)
     assert len(on_front) >= 2
-    points = [x for t in fig.data if t.name not in ("Pareto front",) and not t.name.startswith("chosen")
+    points = [x for t in full(fig).data if t.name not in ("Pareto front",) and not t.name.startswith("chosen")
               for x in t.x if x is not None]
     assert len(points) == sum(c.feasible for c in table)  # designs over budget are not drawn
-    assert "recommended: pals @ all" in {a.text for a in fig.layout.annotations}
-    assert "bert_layer_top" in fig.layout.title.text  # named as over budget instead
+    assert "recommended: pals @ all" in {a.text for a in full(fig).layout.annotations}
+    assert "bert_layer_top" in full(fig).layout.title.text  # named as over budget instead
 
 
 def test_pareto_front_small_cases():
@@ -127,7 +132,7 @@ def test_breakdown_bars_add_up_to_one_tasks_parameters():
     c = calc.table(inp)[0]
     frame = figures.breakdown_frame(calc.breakdown_rows(inp, c))
     fig = figures.breakdown_figure(frame, "t")
-    total = sum(sum(t.y) for t in fig.data)
+    total = sum(sum(t.y) for t in full(fig).data)
     cola = c.params_per_task[0]  # CoLA: head + adapter
     assert total == cola
     places = set(frame["place"])
@@ -139,7 +144,7 @@ def test_scaling_matches_the_calculators_all_task_flops():
     table = calc.table(inp)
     series = calc.scaling(inp, table)
     fig = figures.scaling_figure(series, 8)
-    traces = {t.name: t for t in fig.data}
+    traces = {t.name: t for t in full(fig).data}
     for c in table:
         t = traces[calc.label(calc.key_of(c))]
         assert t.y[list(t.x).index(8)] == pytest.approx(c.flops_all_tasks_per_seq / 1e9)  # GFLOPs
@@ -153,7 +158,7 @@ def test_scaling_matches_the_calculators_all_task_flops():
 def test_paper_table_highlights_exactly_the_disagreements():
     rows_ = paper_reproduction()
     fig = figures.paper_figure(rows_)
-    fills = fig.data[0].cells.fill.color[0]
+    fills = full(fig).data[0].cells.fill.color[0]
     assert [f == figures.BAD_FILL for f in fills] == [not r.reproduces for r in rows_]
     assert any(not r.reproduces for r in rows_) and any(r.reproduces for r in rows_)
 
@@ -167,12 +172,12 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
     results = [r("pals", "all", 1000, 60.0, 2.5, 3), r("lora", "top", 500, 55.0), r("shared", None, 10, 52.0),
                r("separate", None, 10**7, 63.0, 1.0, 3)]
     fig = figures.measured_figure(results, majority=47.3, chosen=("pals", "all"))
-    pts = {(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y) if x is not None}
+    pts = {(t.name, x, y) for t in full(fig).data for x, y in zip(t.x, t.y) if x is not None}
     assert pts == {("pals", 1000, 60.0), ("lora", 500, 55.0), ("shared", 10, 52.0), ("separate", 10**7, 63.0)}
-    pals = next(t for t in fig.data if t.name == "pals" and t.x[0] is not None)
+    pals = next(t for t in full(fig).data if t.name == "pals" and t.x[0] is not None)
     assert list(pals.error_y.array) == [2.5] and pals.marker.size[0] > 12
-    assert any(s.y0 == 47.3 for s in fig.layout.shapes)  # the majority-class line
-    assert fig.layout.yaxis.range[1] <= 100
+    assert any(s.y0 == 47.3 for s in full(fig).layout.shapes)  # the majority-class line
+    assert full(fig).layout.yaxis.range[1] <= 100
 
 
 def _run(adapter=None, **kw) -> TrainConfig:
@@ -222,3 +227,23 @@ def test_launch_checked_by_the_trainers_own_parser(tmp_path):
 def test_flops_ratio_is_one_for_the_shared_model():
     c = calc.table(_inputs(methods=["shared"]))[0]
     assert math.isclose(flops_ratio(c), 1.0)
+
+
+def test_every_figure_is_valid_plotly():
+    """Figures are built unvalidated for speed; plotly's own validator must accept every property they set."""
+    import plotly.graph_objects as go
+    from explorer.measured import Result
+    from explorer.recommend import Score
+    inp = _inputs()
+    table = calc.table(inp)
+    frame = figures.breakdown_frame(calc.breakdown_rows(inp, table[0]))
+    built = [
+        figures.size_curves_figure(calc.curves(inp, calc.at_location(table, "all")), calc.key_of(table[0])),
+        figures.design_space_figure(table, inp.budget, calc.key_of(table[0]), calc.key_of(table[1])),
+        figures.breakdown_figure(frame, "t"),
+        figures.breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
+        figures.scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
+        figures.measured_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0),
+    ]
+    for f in built:
+        go.Figure(f.to_dict())  # raises ValueError on an invalid property

@@ -5,7 +5,7 @@ from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
 from .config import AdapterConfig, design_label
-from .costs import DEFAULT_SEQ_LEN, Cost, design
+from .costs import DEFAULT_SEQ_LEN, Cost, Design, design
 from .methods import METHODS, get_method
 from .models import BaseModel
 from .solver import Budget, at_size, solve
@@ -41,6 +41,21 @@ class Rows(list):
         self.refused: list[tuple[str, str]] = list(refused)
 
 
+_DESIGNS: dict = {}  # (model, tasks, config, convention, n, checked) -> Design: a design does not depend on the budget
+
+
+def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convention: str, seq_len: int,
+            check_size: bool) -> Design:
+    """``design(...)``, remembered: asking the same question at another budget re-uses every resolved design."""
+    key = (model, tuple(tasks), repr(cfg), convention, seq_len, check_size)
+    ds = _DESIGNS.get(key)
+    if ds is None:
+        if len(_DESIGNS) >= 4096:
+            _DESIGNS.clear()
+        ds = _DESIGNS[key] = design(model, tasks, cfg, convention=convention, seq_len=seq_len, check_size=check_size)
+    return ds
+
+
 def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
          location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
          seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", **adapter_fields) -> Rows:
@@ -62,11 +77,9 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
         cfg = replace(template, method=name, d_s=size, location=loc)
         try:
             if size is None and method.sized:
-                ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len, check_size=False)
-                out.append(solve(ds, budget))
+                out.append(solve(_design(model, tasks, cfg, convention, seq_len, False), budget))
             else:
-                ds = design(model, tasks, cfg, convention=convention, seq_len=seq_len)
-                out.append(at_size(ds, size, budget))
+                out.append(at_size(_design(model, tasks, cfg, convention, seq_len, True), size, budget))
         except ValueError as e:
             out.refused.append((design_label(name, loc if method.within else None), str(e)))
     return out
