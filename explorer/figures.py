@@ -130,7 +130,7 @@ def _merge(into: dict, kw: dict) -> None:
             into[k] = v
 
 
-_AXIS = dict(gridcolor="#e8e8e8", zerolinecolor="#cccccc", linecolor="#cccccc", automargin=True)
+_AXIS = dict(gridcolor="#e8e8e8", zerolinecolor="#cccccc", linecolor="#cccccc")
 
 
 def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
