@@ -109,6 +109,8 @@ def test_the_page_launcher_takes_a_solved_d_s_above_65536(app):
     big = [o for o in app.selectbox(key="design").options if o.startswith("houlsby")]
     assert big, app.selectbox(key="design").options
     app.selectbox(key="design").set_value(big[0]).run()
+    app.segmented_control(key="view").set_value("train").run()  # the launcher is the Train view
+    app.radio(key="train_size_mode").set_value("a d_s of my own").run()
     assert not app.exception, [e.value for e in app.exception]
     d_s = [n for n in app.number_input if n.key and n.key.startswith("train_ds::")]
     assert d_s and 65_536 < d_s[0].value <= MAX_D_S
