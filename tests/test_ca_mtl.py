@@ -1,8 +1,9 @@
 """CA-MTL's torch modules (pals_core/methods/ca_mtl/module.py) and MT-Uncertainty sampling (pals_core/data/mt_uncertainty.py).
 
 Counts to the parameter and FLOP are in test_exactness.py (every method × location); here: what the
-modules do — identity at initialisation, task conditioning, freezing, the attention bias layout — and
-that the sampler prefers the task the model is unsure about.
+modules do — the released formulas (gain-only conditional LayerNorm, the adapter layer), what still equals
+the base model (identity at initialisation no longer holds: the adapter layer starts from scratch and the
+generators are not zero), task conditioning, freezing, the attention bias layout — and MT-Uncertainty.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import torch
 from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
+import torch.nn.functional as F
+
 from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
 from pals_core.budget import at_size, design, from_hf_config, parse_tasks
 from pals_core.data.mt_uncertainty import (MTUncertaintySampler, fill_regression, most_uncertain, shares,
@@ -52,11 +55,69 @@ def randomise_shared(model: MultiTaskBert, seed=2) -> None:
             p.copy_(0.3 * torch.randn(p.shape, generator=g))
 
 
-def test_identity_at_initialisation():
-    model, x = build(), inputs()
+def zero_generators(model: MultiTaskBert) -> None:
+    """Every FiLM generator to zero: each conditional module reduces to its unconditioned form."""
+    with torch.no_grad():
+        for name, p in model.shared_adapter.named_parameters():
+            if ".film." in name or name.startswith(("alignment.", "norm_attention.", "norm_output.")):
+                p.zero_()
+
+
+def test_below_the_adapter_layer_the_base_model_is_kept():
+    """Identity at initialisation does not hold as released (fresh adapter layer, N(0, 0.02) generators). What
+    holds: with the generators zeroed, the embeddings and every layer below the adapter layer compute exactly the
+    base model's, and the adapter layer's weights are new (not the checkpoint's)."""
+    torch.manual_seed(0)
+    base = MultiTaskBert.from_base_config(HF, AdapterConfig(method="shared"), TASKS).eval()
+    model = build()
+    model.bert.load_state_dict({k: v for k, v in base.bert.state_dict().items() if ".layer.3." not in k}, strict=False)
+    assert not torch.equal(model.bert.encoder.layer[3].output.dense.weight, base.bert.encoder.layer[3].output.dense.weight)
+    zero_generators(model)
+    x = inputs()
     with torch.no_grad():
         for task in TASKS:
-            torch.testing.assert_close(model(task=task, **x), plain_logits(model, task, x), atol=1e-5, rtol=1e-5)
+            adapter = model.adapters[task]
+            h, state = model._embed(x["input_ids"], x["attention_mask"], x["token_type_ids"])
+            ours = model.trunk.run(0, 3, adapter.adapt_embeddings(h), state, adapter)
+            plain = base.trunk.run(0, 3, h, state, None)
+            torch.testing.assert_close(ours, plain, atol=1e-5, rtol=1e-5)
+
+
+def test_released_formulas_of_the_conditional_layernorm_and_the_adapter_layer():
+    """With random generators: LN1/LN2 of the top half are gain-only, LN((1 + γ) ⊙ w₀ + β, b₀); the adapter layer
+    returns CLN₃(a + U · D · ((1 + γ') ⊙ y + β')), [γ'; β'] = FiLM(T z), linear, with its own gain modulated."""
+    model, x = build(), inputs()
+    randomise_shared(model)
+    sh, adapter, layer = model.shared_adapter, model.adapters["rte"], model.bert.encoder.layer[3]
+    with torch.no_grad():
+        z = adapter.task_condition()
+        h, state = model._embed(x["input_ids"], x["attention_mask"], x["token_type_ids"])
+        mask = state.mask
+        h = model.trunk.run(0, 3, adapter.adapt_embeddings(h), state, adapter)
+
+        def cln(gen, norm, v):
+            g, b = gen(z).squeeze(0).chunk(2)
+            return F.layer_norm(v, norm.normalized_shape, (1 + g) * norm.weight + b, norm.bias, norm.eps)
+
+        probe = torch.randn(2, 5, HF.hidden_size)
+        ln1 = layer.attention.output.LayerNorm
+        torch.testing.assert_close(adapter.attention_norm(2, model.bert.encoder.layer[2].attention.output.LayerNorm, probe),
+                                   cln(sh.norm_attention["2"], model.bert.encoder.layer[2].attention.output.LayerNorm, probe))
+        assert sh.norm_attention.keys() == {"2", "3"}  # the top half only
+        torch.testing.assert_close(adapter.attention_norm(1, model.bert.encoder.layer[1].attention.output.LayerNorm, probe),
+                                   model.bert.encoder.layer[1].attention.output.LayerNorm(probe))
+        # the adapter layer, by hand
+        from pals_core.trunks.bert import self_attention
+
+        sa = layer.attention.self
+        ctx = self_attention(sa, h, sa.query(h), sa.key(h), sa.value(h), adapter.adapt_attention_mask(3, mask, h))
+        a = cln(sh.norm_attention["3"], ln1, layer.attention.output.dense(ctx) + h)
+        y = cln(sh.norm_output["3"], layer.output.LayerNorm, layer.output.dense(layer.intermediate(a)) + a)
+        g, b = sh.bottleneck["3"].film(sh.bottleneck["3"].transform(z)).squeeze(0).chunk(2)
+        bott = sh.bottleneck["3"].up(sh.bottleneck["3"].down((1 + g) * y + b))
+        expected = cln(sh.adapter_norm["3"].film, sh.adapter_norm["3"].LayerNorm, a + bott)
+        ours = model.trunk.run(3, 4, h, state, adapter)
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_tasks_are_conditioned_and_predict_all_runs_each_path():
@@ -75,12 +136,12 @@ def test_tasks_are_conditioned_and_predict_all_runs_each_path():
             torch.testing.assert_close(everything[task], model(task=task, **x), atol=1e-5, rtol=1e-5)
 
 
-def test_lower_half_is_frozen_as_the_calculator_says():
+def test_lower_layers_are_frozen_as_the_calculator_says():
     for frozen in (None, 0, 3):
         model = build(frozen_layers=frozen)
         cost = at_size(design(from_hf_config(HF.to_dict()), parse_tasks(TASKS), model.config), model.config.d_s)
         assert sum(p.numel() for p in model.trainable_parameters()) == cost.params_trained
-        f = 2 if frozen is None else frozen  # default ⌊L/2⌋
+        f = 1 if frozen is None else frozen  # default ⌊L/2⌋ − 1 (released: 0–4 of 12)
         assert all(not p.requires_grad for p in model.bert.embeddings.parameters()) == (f > 0)
         for i, layer in enumerate(model.bert.encoder.layer):
             assert all(p.requires_grad != (i < f) for p in layer.parameters())
@@ -101,24 +162,30 @@ def test_one_step_trains_embeddings_and_shared_modules_not_frozen_layers():
     assert "adapters.rte.embedding" in changed and "adapters.mnli.embedding" not in changed
     assert any(n.startswith("shared_adapter.attention.") for n in changed)
     assert any(n.startswith("shared_adapter.bottleneck.") for n in changed)
-    assert not any(n.startswith(("bert.embeddings.", "bert.encoder.layer.0.", "bert.encoder.layer.1.")) for n in changed)
+    assert not any(n.startswith(("bert.embeddings.", "bert.encoder.layer.0.")) for n in changed)
+    assert any(n.startswith("bert.encoder.layer.1.") for n in changed)
     assert any(n.startswith("bert.encoder.layer.3.") for n in changed)
 
 
 def test_attention_bias_is_block_diagonal_and_covers_any_length():
-    bias = ConditionalAttentionBias(z_dim=5, blocks=3, size=4)
+    """The released layout: one M × m matrix, M = 10, N_b = 3, m = 4; blocks of 4, 4 and 2 rows (the last uses 2 of
+    its 4 columns), so the bias covers exactly M positions."""
+    bias = ConditionalAttentionBias(z_dim=5, length=10, size=4, std=0.02)
     with torch.no_grad():
         bias.blocks.normal_()
         bias.film.weight.normal_()
+    assert bias.blocks.shape == (10, 4)
     z = torch.randn(1, 5)
-    full = bias(z, 12)
-    mask = torch.block_diag(*[torch.ones(4, 4)] * 3).bool()
-    assert full.shape == (12, 12) and torch.all(full[~mask] == 0) and torch.all(full[mask] != 0)
+    full = bias(z, 10)
+    mask = torch.block_diag(torch.ones(4, 4), torch.ones(4, 4), torch.ones(2, 2)).bool()
+    assert full.shape == (10, 10) and torch.all(full[~mask] == 0) and torch.all(full[mask] != 0)
+    g, b = bias.film(z).squeeze(0).chunk(2)
+    torch.testing.assert_close(full[8:, 8:], ((1 + g) * bias.blocks + b)[8:, :2])
     torch.testing.assert_close(bias(z, 7), full[:7, :7])
-    longer = bias(z, 15)  # beyond N_b·m: no bias there
-    torch.testing.assert_close(longer[:12, :12], full)
-    assert torch.all(longer[12:] == 0) and torch.all(longer[:, 12:] == 0)
-    model, x = build(), inputs(n=30)  # 30 > N_b·m = 16 tokens
+    longer = bias(z, 15)  # beyond M: no bias there
+    torch.testing.assert_close(longer[:10, :10], full)
+    assert torch.all(longer[10:] == 0) and torch.all(longer[:, 10:] == 0)
+    model, x = build(), inputs(n=30)  # 30 > M = 16 tokens
     randomise_shared(model)
     with torch.no_grad():
         assert torch.isfinite(model(task="rte", **x)).all()

@@ -27,25 +27,35 @@ def test_exact_counts_by_hand():
     ds, c = cost()
     film_d = 10 * 20 + 20  # Linear(d_z=10, 2d)
     shared = ((10 * 10 + 10) + film_d  # task transformation, conditional alignment
-              + 4 * ((2 * 4 * 4) + (10 * 8 + 8) + 2 * film_d)  # K = 4 layers: blocks + Linear(d_z, 2m) + two CLNs
-              + film_d + (10 * 3 + 3) + (3 * 10 + 10))  # conditional bottleneck in the top layer, d_s = 3
-    assert shared == 2863
+              + 4 * ((8 * 4) + (10 * 8 + 8))  # K = all 4 layers: the M × m = 8 × 4 blocks + Linear(d_z, 2m)
+              + 2 * 2 * film_d  # C = the top 2 layers: two gain-only conditional LayerNorms each
+              + (10 * 10 + 10) + film_d + (10 * 3 + 3) + (3 * 10 + 10)  # adapter layer 3: T, FiLM, D, U (d_s = 3)
+              + film_d + 2 * 10)  # its own conditional LayerNorm: generator, gain and bias
+    assert shared == 2333
     assert c.params_adapter_shared == shared
     assert c.params_adapter_per_task == 10  # one task embedding of d_z = d = 10
     heads = (10 * 2 + 2) + (10 * 1 + 1)
     assert c.params_task_specific == shared + 2 * 10 + heads
     assert c.params_total == base_params(TINY) + shared + 2 * 10 + heads
     assert c.params_per_task == [10 + 22, 10 + 11]
-    # the embedding layer and layers 0, 1 (⌊L/2⌋) frozen
-    assert c.params_trained == c.params_total - (EMBED + 2 * LAYER)
+    # the embedding layer and layer 0 (⌊L/2⌋ − 1, the released 0–4 of 12) frozen
+    assert c.params_trained == c.params_total - (EMBED + 1 * LAYER)
+
+
+def test_released_bert_base_with_the_8_glue_tasks_is_129_235_232():
+    """Issue 15: CA-MTL built as released, BERT-base, the 8 GLUE tasks, d_s = d/3 = 256."""
+    from pals_core.budget import load_model
+
+    [row] = rows(load_model("bert-base-uncased"), parse_tasks(8), methods=["ca_mtl"], location="all", d_s=256)
+    assert row.location == "all" and row.params_total == 129_235_232
 
 
 def test_paper_convention_drops_biases_only():
     _, c = cost(convention="paper")
-    shared = 10 * 10 + 10 * 20 + 4 * (2 * 16 + 10 * 8 + 2 * 10 * 20) + 10 * 20 + 10 * 3 + 3 * 10
-    assert c.params_adapter_shared == shared == 2608
+    shared = 10 * 10 + 10 * 20 + 4 * (8 * 4 + 10 * 8) + 2 * 2 * 10 * 20 + (10 * 10 + 10 * 20 + 10 * 3 + 3 * 10) + 10 * 20
+    assert c.params_adapter_shared == shared == 2108
     assert c.params_adapter_per_task == 10
-    frozen_paper = 68 * 10 + 2 * (4 * 100 + 2 * 200)
+    frozen_paper = 68 * 10 + 1 * (4 * 100 + 2 * 200)
     assert c.params_trained == c.params_total - frozen_paper
 
 
@@ -53,9 +63,10 @@ def test_flops_by_hand():
     ds, c = cost(seq_len=16)
     n = 16
     extra = (2 * 10 * 10 + 2 * 10 * 20  # z = W e (rows = 1), alignment generator
-             + 4 * (2 * 10 * 8 + 2 * 2 * 10 * 20)  # per layer: attention-bias generator, two CLN generators
-             + 2 * 10 * 20 + 2 * n * 10 * 3 * 2)  # bottleneck: FiLM generator, D and U on n tokens
-    assert extra == 6760
+             + 4 * (2 * 10 * 8)  # every layer: the attention-bias generator
+             + 2 * (2 * 2 * 10 * 20)  # the top half: two gain generators
+             + 2 * 10 * 10 + 2 * 2 * 10 * 20 + 2 * n * 10 * 3 * 2)  # adapter layer: T, FiLM + CLN₃ generators, D and U
+    assert extra == 5760
     assert c.flops_per_seq == c.flops_base_per_seq + extra
     # conditional alignment changes the embeddings per task: nothing is shared between tasks
     first_path = {t: c.flops_per_seq - 2 * 10 * 2 + 2 * 10 * t.num_labels for t in ds.tasks}
@@ -64,8 +75,8 @@ def test_flops_by_hand():
 
 def test_flops_do_not_depend_on_the_bias_layout_but_params_do():
     _, a = cost(cond_attn_max_len=8, cond_attn_blocks=2)
-    _, b = cost(cond_attn_max_len=8, cond_attn_blocks=4)  # m = 2: 4·4 weights instead of 2·16
-    assert a.params_adapter_shared - b.params_adapter_shared == 4 * ((2 * 16 - 4 * 4) + (10 * 8 + 8 - (10 * 4 + 4)))
+    _, b = cost(cond_attn_max_len=8, cond_attn_blocks=4)  # m = 2: an 8 × 2 matrix instead of 8 × 4
+    assert a.params_adapter_shared - b.params_adapter_shared == 4 * ((8 * 4 - 8 * 2) + (10 * 8 + 8 - (10 * 4 + 4)))
     assert a.flops_per_seq - b.flops_per_seq == 4 * (2 * 10 * 8 - 2 * 10 * 4)
 
 
@@ -73,8 +84,10 @@ def test_location_picks_the_conditional_layers_and_frozen_layers_are_configurabl
     _, all_ = cost()
     _, top = cost(location="top")
     assert top.layers == [2, 3]
-    per_layer = (2 * 16) + (10 * 8 + 8) + 2 * (10 * 20 + 20)
+    per_layer = (8 * 4) + (10 * 8 + 8)  # location moves the conditional attention only
     assert all_.params_adapter_shared - top.params_adapter_shared == 2 * per_layer
+    _, norms = cost(cond_norm_layers=4)  # the conditional LayerNorm has its own setting
+    assert norms.params_adapter_shared - all_.params_adapter_shared == 2 * 2 * (10 * 20 + 20)
     _, none = cost(frozen_layers=0)
     assert none.params_trained == none.params_total
     _, three = cost(frozen_layers=3, task_embedding_dim=4, cond_adapter_layers=2)
@@ -88,6 +101,7 @@ def test_location_picks_the_conditional_layers_and_frozen_layers_are_configurabl
     (dict(frozen_layers=5), "frozen_layers"), (dict(frozen_layers=-1), "frozen_layers"),
     (dict(task_embedding_dim=0), "task_embedding_dim"), (dict(cond_attn_blocks=9), "cond_attn_blocks"),
     (dict(cond_attn_max_len=0), "cond_attn_max_len"), (dict(cond_adapter_layers=5), "cond_adapter_layers"),
+    (dict(cond_norm_layers=5), "cond_norm_layers"), (dict(cond_norm_layers=-1), "cond_norm_layers"),
     (dict(d_s=None), "needs an adapter size"), (dict(location="7"), "out of range"),
 ])
 def test_bad_configs_name_the_field(kw, message):

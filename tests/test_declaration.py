@@ -118,7 +118,7 @@ def test_a_stored_run_round_trips_through_json():
 
 TASKS = {"rte": 2, "stsb": 1}
 NON_DEFAULT = dict(heads=2, n_top=2, ffn_ratio=3, per_task_pooler=True, lora_alpha=4.0, task_embedding_dim=6,
-                   frozen_layers=1, cond_attn_max_len=20, cond_attn_blocks=3, cond_adapter_layers=2)
+                   frozen_layers=1, cond_norm_layers=2, cond_attn_max_len=20, cond_attn_blocks=3, cond_adapter_layers=2)
 
 
 def _designs():

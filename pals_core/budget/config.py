@@ -58,20 +58,25 @@ class AdapterConfig:
     lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
     freeze_trunk: bool = field(default=False, metadata={
         "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
-    # --- CA-MTL (Pilault et al., ICLR 2021); method `ca_mtl` only, see pals_core/methods/ca_mtl/cost.py----------------
+    # --- CA-MTL (Pilault et al., ICLR 2021), as the authors released it; method `ca_mtl` only (pals_core/methods/ca_mtl)
+    # `location` picks the layers with conditional attention (released: all).
     task_embedding_dim: Optional[int] = field(default=None, metadata={
         "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
                 "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."})
     frozen_layers: Optional[int] = field(default=None, metadata={
-        "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen (the paper freezes "
-                "the lower half). None = ⌊L/2⌋; 0 = nothing frozen."})
+        "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen. None = ⌊L/2⌋ − 1 "
+                "(the released setting: layers 0–4 of 12); 0 = nothing frozen."})
+    cond_norm_layers: Optional[int] = field(default=None, metadata={
+        "help": "CA-MTL: how many of the top layers get the conditional LayerNorm (gain-only, both LayerNorms). "
+                "None = ⌊L/2⌋ (the released code: the top half)."})
     cond_attn_max_len: int = field(default=128, metadata={
-        "help": "CA-MTL: M, the sequence length the conditional attention bias is laid out over (block size "
-                "m = ⌈M/N_b⌉; positions ≥ N_b·m get no bias)."})
+        "help": "CA-MTL: M, the positions the block-diagonal conditional attention bias covers (an M × m matrix, "
+                "block size m = ⌈M/N_b⌉, as released; positions ≥ M get no bias)."})
     cond_attn_blocks: int = field(default=6, metadata={
-        "help": "CA-MTL: N_b, blocks of the block-diagonal conditional attention bias (N_b·m² weights per adapted layer)."})
+        "help": "CA-MTL: N_b, blocks of the block-diagonal conditional attention bias (M·m weights per layer)."})
     cond_adapter_layers: int = field(default=1, metadata={
-        "help": "CA-MTL: how many of the top layers get the conditional bottleneck of width d_s (paper: the top layer)."})
+        "help": "CA-MTL: how many of the top layers are re-initialised adapter layers with the conditional "
+                "bottleneck of width d_s and a third conditional LayerNorm (released: the top layer)."})
 
     def __post_init__(self) -> None:
         if isinstance(self.location, (str, list, tuple)):

@@ -1,26 +1,34 @@
-"""CA-MTL (Pilault, Elhattami & Pal, ICLR 2021): task-conditioned modules shared by all tasks.
+"""CA-MTL (Pilault, Elhattami & Pal, ICLR 2021) as its authors released it (CAMTL/CA-MTL): task-conditioned
+modules shared by all tasks.
 
-Each task holds one embedding e_t ∈ R^{d_z} (``adapters.<task>.embedding``); every other CA-MTL
-weight lives once in ``shared_adapter`` (``CaMtlShared``) and is conditioned on
-z = W_z e_t + b_z, computed once per forward (rows = 1). With
-FiLM(x; z) = (1 + γ) ⊙ x + β, [γ; β] = W z + b (W, b zero-initialised: identity at initialisation):
+Each task holds one embedding e_t ∈ R^{d_z} (``adapters.<task>.embedding``, N(0, std²) with std =
+``initializer_range``, 0.02 for BERT, as released); every other CA-MTL weight lives once in
+``shared_adapter`` (``CaMtlShared``) and is conditioned on z = W_z e_t + b_z, computed once per forward
+(rows = 1). With FiLM(x; c) = (1 + γ) ⊙ x + β, [γ; β] = W c + b:
 
 - conditional alignment (Sec. 2.1): E ← FiLM(E; z) on the embedding output (``adapt_embeddings``).
-- conditional attention (Sec. 2.2), layers K (``location``): the scores of every head get the
-  block-diagonal bias ⊕_b FiLM(A_b; z), A_b ∈ R^{m×m} zero-initialised, γ, β ∈ R^m shared by the rows
-  of a block; the bias covers positions < N_b·m, is cropped to shorter sequences and zero-padded for
-  longer ones (``adapt_attention_mask``).
-- conditional layer norm (Sec. 2.3), both LayerNorms of the layers K: the base γ₀, β₀ become
-  (1 + γ(z)) ⊙ γ₀ and β₀ + β(z) (``attention_norm``, ``output_norm``).
-- conditional bottleneck (Sec. 2.4), the top ``cond_adapter_layers`` layers: the FFN output y becomes
-  y + U · GELU(D · FiLM(y; z)) before the residual and LN2, D: d→d_s, U: d_s→d (U zero-initialised;
-  ``adapt_ffn_output``).
-- freezing (Sec. 3): the trunk's embedding layer and layers 0..F−1 get ``requires_grad = False`` when
-  the shared module is built (F = ``frozen_layers``, default ⌊L/2⌋).
+- conditional attention (Sec. 2.2), layers K (``location``, default all): the scores of every head get the
+  block-diagonal bias whose blocks are the row blocks of FiLM(A; z), A ∈ R^{M×m} zero-initialised, γ, β ∈ R^m
+  scaling the columns; block b is rows b·m … min((b+1)·m, M) − 1 of A and as many of its columns; the bias
+  covers positions < M, is cropped to shorter sequences and zero-padded for longer ones (``adapt_attention_mask``).
+- conditional layer norm (Sec. 2.3), both LayerNorms of the top ``cond_norm_layers`` layers (default ⌊L/2⌋):
+  gain only — the base gain w₀ becomes (1 + γ(z)) ⊙ w₀ + β(z), the bias b₀ stays (``attention_norm``,
+  ``output_norm``).
+- adapter layer (Sec. 2.4), the top ``cond_adapter_layers`` layers, re-initialised from scratch when the
+  shared module is built: with a its attention output and y its output, the layer returns
+  CLN₃(a + U · D · FiLM(y; T z)) (``adapt_layer_output``): a linear bottleneck (no activation) D: d→d_s,
+  U: d_s→d with its own transformation T: Linear(d_z, d_z) of z, a residual to the attention output, and a
+  third conditional LayerNorm with its own gain (1) and bias (0).
+- freezing (Sec. 3): the trunk's embedding layer and layers 0..F−1 get ``requires_grad = False`` when the
+  shared module is built (F = ``frozen_layers``, default ⌊L/2⌋ − 1).
+
+Initialisation (as the released model's ``init_weights``, inferred): every new ``Linear`` N(0, std²) with zero
+bias, the attention blocks A zero, CLN₃'s gain 1 and bias 0. So the model does NOT equal the base model at
+initialisation: the top layer is new and the generators are not zero. What holds instead is tested: with the
+generators zeroed every layer below the adapter layer computes exactly the base model's layer.
 
 Counts (exact, ``cost.py`` beside this file): per task d_z; shared (d_z² + d_z) + (2d·d_z + 2d)
-+ Σ_{l∈K} [N_b·m² + 2m·d_z + 2m + 2·(2d·d_z + 2d)] + |B|·[2d·d_z + 2d + 2·d·d_s + d_s + d].
-Forward FLOPs: 2·d_z² + 4d·d_z + Σ_{l∈K}(4m·d_z + 8d·d_z) + |B|·(4d·d_z + 4n·d·d_s).
++ Σ_{l∈K} [M·m + 2m·d_z + 2m] + |C|·2·(2d·d_z + 2d) + |B|·[(d_z² + d_z) + 2·(2d·d_z + 2d) + 2·d·d_s + d_s + 3d].
 """
 from __future__ import annotations
 
@@ -30,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key, zero_linear
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key
 from ...budget.models import from_hf_config
 from . import cost as spec
 
@@ -42,35 +50,67 @@ def film(gen: nn.Linear, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class ConditionalAttentionBias(nn.Module):
-    """M(z) = ⊕_{b=1..N_b} ((1 + γ) ⊙ A_b + β), A: (N_b, m, m); γ, β ∈ R^m scale/shift the columns."""
+    """M(z) = blockdiag of the row blocks of (1 + γ) ⊙ A + β, A: (M, m); γ, β ∈ R^m scale/shift the columns."""
 
-    def __init__(self, z_dim: int, blocks: int, size: int) -> None:
+    def __init__(self, z_dim: int, length: int, size: int, std: float) -> None:
         super().__init__()
-        self.blocks = nn.Parameter(torch.zeros(blocks, size, size))
-        self.film = zero_linear(nn.Linear(z_dim, 2 * size))
+        self.size = size
+        self.blocks = nn.Parameter(torch.zeros(length, size))
+        self.film = init_linear(nn.Linear(z_dim, 2 * size), std)
 
     def forward(self, z: torch.Tensor, n: int) -> torch.Tensor:
         """The (n, n) bias for a sequence of n tokens."""
         gamma, beta = film(self.film, z)
-        bias = torch.block_diag(*((1 + gamma) * self.blocks + beta))
+        full = (1 + gamma) * self.blocks + beta
+        bias = torch.block_diag(*(rows[:, :rows.shape[0]] for rows in full.split(self.size)))
         width = bias.shape[0]
         if n <= width:
             return bias[:n, :n]
         return F.pad(bias, (0, n - width, 0, n - width))
 
 
+def conditional_gain(gen: nn.Linear, z: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The gain-only conditional LayerNorm's gain (1 + γ(z)) ⊙ w₀ + β(z) (the bias b₀ is not modulated)."""
+    gamma, beta = film(gen, z)
+    return (1 + gamma) * weight + beta
+
+
 class ConditionalBottleneck(nn.Module):
-    """y + U · GELU(D · FiLM(y; z))."""
+    """U · D · FiLM(y; T z): linear, its own transformation T of z."""
 
     def __init__(self, z_dim: int, d: int, s: int, std: float) -> None:
         super().__init__()
-        self.film = zero_linear(nn.Linear(z_dim, 2 * d))
+        self.transform = init_linear(nn.Linear(z_dim, z_dim), std)
+        self.film = init_linear(nn.Linear(z_dim, 2 * d), std)
         self.down = init_linear(nn.Linear(d, s), std)
-        self.up = zero_linear(nn.Linear(s, d))
+        self.up = init_linear(nn.Linear(s, d), std)
 
     def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        gamma, beta = film(self.film, z)
-        return y + self.up(F.gelu(self.down((1 + gamma) * y + beta)))
+        gamma, beta = film(self.film, self.transform(z))
+        return self.up(self.down((1 + gamma) * y + beta))
+
+
+class AdapterNorm(nn.Module):
+    """CLN₃: a LayerNorm with its own gain and bias whose gain is modulated by z (gain only)."""
+
+    def __init__(self, z_dim: int, d: int, eps: float, std: float) -> None:
+        super().__init__()
+        self.LayerNorm = nn.LayerNorm(d, eps=eps)  # its gain (1) and bias (0): LayerNorm parameters to the paper convention
+        self.film = init_linear(nn.Linear(z_dim, 2 * d), std)
+
+    def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        norm = self.LayerNorm
+        return F.layer_norm(x, norm.normalized_shape, conditional_gain(self.film, z, norm.weight), norm.bias, norm.eps)
+
+
+def reinitialise(layer: nn.Module, std: float) -> None:
+    """BERT's initialisation of a fresh layer: Linear weights N(0, std²), biases 0, LayerNorms (1, 0)."""
+    for module in layer.modules():
+        if isinstance(module, nn.Linear):
+            init_linear(module, std)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
 
 
 class CaMtlShared(nn.Module):
@@ -80,19 +120,24 @@ class CaMtlShared(nn.Module):
         super().__init__()
         cfg, shape = ctx.adapter, from_hf_config(ctx.base_config.to_dict())
         d, z, std = ctx.hidden, spec.z_dim(shape, cfg), ctx.std
+        eps = ctx.eps
         self.z_dim = z
         self.conditional_layers: tuple[int, ...] = tuple(ctx.layers)
+        self.norm_layers: tuple[int, ...] = spec.norm_layers(shape, cfg)
         self.bottleneck_layers: tuple[int, ...] = spec.bottleneck_layers(shape, cfg)
         self.frozen_layers = spec.frozen_layers(shape, cfg)
         self.transform = init_linear(nn.Linear(z, z), std)
-        self.alignment = zero_linear(nn.Linear(z, 2 * d))
+        self.alignment = init_linear(nn.Linear(z, 2 * d), std)
         size = spec.block_size(cfg)
-        self.attention = nn.ModuleDict({layer_key(i): ConditionalAttentionBias(z, cfg.cond_attn_blocks, size)
+        self.attention = nn.ModuleDict({layer_key(i): ConditionalAttentionBias(z, cfg.cond_attn_max_len, size, std)
                                         for i in self.conditional_layers})
-        self.norm_attention = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(z, 2 * d)) for i in self.conditional_layers})
-        self.norm_output = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(z, 2 * d)) for i in self.conditional_layers})
+        self.norm_attention = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers})
+        self.norm_output = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers})
         self.bottleneck = nn.ModuleDict({layer_key(i): ConditionalBottleneck(z, d, cfg.d_s, std)
                                          for i in self.bottleneck_layers})
+        self.adapter_norm = nn.ModuleDict({layer_key(i): AdapterNorm(z, d, eps, std) for i in self.bottleneck_layers})
+        for i in self.bottleneck_layers:  # the released adapter layer starts from scratch, not from the checkpoint
+            reinitialise(ctx.family.layers[i], std)
         freeze_lower(ctx.family, self.frozen_layers)
 
 
@@ -114,11 +159,13 @@ class CaMtlAdapter(TaskAdapter):
         if not isinstance(ctx.shared, CaMtlShared):
             raise ValueError("ca_mtl task adapters need the shared CA-MTL module (model.shared_adapter)")
         shared = ctx.shared
-        super().__init__(sorted(set(shared.conditional_layers) | set(shared.bottleneck_layers)))
-        # e_t ~ N(0, 1) like nn.Embedding, stored as one row (1, d_z) so the transformation is a matmul with rows = 1
-        self.embedding = nn.Parameter(torch.randn(1, shared.z_dim))
+        super().__init__(sorted(set(shared.conditional_layers) | set(shared.norm_layers) | set(shared.bottleneck_layers)))
+        # e_t ~ N(0, std²) (the released nn.Embedding under BERT's init), one row (1, d_z): the transformation is a
+        # matmul with rows = 1
+        self.embedding = nn.Parameter(torch.randn(1, shared.z_dim) * ctx.std)
         self._shared = (shared,)  # a plain reference: the shared weights are registered once, on the model
         self._z: Optional[torch.Tensor] = None
+        self._attention_out: dict[int, torch.Tensor] = {}
 
     @property
     def shared(self) -> CaMtlShared:
@@ -150,21 +197,26 @@ class CaMtlAdapter(TaskAdapter):
         return mask + bias
 
     def _conditional_norm(self, gens: nn.ModuleDict, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-        if i not in self.shared.conditional_layers:
+        if i not in self.shared.norm_layers:
             return norm(x)
-        gamma, beta = film(gens[layer_key(i)], self._condition())
-        return F.layer_norm(x, norm.normalized_shape, (1 + gamma) * norm.weight, norm.bias + beta, norm.eps)
+        gain = conditional_gain(gens[layer_key(i)], self._condition(), norm.weight)
+        return F.layer_norm(x, norm.normalized_shape, gain, norm.bias, norm.eps)
 
     def attention_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-        return self._conditional_norm(self.shared.norm_attention, i, norm, x)
+        a = self._conditional_norm(self.shared.norm_attention, i, norm, x)
+        if i in self.shared.bottleneck_layers:
+            self._attention_out[i] = a  # the adapter layer's residual (read by adapt_layer_output)
+        return a
 
     def output_norm(self, i: int, norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
         return self._conditional_norm(self.shared.norm_output, i, norm, x)
 
-    def adapt_ffn_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
+    def adapt_layer_output(self, i: int, y: torch.Tensor) -> torch.Tensor:
         if i not in self.shared.bottleneck_layers:
             return y
-        return self.shared.bottleneck[layer_key(i)](self._condition(), y)
+        key, z = layer_key(i), self._condition()
+        a = self._attention_out.pop(i)
+        return self.shared.adapter_norm[key](z, a + self.shared.bottleneck[key](z, y))
 
 
 ADAPTERS = (AdapterSpec("ca_mtl", CaMtlAdapter, build_shared=CaMtlShared),)
