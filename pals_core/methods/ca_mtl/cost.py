@@ -49,7 +49,7 @@ from __future__ import annotations
 from ...budget.activations import ActivationHooks, Sym
 from ...budget.config import AdapterConfig
 from ...budget.families import get_family
-from ...budget.method import Method, Part, linear, mm
+from ...budget.method import Method, Part, layer_norm, linear, mm
 from ...budget.models import BaseModel
 from ...budget.poly import Poly, S
 
