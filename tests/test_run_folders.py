@@ -216,7 +216,7 @@ def test_resume_from_damaged_files_is_one_line_exit_2(tmp_path, cache, capsys):
     assert rc == 0, err
     cfg = json.loads((out / "config.json").read_text())
     latest = json.loads((out / "checkpoints" / "latest.json").read_text())["dir"]
-    for victim in ("shared.safetensors", "optimizer.pt", "config"):
+    for victim in ("shared.safetensors", "optimizer.pt", "config", "latest"):
         copy = tmp_path / f"copy-{victim}"
         shutil.copytree(out, copy)
         (copy / "summary.json").unlink()
@@ -224,11 +224,14 @@ def test_resume_from_damaged_files_is_one_line_exit_2(tmp_path, cache, capsys):
         (copy / "progress.json").write_text(json.dumps({**progress, "status": "stopped"}))
         if victim == "config":
             (copy / "config.json").write_text("{}")
+        elif victim == "latest":
+            (copy / "checkpoints" / "latest.json").write_text('{"step": 4')
         else:
             f = copy / "checkpoints" / latest / victim
             f.write_bytes(f.read_bytes()[: f.stat().st_size // 3])
         line = one_line(*cli(["--resume", "--out", copy, "--no-progress"], capsys))
-        assert (str(copy / "config.json") if victim == "config" else latest) in line, line
+        assert {"config": str(copy / "config.json"), "latest": "latest.json"}.get(victim, latest) in line, line
+        assert (copy / "checkpoints" / latest / "state.json").is_file()  # nothing pruned on the way out
         assert json.loads((copy / "config.json").read_text()) == ({} if victim == "config" else cfg)
 
 

@@ -89,12 +89,19 @@ class Checkpoints:
         self.best_file = self.root / "best.json"
 
     def latest(self) -> Optional[Path]:
+        """The checkpoint to resume from; None before the first one. ``CheckpointDamaged`` if latest.json cannot be
+        read or names no checkpoint here (a resume must never start over silently, nor prune what it lost track of)."""
         try:
             info = read_json(self.latest_file)
-        except (FileNotFoundError, json.JSONDecodeError):
+        except FileNotFoundError:
             return None
-        folder = self.root / info["dir"]
-        return folder if (folder / STATE_FILE).is_file() else None
+        except (OSError, ValueError) as e:
+            raise CheckpointDamaged(f"{self.latest_file} cannot be read ({type(e).__name__}); the run cannot tell "
+                                    "which checkpoint to continue from") from None
+        name = info.get("dir") if isinstance(info, dict) else None
+        if not isinstance(name, str) or not STEP_DIR.match(name) or not (self.root / name / STATE_FILE).is_file():
+            raise CheckpointDamaged(f"{self.latest_file} names no checkpoint in {self.root} ({name!r})")
+        return self.root / name
 
     def best(self) -> Optional[dict]:
         try:
