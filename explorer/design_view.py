@@ -141,7 +141,8 @@ def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]
 
 
 def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: list[recommend.Pick],
-                        measured: Mapping[Key, recommend.Score]) -> None:
+                        measured: Mapping[Key, recommend.Score], link_for=None) -> None:
+    """``link_for(design label)``: the page's address showing that design's measured results (Runs & measured)."""
     rank = {p.key: i + 1 for i, p in enumerate(picks)}
     how = st.selectbox("Sort by", list(SORTS), format_func=SORTS.get, key="sort")
     ordered = sort_costs(costs, how, inp, rank)
@@ -149,6 +150,9 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
     frame = figures.table_frame(ordered, inp.budget, rank, {k: s.text() for k, s in measured.items()}, first_fit)
+    if link_for is not None:  # a design's row links to its measured results, where they exist
+        frame.insert(frame.columns.get_loc("measured dev avg") + 1, "measured results",
+                     [link_for(d) if key_of(c) in measured else None for d, c in zip(frame["design"], ordered)])
     st.dataframe(frame, hide_index=True, width="stretch", key="main_table", column_config={
         "rank": st.column_config.TextColumn(help="The recommendation's ranking: each method's largest fitting design"),
         "% of budget used": st.column_config.ProgressColumn(format="%.1f%%", min_value=0.0, max_value=100.0),
@@ -156,6 +160,7 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
         "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
         "total × base": st.column_config.NumberColumn(format="%.4f"),
         "FLOPs × base": st.column_config.NumberColumn(format="%.4f"),
+        "measured results": st.column_config.LinkColumn(display_text="open", help="This design's finished runs"),
     })
     st.download_button("Download the table (CSV)", data=lambda: frame.to_csv(index=False), file_name="pals-designs.csv",
                        mime="text/csv", key="csv", on_click="ignore")

@@ -11,6 +11,7 @@ import importlib
 import logging
 import os
 from typing import Optional
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -138,7 +139,8 @@ def main() -> None:
     if view in NEEDS_DESIGN and chosen is None:
         st.info("Fix the question in the sidebar to see this view.")
     elif view == "designs":
-        _guard("The design table", design_view.render_designs_view, inp, costs, chosen, picks, scores)
+        _guard("The design table", design_view.render_designs_view, inp, costs, chosen, picks, scores,
+               lambda design: "?" + urlencode(address.to_query(raw, "runs", design)))
     elif view == "sizes":
         _guard("The size plot", design_view.render_sizes_view, inp, costs, chosen)
     elif view == "scaling":

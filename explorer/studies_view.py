@@ -26,6 +26,26 @@ def _storage(url: str):
     return open_storage(url, heartbeat=None, create=False)
 
 
+def settings_line(attrs: dict) -> str:
+    """A study's fixed settings (``studies.settings``, stored in the study) in one line a person can read."""
+    from studies.settings import SETTINGS_ATTR, StudySettings
+
+    if SETTINGS_ATTR not in attrs:
+        return "This study holds no PALs settings (not made by `pals-study`)."
+    s = StudySettings.from_dict(attrs[SETTINGS_ATTR])
+    model = {None: "embedded MiniLM", "tiny": "tiny random BERT"}.get(s.model, s.model)
+    train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
+    dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
+    methods = ", ".join(s.methods) if s.methods else "every method"
+    return (f"**{s.definition}** on **{model}** · tasks **{', '.join(s.tasks)}** · budget **{s.budget_obj().describe()}** · "
+            f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, lr {s.lr:g}, "
+            f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}")
+
+
+def render_settings(study) -> None:
+    st.markdown("**Settings** (fixed for every trial; workers that join inherit them): " + settings_line(study.user_attrs))
+
+
 def render(storage_url: str) -> None:
     """Pick a study in ``storage_url``; show its counts, leaderboard and figures."""
     st.subheader("Optuna studies")
@@ -51,6 +71,7 @@ def render(storage_url: str) -> None:
         return
     if st.button("Refresh", key="studies_view_refresh"):
         st.rerun()
+    render_settings(study)
     s = report.summary(study)
     c = s["counts"]
     cols = st.columns(5)

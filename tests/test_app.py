@@ -541,3 +541,44 @@ def test_studies_view_reads_the_storage_from_the_environment(app, tmp_path):
     app.text_input(key="study_storage").set_value(url + " ").run()  # a new value: the view reads the storage again
     assert not page_errors(app)
     assert "explorer-test" in app.selectbox(key="studies_view_study").options
+    assert any("holds no PALs settings" in m.value for m in app.markdown)
+
+
+def test_studies_view_shows_a_studys_settings(app):
+    import optuna
+    from studies.settings import SETTINGS_ATTR, StudySettings
+    show(app, "studies")
+    url = os.environ["PALS_STUDY_STORAGE"]
+    study = optuna.create_study(storage=url, study_name="with-settings")
+    settings = StudySettings(definition="design", tasks=["rte", "stsb"], model="tiny", steps=30, methods=["pals", "lora"])
+    study.set_user_attr(SETTINGS_ATTR, settings.as_dict())
+    app.text_input(key="study_storage").set_value(url + " ").run()
+    app.selectbox(key="studies_view_study").set_value("with-settings").run()
+    line = next(m.value for m in app.markdown if m.value.startswith("**Settings**"))
+    assert "**design** on **tiny random BERT**" in line and "tasks **rte, stsb**" in line and "30 steps" in line
+    assert "≤ 1.1× the base model" in line and "searched: pals, lora" in line
+
+
+def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
+    """A finished run of the question's model and tasks: its score enters the ranking, its row links to it, and the
+    measured plot draws it (0–100) beside the majority-class reference from the GLUE files."""
+    from explorer import measured
+    run = runs_dir / "done"
+    run.mkdir(parents=True)
+    config = TrainConfig(tasks=["rte", "mrpc"], adapter=AdapterConfig(method="lhuc", location="all"), model="tiny")
+    (run / "summary.json").write_text(json.dumps({"config": config.as_dict(), "average": 0.612, "scores": {},
+                                                  "steps": 40, "params": {"task_specific": 12345}}))
+    app.sidebar.selectbox(key="model").set_value(TINY).run()
+    app.sidebar.multiselect(key="glue_tasks").set_value(["rte", "mrpc"]).run()
+    answer = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))
+    assert answer.startswith("**Recommended:** **lhuc @ all**") and "61.2 (1 run)" in answer
+    table = table_with(app, "measured results")
+    row = table[table["design"] == "lhuc @ all"].iloc[0]
+    assert row["measured dev avg"] == "61.2 (1 run)" and row["rank"] == "1"
+    assert "view=runs" in row["measured results"] and "design=lhuc+%40+all" in row["measured results"]
+    assert table[table["design"] != "lhuc @ all"]["measured results"].isna().all()
+    show(app, "runs")
+    pts = [(t["name"], t["x"], t["y"]) for t in fig(app, "fig_measured")["data"] if t["x"] and t["x"][0] is not None]
+    assert pts == [("lhuc", [12345], [pytest.approx(61.2)])]
+    majority = measured.majority_average(["rte", "mrpc"], str(glue_dir))
+    assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
