@@ -44,13 +44,15 @@ def server_side(reps: int) -> None:
 
     inner = page.main
     times: list[float] = []
+    cpu: list[float] = []  # the script thread's own CPU time: what an idle machine's wall time would be
 
     def timed() -> None:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         try:
             inner()
         finally:
             times.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
 
     page.main = timed
     try:
@@ -60,16 +62,17 @@ def server_side(reps: int) -> None:
         k = 0
         for view in VIEWS:
             at.segmented_control(key="view").set_value(view).run()
-            new, seen = [], []
+            new, seen, new_cpu = [], [], []
             for _ in range(reps):
                 k += 1
                 at.sidebar.text_input(key="budget_ratio").set_value(f"{1.05 + 0.001 * k:.3f}").run()
                 new.append(times[-1])
+                new_cpu.append(cpu[-1])
                 at.run()
                 seen.append(times[-1])
             assert not at.exception, at.exception
-            print(f"redraw, view {view:<10} new budget (cache miss)          : {med(new):7.1f} ms   "
-                  f"same question: {med(seen):6.1f} ms   (median of {reps})")
+            print(f"redraw, view {view:<10} new budget: {med(new):6.1f} ms wall, {med(new_cpu):5.1f} ms CPU   "
+                  f"same question: {med(seen):5.1f} ms wall   (median of {reps})")
     finally:
         page.main = inner
 
@@ -156,6 +159,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("PALS_RUNS_DIR", tempfile.mkdtemp(prefix="bench-app-runs-"))
     os.environ.setdefault("PALS_STUDY_STORAGE", f"sqlite:///{tempfile.mkdtemp()}/none.db")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     server_side(args.reps)
     if not args.no_browser:
         browser(args.browser_reps)
