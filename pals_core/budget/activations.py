@@ -89,6 +89,13 @@ class Trace:
         self.batch, self.seq_len, self.cond = batch, seq_len, cond
         self.tokens = batch * seq_len
         self.saved: dict[int, Sym] = {}
+        self.work: list[tuple] = []  # what each op computes, for the time model (``budget.timing``)
+
+    def log(self, kind: str, *args) -> None:
+        """One op's work: ("mm", rows, x_bytes, out, dx, dw) · ("ew", bytes, fwd passes, bwd passes, grad)
+        · ("special", bytes, grad) · ("rng", bytes) · ("attn", kernel, heads, width, grad)
+        · ("embed", table_rows, width, trains)."""
+        self.work.append((kind, *args))
 
     # --- bookkeeping -------------------------------------------------------------------------------
     def new(self, elements: Number, grad: bool, *, item_bytes: Optional[int] = None, name: str = "") -> Sym:
@@ -113,6 +120,7 @@ class Trace:
         """y = x Wᵀ + b with ``out`` output features over ``rows`` rows (default B·n). ``weight``: a computed
         (non-parameter) weight; otherwise W is a parameter that requires grad iff ``trains``."""
         w_grad = weight.grad if weight is not None else trains
+        self.log("mm", self.tokens if rows is None else rows, x.nbytes, Poly.of(out), x.grad, w_grad)
         if w_grad:
             self.save(x)
         if weight is not None and x.grad:
@@ -122,12 +130,14 @@ class Trace:
     def layer_norm(self, x: Sym, trains: bool, *, rows: Optional[int] = None, weight: Optional[Sym] = None,
                    bias: Optional[Sym] = None) -> Sym:
         grad = x.grad or trains or bool(weight and weight.grad) or bool(bias and bias.grad)
+        self.log("ew", x.nbytes, 2, 4, grad)
         if grad:
             r = self.tokens if rows is None else rows
             self.save(x, self.new(r, True), self.new(r, True), weight, bias)
         return Sym(x.nbytes, grad)
 
     def gelu(self, x: Sym) -> Sym:
+        self.log("special", x.nbytes, x.grad)
         if x.grad:
             self.save(x)
         return Sym(x.nbytes, x.grad)
@@ -135,16 +145,20 @@ class Trace:
     def saves_output(self, x: Sym) -> Sym:
         """tanh, sigmoid, softmax: the output is kept."""
         y = Sym(x.nbytes, x.grad)
+        self.log("special", x.nbytes, x.grad)
         if x.grad:
             self.save(y)
         return y
 
     def add(self, *xs: Optional[Sym]) -> Sym:
         xs = [x for x in xs if x is not None]
+        if len(xs) > 1:
+            self.log("ew", max((x.nbytes for x in xs), key=lambda p: (p.a, p.b, p.c)), 3, 0, False)
         return Sym(max((x.nbytes for x in xs), key=lambda p: (p.a, p.b, p.c)), any(x.grad for x in xs))
 
     def mul(self, x: Sym, s: Sym, *, s_is_param: bool = False, out: Optional[Poly] = None) -> Sym:
         """x ⊙ s (broadcast): x kept if s requires grad, s kept (unless a parameter) if x does."""
+        self.log("ew", x.nbytes if out is None else out, 3, 3 * (x.grad + s.grad), x.grad or s.grad)
         if s.grad:
             self.save(x)
         if x.grad and not s_is_param:
@@ -154,6 +168,8 @@ class Trace:
     def dropout(self, x: Sym, p: float) -> Sym:
         if p == 0.0:
             return x
+        self.log("rng", x.nbytes)
+        self.log("ew", x.nbytes, 6, 3, x.grad)  # mask /= 1 − p, x ⊙ mask; backward: grad ⊙ mask
         if x.grad:
             elements = x.nbytes * 1  # same shape as x
             if self.cond.backend == "cuda":  # bool mask
@@ -163,7 +179,8 @@ class Trace:
                 self.save(Sym(elements, True))
         return Sym(x.nbytes, x.grad)
 
-    def embedding(self, ids: Sym, width: Number, trains: bool) -> Sym:
+    def embedding(self, ids: Sym, width: Number, trains: bool, table_rows: int = 0) -> Sym:
+        self.log("embed", table_rows, Poly.of(width), trains)
         if trains:
             self.save(ids)
         return self.tokens_by(width, trains)
@@ -174,10 +191,12 @@ class Trace:
         as the next linear reads it. ``packed``: q, k, v are views of one fused (B, n, 3·width) projection."""
         b, n, tr = self.batch, self.seq_len, self
         grad = q.grad or k.grad or v.grad or mask_grad
+        math_kernel = self.cond.attention == "eager" or mask_grad or (dropout > 0 and self.cond.backend == "cpu")
+        kernel = "flash" if not math_kernel else ("eager" if self.cond.attention == "eager" else "math")
+        self.log("attn", kernel, heads, Poly.of(width), grad, dropout)
         if not grad:
             return tr.tokens_by(width, False)
         scores = b * heads * n * n
-        math_kernel = self.cond.attention == "eager" or mask_grad or (dropout > 0 and self.cond.backend == "cpu")
         if not math_kernel:
             out = tr.tokens_by(width, True)
             if self.cond.backend == "cuda":  # memory-efficient kernel: lse padded to 32 rows (estimate)
@@ -199,8 +218,9 @@ class Trace:
         probs = tr.new(scores, True)
         self.save(probs)  # softmax keeps its output
         dropped = probs
-        if dropout > 0:
-            dropped = self.dropout(probs, dropout)
+        if dropout > 0:  # its work is in the "attn" record
+            self.save(Sym(Poly.of(scores) * (1 if self.cond.backend == "cuda" else self.cond.float_bytes), True))
+            dropped = Sym(probs.nbytes, True)
         if dropped.grad:
             self.save(v2)
         if v2.grad:

@@ -74,8 +74,8 @@ def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, po
     ids = tr.new(tr.tokens, False, item_bytes=INT64)
     types = tr.new(tr.tokens, False, item_bytes=INT64)
     positions = tr.new(m.positions, False, item_bytes=INT64)  # a view of the (1, P) position_ids buffer
-    x = tr.add(tr.embedding(ids, d, emb), tr.embedding(types, d, emb))
-    x = tr.add(x, tr.embedding(positions, d, emb))
+    x = tr.add(tr.embedding(ids, d, emb, m.vocab), tr.embedding(types, d, emb, m.token_types))
+    x = tr.add(x, tr.embedding(positions, d, emb, m.positions))
     h = hooks.adapt_embeddings(tr.dropout(tr.layer_norm(x, emb), c.hidden_dropout))
     plain = ActivationHooks(tr, m, hooks.cfg, (), None)
     for i in range(m.layers):
@@ -85,15 +85,20 @@ def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, po
     return tr.linear(tr.dropout(pooled, c.head_dropout), 1, True, rows=tr.batch)
 
 
-def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
-    """Bytes autograd saves in one training-mode forward of ``ds``'s first task, as a polynomial in d_s."""
+def trace_forward(ds, batch: int, cond: Conditions) -> Trace:
+    """The symbolic training-mode forward of ``ds``'s first task on ``batch`` sequences (memory and time read it)."""
     tr = Trace(batch, ds.seq_len, cond)
     make = ds.method.activations or ActivationHooks
     size = S if ds.method.sized else None
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
     pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
     bert_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains)
-    return tr.total
+    return tr
+
+
+def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
+    """Bytes autograd saves in one training-mode forward of ``ds``'s first task, as a polynomial in d_s."""
+    return trace_forward(ds, batch, cond).total
 
 
 # ----------------------------------------------------------------------------------- parameters
