@@ -28,6 +28,7 @@ from transformers import BertConfig  # noqa: E402
 from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
 from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
 from pals_core.budget.activations import Conditions  # noqa: E402
+from pals_core.budget.config import design_label  # noqa: E402
 from pals_core.budget.memory import memory_train  # noqa: E402
 from pals_core.budget.timing import step_seconds  # noqa: E402
 from pals_core.calibrate import measure  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> None:
         ds = design(shape, tasks, cfg, seq_len=n)
         torch.manual_seed(0)
         model = MultiTaskBert.from_base_config(hf, cfg, {t.name: t.num_labels for t in tasks}).train()
-        entries.append(dict(label=cfg.label, d_s=row.d_s, ds=ds, model=model, flops=row.flops_per_seq,
+        entries.append(dict(label=design_label(method, loc), d_s=row.d_s, ds=ds, model=model, flops=row.flops_per_seq,
                             predicted=step_seconds(ds, row.d_s, B, cond, profile), times=[]))
     base = entries[0]
     inputs = batch_inputs(base["model"], B, n)

@@ -77,9 +77,30 @@ class Conditions:
     def from_hf_config(cls, config: dict, **kw) -> "Conditions":
         """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model."""
         impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
+        if impl not in ("sdpa", "eager"):
+            impl = "sdpa"
         return cls(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
                    attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
                    classifier_dropout=config.get("classifier_dropout"), attention=impl, **kw)
+
+
+def _for_model(cls, spec: str) -> "Conditions":
+    """The conditions of ``--model`` (a preset: BERT's dropout 0.1 and sdpa; a config.json: what it says)."""
+    import json
+    import os
+
+    path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
+    if not (path.endswith(".json") and os.path.isfile(path)):
+        return cls()
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return cls()
+    return cls.from_hf_config(config) if isinstance(config, dict) else cls()
+
+
+Conditions.for_model = classmethod(_for_model)
 
 
 class Trace:

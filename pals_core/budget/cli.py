@@ -10,8 +10,10 @@ import sys
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
+from .activations import Conditions
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params
 from .flags import add_flags, given_values
+from .machine import Machine
 from .methods import METHODS, get_method
 from .models import DEFAULT_MODEL, PRESETS, load_model
 from .paper import paper_reproduction
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", default="8", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8)")
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
+    add_flags(p, Machine, title="machine (memory, SPEC §9; step time, SPEC §10)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument("--seq-len", default=str(DEFAULT_SEQ_LEN), metavar="n", help=f"tokens per sequence for FLOPs (default {DEFAULT_SEQ_LEN})")
     p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
@@ -46,17 +49,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _gib(n) -> str:
+    return "—" if n is None else f"{n / 2 ** 30:.2f}"
+
+
 def _table(costs, header: str) -> str:
-    cols = ["method", "location", "d_s", "params/task", "extra total", "× BERT", "FLOPs × base", "all tasks GFLOPs", "fits"]
+    cols = ["method", "location", "d_s", "params/task", "extra total", "× BERT", "FLOPs × base", "all tasks GFLOPs",
+            "train GiB", "act. GiB", "serve GiB", "step s", "step × base", "binds", "fits"]
     lines = []
     for c in costs:
         per_task = round(c.largest_task_share)
+        mem = c.memory_train or {}
         lines.append([
             c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), f"{per_task:,}", f"{c.params_task_specific:,}",
             f"{c.ratio:.4f}", f"{c.flops_per_seq / c.flops_base_per_seq:.3f}", f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
-            "yes" if c.feasible else "NO"])
+            _gib(mem.get("total")), _gib(mem.get("activations")), _gib(c.memory_infer),
+            "—" if c.time_step_s is None else f"{c.time_step_s:.4g}", "—" if c.time_ratio is None else f"{c.time_ratio:.3f}",
+            c.binding or "—", "yes" if c.feasible else "NO"])
     widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(cols)]
-    right = {2, 3, 4, 5, 6, 7}
+    right = set(range(2, 13))
     fmt = lambda r: "  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
     return "\n".join([header, fmt(cols), fmt(["-" * w for w in widths]), *map(fmt, lines)])
 
@@ -101,8 +112,11 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         methods = [name for name, m in METHODS.items() if m.within]
     if budget is None and d_s is None and (methods is None or any(get_method(m).sized for m in methods)):
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
+    machine = Machine(**given_values(args, Machine))
+    machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
     costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, adapter=template,
-                 seq_len=seq_len, convention=args.convention)
+                 seq_len=seq_len, convention=args.convention, machine=machine,
+                 model_conditions=Conditions.for_model(args.model))
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
@@ -114,12 +128,17 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             "convention": args.convention,
             "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
             "seq_len": seq_len,
+            "machine": {"batch": machine.batch, "device": machine.profile().name, "precision": machine.precision,
+                        "memory": machine.memory_bytes, "max_slowdown": machine.max_slowdown},
             "rows": [c.as_row() for c in costs],
             "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
         }, indent=2)
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-              f"budget {budget.describe(n_base) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs")
+              f"budget {budget.describe(n_base) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
+              f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
+              + (f" · memory ≤ {machine.memory}" if machine.memory else "")
+              + (f" · step ≤ {machine.max_slowdown:g}× base" if machine.max_slowdown else ""))
     return _table(sort_rows(costs), header) + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
 
 

@@ -154,6 +154,12 @@ class Cost:
     flops_train_step_per_seq: int = 0
     slack: Optional[float] = None  # budget left over (parameters); None without a budget
     layers: list = field(default_factory=list)
+    # on a machine (SPEC §9–10, ``budget.machine``): bytes of one training step, of serving, seconds of a step
+    memory_train: Optional[dict] = None  # {weights, gradients, optimizer, activations, total}
+    memory_infer: Optional[int] = None
+    time_step_s: Optional[float] = None
+    time_ratio: Optional[float] = None  # step time / the base model's with one task head
+    binding: Optional[str] = None  # the constraint that sets d_s (params, memory, time) or that a fixed design breaks
 
     @property
     def largest_task_share(self) -> float:

@@ -14,7 +14,8 @@ Serving (``memory_infer``): weights + the activation bytes live at the peak of `
 mode — the hidden states every task reads (the shared prefix's output) plus the largest working set of one
 layer (attention: its input, q, k, v and the context, with the B·h·n² scores twice under eager attention; FFN:
 its input, the attention output and two B·n·d_ff tensors) plus the logits — an estimate (the allocator's
-temporaries are not modelled), within 25 % of the measured peak (``tests/test_memory.py``).
+temporaries are not modelled), within 25 % of the measured peak (``tests/test_memory.py``). Adapted layers keep
+four more (B, n, d) tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
 
 bf16 / mixed precision (``precision="bf16"``): an estimate. Autocast keeps fp32 master weights, gradients
 and AdamW state; matmul outputs, and so most saved activations, are bf16 (2 bytes) while LayerNorm
@@ -127,3 +128,25 @@ def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) ->
     optimizer = 2 * FP32 * cost.params_trained + FP32 * trainable_tensors(ds)
     activations = activation_bytes(ds, batch, cond)(s or 0)
     return MemoryTrain(weights, gradients, optimizer, activations, weights + gradients + optimizer + activations)
+
+
+def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
+    """The activations live at the peak of ``predict_all`` in inference mode (an estimate, see the module docstring):
+    the (B, n, d) hidden states every task reads, plus the largest working set of one layer — attention: its input,
+    q, k, v and the context (eager: + the B·h·n² scores twice); FFN: its input, the attention output and the two
+    (B, n, d_ff) tensors (+ 4 (B, n, d) tensors in adapted layers) — plus the logits of every task. Within 25 % of
+    the measured peak (``memory_probe.inference_peak_bytes``, ``tests/test_memory.py``)."""
+    m, n = ds.model, ds.seq_len
+    tokens, fb = batch * n, cond.float_bytes
+    attention = 5 * tokens * m.hidden + (2 * batch * m.heads * n * n if cond.attention == "eager" else 0)
+    ffn = 2 * tokens * m.hidden + 2 * tokens * m.intermediate
+    if ds.layers:  # an adapted layer (a Python copy of the HF layer) keeps q, k, v, the context and y alive to its end
+        ffn += 4 * tokens * m.hidden
+    logits = batch * sum(t.num_labels for t in ds.tasks)
+    return fb * (tokens * m.hidden + max(attention, ffn) + logits)
+
+
+def memory_infer(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> int:
+    """Serving memory of ``predict_all`` over the T tasks on B × n: weights (at the activations' precision) + the
+    activations live at its peak."""
+    return (cond.float_bytes * cost.params_total) + inference_activation_bytes(ds, batch, cond)

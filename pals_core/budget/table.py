@@ -4,10 +4,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
+from .activations import Conditions
 from .config import AdapterConfig, design_label
 from .costs import DEFAULT_SEQ_LEN, Cost, Design, design
 from .methods import METHODS, get_method
 from .models import BaseModel
+from .machine import Machine, constrain
 from .solver import Budget, at_size, solve
 from .tasks import Task
 
@@ -58,8 +60,13 @@ def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convent
 
 def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
          location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
-         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", **adapter_fields) -> Rows:
+         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", machine: Optional[Machine] = None,
+         model_conditions: Optional[Conditions] = None, **adapter_fields) -> Rows:
     """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.
+
+    With a ``machine`` (``budget.machine.Machine``) each row also holds its training and serving memory and its step
+    time on that machine, and the solver keeps d_s within the machine's memory and step-time budgets too
+    (``model_conditions``: the model's dropout and attention implementation; BERT's defaults when None).
 
     ``adapter`` (or ``AdapterConfig`` fields as keywords, e.g. ``heads=6``) holds the design settings every row
     shares; each row replaces its method, location and size. Sizeless methods need neither a budget nor a size.
@@ -75,11 +82,13 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
         method = get_method(name)
         size = d_s if method.sized else None
         cfg = replace(template, method=name, d_s=size, location=loc)
+        solved = size is None and method.sized
         try:
-            if size is None and method.sized:
-                out.append(solve(_design(model, tasks, cfg, convention, seq_len, False), budget))
-            else:
-                out.append(at_size(_design(model, tasks, cfg, convention, seq_len, True), size, budget))
+            ds = _design(model, tasks, cfg, convention, seq_len, not solved)
+            cost = solve(ds, budget) if solved else at_size(ds, size, budget)
+            if machine is not None:
+                cost = constrain(cost, ds, machine, model_conditions or Conditions(), solved=solved)
+            out.append(cost)
         except ValueError as e:
             out.refused.append((design_label(name, loc if method.within else None), str(e)))
     return out

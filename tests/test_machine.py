@@ -1,0 +1,156 @@
+"""Memory and step time on a machine (SPEC §9–10): budgets in the solver, the CLI's table and JSON, device profiles,
+pals-calibrate, bad input (exit 2, one line)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from transformers import BertConfig
+
+from pals_core import AdapterConfig, MultiTaskBert
+from pals_core.budget import Budget, load_model, parse_tasks, rows
+from pals_core.budget.cli import main, run
+from pals_core.budget.machine import Machine, parse_memory
+from pals_core.budget.timing import DeviceProfile, builtin_devices, load_profile
+from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+
+torch.set_num_threads(1)
+
+
+def test_memory_sizes():
+    assert parse_memory("24GB") == 24e9 and parse_memory("24GiB") == 24 * 2 ** 30 and parse_memory("512 MB") == 512e6
+    assert parse_memory("1.5e10") == 1.5e10
+    for bad in ("-3GB", "abc", "0", "12 parsecs", ""):
+        with pytest.raises(ValueError):
+            parse_memory(bad)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--memory=-3GB"], "memory"), (["--memory", "abc"], "memory"), (["--device", "tpu9"], "unknown device"),
+    (["--batch", "0"], "--batch"), (["--batch", "x"], "--batch"), (["--max-slowdown", "0.5"], "--max-slowdown"),
+    (["--precision", "fp8"], "precision")])
+def test_bad_machine_input_exits_2_with_one_line(argv, needle, capsys):
+    assert main(["--budget", "1.13", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("{nope", "not valid JSON"), ('{"name": "x"}', "lacks"), ("[1, 2]", "not a JSON object"),
+    (None, "kind must be cpu or cuda"), (None, "matmul_flops")])
+def test_malformed_profile_exits_2(tmp_path, capsys, content, needle):
+    path = tmp_path / "p.json"
+    if content is None:
+        good = load_profile("h100").as_dict()
+        good.update({"kind": "tpu"} if "kind" in needle else {"matmul_flops": "fast"})
+        content = json.dumps(good)
+    path.write_text(content)
+    assert main(["--budget", "1.13", "--device", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_builtin_profiles_load_and_round_trip(tmp_path):
+    assert {"h100", "a100", "l4", "t4", "local"} <= set(builtin_devices())
+    for name in ("h100", "a100", "l4", "t4"):
+        p = load_profile(name)
+        assert p.kind == "cuda" and p.matmul_flops > 1e12 and p.source
+        (tmp_path / f"{name}.json").write_text(json.dumps(p.as_dict()))
+        assert load_profile(str(tmp_path / f"{name}.json")) == p
+
+
+def _json(argv):
+    return json.loads(run([*argv, "--json"]))
+
+
+def test_json_rows_hold_memory_and_time():
+    out = _json(["--tasks", "rte", "--method", "shared", "--device", "a100", "--batch", "8"])
+    [row] = out["rows"]
+    assert set(row["memory_train"]) == {"weights", "gradients", "optimizer", "activations", "total"}
+    assert row["memory_train"]["total"] == sum(v for k, v in row["memory_train"].items() if k != "total")
+    assert row["memory_train"]["weights"] == 4 * row["params_total"]
+    assert row["memory_infer"] > row["memory_train"]["weights"] // 1
+    assert row["time_ratio"] == pytest.approx(1.0)  # the base model with one head is the reference
+    assert row["time_step_s"] > 0 and out["machine"]["batch"] == 8
+
+
+def test_memory_budget_binds_and_is_respected():
+    base = _json(["--budget", "1.13", "--method", "pals", "--device", "h100"])["rows"][0]
+    limit = base["memory_train"]["total"] - 200e6
+    row = _json(["--budget", "1.13", "--method", "pals", "--device", "h100", "--memory", f"{limit:.0f}"])["rows"][0]
+    assert row["binding"] == "memory" and row["d_s"] < base["d_s"] and row["feasible"]
+    assert row["memory_train"]["total"] <= limit
+    bigger = _json(["--d-s", str(row["d_s"] + 12), "--method", "pals", "--device", "h100"])["rows"][0]
+    assert bigger["memory_train"]["total"] > limit  # one valid step more would not fit
+    assert base["binding"] == "params"
+
+
+def test_slowdown_budget_binds_and_is_respected():
+    base = _json(["--budget", "1.13", "--method", "low_rank", "--device", "l4"])["rows"][0]
+    half = _json(["--d-s", str(base["d_s"] // 2), "--method", "low_rank", "--device", "l4"])["rows"][0]
+    r = half["time_ratio"] * (1 + 1e-9)
+    row = _json(["--budget", "1.13", "--method", "low_rank", "--device", "l4", "--max-slowdown", repr(r)])["rows"][0]
+    assert row["binding"] == "time" and row["time_ratio"] <= r and row["d_s"] == base["d_s"] // 2 and row["feasible"]
+    bigger = _json(["--d-s", str(row["d_s"] + 1), "--method", "low_rank", "--device", "l4"])["rows"][0]
+    assert bigger["time_ratio"] > r
+    sizeless = _json(["--method", "ia3", "--device", "l4", "--max-slowdown", "1.0"])["rows"][0]
+    assert sizeless["binding"] == "time" and not sizeless["feasible"]
+
+
+def test_table_names_the_machine_and_the_binding_constraint():
+    text = run(["--budget", "1.13", "--device", "t4", "--memory", "8GB", "--max-slowdown", "1.2", "--location", "all"])
+    assert "NVIDIA T4" in text and "binds" in text and "train GiB" in text and "step × base" in text
+
+
+def test_cli_memory_is_torch_memory_for_a_config_json(tmp_path):
+    """An outside check's path: a config.json of a small BERT (dropout, eager), pals-budget --json at a size, torch."""
+    hf = BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=60,
+                    max_position_embeddings=20, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.1,
+                    attn_implementation="eager")
+    d = hf.to_dict() | {"attn_implementation": "eager"}
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    cpu_profile = tmp_path / "cpu.json"  # a CPU profile: the figure is exact for torch on CPU
+    cpu_profile.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "cpu"}))
+    for method, d_s, freeze in (("houlsby", 6, False), ("pals", 8, True), ("ia3", None, False)):
+        argv = ["--model", str(tmp_path / "config.json"), "--tasks", "rte,stsb", "--method", method, "--seq-len", "9",
+                "--batch", "3", "--heads", "4", "--device", str(cpu_profile)]
+        argv += (["--d-s", str(d_s)] if d_s else []) + (["--freeze-trunk"] if freeze else [])
+        row = _json(argv)["rows"][0]
+        torch.manual_seed(0)
+        model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, d_s=d_s, heads=4, freeze_trunk=freeze),
+                                               {"rte": 2, "stsb": 1})
+        assert row["memory_train"]["weights"] == 4 * sum(p.numel() for p in model.parameters())
+        assert row["memory_train"]["optimizer"] == optimizer_state_bytes(model)
+        assert row["memory_train"]["activations"] == saved_activation_bytes(model, "rte", 3, 9)
+        gpu = _json([*argv, "--device", "h100"])["rows"][0]  # CUDA: bool dropout masks, fused attention under dropout
+        assert gpu["memory_train"]["activations"] < row["memory_train"]["activations"]
+
+
+def test_time_model_prices_narrow_attention_heads():
+    """PALs' twelve narrow heads cost per score element: on a CPU profile their step-time overhead exceeds the FLOP
+    overhead; LoRA's does not by much."""
+    cpu = DeviceProfile("cpu", "cpu", matmul_flops=8e10, bandwidth=1.6e10, kernel_overhead_s=6e-6, rng_s_per_element=7e-9,
+                        special_s_per_element=8e-10, flash_forward=(2.4e-9, 1.9e-11), flash_backward=(9e-9, 1.7e-11))
+    [pals] = rows(load_model("minilm"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
+    from pals_core.budget.timing import step_seconds
+    from pals_core.budget.costs import design
+    from pals_core.budget.activations import Conditions
+    m, tasks = load_model("minilm"), parse_tasks(8)
+    base = step_seconds(design(m, tasks[:1], AdapterConfig(method="shared"), seq_len=128), None, 4, Conditions(), cpu)
+    t = step_seconds(design(m, tasks, AdapterConfig(method="pals", d_s=pals.d_s), seq_len=128), pals.d_s, 4, Conditions(), cpu)
+    flops = pals.flops_per_seq / pals.flops_base_per_seq
+    assert t / base - 1 > 1.5 * (flops - 1)
+
+
+def test_pals_calibrate_writes_a_local_profile(tmp_path):
+    out = tmp_path / "local.json"
+    proc = subprocess.run([sys.executable, "-m", "pals_core.calibrate", "--threads", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    p = load_profile(str(out))
+    assert p.kind == "cpu" and p.threads == 1 and p.matmul_flops > 1e8 and p.bandwidth > 1e8
+    bad = subprocess.run([sys.executable, "-m", "pals_core.calibrate", "--threads", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
