@@ -360,3 +360,30 @@ def test_metrics_log_survives_a_partial_last_line(tmp_path):
     assert r.read_metrics()[0]["train_loss"] is None  # strict JSON: NaN is written as null
     assert [x["step"] for x in r.truncate_metrics(20)] == [10, 20]
     assert r.metrics.read_text().count("\n") == 2
+
+
+def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, cache_dir, monkeypatch):
+    """summary.json ``machine``: the calculator's step time and memory for the run's design, batch and max_len on
+    the run's device (CPU: the local profile), beside the measured seconds per step and the peak memory."""
+    import pals_core.train.machine_report as report
+    from pals_core.budget import Task, design, evaluate
+    from pals_core.budget.activations import Conditions
+    from pals_core.budget.memory import memory_train
+    from pals_core.train.models import model_shape, tiny_config_dict
+
+    profile = tmp_path / "local.json"
+    monkeypatch.setenv("PALS_LOCAL_PROFILE", str(profile))
+    from pals_core.budget.timing import load_profile
+
+    profile.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "local"}))
+    adapter = AdapterConfig(method="low_rank", d_s=4)
+    summary = run(tiny(tmp_path / "run", cache_dir, steps=4, eval_every=4, adapter=adapter))
+    machine = read(tmp_path / "run" / "summary.json")["machine"]
+    assert machine == summary["machine"]
+    pred, meas = machine["predicted"], machine["measured"]
+    ds = design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)], adapter, seq_len=48)
+    expected = memory_train(ds, 4, evaluate(ds, 4), batch=8, cond=Conditions.from_hf_config(tiny_config_dict()))
+    assert pred["memory_train"] == expected.as_dict() and pred["device"] == "local"
+    assert pred["time_step_s"] > 0 and pred["time_ratio"] > 1.0 and pred["memory_infer"] > 0
+    assert meas["step_s"] == pytest.approx(summary["train_time_s"] / 4, rel=1e-2) and meas["peak_memory_bytes"] > 0
+    assert report.GPU_PROFILES  # the CUDA path names its profiles

@@ -176,6 +176,7 @@ class _Run:
         model = build_model(cfg.model, cfg.adapter, {t: GLUE_TASKS[t].num_labels for t in cfg.tasks})
         shape = model_shape(cfg.model)
         self.params = run_params(model, shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter)
+        self.predicted = self._predict(shape, model)
         groups = model.parameter_groups(cfg.weight_decay)
         optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps)
         self.scheduler = get_linear_schedule_with_warmup(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
@@ -424,7 +425,21 @@ class _Run:
         if not math.isfinite(float(loss_acc.item())):  # carried over from before a resume
             raise TrainingDiverged(None, self.cfg.out)
 
+    def _predict(self, shape, model) -> dict:
+        """The calculator's step time and memory for this run (``machine_report``); never stops a run."""
+        from .machine_report import predicted
+
+        cfg = self.cfg
+        try:
+            return predicted(shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter,
+                             model.base_config.to_dict() | {"attn_implementation": model.base_config._attn_implementation},
+                             cfg.batch_size, cfg.max_len, self.acc.device.type == "cuda")
+        except (ValueError, RuntimeError) as e:
+            return {"reason": str(e)}
+
     def summary(self) -> dict:
+        from .machine_report import measured
+
         st = self.st
         config = read_json(self.run.config)
         return {
@@ -436,6 +451,8 @@ class _Run:
             "eval_time_s": round(st.eval_time_s, 3),
             "train_examples": {t: len(self.data[t].train) for t in self.cfg.tasks},
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+            "machine": {"predicted": self.predicted,
+                        "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda")},
         }
 
 
