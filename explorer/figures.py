@@ -501,12 +501,14 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
     out = []
     for r in runs:
         row = {k: r.get(k) for k in cols}
-        avg = row["dev average"]
-        row["dev average"] = round(100 * avg, 2) if isinstance(avg, (int, float)) else None
-        for k in ("location", "d_s", "tasks", "method"):
+        avg, params, wall = row["dev average"], row["task-specific params"], row["wall time (s)"]
+        row["dev average"] = f"{100 * avg:.2f}" if isinstance(avg, (int, float)) else "—"
+        row["task-specific params"] = f"{int(params):,}" if isinstance(params, (int, float)) else "—"
+        row["wall time (s)"] = f"{wall:.0f}" if isinstance(wall, (int, float)) else "—"
+        for k in ("location", "d_s", "tasks", "method", "steps"):
             row[k] = "—" if row[k] in (None, "") else str(row[k])
         out.append(row)
-    return pd.DataFrame(out, columns=cols)
+    return pd.DataFrame(out, columns=cols).rename(columns={"dev average": "dev average (0–100)"})
 
 
 # --- measured --------------------------------------------------------------------------------------

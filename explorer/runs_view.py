@@ -80,6 +80,25 @@ def _problem(run: Run) -> None:
                 st.rerun(scope="app")
 
 
+PARAM_NAMES = {"total": "parameters in all", "task_specific": "task-specific", "trained": "trained",
+               "base": "base model", "per_task": "per task"}
+METRIC_NAMES = {"accuracy": "accuracy", "accuracy_m": "accuracy (matched)", "accuracy_mm": "accuracy (mismatched)",
+                "f1": "F1", "mcc": "Matthews corr.", "pearson": "Pearson", "spearman": "Spearman"}
+
+
+def score_rows(scores: dict) -> list[dict]:
+    """A summary's per-task scores on the page's scale (0–100), metrics by their names, '—' where one is missing."""
+    rows = []
+    for task, metrics in scores.items():
+        metrics = metrics if isinstance(metrics, dict) else {"score": metrics}
+        row = {"task": task}
+        for k, v in metrics.items():
+            v = v.get("mean") if isinstance(v, dict) else v  # a --seeds aggregate: {"mean", "std", "ci95"}
+            row[METRIC_NAMES.get(k, k.replace("_", " "))] = "—" if not isinstance(v, (int, float)) else round(100 * v, 2)
+        rows.append(row)
+    return rows
+
+
 def _details(runs: Sequence[Run]) -> None:
     pick = st.selectbox("Inspect a run", [r.id for r in runs], key="run_inspect")
     run = next((r for r in runs if r.id == pick), None)
@@ -87,11 +106,11 @@ def _details(runs: Sequence[Run]) -> None:
         return
     s = run.summary or {}
     if isinstance(s.get("scores"), dict):
-        rows = [{"task": t, **(m if isinstance(m, dict) else {"score": m})} for t, m in s["scores"].items()]
-        st.dataframe(rows, hide_index=True, key="run_scores")
+        st.dataframe(score_rows(s["scores"]), hide_index=True, key="run_scores")
     params = s.get("params") if isinstance(s.get("params"), dict) else None
     if params:
-        st.caption(" · ".join(f"{k}: {v:,}" for k, v in params.items() if isinstance(v, int)))
+        st.caption(" · ".join(f"{PARAM_NAMES.get(k, k.replace('_', ' '))}: {v:,}" for k, v in params.items()
+                              if isinstance(v, int)))
     if run.launch and run.launch.get("command"):
         st.code(run.launch["command"], language="bash", wrap_lines=True)
     with st.expander("Log tail"):
@@ -123,11 +142,7 @@ def body(was_active: bool) -> None:
         if run.status in ("failed", "died", "stopped") and run.status not in ACTIVE:
             _guarded(_problem, run)
     rows = [r.row() for r in runs]
-    st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table", column_config={
-        "task-specific params": st.column_config.NumberColumn(format="localized"),
-        "dev average": st.column_config.NumberColumn("dev average (0–100)", format="%.2f"),
-        "wall time (s)": st.column_config.NumberColumn(format="%.0f"),
-    })
+    st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table")
     _guarded(_details, runs)
 
 
@@ -168,7 +183,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                "added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). References: the "
                "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
                "model per task). The ringed marker is the chosen design.")
-    frame = pd.DataFrame([{"design": r.design, "dev average (0–100)": r.score.text(), "task-specific params": r.params,
-                           "steps": "—" if r.steps is None else r.steps, "folder": r.path} for r in results])
-    st.dataframe(frame, hide_index=True, width="stretch", key="measured_table", column_config={
-        "task-specific params": st.column_config.NumberColumn(format="localized")})
+    frame = pd.DataFrame([{"design": r.design, "dev average (0–100)": r.score.text(),
+                           "task-specific params": "—" if r.params is None else f"{r.params:,}",
+                           "steps": "—" if r.steps is None else str(r.steps), "folder": r.path} for r in results])
+    st.dataframe(frame, hide_index=True, width="stretch", key="measured_table")

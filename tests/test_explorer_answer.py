@@ -102,3 +102,11 @@ def test_majority_class_reference_from_the_glue_files(glue_dir):
     want = 100 * sum(1 for y in dev if y == majority_label) / len(dev)
     assert measured.majority_average(["rte"], str(glue_dir)) == pytest.approx(want)
     assert measured.majority_average(["rte"], str(glue_dir / "nowhere")) is None
+
+
+def test_run_scores_are_shown_0_to_100_with_metric_names():
+    from explorer.runs_view import score_rows
+    rows = score_rows({"mnli": {"accuracy_m": 0.5, "accuracy_mm": 0.25}, "cola": {"mcc": {"mean": 0.1, "ci95": 0.02}},
+                       "rte": {"accuracy": None}})
+    assert rows == [{"task": "mnli", "accuracy (matched)": 50.0, "accuracy (mismatched)": 25.0},
+                    {"task": "cola", "Matthews corr.": 10.0}, {"task": "rte", "accuracy": "—"}]
