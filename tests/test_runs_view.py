@@ -40,6 +40,8 @@ def test_malformed_and_stale_runs_do_not_break_the_page(runs_dir):
                 (runs_dir / run / name).write_text(text)
         at = AppTest.from_file(APP, default_timeout=60).run()
         assert not at.exception, [e.value for e in at.exception]
+        at.segmented_control(key="view").set_value("runs").run()  # the runs are the "Runs & measured" view
+        assert not at.exception, [e.value for e in at.exception]
         table = next(d.value for d in at.dataframe if "run" in d.value.columns)
         assert set(table["run"]) == set(files)
         status = dict(zip(table["run"], table["status"]))
