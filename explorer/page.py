@@ -28,12 +28,13 @@ VIEWS = {
     "sizes": "Size vs budget",
     "scaling": "All tasks on one input",
     "breakdown": "Where the parameters go",
+    "machine": "Memory & step time",
     "paper": "Paper check",
     "train": "Train",
     "runs": "Runs & measured",
     "studies": "Studies",
 }
-NEEDS_DESIGN = {"designs", "sizes", "scaling", "breakdown", "train"}
+NEEDS_DESIGN = {"designs", "sizes", "scaling", "breakdown", "machine", "train"}
 MEASURED_TTL_S = 5.0
 
 
@@ -147,6 +148,8 @@ def main() -> None:
         _guard("The all-tasks plot", design_view.render_scaling_view, inp, costs, chosen)
     elif view == "breakdown":
         _guard("The breakdown", design_view.render_breakdown_view, inp, costs, chosen)
+    elif view == "machine":
+        _guard("Memory & step time", importlib.import_module("explorer.machine_view").render, inp, costs, chosen)
     elif view == "paper":
         _guard("The paper check", design_view.render_paper_view)
     elif view == "train":
