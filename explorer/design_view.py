@@ -10,6 +10,7 @@ from typing import Mapping, Optional
 import streamlit as st
 
 from pals_core.budget import Budget, Cost, base_params, get_method, paper_reproduction
+from pals_core.budget.costs import embedding_params
 from pals_core.budget.series import budget_used, flops_ratio
 from pals_core.budget.units import human
 
@@ -55,7 +56,9 @@ def budget_sentence(inp: Inputs) -> str:
     n_base = base_params(inp.model, inp.convention)
     b = inp.budget
     if b.ratio is not None:
-        cap = f"≤ {b.ratio:g}× the base model: at most **{human(b.extra_limit(n_base))}** task-specific parameters"
+        of = "'s non-embedding parameters" if b.of == "non-embedding" else ""
+        limit = b.extra_limit(n_base, embedding_params(inp.model, inp.convention))
+        cap = f"≤ {b.ratio:g}× the base model{of}: at most **{human(limit)}** task-specific parameters"
     elif b.extra is not None:
         cap = f"at most **{human(b.extra)}** task-specific parameters over all tasks"
     else:

@@ -43,6 +43,7 @@ class RawInputs:
     task_count: int = 8
     budget_kind: str = "ratio"
     budget_value: str = BUDGET_DEFAULTS["ratio"]
+    budget_of: str = "base"  # what a ratio is taken against (Budget.OF): base or non-embedding
     methods: list = field(default_factory=lambda: list(METHODS))
     location: str = LOCATION_EVERY
     location_custom: str = ""
@@ -150,6 +151,8 @@ def parse_inputs(raw: RawInputs) -> Inputs:
     else:
         tasks = parse_tasks(int(raw.task_count))
     budget = parse_budget(raw.budget_kind, raw.budget_value)
+    if budget.ratio is not None and raw.budget_of != "base":
+        budget = Budget(ratio=budget.ratio, of=raw.budget_of)
     if not raw.methods:
         raise ValueError("choose at least one method")
     methods = tuple(get_method(m).name for m in raw.methods)

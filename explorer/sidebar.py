@@ -12,7 +12,7 @@ from dataclasses import fields
 
 import streamlit as st
 
-from pals_core.budget import CONVENTIONS, GLUE_LABELS, METHODS
+from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
                      TASKS_COUNT, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs)
@@ -27,7 +27,7 @@ BUDGET_HELP = {
     "extra": "N_total − N_base ≤ this, summed over every task. Accepts 15M, 1.9M, 250k, 1500000.",
     "per-task": "Every task's own head + adapter must fit under this. Accepts 15M, 1.9M, 250k.",
 }
-WIDGETS = ("model", "model_path", "task_mode", "glue_tasks", "task_count", "budget_kind", "methods", "location",
+WIDGETS = ("model", "model_path", "task_mode", "glue_tasks", "task_count", "budget_kind", "budget_of", "methods", "location",
            "location_custom", "heads", "seq_len", "convention", "per_task_pooler", "d_s", "n_top", "ffn_ratio")
 
 
@@ -80,6 +80,10 @@ def render() -> RawInputs:
     raw.budget_kind = sb.radio("Budget", BUDGET_KINDS, key="budget_kind", horizontal=True)
     raw.budget_value = sb.text_input(BUDGET_LABELS[raw.budget_kind], key=f"budget_{raw.budget_kind}",
                                      help=BUDGET_HELP[raw.budget_kind])
+    if raw.budget_kind == "ratio":
+        raw.budget_of = sb.radio("Ratio of", list(Budget.OF), key="budget_of", horizontal=True,
+                                 help="base: N_total ≤ B × N_base; non-embedding: N_total − N_emb ≤ B × (N_base − N_emb) "
+                                      "(in XLM-R the embeddings are 69 % of the model)")
     raw.methods = sb.multiselect("Methods", list(METHODS), key="methods",
                                  help="; ".join(_method_label(m) for m in METHODS))
     raw.location = sb.selectbox("Location of within-network adapters", LOCATION_CHOICES, key="location",

@@ -68,7 +68,7 @@ class StudySettings:
         return AdapterConfig.from_dict(self.adapter or {})
 
     def budget_obj(self) -> Budget:
-        return Budget(**{k: self.budget.get(k) for k in ("ratio", "extra", "per_task")})
+        return Budget.from_dict(self.budget)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -582,3 +582,14 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     assert pts == [("lhuc", [12345], [pytest.approx(61.2)])]
     majority = measured.majority_average(["rte", "mrpc"], str(glue_dir))
     assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
+
+
+def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
+    """Issue 11 item 7: the page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
+    app.sidebar.selectbox(key="model").set_value("xlm-roberta-base").run()
+    app.sidebar.radio(key="budget_of").set_value("non-embedding").run()
+    assert page_errors(app) == []
+    xlmr = PRESETS["xlm-roberta-base"]
+    whole, part = solved("pals", model=xlmr), solved("pals", model=xlmr, budget=Budget(ratio=1.13, of="non-embedding"))
+    assert metric(app, "solved d_s") == str(part.d_s) and part.d_s < whole.d_s
+    assert any("non-embedding parameters" in m.value for m in app.main.markdown)

@@ -84,3 +84,30 @@ def test_unsupported_model_type_is_refused_never_priced_as_bert(tmp_path):
 def test_distilbert_config_is_read_by_its_own_field_names():
     m = load_model("distilbert-base-uncased")
     assert (m.hidden, m.layers, m.heads, m.intermediate, m.token_types) == (768, 6, 12, 3072, 0)
+
+
+def test_a_ratio_of_the_non_embedding_parameters():
+    """``--budget-of non-embedding``: N_total − N_emb ≤ B·(N_base − N_emb), one setting on every CLI."""
+    from pals_core.budget import AdapterConfig, Budget, at_size, design, parse_tasks, solve
+    from pals_core.budget.solver import budget_from_flags
+
+    m = PRESETS["xlm-roberta-base"]
+    ds = design(m, parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
+    budget = Budget(ratio=1.13, of="non-embedding")
+    cost = solve(ds, budget)
+    n_emb = embedding_params(m)
+    limit = 0.13 * (base_params(m) - n_emb)
+    assert cost.params_task_specific <= limit < at_size(ds, cost.d_s + 12).params_task_specific
+    assert solve(ds, Budget(ratio=1.13)).d_s > cost.d_s
+    assert Budget.from_dict(budget.as_dict()) == budget and budget.to_argv()[-2:] == ["--budget-of", "non-embedding"]
+    assert budget_from_flags("1.13", of="non-embedding") == budget
+    with pytest.raises(ValueError, match="applies to a ratio budget"):
+        budget_from_flags(extra="15M", of="non-embedding")
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", "xlm-roberta-base", "--budget", "1.13",
+                          "--budget-of", "non-embedding", "--method", "pals", "--json"], capture_output=True, text=True)
+    row = json.loads(out.stdout)
+    assert row["budget"]["of"] == "non-embedding" and row["rows"][0]["d_s"] == cost.d_s
+    for cli in ("pals_core.train.cli", "studies.cli"):
+        helptext = subprocess.run([sys.executable, "-m", cli, *([] if cli.startswith("pals") else ["run"]), "--help"],
+                                  capture_output=True, text=True).stdout
+        assert "--budget-of" in helptext, cli

@@ -122,3 +122,20 @@ def test_pals_train_on_a_local_checkpoint_of_every_family_and_resume(checkpoints
     assert resumed["params"]["total"] == cost.params_total == whole["params"]["total"]
     assert resumed["scores"] == whole["scores"] and resumed["steps"] == whole["steps"] == 6
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"] == str(path)
+
+
+def test_pals_train_takes_a_ratio_of_the_non_embedding_parameters(checkpoints, tmp_path):
+    """--budget-of is a budget setting: pals-train reads it where it reads --budget and solves d_s against it."""
+    from pals_core.budget import Budget, design, solve
+    from pals_core.train.args import build_parser, config_from_args
+    from pals_core.train.trainer import resolve
+
+    path = str(checkpoints["xlm-roberta"])
+    argv = ["--model", path, "--tasks", "rte,stsb", "--method", "low_rank", "--budget", "1.5", "--budget-of",
+            "non-embedding", "--out", str(tmp_path / "run"), "--glue-dir", str(GLUE)]
+    cfg, _ = config_from_args(vars(build_parser().parse_args(argv)))
+    assert cfg.budget == Budget(ratio=1.5, of="non-embedding")
+    resolved = resolve(cfg)
+    probe = design(model_shape(path), parse_tasks({"rte": 2, "stsb": 1}), AdapterConfig(method="low_rank"),
+                   check_size=False)
+    assert resolved.adapter.d_s == solve(probe, cfg.budget).d_s < solve(probe, Budget(ratio=1.5)).d_s

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from .config import AdapterConfig
 from .activations import Conditions
-from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params
+from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, embedding_params
 from .flags import add_flags, given_values
 from .machine import Machine
 from .methods import METHODS, get_method
@@ -54,7 +54,7 @@ def _gib(n) -> str:
 
 
 def _table(costs, header: str) -> str:
-    cols = ["method", "location", "d_s", "params/task", "extra total", "× BERT", "FLOPs × base", "all tasks GFLOPs",
+    cols = ["method", "location", "d_s", "params/task", "extra total", "× base", "FLOPs × base", "all tasks GFLOPs",
             "train GiB", "act. GiB", "serve GiB", "step s", "step × base", "binds", "fits"]
     lines = []
     for c in costs:
@@ -135,7 +135,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         }, indent=2)
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-              f"budget {budget.describe(n_base) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
+              f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
               f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
               + (f" · memory ≤ {machine.memory}" if machine.memory else "")
               + (f" · step ≤ {machine.max_slowdown:g}× base" if machine.max_slowdown else ""))

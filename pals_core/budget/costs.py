@@ -84,6 +84,7 @@ class Design:
     shared: Poly = Poly()  # adapter parameters shared by all tasks (counted once)
     shared_parts: tuple[Part, ...] = ()
     frozen: int = 0  # base-model parameters kept frozen (not trained)
+    n_embedding: int = 0  # the embeddings' parameters (a ratio of the non-embedding parameters reads it)
 
     @property
     def location(self) -> Optional[str]:
@@ -129,7 +130,8 @@ def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, conventio
     return Design(m, tuple(tasks), cfg, method, layers, convention, seq_len,
                   sum((p.count for p in parts), Poly()), parts,
                   sum((p.count for p in flop_parts), Poly()), flop_parts,
-                  heads, n_base, sum((p.count for p in shared_parts), Poly()), shared_parts, frozen)
+                  heads, n_base, sum((p.count for p in shared_parts), Poly()), shared_parts, frozen,
+                  embedding_params(m, convention))
 
 
 @dataclass

@@ -19,13 +19,24 @@ from .units import human, parse_count, parse_positive_float
 
 @dataclass(frozen=True)
 class Budget:
-    """Exactly one of: a ratio B (N_total ≤ B·N_base), an absolute extra E, a per-task cap p."""
+    """Exactly one of: a ratio B (N_total ≤ B·N_base), an absolute extra E, a per-task cap p.
+
+    ``of`` says what a ratio is taken against: ``base`` (N_base) or ``non-embedding`` (N_base minus the
+    embeddings, SPEC §2: N_total − N_emb ≤ B·(N_base − N_emb), i.e. extra ≤ (B − 1)·(N_base − N_emb)) — in XLM-R
+    the embeddings are 69 % of the model, so a ratio of the whole says little about the encoder."""
 
     ratio: Optional[float] = None
     extra: Optional[float] = None
     per_task: Optional[float] = None
+    of: str = "base"
+
+    OF = ("base", "non-embedding")  # also the choices of --budget-of
 
     def __post_init__(self) -> None:
+        if self.of not in self.OF:
+            raise ValueError(f"budget of {self.of!r}: choose {' or '.join(self.OF)}")
+        if self.of != "base" and self.ratio is None:
+            raise ValueError("--budget-of non-embedding applies to a ratio budget (--budget RATIO)")
         given = [k for k in ("ratio", "extra", "per_task") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one budget: a ratio, an absolute extra or a per-task cap"
@@ -49,7 +60,10 @@ class Budget:
     KINDS = ("ratio", "extra", "per_task")  # also the flags --budget, --extra, --per-task
 
     def as_dict(self) -> dict:
-        return {"ratio": self.ratio, "extra": self.extra, "per_task": self.per_task}
+        out = {"ratio": self.ratio, "extra": self.extra, "per_task": self.per_task}
+        if self.of != "base":
+            out["of"] = self.of
+        return out
 
     @classmethod
     def from_dict(cls, d: Optional[dict]) -> Optional["Budget"]:
@@ -60,11 +74,11 @@ class Budget:
             return d
         if isinstance(d, (int, float)) and not isinstance(d, bool):
             return cls(ratio=float(d))
-        if not isinstance(d, dict) or set(d) - set(cls.KINDS):
-            raise ValueError(f"budget {d!r} is not {{ratio, extra, per_task}}")
+        if not isinstance(d, dict) or set(d) - {*cls.KINDS, "of"}:
+            raise ValueError(f"budget {d!r} is not {{ratio, extra, per_task[, of]}}")
         if all(d.get(k) is None for k in cls.KINDS):
             return None
-        return cls(**{k: d.get(k) for k in cls.KINDS})
+        return cls(**{k: d.get(k) for k in cls.KINDS}, of=d.get("of") or "base")
 
     @classmethod
     def parse(cls, kind: str, text: str) -> "Budget":
@@ -90,22 +104,27 @@ class Budget:
         """The flags that give this budget: ``--budget 1.13`` | ``--extra 15000000`` | ``--per-task 250000``."""
         value = getattr(self, self.kind)
         flag = {"ratio": "--budget", "extra": "--extra", "per_task": "--per-task"}[self.kind]
-        return [flag, repr(float(value)) if self.kind == "ratio" else f"{value:.0f}" if float(value).is_integer()
+        argv = [flag, repr(float(value)) if self.kind == "ratio" else f"{value:.0f}" if float(value).is_integer()
                 else repr(float(value))]
+        return argv + (["--budget-of", self.of] if self.of != "base" else [])
 
-    def describe(self, n_base: Optional[int] = None, base: str = "the base model") -> str:
-        """One line: '≤ 1.13× the base model (extra ≤ 14.2M)', 'extra ≤ 15M', '≤ 1.9M per task'."""
+    def describe(self, n_base: Optional[int] = None, base: str = "the base model", n_embedding: int = 0) -> str:
+        """One line: '≤ 1.13× the base model (extra ≤ 14.2M)', '≤ 1.13× the base model's non-embedding parameters
+        (…)', 'extra ≤ 15M', '≤ 1.9M per task'."""
         if self.ratio is not None:
-            extra = f" (extra ≤ {human(self.extra_limit(n_base))})" if n_base is not None else ""
-            return f"≤ {self.ratio:g}× {base}{extra}"
+            extra = f" (extra ≤ {human(self.extra_limit(n_base, n_embedding))})" if n_base is not None else ""
+            of = "'s non-embedding parameters" if self.of == "non-embedding" else ""
+            return f"≤ {self.ratio:g}× {base}{of}{extra}"
         if self.extra is not None:
             return f"extra ≤ {human(self.extra)}"
         return f"≤ {human(self.per_task)} per task"
 
-    def extra_limit(self, n_base: int) -> Optional[float]:
-        """The cap on N_total − N_base over all tasks, if this budget is global."""
+    def extra_limit(self, n_base: int, n_embedding: int = 0) -> Optional[float]:
+        """The cap on N_total − N_base over all tasks, if this budget is global: (B − 1)·N_base, or
+        (B − 1)·(N_base − N_emb) for a ratio of the non-embedding parameters."""
         if self.ratio is not None:
-            return self.ratio * n_base - n_base
+            reference = n_base - n_embedding if self.of == "non-embedding" else n_base
+            return self.ratio * reference - reference
         return self.extra
 
 
@@ -116,35 +135,45 @@ def add_budget_flags(parser: Any, *, title: str = "budget (one of)", defaults_he
     b.add_argument("--budget", metavar="RATIO", default=argparse.SUPPRESS, help="N_total ≤ RATIO × N_base, e.g. 1.13")
     b.add_argument("--extra", metavar="N", default=argparse.SUPPRESS, help="N_total − N_base ≤ N over all tasks, e.g. 15M")
     b.add_argument("--per-task", metavar="N", default=argparse.SUPPRESS, help="head + adapter ≤ N for every task, e.g. 1.9M")
+    b.add_argument("--budget-of", choices=Budget.OF, default=argparse.SUPPRESS,
+                   help="what a --budget ratio is taken against: base (N_base, default) or non-embedding "
+                        "(N_base minus the embeddings)")
 
 
 def budget_from_args(args: Any) -> Optional["Budget"]:
     """The budget of parsed ``add_budget_flags`` flags (None when none is given)."""
     ns = args if isinstance(args, dict) else vars(args)
-    return budget_from_flags(ns.get("budget"), ns.get("extra"), ns.get("per_task"))
+    return budget_from_flags(ns.get("budget"), ns.get("extra"), ns.get("per_task"), of=ns.get("budget_of"))
 
 
 def budget_from_flags(ratio: Optional[str] = None, extra: Optional[str] = None,
-                      per_task: Optional[str] = None) -> Optional[Budget]:
+                      per_task: Optional[str] = None, of: Optional[str] = None) -> Optional[Budget]:
     """The budget of the command-line flags ``--budget RATIO`` / ``--extra N`` / ``--per-task N`` (N as ``15M``,
     ``250k``…); None when none is given. Raises ValueError naming the flag."""
     given = [(k, v) for k, v in (("--budget", ratio), ("--extra", extra), ("--per-task", per_task)) if v is not None]
     if len(given) > 1:
         raise ValueError(f"conflicting budgets: {' and '.join(k for k, _ in given)} (give one)")
     if not given:
+        if of not in (None, "base"):
+            raise ValueError("--budget-of non-embedding applies to a ratio budget (--budget RATIO)")
         return None
     flag, value = given[0]
     kind = {"--budget": "ratio", "--extra": "extra", "--per-task": "per_task"}[flag]
     try:
-        return Budget.parse(kind, value)
+        budget = Budget.parse(kind, value)
     except ValueError as e:
         raise ValueError(f"{flag}: {e}") from None
+    if of not in (None, "base"):
+        from dataclasses import replace
+
+        budget = replace(budget, of=of)
+    return budget
 
 
 def limits(ds: Design, budget: Optional[Budget]) -> tuple[Optional[float], Optional[float]]:
     if budget is None:
         return None, None
-    return budget.extra_limit(ds.n_base), budget.per_task
+    return budget.extra_limit(ds.n_base, ds.n_embedding), budget.per_task
 
 
 def real_optimum(ds: Design, budget: Budget) -> float:

@@ -32,7 +32,7 @@ def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, b
     ds = design(shape, list(tasks), probe, check_size=False)
     cost = solve(ds, budget)
     if not cost.feasible:
-        raise ValueError(f"the budget {budget.describe(ds.n_base)} does not fit {label_of(probe)} on this model and these "
+        raise ValueError(f"the budget {budget.describe(ds.n_base, n_embedding=ds.n_embedding)} does not fit {label_of(probe)} on this model and these "
                          f"tasks: its smallest design already needs {cost.ratio:.4f}×")
     return cost.d_s
 
