@@ -20,6 +20,9 @@ TINY = dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermed
             max_position_embeddings=32)
 IDENTITY_METHODS = [("shared", None), ("pals", 48), ("pals_unshared", 24), ("low_rank", 20), ("houlsby", 20),
                     ("lora", 8), ("lhuc", None), ("ia3", None), ("proj_attn_top", 48), ("proj_ffn_top", 30)]
+# the settings under which each starts as the identity: the released PALs / low-rank GELU keeps it (GELU(0) = 0, and
+# so does the paper's form); projected attention on top only with the residual (the released code replaces H)
+IDENTITY_SETTINGS = {"proj_attn_top": dict(proj_attn_top_residual=True)}
 
 
 def _rte_rows(glue_dir, k: int = 4) -> list[tuple[str, str]]:
@@ -55,7 +58,8 @@ def _perturb(model: MultiTaskBert, seed: int = 0) -> None:
 
 @pytest.mark.parametrize("method,d_s", IDENTITY_METHODS, ids=[m for m, _ in IDENTITY_METHODS])
 def test_adapters_start_as_the_identity_on_minilm(method, d_s, minilm_batch, minilm_hidden):
-    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method=method, d_s=d_s), {"rte": 2}).eval()
+    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method=method, d_s=d_s, **IDENTITY_SETTINGS.get(method, {})),
+                                          {"rte": 2}).eval()
     assert minilm_batch["attention_mask"].min() == 0  # padding present
     with torch.no_grad():
         hidden = model.encode("rte", **minilm_batch)
@@ -84,8 +88,9 @@ def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
         assert torch.equal(plain, trunk(input_ids=ids, attention_mask=mask).last_hidden_state)
 
 
-def test_bert_layer_on_top_starts_as_the_last_pretrained_layer():
-    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method="bert_layer_top"), {"rte": 2, "stsb": 1})
+def test_bert_layer_on_top_copied_starts_as_the_last_pretrained_layer():
+    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method="bert_layer_top", bert_layer_top_init="copy"),
+                                          {"rte": 2, "stsb": 1})
     last = model.bert.encoder.layer[-1].state_dict()
     for task in ("rte", "stsb"):
         top = model.adapters[task].layer.state_dict()

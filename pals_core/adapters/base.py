@@ -171,6 +171,20 @@ def zero_linear(layer: nn.Linear) -> nn.Linear:
     return layer
 
 
+def reinitialise(layer: nn.Module, std: float) -> nn.Module:
+    """BERT's initialisation of a fresh layer (``BertPreTrainedModel._init_weights``): every Linear N(0, std²) with
+    zero bias, every LayerNorm gain 1 and bias 0 (CA-MTL's adapter layer, ``bert_layer_top`` fresh)."""
+    for module in layer.modules():
+        if isinstance(module, nn.Linear):
+            init_linear(module, std)
+        elif isinstance(module, nn.LayerNorm):
+            if module.weight is not None:
+                nn.init.ones_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    return layer
+
+
 def layer_key(i: int) -> str:
     """ModuleDict key of BERT layer i (parameter names read ``….attention.3.query.weight``)."""
     return str(i)

@@ -58,6 +58,18 @@ class AdapterConfig:
     lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
     freeze_trunk: bool = field(default=False, metadata={
         "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
+    # --- the released PALs code (AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) ----------------
+    adapter_gelu: bool = field(default=True, metadata={
+        "help": "PALs: TS(h) = GELU(V^D·Attn(V^E·h)); low_rank: V^D·GELU(V^E·h) — the released code (True); "
+                "False = the paper's text, no activation."})
+    pal_attention_dropout: float = field(default=0.1, metadata={
+        "help": "PALs: dropout on the PAL attention probabilities in training (released code: 0.1; 0 = none)."})
+    proj_attn_top_residual: bool = field(default=False, metadata={
+        "help": "proj_attn_top: H + V^D·stack(V^E·H) (True, V^D zero-initialised: the base model at initialisation) "
+                "or V^D·stack(V^E·H) replacing H (False, the released code; V^D BERT-initialised)."})
+    bert_layer_top_init: str = field(default="fresh", metadata={
+        "help": "bert_layer_top: a fresh randomly initialised layer (the released code) or a copy of the trunk's last "
+                "layer.", "choices": lambda: ("fresh", "copy")})
     # --- CA-MTL (Pilault et al., ICLR 2021), as the authors released it; method `ca_mtl` only (pals_core/methods/ca_mtl)
     # `location` picks the layers with conditional attention (released: all).
     task_embedding_dim: Optional[int] = field(default=None, metadata={

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key
+from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key, reinitialise
 from ...budget.models import from_hf_config
 from . import cost as spec
 
@@ -101,16 +101,6 @@ class AdapterNorm(nn.Module):
     def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         norm = self.LayerNorm
         return F.layer_norm(x, norm.normalized_shape, conditional_gain(self.film, z, norm.weight), norm.bias, norm.eps)
-
-
-def reinitialise(layer: nn.Module, std: float) -> None:
-    """BERT's initialisation of a fresh layer: Linear weights N(0, std²), biases 0, LayerNorms (1, 0)."""
-    for module in layer.modules():
-        if isinstance(module, nn.Linear):
-            init_linear(module, std)
-        elif isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
 
 
 class CaMtlShared(nn.Module):

@@ -1,6 +1,7 @@
 """Low-rank layers (Stickland & Murray 2019, Sec. 3.2): own V^E_l: d→d_s, V^D_l: d_s→d (with biases) per layer.
 
     params K·(2·d·S + S + d)   (paper: 2·K·d·S);   FLOPs per adapted layer 2n·d·S + 2n·S·d
+(the released code's GELU between V^E and V^D, ``adapter_gelu``, is elementwise: 0 FLOPs)
 """
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ def _flops(m, layers, cfg, n):
 
 
 class LowRankActivations(ActivationHooks):
-    """V^D_l V^E_l h: V^E keeps h, V^D the (B, n, S) code."""
+    """V^D_l GELU(V^E_l h): V^E keeps h, the GELU the (B, n, S) code, V^D the GELU's output (without the GELU,
+    ``adapter_gelu=False``: V^D keeps the code)."""
 
     def parallel_branch(self, i, h):
         tr = self.trace
-        return tr.linear(tr.linear(h, self.size, True), self.model.hidden, True)
+        code = tr.linear(h, self.size, True)
+        return tr.linear(tr.gelu(code) if self.cfg.adapter_gelu else code, self.model.hidden, True)
 
 
 METHODS = (

@@ -6,7 +6,9 @@ layer a multi-head attention in d_s with Q, K, V (with biases, no output matrix)
 ``pals_unshared``: its own V^E, V^D per layer:
     params K·(2·d·S + S + d + 3·S² + 3·S)            (paper: K·(2·d·S + 3·S²))
 FLOPs per adapted layer (both): 2n·d·S (V^E) + 6n·S² (Q, K, V) + 4n²·S + 2n·S·d (V^D) — sharing
-V^E/V^D saves parameters, not FLOPs.
+V^E/V^D saves parameters, not FLOPs. The released code's GELU on the branch (``adapter_gelu``) and the
+dropout on the PAL attention probabilities (``pal_attention_dropout``) are elementwise: the counts do not
+change; the activation memory does (``PalsActivations``).
 """
 from __future__ import annotations
 
@@ -37,21 +39,31 @@ def _pals_flops(m, layers, cfg, n):
     return [Part("PAL", l, one) for l in layers]
 
 
-def small_attention(hooks: ActivationHooks, x, output: bool):
+def _check_dropout(m, cfg) -> None:
+    p = cfg.pal_attention_dropout
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
+        raise ValueError(f"pal_attention_dropout must be a number in [0, 1), got {p!r}")
+
+
+def small_attention(hooks: ActivationHooks, x, output: bool, dropout: float = 0.0):
     """``SmallSelfAttention`` in width S: one fused Q,K,V matmul with the concatenated weight (a computed tensor,
-    3·S² floats, kept), attention with no dropout on the (B, n, 3S) projection, the output matrix if any."""
+    3·S² floats, kept), attention with ``dropout`` on its probabilities over the (B, n, 3S) projection, the output
+    matrix if any."""
     tr, s = hooks.trace, hooks.size
     qkv = tr.linear(x, 3 * s, True, weight=tr.new(3 * s * s, True))
-    ctx = tr.attention(qkv, qkv, qkv, s, hooks.cfg.heads, 0.0, packed=True)
+    ctx = tr.attention(qkv, qkv, qkv, s, hooks.cfg.heads, dropout, packed=True)
     return tr.linear(ctx, s, True) if output else ctx
 
 
 class PalsActivations(ActivationHooks):
-    """TS_l(h) = V^D · Attn_l(V^E · h): V^E keeps h, the attention its projection, V^D the context."""
+    """TS_l(h) = GELU(V^D · Attn_l(V^E · h)): V^E keeps h, the attention its projection (and, with dropout, what
+    the math kernel keeps), V^D the context, the GELU its input (``adapter_gelu``)."""
 
     def parallel_branch(self, i, h):
         tr = self.trace
-        return tr.linear(small_attention(self, tr.linear(h, self.size, True), output=False), self.model.hidden, True)
+        ctx = small_attention(self, tr.linear(h, self.size, True), output=False, dropout=self.cfg.pal_attention_dropout)
+        out = tr.linear(ctx, self.model.hidden, True)
+        return tr.gelu(out) if self.cfg.adapter_gelu else out
 
 
 def _pals_tensors(m, layers, cfg):
@@ -66,8 +78,9 @@ METHODS = (
     Method("pals", "PALs", "Projected attention layers in parallel to each adapted BERT layer; V^E, V^D shared "
            "across the task's layers (Stickland & Murray 2019, Sec. 3.3).",
            "2·d·d_s + 3·K·d_s²", _pals_params, _pals_flops, attention=True, activations=PalsActivations,
+           validate=_check_dropout,
            tensors=_pals_tensors),
     Method("pals_unshared", "PALs (unshared V^E/V^D)", "PALs with its own encoder and decoder per layer.",
-           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True,
+           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True, validate=_check_dropout,
            activations=PalsActivations, tensors=_pals_unshared_tensors),
 )

@@ -67,15 +67,22 @@ class ProjectedTopActivations(ActivationHooks):
     def block(self, x):
         raise NotImplementedError
 
+    residual = True
+
     def adapt_top(self, h):
         tr = self.trace
         x = tr.linear(h, self.size, True)
         for _ in range(self.cfg.n_top):
             x = tr.layer_norm(tr.add(x, tr.dropout(self.block(x), tr.cond.hidden_dropout)), True)
-        return tr.add(h, tr.linear(x, self.model.hidden, True))
+        out = tr.linear(x, self.model.hidden, True)
+        return tr.add(h, out) if self.residual else out
 
 
 class ProjAttnTopActivations(ProjectedTopActivations):
+    @property
+    def residual(self) -> bool:
+        return self.cfg.proj_attn_top_residual
+
     def block(self, x):
         from ..pals.cost import small_attention
 
@@ -97,6 +104,11 @@ class BertLayerTopActivations(ActivationHooks):
         return bert_layer(self.trace, self.model, "top", h, True, ActivationHooks(self.trace, self.model, self.cfg, (), None))
 
 
+def _check_top_layer(m, cfg) -> None:
+    if cfg.bert_layer_top_init not in ("fresh", "copy"):
+        raise ValueError(f"bert_layer_top_init must be fresh or copy, got {cfg.bert_layer_top_init!r}")
+
+
 def _check_n_top(m, cfg) -> None:
     if not isinstance(cfg.n_top, int) or cfg.n_top < 1:
         raise ValueError(f"n_top must be a positive integer, got {cfg.n_top!r}")
@@ -110,14 +122,16 @@ def _check_ffn_stack(m, cfg) -> None:
 
 METHODS = (
     Method("proj_attn_top", "Projected attention on top", "V^E, N_top attention layers of width d_s, V^D, on the "
-           "final hidden states, with a residual (Sec. 3.1).", "2·d·d_s + 4·N_top·d_s²",
+           "final hidden states, replacing them as the released code does (the residual of Sec. 3.1's text: "
+           "proj_attn_top_residual).", "2·d·d_s + 4·N_top·d_s²",
            _proj_attn_top_params, _proj_attn_top_flops, attention=True, top=True, within=False, validate=_check_n_top,
            activations=ProjAttnTopActivations, tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0)),
     Method("proj_ffn_top", "Projected FFN on top", "As projected attention on top, with FFN blocks d_s→f→d_s.",
            "2·d·d_s + 2·N_top·d_s·f", _proj_ffn_top_params, _proj_ffn_top_flops, top=True, within=False,
            validate=_check_ffn_stack, activations=ProjFfnTopActivations,
            tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0)),
-    Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder.",
+    Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder (fresh, as released; or a copy of the last layer).",
            "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False,
+           validate=_check_top_layer,
            activations=BertLayerTopActivations, tensors=lambda m, layers, cfg: (16, 0)),
 )

@@ -2,10 +2,13 @@
 
 ``proj_attn_top``: on the final hidden states H (B, n, d)
     x = V^E H;   N_top times: x = LN(x + O · MHA(x))   (Q, K, V, O: Linear(d_s, d_s), h_s heads, LN(d_s));
-    out = H + V^D x     (V^D zero-initialised: out = H at initialisation)
-``proj_ffn_top``: the same with blocks x = LN(x + W2 · GELU(W1 · x)), W1: d_s → r·d_s, W2: r·d_s → d_s.
-``bert_layer_top``: one full ``transformers`` BertLayer per task, initialised as a copy of the trunk's
-last layer, so training starts from pretrained weights.
+    out = V^D x         (the released code, ``proj_attn_top_residual=False``: H is replaced; V^D BERT-initialised,
+                         so the model is NOT the base model at initialisation)
+    out = H + V^D x     (``proj_attn_top_residual=True``, the paper's text; V^D zero-initialised: out = H at init)
+``proj_ffn_top``: the same with blocks x = LN(x + W2 · GELU(W1 · x)), W1: d_s → r·d_s, W2: r·d_s → d_s,
+always with the residual.
+``bert_layer_top``: one full layer of the trunk's family per task: a fresh layer with BERT's initialisation
+(the released code, ``bert_layer_top_init="fresh"``) or a copy of the trunk's last layer (``"copy"``).
 The pooler and head then read out[:, 0]. Top methods adapt no layer: the whole trunk is shared.
 Parameters (exact): V^E, V^D: 2·d·d_s + d_s + d; attention block 4·(d_s² + d_s) + 2·d_s;
 FFN block 2·r·d_s² + r·d_s + d_s + 2·d_s; BERT layer 4d² + 2·d·d_ff + 9d + d_ff.
@@ -19,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...adapters.attention import SmallSelfAttention
-from ...adapters.base import AdapterSpec, BuildContext, Mask, TaskAdapter, init_linear, zero_linear
+from ...adapters.base import AdapterSpec, BuildContext, Mask, TaskAdapter, init_linear, reinitialise, zero_linear
 
 
 class AttentionBlock(nn.Module):
@@ -50,27 +53,29 @@ class FeedForwardBlock(nn.Module):
 
 
 class ProjectedTopStack(TaskAdapter):
-    """H + V^D · blocks(V^E · H)."""
+    """H + V^D · blocks(V^E · H) (``residual``, V^D zero-initialised), or V^D · blocks(V^E · H) replacing H (V^D
+    BERT-initialised: a zero V^D would hand the pooler zeros)."""
 
-    def __init__(self, ctx: BuildContext, blocks: list[nn.Module]) -> None:
+    def __init__(self, ctx: BuildContext, blocks: list[nn.Module], *, residual: bool = True) -> None:
         super().__init__(())
         d, s = ctx.hidden, ctx.adapter.d_s
+        self.residual = residual
         self.encoder = init_linear(nn.Linear(d, s), ctx.std)
         self.blocks = nn.ModuleList(blocks)
-        self.decoder = zero_linear(nn.Linear(s, d))
+        self.decoder = zero_linear(nn.Linear(s, d)) if residual else init_linear(nn.Linear(s, d), ctx.std)
 
     def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
         x = self.encoder(hidden)
         for block in self.blocks:  # N_top layers in sequence (not a loop over heads or tasks)
             x = block(x, mask)
-        return hidden + self.decoder(x)
+        return hidden + self.decoder(x) if self.residual else self.decoder(x)
 
 
 def build_proj_attn_top(ctx: BuildContext) -> ProjectedTopStack:
     c, a = ctx.base_config, ctx.adapter
     return ProjectedTopStack(ctx, [
         AttentionBlock(c, a.d_s, a.heads, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
-        for _ in range(a.n_top)])
+        for _ in range(a.n_top)], residual=a.proj_attn_top_residual)
 
 
 def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
@@ -81,12 +86,15 @@ def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
 
 
 class BertLayerTop(TaskAdapter):
-    """One more layer of the trunk's family for this task, a copy of the trunk's last layer at construction,
-    run as the trunk runs its last layer."""
+    """One more layer of the trunk's family for this task, run as the trunk runs its last layer: a fresh layer of
+    the last layer's shape with BERT's initialisation (``bert_layer_top_init="fresh"``, the released code) or a copy
+    of the trunk's last layer at construction (``"copy"``)."""
 
     def __init__(self, ctx: BuildContext) -> None:
         super().__init__(())
         self.layer = copy.deepcopy(ctx.family.layers[-1])
+        if ctx.adapter.bert_layer_top_init == "fresh":
+            reinitialise(self.layer, ctx.std)
         self._family = (ctx.family,)  # a plain reference (the trunk's weights are registered on the model)
 
     def adapt_top(self, hidden: torch.Tensor, mask: Mask) -> torch.Tensor:
