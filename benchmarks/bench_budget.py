@@ -1,4 +1,5 @@
-"""Calculator speed (issue 2): `pals-budget` as a whole process, and the full design-space sweep.
+"""Calculator speed (issue 2, issue 11): `pals-budget` as a whole process, and the full design-space sweep, for
+BERT-base and for every encoder family.
 
     .venv/bin/python benchmarks/bench_budget.py
 
@@ -48,6 +49,24 @@ def main() -> None:
     n_all = sum(1 for _ in sweep(model, heads=1))
     dt_all = time.perf_counter() - t
     print(f"sweep with h_s = 1 (every d_s valid): {n_all:,} configurations in {dt_all:.2f} s → {n_all / dt_all:,.0f} configs/s")
+
+    # every encoder family (issue 11): its largest preset as a whole process, and the sweep over one preset of each
+    for name in ("xlm-roberta-large", "deberta-v3-large", "ModernBERT-large", "electra-small-discriminator",
+                 "distilbert-base-uncased"):
+        t_cli = wall([exe, "--model", name, "--tasks", "8", "--budget", "1.13"], 7)
+        print(f"pals-budget --model {name:<28}: {t_cli * 1000:7.1f} ms median of 7 (target < 300 ms)")
+    by_family = {}
+    for name, m in PRESETS.items():
+        by_family.setdefault(m.family, name)
+    total_n, total_dt = 0, 0.0
+    for family, name in by_family.items():
+        t = time.perf_counter()
+        n_f = sum(1 for _ in sweep(PRESETS[name]))
+        dt_f = time.perf_counter() - t
+        total_n, total_dt = total_n + n_f, total_dt + dt_f
+        print(f"sweep {family:<11} ({name}): {n_f:,} configurations in {dt_f:.2f} s → {n_f / dt_f:,.0f} configs/s")
+    print(f"sweep, every family: {total_n:,} configurations in {total_dt:.2f} s → {total_n / total_dt:,.0f} configs/s "
+          f"(target ≥ 100,000)")
 
 
 if __name__ == "__main__":

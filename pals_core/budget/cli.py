@@ -122,7 +122,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     n_base = base_params(model, args.convention)
     if args.json:
         return json.dumps({
-            "model": {"name": model.name, "hidden": model.hidden, "layers": model.layers, "heads": model.heads,
+            "model": {"name": model.name, "family": model.family, "hidden": model.hidden, "layers": model.layers, "heads": model.heads,
                       "intermediate": model.intermediate, "params": n_base},
             "tasks": [t.as_dict() for t in tasks],
             "convention": args.convention,

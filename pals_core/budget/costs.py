@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from functools import lru_cache
 from typing import Optional, Sequence
 
 from .config import AdapterConfig, format_location
@@ -31,7 +32,12 @@ def _paper(convention: str) -> bool:
 def base_params(m: BaseModel, convention: str = "exact") -> int:
     """N_base, the parameters of ``AutoModel.from_config`` for the model's family (``families``); for BERT
     (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d (with pooler)."""
-    return get_family(m.family).base_params(m, _paper(convention))
+    return _base_params(m, _paper(convention))
+
+
+@lru_cache(maxsize=512)
+def _base_params(m: BaseModel, paper: bool) -> int:
+    return get_family(m.family).base_params(m, paper)  # a sum over the layers: computed once per shape
 
 
 def embedding_params(m: BaseModel, convention: str = "exact") -> int:
@@ -53,10 +59,11 @@ def pooler_params(m: BaseModel, convention: str = "exact") -> int:
     return linear(m.hidden, m.hidden, paper=_paper(convention)).c
 
 
-def layer_flops(m: BaseModel, n: int) -> list[int]:
-    """Forward FLOPs of each layer on n tokens (BERT: 2n·(4d² + 2·d·d_ff) + 4n²·d each)."""
+@lru_cache(maxsize=512)
+def layer_flops(m: BaseModel, n: int) -> tuple[int, ...]:
+    """Forward FLOPs of each layer on n tokens (BERT: 2n·(4d² + 2·d·d_ff) + 4n²·d each); computed once per shape."""
     family = get_family(m.family)
-    return [family.layer_flops(m, i, n) for i in range(m.layers)]
+    return tuple(family.layer_flops(m, i, n) for i in range(m.layers))
 
 
 def base_flops(m: BaseModel, n: int) -> int:

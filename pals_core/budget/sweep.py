@@ -9,6 +9,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 
 from .config import AdapterConfig
 from .costs import DEFAULT_SEQ_LEN, design, forward_flops
+from .families import get_family
 from .methods import get_method
 from .models import BaseModel
 from .table import designs_for
@@ -29,7 +30,10 @@ def sweep(model: BaseModel, *, sizes: Iterable[int] = range(1, 1025), task_count
           heads: int = AdapterConfig.default("heads")) -> Iterator[Point]:
     """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""
     sizes = list(sizes)
+    family = get_family(model.family)
     for name, loc in designs_for(methods):
+        if family.refusal(name):  # a method the model's family cannot take (e.g. CA-MTL on DeBERTa): not a design
+            continue
         method = get_method(name)
         valid = [s for s in sizes if not method.attention or s % heads == 0] if method.sized else [None]
         for t in task_counts:
