@@ -37,7 +37,7 @@ def test_json_schema():
     p = run("--tasks", "rte,stsb", "--extra", "2M", "--method", "pals", "--model", "minilm-l6-h384", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["model"] == {"name": "minilm-l6-h384", "hidden": 384, "layers": 6, "heads": 12, "intermediate": 1536,
+    assert out["model"] == {"name": "minilm-l6-h384", "family": "bert", "hidden": 384, "layers": 6, "heads": 12, "intermediate": 1536,
                             "params": 22_713_216}
     assert out["tasks"] == [{"name": "rte", "num_labels": 2}, {"name": "stsb", "num_labels": 1}]
     assert out["convention"] == "exact" and out["budget"] == {"ratio": None, "extra": 2e6, "per_task": None}
