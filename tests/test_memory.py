@@ -18,7 +18,9 @@ from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import METHODS, design, evaluate, from_hf_config, get_method, parse_tasks
 from pals_core.budget.activations import Conditions
 from pals_core.budget.memory import activation_bytes, memory_train
+from pals_core.budget.families import get_family
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from pals_core.model import _hf_config
 
 torch.set_num_threads(1)
 
@@ -36,12 +38,31 @@ BASES = {
                       max_position_embeddings=16, attn_implementation="eager", classifier_dropout=0.3),
                  {"sst2": 2, "stsb": 1}, 14, 11, 7, 4, 6),
 }
-EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1]}
+# the other families with torch trunks (their dropout fields, their embeddings and heads)
+FAMILY_BASES = {
+    "roberta-3L": (dict(model_type="roberta", hidden_size=18, num_hidden_layers=3, num_attention_heads=3,
+                        intermediate_size=29, vocab_size=37, max_position_embeddings=20, type_vocab_size=1, pad_token_id=1),
+                   {"rte": 2, "stsb": 1}, 6, 5, 3, 3, 9),
+    "distilbert-3L": (dict(model_type="distilbert", dim=21, n_layers=3, n_heads=3, hidden_dim=31, vocab_size=43,
+                           max_position_embeddings=16), {"mnli": 3, "stsb": 1}, 8, 7, 4, 2, 10),
+    "electra-E10": (dict(model_type="electra", embedding_size=10, hidden_size=24, num_hidden_layers=3,
+                         num_attention_heads=4, intermediate_size=35, vocab_size=39, max_position_embeddings=16,
+                         type_vocab_size=2, attn_implementation="eager"), {"cola": 2, "stsb": 1}, 9, 4, 3, 3, 8),
+    "electra-nodrop": (dict(model_type="electra", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=20, vocab_size=30, max_position_embeddings=12, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0), {"rte": 2}, 6, 5, 2, 2, 7),
+}
+BASES.update(FAMILY_BASES)
+EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1], "roberta-3L": [0, 2],
+            "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1]}
 
 
 def _cases():
     for base in BASES:
+        family = get_family(from_hf_config(_hf_config(BASES[base][0]).to_dict()).family)
         for method in METHODS:
+            if family.refusal(method):
+                continue
             locs = ("all", "top", "bottom", "explicit") if get_method(method).within else (None,)
             for loc in locs:
                 for freeze in (False, True):
@@ -59,7 +80,7 @@ def _setup(base, method, loc, freeze, **extra):
     fields_ = dict(method=method, d_s=d_s, location=EXPLICIT[base] if loc == "explicit" else loc, heads=heads,
                    n_top=2, ffn_ratio=3, freeze_trunk=freeze)
     cfg = AdapterConfig(**(fields_ | extra))
-    hf = BertConfig(**fields)
+    hf = _hf_config(dict(fields))
     ds = design(from_hf_config(hf.to_dict()), parse_tasks(tasks), cfg, seq_len=n)
     return hf, cfg, tasks, batch, n, ds
 
@@ -83,8 +104,11 @@ def test_activations_are_the_bytes_autograd_saves(base, method, loc, freeze):
         saved_activation_bytes(model, next(iter(tasks)), batch, n)
 
 
-@pytest.mark.parametrize("base,method,loc,freeze", [c for c in CASES if c[0] == "odd-3L-drop"],
-                         ids=[i for i in IDS if i.startswith("odd-3L-drop")])
+OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L")
+
+
+@pytest.mark.parametrize("base,method,loc,freeze", [c for c in CASES if c[0] in OPT],
+                         ids=[i for i, c in zip(IDS, CASES) if c[0] in OPT])
 def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
     hf, cfg, tasks, batch, n, ds = _setup(base, method, loc, freeze)
     model = _model(base, method, loc, freeze)
@@ -99,7 +123,7 @@ def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
 @pytest.mark.parametrize("extra", [dict(), dict(frozen_layers=0), dict(location="top", frozen_layers=2, cond_adapter_layers=2),
                                    dict(cond_attn_max_len=5, cond_attn_blocks=2, task_embedding_dim=7)],
                          ids=["default-half-frozen", "nothing-frozen", "top-2-frozen", "small-bias"])
-@pytest.mark.parametrize("base", ["odd-3L-drop", "eager-2L", "5L-B1"])
+@pytest.mark.parametrize("base", ["odd-3L-drop", "eager-2L", "5L-B1", "roberta-3L", "distilbert-3L", "electra-E10"])
 def test_ca_mtl_frozen_half(base, extra):
     hf, cfg, tasks, batch, n, ds = _setup(base, "ca_mtl", None, False, **extra)
     torch.manual_seed(0)

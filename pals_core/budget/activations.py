@@ -79,6 +79,10 @@ class Conditions:
         impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
         if impl not in ("sdpa", "eager"):
             impl = "sdpa"
+        if config.get("model_type") == "distilbert" or "n_layers" in config:  # DistilBERT's names
+            return cls(hidden_dropout=float(config.get("dropout", 0.1)),
+                       attention_dropout=float(config.get("attention_dropout", 0.1)),
+                       classifier_dropout=float(config.get("seq_classif_dropout", 0.2)), attention=impl, **kw)
         return cls(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
                    attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
                    classifier_dropout=config.get("classifier_dropout"), attention=impl, **kw)

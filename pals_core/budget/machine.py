@@ -163,7 +163,7 @@ def largest_root(a: float, b: float, c: float, limit: float) -> float:
     return (-b + math.sqrt(max(disc, 0.0))) / (2 * a)
 
 
-MEMORY_FAMILIES = ("bert",)  # families whose forward ``budget.memory`` replays op by op
+from .memory import FAMILIES as MEMORY_FAMILIES  # noqa: E402  (families whose forward budget.memory replays)
 
 
 def supported(ds) -> bool:

@@ -54,13 +54,17 @@ class MemoryTrain:
 # ----------------------------------------------------------------------------------- the BERT forward
 
 def bert_layer(tr: Trace, m, i, h: Sym, trains: bool, hooks: ActivationHooks) -> Sym:
-    """One BERT layer as ``pals_core.encoder.adapted_layer`` runs it (identity hooks: ``BertLayer``)."""
+    """One layer as the family's trunk runs it (``pals_core/trunks``: BERT's layer; DistilBERT's has no dropout after
+    the attention output) with the adapter's hooks (identity hooks: the HF layer)."""
     c, d, f = tr.cond, m.hidden, m.intermediate
     q = hooks.adapt_query(i, h, tr.linear(h, d, trains))
     k = hooks.adapt_key(i, h, tr.linear(h, d, trains))
     v = hooks.adapt_value(i, h, tr.linear(h, d, trains))
     ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=hooks.attention_mask_grad(i))
-    y = hooks.adapt_attention_output(i, tr.dropout(tr.linear(ctx, d, trains), c.hidden_dropout))
+    y = tr.linear(ctx, d, trains)
+    if m.family != "distilbert":
+        y = tr.dropout(y, c.hidden_dropout)
+    y = hooks.adapt_attention_output(i, y)
     a = hooks.attention_norm(i, tr.add(y, h), trains)
     g = hooks.adapt_ffn_activation(i, tr.gelu(tr.linear(a, f, trains)))
     z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
@@ -68,22 +72,50 @@ def bert_layer(tr: Trace, m, i, h: Sym, trains: bool, hooks: ActivationHooks) ->
     return hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))
 
 
-def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
-    """``MultiTaskBert.forward`` on one task: embeddings, every layer, the top stack, pooler, dropout, head."""
-    c, d = tr.cond, m.hidden
-    emb = hooks.embeddings_train() and not freeze_trunk
+def embeddings(tr: Trace, m, emb: bool) -> Sym:
+    """The family's embedding layer: the int64 ids each lookup keeps (BERT, ELECTRA: the caller's token types and a
+    view of the (1, P) position buffer, 8·P bytes; RoBERTa: positions computed from the ids, token types gathered from
+    its buffer, B·n each; DistilBERT: no token types), LayerNorm, dropout, ELECTRA's E → d projection."""
+    c, e = tr.cond, m.width
     ids = tr.new(tr.tokens, False, item_bytes=INT64)
-    types = tr.new(tr.tokens, False, item_bytes=INT64)
-    positions = tr.new(m.positions, False, item_bytes=INT64)  # a view of the (1, P) position_ids buffer
-    x = tr.add(tr.embedding(ids, d, emb, m.vocab), tr.embedding(types, d, emb, m.token_types))
-    x = tr.add(x, tr.embedding(positions, d, emb, m.positions))
-    h = hooks.adapt_embeddings(tr.dropout(tr.layer_norm(x, emb), c.hidden_dropout))
+    x = tr.embedding(ids, e, emb, m.vocab)
+    if m.family != "distilbert":
+        x = tr.add(x, tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, emb, m.token_types))
+    positions = tr.tokens if m.family == "roberta" else m.positions
+    x = tr.add(x, tr.embedding(tr.new(positions, False, item_bytes=INT64), e, emb, m.positions))
+    h = tr.dropout(tr.layer_norm(x, emb), c.hidden_dropout)
+    if e != m.hidden:  # ELECTRA's embeddings_project
+        h = tr.linear(h, m.hidden, emb)
+    return h
+
+
+def classify(tr: Trace, m, h: Sym, pooler_trains: bool) -> Sym:
+    """Pooler families: head(dropout(tanh(dense(h[:, 0])))); DistilBERT: out(dropout(ReLU(dense(h[:, 0])))); ELECTRA:
+    out(dropout(GELU(dense(dropout(h[:, 0]))))) — the dense layers of the last two are the task's own."""
+    c, d = tr.cond, m.hidden
+    if m.family in ("bert", "roberta"):
+        pooled = tr.saves_output(tr.linear(h, d, pooler_trains, rows=tr.batch))  # dense on h[:, 0] (a view of h), tanh
+        return tr.linear(tr.dropout(pooled, c.head_dropout), 1, True, rows=tr.batch)
+    if m.family == "electra":
+        first = h if c.head_dropout == 0 else tr.dropout(Sym(Poly.of(tr.batch * d * c.float_bytes), h.grad), c.head_dropout)
+        x = tr.gelu(tr.linear(first, d, True, rows=tr.batch))  # h[:, 0] is a view of h: without dropout, h is kept
+    else:
+        x = tr.saves_output(tr.linear(h, d, True, rows=tr.batch))  # ReLU keeps its output
+    return tr.linear(tr.dropout(x, c.head_dropout), 1, True, rows=tr.batch)
+
+
+FAMILIES = ("bert", "roberta", "distilbert", "electra")  # the families whose forward is replayed here
+
+
+def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
+    """``MultiTaskModel.forward`` on one task: embeddings, every layer, the top stack, the family's head."""
+    if m.family not in FAMILIES:
+        raise ValueError(f"memory and step time are modelled for {', '.join(FAMILIES)} models, not {m.family!r}")
+    h = hooks.adapt_embeddings(embeddings(tr, m, hooks.embeddings_train() and not freeze_trunk))
     plain = ActivationHooks(tr, m, hooks.cfg, (), None)
     for i in range(m.layers):
         h = bert_layer(tr, m, i, h, hooks.layer_trains(i) and not freeze_trunk, hooks if i in hooks.layers else plain)
-    h = hooks.adapt_top(h)
-    pooled = tr.saves_output(tr.linear(h, d, pooler_trains, rows=tr.batch))  # dense on h[:, 0] (a view of h), tanh
-    return tr.linear(tr.dropout(pooled, c.head_dropout), 1, True, rows=tr.batch)
+    return classify(tr, m, hooks.adapt_top(h), pooler_trains)
 
 
 def trace_forward(ds, batch: int, cond: Conditions) -> Trace:
@@ -108,16 +140,19 @@ def trainable_tensors(ds) -> int:
     """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor)."""
     m, cfg = ds.model, ds.config
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
-    heads = LINEAR_TENSORS * (2 if cfg.per_task_pooler else 1)
+    pooler = m.family in ("bert", "roberta")
+    head = LINEAR_TENSORS * (1 if pooler else 2)  # DistilBERT / ELECTRA heads hold their own dense layer
+    heads = head + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
     adapters = shared + len(ds.tasks) * (per_task + heads)
     if cfg.freeze_trunk:
         return adapters
-    base = EMBEDDING_TENSORS + m.layers * BASE_LAYER_TENSORS + LINEAR_TENSORS
-    if cfg.per_task_pooler:
+    embedding = EMBEDDING_TENSORS - (1 if m.family == "distilbert" else 0) + (LINEAR_TENSORS if m.width != m.hidden else 0)
+    base = embedding + m.layers * BASE_LAYER_TENSORS + (LINEAR_TENSORS if pooler else 0)
+    if cfg.per_task_pooler and pooler:
         base -= LINEAR_TENSORS
     frozen_layers = ds.method.frozen_layers(m, cfg) if ds.method.frozen_layers else 0
     if frozen_layers:
-        base -= EMBEDDING_TENSORS + frozen_layers * BASE_LAYER_TENSORS
+        base -= embedding + frozen_layers * BASE_LAYER_TENSORS
     return base + adapters
 
 
