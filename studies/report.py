@@ -13,6 +13,8 @@ Everything shown about a study is computed here (the explorer view only lays it 
 """
 from __future__ import annotations
 
+import math
+
 import os
 from typing import Optional, Sequence
 
@@ -149,14 +151,20 @@ def history_figure(study: optuna.Study) -> go.Figure:
         raise FigureUnavailable("no completed trial yet")
     fig = optuna.visualization.plot_optimization_history(study, target=_target(study), target_name=AVERAGE)
     fig.update_layout(title=f"Optimisation history — {study.study_name}")
+    n = max(1, len(study.get_trials(deepcopy=False)))
+    fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, math.ceil(n / 15)), title="trial")  # whole trial numbers
     return fig
+
+
+MIN_IMPORTANCE_TRIALS = 10  # fANOVA's random forest on fewer trials ranks noise
 
 
 def importance_figure(study: optuna.Study) -> go.Figure:
     """fANOVA importance of the parameters every completed trial shares, for the dev average."""
     done = _completed(study)
-    if len(done) < 2:
-        raise FigureUnavailable("parameter importances need at least two completed trials")
+    if len(done) < MIN_IMPORTANCE_TRIALS:
+        raise FigureUnavailable(f"parameter importances need at least {MIN_IMPORTANCE_TRIALS} completed trials "
+                                f"({len(done)} so far): fANOVA on fewer says nothing")
     common = set(done[0].params)
     for t in done[1:]:
         common &= set(t.params)

@@ -110,3 +110,17 @@ def test_run_scores_are_shown_0_to_100_with_metric_names():
                        "rte": {"accuracy": None}})
     assert rows == [{"task": "mnli", "accuracy (matched)": 50.0, "accuracy (mismatched)": 25.0},
                     {"task": "cola", "Matthews corr.": 10.0}, {"task": "rte", "accuracy": "—"}]
+
+
+def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_path):
+    """The Studies tab: trial numbers are whole numbers; parameter importances wait for enough trials."""
+    import optuna
+    from studies import report
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="few", direction="maximize")
+    for i in range(3):
+        t = study.ask({"lr": optuna.distributions.FloatDistribution(1e-5, 1e-3, log=True)})
+        study.tell(t, 0.5 + 0.01 * i)
+    with pytest.raises(report.FigureUnavailable, match=f"at least {report.MIN_IMPORTANCE_TRIALS} completed trials"):
+        report.importance_figure(study)
+    x = report.history_figure(study).layout.xaxis
+    assert x.tickmode == "linear" and x.dtick == 1 and x.tick0 == 0
