@@ -64,6 +64,8 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sampling", choices=sorted(SAMPLERS), help="task sampling where not searched (default annealed)")
     g.add_argument("--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)")
     g.add_argument("--seed", help="training seed, the same for every trial (default 0)")
+    g.add_argument("--seeds", help="repeat every trial over these training seeds, e.g. 0,1,2, and optimise the mean dev "
+                   "average (the report shows the 95 %% t-interval); pruning looks at the first seed's run")
     g.add_argument("--methods", help="design studies: methods to search, comma-separated (default: every method that fits)")
     g.add_argument("--max-d-s", metavar="N", help="design studies: largest d_s sampled (default: the hidden size d)")
     add_budget_flags(p, title="study budget (one of)", defaults_help=f"; default --budget {DEFAULT_BUDGET_RATIO}")
@@ -166,6 +168,15 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         kw["sampling"] = args.sampling
     if args.seed is not None:
         kw["seed"] = _int(args.seed, "--seed")
+    if args.seeds is not None:
+        from pals_core.train.seeds import parse_seeds
+
+        try:
+            kw["seeds"] = parse_seeds(args.seeds)
+        except ValueError as e:
+            raise StudyError(str(e)) from None
+        if args.seed is not None:
+            raise StudyError("give --seed (one run per trial) or --seeds (one run per seed), not both")
     d = get_definition(definition)
     if args.methods is not None:
         if not d.searches_design:
@@ -281,7 +292,7 @@ def cmd_run(args) -> int:
           f"{c['WAITING']} waiting · this worker ran {result.ran}")
     from .report import format_table, leaderboard
 
-    print(format_table(leaderboard(study, top=5), ["rank", "trial", "dev average", "task-specific parameters", "design",
+    print(format_table(leaderboard(study, top=5), ["rank", "trial", "dev average", "± ci95", "seeds", "task-specific parameters", "design",
                                                     "d_s", "lr", "warmup", "alpha_start", "alpha_end", "alpha_shape",
                                                     "epoch_steps", "pareto"]))
     print(f"report: {PROG} report {name} --storage {args.storage}")

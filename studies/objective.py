@@ -25,6 +25,7 @@ from .storage import one_line, retry_of
 
 #: a run directory holding this file holds a run that ``train(cfg, resume=True)`` continues from its last checkpoint
 RESUMABLE_MARKER = "config.json"
+SEEDS_MARKER = "seeds.json"  # the same for a trial repeated over seeds (``StudySettings.seeds``)
 
 
 def retried_from(trial: optuna.Trial) -> Optional[int]:
@@ -73,12 +74,12 @@ class Objective:
         """(directory, resume?): a retry (of trial ``original``) resumes in its directory if that is on this machine."""
         previous = trial.user_attrs.get("run_dir")
         if original is not None and previous and trial.user_attrs.get("host") == socket.gethostname() \
-                and os.path.exists(os.path.join(previous, RESUMABLE_MARKER)):
+                and any(os.path.exists(os.path.join(previous, m)) for m in (RESUMABLE_MARKER, SEEDS_MARKER)):
             return previous, True
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
 
     def __call__(self, trial: optuna.Trial) -> Union[float, tuple[float, float]]:
-        from pals_core.data.metrics import main_score
+        from pals_core.data.metrics import MAIN_METRIC, main_score
         from pals_core.train.config import TrainConfig
         from pals_core.train.trainer import TrainingStopped, train
 
@@ -124,7 +125,10 @@ class Objective:
                 raise optuna.TrialPruned(f"dev average {average:.4f} at step {step} is below the median of earlier trials")
 
         try:
-            summary = train(cfg, resume=resume, on_eval=on_eval, progress=self.progress)
+            if s.seeds:
+                summary = self._train_seeds(cfg, s.seeds, resume, on_eval)
+            else:
+                summary = train(cfg, resume=resume, on_eval=on_eval, progress=self.progress)
         except optuna.TrialPruned:
             self._drop_checkpoints(run_dir)
             raise
@@ -137,17 +141,48 @@ class Objective:
             raise
         self._drop_checkpoints(run_dir)
         params = summary.get("params", {})
-        scores = summary.get("scores") or {}
+        if s.seeds:  # the aggregate: mean over seeds, with the interval beside it
+            scores = {t: {k: v["mean"] for k, v in m.items()} for t, m in summary["scores"].items()}
+            trial.set_user_attr("seeds", list(summary["seeds"]))
+            trial.set_user_attr("average_std", summary["average"]["std"])
+            trial.set_user_attr("average_ci95", summary["average"]["ci95"])
+            trial.set_user_attr("scores_ci95", {t: (m.get(MAIN_METRIC.get(t)) or {}).get("ci95")
+                                                for t, m in summary["scores"].items()})
+            trial.set_user_attr("best_step", [r["best_step"] for r in summary["runs"]])
+            average = float(summary["average"]["mean"])
+        else:
+            scores = summary.get("scores") or {}
+            trial.set_user_attr("best_step", summary.get("best_step"))
+            average = float(summary["average"])
         trial.set_user_attr("scores", {t: float(main_score(t, m)) for t, m in scores.items()})  # Table 3's metric per task
         trial.set_user_attr("metrics", {t: {k: float(v) for k, v in m.items()} for t, m in scores.items()})
-        trial.set_user_attr("best_step", summary.get("best_step"))
         trial.set_user_attr("wall_time_s", float(summary.get("wall_time_s", 0.0)))
         if "task_specific" in params:  # the trainer's count, checked against the instantiated module
             trial.set_user_attr("params_task_specific", int(params["task_specific"]))
-        average = float(summary["average"])
         if multi:
             return average, float(params.get("task_specific", cost.params_task_specific))
         return average
+
+    def _train_seeds(self, cfg, seeds: list[int], resume: bool, on_eval) -> dict:
+        """The trial once per seed, one after another in ``<run_dir>/seed-<k>`` (``pals-train --seeds`` layout, so
+        ``pals-train --resume --out <run_dir>`` also continues it); the first seed's run reports to the pruner.
+        Returns the aggregate summary (``pals_core.train.aggregate``): mean, sample std, 95 % t-interval."""
+        from pals_core.train import seeds as sd
+        from pals_core.train.aggregate import aggregate
+        from pals_core.train.rundir import atomic_write_json
+        from pals_core.train.trainer import resolve, train
+
+        plan = sd.SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
+        if not (resume and sd.is_seeds_dir(cfg.out)):
+            sd.write_plan(plan)
+        summaries = []
+        for i, k in enumerate(seeds):
+            one = plan.seed_config(k)
+            summaries.append(train(one, resume=True, on_eval=on_eval if i == 0 else None, progress=self.progress))
+            self._drop_checkpoints(one.out)
+        agg = aggregate(seeds, summaries, [os.path.basename(sd.seed_dir(cfg.out, k)) for k in seeds])
+        atomic_write_json(os.path.join(cfg.out, "summary.json"), agg)
+        return agg
 
     def _drop_checkpoints(self, run_dir: str) -> None:
         if not self.keep_checkpoints:

@@ -2,7 +2,8 @@
 
 Everything shown about a study is computed here (the explorer view only lays it out):
 
-- ``trials_frame``: one row per trial — state, dev average, design (method, location, d_s), task-specific
+- ``trials_frame``: one row per trial — state, dev average (with ``± ci95`` and ``seeds`` when the study repeats
+  each trial over seeds: the mean over seeds and the half-width of its 95 % t-interval), design (method, location, d_s), task-specific
   parameters Σ_t (head_t + adapter_t) and the ratio N_total / N_base from the calculator, the searched
   parameters, per-task dev scores, wall time, run directory and retry links;
 - ``leaderboard``: finished trials, best dev average first, with their Pareto membership;
@@ -28,6 +29,7 @@ from pals_core.atomic import atomic_write_text
 from .storage import retry_of
 
 AVERAGE = "dev average"
+CI95 = "± ci95"  # trials repeated over seeds (settings ``seeds``): half-width of the 95 % t-interval of the mean
 PARAMS = "task-specific parameters"
 _HIDDEN_PARAMS = ("d_s_", "location_")  # per-design parameter names: summarised by the design / d_s columns
 _ATTR_COLUMNS = ("design", "method", "location", "d_s", "ratio", "flops_ratio")
@@ -52,7 +54,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     for t in study.get_trials(deepcopy=False):
         a = t.user_attrs
         row = {"trial": t.number, "state": t.state.name,
-               AVERAGE: t.values[0] if t.values else _last_reported(t)}
+               AVERAGE: t.values[0] if t.values else _last_reported(t),
+               CI95: a.get("average_ci95"), "seeds": len(a["seeds"]) if a.get("seeds") else None}
         for k in _ATTR_COLUMNS:
             row[k] = a.get(k)
         row[PARAMS] = _params_of(t)
@@ -71,6 +74,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=["trial", "state", AVERAGE, *_ATTR_COLUMNS, PARAMS])
     df[PARAMS] = df[PARAMS].astype("Int64")
+    if df["seeds"].isna().all():  # a study without seeds: no interval columns
+        df = df.drop(columns=[CI95, "seeds"])
     if "d_s" in df:
         df["d_s"] = df["d_s"].astype("Int64")
     return df
@@ -103,8 +108,8 @@ def leaderboard(study: optuna.Study, top: Optional[int] = None) -> pd.DataFrame:
     done.loc[have, "pareto"] = pareto_front(list(zip(done.loc[have, AVERAGE], done.loc[have, PARAMS])))
     done = done.sort_values([AVERAGE, PARAMS], ascending=[False, True], kind="stable")
     done.insert(0, "rank", range(1, len(done) + 1))
-    cols = ["rank", "trial", AVERAGE, PARAMS, "pareto"] + [c for c in done.columns if c not in
-                                                          ("rank", "trial", AVERAGE, PARAMS, "pareto", "state", "error", "last step")]
+    first = ["rank", "trial", AVERAGE] + [c for c in (CI95, "seeds") if c in done.columns] + [PARAMS, "pareto"]
+    cols = first + [c for c in done.columns if c not in (*first, "state", "error", "last step")]
     done = done[cols].reset_index(drop=True)
     done = done.dropna(axis=1, how="all")
     return done.head(top) if top else done

@@ -38,6 +38,7 @@ class StudySettings:
     sampling: str = "annealed"
     epoch_steps: Optional[int] = None  # None: the trainer's default (2400, the paper's epoch)
     seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
+    seeds: Optional[list[int]] = None  # repeat every trial over these training seeds and optimise the mean (None: `seed` once)
     methods: Optional[list[str]] = None  # design study: methods searched (None: every method the calculator knows)
     # The design settings every trial shares (AdapterConfig.as_dict()): alpha-schedule / optimizer studies train this
     # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
@@ -60,6 +61,10 @@ class StudySettings:
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
             raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
+        if self.seeds is not None:
+            from pals_core.train.seeds import parse_seeds
+
+            self.seeds = parse_seeds(",".join(str(k) for k in self.seeds))
         if self.eval_every > self.steps:
             raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
 

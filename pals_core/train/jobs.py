@@ -58,6 +58,20 @@ def launch(cfg: TrainConfig) -> subprocess.Popen:
         log.close()
 
 
+def _finished(cfg: TrainConfig) -> Optional[dict]:
+    """The summary of a run that already finished with this very configuration, else None."""
+    from .rundir import RunDir
+
+    run = RunDir(cfg.out)
+    if not run.summary.is_file() or (run.read_progress() or {}).get("status") != "finished":
+        return None
+    try:
+        saved = TrainConfig.from_dict(read_json(run.config))
+    except (OSError, ValueError):
+        return None
+    return read_json(run.summary) if saved.resumable_view() == cfg.resumable_view() else None
+
+
 def run_all(configs: Sequence[TrainConfig], jobs: int = 1, progress: bool = True,
             on_change: Optional[Callable[[], None]] = None) -> dict[str, dict]:
     """{cfg.out: summary} of every run, trained (or resumed) as needed. Raises ``TrainingStopped`` if
@@ -81,6 +95,10 @@ def run_all(configs: Sequence[TrainConfig], jobs: int = 1, progress: bool = True
         while pending or running:
             while pending and len(running) < jobs and not stop.is_set():
                 cfg = pending.pop(0)
+                done = _finished(cfg)
+                if done is not None:  # nothing to train: no process to start
+                    results[cfg.out] = done
+                    continue
                 running[cfg.out] = launch(cfg)
             if stop.is_set():
                 pending.clear()

@@ -105,14 +105,22 @@ def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -
     return write
 
 
-def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool) -> dict[str, dict]:
-    """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out)."""
+def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
+               on_change: Optional[Callable[[], None]] = None) -> dict[str, dict]:
+    """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out);
+    ``on_change`` is called as runs progress (e.g. to copy finished summaries away)."""
     from .trainer import TrainingStopped
 
     write = _progress_writer(out, leaves, time.monotonic())
+
+    def changed() -> None:
+        write("running")
+        if on_change is not None:
+            on_change()
+
     write("running")
     try:
-        results = run_all(leaves, jobs=jobs, progress=progress, on_change=lambda: write("running"))
+        results = run_all(leaves, jobs=jobs, progress=progress, on_change=changed)
     except (TrainingStopped, KeyboardInterrupt):
         write("stopped")
         raise
@@ -131,8 +139,9 @@ def run_separate(plan: "sep.SeparatePlan", jobs: int = 1, progress: bool = True)
     return summary
 
 
-def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
-    """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
+def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, "sep.SeparatePlan"]]:
+    """The ordinary runs ``plan`` consists of (one per seed, or one per seed and task with ``separate``), and
+    the seeds' separate plans (written to OUT/seed-<k>/ when new)."""
     leaves: list[TrainConfig] = []
     plans: dict[int, sep.SeparatePlan] = {}
     for k in plan.seeds:
@@ -147,7 +156,11 @@ def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
             leaves += p.configs()
         else:
             leaves.append(cfg)
-    results = run_leaves(plan.out, leaves, jobs, progress)
+    return leaves, plans
+
+
+def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results: dict[str, dict]) -> dict:
+    """The seeds' summaries (separate ones written to OUT/seed-<k>/summary.json) and the aggregate OUT/summary.json."""
     summaries = []
     for k in plan.seeds:
         if plan.separate:
@@ -161,6 +174,13 @@ def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
         agg["method"] = sep.METHOD
     atomic_write_json(plan.out / "summary.json", agg)
     return agg
+
+
+def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
+    """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
+    leaves, plans = seed_leaves(plan)
+    results = run_leaves(plan.out, leaves, jobs, progress)
+    return finish_seeds(plan, plans, results)
 
 
 def _new_separate_plan(plan: SeedsPlan, cfg: TrainConfig) -> "sep.SeparatePlan":
