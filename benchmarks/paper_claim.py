@@ -45,7 +45,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pals_core import AdapterConfig  # noqa: E402
-from pals_core.budget import Task  # noqa: E402
+from pals_core.budget import Budget, Task  # noqa: E402
 from pals_core.data.metrics import MAIN_METRIC, dev_average, main_score, majority_scores  # noqa: E402
 from pals_core.data.tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
@@ -104,7 +104,7 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
     cfg = replace(base, out=out, adapter=adapter, seed=seeds[0])
     if design in ADAPTERS:
         cfg = replace(cfg, adapter=replace(adapter, d_s=solve_d_s(model_shape(a.model), [
-            Task(t, GLUE_TASKS[t].num_labels) for t in base.tasks], adapter, a.budget)))
+            Task(t, GLUE_TASKS[t].num_labels) for t in base.tasks], adapter, Budget(ratio=a.budget))))
     plan = sd.SeedsPlan(resolve(cfg), seeds, separate=design == "separate")
     if sd.is_seeds_dir(out):
         old = sd.read_plan(out)

@@ -26,7 +26,7 @@ from ..budget.flags import given_values
 from .config import RESUME_FREE, TrainConfig
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
-LOCAL_FLAGS = {"out", "num_threads", "device", "glue_dir", "cache_dir"}
+LOCAL_FLAGS = {"out", "num_threads", "device", "glue_dir", "cache_dir", "glue_source"}
 
 
 @dataclass
@@ -104,7 +104,7 @@ def _check_resume(stored: TrainConfig, given: dict, separate: bool) -> TrainConf
         if diff:
             raise ValueError(f"cannot resume {given['out']} with other settings: {'; '.join(diff)}")
     else:
-        other = sorted(k for k in given if k not in LOCAL_FLAGS)
+        other = sorted(k for k, v in given.items() if k not in LOCAL_FLAGS and v is not None)  # (budget flags default to None)
         if other:
             raise ValueError(f"to resume {given['out']} give --out (and --threads, --device, --glue-dir, --cache-dir, --jobs) "
                              f"or the original command; not --{other[0].replace('_', '-')} alone")
@@ -117,7 +117,7 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
     """("seeds", SeedsPlan) or ("separate", SeparatePlan), written to OUT (new) or read back (--resume)."""
     from .rundir import RunDir
 
-    given = dict(args)
+    given = {k: v for k, v in args.items() if v is not None}  # (the budget flags are present as None when absent)
     resume = bool(given.pop("resume", False))
     given.pop("no_progress", None)
     if not given.get("out"):
