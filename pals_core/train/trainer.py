@@ -178,7 +178,10 @@ class _Run:
         self.params = run_params(model, shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter)
         self.predicted = self._predict(shape, model)
         groups = model.parameter_groups(cfg.weight_decay)
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps)
+        # fused AdamW: one kernel over all tensors instead of a Python loop of ~10 ops per tensor (torch's CPU
+        # default) — the same update up to floating-point rounding; 15 % of a MiniLM CPU step at batch 16 was
+        # the for-loop AdamW (BENCHMARKS.md, benchmarks/bench_cpu_step.py)
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, fused=True)
         self.scheduler = get_linear_schedule_with_warmup(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
         self.model, self.optimizer = self.acc.prepare(model, optimizer)
         self.net = self.acc.unwrap_model(self.model)
