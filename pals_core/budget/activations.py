@@ -58,6 +58,7 @@ class Conditions:
     attention: str = "sdpa"
     backend: str = "cpu"
     float_bytes: int = 4
+    train: bool = True  # False: eval mode with grad (every dropout off, the adapters' too)
 
     def __post_init__(self) -> None:
         if self.attention not in ("sdpa", "eager"):
@@ -191,7 +192,7 @@ class Trace:
         return Sym(x.nbytes if out is None else out, x.grad or s.grad)
 
     def dropout(self, x: Sym, p: float) -> Sym:
-        if p == 0.0:
+        if p == 0.0 or not self.cond.train:
             return x
         self.log("rng", x.nbytes)
         self.log("ew", x.nbytes, 6, 3, x.grad)  # mask /= 1 − p, x ⊙ mask; backward: grad ⊙ mask
@@ -216,6 +217,7 @@ class Trace:
         as the next linear reads it. ``packed``: q, k, v are views of one fused (B, n, 3·width) projection."""
         b, n, tr = self.batch, self.seq_len, self
         grad = q.grad or k.grad or v.grad or mask_grad
+        dropout = dropout if self.cond.train else 0.0
         math_kernel = self.cond.attention == "eager" or mask_grad or (dropout > 0 and self.cond.backend == "cpu")
         kernel = "flash" if not math_kernel else ("eager" if self.cond.attention == "eager" else "math")
         self.log("attn", kernel, heads, Poly.of(width), grad, dropout)
