@@ -81,7 +81,7 @@ def _problem(run: Run) -> None:
 
 
 PARAM_NAMES = {"total": "parameters in all", "task_specific": "task-specific", "trained": "trained",
-               "base": "base model", "per_task": "per task"}
+               "base": "base model", "per_task": "per task", "d_s": "d_s"}
 METRIC_NAMES = {"accuracy": "accuracy", "accuracy_m": "accuracy (matched)", "accuracy_mm": "accuracy (mismatched)",
                 "f1": "F1", "mcc": "Matthews corr.", "pearson": "Pearson", "spearman": "Spearman"}
 
@@ -94,9 +94,10 @@ def score_rows(scores: dict) -> list[dict]:
         row = {"task": task}
         for k, v in metrics.items():
             v = v.get("mean") if isinstance(v, dict) else v  # a --seeds aggregate: {"mean", "std", "ci95"}
-            row[METRIC_NAMES.get(k, k.replace("_", " "))] = "—" if not isinstance(v, (int, float)) else round(100 * v, 2)
+            row[METRIC_NAMES.get(k, k.replace("_", " "))] = "—" if not isinstance(v, (int, float)) else f"{100 * v:.2f}"
         rows.append(row)
-    return rows
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return [{k: r.get(k, "—") for k in columns} for r in rows]  # a metric one task lacks is '—', not None
 
 
 def _details(runs: Sequence[Run]) -> None:

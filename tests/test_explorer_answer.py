@@ -108,8 +108,12 @@ def test_run_scores_are_shown_0_to_100_with_metric_names():
     from explorer.runs_view import score_rows
     rows = score_rows({"mnli": {"accuracy_m": 0.5, "accuracy_mm": 0.25}, "cola": {"mcc": {"mean": 0.1, "ci95": 0.02}},
                        "rte": {"accuracy": None}})
-    assert rows == [{"task": "mnli", "accuracy (matched)": 50.0, "accuracy (mismatched)": 25.0},
-                    {"task": "cola", "Matthews corr.": 10.0}, {"task": "rte", "accuracy": "—"}]
+    assert rows == [{"task": "mnli", "accuracy (matched)": "50.00", "accuracy (mismatched)": "25.00", "Matthews corr.": "—",
+                     "accuracy": "—"},
+                    {"task": "cola", "accuracy (matched)": "—", "accuracy (mismatched)": "—", "Matthews corr.": "10.00",
+                     "accuracy": "—"},
+                    {"task": "rte", "accuracy (matched)": "—", "accuracy (mismatched)": "—", "Matthews corr.": "—",
+                     "accuracy": "—"}]
 
 
 def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_path):
