@@ -304,7 +304,7 @@ def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
         summary = run(tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling=Widest.name))
     finally:
         SAMPLERS.pop(Widest.name, None)
-    assert len(seen) == 6 and all(s == ("MultiTaskBert", ["rte", "stsb", "mrpc"]) for s in seen)
+    assert len(seen) == 6 and all(s == ("MultiTaskModel", ["rte", "stsb", "mrpc"]) for s in seen)
     assert summary["task_steps"]["stsb"] == 0  # STS-B sentences are the shortest: never the widest batch
 
 
