@@ -119,13 +119,18 @@ def _out_of(argv: list[str], cwd: Optional[str]) -> Optional[Path]:
         return None
 
 
-def _trains(pid: int, run_dir: Path) -> bool:
-    """``pid``'s command line is the trainer's (``-m pals_core.train.cli`` or ``pals-train``) on ``run_dir``."""
+TRAINER = (TRAIN_MODULE, "pals-train")  # (module run with -m, console script): the trainer's entry point
+
+
+def _trains(pid: int, run_dir: Path, entry_point: tuple[str, str] = TRAINER) -> bool:
+    """``pid``'s command line is ``entry_point``'s (``-m <module>`` or the console script; the trainer's by default)
+    with ``--out`` ``run_dir``."""
     argv = run_lock.cmdline(pid)
     if not argv:
         return False
-    entry = (len(argv) > 2 and argv[1:3] == ["-m", TRAIN_MODULE]) or any(
-        os.path.basename(a) == "pals-train" for a in argv[:2])
+    module, script = entry_point
+    entry = (len(argv) > 2 and argv[1:3] == ["-m", module]) or any(
+        os.path.basename(a) == script for a in argv[:2])
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
@@ -133,9 +138,9 @@ def _trains(pid: int, run_dir: Path) -> bool:
     return entry and _out_of(argv, cwd) == Path(run_dir).resolve()
 
 
-def _launched_pid(launch: Optional[dict], run_dir: Path) -> Optional[int]:
+def _launched_pid(launch: Optional[dict], run_dir: Path, entry_point: tuple[str, str] = TRAINER) -> Optional[int]:
     """launch.json's pid, if that process still is the one launched: same start time, same command line,
-    and that command line is the trainer's on this folder."""
+    and that command line is ``entry_point``'s (the trainer's by default) on this folder."""
     if not launch:
         return None
     pid, start, argv = launch.get("pid"), launch.get("pid_start"), launch.get("argv")
@@ -143,9 +148,52 @@ def _launched_pid(launch: Optional[dict], run_dir: Path) -> Optional[int]:
         return None
     if not isinstance(argv, list) or run_lock.start_time(pid) != start or _zombie(pid):
         return None
-    if run_lock.cmdline(pid) != [str(a) for a in argv] or not _trains(pid, run_dir):
+    if run_lock.cmdline(pid) != [str(a) for a in argv] or not _trains(pid, run_dir, entry_point):
         return None
     return pid
+
+
+def owned_pid(folder: Path, record: Optional[dict], entry_point: tuple[str, str]) -> Optional[int]:
+    """The pid provably running ``entry_point`` on ``folder`` now: this server's live child for it, or the pid
+    ``record`` names with the recorded start time and command line (no run lock: for processes that take none,
+    e.g. study workers). None otherwise, whatever a file says."""
+    pid = record.get("pid") if record else None
+    proc = _child(pid, Path(folder))
+    if proc is not None:
+        return proc.pid if proc.poll() is None else None
+    return _launched_pid(record, Path(folder), entry_point)
+
+
+def record_exit(folder: Path, pid: Any) -> Optional[int]:
+    """The exit status of the process launched as ``pid`` for ``folder``: collected now by our own ``Popen``
+    (and then kept in ``exit.json``), else the one ``exit.json`` kept for this same pid (a server restart)."""
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return None
+    exit_code = _exit_code(pid, folder)
+    exit_file = read_json(Path(folder) / "exit.json")
+    if exit_code is not None and (exit_file or {}).get("pid") != pid:
+        try:
+            write_json_atomic(Path(folder) / "exit.json", {"pid": pid, "exit_code": exit_code, "seen": time.time()})
+        except OSError:
+            pass
+    elif exit_code is None and exit_file and exit_file.get("pid") == pid and isinstance(exit_file.get("exit_code"), int) \
+            and not isinstance(exit_file.get("exit_code"), bool):
+        exit_code = exit_file.get("exit_code")
+    return exit_code
+
+
+def terminate(folder: Path, pid: int) -> bool:
+    """Record the request in ``folder/cancel.json``, then SIGTERM ``pid`` — a pid the caller has proved runs
+    ``folder`` — and its whole process group when it leads one (a process this explorer launched)."""
+    write_json_atomic(Path(folder) / "cancel.json", {"requested": time.time(), "pid": pid})
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGTERM)
+        else:
+            os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def training_pid(run_dir: Path, launch: Optional[dict] = None) -> Optional[int]:
@@ -366,15 +414,7 @@ def load_run(path: Path) -> Run:
     owner = training_pid(path, launch)
     alive = owner is not None or busy(path)  # busy: a process we cannot name holds the lock (e.g. a study worker)
     pid = launch.get("pid") if launch else None
-    exit_code = _exit_code(pid, path)
-    exit_file = read_json(path / "exit.json")
-    if exit_code is not None and (exit_file or {}).get("pid") != pid:
-        try:
-            write_json_atomic(path / "exit.json", {"pid": pid, "exit_code": exit_code, "seen": time.time()})
-        except OSError:
-            pass
-    elif exit_code is None and exit_file and exit_file.get("pid") == pid and _count(exit_file.get("exit_code")):
-        exit_code = exit_file.get("exit_code")
+    exit_code = record_exit(path, pid)
     state = (progress or {}).get("status")
     stale = False
     if state in TERMINAL:
@@ -421,7 +461,7 @@ def _child_env() -> dict:
     return env
 
 
-def _spawn(run_dir: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
+def spawn(run_dir: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
     """Start ``argv`` (a list, no shell) in its own session, output to log.txt; keep its ``Popen`` so that its
     exit status is ours to collect."""
     started = time.time()
@@ -447,7 +487,7 @@ def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run
         raise ValueError(f"a run named {run_id!r} already exists in {root}") from None
     argv = launch_argv(cfg)
     try:
-        pid, pid_start, started = _spawn(run_dir, argv)
+        pid, pid_start, started = spawn(run_dir, argv)
     except OSError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"could not start the trainer ({argv[0]}): {e}") from None
@@ -466,15 +506,7 @@ def cancel(run: Run) -> bool:
     pid = fresh.owner
     if pid is None:
         return False
-    write_json_atomic(run.path / "cancel.json", {"requested": time.time(), "pid": pid})
-    try:
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGTERM)
-        else:
-            os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    return True
+    return terminate(run.path, pid)
 
 
 def resume_argv(run_dir: Path, launched: Optional[TrainConfig] = None) -> list[str]:
@@ -500,7 +532,7 @@ def resume(run: Run) -> Run:
     if current.alive:
         raise ValueError(f"run {run.id} is still running")
     argv = resume_argv(run.path, run.launch_config)
-    pid, pid_start, started = _spawn(run.path, argv)
+    pid, pid_start, started = spawn(run.path, argv)
     launch = run.launch or {"id": run.id, "history": []}
     history = list(launch.get("history", [])) + [{k: launch.get(k) for k in ("pid", "started", "argv")}
                                                  | {"status": current.status, "exit_code": current.exit_code}]

@@ -2,6 +2,8 @@
 
 Layout only: the leaderboard, counts and figures all come from ``studies.report``; the storage from
 ``studies.storage``. ``render(storage_url)`` can be called from any streamlit page (``app.py``'s Studies tab).
+Starting, stopping and resuming study workers from the page is ``explorer.study_workers`` (the rules of training
+runs, ``explorer.registry``); this file only draws the form and the workers' table.
 """
 from __future__ import annotations
 
@@ -46,9 +48,75 @@ def render_settings(study) -> None:
     st.markdown("**Settings** (fixed for every trial; workers that join inherit them): " + settings_line(study.user_attrs))
 
 
+MODELS = {"tiny random BERT (smoke study)": "tiny", "embedded MiniLM": None}
+
+
+def render_start_form(storage_url: str) -> None:
+    """Definition, study name, tasks, model, budget, steps, trials → a ``pals-study run`` worker in the background."""
+    from studies.definitions import DEFINITIONS
+    from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
+
+    from . import study_workers
+
+    with st.form("study_start_form"):
+        st.markdown("**Start a study worker** (`pals-study run` in the background; it joins the study if it exists)")
+        c = st.columns(4)
+        definition = c[0].selectbox("Definition", list(DEFINITIONS), key="study_start_definition")
+        name = c[1].text_input("Study name", value="", key="study_start_name", help="Default: the definition's name.")
+        tasks = c[2].text_input("Tasks", value=",".join(DEFAULT_TASKS), key="study_start_tasks")
+        model = c[3].selectbox("Model", list(MODELS), key="study_start_model")
+        c = st.columns(4)
+        budget = c[0].number_input("Budget (× base)", min_value=1.0, value=DEFAULT_BUDGET_RATIO, step=0.01,
+                                   format="%.4f", key="study_start_budget")
+        steps = c[1].number_input("Steps per trial", min_value=1, value=60, step=1, key="study_start_steps")
+        trials = c[2].number_input("Trials (study total)", min_value=1, value=10, step=1, key="study_start_trials")
+        examples = c[3].number_input("Examples per task (0 = default)", min_value=0, value=0, step=16,
+                                     key="study_start_examples")
+        submitted = st.form_submit_button("Start")
+    if submitted:
+        try:
+            settings = study_workers.settings_from_form(definition, tasks=tasks, model=MODELS[model], budget=budget,
+                                                        steps=int(steps), max_examples=int(examples) or None)
+            worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
+        except (ValueError, OSError) as e:  # StudyError is a ValueError
+            st.error(f"Could not start the study: {e}")
+        else:
+            st.success(f"Started worker {worker.id} (pid {worker.owner}) on study {worker.get('study_name')!r}.")
+
+
+def render_workers() -> None:
+    """Every worker started from this page (read from disk each time): status, and Stop / Resume."""
+    from . import study_workers
+
+    workers = study_workers.list_workers()
+    if not workers:
+        return
+    st.markdown(f"**Study workers** (folders in `{study_workers.workers_root()}`)")
+    for w in workers:
+        c = st.columns([5, 2, 1, 1])
+        code = "" if w.exit_code is None else f", exit status {w.exit_code}"
+        c[0].markdown(f"`{w.id}` · study **{w.get('study_name') or '—'}** · {w.get('trials') or '—'} trials")
+        c[1].markdown(f"**{w.status}**" + (f" (pid {w.owner})" if w.owner else code))
+        if w.alive and c[2].button("Stop", key=f"study_worker_stop_{w.id}"):
+            try:
+                study_workers.stop(w)
+            except OSError as e:
+                st.error(f"Could not stop {w.id}: {e}")
+            st.rerun()
+        if not w.alive and w.status != "finished" and c[3].button("Resume", key=f"study_worker_resume_{w.id}"):
+            try:
+                study_workers.resume(w)
+            except (ValueError, OSError) as e:
+                st.error(f"Could not resume {w.id}: {e}")
+            else:
+                st.rerun()
+
+
 def render(storage_url: str) -> None:
-    """Pick a study in ``storage_url``; show its counts, leaderboard and figures."""
+    """Start, stop and resume workers; pick a study in ``storage_url``; show its counts, leaderboard and figures."""
     st.subheader("Optuna studies")
+    render_start_form(storage_url)
+    render_workers()
     st.caption(f"Storage `{masked(storage_url)}` — add trials with "
                f"`pals-study run design --storage {masked(storage_url)} --trials N` (from any number of machines).")
     try:
@@ -58,7 +126,14 @@ def render(storage_url: str) -> None:
         st.info(f"No study in this storage: {e}. Start one with `pals-study run design`.")
         return
     except StudyError as e:
-        st.error(str(e))
+        from . import study_workers
+
+        if any(w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
+               for w in study_workers.list_workers()):
+            st.info(f"A worker started here is creating this storage ({e}); press Refresh in a moment.")
+            st.button("Refresh", key="studies_view_refresh_new")
+        else:
+            st.error(str(e))
         return
     if not names:
         st.info("No study in this storage yet. Start one with `pals-study run design`.")
