@@ -110,6 +110,8 @@ def render_workers() -> None:
                 st.error(f"Could not resume {w.id}: {e}")
             else:
                 st.rerun()
+        with st.expander(f"log of {w.id}"):
+            st.code(w.log_tail(20) or "(empty)", language=None)
 
 
 def render(storage_url: str) -> None:
