@@ -1,13 +1,17 @@
-"""CA-MTL beside PALs at a matched number of trained parameters (BENCHMARKS.md, "CA-MTL vs PALs (issue 7)").
+"""CA-MTL beside PALs at a matched number of parameters (BENCHMARKS.md, "CA-MTL vs PALs").
 
 Three runs of ``pals-train``'s trainer on the embedded MiniLM and slices of the real GLUE files, same
 tasks, steps, seed, batch and learning rate:
 
-  pals           PALs in every layer, full fine-tuning, d_s (a multiple of h_s = 12) chosen by the calculator
-                 so that its trained parameters come closest to ca_mtl's
-  ca_mtl         CA-MTL as in the released code (conditional attention + LayerNorms in the top half, the
-                 conditional bottleneck in the top layer, d_z = d, d_s = d/3) with nothing frozen
-  ca_mtl_frozen  the same modules with the paper's freezing (embeddings + lower half): fewer trained parameters
+  pals             PALs in every layer (the released Bert-n-Pals form: GELU, attention dropout 0.1), full
+                   fine-tuning, annealed sampling, d_s (a multiple of h_s = 12) chosen by the calculator so that
+                   its total parameters come closest to ca_mtl's (PALs train everything, so trained parameters
+                   cannot be matched to a model that freezes part of itself)
+  ca_mtl           CA-MTL as its authors released it (the project's defaults: conditional attention in every
+                   layer, gain-only conditional LayerNorm in the top half, the re-initialised adapter layer with
+                   the linear bottleneck d_s = d/3, d_z = d, embeddings + layers 0..⌊L/2⌋−2 frozen) trained with
+                   the released MT-Uncertainty sampler (one mixed batch per step)
+  ca_mtl_annealed  the same model with the annealed sampler, to separate the sampler's effect
 
 Every parameter figure comes from the calculator (``pals_core.budget``) and is checked against the
 built model (the trainer's ``params``). Prints one table with the ratios side by side.
@@ -23,7 +27,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -35,12 +38,16 @@ def trained(model, tasks, cfg: AdapterConfig) -> int:
     return at_size(design(model, tasks, cfg), cfg.d_s).params_trained
 
 
+def total(model, tasks, cfg: AdapterConfig) -> int:
+    return at_size(design(model, tasks, cfg), cfg.d_s).params_total
+
+
 def matched_pals(model, tasks, target: int, heads: int = 12) -> AdapterConfig:
-    """PALs (all layers) at the multiple of h_s whose trained parameters are closest to ``target``."""
+    """PALs (all layers) at the multiple of h_s whose total parameters are closest to ``target``."""
     best = None
     for d_s in range(heads, 4 * model.hidden + 1, heads):
         cfg = AdapterConfig(method="pals", d_s=d_s, location="all", heads=heads)
-        gap = abs(trained(model, tasks, cfg) - target)
+        gap = abs(total(model, tasks, cfg) - target)
         if best is None or gap < best[0]:
             best = (gap, cfg)
     return best[1]
@@ -75,26 +82,26 @@ def main(argv=None) -> int:
     tasks = [Task(t, GLUE_TASKS[t].num_labels) for t in names]
     shape = model_shape(None)  # the embedded MiniLM
     d = shape.hidden
-    ca = AdapterConfig(method="ca_mtl", d_s=d // 3, location="top", frozen_layers=0)
+    ca = AdapterConfig(method="ca_mtl", d_s=d // 3)
     designs = {
-        "pals": matched_pals(shape, tasks, trained(shape, tasks, ca)),
-        "ca_mtl": ca,
-        "ca_mtl_frozen": replace(ca, frozen_layers=shape.layers // 2),
+        "pals": (matched_pals(shape, tasks, total(shape, tasks, ca)), "annealed"),
+        "ca_mtl": (ca, "mt_uncertainty"),
+        "ca_mtl_annealed": (ca, "annealed"),
     }
     out = args.out or tempfile.mkdtemp(prefix="bench_ca_mtl_")
     results = {}
-    for label, cfg in designs.items():
+    for label, (cfg, sampling) in designs.items():
         tc = TrainConfig(tasks=names, adapter=cfg, model=None, glue_dir=args.glue_dir, out=os.path.join(out, label),
                          steps=args.steps, batch_size=args.batch_size, max_len=args.max_len, lr=args.lr,
                          eval_every=args.steps, max_train_examples=args.max_train, max_eval_examples=args.max_eval,
-                         seed=args.seed, num_threads=args.threads, sampling="annealed")
+                         seed=args.seed, num_threads=args.threads, sampling=sampling)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         summary = train(tc, progress=False)
         cost = at_size(design(shape, tasks, cfg), cfg.d_s)
         assert summary["params"]["trained"] == cost.params_trained, (label, summary["params"], cost.params_trained)
         assert summary["params"]["total"] == cost.params_total
         results[label] = {
-            "config": cfg.as_dict(), "params_total": cost.params_total, "params_trained": cost.params_trained,
+            "config": cfg.as_dict(), "sampling": sampling, "params_total": cost.params_total, "params_trained": cost.params_trained,
             "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
             "scores": summary["scores"], "average": summary["average"], "train_time_s": summary["train_time_s"],
             "eval_time_s": summary["eval_time_s"], "wall_s": time.perf_counter() - wall0,
@@ -108,13 +115,13 @@ def main(argv=None) -> int:
     print(f"\nMiniLM (d = {d}, L = {shape.layers}) · tasks {', '.join(names)} · {args.steps} steps × batch "
           f"{args.batch_size}, max_len {args.max_len}, lr {args.lr:g}, seed {args.seed} · "
           f"≤ {args.max_train} train / {args.max_eval} dev examples per task")
-    head = f"{'run':<14} {'d_s':>4} {'total':>11} {'trained':>11} {'trained×':>8} {'FLOPs×':>7} " + \
+    head = f"{'run':<15} {'d_s':>4} {'total':>11} {'trained':>11} {'trained×':>8} {'FLOPs×':>7} " + \
         " ".join(f"{t:>6}" for t in names) + f" {'avg':>6} {'Δavg':>6} {'train s':>8} {'time×':>6} {'CPU s':>7}"
     print(head)
     print("-" * len(head))
     for label, r in results.items():
         scores = " ".join(f"{100 * main_score(t, r['scores'][t]):6.2f}" for t in names)
-        print(f"{label:<14} {r['config']['d_s']:>4} {r['params_total']:>11,} {r['params_trained']:>11,} "
+        print(f"{label:<15} {r['config']['d_s']:>4} {r['params_total']:>11,} {r['params_trained']:>11,} "
               f"{r['params_trained'] / ref['params_trained']:>8.3f} {r['flops_ratio']:>7.3f} {scores} "
               f"{100 * r['average']:6.2f} {100 * (r['average'] - ref['average']):+6.2f} {r['train_time_s']:>8.1f} "
               f"{r['train_time_s'] / ref['train_time_s']:>6.2f} {r['cpu_s']:>7.0f}")
