@@ -31,10 +31,10 @@ from .inputs import EMBEDDED, LOCAL, TINY, Inputs
 MODELS = {
     "MiniLM-L6 (embedded, pretrained)": "",
     "tiny (random tiny BERT: a smoke test)": TINY_MODEL,
-    "a local BERT folder…": "path",
+    "a local checkpoint folder…": "path",
 }
 FROM_SIDEBAR = {EMBEDDED: "MiniLM-L6 (embedded, pretrained)", TINY: "tiny (random tiny BERT: a smoke test)",
-                LOCAL: "a local BERT folder…"}
+                LOCAL: "a local checkpoint folder…"}
 SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model", "a d_s of my own"
 
 

@@ -52,7 +52,7 @@ def _storage_arg(p: argparse.ArgumentParser) -> None:
 def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
     g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
-    g.add_argument("--model", help=f"local HF BERT folder, or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
+    g.add_argument("--model", help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
     g.add_argument("--batch-size", help="default 16")
@@ -144,7 +144,7 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     if args.model is not None:
         kw["model"] = args.model if args.model == TINY else os.path.abspath(args.model)
         if args.model != TINY and not os.path.exists(args.model):
-            raise StudyError(f"--model {args.model!r}: no such folder (give a local HF BERT folder or '{TINY}')")
+            raise StudyError(f"--model {args.model!r}: no such folder (give a local HF checkpoint folder or '{TINY}')")
     budget = budget_from_args(args)
     if budget is not None:
         kw["budget"] = budget.as_dict()

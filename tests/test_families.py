@@ -111,3 +111,16 @@ def test_a_ratio_of_the_non_embedding_parameters():
         helptext = subprocess.run([sys.executable, "-m", cli, *([] if cli.startswith("pals") else ["run"]), "--help"],
                                   capture_output=True, text=True).stdout
         assert "--budget-of" in helptext, cli
+
+
+def test_the_api_refuses_an_unsupported_model_type(tmp_path):
+    from pals_core import AdapterConfig, MultiTaskModel
+
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
+        MultiTaskModel.from_base_config({"model_type": "gpt2", "n_embd": 64}, AdapterConfig(method="shared"), {"rte": 2})
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_embd": 64}))
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
+        MultiTaskModel.from_pretrained(tmp_path, AdapterConfig(method="shared"), {"rte": 2})
+    out = subprocess.run([sys.executable, "-m", "pals_core.train.cli", "--model", str(tmp_path), "--tasks", "rte",
+                          "--method", "shared", "--out", str(tmp_path / "run")], capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "not supported" in out.stderr

@@ -158,7 +158,7 @@ class TrainConfig:
         if not self.out:
             raise ValueError("out (the run directory) must be given")
         if self.model is not None and self.model != TINY and not os.path.isfile(os.path.join(self.model, "config.json")):
-            raise ValueError(f"no BERT checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)")
+            raise ValueError(f"no checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)")
 
     def resumable_view(self) -> dict:
         """The fields that must match for ``--resume`` to continue this run."""
