@@ -10,7 +10,7 @@ layers the adapter does not touch run as the HF layer itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from torch import nn
