@@ -25,6 +25,8 @@ the weights too.
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -120,7 +122,22 @@ def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, po
 
 
 def trace_forward(ds, batch: int, cond: Conditions) -> Trace:
-    """The symbolic training-mode forward of ``ds``'s first task on ``batch`` sequences (memory and time read it)."""
+    """The symbolic training-mode forward of ``ds``'s first task on ``batch`` sequences (memory and time read it).
+
+    Symbolic in d_s, so one trace serves every size of a design: kept (read-only) per design, batch and conditions."""
+    design_key = json.dumps({**ds.config.as_dict(), "d_s": None}, sort_keys=True, default=str)
+    key = (ds.model, ds.method.name, ds.layers, ds.seq_len, ds.tasks[0], design_key, batch, cond)
+    if key not in _TRACES:
+        if len(_TRACES) > 4096:
+            _TRACES.clear()
+        _TRACES[key] = _trace_forward(ds, batch, cond)
+    return _TRACES[key]
+
+
+_TRACES: dict[tuple, Trace] = {}
+
+
+def _trace_forward(ds, batch: int, cond: Conditions) -> Trace:
     tr = Trace(batch, ds.seq_len, cond)
     make = ds.method.activations or ActivationHooks
     size = S if ds.method.sized else None

@@ -123,11 +123,17 @@ def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
             raise ValueError(f"device profile not found: {path}")
     else:
         raise ValueError(f"unknown device {text!r} (devices: {', '.join(builtin_devices())}; or a profile .json)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"device profile {path} is not valid JSON: {e}") from None
-    return DeviceProfile.from_dict(data, where=str(path))
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _PROFILES:  # read once per file version (the explorer asks for every row of every redraw)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"device profile {path} is not valid JSON: {e}") from None
+        _PROFILES[key] = DeviceProfile.from_dict(data, where=str(path))
+    return _PROFILES[key]
+
+
+_PROFILES: dict[tuple[str, int], "DeviceProfile"] = {}
 
 
 # --------------------------------------------------------------------------------------------- the model
