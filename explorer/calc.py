@@ -47,6 +47,19 @@ def table(inp: Inputs) -> list[Cost]:
     return sort_rows(out)
 
 
+def slowdowns(inp: Inputs, costs: Sequence[Cost]) -> dict[Key, float]:
+    """The calculator's predicted training-step time ratio (``budget.machine.time_ratio``, default machine) of each
+    row, where the time model covers the model."""
+    from pals_core.budget.machine import time_ratio
+
+    out = {}
+    for c in costs:
+        r = time_ratio(design_of(inp, key_of(c)), c.d_s)
+        if r is not None:
+            out[key_of(c)] = r
+    return out
+
+
 def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None) -> AdapterConfig:
     method, location = key
     return AdapterConfig(method=method, d_s=d_s if get_method(method).sized else None, location=location,

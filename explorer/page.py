@@ -17,7 +17,7 @@ import streamlit as st
 
 from pals_core.budget import Cost
 
-from . import address, design_view, measured, recommend, runs_view, sidebar, train_view
+from . import address, calc, design_view, measured, recommend, runs_view, sidebar, train_view
 from .calc import key_of, label
 from .inputs import Inputs, parse_inputs
 
@@ -125,7 +125,7 @@ def main() -> None:
         st.error(f"Bad input: {e}")
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
-        picks = recommend.candidates(costs, inp.budget, scores)
+        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs))
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
         if refused:  # designs this model cannot have: named with their reason, never priced

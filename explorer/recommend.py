@@ -5,15 +5,16 @@ For each method, its candidate is the design (location) that fits and spends the
 1. a measured dev score for this model and these tasks (finished runs on disk), best mean first;
 2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
    steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
-3. by the smallest forward-FLOP overhead.
-Every number is the calculator's (``budget_used``, ``flops_ratio``) or a run's summary.
+3. by the smallest predicted training-step slowdown (``time_ratio``, the calculator's time model), then the smallest
+   forward-FLOP overhead.
+Every number is the calculator's (``budget_used``, ``flops_ratio``, ``time_ratio``) or a run's summary.
 When nothing fits, ``smallest_fit`` says the smallest budget of the same kind at which the first design fits.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Optional, Sequence
 
 from pals_core.budget import Budget, Cost, smallest_budget
 from pals_core.budget.series import budget_used, flops_ratio
@@ -43,13 +44,22 @@ class Pick:
     flops: float  # forward FLOPs × base
     measured: Optional[Score]
 
+    time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
+
+    @property
+    def slowdown(self) -> float:
+        """The predicted step-time ratio, or the FLOP ratio where the time model has none."""
+        return self.time if self.time is not None else self.flops
+
     @property
     def key(self) -> Key:
         return key_of(self.cost)
 
 
-def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Score] = {}) -> list[Pick]:
-    """The largest fitting design of each method, ranked (see the module docstring)."""
+def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Score] = {},
+               slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None) -> list[Pick]:
+    """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
+    predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method."""
     best: dict[str, Pick] = {}
     for c in costs:
         if not c.feasible:
@@ -58,7 +68,16 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
         old = best.get(c.method)
         if old is None or (p.used, -p.flops) > (old.used, -old.flops):
             best[c.method] = p
-    return sorted(best.values(), key=rank_key)
+    picks = sorted(best.values(), key=rank_key)
+    if slowdowns is None or not picks:
+        return picks
+    # Step time only decides between designs of the same rank otherwise (and is quoted for the first two): ask the
+    # time model for those alone, so a new question stays instant.
+    group = lambda p: rank_key(p)[:2]
+    sizes = {g: sum(group(q) == g for q in picks) for g in map(group, picks)}
+    wanted = [p for i, p in enumerate(picks) if i < 2 or sizes[group(p)] > 1]
+    times = slowdowns([p.cost for p in wanted])
+    return sorted((replace(p, time=times.get(p.key)) for p in picks), key=rank_key)
 
 
 def share(used: float) -> str:
@@ -68,21 +87,23 @@ def share(used: float) -> str:
 
 def rank_key(p: Pick) -> tuple:
     if p.measured is not None:
-        return (0, -p.measured.mean, p.flops)
-    return (1, -math.floor(p.used / SAME_SHARE + 1e-9), p.flops)
+        return (0, -p.measured.mean, p.slowdown, p.flops)
+    return (1, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops)
 
 
 def reason(p: Pick, picks: Sequence[Pick]) -> str:
     """One sentence: why this design is first."""
     head = (f"**{label(p.key)}**" + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
-            + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task")
+            + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task"
+            + (f" and a predicted {p.time:.2f}× training step" if p.time is not None else ""))
     if p.measured is not None:
         return head + f", and has the best measured dev average here: {p.measured.text()}."
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[1] == rank_key(p)[1]]
     if tied:
-        why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and adds the fewest FLOPs "
-               f"of those (next: {label(others[0].key)}, {share(others[0].used)} for {others[0].flops - 1:+.2%})")
+        why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and slows a training step "
+               f"the least of those (next: {label(others[0].key)}, {share(others[0].used)} for {others[0].flops - 1:+.2%} FLOPs"
+               + (f", {others[0].time:.2f}× step" if others[0].time is not None else "") + ")")
     else:
         why = ": the largest share of the budget of any method" + (
             "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")

@@ -128,3 +128,16 @@ def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_p
         report.importance_figure(study)
     x = report.history_figure(study).layout.xaxis
     assert x.tickmode == "linear" and x.dtick == 1 and x.tick0 == 0
+
+
+def test_designs_spending_the_same_share_rank_by_predicted_step_time():
+    inp = parse_inputs(RawInputs())
+    picks = recommend.candidates(calc.table(inp), inp.budget, slowdowns=lambda cs: calc.slowdowns(inp, cs))
+    assert picks[0].time is not None and picks[1].time is not None  # quoted in the reason
+    tied = 0
+    for a, b in zip(picks, picks[1:]):
+        if recommend.rank_key(a)[:2] == recommend.rank_key(b)[:2]:  # the same share of the budget
+            assert a.time is not None and b.time is not None and a.time <= b.time
+            tied += 1
+    assert tied  # the question has designs that spend the same share: step time decided between them
+    assert "predicted" in recommend.reason(picks[0], picks) and "× training step" in recommend.reason(picks[0], picks)

@@ -109,6 +109,21 @@ def base_step_seconds(ds, machine: Machine, cond: Conditions) -> float:
 _BASE_STEP: dict[tuple, float] = {}
 
 
+def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
+               model_cond: Optional[Conditions] = None) -> Optional[float]:
+    """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (SPEC section 10)
+    on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a caller
+    that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
+    machine = machine if machine is not None else Machine()
+    try:
+        cond = machine.conditions(model_cond or Conditions())
+        ds = exact(ds)
+        step = step_seconds(ds, s, machine.batch, cond, machine.profile(), machine.precision)
+        return step / base_step_seconds(ds, machine, cond)
+    except ValueError:
+        return None
+
+
 def exact(ds):
     """The same design counted in the exact convention (memory holds every parameter)."""
     if ds.convention == "exact":
