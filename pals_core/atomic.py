@@ -1,12 +1,14 @@
-"""Atomic file writes: the one writer every part of the project uses (run files, task weights, reports, the
+"""Atomic file writes (and strict JSON): the one writer every part of the project uses (run files, task weights, reports, the
 explorer's registry). A file is written under a temporary name in its own folder, flushed to disk and moved into
 place with ``os.replace``, so a reader never sees half a file and a kill never leaves one. Pure Python."""
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Union
+from typing import Any, Callable, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -43,3 +45,29 @@ def atomic_write_text(path: PathLike, text: str) -> None:
             f.write(text)
 
     atomic_write(path, write)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf → None (strict JSON), numpy scalars → Python."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps(obj: Any, indent: Optional[int] = 2) -> str:
+    return json.dumps(_clean(obj), indent=indent, allow_nan=False)
+
+
+def atomic_write_json(path: PathLike, obj: Any) -> None:
+    atomic_write_text(path, dumps(obj) + "\n")
+
+
+def read_json(path: PathLike) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

@@ -13,7 +13,7 @@ from .config import AdapterConfig, format_location
 from .families import get_family
 from .method import Method, Part, linear, mm
 from .methods import check_config
-from .models import BaseModel
+from .shape import BaseModel
 from .poly import Poly
 from .tasks import Task
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 from .config import AdapterConfig
-from .models import BaseModel
+from .shape import BaseModel
 from .poly import Poly
 
 

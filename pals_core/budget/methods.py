@@ -12,7 +12,7 @@ from ..methods import PACKAGES
 from .config import AdapterConfig, design_label, format_location
 from .flags import register_choices
 from .method import Method
-from .models import BaseModel
+from .shape import BaseModel
 
 
 def _load() -> dict[str, Method]:

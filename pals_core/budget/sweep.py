@@ -11,7 +11,7 @@ from .config import AdapterConfig
 from .costs import DEFAULT_SEQ_LEN, design, forward_flops
 from .families import get_family
 from .methods import get_method
-from .models import BaseModel
+from .shape import BaseModel
 from .table import designs_for
 from .tasks import parse_tasks
 

@@ -8,7 +8,7 @@ from .activations import Conditions
 from .config import AdapterConfig, design_label
 from .costs import DEFAULT_SEQ_LEN, Cost, Design, design
 from .methods import METHODS, get_method
-from .models import BaseModel
+from .shape import BaseModel
 from .machine import Machine, constrain
 from .solver import Budget, at_size, solve
 from .tasks import Task

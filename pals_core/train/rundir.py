@@ -21,43 +21,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
-from ..atomic import atomic_write_text
+from ..atomic import atomic_write_json, atomic_write_text, dumps, read_json  # noqa: F401  (re-exported)
 
 STATUSES = ("running", "finished", "failed", "stopped")
 TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json")
 #: notes a launcher (the explorer) keeps beside a run: allowed in a new run's folder, never deleted by the trainer
 LAUNCHER_FILES = ("launch.json", "log.txt", "cancel.json", "exit.json")
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf → None (strict JSON), numpy scalars → Python."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def dumps(obj: Any, indent: Optional[int] = 2) -> str:
-    return json.dumps(_clean(obj), indent=indent, allow_nan=False)
-
-
-def atomic_write_json(path: "str | Path", obj: Any) -> None:
-    atomic_write_text(path, dumps(obj) + "\n")
-
-
-def read_json(path: "str | Path") -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def now_iso() -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..method import layer_norm, linear, mm
-from ..models import BaseModel
+from ..shape import BaseModel
 
 
 def no_count(*_) -> int:

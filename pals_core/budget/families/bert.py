@@ -12,7 +12,7 @@ RoBERTa's head); ``AutoModel`` (``RobertaModel`` with its pooler) is what N_base
 from __future__ import annotations
 
 from ..method import bert_layer_flops, bert_layer_params
-from ..models import BaseModel
+from ..shape import BaseModel
 from .base import Family, embedding_tables
 
 

@@ -17,7 +17,7 @@ No pooler; task head (``ContextPooler`` + classifier): dense Linear(d, d) + GELU
 from __future__ import annotations
 
 from ..method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
-from ..models import BaseModel
+from ..shape import BaseModel
 from .base import Family, dense_head_flops, dense_head_params
 
 

@@ -8,7 +8,7 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
 from __future__ import annotations
 
-from ..models import BaseModel
+from ..shape import BaseModel
 from .base import Family, dense_head_flops, dense_head_params, embedding_tables
 from .bert import layer_flops, layer_params
 

@@ -19,7 +19,7 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 from __future__ import annotations
 
 from ..method import linear, mm
-from ..models import BaseModel
+from ..shape import BaseModel
 from .base import Family
 
 
