@@ -7,23 +7,11 @@ method is usable in ``MultiTaskBert`` when it is in both. Importing this module 
 """
 from __future__ import annotations
 
-from importlib import import_module
-
-from ..methods import PACKAGES
+from ..methods import collect
 from .base import AdapterSpec
 
 
-def _load() -> dict[str, AdapterSpec]:
-    found: dict[str, AdapterSpec] = {}
-    for package in PACKAGES:
-        for spec in import_module(f"pals_core.methods.{package}.module").ADAPTERS:
-            if spec.name in found:
-                raise ValueError(f"method {spec.name!r} is built twice (pals_core/methods/{package}/module.py)")
-            found[spec.name] = spec
-    return found
-
-
-ADAPTERS: dict[str, AdapterSpec] = _load()
+ADAPTERS: dict[str, AdapterSpec] = collect("module", "ADAPTERS", "built")
 
 
 def get_adapter(name: str) -> AdapterSpec:

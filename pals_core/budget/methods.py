@@ -6,26 +6,14 @@ holds); the order of that list is the order of every table. Loading them imports
 """
 from __future__ import annotations
 
-from importlib import import_module
-
-from ..methods import PACKAGES
+from ..methods import collect
 from .config import AdapterConfig, design_label, format_location
 from .flags import register_choices
 from .method import Method
 from .shape import BaseModel
 
 
-def _load() -> dict[str, Method]:
-    found: dict[str, Method] = {}
-    for package in PACKAGES:
-        for method in import_module(f"pals_core.methods.{package}.cost").METHODS:
-            if method.name in found:
-                raise ValueError(f"method {method.name!r} is declared twice (pals_core/methods/{package}/cost.py)")
-            found[method.name] = method
-    return found
-
-
-METHODS: dict[str, Method] = _load()
+METHODS: dict[str, Method] = collect("cost", "METHODS", "declared")
 register_choices("method", lambda: list(METHODS))  # AdapterConfig's --method choices
 
 

@@ -8,6 +8,7 @@ is registered: the calculator (``pals_core.budget.METHODS``) reads every ``cost.
 torch side (``pals_core.adapters.ADAPTERS``) every ``module.py``, in this order (the order of every
 table and list). Adding a method = a new package + one line here.
 """
+from importlib import import_module
 
 PACKAGES: tuple[str, ...] = (
     "shared",  # shared: heads (and poolers) only
@@ -20,3 +21,16 @@ PACKAGES: tuple[str, ...] = (
     "top",  # proj_attn_top, proj_ffn_top, bert_layer_top
     "ca_mtl",  # ca_mtl
 )
+
+
+def collect(module: str, records: str, what: str) -> dict:
+    """{record.name: record} of every package's ``<module>.py`` tuple ``records``, in ``PACKAGES`` order — the one
+    loader of both registries (``collect("cost", "METHODS", "declared")``, ``collect("module", "ADAPTERS", "built")``);
+    a name given twice is an error naming the file."""
+    found: dict = {}
+    for package in PACKAGES:
+        for record in getattr(import_module(f"pals_core.methods.{package}.{module}"), records):
+            if record.name in found:
+                raise ValueError(f"method {record.name!r} is {what} twice (pals_core/methods/{package}/{module}.py)")
+            found[record.name] = record
+    return found

@@ -66,3 +66,8 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
     if get_method(adapter.method).sized and adapter.d_s is None and budget is None:
         raise UsageError(f"method {adapter.method!r} needs --d-s N or a budget (--budget RATIO, --extra N, --per-task N)")
     return TrainConfig(adapter=adapter, budget=budget, **run_given), resume
+
+
+def one_line(e: BaseException) -> str:
+    """An error's message on one line (the CLI's promise: one line on stderr)."""
+    return " ".join(str(e).split()) or type(e).__name__

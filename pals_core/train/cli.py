@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from .args import UsageError, build_parser, config_from_args  # noqa: F401  (re-exported: the CLI's parser)
+from .args import UsageError, build_parser, config_from_args, one_line  # noqa: F401  (re-exported: the CLI's parser)
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 
@@ -40,7 +40,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run
             print(f"pals-train: nothing to resume in {cfg.out}; starting a new run", file=sys.stderr)
     except (UsageError, ValueError, TypeError) as e:
-        print(f"pals-train: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     from .trainer import TrainingDiverged, TrainingStopped, train
 
@@ -50,21 +50,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"pals-train: {e}", file=sys.stderr)
         return EXIT_STOPPED
     except TrainingDiverged as e:
-        print(f"pals-train: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: {one_line(e)}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"pals-train: interrupted; continue with --resume --out {cfg.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except ValueError as e:  # bad data (missing / malformed GLUE files), an existing run, …
-        print(f"pals-train: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     if int(os.environ.get("RANK", "0")) == 0:  # one table, also under accelerate launch
         print(format_summary(summary))
     return 0
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
 
 
 def format_summary(summary: dict) -> str:

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 from . import separate as sep
 from . import seeds as sd
 from ..budget.flags import given_values
+from .args import one_line
 from .config import RESUME_FREE, TrainConfig
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
@@ -166,7 +167,7 @@ def run(o: Orchestration, args: dict, progress: bool = True) -> int:
     try:
         kind, plan = prepare(o, args)
     except ValueError as e:
-        print(f"pals-train: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     jobs = o.jobs or 1
     try:
@@ -178,17 +179,13 @@ def run(o: Orchestration, args: dict, progress: bool = True) -> int:
         print(f"pals-train: interrupted; continue with --resume --out {plan.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except RunsFailed as e:
-        print(f"pals-train: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: {one_line(e)}", file=sys.stderr)
         return EXIT_FAILED
     except ValueError as e:
-        print(f"pals-train: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     print(format_aggregate(summary) if kind == "seeds" else format_separate(summary))
     return 0
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _params_line(p: dict) -> str:
