@@ -30,6 +30,7 @@ def _storage(url: str):
 
 def settings_line(attrs: dict) -> str:
     """A study's fixed settings (``studies.settings``, stored in the study) in one line a person can read."""
+    from studies.runner import machine_text
     from studies.settings import SETTINGS_ATTR, StudySettings
 
     if SETTINGS_ATTR not in attrs:
@@ -41,7 +42,8 @@ def settings_line(attrs: dict) -> str:
     methods = ", ".join(s.methods) if s.methods else "every method"
     return (f"**{s.definition}** on **{model}** · tasks **{', '.join(s.tasks)}** · budget **{s.budget_obj().describe()}** · "
             f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, lr {s.lr:g}, "
-            f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}")
+            f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}"
+            + (f" · machine: **{machine_text(s)}**" if s.machine is not None else ""))
 
 
 def render_settings(study) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig
-from pals_core.budget.flags import to_argv as adapter_flags
+from pals_core.budget.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
 
 from studies.errors import StudyError
 from studies.naming import check_study_name, folder_name
@@ -78,6 +78,10 @@ def settings_flags(settings: StudySettings) -> list[str]:
         argv += ["--max-d-s", str(s.max_d_s)]
     searched = ("method", "location", "d_s") if get_definition(s.definition).searches_design else ()
     argv += adapter_flags(s.template(), skip=searched)
+    if s.machine is not None:  # the study's Machine (its batch is --batch-size), flags from the same declaration
+        from studies.settings import MACHINE_NAMES, MACHINE_SKIP
+
+        argv += adapter_flags(s.machine_obj(), skip=MACHINE_SKIP, names=MACHINE_NAMES)  # the device is always stored
     return argv
 
 

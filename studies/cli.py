@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 from pals_core.budget import AdapterConfig, get_method
 from pals_core.budget.flags import add_flags, given_values
+from pals_core.budget.machine import Machine, default_device
 from pals_core.budget.methods import label_of
 from pals_core.budget.solver import add_budget_flags, budget_from_args
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
@@ -29,7 +30,7 @@ from pals_core.train.models import TINY
 
 from .definitions import DEFINITIONS, get_definition
 from .errors import StudyError
-from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, StudySettings
+from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, MACHINE_SKIP, StudySettings
 from .naming import RUN_KEY_ATTR, check_study_name, report_folder, trial_root
 from .storage import (DEFAULT_HEARTBEAT_S, DEFAULT_MAX_RETRY, DEFAULT_STORAGE, NoStudies, load, masked, open_storage,
                       study_names)
@@ -71,6 +72,10 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     add_budget_flags(p, title="study budget (one of)", defaults_help=f"; default --budget {DEFAULT_BUDGET_RATIO}")
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study): design "
               "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design")
+    add_flags(p, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES,
+              title="machine (Machine; shared with pals-budget, where the profile is --device): memory and step-time "
+              "budgets bound every trial's d_s like the parameter budget, priced at --batch-size sequences of --max-len "
+              "tokens; stored in the study")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,6 +189,9 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         kw["methods"] = [get_method(m.strip()).name for m in args.methods.split(",") if m.strip()]
         if not kw["methods"]:
             raise StudyError("--methods lists no method")
+    machine_given = given_values(args, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES)
+    if machine_given:
+        kw["machine"] = _machine(machine_given)
     design_given = given_values(args, AdapterConfig)
     fixed = sorted(k for k in ("method", "location", "d_s") if k in design_given)
     if fixed and d.searches_design:
@@ -192,6 +200,11 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     template = AdapterConfig(**design_given)
     settings = StudySettings(definition=definition, **{**d.defaults, **kw})
     given = set(kw) | ({"adapter"} if design_given else set())
+    if settings.machine is not None:
+        from .runner import machine_bound
+        from .space import check_machine, model_shape
+
+        check_machine(model_shape(settings.model), settings.tasks, machine_bound(settings))
     if d.searches_design:
         settings.adapter = template.as_dict()
     else:
@@ -200,6 +213,17 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
 
         settings.adapter = fixed_adapter(settings, model_shape(settings.model), template)
     return settings, given
+
+
+def _machine(given: dict) -> dict:
+    """The stored machine settings: the profile resolved now (``local`` when this machine is calibrated, else
+    ``h100``; a profile file by its absolute path) and checked, so every worker prices on the same one."""
+    device = given.get("device") or default_device()
+    if device.endswith(".json") or os.sep in device:
+        device = os.path.abspath(device)
+    values = {**given, "device": device}
+    Machine(**values).profile()  # an unknown device or a malformed profile: one line
+    return values
 
 
 # --- commands ---------------------------------------------------------------------------------------
@@ -230,13 +254,16 @@ def _open(args, study_name: str, *, worker: bool):
 
 
 def _describe(definition, settings, ctx) -> str:
-    from .runner import budget_text
+    from .runner import budget_text, machine_text
 
     lines = [f"study definition {definition.name!r}: {definition.title}",
              f"tasks {','.join(settings.tasks)} · model {settings.model or 'embedded MiniLM'} · budget "
              f"{budget_text(settings)} · {settings.steps} steps, dev evaluation every {settings.eval_every}"]
+    if settings.machine is not None:
+        lines.append(f"machine: {machine_text(settings)}")
     if ctx.designs:
-        lines.append("feasible designs (d_s range within the budget): " + ", ".join(
+        within = "the budget" + (" and the machine" if settings.machine is not None else "")
+        lines.append(f"feasible designs (d_s range within {within}): " + ", ".join(
             c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs))
     elif ctx.fixed_adapter is not None:
         a = ctx.fixed_adapter
@@ -316,11 +343,12 @@ def cmd_report(args) -> int:
     s = summary(study)
     c = s["counts"]
     try:
-        from .runner import budget_text, load_definition, load_settings
+        from .runner import budget_text, load_definition, load_settings, machine_text
 
         d, st = load_definition(study), load_settings(study)
         print(f"{d.name}: {d.title} · tasks {','.join(st.tasks)} · model {st.model or 'embedded MiniLM'} · "
-              f"budget {budget_text(st)} · {st.steps} steps per trial")
+              f"budget {budget_text(st)} · {st.steps} steps per trial"
+              + (f" · machine: {machine_text(st)}" if st.machine is not None else ""))
     except StudyError:  # a study made by plain Optuna: report it all the same
         pass
     print(f"study {args.name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, "

@@ -33,6 +33,7 @@ class Context:
     settings: Any  # StudySettings
     designs: list[DesignChoice]
     fixed_adapter: Optional[Any] = None  # AdapterConfig, for studies that do not search the design
+    bound: Optional[Any] = None  # space.MachineBound: the machine every trial's design must fit (None: none set)
 
 
 @dataclass(frozen=True)

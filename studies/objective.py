@@ -92,9 +92,10 @@ class Objective:
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")
-        cost = cost_of(self.shape, s.tasks, adapter, s.budget_obj())
+        cost = cost_of(self.shape, s.tasks, adapter, s.budget_obj(), self.ctx.bound)
         if not cost.feasible:  # the space is built from the solver, so this is a bug, not a bad trial
-            raise RuntimeError(f"design {adapter} exceeds the study's budget: {cost.params_task_specific:,} extra parameters")
+            raise RuntimeError(f"design {adapter} exceeds the study's budget ({cost.binding or 'params'}): "
+                               f"{cost.params_task_specific:,} extra parameters")
         original = retried_from(trial)
         run_dir, resume = self.run_dir(trial, original)
         attrs = {
@@ -106,6 +107,8 @@ class Objective:
             "resumed": resume,
             "retry_of": original, "error": None,
         }
+        if cost.memory_train is not None:  # the study's machine: what this design costs on it (the calculator's)
+            attrs.update(memory_train=cost.memory_train["total"], time_ratio=cost.time_ratio)
         for k, v in attrs.items():
             trial.set_user_attr(k, v)
         cfg = TrainConfig(

@@ -16,12 +16,12 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
-from pals_core.budget import AdapterConfig, design, parse_tasks, solve
+from pals_core.budget import AdapterConfig
 
 from .definitions import Context, Definition, get_definition
 from .errors import StudyError
 from .settings import SETTINGS_ATTR, StudySettings
-from .space import capped, cost_of, feasible_designs
+from .space import MachineBound, capped, check_machine, cost_of, feasible_designs, largest_size
 
 DEFINITION_ATTR = "pals_definition"
 MAX_CONSECUTIVE_FAILURES = 3
@@ -29,39 +29,69 @@ MAX_CONSECUTIVE_FAILURES = 3
 
 def fixed_adapter(settings: StudySettings, shape, template: AdapterConfig) -> dict:
     """The design of a study that does not search it: ``template`` (method "pals" and location "all" unless given)
-    with its ``d_s`` as given, or the largest within the budget (and within the cap d_s ≤ d of ``feasible_designs``)."""
+    with its ``d_s`` as given, or the largest within the budget and the machine's budgets (and within the cap
+    d_s ≤ d of ``feasible_designs``)."""
     from pals_core.budget import get_method
 
     m = get_method(template.method)
     cfg = replace(template, location=(template.location or "all") if m.within else None)
     if cfg.d_s is None and m.sized:
-        ds = design(shape, parse_tasks(settings.tasks), cfg, check_size=False)
         step = cfg.heads if m.attention else 1
-        cfg = replace(cfg, d_s=max(step, capped(solve(ds, settings.budget_obj()).d_s, step, shape, settings.max_d_s)))
+        largest = largest_size(shape, settings.tasks, cfg, settings.budget_obj(), machine_bound(settings))
+        cfg = replace(cfg, d_s=max(step, capped(largest.d_s, step, shape, settings.max_d_s)))
     return cfg.as_dict()
 
 
+def machine_bound(settings: StudySettings) -> Optional[MachineBound]:
+    """The study's machine (None when it set none), priced at its batch and max_len on the trained model's
+    dropout and attention."""
+    machine = settings.machine_obj()
+    if machine is None:
+        return None
+    from pals_core.train.models import model_conditions
+
+    return MachineBound(machine, settings.max_len, model_conditions(settings.model))
+
+
 def make_context(definition: Definition, settings: StudySettings, shape) -> Context:
-    """The sampling context; ``StudyError`` if nothing fits the budget."""
+    """The sampling context; ``StudyError`` if nothing fits the budget (and the machine's budgets)."""
     budget = settings.budget_obj()
+    bound = machine_bound(settings)
+    if bound is not None:
+        bound.machine.profile()  # an unknown device or a missing profile file: one line
+        check_machine(shape, settings.tasks, bound)
+    within = f"the budget {budget_text(settings)}" + (f" and the machine ({machine_text(settings)})" if bound else "")
     if definition.searches_design:
-        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.template(), settings.max_d_s)
+        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.template(), settings.max_d_s,
+                                   bound)
         if not designs:
-            raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits the budget "
-                             f"{budget_text(settings)} for {len(settings.tasks)} tasks")
-        return Context(settings, designs)
+            raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits {within} "
+                             f"for {len(settings.tasks)} tasks")
+        return Context(settings, designs, bound=bound)
     if settings.adapter is None:
         raise StudyError(f"study {definition.name!r} needs a fixed adapter design")
     adapter = AdapterConfig.from_dict(settings.adapter)
-    cost = cost_of(shape, settings.tasks, adapter, budget)
+    cost = cost_of(shape, settings.tasks, adapter, budget, bound)
     if not cost.feasible:
-        raise StudyError(f"the design {adapter.method} d_s={adapter.d_s} needs {cost.params_task_specific:,} extra "
-                         f"parameters: over the budget {budget_text(settings)}")
-    return Context(settings, [], adapter)
+        needs = {"memory": f"{(cost.memory_train or {}).get('total', 0) / 1e9:.4g} GB of training memory",
+                 "time": f"{cost.time_ratio or 0:.3f}× the base model's step time"}.get(
+            cost.binding, f"{cost.params_task_specific:,} extra parameters")
+        raise StudyError(f"the design {adapter.method} d_s={adapter.d_s} needs {needs}: over {within}")
+    return Context(settings, [], adapter, bound=bound)
 
 
 def budget_text(s: StudySettings) -> str:
     return s.budget_obj().describe()
+
+
+def machine_text(s: StudySettings) -> str:
+    """The study's machine in one line ('' when it set none): device, B, n, precision and its budgets."""
+    m = s.machine_obj()
+    if m is None:
+        return ""
+    return " · ".join([f"device {m.device}", f"batch {m.batch} × {s.max_len} tokens", m.precision]
+                      + ([f"memory ≤ {m.memory}"] if m.memory is not None else [])
+                      + ([f"step ≤ {m.max_slowdown:g}× base"] if m.max_slowdown is not None else []))
 
 
 def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:

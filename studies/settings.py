@@ -4,6 +4,13 @@ The settings are stored in the study itself (study user attribute ``pals_setting
 that joins a study — on this machine or another one sharing the storage — trains exactly the same
 problem; only machine-local things (GLUE folder, run folder, device) come from each worker's command
 line. Defaults are laptop-sized: a few dozen steps on small GLUE slices.
+
+``machine`` holds the study's ``pals_core.budget.machine.Machine`` settings (device profile, precision, memory and
+step-time budgets; None when none was given): the trials' designs must fit them as they fit the parameter budget.
+Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — the step every trial trains — so
+``Machine.batch`` is not a study flag; its ``device`` is ``--device-profile`` (``pals-study run --device`` is the
+worker's torch device). The profile is resolved when the study is created (``local`` or ``h100``, see
+``machine.default_device``) and stored, so every worker and every resume bounds d_s the same way.
 """
 from __future__ import annotations
 
@@ -11,12 +18,16 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig, Budget, parse_tasks
+from pals_core.budget.flags import flags_of
+from pals_core.budget.machine import Machine
 
 SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 1
 
 DEFAULT_TASKS = ("rte", "mrpc")
 DEFAULT_BUDGET_RATIO = 1.10
+MACHINE_SKIP = ("batch",)  # the study's batch_size is the machine's batch
+MACHINE_NAMES = {"device": "--device-profile"}  # ``--device`` of ``pals-study run`` is the worker's torch device
 
 
 @dataclass
@@ -44,6 +55,8 @@ class StudySettings:
     # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
     adapter: Optional[dict] = None
     max_d_s: Optional[int] = None  # design studies: cap on d_s (None: the hidden size d)
+    # Machine fields but batch ({device, precision, memory, max_slowdown}); None: no machine setting given
+    machine: Optional[dict] = None
     version: int = SETTINGS_VERSION
 
     def __post_init__(self) -> None:
@@ -65,6 +78,8 @@ class StudySettings:
             from pals_core.train.seeds import parse_seeds
 
             self.seeds = parse_seeds(",".join(str(k) for k in self.seeds))
+        if self.machine is not None:
+            self.machine = machine_fields(self.machine)
         if self.eval_every > self.steps:
             raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
 
@@ -74,6 +89,10 @@ class StudySettings:
 
     def budget_obj(self) -> Budget:
         return Budget.from_dict(self.budget)
+
+    def machine_obj(self) -> Optional[Machine]:
+        """The machine every trial's design must fit (B = ``batch_size``), or None when the study set none."""
+        return None if self.machine is None else Machine(batch=self.batch_size, **self.machine)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +109,18 @@ class StudySettings:
         """Names of the settings that differ (``version`` aside)."""
         a, b = self.as_dict(), other.as_dict()
         return [k for k in a if k != "version" and a[k] != b[k]]
+
+
+def machine_fields(values: dict) -> dict:
+    """Every stored ``Machine`` field but batch, each checked by its flag's own parser (the declaration's checks)."""
+    flags = {f.name: f for f in flags_of(Machine, MACHINE_NAMES) if f.name not in MACHINE_SKIP}
+    if not isinstance(values, dict) or set(values) - set(flags):
+        raise ValueError(f"machine settings must be a dict of {', '.join(flags)}, got {values!r}")
+    out = {}
+    for name, f in flags.items():
+        value = values.get(name, f.default)
+        out[name] = None if value is None else f.read(f.format(value))
+    return out
 
 
 def _positive_int(name: str, value: Any) -> None:

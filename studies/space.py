@@ -5,14 +5,42 @@ For each method × location the calculator's closed-form solver gives the larges
 multiple of h_s for attention methods). A design study samples d_s only in [step, d_max], so no trial
 is spent on a design that does not fit. Sizeless methods (``shared``, ``lhuc``, ``bert_layer_top``) are
 in the space only if they fit as they are.
+
+A study with machine settings (``MachineBound``: ``--memory``, ``--max-slowdown``, …) takes the solver's d_s under
+those budgets too — ``pals_core.budget.machine.constrain``, the same closed form ``pals-budget --memory`` uses —
+priced at the study's batch and sequence length; a family whose memory and time are not modelled is refused.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
+from pals_core.budget.activations import Conditions
 from pals_core.budget.config import design_label
-from pals_core.budget import METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks, rows
+from pals_core.budget.machine import Machine, check_supported, constrain
+from pals_core.budget import (METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks,
+                              rows, solve)
+
+
+@dataclass(frozen=True)
+class MachineBound:
+    """What a study's designs are priced on besides parameters: its ``Machine`` (B = the study's batch), the
+    sequence length n of its steps (``max_len``) and the model's dropout and attention (``Conditions``)."""
+
+    machine: Machine
+    seq_len: int
+    conditions: Conditions
+
+    def rows_kwargs(self) -> dict:
+        """The keywords of ``pals_core.budget.rows`` that price and bound on this machine."""
+        return {"machine": self.machine, "seq_len": self.seq_len, "model_conditions": self.conditions}
+
+
+def check_machine(shape: BaseModel, tasks: Sequence[str], bound: Optional[MachineBound]) -> None:
+    """ValueError (one line) when ``bound`` sets a memory or time budget for a family whose memory and time the
+    calculator does not model: such a design is refused, never priced as another family."""
+    if bound is not None:
+        check_supported(design(shape, parse_tasks(list(tasks)), AdapterConfig(method="shared")), bound.machine)
 
 
 @dataclass(frozen=True)
@@ -61,18 +89,23 @@ def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None)
 
 
 def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, methods: Optional[Iterable[str]] = None,
-                     template: Optional[AdapterConfig] = None, max_d_s: Optional[int] = None) -> list[DesignChoice]:
-    """Every method × location that fits ``budget`` at its smallest size, with its largest size (exact convention).
+                     template: Optional[AdapterConfig] = None, max_d_s: Optional[int] = None,
+                     bound: Optional[MachineBound] = None) -> list[DesignChoice]:
+    """Every method × location that fits ``budget`` (and ``bound``'s memory and step-time budgets) at its smallest
+    size, with its largest size (exact convention).
 
     d_max = min(solver's largest d_s, ``max_d_s``) rounded down to the step; ``max_d_s`` defaults to the hidden
     size d: every sized method projects d → d_s, and a projection wider than d is no bottleneck (a rank-d_s map
-    from R^d has rank ≤ d), so sizes above d spend the budget on nothing."""
+    from R^d has rank ≤ d), so sizes above d spend the budget on nothing. With a ``bound`` the solver's d_s is the
+    largest within all the budgets (``budget.machine.constrain``)."""
     names = list(methods) if methods is not None else usable_methods()
     for name in names:
         get_method(name)  # unknown names raise ValueError
     template = template if template is not None else AdapterConfig()
+    check_machine(shape, tasks, bound)
     out = []
-    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, adapter=template):
+    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, adapter=template,
+                     **(bound.rows_kwargs() if bound is not None else {})):
         if not cost.feasible:
             continue
         m = get_method(cost.method)
@@ -86,10 +119,24 @@ def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, met
     return out
 
 
-def cost_of(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
-    """The calculator's cost of one concrete design (exact convention), checked against ``budget``."""
-    ds = design(shape, parse_tasks(list(tasks)), cfg)
-    return at_size(ds, cfg.d_s, budget)
+def cost_of(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Optional[Budget] = None,
+            bound: Optional[MachineBound] = None) -> Cost:
+    """The calculator's cost of one concrete design (exact convention), checked against ``budget`` — and with a
+    ``bound`` priced on its machine (memory_train, time_ratio) and checked against its budgets (``binding`` names
+    the first one broken)."""
+    if bound is None:
+        return at_size(design(shape, parse_tasks(list(tasks)), cfg), cfg.d_s, budget)
+    ds = design(shape, parse_tasks(list(tasks)), cfg, seq_len=bound.seq_len)
+    return constrain(at_size(ds, cfg.d_s, budget), ds, bound.machine, bound.conditions, solved=False)
+
+
+def largest_size(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Budget,
+                 bound: Optional[MachineBound] = None) -> Cost:
+    """The solver's largest d_s of ``cfg`` (its method and location) within ``budget`` and ``bound``'s budgets."""
+    ds = design(shape, parse_tasks(list(tasks)), cfg, check_size=False,
+                **({"seq_len": bound.seq_len} if bound is not None else {}))
+    cost = solve(ds, budget)
+    return cost if bound is None else constrain(cost, ds, bound.machine, bound.conditions, solved=True)
 
 
 def adapter_config(choice: DesignChoice, d_s: Optional[int], template: AdapterConfig) -> AdapterConfig:

@@ -13,6 +13,11 @@ ValueError), ``format`` (value → str), ``choices`` (a callable giving the allo
 list registered with ``register_choices``; read when the parser is built), ``metavar``, ``cli`` (False: not a
 flag), ``always`` (``to_argv`` writes it even at its default). Types without a ``parse`` are read from the annotation: bool, int, float, str, Optional[…] of
 those (the word ``none`` gives None), list[str] / tuple[float, …] (comma-separated).
+
+``names`` ({field: "--other-flag"}) gives a field another flag name in one CLI where its own name is taken
+(``pals-study run --device`` is the worker's torch device, so the ``Machine`` profile is ``--device-profile``
+there); help, default, parsing and checks stay the declaration's. Pass the same ``names`` to ``add_flags``,
+``given_values`` and ``to_argv``.
 Pure Python: the calculator's CLI uses it too.
 """
 from __future__ import annotations
@@ -21,7 +26,7 @@ import argparse
 import dataclasses
 import math
 import typing
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 NONE = "none"
 CHOICES: dict[str, Callable[[], Sequence[str]]] = {}
@@ -48,10 +53,11 @@ class Flag:
     choices: Optional[Callable[[], Sequence[str]]]
     metavar: Optional[str]
     always: bool
+    renamed: Optional[str] = None  # the argparse dest when the flag is renamed in one CLI (``names``)
 
     @property
     def dest(self) -> str:
-        return self.name
+        return self.renamed or self.name
 
     def read(self, text: str) -> Any:
         """The typed value of ``text``; ValueError names the flag."""
@@ -142,8 +148,13 @@ def _infer(tp: Any) -> tuple[Callable, Callable, bool, bool]:
     raise TypeError(f"no flag type for {tp!r}: give metadata parse/format")
 
 
-def flags_of(cls: type) -> list[Flag]:
-    """The flags of a settings dataclass, in field order (fields with ``metadata['cli'] is False`` skipped)."""
+def flags_of(cls: type, names: Optional[Mapping[str, str]] = None) -> list[Flag]:
+    """The flags of a settings dataclass, in field order (fields with ``metadata['cli'] is False`` skipped);
+    ``names`` renames some ({field: "--flag"}, see the module docstring)."""
+    names = dict(names or {})
+    unknown = set(names) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))} to rename")
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -162,6 +173,9 @@ def flags_of(cls: type) -> list[Flag]:
         out.append(Flag(f.name, meta.get("flag", "--" + f.name.replace("_", "-")), meta["help"], default, parse,
                         meta.get("format", fmt), boolean, optional, choices, meta.get("metavar"),
                         bool(meta.get("always", False))))
+        if f.name in names:
+            flag = names[f.name]
+            out[-1] = dataclasses.replace(out[-1], flag=flag, renamed=flag.lstrip("-").replace("-", "_"))
     return out
 
 
@@ -177,14 +191,15 @@ def _metavar(flag: Flag) -> str:
     return {_int: "N", _float: "X"}.get(flag.parse, flag.name.upper())
 
 
-def add_flags(parser: Any, cls: type, *, skip: Iterable[str] = (), title: Optional[str] = None) -> list[Flag]:
+def add_flags(parser: Any, cls: type, *, skip: Iterable[str] = (), title: Optional[str] = None,
+              names: Optional[Mapping[str, str]] = None) -> list[Flag]:
     """Add one flag per field of ``cls`` to ``parser`` (or a new argument group titled ``title``).
 
     Flags default to ``argparse.SUPPRESS``: an absent flag is absent from the namespace; values stay strings
     until ``given_values`` types and checks them (so every error names its flag in one line)."""
     skip = set(skip)
     target = parser.add_argument_group(title) if title else parser
-    flags = [f for f in flags_of(cls) if f.name not in skip]
+    flags = [f for f in flags_of(cls, names) if f.name not in skip]
     for f in flags:
         help_text = f"{f.help} (default: {_default_text(f)})"
         if f.choices is not None:
@@ -199,23 +214,24 @@ def add_flags(parser: Any, cls: type, *, skip: Iterable[str] = (), title: Option
     return flags
 
 
-def given_values(namespace: Any, cls: type, *, skip: Iterable[str] = ()) -> dict[str, Any]:
-    """The typed values of the flags of ``cls`` present in ``namespace`` (a dict or an argparse Namespace)."""
+def given_values(namespace: Any, cls: type, *, skip: Iterable[str] = (),
+                 names: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """The typed values of the flags of ``cls`` present in ``namespace`` (a dict or an argparse Namespace), by field."""
     ns = namespace if isinstance(namespace, dict) else vars(namespace)
     skip = set(skip)
     out = {}
-    for f in flags_of(cls):
-        if f.name in ns and f.name not in skip:
-            value = ns[f.name]
+    for f in flags_of(cls, names):
+        if f.dest in ns and f.name not in skip:
+            value = ns[f.dest]
             out[f.name] = value if (f.boolean or not isinstance(value, str)) else f.read(value)
     return out
 
 
-def to_argv(obj: Any, *, skip: Iterable[str] = ()) -> list[str]:
+def to_argv(obj: Any, *, skip: Iterable[str] = (), names: Optional[Mapping[str, str]] = None) -> list[str]:
     """Flags that reproduce ``obj``: every field that differs from its default (or is marked ``always``)."""
     skip = set(skip)
     argv: list[str] = []
-    for f in flags_of(type(obj)):
+    for f in flags_of(type(obj), names):
         if f.name in skip:
             continue
         value = getattr(obj, f.name)

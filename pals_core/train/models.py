@@ -44,6 +44,16 @@ def model_shape(model: Optional[str]) -> BaseModel:
     return load_model(os.path.join(path, "config.json"))
 
 
+def model_conditions(model: Optional[str]):
+    """The dropout and attention implementation the trained model's config gives it (``budget.activations.Conditions``:
+    what the calculator's memory and step time replay)."""
+    from ..budget.activations import Conditions
+
+    if model == TINY:
+        return Conditions.from_hf_config(tiny_config_dict())
+    return Conditions.for_model(minilm_path() if model is None else model)
+
+
 def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
     """A ``MultiTaskModel`` (weights of new modules drawn from torch's current RNG: seed first)."""
     from .. import MultiTaskModel
