@@ -2,6 +2,7 @@
 
 Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names
 ``cola,rte`` or a count ``8``), one of ``budget`` (a ratio) / ``extra`` / ``per_task`` (counts such as ``15M``),
+``budget_of`` (what a ratio is taken against: ``base`` or ``non-embedding``, ``Budget.OF``; written with a ratio),
 ``methods`` (comma list), ``location`` (``every``, ``all``, ``top``, ``bottom`` or layers ``0,1``), ``heads``,
 ``seq_len``, ``convention``; and the page's own ``view`` and ``design`` (the chosen row).
 
@@ -16,14 +17,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from pals_core.budget import CONVENTIONS, PRESETS, get_method, parse_tasks, resolve_layers
+from pals_core.budget import CONVENTIONS, PRESETS, Budget, get_method, parse_tasks, resolve_layers
 from pals_core.budget.models import ALIASES
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from .inputs import (BUDGET_KINDS, EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT,
                      TASKS_GLUE, TINY, RawInputs)
 
-KEYS = ("model", "tasks", "budget", "extra", "per_task", "methods", "location", "heads", "seq_len", "convention",
+KEYS = ("model", "tasks", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len", "convention",
         "view", "design")
 BUDGET_KEYS = {"ratio": "budget", "extra": "extra", "per-task": "per_task"}  # sidebar budget kind → URL key
 MODEL_KEYS = {EMBEDDED: "embedded-minilm", TINY: "tiny"}
@@ -54,6 +55,8 @@ def to_query(raw: RawInputs, view: Optional[str] = None, design: Optional[str] =
         q["model"] = raw.model
     q["tasks"] = ",".join(raw.glue_tasks) if raw.task_mode == TASKS_GLUE else str(int(raw.task_count))
     q[BUDGET_KEYS.get(raw.budget_kind, "budget")] = (raw.budget_value or "").strip()
+    if raw.budget_kind == "ratio":
+        q["budget_of"] = raw.budget_of
     q["methods"] = ",".join(raw.methods)
     if raw.location == LOCATION_EVERY:
         q["location"] = EVERY
@@ -126,6 +129,14 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
             bad(key, v, str(e))
         else:
             w["budget_kind"], w[f"budget_{kind}"] = kind, v
+    if "budget_of" in params:
+        v = _one(params["budget_of"])
+        if v not in Budget.OF:
+            bad("budget_of", v, f"use {' or '.join(Budget.OF)}")
+        elif given and given[0] != "ratio":
+            bad("budget_of", v, "a ratio is taken of the base or the non-embedding parameters; extra and per_task are counts")
+        else:
+            w["budget_of"] = v
     if "methods" in params:
         v = _one(params["methods"])
         try:

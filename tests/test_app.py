@@ -375,7 +375,7 @@ def test_the_url_mirrors_the_question(app):
     q = dict(app.query_params)
     flat = {k: (v[-1] if isinstance(v, list) else v) for k, v in q.items()}
     assert flat == {"model": "bert-base-uncased", "tasks": "cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte", "budget": "1.2",
-                    "methods": "pals,lora", "location": "every", "heads": "12", "seq_len": "128",
+                    "budget_of": "base", "methods": "pals,lora", "location": "every", "heads": "12", "seq_len": "128",
                     "convention": "exact", "view": "sizes", "design": "lora @ top"}
     # the same link in a new session reproduces the view
     again = AppTest.from_file(APP, default_timeout=60)
@@ -388,6 +388,16 @@ def test_the_url_mirrors_the_question(app):
     assert again.segmented_control(key="view").value == "sizes"
     assert metric(again, "solved d_s") == metric(app, "solved d_s")
     assert fig(again, "fig_sizes")["data"] == fig(app, "fig_sizes")["data"]
+
+
+def test_a_link_takes_the_ratio_of_the_non_embedding_parameters(runs_dir):
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in {"model": "xlm-roberta-base", "budget": "1.2", "budget_of": "non-embedding", "methods": "pals"}.items():
+        at.query_params[k] = v
+    at.run()
+    assert page_errors(at) == []
+    assert at.sidebar.radio(key="budget_of").value == "non-embedding"
+    assert dict(at.query_params)["budget_of"] in ("non-embedding", ["non-embedding"])  # and the page writes it back
 
 
 def test_a_link_with_every_key(runs_dir):
@@ -409,6 +419,7 @@ def test_a_link_with_every_key(runs_dir):
     ("extra", "lots", "is not a number"), ("tasks", "rte,nope", "unknown task 'nope'"),
     ("methods", "pals,magic", "magic"), ("location", "0,x", "not all, top, bottom"),
     ("heads", "-3", "positive integer"), ("convention", "roman", "exact or paper"),
+    ("budget_of", "embedding", "base or non-embedding"),
     ("model", "/no/such/folder", "not a preset"), ("view", "nowhere", "the views are"), ("colour", "red", "unknown key"),
     ("design", "nope @ all", "not a row of this table"),
 ])

@@ -17,6 +17,7 @@ from pals_core.budget.series import budget_used
               location="top", heads=2, seq_len=64, convention="paper"),
     RawInputs(model=EMBEDDED, task_mode=TASKS_COUNT, task_count=20, budget_kind="per-task", budget_value="1.9M",
               location=LOCATION_CUSTOM, location_custom="0,3", methods=["houlsby"]),
+    RawInputs(model="xlm-roberta-base", budget_kind="ratio", budget_value="1.2", budget_of="non-embedding"),
 ])
 def test_the_address_round_trips_the_question(raw):
     link = address.from_query(address.to_query(raw, "sizes", "pals @ all"), ("designs", "sizes"))
@@ -25,6 +26,21 @@ def test_the_address_round_trips_the_question(raw):
     back = replace(RawInputs(), **{k: v for k, v in link.widgets.items() if k not in values})
     back.budget_value = link.widgets[f"budget_{raw.budget_kind}"]
     assert parse_inputs(back) == parse_inputs(raw)
+
+
+def test_budget_of_is_in_the_address():
+    raw = RawInputs(model="xlm-roberta-base", budget_value="1.2", budget_of="non-embedding")
+    q = address.to_query(raw)
+    assert q["budget_of"] == "non-embedding"
+    link = address.from_query(q)
+    assert link.errors == [] and link.widgets["budget_of"] == "non-embedding"
+    budget = parse_inputs(replace(RawInputs(), **{k: v for k, v in link.widgets.items() if k != "budget_ratio"},
+                                  budget_value=link.widgets["budget_ratio"])).budget
+    assert budget == Budget(ratio=1.2, of="non-embedding") != parse_inputs(replace(raw, budget_of="base")).budget
+    assert "budget_of" not in address.to_query(replace(raw, budget_kind="extra", budget_value="15M"))
+    bad = address.from_query({"budget_of": "embedding", "heads": "4"})
+    assert bad.widgets == {"heads": 4} and len(bad.errors) == 1 and "budget_of" in bad.errors[0]
+    assert len(address.from_query({"extra": "15M", "budget_of": "non-embedding"}).errors) == 1
 
 
 def test_a_bad_address_names_each_bad_key_and_keeps_the_rest():
