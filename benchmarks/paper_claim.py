@@ -86,6 +86,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--device", default="auto")
     p.add_argument("--glue-dir", default=os.environ.get("PALS_GLUE_DIR"))
     p.add_argument("--cache-dir", default=None)
+    p.add_argument("--report", action="store_true",
+                   help="train nothing: tabulate the seeds every design has finished so far (results-partial.md/json)")
     return p.parse_args()
 
 
@@ -210,6 +212,56 @@ def differences(tasks: list[str], aggs: dict[str, dict]) -> list[str]:
     return lines or ["- none: at these seeds no difference between two designs is significant at 5 %"]
 
 
+def header(a: argparse.Namespace, tasks: list[str], seeds: str) -> str:
+    model = "MiniLM-L6-H384 (embedded)" if a.model is None else a.model
+    return (f"{model} · tasks {', '.join(tasks)} · seeds {seeds} · {a.steps} steps × batch "
+            f"{a.batch_size} · {a.sampling} sampling (epoch {a.epoch_steps}) · lr {a.lr:g} · warm-up {a.warmup:g} · "
+            f"max_len {a.max_len} · budget {a.budget:g}× for pals, low_rank, houlsby · scores ×100 on the "
+            f"{'full ' if a.max_eval_examples is None else ''}dev sets (best checkpoint of each run), mean ± ci95 over "
+            f"seeds (95 % t-interval half-width)")
+
+
+def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict, leaves: list, results: Path,
+           started: float) -> int:
+    """The table over the seeds each design has finished so far (a sweep that spans sessions); trains nothing."""
+    from pals_core.train.aggregate import aggregate
+    from pals_core.train.jobs import _finished
+    from pals_core.train import separate as sep
+
+    done = {c.out: s for c in leaves if (s := _finished(c)) is not None}
+    aggs, counts = {}, []
+    for d, plan in plans.items():
+        finished, summaries = [], []
+        for k in plan.seeds:
+            if plan.separate:
+                p = sep_plans[d][k]
+                if not all(p.task_dir(t) in done for t in p.template.tasks):
+                    continue
+                summaries.append(sep.summarise(p, done))
+            elif sd.seed_dir(plan.out, k) in done:
+                summaries.append(done[sd.seed_dir(plan.out, k)])
+            else:
+                continue
+            finished.append(k)
+        counts.append(f"{d} {','.join(map(str, finished)) or 'none'}")
+        if finished:
+            aggs[d] = aggregate(finished, summaries, [f"seed-{k}" for k in finished])
+    copy_summaries(Path(a.out), results)
+    if not aggs:
+        print("paper_claim: no design has a finished seed yet")
+        return 0
+    maj = majority(a, tasks)
+    text = "\n".join([header(a, tasks, "finished so far: " + "; ".join(counts)), "",
+                      "PARTIAL — the sweep is still running (one seed: no interval).", "",
+                      table(tasks, maj, aggs), "", "Beats the majority class:", *beats_majority(tasks, maj, aggs), "",
+                      "Differences the seeds support:", *differences(tasks, aggs)])
+    print(text)
+    atomic_write_text(results / "results-partial.md", text + "\n")
+    atomic_write_text(results / "results-partial.json", json.dumps({"majority": maj, "designs": aggs,
+                                                                  "settings": vars(a)}, indent=2, default=float) + "\n")
+    return 0
+
+
 def main() -> int:
     a = parse()
     tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
@@ -226,9 +278,14 @@ def main() -> int:
         lv, sp = sd.seed_leaves(plan)
         leaves += lv
         sep_plans[d] = sp
+    # seed-major: every design's seed 0 before any design's seed 1, so a sweep cut short by the end of a
+    # session still compares every design (stable sort: designs keep their order within a seed)
+    leaves.sort(key=lambda c: c.seed)
     print(f"paper_claim: {len(plans)} designs × {len(seeds)} seeds = {len(leaves)} training runs, "
           f"{a.jobs} at a time × {a.threads} thread(s); d_s: " +
           ", ".join(f"{d} {p.template.adapter.d_s}" for d, p in plans.items() if p.template.adapter.d_s), flush=True)
+    if a.report:
+        return report(a, tasks, plans, sep_plans, leaves, results, started)
     from pals_core.train.trainer import TrainingStopped
 
     try:
@@ -240,13 +297,7 @@ def main() -> int:
     aggs = {d: sd.finish_seeds(plan, sep_plans[d], done) for d, plan in plans.items()}
     copy_summaries(out, results)
     maj = majority(a, tasks)
-    model = "MiniLM-L6-H384 (embedded)" if a.model is None else a.model
-    header = (f"{model} · tasks {', '.join(tasks)} · seeds {','.join(map(str, seeds))} · {a.steps} steps × batch "
-              f"{a.batch_size} · {a.sampling} sampling (epoch {a.epoch_steps}) · lr {a.lr:g} · warm-up {a.warmup:g} · "
-              f"max_len {a.max_len} · budget {a.budget:g}× for pals, low_rank, houlsby · scores ×100 on the "
-              f"{'full ' if a.max_eval_examples is None else ''}dev sets (best checkpoint of each run), mean ± ci95 over "
-              f"seeds (95 % t-interval half-width)")
-    text = "\n".join([header, "", table(tasks, maj, aggs), "", "Beats the majority class:",
+    text = "\n".join([header(a, tasks, ",".join(map(str, seeds))), "", table(tasks, maj, aggs), "", "Beats the majority class:",
                       *beats_majority(tasks, maj, aggs), "", "Differences the seeds support:", *differences(tasks, aggs),
                       "", f"wall time of this invocation: {(time.monotonic() - started) / 60:.1f} min"])
     print(text)
