@@ -252,13 +252,21 @@ class MultiTaskModel(nn.Module):
         return [p for p in self.parameters() if p.requires_grad]
 
     def parameter_groups(self, weight_decay: float = 0.01) -> list[dict]:
-        """AdamW groups (BERT practice): ``weight_decay`` on weights, none on biases and LayerNorm parameters."""
+        """AdamW groups (BERT practice): ``weight_decay`` on weights, none on ``no_decay_parameter_names``."""
         decay, plain = [], []
-        no_decay = set(self.bias_and_norm_parameter_names())
+        no_decay = set(self.no_decay_parameter_names())
         for name, p in self.named_parameters():
             if p.requires_grad:
                 (plain if name in no_decay else decay).append(p)
         return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+    def no_decay_parameter_names(self) -> list[str]:
+        """What AdamW does not decay: biases and LayerNorm parameters (BERT practice), and the scale vectors an
+        adapter declares in ``TaskAdapter.NO_DECAY`` (IA³'s: the identity is 1, and decay pulls toward 0)."""
+        names = self.bias_and_norm_parameter_names()
+        for mod_name, module in self.named_modules():
+            names += [f"{mod_name}.{p}" for p in getattr(module, "NO_DECAY", ())]
+        return names
 
     def bias_and_norm_parameter_names(self) -> list[str]:
         """Bias vectors and LayerNorm parameters: what the ``paper`` convention leaves out (SPEC §3)."""

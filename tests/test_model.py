@@ -221,6 +221,35 @@ def test_freeze_trunk_trains_only_task_weights():
         assert any(n.startswith("bert.encoder.") for n in moved) == (not freeze)
 
 
+def test_ia3_scales_are_not_weight_decayed_but_lhuc_logits_are():
+    """IA³'s scale vectors are the identity at 1: AdamW's decay (p ← p − lr·λ·p) would pull them toward 0, so they are
+    in the no-decay group with biases and LayerNorms. LHUC's r_l (scale 2σ(r_l)) decays toward 0 = the identity."""
+    hf, tasks = BertConfig(**TINY), {"rte": 2, "stsb": 1}
+    for method, names, decayed in (("ia3", ("key_scales", "value_scales", "ffn_scales"), False), ("lhuc", ("scales",), True)):
+        torch.manual_seed(0)
+        model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, location="top"), tasks)
+        decay, plain = model.parameter_groups(weight_decay=0.5)
+        params = dict(model.named_parameters())
+        scales = [params[f"adapters.{t}.{n}"] for t in tasks for n in names]
+        group = decay if decayed else plain
+        assert all(any(p is q for q in group["params"]) for p in scales), method
+        assert not any(p is q for p in scales for q in (plain if decayed else decay)["params"]), method
+        bias_norm = set(model.bias_and_norm_parameter_names())
+        assert {n for n, p in params.items() if any(p is q for q in plain["params"])} == \
+            bias_norm | ({f"adapters.{t}.{n}" for t in tasks for n in names} if not decayed else set())
+        # one AdamW step on zero gradients: only the decay moves a parameter
+        with torch.no_grad():
+            for p in scales:
+                p.add_(0.5)
+        before = [p.detach().clone() for p in scales]
+        weight = params["heads.rte.weight"].detach().clone()
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        torch.optim.AdamW([decay, plain], lr=0.1).step()
+        assert all(torch.equal(p, b) for p, b in zip(scales, before)) != decayed, method
+        assert torch.allclose(params["heads.rte.weight"], weight * (1 - 0.1 * 0.5))
+
+
 def test_zero_initialised_decoder_receives_the_gradient():
     """PALs start as the identity but can learn: V^D gets a gradient at step 0 (V^E's is 0 until V^D moves)."""
     torch.manual_seed(0)

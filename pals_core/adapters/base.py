@@ -46,6 +46,10 @@ class TaskAdapter(nn.Module):
 
     Hooks (identity by default; ``i`` is the layer, ``h`` the layer's input (B, n, d)): see the module docstring."""
 
+    #: names of this module's own parameters that AdamW must not decay (``MultiTaskModel.parameter_groups``): scale
+    #: vectors whose identity is 1, which weight decay (p ← p − lr·λ·p) would pull toward 0, away from the base model
+    NO_DECAY: tuple[str, ...] = ()
+
     def __init__(self, layers: Sequence[int] = ()) -> None:
         super().__init__()
         self.layers: tuple[int, ...] = tuple(layers)

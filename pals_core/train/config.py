@@ -1,7 +1,7 @@
 """``TrainConfig``: everything one multi-task training run depends on (paper Section 4 defaults).
 
 Defaults are the paper's: 60,000 steps of single-task batches of 32, max length 128, AdamW
-lr 2e-5 (β 0.9/0.999, weight decay 0.01, none on biases/LayerNorm), 10 % linear warm-up then linear
+lr 2e-5 (β 0.9/0.999, weight decay 0.01, none on biases/LayerNorm/IA³ scales), 10 % linear warm-up then linear
 decay to zero, gradient clipping at 1.0, annealed task sampling with 2400-step epochs.
 
 ``budget`` (a ratio B: N_total ≤ B·N_base) replaces ``adapter.d_s`` by the calculator's solution
@@ -55,7 +55,7 @@ class TrainConfig:
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
     max_len: int = field(default=128, metadata={"help": "max tokens per example"})
     lr: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (none on biases and LayerNorms)"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)"})
     adam_betas: tuple[float, float] = field(default=(0.9, 0.999), metadata={"help": "AdamW β1,β2"})
     adam_eps: float = field(default=1e-6, metadata={"help": "AdamW ε (BERT's)"})
     warmup: float = field(default=0.1, metadata={"help": "linear warm-up, as a fraction of the steps"})

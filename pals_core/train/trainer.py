@@ -10,7 +10,8 @@ MT-Uncertainty (CA-MTL) gives one mixed batch instead: parts (t, rows_t), each t
 and one step on L = (1/|parts|) Σ_t mean(loss_t(rows_t)) — the mean of the per-task mean losses, as the
 released code. ``task_steps`` counts, per task, the steps whose batch held rows of it.
 
-with no weight decay on biases and LayerNorm parameters and the global gradient norm clipped.
+AdamW has no weight decay on biases, LayerNorm parameters and IA³'s scale vectors
+(``MultiTaskModel.parameter_groups``); the global gradient norm is clipped.
 Every ``eval_every`` steps all dev sets are scored (``evaluate``), a line goes to metrics.jsonl and a
 checkpoint is written; the best dev average is kept. Runs on CPU, on CUDA with bf16 autocast, and on
 several GPUs under ``accelerate launch`` (Accelerate's DDP; only the main process writes files).

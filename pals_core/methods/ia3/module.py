@@ -6,6 +6,7 @@
 (K, d), (K, d) and (K, d_ff) tensors ``key_scales``, ``value_scales``, ``ffn_scales`` (row k = k-th adapted
 layer), all initialised to 1, so the model equals the base model at initialisation, bit for bit.
 Parameters per task: K·(2d + d_ff) (weights: exact = paper). No matmul FLOPs (elementwise products).
+No weight decay on the scales (``NO_DECAY``): decay pulls a parameter toward 0, and these are the identity at 1.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter
 
 
 class Ia3Adapter(TaskAdapter):
+    NO_DECAY = ("key_scales", "value_scales", "ffn_scales")
+
     def __init__(self, ctx: BuildContext) -> None:
         super().__init__(ctx.layers)
         k, d, f = len(self.layers), ctx.hidden, ctx.intermediate
