@@ -61,7 +61,8 @@ def validate(hf_config: PretrainedConfig, config: AdapterConfig, tasks: TaskSpec
     method, the tasks. Raises ``ValueError`` naming the problem."""
     if not isinstance(config, AdapterConfig):
         raise ValueError(f"expected an AdapterConfig, got {type(config).__name__}")
-    shape = from_hf_config(hf_config.to_dict(), name=getattr(hf_config, "_name_or_path", "") or "custom")
+    fields = hf_config.to_dict() | {"_attn_implementation": getattr(hf_config, "_attn_implementation", None)}
+    shape = from_hf_config(fields, name=getattr(hf_config, "_name_or_path", "") or "custom")
     trunk_class(hf_config)
     task_dict = {} if (isinstance(tasks, Mapping) and not tasks) else {t.name: t.num_labels for t in parse_tasks(tasks)}
     design(shape, parse_tasks(task_dict) if task_dict else parse_tasks(1), config)  # design checks incl. the family's

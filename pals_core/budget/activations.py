@@ -9,6 +9,7 @@ records the storages its backward formula keeps, by the rules of torch's derivat
 - ``layer_norm``: its input and the per-row mean and 1/σ (2 floats per row) whenever anything requires grad,
   plus weight/bias when they are computed tensors (CA-MTL's conditional LayerNorm).
 - ``gelu``: its input; ``tanh``, ``sigmoid``, ``softmax``: their output; ``add`` and scalar products: nothing;
+  a model's own activation (``hidden_act`` …): what ``ACTIVATIONS`` says for its name;
   ``mul(x, s)``: x if s requires grad, s if x does (parameters never count).
 - ``dropout`` (train mode, p > 0): the mask — a float tensor on CPU (``input * noise``), a bool tensor on
   CUDA (``native_dropout``) — and a new output; p = 0 returns its input.
@@ -31,6 +32,32 @@ from typing import Optional
 from .poly import Poly, Number
 
 INT64 = 8
+
+# What each activation of transformers (``ACT2FN[name]``, transformers 5.23) keeps for backward when its input requires
+# grad, measured with saved_tensors_hooks (tests/test_unseen_configs.py holds every entry to torch): "in" its input,
+# "out" its output, "new" one more tensor of the input's shape (a step of the forms written as several torch ops:
+# gelu_new = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), quick_gelu = x·σ(1.702·x), …). No entry keeps nothing but
+# ``linear``, the identity (its output is its input). Each "new" is one more elementwise kernel for the time model.
+_GELU_TANH_PY = ("in", "new", "new", "new")
+ACTIVATIONS: dict[str, tuple[str, ...]] = {
+    "gelu": ("in",), "gelu_pytorch_tanh": ("in",), "silu": ("in",), "swish": ("in",), "mish": ("in",),
+    "hardswish": ("in",), "relu6": ("in",), "leaky_relu": ("in",),
+    "relu": ("out",), "tanh": ("out",), "sigmoid": ("out",), "sqrtsoftplus": ("in", "out"),
+    "gelu_new": _GELU_TANH_PY, "gelu_python_tanh": _GELU_TANH_PY, "gelu_accurate": _GELU_TANH_PY,
+    "gelu_fast": ("in",) + ("new",) * 6, "gelu_python": ("new",) * 3, "gelu_10": ("in", "new"),
+    "quick_gelu": ("in", "new"), "laplace": ("new",), "relu2": ("new",), "linear": (),
+}
+# Activations that hold parameters of their own (one module per use): refused, the counts would miss them.
+PARAMETRISED_ACTIVATIONS = ("prelu", "xielu")
+
+
+def check_activation(name, field: str, where: str) -> str:
+    """``name`` if the calculator knows what it keeps (``ACTIVATIONS``); else ``ValueError``, one line naming ``field``."""
+    if isinstance(name, str) and name in ACTIVATIONS:
+        return name
+    why = ("holds parameters of its own, which the counts do not include" if name in PARAMETRISED_ACTIVATIONS
+           else f"is not an activation the calculator models (supported: {', '.join(ACTIVATIONS)})")
+    raise ValueError(f"{where}: {field} {name!r} {why}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,10 +190,20 @@ class Trace:
         return Sym(x.nbytes, grad)
 
     def gelu(self, x: Sym) -> Sym:
+        return self.activation(x, "gelu")
+
+    def activation(self, x: Sym, name: str) -> Sym:
+        """``ACT2FN[name](x)``: keeps what ``ACTIVATIONS[name]`` says (``linear``: x itself, nothing kept)."""
+        keeps = ACTIVATIONS[name]
+        if not keeps:
+            return x
+        y = Sym(x.nbytes, x.grad)
         self.log("special", x.nbytes, x.grad)
+        for _ in range(keeps.count("new")):
+            self.log("ew", x.nbytes, 2, 3, x.grad)
         if x.grad:
-            self.save(x)
-        return Sym(x.nbytes, x.grad)
+            self.save(*(x if k == "in" else y if k == "out" else Sym(x.nbytes, True) for k in keeps))
+        return y
 
     def saves_output(self, x: Sym) -> Sym:
         """tanh, sigmoid, softmax: the output is kept."""

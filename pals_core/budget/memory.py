@@ -69,7 +69,7 @@ def bert_layer(tr: Trace, m, i, h: Sym, trains: bool, hooks: ActivationHooks) ->
         y = tr.dropout(y, c.hidden_dropout)
     y = hooks.adapt_attention_output(i, y)
     a = hooks.attention_norm(i, tr.add(y, h), trains)
-    g = hooks.adapt_ffn_activation(i, tr.gelu(tr.linear(a, f, trains)))
+    g = hooks.adapt_ffn_activation(i, tr.activation(tr.linear(a, f, trains), m.option("hidden_act", "gelu")))
     z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
     z = tr.add(z, hooks.parallel_branch(i, h))
     return hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))

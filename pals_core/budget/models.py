@@ -99,10 +99,16 @@ DEFAULT_MODEL = "bert-base-uncased"
 def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
     """Read a Hugging Face ``config.json`` (already parsed) through the family its ``model_type`` names
     (no ``model_type``: BERT, as transformers' ``BertConfig``). An unsupported ``model_type`` is refused with
-    a ``ValueError`` naming the supported ones — never counted as BERT."""
+    a ``ValueError`` naming the supported ones — never counted as BERT. So is an attention implementation
+    (``attn_implementation`` / ``_attn_implementation``; none = transformers' default) other than those its family's
+    trunk runs and is priced for (``Family.attention``); the family's ``read`` refuses the options it does not model."""
     from .families import get_family_for
 
     family = get_family_for(config.get("model_type", "bert"))
+    attention = config.get("_attn_implementation") or config.get("attn_implementation")
+    if attention is not None and attention not in family.attention:
+        raise ValueError(f"config {name!r}: attn_implementation {attention!r} is not supported for {family.title} "
+                         f"(supported: {', '.join(family.attention)})")
     try:
         return family.read(config, name)
     except KeyError as e:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
+import torch
 from torch import nn
 
 from ..budget.families import get_family_for
@@ -31,11 +32,13 @@ def trunk_class(config) -> type[Trunk]:
 
 
 def build_base(config) -> nn.Module:
-    """A randomly initialised base model of ``config`` — exactly what ``AutoModel.from_config`` builds."""
+    """A randomly initialised base model of ``config`` — exactly what ``AutoModel.from_config`` builds, in float32
+    whatever the config's ``dtype`` (a checkpoint's storage type): training is fp32 (SPEC §9), as the memory figures
+    and ``from_pretrained`` (dtype float32) assume."""
     from transformers import AutoModel
 
     trunk_class(config)
-    return AutoModel.from_config(config)
+    return AutoModel.from_config(config, dtype=torch.float32)
 
 
 def load_base(path: Union[str, os.PathLike], config, **kwargs) -> nn.Module:

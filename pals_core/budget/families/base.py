@@ -50,6 +50,24 @@ def pooler_params(m: BaseModel, paper: bool) -> int:
     return linear(m.hidden, m.hidden, paper=paper).c
 
 
+def activation_option(config: dict, name: str, field: str, option: str = "hidden_act", default: str = "gelu") -> dict:
+    """The activation ``config[field]`` names, as the ``option`` of a ``BaseModel`` when it is not ``default`` ({}
+    otherwise); refused (``ValueError``, one line) when the memory replay does not know what it keeps or it holds
+    parameters (``budget.activations.ACTIVATIONS``)."""
+    from ..activations import check_activation
+
+    value = check_activation(config.get(field, default), field, f"config {name!r}")
+    return {} if value == default else {option: value}
+
+
+def embedding_size(config: dict, name: str, hidden: int) -> int:
+    """E = ``embedding_size`` (d when absent); null is refused: transformers cannot build a table of width None."""
+    e = config.get("embedding_size", hidden)
+    if e is None:
+        raise ValueError(f"config {name!r}: embedding_size is null (give a width, or leave the field out for hidden_size)")
+    return e
+
+
 def embedding_tables(m: BaseModel, rows: int, paper: bool, *, norm_width: Optional[int] = None) -> int:
     """``rows`` lookup rows of width E and the embedding LayerNorm (width E unless given)."""
     return rows * m.width + layer_norm(norm_width if norm_width is not None else m.width, paper=paper).c
@@ -73,6 +91,7 @@ class Family:
     head_flops: Callable[[BaseModel, int], int] = linear_head_flops
     token_types: bool = True  # the trunk reads token_type_ids
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
+    attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)
     notes: str = ""  # what the family's counts assume, for the documentation
 
     def refusal(self, method: str) -> Optional[str]:

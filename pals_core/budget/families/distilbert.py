@@ -9,14 +9,18 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 from __future__ import annotations
 
 from ..shape import BaseModel
-from .base import Family, dense_head_flops, dense_head_params, embedding_tables
+from .base import Family, activation_option, dense_head_flops, dense_head_params, embedding_tables
 from .bert import layer_flops, layer_params
 
 
 def read(config: dict, name: str) -> BaseModel:
+    """``activation`` is the FFN's (``hidden_act`` option); ``sinusoidal_pos_embds`` only initialises the position
+    table (transformers 5.23 keeps it a trained parameter): nothing to count differently."""
+    options = activation_option(config, name, "activation")
     return BaseModel(name=name, hidden=config["dim"], layers=config["n_layers"], heads=config["n_heads"],
                      intermediate=config["hidden_dim"], vocab=config["vocab_size"],
-                     positions=config.get("max_position_embeddings", 512), token_types=0, family="distilbert")
+                     positions=config.get("max_position_embeddings", 512), token_types=0, family="distilbert",
+                     options=tuple(sorted(options.items())))
 
 
 def embeddings(m: BaseModel, paper: bool) -> int:

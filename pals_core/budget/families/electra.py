@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from ..method import linear, mm
 from ..shape import BaseModel
-from .base import Family, dense_head_flops, dense_head_params, embedding_tables
-from .bert import layer_flops, layer_params
+from .base import Family, dense_head_flops, dense_head_params, embedding_size, embedding_tables
+from .bert import layer_flops, layer_params, read_bert
 
 
 def read(config: dict, name: str) -> BaseModel:
+    """BERT's fields and refusals (``read_bert``) with E = ``embedding_size``; the head's GELU is fixed (not ``hidden_act``)."""
     d = config["hidden_size"]
-    e = config.get("embedding_size", d)
-    return BaseModel(name=name, hidden=d, layers=config["num_hidden_layers"], heads=config["num_attention_heads"],
-                     intermediate=config["intermediate_size"], vocab=config["vocab_size"],
-                     positions=config.get("max_position_embeddings", 512), token_types=config.get("type_vocab_size", 2),
-                     family="electra", embedding=None if e == d else e)
+    e = embedding_size(config, name, d)
+    return read_bert(config, name, family="electra", embedding=None if e == d else e)
 
 
 def embeddings(m: BaseModel, paper: bool) -> int:

@@ -20,15 +20,30 @@ from __future__ import annotations
 
 from ..method import linear, mm
 from ..shape import BaseModel
-from .base import Family
+from .base import Family, activation_option
+
+
+LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 def read(config: dict, name: str) -> BaseModel:
-    layers = config["num_hidden_layers"]
+    """The shape, the bias flags, the layer types, the pooling and the two activations (``hidden_activation`` in the
+    GLU: option ``hidden_act``; ``classifier_activation`` in the head: ``classifier_act``). Refused (one line):
+    ``head_dim`` ≠ d/h (RoPE would rotate a width the attention does not have), a layer type or pooling other than
+    those above, ``global_attn_every_n_layers`` < 1, an activation the memory replay does not model."""
+    layers, d, heads = config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"]
+    head_dim = config.get("head_dim")
+    if head_dim is not None and isinstance(d, int) and isinstance(heads, int) and heads > 0 and head_dim * heads != d:
+        raise ValueError(f"config {name!r}: head_dim {head_dim} × {heads} heads ≠ hidden_size {d} "
+                         "(ModernBERT's attention uses d/h; RoPE would rotate another width)")
     types = config.get("layer_types")
     if types is None:
-        every = config.get("global_attn_every_n_layers", 3) or 3
+        every = config.get("global_attn_every_n_layers", 3)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"config {name!r}: global_attn_every_n_layers {every!r} is not a positive integer")
         types = ["sliding_attention" if i % every else "full_attention" for i in range(layers)]
+    if not isinstance(types, (list, tuple)) or any(t not in LAYER_TYPES for t in types):
+        raise ValueError(f"config {name!r}: layer_types {types!r} must list {' or '.join(LAYER_TYPES)} per layer")
     if len(types) != layers:
         raise ValueError(f"config {name!r}: layer_types lists {len(types)} layers, num_hidden_layers is {layers}")
     pooling = config.get("classifier_pooling", "cls")
@@ -37,8 +52,9 @@ def read(config: dict, name: str) -> BaseModel:
     options = dict(mlp_bias=bool(config.get("mlp_bias", False)), attention_bias=bool(config.get("attention_bias", False)),
                    norm_bias=bool(config.get("norm_bias", False)), classifier_bias=bool(config.get("classifier_bias", False)),
                    local_attention=int(config.get("local_attention", 128)), layer_types=tuple(types),
-                   classifier_pooling=pooling)
-    return BaseModel(name=name, hidden=config["hidden_size"], layers=layers, heads=config["num_attention_heads"],
+                   classifier_pooling=pooling, **activation_option(config, name, "hidden_activation"),
+                   **activation_option(config, name, "classifier_activation", "classifier_act"))
+    return BaseModel(name=name, hidden=d, layers=layers, heads=heads,
                      intermediate=config["intermediate_size"], vocab=config["vocab_size"],
                      positions=config.get("max_position_embeddings", 8192), token_types=0, family="modernbert",
                      options=tuple(sorted(options.items())))

@@ -1,0 +1,258 @@
+"""Configurations nobody wrote a preset for: every option of every family is priced exactly or refused in one line.
+
+For tiny random configs of each supported ``model_type`` with one non-default option (an explicit grid) and with
+several at once (hypothesis, derandomised), the calculator EITHER refuses the config — ``ValueError`` in one line
+from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is priced is what is built), and
+``pals-budget --model config.json`` exits 2 with one stderr line — OR agrees with torch exactly:
+
+  N_base                       == sum(p.numel()) of ``transformers.AutoModel.from_config(config)``
+  params_total, params_trained == the built MultiTaskModel (shared, pals, houlsby at every layer)
+  flops_per_seq                == FlopCounterMode on one sequence
+  memory_train activations     == the bytes ``saved_tensors_hooks`` sees (families whose forward is replayed)
+
+``test_every_activation_keeps_what_the_table_says`` holds ``budget.activations.ACTIVATIONS`` to torch for every
+activation transformers names (SPEC §9; README "What a config may hold").
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transformers import AutoConfig, AutoModel
+from transformers.activations import ACT2CLS, ACT2FN
+
+from pals_core import AdapterConfig, MultiTaskModel
+from pals_core.budget import at_size, base_params, design, from_hf_config, parse_tasks
+from pals_core.budget.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
+from pals_core.budget.cli import main as pals_budget
+from pals_core.budget.families import get_family
+from pals_core.budget.memory import activation_bytes
+from pals_core.budget.poly import Poly
+from pals_core.flops import count_forward_flops
+from pals_core.memory_probe import saved_activation_bytes
+
+torch.set_num_threads(1)
+
+N, B = 8, 2  # tokens per sequence (a multiple of the chunk sizes below), sequences per batch
+TASKS = {"rte": 2, "stsb": 1}
+_ROBERTA = dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=17, vocab_size=23,
+                max_position_embeddings=20, type_vocab_size=1, pad_token_id=1)
+BASES = {
+    "bert": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
+                 max_position_embeddings=16, type_vocab_size=2),
+    "roberta": _ROBERTA, "xlm-roberta": _ROBERTA, "camembert": _ROBERTA,
+    "distilbert": dict(dim=12, n_layers=2, n_heads=2, hidden_dim=17, vocab_size=23, max_position_embeddings=16),
+    "electra": dict(embedding_size=8, hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17,
+                    vocab_size=23, max_position_embeddings=16, type_vocab_size=2),
+    "deberta-v2": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
+                       max_position_embeddings=16, relative_attention=True, position_buckets=4, pos_att_type="p2c|c2p",
+                       share_att_key=True, position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm"),
+    "modernbert": dict(hidden_size=12, num_hidden_layers=3, num_attention_heads=2, intermediate_size=9, vocab_size=23,
+                       local_attention=4, pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2, sep_token_id=1),
+}
+DROPOUT_OFF = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+# (model_type, options, refused?) — refused: the one line names the option
+GRID = [
+    ("bert", dict(hidden_act="relu"), False), ("bert", dict(hidden_act="silu"), False),
+    ("bert", dict(hidden_act="gelu_new"), False), ("bert", dict(hidden_act="gelu_pytorch_tanh"), False),
+    ("bert", dict(hidden_act="quick_gelu", attn_implementation="eager"), False), ("bert", dict(hidden_act="linear"), False),
+    ("bert", dict(hidden_act="prelu"), "hidden_act"), ("bert", dict(position_embedding_type="relative_key"), False),
+    ("bert", dict(is_decoder=True), "is_decoder"), ("bert", dict(is_decoder=True, add_cross_attention=True), "is_decoder"),
+    ("bert", dict(chunk_size_feed_forward=4), False), ("bert", dict(pruned_heads={"0": [0]}), False),
+    ("bert", dict(classifier_dropout=0.0, **DROPOUT_OFF), False), ("bert", dict(dtype="bfloat16"), False),
+    ("bert", dict(attn_implementation="flex_attention"), "attn_implementation"),
+    ("bert", dict(type_vocab_size=0), "type_vocab_size"), ("bert", dict(tie_word_embeddings=False), False),
+    ("bert", dict(layer_norm_eps=1e-5, initializer_range=0.5), False),
+    ("roberta", dict(hidden_act="relu", attn_implementation="eager"), False),
+    ("xlm-roberta", dict(classifier_dropout=0.3, hidden_act="gelu_fast"), False),
+    ("camembert", dict(type_vocab_size=2, hidden_act="tanh"), False),
+    ("distilbert", dict(activation="relu"), False), ("distilbert", dict(activation="silu"), False),
+    ("distilbert", dict(activation="xielu"), "activation"), ("distilbert", dict(sinusoidal_pos_embds=True, qa_dropout=0.5), False),
+    ("distilbert", dict(dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0, attn_implementation="eager"), False),
+    ("electra", dict(embedding_size=12), False), ("electra", dict(hidden_act="relu", classifier_dropout=0.0), False),
+    ("electra", dict(summary_type="mean", summary_use_proj=False, **DROPOUT_OFF), False),
+    ("electra", dict(is_decoder=True), "is_decoder"), ("electra", dict(embedding_size=None), "embedding_size"),
+    ("deberta-v2", dict(relative_attention=False), False), ("deberta-v2", dict(norm_rel_ebd="none"), False),
+    ("deberta-v2", dict(share_att_key=False), False), ("deberta-v2", dict(share_att_key=False, pos_att_type="c2p"), False),
+    ("deberta-v2", dict(share_att_key=False, pos_att_type=["p2c"]), False), ("deberta-v2", dict(pos_att_type=None), False),
+    ("deberta-v2", dict(position_buckets=-1, max_relative_positions=5), False),
+    ("deberta-v2", dict(position_buckets=-1, max_relative_positions=-1), False),
+    ("deberta-v2", dict(position_biased_input=True, type_vocab_size=2, embedding_size=8), False),
+    ("deberta-v2", dict(conv_kernel_size=3, conv_groups=2, conv_act="gelu"), False),
+    ("deberta-v2", dict(hidden_act="relu", pooler_hidden_act="tanh"), False),
+    ("deberta-v2", dict(attention_head_size=6, legacy=False), False), ("deberta-v2", dict(attention_head_size=4), "attention_head_size"),
+    ("deberta-v2", dict(conv_kernel_size=2), "conv_kernel_size"), ("deberta-v2", dict(conv_kernel_size=3, conv_groups=5), "conv_groups"),
+    ("deberta-v2", dict(embedding_size=None), "embedding_size"), ("deberta-v2", dict(hidden_act="prelu"), "hidden_act"),
+    ("deberta-v2", dict(attn_implementation="sdpa"), "attn_implementation"),
+    ("modernbert", dict(classifier_pooling="mean"), False), ("modernbert", dict(hidden_activation="silu"), False),
+    ("modernbert", dict(hidden_activation="relu", classifier_activation="relu"), False),
+    ("modernbert", dict(mlp_bias=True, attention_bias=True, norm_bias=True, classifier_bias=True), False),
+    ("modernbert", dict(global_attn_every_n_layers=1), False), ("modernbert", dict(local_attention=64), False),
+    ("modernbert", dict(layer_types=["full_attention", "full_attention", "sliding_attention"]), False),
+    ("modernbert", dict(attn_implementation="eager", mlp_dropout=0.1, attention_dropout=0.1, embedding_dropout=0.1,
+                        classifier_dropout=0.1), False),
+    ("modernbert", dict(rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e3},
+                                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e2}}), False),
+    ("modernbert", dict(head_dim=4), "head_dim"), ("modernbert", dict(head_dim=6, decoder_bias=False, sparse_prediction=True), False),
+    ("modernbert", dict(hidden_activation="prelu"), "hidden_activation"),
+    ("modernbert", dict(classifier_activation="xielu"), "classifier_activation"),
+    ("modernbert", dict(layer_types=["full_attention", "chunked_attention", "full_attention"]), "layer_types"),
+]
+IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
+
+
+def _fields(model_type: str, options: dict) -> dict:
+    return {**BASES[model_type], **options}
+
+
+def _config_json(model_type: str, fields: dict) -> dict:
+    """What a user's config.json holds: transformers' own ``to_dict`` (and the attention implementation asked for);
+    the fields as written where transformers refuses them itself."""
+    try:
+        cfg = AutoConfig.for_model(model_type, **fields)
+    except Exception:  # noqa: BLE001 — transformers' own refusal: the calculator must still answer in one line
+        return {"model_type": model_type, **fields}
+    out = cfg.to_dict()
+    if cfg._attn_implementation is not None:
+        out["_attn_implementation"] = cfg._attn_implementation
+    return out
+
+
+def _memory_is_modelled(family: str) -> bool:
+    """The families whose forward the memory figure replays (``Family.replay`` where it exists, else ``memory.FAMILIES``)."""
+    from pals_core.budget import memory
+
+    fam = get_family(family)
+    if hasattr(fam, "replay"):
+        return fam.replay is not None
+    return family in memory.FAMILIES
+
+
+def _cli_refuses(tmp_path, config: dict, capsys) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert pals_budget(["--model", str(path), "--tasks", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pals-budget: error: ") and "Traceback" not in err
+    return err
+
+
+def _check(model_type: str, options: dict, refused, tmp_path, capsys) -> None:
+    fields = _fields(model_type, options)
+    config = _config_json(model_type, fields)
+    if refused:
+        with pytest.raises(ValueError) as e:
+            from_hf_config(config)
+        line = str(e.value)
+        assert "\n" not in line and refused in line, line
+        assert refused in _cli_refuses(tmp_path, config, capsys)
+        try:
+            hf = AutoConfig.for_model(model_type, **fields)
+        except Exception:  # noqa: BLE001 — transformers refuses it too
+            return
+        with pytest.raises(ValueError, match=refused):
+            MultiTaskModel.from_base_config(hf, AdapterConfig(method="shared"), TASKS)
+        return
+    hf = AutoConfig.for_model(model_type, **fields)
+    shape = from_hf_config(config)
+    torch.manual_seed(0)
+    assert base_params(shape) == sum(p.numel() for p in AutoModel.from_config(hf).parameters())
+    cond = Conditions.from_hf_config(config)
+    for method in ("shared", "pals", "houlsby"):
+        cfg = AdapterConfig(method=method, d_s=None if method == "shared" else 6, location="all", heads=2)
+        ds = design(shape, parse_tasks(TASKS), cfg, seq_len=N)
+        cost = at_size(ds, cfg.d_s)
+        torch.manual_seed(0)
+        model = MultiTaskModel.from_base_config(hf, cfg, TASKS)
+        assert sum(p.numel() for p in model.parameters()) == cost.params_total, method
+        assert sum(p.numel() for p in model.parameters() if p.requires_grad) == cost.params_trained, method
+        assert count_forward_flops(model, "rte", N) == cost.flops_per_seq, method
+        if _memory_is_modelled(shape.family):
+            assert activation_bytes(ds, B, cond)(cfg.d_s or 0) == saved_activation_bytes(model, "rte", B, N), method
+
+
+@pytest.mark.parametrize("model_type,options,refused", GRID, ids=IDS)
+def test_an_unseen_config_is_priced_exactly_or_refused_in_one_line(model_type, options, refused, tmp_path, capsys):
+    _check(model_type, options, refused, tmp_path, capsys)
+
+
+# several options at once, per family (hypothesis, derandomised: the same examples on every run)
+PRICED_OPTIONS = {
+    "bert": dict(hidden_act=["gelu", "relu", "gelu_new", "silu", "linear"], attn_implementation=["sdpa", "eager"],
+                 hidden_dropout_prob=[0.0, 0.1], attention_probs_dropout_prob=[0.0, 0.1], classifier_dropout=[None, 0.0]),
+    "roberta": dict(hidden_act=["gelu", "relu", "quick_gelu"], attn_implementation=["sdpa", "eager"],
+                    hidden_dropout_prob=[0.0, 0.1]),
+    "distilbert": dict(activation=["gelu", "relu", "gelu_new"], dropout=[0.0, 0.1], attention_dropout=[0.0, 0.1],
+                       sinusoidal_pos_embds=[False, True]),
+    "electra": dict(embedding_size=[8, 12], hidden_act=["gelu", "relu", "gelu_pytorch_tanh"],
+                    attn_implementation=["sdpa", "eager"], hidden_dropout_prob=[0.0, 0.1]),
+    "deberta-v2": dict(relative_attention=[False, True], share_att_key=[False, True],
+                       pos_att_type=["p2c|c2p", "c2p", "p2c", None], position_buckets=[-1, 3],
+                       max_relative_positions=[-1, 5], position_biased_input=[False, True], norm_rel_ebd=["none", "layer_norm"],
+                       conv_kernel_size=[0, 1, 3], embedding_size=[8, 12], hidden_act=["gelu", "relu"]),
+    "modernbert": dict(classifier_pooling=["cls", "mean"], hidden_activation=["gelu", "silu", "relu"],
+                       mlp_bias=[False, True], attention_bias=[False, True], norm_bias=[False, True],
+                       global_attn_every_n_layers=[1, 2, 3], local_attention=[2, 4, 64],
+                       attn_implementation=["sdpa", "eager"]),
+}
+
+
+@st.composite
+def _combinations(draw):
+    model_type = draw(st.sampled_from(sorted(PRICED_OPTIONS)))
+    options = {k: draw(st.sampled_from(v)) for k, v in PRICED_OPTIONS[model_type].items() if draw(st.booleans())}
+    return model_type, options
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(_combinations())
+def test_options_together_are_priced_exactly(tmp_path_factory, case):
+    model_type, options = case
+    _check(model_type, options, False, tmp_path_factory.mktemp("c"), None)
+
+
+@pytest.mark.parametrize("name", sorted(ACT2CLS))
+def test_every_activation_keeps_what_the_table_says(name):
+    """For every activation transformers names: the bytes the trace keeps for ``ACT2FN[name]`` on a (2, 3, 5) input that
+    requires grad are the bytes torch saves, storage by storage; ``prelu`` and ``xielu`` (parameters) are refused."""
+    if name in PARAMETRISED_ACTIVATIONS:
+        with pytest.raises(ValueError, match="parameters"):
+            check_activation(name, "hidden_act", "config 'x'")
+        return
+    assert check_activation(name, "hidden_act", "config 'x'") == name
+    x = torch.randn(2, 3, 5, requires_grad=True) * 1.0  # a non-leaf, as a linear's output is
+    kept: dict[int, int] = {}
+
+    def pack(t):
+        kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = ACT2FN[name](x)
+    kinds = sorted("in" if p == x.untyped_storage().data_ptr() else "out" if p == y.untyped_storage().data_ptr()
+                   else "new" for p in kept)
+    assert kinds == sorted(ACTIVATIONS[name])
+    tr = Trace(2, 3, Conditions())
+    sx = Sym(Poly.of(2 * 3 * 5 * 4), True)
+    sy = tr.activation(sx, name)
+    assert tr.total(0) == sum(kept.values())
+    assert (sy is sx) == (y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
+
+
+def test_the_activation_table_names_every_transformers_activation():
+    assert set(ACTIVATIONS) | set(PARAMETRISED_ACTIVATIONS) == set(ACT2CLS)
+
+
+def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):
+    """The real process: exit 2, one stderr line naming the option and its value, no traceback."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_config_json("modernbert", _fields("modernbert", dict(head_dim=4)))))
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "head_dim 4" in out.stderr and "Traceback" not in out.stderr
