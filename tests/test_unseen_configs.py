@@ -102,6 +102,8 @@ GRID = [
     ("modernbert", dict(hidden_activation="prelu"), "hidden_activation"),
     ("modernbert", dict(classifier_activation="xielu"), "classifier_activation"),
     ("modernbert", dict(layer_types=["full_attention", "chunked_attention", "full_attention"]), "layer_types"),
+    ("bert", dict(pad_token_id=30), "pad_token_id"), ("deberta-v2", dict(pad_token_id=23), "pad_token_id"),
+    ("roberta", dict(vocab_size=1), "pad_token_id"),
 ]
 IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
 
@@ -246,6 +248,15 @@ def test_every_activation_keeps_what_the_table_says(name):
 
 def test_the_activation_table_names_every_transformers_activation():
     assert set(ACTIVATIONS) | set(PARAMETRISED_ACTIVATIONS) == set(ACT2CLS)
+
+
+def test_the_family_default_pad_token_counts():
+    """ModernBERT's config puts pad_token_id at 50283 unless told otherwise: a tiny vocabulary without pad ids is refused."""
+    fields = {k: v for k, v in BASES["modernbert"].items() if not k.endswith("token_id")}
+    with pytest.raises(ValueError, match="pad_token_id 50283 is outside the vocabulary"):
+        from_hf_config({"model_type": "modernbert", **fields})
+    with pytest.raises(AssertionError, match="Padding_idx"):  # what transformers does with it
+        AutoModel.from_config(AutoConfig.for_model("modernbert", **fields))
 
 
 def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):

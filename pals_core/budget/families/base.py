@@ -92,6 +92,7 @@ class Family:
     token_types: bool = True  # the trunk reads token_type_ids
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)
+    pad_token_id: int = 0  # transformers' default for its configs (the embeddings' padding row)
     notes: str = ""  # what the family's counts assume, for the documentation
 
     def refusal(self, method: str) -> Optional[str]:

@@ -51,4 +51,4 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops)
 ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
                  lambda c, name: read_bert(c, name, family="roberta", positions=514, token_types=1),
-                 embeddings, layer_params, layer_flops)
+                 embeddings, layer_params, layer_flops, pad_token_id=1)

@@ -94,5 +94,6 @@ def head_flops(m: BaseModel, labels: int) -> int:
 
 MODERNBERT = Family("modernbert", "ModernBERT", ("modernbert",), read, embeddings, layer_params, layer_flops,
                     final_params=norm, pooler=False, head_params=head_params, head_flops=head_flops, token_types=False,
+                    pad_token_id=50283,
                     refuses=(("ca_mtl", "CA-MTL's conditional layer norm needs post-norm LayerNorms with biases; "
                                         "ModernBERT's are pre-norm, bias-free, and layer 0 has none"),))
