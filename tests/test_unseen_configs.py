@@ -27,14 +27,14 @@ from transformers import AutoConfig, AutoModel
 from transformers.activations import ACT2CLS, ACT2FN
 
 from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import at_size, base_params, design, from_hf_config, parse_tasks
+from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
 from pals_core.budget.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
 from pals_core.budget.cli import main as pals_budget
 from pals_core.budget.families import get_family
-from pals_core.budget.memory import activation_bytes
+from pals_core.budget.memory import activation_bytes, memory_train
 from pals_core.budget.poly import Poly
 from pals_core.flops import count_forward_flops
-from pals_core.memory_probe import saved_activation_bytes
+from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
 
 torch.set_num_threads(1)
 
@@ -216,6 +216,33 @@ def _combinations(draw):
 def test_options_together_are_priced_exactly(tmp_path_factory, case):
     model_type, options = case
     _check(model_type, options, False, tmp_path_factory.mktemp("c"), None)
+
+
+# every method (top stacks, CA-MTL, IA³ on the activation, a copy of the last layer …) on a non-default activation
+ACTIVATED = {"bert-relu": ("bert", dict(hidden_act="relu")),
+             "bert-gelu_new-eager": ("bert", dict(hidden_act="gelu_new", attn_implementation="eager")),
+             "distilbert-linear": ("distilbert", dict(activation="linear")),
+             "electra-quick_gelu": ("electra", dict(hidden_act="quick_gelu"))}
+METHOD_CASES = [(key, method) for key, (t, o) in ACTIVATED.items() for method in METHODS
+                if not get_family(from_hf_config(_config_json(t, _fields(t, o))).family).refusal(method)]
+
+
+@pytest.mark.parametrize("key,method", METHOD_CASES, ids=[f"{k}-{m}" for k, m in METHOD_CASES])
+def test_every_method_on_another_activation(key, method):
+    model_type, options = ACTIVATED[key]
+    config = _config_json(model_type, _fields(model_type, options))
+    hf, shape, spec = AutoConfig.for_model(model_type, **_fields(model_type, options)), from_hf_config(config), get_method(method)
+    cfg = AdapterConfig(method=method, d_s=6 if spec.sized else None, location="all" if spec.within else None, heads=2,
+                        n_top=2, ffn_ratio=3, freeze_trunk=method == "lora")
+    ds = design(shape, parse_tasks(TASKS), cfg, seq_len=N)
+    cost = at_size(ds, cfg.d_s)
+    torch.manual_seed(0)
+    model = MultiTaskModel.from_base_config(hf, cfg, TASKS)
+    assert sum(p.numel() for p in model.parameters()) == cost.params_total
+    assert count_forward_flops(model, "rte", N) == cost.flops_per_seq
+    mem = memory_train(ds, cfg.d_s, cost, batch=B, cond=Conditions.from_hf_config(config))
+    assert mem.activations == saved_activation_bytes(model, "rte", B, N)
+    assert mem.optimizer == optimizer_state_bytes(model)
 
 
 @pytest.mark.parametrize("name", sorted(ACT2CLS))
