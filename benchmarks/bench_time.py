@@ -1,6 +1,7 @@
 """Step time and memory (issue 12): the calculator's predictions beside torch's measurements, on this machine.
 
     .venv/bin/python benchmarks/bench_time.py                 # MiniLM shape, 8 GLUE tasks, budget 1.13×, B = 4, n = 128
+    .venv/bin/python benchmarks/bench_time.py --model deberta  # the same designs on a DeBERTa-v3 shape (or modernbert)
 
 1. ``pals-calibrate``'s measurement of this machine (the ``local`` profile, one torch thread), then for each design
    at the size the solver picks: the predicted training-step time ratio against the base model with one task head
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+from dataclasses import replace
 import sys
 import time
 
@@ -23,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
-from transformers import BertConfig  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
 
 from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
 from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
@@ -35,6 +37,19 @@ from pals_core.calibrate import measure  # noqa: E402
 from pals_core.memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402
 
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)
+# the same width and depth in the other families' layouts (DeBERTa-v3's relative attention, ModernBERT's GLU and RoPE)
+MODELS = {
+    "minilm": (dict(MINILM, model_type="bert"), ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+               "MiniLM shape (d = 384, L = 6, h = 12)"),
+    "deberta": (dict(MINILM, model_type="deberta-v2", type_vocab_size=0, relative_attention=True, position_buckets=256,
+                     max_relative_positions=-1, pos_att_type="p2c|c2p", share_att_key=True, position_biased_input=False,
+                     norm_rel_ebd="layer_norm"), ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+                "DeBERTa-v3 layout at the MiniLM shape (d = 384, L = 6, h = 12, k = 256)"),
+    "modernbert": (dict(MINILM, model_type="modernbert", intermediate_size=576, local_attention=128, pad_token_id=0,
+                        bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
+                   ("mlp_dropout", "attention_dropout"),
+                   "ModernBERT layout at the MiniLM width (d = 384, L = 6, h = 12, GLU d_ff = 576, window 128)"),
+}
 DESIGNS = [("shared", None), ("pals", "all"), ("pals", "top"), ("low_rank", "all"), ("houlsby", "all"), ("lora", "all"),
            ("ia3", "all"), ("lhuc", "all"), ("proj_attn_top", None), ("proj_ffn_top", None), ("bert_layer_top", None)]
 
@@ -46,14 +61,17 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=1.13)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--dropout", type=float, default=0.1, help="the model's hidden and attention dropout")
+    ap.add_argument("--model", choices=sorted(MODELS), default="minilm", help="the base model's family layout")
     args = ap.parse_args()
     torch.set_num_threads(1)
     profile = measure(1)
     print(f"local profile: {profile.matmul_flops / 1e9:.1f} GFLOP/s, {profile.bandwidth / 1e9:.1f} GB/s, "
           f"{profile.kernel_overhead_s * 1e6:.1f} µs/op, rng {profile.rng_s_per_element * 1e9:.2f} ns/elt")
-    hf = BertConfig(**MINILM, hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
-    shape, tasks = from_hf_config(hf.to_dict(), name="minilm"), parse_tasks(8)
-    cond = Conditions.from_hf_config(hf.to_dict() | {"attn_implementation": "sdpa"})
+    fields, dropouts, title = MODELS[args.model]
+    fields = dict(fields, **{name: args.dropout for name in dropouts})
+    hf = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    shape, tasks = from_hf_config(hf.to_dict(), name=args.model), parse_tasks(8)
+    cond = Conditions.from_hf_config(hf.to_dict() | {"attn_implementation": hf._attn_implementation})
     B, n = args.batch, args.seq_len
     entries = []
     for method, loc in DESIGNS:
@@ -83,8 +101,8 @@ def main() -> None:
         for e in entries:
             e["times"].append(got[e["label"]])
             ratios[e["label"]].append(got[e["label"]] / got[base["label"]])
-    print(f"\nMiniLM shape (d = 384, L = 6, h = 12), 8 GLUE tasks, budget {args.budget}×, B = {B}, n = {n}, dropout "
-          f"{args.dropout}, sdpa, 1 thread; {args.rounds} interleaved rounds ({time.perf_counter() - wall0:.0f} s wall)")
+    print(f"\n{title}, 8 GLUE tasks, budget {args.budget}×, B = {B}, n = {n}, dropout {args.dropout}, "
+          f"{cond.attention}, 1 thread; {args.rounds} interleaved rounds ({time.perf_counter() - wall0:.0f} s wall)")
     print(f"{'design':22s} {'d_s':>4s} {'FLOPs ratio':>11s} {'predicted':>9s} {'measured':>9s} {'pred/meas':>9s} "
           f"{'step s (pred)':>13s} {'step s (meas)':>13s}")
     worst = 0.0
@@ -106,7 +124,7 @@ def main() -> None:
         got = saved_activation_bytes(e["model"], "cola", B, n)
         print(f"{e['label']:22s} {mem.activations:18,d} {got:12,d} {mem.total / 2 ** 20:10.1f}")
     if torch.cuda.is_available():
-        gpu_cond = Conditions(hidden_dropout=args.dropout, attention_dropout=args.dropout, backend="cuda")
+        gpu_cond = replace(cond, backend="cuda")
         print("\nCUDA peak (torch.cuda.max_memory_allocated) vs predicted total (cuda backend)")
         for e in entries:
             ds, s = e["ds"], e["d_s"]

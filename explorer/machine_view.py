@@ -35,12 +35,13 @@ def devices() -> list[str]:
 def priced(inp: Inputs, costs: list[Cost], machine: Machine) -> list[Cost]:
     """Copies of the table's rows with the machine figures filled in (designs of unmodelled families are skipped)."""
     out = []
+    conditions = Conditions.for_model(inp.model.name)  # a preset's dropout and attention (its family's defaults)
     for c in costs:
         ds = design_of(inp, key_of(c))
         if not supported(ds):
             continue
         row = copy.copy(c)
-        resources(row, ds, machine, Conditions())
+        resources(row, ds, machine, conditions)
         out.append(row)
     return out
 

@@ -129,6 +129,77 @@ def test_cli_memory_is_torch_memory_for_a_config_json(tmp_path):
         assert gpu["memory_train"]["activations"] < row["memory_train"]["activations"]
 
 
+FAMILY_CONFIGS = {  # a config.json of each non-BERT family as transformers writes it (their own dropout field names)
+    "deberta-v3": dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=40, vocab_size=60, max_position_embeddings=20, type_vocab_size=0,
+                       relative_attention=True, position_buckets=6, pos_att_type="p2c|c2p", share_att_key=True,
+                       position_biased_input=False, norm_rel_ebd="layer_norm", pooler_dropout=0.1),
+    "modernbert": dict(model_type="modernbert", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                       intermediate_size=20, vocab_size=60, max_position_embeddings=64, local_attention=6,
+                       mlp_dropout=0.1, classifier_pooling="mean", pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                       cls_token_id=1, sep_token_id=2),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_CONFIGS))
+def test_cli_memory_is_torch_memory_for_other_families(tmp_path, family):
+    """The same outside check on a DeBERTa-v3 and a ModernBERT config.json: their own dropout fields, DeBERTa's own
+    attention (the adapters' eager), ModernBERT's sliding-window layers and mean pooling."""
+    from transformers import AutoConfig
+
+    fields = dict(FAMILY_CONFIGS[family])
+    hf = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    (tmp_path / "config.json").write_text(json.dumps(hf.to_dict()))
+    cpu_profile = tmp_path / "cpu.json"
+    cpu_profile.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "cpu"}))
+    for method, d_s, freeze in (("pals", 8, False), ("lora", 5, True), ("bert_layer_top", None, False)):
+        argv = ["--model", str(tmp_path / "config.json"), "--tasks", "rte,stsb", "--method", method, "--seq-len", "9",
+                "--batch", "3", "--heads", "4", "--device", str(cpu_profile)]
+        argv += (["--d-s", str(d_s)] if d_s else []) + (["--freeze-trunk"] if freeze else [])
+        row = _json(argv)["rows"][0]
+        torch.manual_seed(0)
+        model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, d_s=d_s, heads=4, freeze_trunk=freeze),
+                                               {"rte": 2, "stsb": 1})
+        assert row["memory_train"]["weights"] == 4 * sum(p.numel() for p in model.parameters())
+        assert row["memory_train"]["optimizer"] == optimizer_state_bytes(model)
+        assert row["memory_train"]["activations"] == saved_activation_bytes(model, "rte", 3, 9)
+        assert row["time_step_s"] > 0 and row["memory_infer"] > row["memory_train"]["weights"]
+
+
+@pytest.mark.parametrize("preset", ["deberta-v3-base", "ModernBERT-base"])
+def test_family_presets_take_memory_and_slowdown_budgets(preset):
+    """Every row of a DeBERTa / ModernBERT table has its memory and step time; --memory and --max-slowdown bind."""
+    out = _json(["--model", preset, "--tasks", "8", "--budget", "1.13", "--device", "h100", "--memory", "24GB",
+                 "--batch", "32"])
+    assert out["rows"] and all(r["memory_train"] and r["memory_infer"] and r["time_step_s"] and r["time_ratio"]
+                               for r in out["rows"])
+    assert all(r["memory_train"]["total"] <= 24e9 for r in out["rows"] if r["feasible"])
+    pals = next(r for r in out["rows"] if r["method"] == "pals" and r["location"] == "all")
+    limit = pals["memory_train"]["total"] - 50e6
+    tight = _json(["--model", preset, "--tasks", "8", "--budget", "1.13", "--method", "pals", "--location", "all",
+                   "--device", "h100", "--memory", f"{limit:.0f}", "--batch", "32"])["rows"][0]
+    assert tight["binding"] == "memory" and tight["d_s"] < pals["d_s"] and tight["memory_train"]["total"] <= limit
+    common = ["--model", preset, "--tasks", "8", "--method", "low_rank", "--location", "all", "--device", "h100",
+              "--batch", "8"]
+    solved = _json([*common, "--budget", "1.13"])["rows"][0]
+    r = _json([*common, "--d-s", str(solved["d_s"] // 2)])["rows"][0]["time_ratio"] * (1 + 1e-9)
+    slow = _json([*common, "--budget", "1.13", "--max-slowdown", repr(r)])["rows"][0]
+    assert slow["binding"] == "time" and slow["time_ratio"] <= r and slow["d_s"] == solved["d_s"] // 2
+    text = run(["--model", preset, "--tasks", "8", "--budget", "1.13", "--memory", "1GB", "--batch", "8",
+                "--device", "t4", "--location", "all"])
+    assert "train GiB" in text and "memory" in text.split("binds")[1]
+
+
+def test_presets_read_their_family_conditions():
+    """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
+    from pals_core.budget.activations import Conditions
+
+    assert Conditions.for_model("ModernBERT-base").hidden_dropout == 0.0
+    assert Conditions.for_model("ModernBERT-base").attention_dropout == 0.0
+    assert Conditions.for_model("deberta-v3-base").attention == "eager"
+    assert Conditions.for_model("bert-base") == Conditions()
+
+
 def test_time_model_prices_narrow_attention_heads():
     """PALs' twelve narrow heads cost per score element: on a CPU profile their step-time overhead exceeds the FLOP
     overhead; LoRA's does not by much."""

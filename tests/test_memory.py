@@ -1,8 +1,9 @@
 """The calculator's training memory is torch's, to the byte (SPEC section 9).
 
 activations == bytes autograd saves in one training-mode forward (saved_tensors_hooks, each storage once,
-parameters excluded), for every method × location, with and without ``freeze_trunk``, CA-MTL's frozen lower
-half, sdpa and eager attention, dropout on and off; optimizer == AdamW's state after a step on each task.
+parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT) × method ×
+location, with and without ``freeze_trunk``, CA-MTL's frozen lower half, sdpa and eager attention, dropout on and
+off; optimizer == AdamW's state after a step on each task.
 The conditions (train mode, the config's dropout, its attention implementation, CPU) are the figure's.
 """
 from __future__ import annotations
@@ -51,10 +52,46 @@ FAMILY_BASES = {
     "electra-nodrop": (dict(model_type="electra", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=20, vocab_size=30, max_position_embeddings=12, hidden_dropout_prob=0.0,
                             attention_probs_dropout_prob=0.0), {"rte": 2}, 6, 5, 2, 2, 7),
+    # DeBERTa-v2/v3: disentangled attention with the relative embeddings shared by Q/K (v3) or projected by their own
+    # maps, c2p and/or p2c, buckets, the embedding projection E → d, the ConvLayer after layer 0, dropout on and off
+    "deberta-v3-2L": (dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=37, vocab_size=50, max_position_embeddings=20, type_vocab_size=0,
+                           relative_attention=True, position_buckets=5, max_relative_positions=-1, pos_att_type="p2c|c2p",
+                           share_att_key=True, position_biased_input=False, norm_rel_ebd="layer_norm"),
+                      {"rte": 2, "stsb": 1}, 8, 5, 2, 3, 7),
+    "deberta-c2p-E10-conv": (dict(model_type="deberta-v2", embedding_size=10, hidden_size=18, num_hidden_layers=3,
+                                  num_attention_heads=3, intermediate_size=25, vocab_size=41, max_position_embeddings=16,
+                                  type_vocab_size=2, relative_attention=True, max_relative_positions=4, pos_att_type=["c2p"],
+                                  share_att_key=False, conv_kernel_size=3, pooler_dropout=0.2, cls_dropout=0.3),
+                             {"mnli": 3, "cola": 2}, 6, 4, 3, 2, 9),
+    "deberta-p2c-nodrop-B1": (dict(model_type="deberta-v2", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=20, vocab_size=30, max_position_embeddings=12, type_vocab_size=1,
+                                   relative_attention=True, position_buckets=3, pos_att_type=["p2c"],
+                                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                              {"a": 4}, 6, 3, 2, 1, 8),
+    # ModernBERT: pre-norm, fused Wqkv, RoPE, global / sliding-window layers (the window mask sdpa keeps when n ≥ the
+    # half window), GLU, final norm; cls or mean pooling; biases; sdpa and eager; dropout off (its default) and on
+    "modernbert-3L": (dict(model_type="modernbert", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                           intermediate_size=19, vocab_size=50, max_position_embeddings=64, local_attention=4,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
+                      {"rte": 2, "stsb": 1}, 8, 5, 2, 3, 7),
+    "modernbert-drop-mean": (dict(model_type="modernbert", hidden_size=20, num_hidden_layers=4, num_attention_heads=2,
+                                  intermediate_size=13, vocab_size=40, max_position_embeddings=32, local_attention=6,
+                                  global_attn_every_n_layers=2, attention_dropout=0.1, mlp_dropout=0.2,
+                                  embedding_dropout=0.1, classifier_dropout=0.3, classifier_pooling="mean", mlp_bias=True,
+                                  attention_bias=True, norm_bias=True, classifier_bias=True, pad_token_id=0,
+                                  bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
+                             {"cola": 2, "stsb": 1}, 6, 4, 2, 2, 9),
+    "modernbert-eager": (dict(model_type="modernbert", hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
+                              intermediate_size=11, vocab_size=30, max_position_embeddings=32, local_attention=64,
+                              attn_implementation="eager", mlp_dropout=0.1, pad_token_id=0, bos_token_id=1,
+                              eos_token_id=2, cls_token_id=1, sep_token_id=2), {"sst2": 2}, 8, 5, 4, 3, 6),
 }
 BASES.update(FAMILY_BASES)
 EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1], "roberta-3L": [0, 2],
-            "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1]}
+            "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1], "deberta-v3-2L": [1],
+            "deberta-c2p-E10-conv": [0, 2], "deberta-p2c-nodrop-B1": [0], "modernbert-3L": [0, 2],
+            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0]}
 
 
 def _cases():
@@ -104,7 +141,8 @@ def test_activations_are_the_bytes_autograd_saves(base, method, loc, freeze):
         saved_activation_bytes(model, next(iter(tasks)), batch, n)
 
 
-OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L")
+OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L", "deberta-v3-2L", "deberta-c2p-E10-conv",
+       "modernbert-3L", "modernbert-drop-mean")
 
 
 @pytest.mark.parametrize("base,method,loc,freeze", [c for c in CASES if c[0] in OPT],

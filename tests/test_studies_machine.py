@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from pals_core.budget import AdapterConfig, Budget, parse_tasks, rows
-from pals_core.budget.machine import MEMORY_FAMILIES, Machine
+from pals_core.budget.machine import Machine
 from pals_core.train.models import model_conditions
 from studies.cli import main
 from studies.space import model_shape
@@ -131,7 +131,7 @@ def test_bad_machine_input_exits_2_with_one_line(tmp_path, capsys, bad):
     assert err.startswith("pals-study: error: ")
 
 
-_CONFIGS = {  # tiny configs of the families whose memory and time budget.memory may not model
+_CONFIGS = {  # tiny configs of the families whose memory and time were modelled last (issue 12)
     "deberta-v2": dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=37, vocab_size=51, relative_attention=True, max_relative_positions=6,
                        pos_att_type=["c2p"], share_att_key=False),
@@ -142,18 +142,18 @@ _CONFIGS = {  # tiny configs of the families whose memory and time budget.memory
 
 
 @pytest.mark.parametrize("family", sorted(_CONFIGS))
-def test_a_family_without_memory_and_time_is_refused_under_a_machine_budget(tmp_path, capsys, family):
-    if family in MEMORY_FAMILIES:
-        pytest.skip(f"{family}'s memory and time are modelled now")
+def test_deberta_and_modernbert_studies_take_a_machine_budget(tmp_path, family):
+    """Their memory and step time are modelled: a study of either takes --memory and --max-slowdown like BERT's."""
     folder = tmp_path / family
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(_CONFIGS[family]))
     url = f"sqlite:///{tmp_path / 's.db'}"
     base = ["create", "design", "--storage", url, "--model", str(folder), "--budget", "1.5"]
-    for flag in (["--memory", "24GB"], ["--max-slowdown", "1.2"]):
-        err = _one_line_error(capsys, [*base, *flag])
-        assert family in err and "--memory" in err
-    assert main(base) == 0  # without a machine budget the study is the parameter budget's, as before
+    for j, (flag, field, value) in enumerate(((["--memory", "24GB"], "memory", "24GB"),
+                                              (["--max-slowdown", "1.2"], "max_slowdown", 1.2))):
+        assert main([*base, "--study-name", f"s{j}", *flag]) == 0
+        settings = optuna.load_study(study_name=f"s{j}", storage=url).user_attrs["pals_settings"]
+        assert settings["machine"][field] == value
 
 
 def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):

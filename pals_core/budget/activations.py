@@ -1,7 +1,8 @@
 """What autograd saves for backward in one training-mode forward, replayed symbolically (SPEC section 9). Pure Python.
 
-A ``Trace`` follows the forward of one task's path op by op, as the torch modules run it, with symbolic
-tensors (``Sym``: a storage, its size in bytes as a ``Poly`` in d_s, and whether it requires grad). Each op
+A ``Trace`` follows the forward of one task's path op by op, as the torch modules run it (each family's ``Replay`` in
+``budget/families`` says the order), with symbolic tensors (``Sym``: a storage — or a view of one, which keeps its
+base's whole storage — its size in bytes as a ``Poly`` in d_s, and whether it requires grad). Each op
 records the storages its backward formula keeps, by the rules of torch's derivatives (checked against
 ``torch.autograd.graph.saved_tensors_hooks`` by ``tests/test_memory.py``):
 
@@ -20,6 +21,9 @@ records the storages its backward formula keeps, by the rules of torch's derivat
   cannot be flattened (B, h, n > 1).
 - embeddings: the int64 ids when the table trains (the position ids are a view of the (1, P) buffer: its whole
   storage, 8·P bytes).
+- ``bmm(a, b)``: a if b requires grad, b if a does; ``gather(x, index)``: x and the int64 index; ``x / s`` with a
+  computed 0-dim tensor s: s (4 bytes); ``masked_fill(x, mask)``: the mask; ``contiguous`` copies and ``repeat``:
+  nothing (DeBERTa's disentangled attention).
 
 Every storage counts once (a tensor two ops save is counted once); parameters never count. Inputs with
 no grad and frozen weights save nothing, so a frozen prefix saves nothing at all.
@@ -62,11 +66,19 @@ def check_activation(name, field: str, where: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Sym:
-    """A symbolic tensor: one storage (identity = the object) of ``nbytes`` bytes; ``grad``: requires grad."""
+    """A symbolic tensor of ``nbytes`` bytes; ``grad``: requires grad. Its storage is the object itself, or ``base``'s
+    for a view (a chunk of a fused projection, the first token of the hidden states): saving a view keeps its base's
+    whole storage."""
 
     nbytes: Poly
     grad: bool
     name: str = ""
+    base: Optional["Sym"] = None
+    param: bool = False  # a parameter: never counted
+
+    @property
+    def storage(self) -> "Sym":
+        return self.base if self.base is not None else self
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,7 @@ class Conditions:
     backend: str = "cpu"
     float_bytes: int = 4
     train: bool = True  # False: eval mode with grad (every dropout off, the adapters' too)
+    extra: tuple = ()  # the family's other dropout rates, sorted (name, p) pairs (ModernBERT's embedding_dropout, …)
 
     def __post_init__(self) -> None:
         if self.attention not in ("sdpa", "eager"):
@@ -97,30 +110,47 @@ class Conditions:
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {p!r}")
 
+    def rate(self, name: str, default: float = 0.0) -> float:
+        """A family dropout rate from ``extra``."""
+        return dict(self.extra).get(name, default)
+
     @property
     def head_dropout(self) -> float:
         return self.hidden_dropout if self.classifier_dropout is None else self.classifier_dropout
 
     @classmethod
     def from_hf_config(cls, config: dict, **kw) -> "Conditions":
-        """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model."""
+        """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model: BERT's
+        field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT)."""
+        from .families import MODEL_TYPES
+
         impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
-        if impl not in ("sdpa", "eager"):
-            impl = "sdpa"
-        if config.get("model_type") == "distilbert" or "n_layers" in config:  # DistilBERT's names
-            return cls(hidden_dropout=float(config.get("dropout", 0.1)),
-                       attention_dropout=float(config.get("attention_dropout", 0.1)),
-                       classifier_dropout=float(config.get("seq_classif_dropout", 0.2)), attention=impl, **kw)
-        return cls(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                   attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                   classifier_dropout=config.get("classifier_dropout"), attention=impl, **kw)
+        fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
+        model_type = config.get("model_type", "bert")
+        family = MODEL_TYPES.get(model_type) if isinstance(model_type, str) else None
+        if family is None and "n_layers" in config:  # DistilBERT's names without a model_type
+            family = MODEL_TYPES["distilbert"]
+        replay = family.replay if family is not None else None
+        if replay is not None and replay.conditions is not None:
+            fields.update(replay.conditions(config))
+        else:
+            fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
+                          attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+                          classifier_dropout=config.get("classifier_dropout"))
+        return cls(**{**fields, **kw})
 
 
 def _for_model(cls, spec: str) -> "Conditions":
-    """The conditions of ``--model`` (a preset: BERT's dropout 0.1 and sdpa; a config.json: what it says)."""
+    """The conditions of ``--model`` (a preset: its stored config read as a config.json — the family's defaults where
+    it names no rate; a config.json: what it says)."""
     import json
     import os
 
+    from .models import ALIASES, PRESET_CONFIGS
+
+    preset = PRESET_CONFIGS.get(ALIASES.get(spec, spec))
+    if preset is not None:
+        return cls.from_hf_config(preset)
     path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
     if not (path.endswith(".json") and os.path.isfile(path)):
         return cls()
@@ -142,6 +172,7 @@ class Trace:
         self.batch, self.seq_len, self.cond = batch, seq_len, cond
         self.tokens = batch * seq_len
         self.saved: dict[int, Sym] = {}
+        self.shared: dict = {}  # tensors a family computes once per forward and its layers read (``Replay.prepare``)
         self.work: list[tuple] = []  # what each op computes, for the time model (``budget.timing``)
 
     def log(self, kind: str, *args) -> None:
@@ -152,16 +183,33 @@ class Trace:
 
     # --- bookkeeping -------------------------------------------------------------------------------
     def new(self, elements: Number, grad: bool, *, item_bytes: Optional[int] = None, name: str = "") -> Sym:
-        return Sym(Poly.of(elements) * (self.cond.float_bytes if item_bytes is None else item_bytes), grad, name)
+        size = self.cond.float_bytes if item_bytes is None else item_bytes
+        if type(elements) is int:
+            return Sym(Poly(0, 0, elements * size), grad, name)
+        return Sym(elements * size, grad, name)
 
     def tokens_by(self, width: Number, grad: bool, name: str = "") -> Sym:
         """A (B, n, width) float tensor."""
-        return self.new(Poly.of(width) * self.tokens, grad, name=name)
+        return self.new(width * self.tokens, grad, name=name)
 
     def save(self, *tensors: Optional[Sym]) -> None:
         for t in tensors:
             if t is not None:
-                self.saved[id(t)] = t
+                root = t if t.base is None else t.base
+                if not root.param:
+                    self.saved[id(root)] = root
+
+    def param(self, elements: Number, trains: bool) -> Sym:
+        """A parameter handed to an op as an input (DeBERTa's relative embeddings): kept by reference, never counted."""
+        return Sym(Poly.of(elements) * 4, trains, param=True)
+
+    def view(self, x: Sym, elements: Number) -> Sym:
+        """A view of ``x`` with ``elements`` float elements (its storage stays ``x``'s)."""
+        return Sym(Poly.of(elements) * self.cond.float_bytes, x.grad, base=x.storage)
+
+    def elementwise(self, nbytes: Poly, fwd: int, bwd: int, grad: bool) -> None:
+        """The work of an elementwise op that keeps nothing (a copy, a cat, a scale by a constant)."""
+        self.log("ew", nbytes, fwd, bwd if grad else 0, grad)
 
     @property
     def total(self) -> Poly:
@@ -173,12 +221,14 @@ class Trace:
         """y = x Wᵀ + b with ``out`` output features over ``rows`` rows (default B·n). ``weight``: a computed
         (non-parameter) weight; otherwise W is a parameter that requires grad iff ``trains``."""
         w_grad = weight.grad if weight is not None else trains
-        self.log("mm", self.tokens if rows is None else rows, x.nbytes, Poly.of(out), x.grad, w_grad)
+        rows = self.tokens if rows is None else rows
+        out = out if type(out) is Poly else Poly(0, 0, out)
+        self.work.append(("mm", rows, x.nbytes, out, x.grad, w_grad))
         if w_grad:
             self.save(x)
         if weight is not None and x.grad:
             self.save(weight)
-        return self.new(Poly.of(out) * (self.tokens if rows is None else rows), x.grad or w_grad or trains, name=name)
+        return self.new(out * rows, x.grad or w_grad or trains, name=name)
 
     def layer_norm(self, x: Sym, trains: bool, *, rows: Optional[int] = None, weight: Optional[Sym] = None,
                    bias: Optional[Sym] = None) -> Sym:
@@ -242,6 +292,44 @@ class Trace:
                 self.save(Sym(elements, True))
         return Sym(x.nbytes, x.grad)
 
+    def copy(self, x: Sym, times: int = 1) -> Sym:
+        """A contiguous copy (``.contiguous()`` of a permuted view; ``times`` > 1: ``.repeat``): keeps nothing."""
+        out = x.nbytes * times
+        self.elementwise(out, 2, 2, x.grad)
+        return Sym(out, x.grad)
+
+    def bmm(self, a: Sym, b: Sym, rows: int, cols: Number) -> Sym:
+        """A batched product of ``a`` (``rows`` rows over the batch, its width inner) by ``b`` (inner × ``cols`` per
+        batch entry): keeps a if b requires grad, b if a does."""
+        self.log("mm", rows, a.nbytes, Poly.of(cols), a.grad, b.grad)
+        if b.grad:
+            self.save(a)
+        if a.grad:
+            self.save(b)
+        return self.new(Poly.of(cols) * rows, a.grad or b.grad)
+
+    def gather(self, x: Sym, index: Sym, elements: Number) -> Sym:
+        """``torch.gather(x, -1, index)`` with ``elements`` outputs: keeps x and the index."""
+        out = self.new(elements, x.grad)
+        self.elementwise(out.nbytes, 2, 3, x.grad)
+        if x.grad:
+            self.save(x, index)
+        return out
+
+    def divide_by_tensor(self, x: Sym) -> Sym:
+        """x / s for a computed 0-dim float tensor s (DeBERTa's √(d_h·f), made anew at each call): keeps s."""
+        self.elementwise(x.nbytes, 2, 2, x.grad)
+        if x.grad:
+            self.save(self.new(1, False, item_bytes=4))
+        return Sym(x.nbytes, x.grad)
+
+    def masked_fill(self, x: Sym, mask: Sym) -> Sym:
+        """x.masked_fill(mask, value): keeps the mask."""
+        self.elementwise(x.nbytes, 2, 2, x.grad)
+        if x.grad:
+            self.save(mask)
+        return Sym(x.nbytes, x.grad)
+
     def embedding(self, ids: Sym, width: Number, trains: bool, table_rows: int = 0) -> Sym:
         self.log("embed", table_rows, Poly.of(width), trains)
         if trains:
@@ -249,9 +337,13 @@ class Trace:
         return self.tokens_by(width, trains)
 
     def attention(self, q: Sym, k: Sym, v: Sym, width: Number, heads: int, dropout: float, *,
-                  mask_grad: bool = False, packed: bool = False) -> Sym:
+                  mask_grad: bool = False, packed: bool = False, heads_first: bool = False,
+                  mask: Optional[Sym] = None) -> Sym:
         """softmax(q kᵀ/√d_h + mask) v over ``heads`` heads of total ``width``; returns the context (B, n, width)
-        as the next linear reads it. ``packed``: q, k, v are views of one fused (B, n, 3·width) projection."""
+        as the next linear reads it. ``packed``: v is a view of one fused (B, n, 3·width) projection (q and k too
+        unless ``heads_first``); ``heads_first``: q and k are contiguous (B, h, n, d_h) tensors (ModernBERT's RoPE
+        outputs: eager matmuls fold them without a copy); ``mask``: a float mask the fused CPU kernel keeps (sdpa
+        converts a bool mask, e.g. ModernBERT's sliding window, to a new float tensor per call)."""
         b, n, tr = self.batch, self.seq_len, self
         grad = q.grad or k.grad or v.grad or mask_grad
         dropout = dropout if self.cond.train else 0.0
@@ -267,13 +359,13 @@ class Trace:
                 lse = tr.new(b * heads * (-(-n // 32) * 32), True, item_bytes=4)
             else:
                 lse = tr.new(b * heads * n, True, item_bytes=4)
-            self.save(q, k, v, out, lse)
+            self.save(q, k, v, out, lse, mask)
             return out
         sdpa = self.cond.attention == "sdpa"
         # matmul flattens (B, h, n, d_h) to (B·h, n, d_h): a copy unless that is a view
         folds = b > 1 and heads > 1 and (n > 1 or packed)
-        q2 = tr.tokens_by(width, q.grad) if (folds or sdpa) else q
-        k2 = tr.tokens_by(width, k.grad) if (folds or sdpa) else k
+        q2 = tr.tokens_by(width, q.grad) if ((folds and not heads_first) or sdpa) else q
+        k2 = tr.tokens_by(width, k.grad) if ((folds and not heads_first) or sdpa) else k
         v2 = tr.tokens_by(width, v.grad) if folds else v
         if q2.grad:
             self.save(k2)

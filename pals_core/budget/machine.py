@@ -116,7 +116,7 @@ def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
     that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
     machine = machine if machine is not None else Machine()
     try:
-        cond = machine.conditions(model_cond or Conditions())
+        cond = machine.conditions(model_cond or Conditions.for_model(ds.model.name))
         ds = exact(ds)
         step = step_seconds(ds, s, machine.batch, cond, machine.profile(), machine.precision)
         return step / base_step_seconds(ds, machine, cond)
@@ -186,17 +186,21 @@ def largest_root(a: float, b: float, c: float, limit: float) -> float:
     return (-b + math.sqrt(max(disc, 0.0))) / (2 * a)
 
 
-from .memory import FAMILIES as MEMORY_FAMILIES  # noqa: E402  (families whose forward budget.memory replays)
-
-
 def supported(ds) -> bool:
-    return getattr(ds.model, "family", "bert") in MEMORY_FAMILIES
+    """The design's family has a ``Replay`` (``budget.families``): its memory and step time are modelled."""
+    from .families import get_family
+
+    return get_family(getattr(ds.model, "family", "bert")).replay is not None
 
 
 def check_supported(ds, machine: Machine) -> None:
     if not supported(ds) and (machine.memory is not None or machine.max_slowdown is not None):
-        raise ValueError(f"memory and step time are modelled for {', '.join(MEMORY_FAMILIES)} models only, not "
-                         f"{ds.model.family!r}: drop --memory / --max-slowdown")
+        from .memory import replay_of
+
+        try:
+            replay_of(ds.model)
+        except ValueError as e:
+            raise ValueError(f"{e}: drop --memory / --max-slowdown") from None
 
 
 def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool):

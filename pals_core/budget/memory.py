@@ -12,11 +12,16 @@ Training, one step of one task's path (``model(task=t, …)``) on B sequences of
 
 Serving (``memory_infer``): weights + the activation bytes live at the peak of ``predict_all`` in inference
 mode — the hidden states every task reads (the shared prefix's output) plus the largest working set of one
-layer (attention: its input, q, k, v and the context, with the B·h·n² scores twice under eager attention; FFN:
-its input, the attention output and two B·n·d_ff tensors) plus the logits — an estimate (the allocator's
-temporaries are not modelled): 0.73–1.06 of the peak ``memory_probe.inference_peak_bytes`` measures on small
-configurations (eager attention lowest); no test holds it to a tolerance yet. Adapted layers keep
-four more (B, n, d) tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
+layer as its family's ``Replay.inference_layer`` counts it (BERT: attention: its input, q, k, v and the context,
+with the B·h·n² scores twice under eager attention; FFN: its input, the attention output and two B·n·d_ff tensors)
+plus the logits — an estimate (the allocator's temporaries are not modelled): 0.73–1.06 of the peak
+``memory_probe.inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
+small DeBERTa-v3 and ModernBERT ones; no test holds it to a tolerance yet. Adapted layers keep four more (B, n, d)
+tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
+
+The forward is the family's: ``families/<family>.py`` holds its ``Replay`` (embeddings, layer i with an adapter's
+hooks, what follows the last layer, the head, and the trainable tensors each part holds); ``replay_forward`` below
+runs it for one task's path. A family without a ``Replay`` has no memory or step time (the rows say "—").
 
 bf16 / mixed precision (``precision="bf16"``): an estimate. Autocast keeps fp32 master weights, gradients
 and AdamW state; matmul outputs, and so most saved activations, are bf16 (2 bytes) while LayerNorm
@@ -30,13 +35,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from .activations import INT64, ActivationHooks, Conditions, Sym, Trace
+from .activations import ActivationHooks, Conditions, Sym, Trace
 from .poly import Poly, S
 
 PRECISIONS = ("fp32", "bf16")
 FP32 = 4
-BASE_LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
-EMBEDDING_TENSORS = 5  # word, position, token-type tables, LayerNorm γ, β
 LINEAR_TENSORS = 2  # weight + bias
 
 
@@ -54,71 +57,60 @@ class MemoryTrain:
         return asdict(self)
 
 
-# ----------------------------------------------------------------------------------- the BERT forward
+# ----------------------------------------------------------------------------------- the forward
 
-def bert_layer(tr: Trace, m, i, h: Sym, trains: bool, hooks: ActivationHooks) -> Sym:
-    """One layer as the family's trunk runs it (``pals_core/trunks``: BERT's layer; DistilBERT's has no dropout after
-    the attention output) with the adapter's hooks (identity hooks: the HF layer)."""
-    c, d, f = tr.cond, m.hidden, m.intermediate
-    q = hooks.adapt_query(i, h, tr.linear(h, d, trains))
-    k = hooks.adapt_key(i, h, tr.linear(h, d, trains))
-    v = hooks.adapt_value(i, h, tr.linear(h, d, trains))
-    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=hooks.attention_mask_grad(i))
-    y = tr.linear(ctx, d, trains)
-    if m.family != "distilbert":
-        y = tr.dropout(y, c.hidden_dropout)
-    y = hooks.adapt_attention_output(i, y)
-    a = hooks.attention_norm(i, tr.add(y, h), trains)
-    g = hooks.adapt_ffn_activation(i, tr.activation(tr.linear(a, f, trains), m.option("hidden_act", "gelu")))
-    z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
-    z = tr.add(z, hooks.parallel_branch(i, h))
-    return hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))
+def replay_of(m):
+    """The family's ``Replay`` (``families/<family>.py``); ``ValueError`` where the family has none."""
+    from .families import FAMILIES, get_family
+
+    replay = get_family(m.family).replay
+    if replay is None:
+        modelled = ", ".join(name for name, f in FAMILIES.items() if f.replay is not None)
+        raise ValueError(f"memory and step time are modelled for {modelled} models, not {m.family!r}")
+    return replay
 
 
-def embeddings(tr: Trace, m, emb: bool) -> Sym:
-    """The family's embedding layer: the int64 ids each lookup keeps (BERT, ELECTRA: the caller's token types and a
-    view of the (1, P) position buffer, 8·P bytes; RoBERTa: positions computed from the ids, token types gathered from
-    its buffer, B·n each; DistilBERT: no token types), LayerNorm, dropout, ELECTRA's E → d projection."""
-    c, e = tr.cond, m.width
-    ids = tr.new(tr.tokens, False, item_bytes=INT64)
-    x = tr.embedding(ids, e, emb, m.vocab)
-    if m.family != "distilbert":
-        x = tr.add(x, tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, emb, m.token_types))
-    positions = tr.tokens if m.family == "roberta" else m.positions
-    x = tr.add(x, tr.embedding(tr.new(positions, False, item_bytes=INT64), e, emb, m.positions))
-    h = tr.dropout(tr.layer_norm(x, emb), c.hidden_dropout)
-    if e != m.hidden:  # ELECTRA's embeddings_project
-        h = tr.linear(h, m.hidden, emb)
-    return h
-
-
-def classify(tr: Trace, m, h: Sym, pooler_trains: bool) -> Sym:
-    """Pooler families: head(dropout(tanh(dense(h[:, 0])))); DistilBERT: out(dropout(ReLU(dense(h[:, 0])))); ELECTRA:
-    out(dropout(GELU(dense(dropout(h[:, 0]))))) — the dense layers of the last two are the task's own."""
-    c, d = tr.cond, m.hidden
-    if m.family in ("bert", "roberta"):
-        pooled = tr.saves_output(tr.linear(h, d, pooler_trains, rows=tr.batch))  # dense on h[:, 0] (a view of h), tanh
-        return tr.linear(tr.dropout(pooled, c.head_dropout), 1, True, rows=tr.batch)
-    if m.family == "electra":
-        first = h if c.head_dropout == 0 else tr.dropout(Sym(Poly.of(tr.batch * d * c.float_bytes), h.grad), c.head_dropout)
-        x = tr.gelu(tr.linear(first, d, True, rows=tr.batch))  # h[:, 0] is a view of h: without dropout, h is kept
-    else:
-        x = tr.saves_output(tr.linear(h, d, True, rows=tr.batch))  # ReLU keeps its output
-    return tr.linear(tr.dropout(x, c.head_dropout), 1, True, rows=tr.batch)
-
-
-FAMILIES = ("bert", "roberta", "distilbert", "electra")  # the families whose forward is replayed here
-
-
-def bert_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
-    """``MultiTaskModel.forward`` on one task: embeddings, every layer, the top stack, the family's head."""
-    if m.family not in FAMILIES:
-        raise ValueError(f"memory and step time are modelled for {', '.join(FAMILIES)} models, not {m.family!r}")
-    h = hooks.adapt_embeddings(embeddings(tr, m, hooks.embeddings_train() and not freeze_trunk))
-    plain = ActivationHooks(tr, m, hooks.cfg, (), None)
+def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
+    """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
+    top stack, the family's head — as its ``Replay`` says."""
+    replay = replay_of(m)
+    h = hooks.adapt_embeddings(replay.embeddings(tr, m, hooks.embeddings_train() and not freeze_trunk))
+    replay.prepare(tr, m, not freeze_trunk)
     for i in range(m.layers):
-        h = bert_layer(tr, m, i, h, hooks.layer_trains(i) and not freeze_trunk, hooks if i in hooks.layers else plain)
-    return classify(tr, m, hooks.adapt_top(h), pooler_trains)
+        trains = hooks.layer_trains(i) and not freeze_trunk
+        h = replay.layer(tr, m, i, h, trains, hooks) if i in hooks.layers else plain_layer(tr, m, replay, i, h, trains)
+    h = replay.finish(tr, m, h, not freeze_trunk)
+    return replay.classify(tr, m, hooks.adapt_top(h), pooler_trains)
+
+
+def plain_layer(tr: Trace, m, replay, i: int, h: Sym, trains: bool) -> Sym:
+    """Layer i without an adapter: replayed once per kind of layer, input and trainability (``_LAYERS``), then its
+    record is applied — the same saved sizes and work, fresh storages for what it creates, the input and the forward's
+    shared tensors kept as themselves (so a storage two ops keep still counts once)."""
+    key = (m, tr.cond, tr.batch, tr.seq_len, replay.layer_kind(m, i), h.grad, h.nbytes, trains)
+    record = _LAYERS.get(key)
+    if record is None:
+        sub = Trace(tr.batch, tr.seq_len, tr.cond)
+        sub.shared = tr.shared
+        out = replay.layer(sub, m, i, h, trains, ActivationHooks(sub, m, None, (), None))
+        shared = {id(v): k for k, v in tr.shared.items()}
+        kept = tuple(("input",) if t is h.storage else ("output",) if t is out.storage else
+                     ("shared", shared[id(t)]) if id(t) in shared else ("new", t.nbytes) for t in sub.saved.values())
+        if out.base is not None:
+            raise ValueError("a layer's output must be a new tensor, not a view")
+        record = _LAYERS.setdefault(key, (kept, tuple(sub.work), out.nbytes, out.grad))
+        if len(_LAYERS) > 4096:
+            _LAYERS.clear()
+    kept, work, nbytes, grad = record
+    out = Sym(nbytes, grad)
+    tr.work.extend(work)
+    for item in kept:
+        tr.save(h if item[0] == "input" else out if item[0] == "output" else
+                tr.shared[item[1]] if item[0] == "shared" else Sym(item[1], True))
+    return out
+
+
+_LAYERS: dict[tuple, tuple] = {}
 
 
 def trace_forward(ds, batch: int, cond: Conditions) -> Trace:
@@ -143,7 +135,7 @@ def _trace_forward(ds, batch: int, cond: Conditions) -> Trace:
     size = S if ds.method.sized else None
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
     pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
-    bert_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains)
+    replay_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains)
     return tr
 
 
@@ -155,22 +147,23 @@ def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
 # ----------------------------------------------------------------------------------- parameters
 
 def trainable_tensors(ds) -> int:
-    """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor)."""
+    """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor), as the family's ``Replay`` counts
+    them: the embedding layer, each layer, what follows the last one, the pooler (2), each task's head and adapter."""
+    from .families import get_family
+
     m, cfg = ds.model, ds.config
+    replay, pooler = replay_of(m), get_family(m.family).pooler
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
-    pooler = m.family in ("bert", "roberta")
-    head = LINEAR_TENSORS * (1 if pooler else 2)  # DistilBERT / ELECTRA heads hold their own dense layer
-    heads = head + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
+    heads = replay.head_tensors(m) + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
     adapters = shared + len(ds.tasks) * (per_task + heads)
     if cfg.freeze_trunk:
         return adapters
-    embedding = EMBEDDING_TENSORS - (1 if m.family == "distilbert" else 0) + (LINEAR_TENSORS if m.width != m.hidden else 0)
-    base = embedding + m.layers * BASE_LAYER_TENSORS + (LINEAR_TENSORS if pooler else 0)
-    if cfg.per_task_pooler and pooler:
-        base -= LINEAR_TENSORS
+    embedding = replay.embedding_tensors(m)
+    layers = [replay.layer_tensors(m, i) for i in range(m.layers)]
+    base = embedding + sum(layers) + replay.final_tensors(m) + (LINEAR_TENSORS if pooler and not cfg.per_task_pooler else 0)
     frozen_layers = ds.method.frozen_layers(m, cfg) if ds.method.frozen_layers else 0
     if frozen_layers:
-        base -= embedding + frozen_layers * BASE_LAYER_TENSORS
+        base -= embedding + sum(layers[:frozen_layers])
     return base + adapters
 
 
@@ -185,18 +178,13 @@ def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) ->
 
 def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     """The activations live at the peak of ``predict_all`` in inference mode (an estimate, see the module docstring):
-    the (B, n, d) hidden states every task reads, plus the largest working set of one layer — attention: its input,
-    q, k, v and the context (eager: + the B·h·n² scores twice); FFN: its input, the attention output and the two
-    (B, n, d_ff) tensors (+ 4 (B, n, d) tensors in adapted layers) — plus the logits of every task (an estimate,
-    compared with ``memory_probe.inference_peak_bytes`` by hand, not by a test)."""
+    the (B, n, d) hidden states every task reads, plus the largest working set of one layer (attention or FFN, as the
+    family's ``Replay.inference_layer`` counts it: BERT's is ``families.base.bert_inference_layer``), plus the logits
+    of every task (an estimate, compared with ``memory_probe.inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
-    tokens, fb = batch * n, cond.float_bytes
-    attention = 5 * tokens * m.hidden + (2 * batch * m.heads * n * n if cond.attention == "eager" else 0)
-    ffn = 2 * tokens * m.hidden + 2 * tokens * m.intermediate
-    if ds.layers:  # an adapted layer (a Python copy of the HF layer) keeps q, k, v, the context and y alive to its end
-        ffn += 4 * tokens * m.hidden
+    attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
     logits = batch * sum(t.num_labels for t in ds.tasks)
-    return fb * (tokens * m.hidden + max(attention, ffn) + logits)
+    return cond.float_bytes * (batch * n * m.hidden + max(attention, ffn) + logits)
 
 
 def memory_infer(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> int:

@@ -33,6 +33,8 @@ class Poly:
     __radd__ = __add__
 
     def __mul__(self, other: Number) -> "Poly":
+        if type(other) is int:  # the common case (a count times a width), without building a Poly
+            return Poly(self.a * other, self.b * other, self.c * other)
         o = Poly.of(other)
         if (self.a and (o.a or o.b)) or (o.a and self.b):
             raise ValueError("product has degree > 2")

@@ -66,7 +66,8 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
 
     With a ``machine`` (``budget.machine.Machine``) each row also holds its training and serving memory and its step
     time on that machine, and the solver keeps d_s within the machine's memory and step-time budgets too
-    (``model_conditions``: the model's dropout and attention implementation; BERT's defaults when None).
+    (``model_conditions``: the model's dropout and attention implementation; when None, a preset's — its family's
+    defaults — else BERT's).
 
     ``adapter`` (or ``AdapterConfig`` fields as keywords, e.g. ``heads=6``) holds the design settings every row
     shares; each row replaces its method, location and size. Sizeless methods need neither a budget nor a size.
@@ -78,6 +79,8 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
         if sized:
             raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
     out = Rows()
+    if machine is not None and model_conditions is None:
+        model_conditions = Conditions.for_model(model.name)
     for name, loc in pairs:
         method = get_method(name)
         size = d_s if method.sized else None
@@ -87,7 +90,7 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
             ds = _design(model, tasks, cfg, convention, seq_len, not solved)
             cost = solve(ds, budget) if solved else at_size(ds, size, budget)
             if machine is not None:
-                cost = constrain(cost, ds, machine, model_conditions or Conditions(), solved=solved)
+                cost = constrain(cost, ds, machine, model_conditions, solved=solved)
             out.append(cost)
         except ValueError as e:
             out.refused.append((design_label(name, loc if method.within else None), str(e)))

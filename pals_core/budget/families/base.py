@@ -5,8 +5,10 @@ Its record says, from a ``BaseModel`` alone, how many parameters and forward FLO
 model holds — the embeddings, each layer i (layers may differ: ModernBERT's layer 0 has no attention norm,
 DeBERTa's layer 0 carries the optional convolution), what follows the last layer, the pooler, the task
 head its ``…ForSequenceClassification`` puts on top — how a ``config.json`` maps onto a ``BaseModel``, and
-which methods cannot apply to it (one line each). Its torch mirror is ``pals_core/trunks/<family>.py``;
-``tests/test_exactness.py`` holds both to the parameter and to the FLOP.
+which methods cannot apply to it (one line each) — and its ``Replay``: its forward replayed op by op on symbolic
+tensors (``budget.activations``), which gives the bytes autograd saves (memory, SPEC §9) and the work of every op
+(time, SPEC §10). Its torch mirror is ``pals_core/trunks/<family>.py``; ``tests/test_exactness.py`` holds both to
+the parameter and to the FLOP, ``tests/test_memory.py`` to the saved byte.
 
 Counting conventions (SPEC §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
 FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, SPEC §5).
@@ -14,7 +16,7 @@ FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, SPEC §5)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..method import layer_norm, linear, mm
 from ..shape import BaseModel
@@ -73,6 +75,53 @@ def embedding_tables(m: BaseModel, rows: int, paper: bool, *, norm_width: Option
     return rows * m.width + layer_norm(norm_width if norm_width is not None else m.width, paper=paper).c
 
 
+def no_prepare(tr, m: BaseModel, trains: bool) -> None:
+    """Nothing computed once per forward besides the embeddings."""
+
+
+def keep(tr, m: BaseModel, h, trains: bool):
+    """Nothing after the last layer."""
+    return h
+
+
+def no_tensors(m: BaseModel) -> int:
+    return 0
+
+
+def bert_inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool) -> tuple[int, int]:
+    """Elements live at the peak of one BERT layer in inference mode: attention (its input, q, k, v, the context;
+    eager: + the B·h·n² scores twice) and FFN (its input, the attention output, two (B, n, d_ff) tensors; adapted
+    layers keep q, k, v, the context and y alive to their end: 4 (B, n, d) more)."""
+    tokens = batch * n
+    attention = 5 * tokens * m.hidden + (2 * batch * m.heads * n * n if eager else 0)
+    ffn = 2 * tokens * m.hidden + 2 * tokens * m.intermediate + (4 * tokens * m.hidden if adapted else 0)
+    return attention, ffn
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A family's forward replayed on symbolic tensors (``budget.activations.Trace``), op by op as its torch trunk
+    (``pals_core/trunks/<family>.py``) and the Hugging Face modules it wraps run it; ``budget.memory`` runs it.
+
+    ``layer(tr, m, i, h, trains, hooks)`` replays layer i with an adapter's ``ActivationHooks`` at the trunk's hook
+    places; i = "top" is a copy of the last layer run on top of the trunk (``bert_layer_top``). The tensor counts
+    are the trainable parameter tensors (AdamW keeps a ``step`` per tensor). ``conditions`` reads the dropout
+    rates and the attention implementation from a ``config.json`` (None: BERT's field names)."""
+
+    embeddings: Callable[..., Any]  # (tr, m, trains) -> Sym (B, n, d)
+    layer: Callable[..., Any]  # (tr, m, i, h, trains, hooks) -> Sym
+    classify: Callable[..., Any]  # (tr, m, h, pooler_trains) -> Sym: one task's logits
+    embedding_tensors: Callable[[BaseModel], int]
+    layer_tensors: Callable[[BaseModel, Any], int]  # (m, i or "top")
+    head_tensors: Callable[[BaseModel], int]  # one task's head (a pooler the base model holds is not in it)
+    prepare: Callable[..., None] = no_prepare  # (tr, m, trains): tensors computed once per forward
+    finish: Callable[..., Any] = keep  # (tr, m, h, trains) -> Sym: after the last layer
+    final_tensors: Callable[[BaseModel], int] = no_tensors
+    conditions: Optional[Callable[[dict], dict]] = None  # config.json -> ``Conditions`` fields
+    inference_layer: Callable[..., tuple[int, int]] = bert_inference_layer  # (m, B, n, eager, adapted) -> elements
+    layer_kind: Callable[[BaseModel, int], Any] = lambda m, i: None  # layers of one kind replay alike (a cache key)
+
+
 @dataclass(frozen=True)
 class Family:
     """One encoder architecture as the calculator counts it (see the module docstring)."""
@@ -94,6 +143,7 @@ class Family:
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)
     pad_token_id: int = 0  # transformers' default for its configs (the embeddings' padding row)
     notes: str = ""  # what the family's counts assume, for the documentation
+    replay: Optional[Replay] = None  # its forward on symbolic tensors (memory and step time); None = not modelled
 
     def refusal(self, method: str) -> Optional[str]:
         """Why ``method`` cannot apply to this family (None = it can)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..method import bert_layer_flops, bert_layer_params
 from ..shape import BaseModel
-from .base import Family, activation_option, embedding_tables
+from .base import Family, Replay, activation_option, embedding_tables
 
 
 def read_bert(config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2,
@@ -48,7 +48,80 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
     return bert_layer_flops(m, n)
 
 
-BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops)
+
+
+# --- the forward on symbolic tensors (memory and step time, SPEC §9–10) ------------------------------------------------
+
+LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
+
+
+def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks, *, output_dropout: bool = True):
+    """``BertLayer`` as the trunk runs it (``pals_core/trunks/bert.py``; DistilBERT's has no dropout after the
+    attention output: ``output_dropout=False``) with the adapter's hooks (identity hooks: the HF layer)."""
+    c, d, f = tr.cond, m.hidden, m.intermediate
+    q = hooks.adapt_query(i, h, tr.linear(h, d, trains))
+    k = hooks.adapt_key(i, h, tr.linear(h, d, trains))
+    v = hooks.adapt_value(i, h, tr.linear(h, d, trains))
+    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=hooks.attention_mask_grad(i))
+    y = tr.linear(ctx, d, trains)
+    if output_dropout:
+        y = tr.dropout(y, c.hidden_dropout)
+    y = hooks.adapt_attention_output(i, y)
+    a = hooks.attention_norm(i, tr.add(y, h), trains)
+    g = hooks.adapt_ffn_activation(i, tr.activation(tr.linear(a, f, trains), m.option("hidden_act", "gelu")))
+    z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
+    z = tr.add(z, hooks.parallel_branch(i, h))
+    return hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))
+
+
+def trace_embeddings(tr, m: BaseModel, trains: bool, *, token_types: bool = True, positions_from_ids: bool = False):
+    """Word + token-type + position lookups (each keeps its int64 ids when its table trains: the caller's token types;
+    the positions a view of the (1, P) buffer, 8·P bytes — RoBERTa computes them from the ids, B·n), LayerNorm,
+    dropout; ELECTRA's E → d projection when E ≠ d."""
+    from ..activations import INT64
+
+    e = m.width
+    x = tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.vocab)
+    if token_types:
+        x = tr.add(x, tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.token_types))
+    positions = tr.tokens if positions_from_ids else m.positions
+    x = tr.add(x, tr.embedding(tr.new(positions, False, item_bytes=INT64), e, trains, m.positions))
+    h = tr.dropout(tr.layer_norm(x, trains), tr.cond.hidden_dropout)
+    if e != m.hidden:  # ELECTRA's embeddings_project
+        h = tr.linear(h, m.hidden, trains)
+    return h
+
+
+def trace_pooler_head(tr, m: BaseModel, h, pooler_trains: bool):
+    """head(dropout(tanh(dense(h[:, 0])))): the dense on the first token (a view of h) keeps h, tanh its output."""
+    pooled = tr.saves_output(tr.linear(tr.view(h, tr.batch * m.hidden), m.hidden, pooler_trains, rows=tr.batch))
+    return tr.linear(tr.dropout(pooled, tr.cond.head_dropout), 1, True, rows=tr.batch)
+
+
+def trace_dense_head(tr, m: BaseModel, first, *, act: str, input_dropout: float):
+    """out(dropout(act(dense(dropout_in(x₀))))) on the first token x₀ (B, d) (a view of h, or the pooled mean) — a
+    head holding its own dense layer; ``act`` names its activation (``budget.activations.ACTIVATIONS``: what it keeps)."""
+    x = tr.dropout(first, input_dropout)
+    y = tr.activation(tr.linear(x, m.hidden, True, rows=tr.batch), act)
+    return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True, rows=tr.batch)
+
+
+def embedding_tensors(m: BaseModel) -> int:
+    """Word, position and token-type tables, LayerNorm γ, β."""
+    return 5
+
+
+def layer_tensors(m: BaseModel, i) -> int:
+    return LAYER_TENSORS
+
+
+BERT_REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=trace_pooler_head,
+                     embedding_tensors=embedding_tensors, layer_tensors=layer_tensors, head_tensors=lambda m: 2)
+ROBERTA_REPLAY = Replay(embeddings=lambda tr, m, trains: trace_embeddings(tr, m, trains, positions_from_ids=True),
+                        layer=trace_layer, classify=trace_pooler_head, embedding_tensors=embedding_tensors,
+                        layer_tensors=layer_tensors, head_tensors=lambda m: 2)
+
+BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops, replay=BERT_REPLAY)
 ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
                  lambda c, name: read_bert(c, name, family="roberta", positions=514, token_types=1),
-                 embeddings, layer_params, layer_flops, pad_token_id=1)
+                 embeddings, layer_params, layer_flops, pad_token_id=1, replay=ROBERTA_REPLAY)

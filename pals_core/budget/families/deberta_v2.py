@@ -21,9 +21,13 @@ dividing d, ``embedding_size`` null, an activation the memory replay does not mo
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
+from ..activations import INT64
 from ..method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
 from ..shape import BaseModel
-from .base import Family, activation_option, dense_head_flops, dense_head_params, embedding_size
+from .base import Family, Replay, activation_option, bert_inference_layer, dense_head_flops, dense_head_params, embedding_size
+from .bert import LAYER_TENSORS, trace_dense_head
 
 
 def _att_types(value) -> tuple[str, ...]:
@@ -123,8 +127,164 @@ def embedding_flops(m: BaseModel, n: int) -> int:
     return mm(n, m.width, m.hidden).c if m.width != m.hidden else 0
 
 
+# --- the forward on symbolic tensors (memory and step time, SPEC §9–10) ------------------------------------------------
+# As ``DebertaV2Embeddings``, ``DebertaV2Encoder``, ``DisentangledSelfAttention``, ``ConvLayer`` and the trunk's
+# ``DebertaHead`` run in transformers (checked against saved_tensors_hooks by tests/test_memory.py):
+# - embeddings: the lookups keep their int64 ids (positions: a view of the (1, P) buffer), the projection its input,
+#   the LayerNorm its input and row statistics, the product with the attention mask (as floats, B·n) the mask;
+# - once per forward: the relative embeddings, through their LayerNorm (``norm_rel_ebd``: 2·2k row statistics kept);
+# - per layer: Q, K, V and the projected relative embeddings become contiguous per-head copies (``repeat``-ed over
+#   the batch: B·2k·d each); QKᵀ keeps q and kᵀ/√(d_h·f) (and the 4-byte √ tensor its division keeps); c2p keeps q,
+#   the position keys, the (B·h, n, 2k) scores it gathers from and the n² int64 index, p2c the same with k; the
+#   score mask (B·n² bools) is kept by masked_fill, the softmax its output, the dropout its mask, the context
+#   product the dropped probabilities and v; then BERT's output, FFN and LayerNorms. The relative embeddings are
+#   dropped (``pos_dropout``, the hidden rate) in every layer: a 2k·d mask each.
+
+def _types(m: BaseModel) -> tuple[str, ...]:
+    return tuple(t for t in ("c2p", "p2c") if t in m.option("pos_att_type", ()))
+
+
+def _relative(m: BaseModel) -> bool:
+    return bool(m.option("relative_attention", False)) and bool(_types(m))
+
+
+def conditions(config: dict) -> dict:
+    """DeBERTa's rates (``cls_dropout`` the head's, ``pooler_dropout`` before ContextPooler's dense); its attention is its
+    own (no sdpa), and transformers runs the adapters' attention eager for it."""
+    cls = config.get("cls_dropout")
+    return dict(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
+                attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+                classifier_dropout=None if cls is None else float(cls), attention="eager",
+                extra=(("pooler_dropout", float(config.get("pooler_dropout", 0) or 0)),))
+
+
+def trace_embeddings(tr, m: BaseModel, trains: bool):
+    e, d = m.width, m.hidden
+    x = tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.vocab)
+    if m.option("position_biased_input", True):
+        x = tr.add(x, tr.embedding(tr.new(m.positions, False, item_bytes=INT64), e, trains, m.positions))
+    if m.token_types > 0:
+        x = tr.add(x, tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.token_types))
+    if e != d:
+        x = tr.linear(x, d, trains)
+    x = tr.mul(tr.layer_norm(x, trains), tr.new(tr.tokens, False))  # ⊙ the mask as floats (B, n, 1)
+    return tr.dropout(x, tr.cond.hidden_dropout)
+
+
+def prepare(tr, m: BaseModel, trains: bool) -> None:
+    """The relative embeddings every layer reads (the (2k, d) table, or its LayerNorm's output) — computed whenever
+    ``relative_attention`` is on, even with no c2p / p2c to read them."""
+    if not m.option("relative_attention", False):
+        return
+    k2 = 2 * span(m)
+    rel = tr.param(k2 * m.hidden, trains)
+    tr.shared["rel"] = tr.layer_norm(rel, trains, rows=k2) if m.option("norm_rel_ebd", False) else rel
+
+
+def _heads(tr, x, heads: int, rows: int):
+    """``transpose_for_scores``: (…, rows, d) → (·h, rows, d_h), a copy unless the permute is trivial."""
+    return tr.copy(x) if heads > 1 and rows > 1 else x
+
+
+@lru_cache(maxsize=64)
+def _layout(m: BaseModel) -> tuple:
+    """(relative attention, its types, 2k, share_att_key, FFN activation, conv kernel): what a layer's replay reads."""
+    relative = bool(m.option("relative_attention", False))
+    return (relative, _types(m) if relative else (), 2 * span(m) if relative else 0,
+            bool(m.option("share_att_key", False)), m.option("hidden_act", "gelu"), m.option("conv_kernel_size", 0))
+
+
+def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks):
+    c, d, heads, b, n = tr.cond, m.hidden, m.heads, tr.batch, tr.seq_len
+    relative, types, k2, shared_key, act, kernel = _layout(m)
+    q = _heads(tr, hooks.adapt_query(i, h, tr.linear(h, d, trains)), heads, n)
+    k = _heads(tr, hooks.adapt_key(i, h, tr.linear(h, d, trains)), heads, n)
+    v = _heads(tr, hooks.adapt_value(i, h, tr.linear(h, d, trains)), heads, n)
+    rows = b * heads * n
+    scores = tr.bmm(q, tr.divide_by_tensor(k), rows, n)
+    if relative:  # the relative embeddings are dropped and (shared keys) projected even when no type reads them
+        rel = tr.dropout(tr.shared["rel"], c.hidden_dropout)
+
+        def project():
+            return tr.copy(_heads(tr, tr.linear(rel, d, trains, rows=k2), heads, k2), times=b)
+
+        pos_query = project() if (shared_key or "p2c" in types) else None
+        pos_key = project() if (shared_key or "c2p" in types) else None
+        for kind in types:
+            content, position = (q, pos_key) if kind == "c2p" else (k, pos_query)
+            index = tr.new(n * n, False, item_bytes=INT64)  # clamp(±relative_pos + k): (1, 1, n, n)
+            att = tr.gather(tr.bmm(content, position, rows, k2), index, rows * n)
+            scores = tr.add(scores, tr.divide_by_tensor(att))
+    scores = tr.masked_fill(scores, tr.new(b * n * n, False, item_bytes=1))  # ~mask.bool(): (B, 1, n, n)
+    probs = tr.dropout(tr.saves_output(scores), c.attention_dropout)
+    ctx = _heads(tr, tr.bmm(probs, v, rows, d // heads), heads, n)
+    y = hooks.adapt_attention_output(i, tr.dropout(tr.linear(ctx, d, trains), c.hidden_dropout))
+    a = hooks.attention_norm(i, tr.add(y, h), trains)
+    g = tr.linear(a, m.intermediate, trains)
+    g = hooks.adapt_ffn_activation(i, tr.activation(g, act))
+    z = tr.add(hooks.adapt_ffn_output(i, tr.dropout(tr.linear(g, d, trains), c.hidden_dropout)), a)
+    z = tr.add(z, hooks.parallel_branch(i, h))
+    out = hooks.adapt_layer_output(i, hooks.output_norm(i, z, trains))
+    if i == 0 and kernel > 0:
+        out = _conv(tr, m, h, out, trains)
+    return out
+
+
+def _conv(tr, m: BaseModel, h0, out, trains: bool):
+    """``ConvLayer`` after layer 0 on its input h0: LN(out + act(dropout(conv(h0) masked))) ⊙ mask."""
+    d, kernel = m.hidden, m.option("conv_kernel_size", 0)
+    x = tr.copy(h0)  # permute(0, 2, 1).contiguous()
+    length = tr.seq_len + 2 * ((kernel - 1) // 2) - kernel + 1
+    rows = tr.batch * length
+    tr.log("mm", rows, tr.new(rows * kernel * (d // m.option("conv_groups", 1)), False).nbytes, d, x.grad, trains)
+    if trains:
+        tr.save(x)
+    y = tr.copy(tr.new(rows * d, x.grad or trains))  # permute back, contiguous
+    y = tr.masked_fill(y, tr.new(tr.tokens, False, item_bytes=1))  # (1 − mask).bool()
+    y = tr.dropout(y, tr.cond.hidden_dropout)
+    y = tr.activation(y, m.option("conv_act", "tanh"))
+    normed = tr.layer_norm(tr.add(out, y), trains)
+    return tr.mul(normed, tr.new(tr.tokens, False), out=normed.nbytes)
+
+
+def classify(tr, m: BaseModel, h, pooler_trains: bool):
+    """``DebertaHead``: out(dropout(act(dense(pooler_dropout(h[:, 0])))))."""
+    return trace_dense_head(tr, m, tr.view(h, tr.batch * m.hidden), act=m.option("pooler_hidden_act", "gelu"),
+                            input_dropout=tr.cond.rate("pooler_dropout"))
+
+
+def embedding_tensors(m: BaseModel) -> int:
+    """Word (+ position) (+ token-type) tables (+ the bias-free projection), LayerNorm γ, β (+ the relative table
+    and its LayerNorm where the layers read them)."""
+    count = 1 + bool(m.option("position_biased_input", True)) + (m.token_types > 0) + (m.width != m.hidden) + 2
+    if _relative(m):
+        count += 1 + (2 if m.option("norm_rel_ebd", False) else 0)
+    return count
+
+
+def layer_tensors(m: BaseModel, i) -> int:
+    """BERT's 16 (+ weight and bias of each own position projection) (+ the convolution's 4 in layer 0)."""
+    count = LAYER_TENSORS + (2 * _position_projections(m) if not m.option("share_att_key", False) else 0)
+    return count + (4 if i == 0 and m.option("conv_kernel_size", 0) > 0 else 0)
+
+
+def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool) -> tuple[int, int]:
+    """BERT's eager working set plus, per relative type, the (B·h, n, 2k) scores before the gather, the repeated
+    (B, 2k, d) position projection and one more B·h·n² score tensor (an estimate)."""
+    attention, ffn = bert_inference_layer(m, batch, n, True, adapted)
+    if m.option("relative_attention", False):
+        k2 = 2 * span(m)
+        attention += len(_types(m)) * (batch * m.heads * n * k2 + batch * k2 * m.hidden + batch * m.heads * n * n)
+    return attention, ffn
+
+
+REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classify, prepare=prepare,
+                embedding_tensors=embedding_tensors, layer_tensors=layer_tensors, head_tensors=lambda m: 4,
+                conditions=conditions, inference_layer=inference_layer,
+                layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0)
+
 DEBERTA_V2 = Family("deberta-v2", "DeBERTa-v2 / v3", ("deberta-v2",), read, embeddings, layer_params, layer_flops,
                     embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
                     head_flops=dense_head_flops,
                     refuses=(("ca_mtl", "CA-MTL's conditional attention bias is defined on BERT's attention scores, "
-                                        "not on DeBERTa's disentangled ones"),), attention=("eager",))
+                                        "not on DeBERTa's disentangled ones"),), attention=("eager",), replay=REPLAY)

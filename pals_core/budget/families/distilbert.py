@@ -9,8 +9,8 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 from __future__ import annotations
 
 from ..shape import BaseModel
-from .base import Family, activation_option, dense_head_flops, dense_head_params, embedding_tables
-from .bert import layer_flops, layer_params
+from .base import Family, Replay, activation_option, dense_head_flops, dense_head_params, embedding_tables
+from .bert import layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings, trace_layer
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -28,5 +28,20 @@ def embeddings(m: BaseModel, paper: bool) -> int:
     return embedding_tables(m, m.vocab + m.positions, paper)
 
 
+def conditions(config: dict) -> dict:
+    """DistilBERT's names: ``dropout``, ``attention_dropout``, ``seq_classif_dropout`` (the head's)."""
+    return dict(hidden_dropout=float(config.get("dropout", 0.1)),
+                attention_dropout=float(config.get("attention_dropout", 0.1)),
+                classifier_dropout=float(config.get("seq_classif_dropout", 0.2)))
+
+
+REPLAY = Replay(
+    embeddings=lambda tr, m, trains: trace_embeddings(tr, m, trains, token_types=False),
+    layer=lambda tr, m, i, h, trains, hooks: trace_layer(tr, m, i, h, trains, hooks, output_dropout=False),
+    classify=lambda tr, m, h, pooler_trains: trace_dense_head(tr, m, tr.view(h, tr.batch * m.hidden), act="relu",
+                                                              input_dropout=0.0),
+    embedding_tensors=lambda m: 4, layer_tensors=layer_tensors, head_tensors=lambda m: 4, conditions=conditions)
+
 DISTILBERT = Family("distilbert", "DistilBERT", ("distilbert",), read, embeddings, layer_params, layer_flops,
-                    pooler=False, head_params=dense_head_params, head_flops=dense_head_flops, token_types=False)
+                    pooler=False, head_params=dense_head_params, head_flops=dense_head_flops, token_types=False,
+                    replay=REPLAY)

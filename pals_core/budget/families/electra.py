@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ..method import linear, mm
 from ..shape import BaseModel
-from .base import Family, dense_head_flops, dense_head_params, embedding_size, embedding_tables
-from .bert import layer_flops, layer_params, read_bert
+from .base import Family, Replay, dense_head_flops, dense_head_params, embedding_size, embedding_tables
+from .bert import layer_flops, layer_params, layer_tensors, read_bert, trace_dense_head, trace_embeddings, trace_layer
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -30,6 +30,13 @@ def embedding_flops(m: BaseModel, n: int) -> int:
     return mm(n, m.width, m.hidden).c if m.width != m.hidden else 0
 
 
+REPLAY = Replay(
+    embeddings=trace_embeddings, layer=trace_layer,
+    classify=lambda tr, m, h, pooler_trains: trace_dense_head(tr, m, tr.view(h, tr.batch * m.hidden), act="gelu",
+                                                              input_dropout=tr.cond.head_dropout),
+    embedding_tensors=lambda m: 5 + (2 if m.width != m.hidden else 0),  # + embeddings_project's weight and bias
+    layer_tensors=layer_tensors, head_tensors=lambda m: 4)
+
 ELECTRA = Family("electra", "ELECTRA", ("electra",), read, embeddings, layer_params, layer_flops,
                  embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
-                 head_flops=dense_head_flops)
+                 head_flops=dense_head_flops, replay=REPLAY)

@@ -18,9 +18,10 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 """
 from __future__ import annotations
 
+from ..activations import INT64
 from ..method import linear, mm
 from ..shape import BaseModel
-from .base import Family, activation_option
+from .base import Family, Replay, activation_option
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -92,8 +93,124 @@ def head_flops(m: BaseModel, labels: int) -> int:
     return (mm(1, m.hidden, m.hidden) + mm(1, m.hidden, labels)).c
 
 
+# --- the forward on symbolic tensors (memory and step time, SPEC §9–10) ------------------------------------------------
+# As ``ModernBertEncoderLayer`` and the trunk's adapted copy run it (checked against saved_tensors_hooks by
+# tests/test_memory.py): q, k, v are views of the fused Wqkv output (B, n, 3d), so whatever keeps one of them keeps
+# that whole storage; RoPE keeps cos and sin (n·d_h floats per layer type, computed once per forward) and makes new
+# (B, h, n, d_h) q and k; sdpa without dropout runs the fused CPU kernel (keeps q, k, the Wqkv output through v, its
+# output, the log-sum-exp — and, in a sliding-window layer with n ≥ local_attention/2, the window mask it converts
+# to B·n² floats at every call); the GLU keeps the Wi output (B, n, 2·d_ff: its GELU's input and the gate) and the
+# GELU's output; the norms keep their input and row statistics. The mean pooling keeps the caller's int64 mask
+# (B·n) and the token counts (B).
+
+def _norm_tensors(m: BaseModel) -> int:
+    return 1 + bool(m.option("norm_bias", False))
+
+
+def _index(m: BaseModel, i) -> int:
+    return m.layers - 1 if i == "top" else i
+
+
+def conditions(config: dict) -> dict:
+    """ModernBERT's rates: ``mlp_dropout`` (inside the GLU: the hidden rate), ``attention_dropout`` (on the attention
+    probabilities and after Wo), ``classifier_dropout``, ``embedding_dropout`` (transformers' defaults: all 0)."""
+    return dict(hidden_dropout=float(config.get("mlp_dropout", 0.0) or 0.0),
+                attention_dropout=float(config.get("attention_dropout", 0.0) or 0.0),
+                classifier_dropout=float(config.get("classifier_dropout", 0.0) or 0.0),
+                extra=(("embedding_dropout", float(config.get("embedding_dropout", 0.0) or 0.0)),))
+
+
+def trace_embeddings(tr, m: BaseModel, trains: bool):
+    x = tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), m.hidden, trains, m.vocab)
+    return tr.dropout(tr.layer_norm(x, trains), tr.cond.rate("embedding_dropout"))
+
+
+def prepare(tr, m: BaseModel, trains: bool) -> None:
+    """cos and sin of each layer type's RoPE, (1, n, d_h) each, computed once per forward (no grad)."""
+    for kind in sorted(set(m.option("layer_types"))):
+        for part in ("cos", "sin"):
+            tr.shared[(part, kind)] = tr.new(tr.seq_len * (m.hidden // m.heads), False)
+
+
+def _rope(tr, x, kind: str):
+    """x·cos + rotate_half(x)·sin: each product keeps the (1, n, d_h) cos or sin when x requires grad."""
+    cos, sin = tr.shared[("cos", kind)], tr.shared[("sin", kind)]
+    rotated = tr.copy(x)  # cat(−x₂, x₁)
+    return tr.add(tr.mul(x, cos), tr.mul(rotated, sin))
+
+
+def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks):
+    c, d, f, n = tr.cond, m.hidden, m.intermediate, tr.seq_len
+    idx = _index(m, i)
+    kind = m.option("layer_types")[idx]
+    x = h if idx == 0 else hooks.attention_norm(i, h, trains)
+    qkv = tr.linear(x, 3 * d, trains)
+    q, k, v = (tr.view(qkv, tr.tokens * d) for _ in range(3))
+    q, k, v = hooks.adapt_query(i, x, q), hooks.adapt_key(i, x, k), hooks.adapt_value(i, x, v)
+    q, k = _rope(tr, q, kind), _rope(tr, k, kind)
+    window = m.option("local_attention", 128) // 2
+    mask = None
+    if kind == "sliding_attention" and c.attention == "sdpa" and n >= window:
+        mask = tr.new(tr.batch * n * n, False)
+    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, packed=v.base is not None, heads_first=True, mask=mask)
+    y = hooks.adapt_attention_output(i, tr.dropout(tr.linear(ctx, d, trains), c.attention_dropout))
+    a = tr.add(h, y)
+    wi = tr.linear(hooks.output_norm(i, a, trains), 2 * f, trains)
+    act = tr.activation(tr.view(wi, tr.tokens * f), m.option("hidden_act", "gelu"))
+    g = tr.mul(act, tr.view(wi, tr.tokens * f))  # act(input) ⊙ gate
+    g = tr.dropout(hooks.adapt_ffn_activation(i, g), c.hidden_dropout)
+    z = tr.add(a, hooks.adapt_ffn_output(i, tr.linear(g, d, trains)))
+    z = tr.add(z, hooks.parallel_branch(i, h))
+    return hooks.adapt_layer_output(i, z)
+
+
+def finish(tr, m: BaseModel, h, trains: bool):
+    """The final norm."""
+    return tr.layer_norm(h, trains)
+
+
+def classify(tr, m: BaseModel, h, pooler_trains: bool):
+    """``ModernBertHead``: out(dropout(norm(act(dense(pooled))))), pooled = h[:, 0] (a view of h) or the mean of the
+    tokens under the mask (keeps the int64 mask, B·n, and the (B, 1) token counts)."""
+    b, d = tr.batch, m.hidden
+    if m.option("classifier_pooling", "cls") == "mean":
+        summed = tr.mul(h, tr.new(tr.tokens, False, item_bytes=INT64))
+        pooled = tr.new(b * d, summed.grad)
+        tr.elementwise(summed.nbytes, 1, 1, summed.grad)  # the sum over tokens
+        if pooled.grad:
+            tr.save(tr.new(b, False, item_bytes=INT64))  # ÷ the token counts: the divisor is kept
+    else:
+        pooled = tr.view(h, b * d)
+    y = tr.activation(tr.linear(pooled, d, True, rows=b), m.option("classifier_act", "gelu"))
+    y = tr.layer_norm(y, True, rows=b)
+    return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True, rows=b)
+
+
+def layer_tensors(m: BaseModel, i) -> int:
+    """attn_norm (none in layer 0), Wqkv, Wo (+ biases if attention_bias), mlp_norm, Wi, Wo (+ biases if mlp_bias)."""
+    att, mlp = 1 + bool(m.option("attention_bias", False)), 1 + bool(m.option("mlp_bias", False))
+    return (_norm_tensors(m) if _index(m, i) > 0 else 0) + 2 * att + _norm_tensors(m) + 2 * mlp
+
+
+def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool) -> tuple[int, int]:
+    """Attention: its input, the Wqkv output (3d), the rotated q and k, the context (eager: + the B·h·n² scores
+    twice); GLU: its input, the normed input, the Wi output (2·d_ff), the GELU and the product (d_ff each) (adapted
+    layers: + 4 (B, n, d)) — an estimate."""
+    tokens, d, f = batch * n, m.hidden, m.intermediate
+    attention = 7 * tokens * d + (2 * batch * m.heads * n * n if eager else 0)
+    return attention, 2 * tokens * d + 4 * tokens * f + (4 * tokens * d if adapted else 0)
+
+
+REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classify, finish=finish, prepare=prepare,
+                layer_kind=lambda m, i: (m.option("layer_types")[i], i == 0),
+                embedding_tensors=lambda m: 1 + _norm_tensors(m), layer_tensors=layer_tensors,
+                final_tensors=_norm_tensors,
+                head_tensors=lambda m: 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2,
+                conditions=conditions, inference_layer=inference_layer)
+
 MODERNBERT = Family("modernbert", "ModernBERT", ("modernbert",), read, embeddings, layer_params, layer_flops,
                     final_params=norm, pooler=False, head_params=head_params, head_flops=head_flops, token_types=False,
                     pad_token_id=50283,
                     refuses=(("ca_mtl", "CA-MTL's conditional layer norm needs post-norm LayerNorms with biases; "
-                                        "ModernBERT's are pre-norm, bias-free, and layer 0 has none"),))
+                                        "ModernBERT's are pre-norm, bias-free, and layer 0 has none"),),
+                    replay=REPLAY)

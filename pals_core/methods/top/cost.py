@@ -96,12 +96,19 @@ class ProjFfnTopActivations(ProjectedTopActivations):
 
 
 class BertLayerTopActivations(ActivationHooks):
-    """One more BERT layer, all of it trained."""
+    """One more layer of the trunk's family (a copy of its last layer, run as the trunk runs it), all of it trained."""
 
     def adapt_top(self, h):
-        from ...budget.memory import bert_layer
+        from ...budget.memory import replay_of
 
-        return bert_layer(self.trace, self.model, "top", h, True, ActivationHooks(self.trace, self.model, self.cfg, (), None))
+        plain = ActivationHooks(self.trace, self.model, self.cfg, (), None)
+        return replay_of(self.model).layer(self.trace, self.model, "top", h, True, plain)
+
+
+def _bert_layer_top_tensors(m, layers, cfg):
+    from ...budget.memory import replay_of
+
+    return replay_of(m).layer_tensors(m, "top"), 0
 
 
 def _check_top_layer(m, cfg) -> None:
@@ -133,5 +140,5 @@ METHODS = (
     Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder (fresh, as released; or a copy of the last layer).",
            "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False,
            validate=_check_top_layer,
-           activations=BertLayerTopActivations, tensors=lambda m, layers, cfg: (16, 0)),
+           activations=BertLayerTopActivations, tensors=_bert_layer_top_tensors),
 )
