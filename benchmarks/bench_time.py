@@ -29,7 +29,7 @@ from transformers import AutoConfig  # noqa: E402
 
 from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
 from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
-from pals_core.budget.activations import Conditions  # noqa: E402
+from pals_core.budget.models import conditions_from_config
 from pals_core.budget.config import design_label  # noqa: E402
 from pals_core.budget.memory import memory_train  # noqa: E402
 from pals_core.budget.timing import step_seconds  # noqa: E402
@@ -71,7 +71,7 @@ def main() -> None:
     fields = dict(fields, **{name: args.dropout for name in dropouts})
     hf = AutoConfig.for_model(fields.pop("model_type"), **fields)
     shape, tasks = from_hf_config(hf.to_dict(), name=args.model), parse_tasks(8)
-    cond = Conditions.from_hf_config(hf.to_dict() | {"attn_implementation": hf._attn_implementation})
+    cond = conditions_from_config(hf.to_dict() | {"attn_implementation": hf._attn_implementation})
     B, n = args.batch, args.seq_len
     entries = []
     for method, loc in DESIGNS:

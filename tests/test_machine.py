@@ -193,11 +193,12 @@ def test_family_presets_take_memory_and_slowdown_budgets(preset):
 def test_presets_read_their_family_conditions():
     """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
     from pals_core.budget.activations import Conditions
+    from pals_core.budget.models import conditions_for_model
 
-    assert Conditions.for_model("ModernBERT-base").hidden_dropout == 0.0
-    assert Conditions.for_model("ModernBERT-base").attention_dropout == 0.0
-    assert Conditions.for_model("deberta-v3-base").attention == "eager"
-    assert Conditions.for_model("bert-base") == Conditions()
+    assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
+    assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0
+    assert conditions_for_model("deberta-v3-base").attention == "eager"
+    assert conditions_for_model("bert-base") == Conditions()
 
 
 def test_time_model_prices_narrow_attention_heads():

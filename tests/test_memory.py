@@ -18,6 +18,7 @@ from transformers import BertConfig
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import METHODS, design, evaluate, from_hf_config, get_method, parse_tasks
 from pals_core.budget.activations import Conditions
+from pals_core.budget.models import conditions_from_config
 from pals_core.budget.memory import activation_bytes, memory_train
 from pals_core.budget.families import get_family
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
@@ -130,7 +131,7 @@ def _model(base, method, loc, freeze) -> MultiTaskBert:
 
 
 def _conditions(hf: BertConfig) -> Conditions:
-    return Conditions.from_hf_config(hf.to_dict() | {"attn_implementation": hf._attn_implementation})
+    return conditions_from_config(hf.to_dict() | {"attn_implementation": hf._attn_implementation})
 
 
 @pytest.mark.parametrize("base,method,loc,freeze", CASES, ids=IDS)

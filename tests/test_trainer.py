@@ -367,7 +367,7 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     the run's device (CPU: the local profile), beside the measured seconds per step and the peak memory."""
     import pals_core.train.machine_report as report
     from pals_core.budget import Task, design, evaluate
-    from pals_core.budget.activations import Conditions
+    from pals_core.budget.models import conditions_from_config
     from pals_core.budget.memory import memory_train
     from pals_core.train.models import model_shape, tiny_config_dict
 
@@ -382,7 +382,7 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     assert machine == summary["machine"]
     pred, meas = machine["predicted"], machine["measured"]
     ds = design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)], adapter, seq_len=48)
-    expected = memory_train(ds, 4, evaluate(ds, 4), batch=8, cond=Conditions.from_hf_config(tiny_config_dict()))
+    expected = memory_train(ds, 4, evaluate(ds, 4), batch=8, cond=conditions_from_config(tiny_config_dict()))
     assert pred["memory_train"] == expected.as_dict() and pred["device"] == "local"
     assert pred["time_step_s"] > 0 and pred["time_ratio"] > 1.0 and pred["memory_infer"] > 0
     assert meas["step_s"] == pytest.approx(summary["train_time_s"] / 4, rel=1e-2) and meas["peak_memory_bytes"] > 0

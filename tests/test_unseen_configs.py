@@ -29,6 +29,7 @@ from transformers.activations import ACT2CLS, ACT2FN
 from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
 from pals_core.budget.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
+from pals_core.budget.models import conditions_from_config
 from pals_core.budget.cli import main as pals_budget
 from pals_core.budget.families import get_family
 from pals_core.budget.memory import activation_bytes, memory_train
@@ -164,7 +165,7 @@ def _check(model_type: str, options: dict, refused, tmp_path, capsys) -> None:
     shape = from_hf_config(config)
     torch.manual_seed(0)
     assert base_params(shape) == sum(p.numel() for p in AutoModel.from_config(hf).parameters())
-    cond = Conditions.from_hf_config(config)
+    cond = conditions_from_config(config)
     for method in ("shared", "pals", "houlsby"):
         cfg = AdapterConfig(method=method, d_s=None if method == "shared" else 6, location="all", heads=2)
         ds = design(shape, parse_tasks(TASKS), cfg, seq_len=N)
@@ -240,7 +241,7 @@ def test_every_method_on_another_activation(key, method):
     model = MultiTaskModel.from_base_config(hf, cfg, TASKS)
     assert sum(p.numel() for p in model.parameters()) == cost.params_total
     assert count_forward_flops(model, "rte", N) == cost.flops_per_seq
-    mem = memory_train(ds, cfg.d_s, cost, batch=B, cond=Conditions.from_hf_config(config))
+    mem = memory_train(ds, cfg.d_s, cost, batch=B, cond=conditions_from_config(config))
     assert mem.activations == saved_activation_bytes(model, "rte", B, N)
     assert mem.optimizer == optimizer_state_bytes(model)
 

@@ -118,52 +118,6 @@ class Conditions:
     def head_dropout(self) -> float:
         return self.hidden_dropout if self.classifier_dropout is None else self.classifier_dropout
 
-    @classmethod
-    def from_hf_config(cls, config: dict, **kw) -> "Conditions":
-        """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model: BERT's
-        field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT)."""
-        from .families import MODEL_TYPES
-
-        impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
-        fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
-        model_type = config.get("model_type", "bert")
-        family = MODEL_TYPES.get(model_type) if isinstance(model_type, str) else None
-        if family is None and "n_layers" in config:  # DistilBERT's names without a model_type
-            family = MODEL_TYPES["distilbert"]
-        replay = family.replay if family is not None else None
-        if replay is not None and replay.conditions is not None:
-            fields.update(replay.conditions(config))
-        else:
-            fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                          attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                          classifier_dropout=config.get("classifier_dropout"))
-        return cls(**{**fields, **kw})
-
-
-def _for_model(cls, spec: str) -> "Conditions":
-    """The conditions of ``--model`` (a preset: its stored config read as a config.json — the family's defaults where
-    it names no rate; a config.json: what it says)."""
-    import json
-    import os
-
-    from .models import ALIASES, PRESET_CONFIGS
-
-    preset = PRESET_CONFIGS.get(ALIASES.get(spec, spec))
-    if preset is not None:
-        return cls.from_hf_config(preset)
-    path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
-    if not (path.endswith(".json") and os.path.isfile(path)):
-        return cls()
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError):
-        return cls()
-    return cls.from_hf_config(config) if isinstance(config, dict) else cls()
-
-
-Conditions.for_model = classmethod(_for_model)
-
 
 class Trace:
     """The storages saved so far by a symbolic forward over ``batch`` sequences of ``seq_len`` tokens."""

@@ -10,12 +10,11 @@ import sys
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
-from .activations import Conditions
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, embedding_params
 from .flags import add_flags, given_values
 from .machine import Machine
 from .methods import METHODS, get_method
-from .models import DEFAULT_MODEL, PRESETS, load_model
+from .models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
 from .paper import paper_reproduction
 from .solver import add_budget_flags, budget_from_args
 from .table import rows, sort_rows
@@ -116,7 +115,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
     costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, adapter=template,
                  seq_len=seq_len, convention=args.convention, machine=machine,
-                 model_conditions=Conditions.for_model(args.model))
+                 model_conditions=conditions_for_model(args.model))
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .activations import Conditions
+
+from .models import conditions_for_model
 from .memory import PRECISIONS, activation_bytes, memory_infer, memory_train
 from .poly import Poly
 from .timing import builtin_devices, load_profile, local_profile_path, step_seconds
@@ -116,7 +118,7 @@ def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
     that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
     machine = machine if machine is not None else Machine()
     try:
-        cond = machine.conditions(model_cond or Conditions.for_model(ds.model.name))
+        cond = machine.conditions(model_cond or conditions_for_model(ds.model.name))
         ds = exact(ds)
         step = step_seconds(ds, s, machine.batch, cond, machine.profile(), machine.precision)
         return step / base_step_seconds(ds, machine, cond)

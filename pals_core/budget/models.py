@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from .activations import Conditions
 from .shape import BaseModel  # noqa: F401  (re-exported: budget.models.BaseModel)
 
 
@@ -140,3 +141,42 @@ def load_model(spec: str) -> BaseModel:
         raise ValueError(f"model config {path} is not a JSON object")
     name = config.get("_name_or_path") or os.path.basename(os.path.dirname(os.path.abspath(path))) or "custom"
     return from_hf_config(config, name=str(name))
+
+
+def conditions_from_config(config: dict, **kw) -> Conditions:
+    """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (SPEC §9):
+    BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT);
+    ``kw`` overrides any field."""
+    from .families import MODEL_TYPES
+
+    impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
+    fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
+    model_type = config.get("model_type", "bert")
+    family = MODEL_TYPES.get(model_type) if isinstance(model_type, str) else None
+    if family is None and "n_layers" in config:  # DistilBERT's names without a model_type
+        family = MODEL_TYPES["distilbert"]
+    replay = family.replay if family is not None else None
+    if replay is not None and replay.conditions is not None:
+        fields.update(replay.conditions(config))
+    else:
+        fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
+                      attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+                      classifier_dropout=config.get("classifier_dropout"))
+    return Conditions(**{**fields, **kw})
+
+
+def conditions_for_model(spec: str) -> Conditions:
+    """The conditions of ``--model``: a preset's stored config read as a config.json (the family's defaults where it
+    names no rate); a config.json (or a folder holding one): what it says; anything else: the defaults."""
+    preset = PRESET_CONFIGS.get(ALIASES.get(spec, spec))
+    if preset is not None:
+        return conditions_from_config(preset)
+    path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
+    if not (path.endswith(".json") and os.path.isfile(path)):
+        return Conditions()
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return Conditions()
+    return conditions_from_config(config) if isinstance(config, dict) else Conditions()

@@ -5,6 +5,8 @@ from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
 from .activations import Conditions
+
+from .models import conditions_for_model
 from .config import AdapterConfig, design_label
 from .costs import DEFAULT_SEQ_LEN, Cost, Design, design
 from .methods import METHODS, get_method
@@ -80,7 +82,7 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
             raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
     out = Rows()
     if machine is not None and model_conditions is None:
-        model_conditions = Conditions.for_model(model.name)
+        model_conditions = conditions_for_model(model.name)
     for name, loc in pairs:
         method = get_method(name)
         size = d_s if method.sized else None

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Optional
 
 from ..budget import Task, design, evaluate
-from ..budget.activations import Conditions
+from pals_core.budget.models import conditions_from_config
 from ..budget.machine import Machine, resources, supported
 from ..budget.timing import local_profile_path
 
@@ -43,7 +43,7 @@ def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, se
         out["reason"] = f"memory and time are not modelled for the {shape.family} family"
         return out
     cost = evaluate(ds, adapter.d_s)
-    cond = Conditions.from_hf_config(hf_config)
+    cond = conditions_from_config(hf_config)
     if device is None:  # memory needs no profile: price it on the run's backend
         cond = replace(cond, backend="cuda" if cuda else "cpu")
         from ..budget.memory import memory_infer, memory_train

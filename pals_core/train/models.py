@@ -47,11 +47,11 @@ def model_shape(model: Optional[str]) -> BaseModel:
 def model_conditions(model: Optional[str]):
     """The dropout and attention implementation the trained model's config gives it (``budget.activations.Conditions``:
     what the calculator's memory and step time replay)."""
-    from ..budget.activations import Conditions
+    from ..budget.models import conditions_for_model, conditions_from_config
 
     if model == TINY:
-        return Conditions.from_hf_config(tiny_config_dict())
-    return Conditions.for_model(minilm_path() if model is None else model)
+        return conditions_from_config(tiny_config_dict())
+    return conditions_for_model(minilm_path() if model is None else model)
 
 
 def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
