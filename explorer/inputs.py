@@ -4,6 +4,12 @@ Pure Python (no streamlit): ``parse_inputs(RawInputs(...))`` either returns a fu
 ``Inputs`` or raises ``ValueError`` with one line that names the bad field — the page shows it
 with ``st.error``. Every check is the calculator's own (``pals_core.budget``); this module only
 routes the widget values to it.
+
+The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
+implementation: ``pals_core.budget.activations.Conditions``) from the same source as its shape — a preset's
+stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
+the trainer reads (``pals_core.train.models.model_conditions``) — so every view that prices memory or step time
+reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
 """
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ from typing import Optional
 
 from pals_core.budget import (AdapterConfig, CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
                               get_method, parse_tasks, resolve_layers)
+from pals_core.budget.activations import Conditions
+from pals_core.budget.models import conditions_for_model, conditions_from_config
 from pals_core.budget.units import parse_count, parse_positive_float
 
 UPLOAD = "upload a config.json…"
@@ -58,13 +66,15 @@ class RawInputs:
 
 @dataclass(frozen=True)
 class Inputs:
-    """A validated question for the calculator. ``location`` None = every location (all, top, bottom)."""
+    """A validated question for the calculator. ``location`` None = every location (all, top, bottom).
+    ``conditions``: the model's dropout and attention implementation, read with its shape (memory and step time)."""
 
     model: BaseModel
     tasks: tuple[Task, ...]
     budget: Budget
     methods: tuple[str, ...]
     location: Optional[str]
+    conditions: Conditions
     heads: int = AdapterConfig.default("heads")
     seq_len: int = 128
     convention: str = "exact"
@@ -76,31 +86,38 @@ class Inputs:
     train_model: Optional[str] = None  # its ``pals-train --model`` value: None = the embedded MiniLM
 
 
-def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str]]:
-    """A model the trainer builds → (its shape, its ``--model`` value), read by the trainer's own
-    ``model_shape`` (config.json only, no weights)."""
-    from pals_core.train.models import TINY as TINY_MODEL, model_shape
+def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
+    """A model the trainer builds → (its shape, its ``--model`` value, its conditions), read by the trainer's own
+    ``model_shape`` and ``model_conditions`` (config.json only, no weights)."""
+    from pals_core.train.models import TINY as TINY_MODEL, model_conditions, model_shape
 
     if choice == EMBEDDED:
-        return model_shape(None), None
-    if choice == TINY:
-        return model_shape(TINY_MODEL), TINY_MODEL
-    folder = (path or "").strip()
-    if not folder:
-        raise ValueError("enter the local checkpoint folder (it holds config.json), or pick another model")
-    if not os.path.isfile(os.path.join(folder, "config.json")):
-        raise ValueError(f"no config.json in the checkpoint folder {folder!r}")
-    return model_shape(folder), folder
+        train_model = None
+    elif choice == TINY:
+        train_model = TINY_MODEL
+    else:
+        train_model = (path or "").strip()
+        if not train_model:
+            raise ValueError("enter the local checkpoint folder (it holds config.json), or pick another model")
+        if not os.path.isfile(os.path.join(train_model, "config.json")):
+            raise ValueError(f"no config.json in the checkpoint folder {train_model!r}")
+    shape = model_shape(train_model)
+    try:
+        conditions = model_conditions(train_model)
+    except ValueError as e:  # a dropout rate that is no probability, or no number
+        raise ValueError(f"{train_model or 'the embedded MiniLM'}: config.json: {e}") from None
+    return shape, train_model, conditions
 
 
-def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> BaseModel:
-    """A preset, or the uploaded Hugging Face ``config.json`` read by ``from_hf_config``."""
+def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> tuple[BaseModel, Conditions]:
+    """A preset, or the uploaded Hugging Face ``config.json`` read by ``from_hf_config`` → (its shape, its
+    conditions: ``conditions_for_model`` of the preset, ``conditions_from_config`` of the upload)."""
     if name in TRAINABLE:
         raise ValueError(f"{name!r} is a trainable model: use trainer_model")
     if name != UPLOAD:
         if name not in PRESETS:
             raise ValueError(f"unknown model preset {name!r} (presets: {', '.join(PRESETS)})")
-        return PRESETS[name]
+        return PRESETS[name], conditions_for_model(name)
     if not config_bytes:
         raise ValueError("upload a Hugging Face config.json for the base model, or pick a preset")
     try:
@@ -113,8 +130,12 @@ def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] 
         raise ValueError(f"{config_name or 'config.json'} is not a JSON object")
     label = str(config.get("_name_or_path") or config_name or "uploaded config")
     try:
-        return from_hf_config(config, name=label)
+        model = from_hf_config(config, name=label)
     except TypeError as e:  # a field of the wrong JSON type
+        raise ValueError(f"{config_name or 'config.json'}: {e}") from None
+    try:
+        return model, conditions_from_config(config)
+    except ValueError as e:  # a dropout rate that is no probability, or no number
         raise ValueError(f"{config_name or 'config.json'}: {e}") from None
 
 
@@ -141,9 +162,9 @@ def parse_inputs(raw: RawInputs) -> Inputs:
     """Validate every field; raise ``ValueError`` naming the first bad one."""
     trainable, train_model = raw.model in TRAINABLE, None
     if trainable:
-        model, train_model = trainer_model(raw.model, raw.model_path)
+        model, train_model, conditions = trainer_model(raw.model, raw.model_path)
     else:
-        model = parse_model(raw.model, raw.config_name, raw.config_bytes)
+        model, conditions = parse_model(raw.model, raw.config_name, raw.config_bytes)
     if raw.task_mode == TASKS_GLUE:
         if not raw.glue_tasks:
             raise ValueError("choose at least one GLUE task (or switch to a number of tasks)")
@@ -171,5 +192,5 @@ def parse_inputs(raw: RawInputs) -> Inputs:
             raise ValueError(f"fixed d_s {raw.d_s!r} is not an integer (leave it empty to solve the budget)") from None
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
-    return Inputs(model, tuple(tasks), budget, methods, location, raw.heads, raw.seq_len, raw.convention,
+    return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, raw.seq_len, raw.convention,
                   bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model)

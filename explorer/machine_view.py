@@ -15,7 +15,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pals_core.budget import Cost
-from pals_core.budget.models import conditions_for_model
 from pals_core.budget.machine import Machine, resources, supported
 from pals_core.budget.memory import PRECISIONS
 from pals_core.budget.timing import builtin_devices, local_profile_path
@@ -33,15 +32,15 @@ def devices() -> list[str]:
 
 
 def priced(inp: Inputs, costs: list[Cost], machine: Machine) -> list[Cost]:
-    """Copies of the table's rows with the machine figures filled in (designs of unmodelled families are skipped)."""
+    """Copies of the table's rows with the machine figures filled in (designs of unmodelled families are skipped),
+    under the question's model conditions (``Inputs.conditions``: its config's dropout and attention)."""
     out = []
-    conditions = conditions_for_model(inp.model.name)  # a preset's dropout and attention (its family's defaults)
     for c in costs:
         ds = design_of(inp, key_of(c))
         if not supported(ds):
             continue
         row = copy.copy(c)
-        resources(row, ds, machine, conditions)
+        resources(row, ds, machine, inp.conditions)  # the model's own dropout and attention
         out.append(row)
     return out
 

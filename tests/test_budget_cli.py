@@ -97,3 +97,13 @@ def test_malformed_config(tmp_path):
     bad.write_text(json.dumps({"hidden_size": 64}))
     p = run("--model", str(bad), "--budget", "1.1")
     assert p.returncode == 2 and "lacks the field" in p.stderr
+
+
+@pytest.mark.parametrize("rate,needle", [([0.1], "not a number"), ("x", "not a number"), (1.5, "[0, 1)")])
+def test_a_dropout_rate_that_is_no_probability_is_one_line(tmp_path, capsys, rate, needle):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps(dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64, vocab_size=3000, hidden_dropout_prob=rate)))
+    assert main(["--model", str(bad), "--budget", "1.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err

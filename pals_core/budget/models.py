@@ -156,12 +156,16 @@ def conditions_from_config(config: dict, **kw) -> Conditions:
     if family is None and "n_layers" in config:  # DistilBERT's names without a model_type
         family = MODEL_TYPES["distilbert"]
     replay = family.replay if family is not None else None
-    if replay is not None and replay.conditions is not None:
-        fields.update(replay.conditions(config))
-    else:
-        fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                      attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                      classifier_dropout=config.get("classifier_dropout"))
+    try:
+        if replay is not None and replay.conditions is not None:
+            fields.update(replay.conditions(config))
+        else:
+            head = config.get("classifier_dropout")
+            fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
+                          attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+                          classifier_dropout=None if head is None else float(head))
+    except (TypeError, ValueError) as e:  # a rate of the wrong JSON type: bad input, one line
+        raise ValueError(f"a dropout rate in the config is not a number ({e})") from None
     return Conditions(**{**fields, **kw})
 
 
