@@ -9,6 +9,7 @@ from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is pr
   params_total, params_trained == the built MultiTaskModel (shared, pals, houlsby at every layer)
   flops_per_seq                == FlopCounterMode on one sequence
   memory_train activations     == the bytes ``saved_tensors_hooks`` sees (families whose forward is replayed)
+  (every method on a few other activations: also gradients and AdamW state == what torch holds after a step)
 
 ``test_every_activation_keeps_what_the_table_says`` holds ``budget.activations.ACTIVATIONS`` to torch for every
 activation transformers names (SPEC §9; README "What a config may hold").
@@ -35,7 +36,7 @@ from pals_core.budget.families import get_family
 from pals_core.budget.memory import activation_bytes, memory_train
 from pals_core.budget.poly import Poly
 from pals_core.flops import count_forward_flops
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
 
 torch.set_num_threads(1)
 
@@ -127,13 +128,17 @@ def _config_json(model_type: str, fields: dict) -> dict:
 
 
 def _memory_is_modelled(family: str) -> bool:
-    """The families whose forward the memory figure replays (``Family.replay`` where it exists, else ``memory.FAMILIES``)."""
-    from pals_core.budget import memory
+    """The families whose forward the memory figure replays (``Family.replay``)."""
+    return get_family(family).replay is not None
 
-    fam = get_family(family)
-    if hasattr(fam, "replay"):
-        return fam.replay is not None
-    return family in memory.FAMILIES
+
+def _gradient_bytes(model) -> int:
+    """Bytes of the gradients torch holds after a backward through every task (parameters no forward reaches get none)."""
+    inputs = batch_inputs(model, B, N)
+    model.train()
+    for task in model.tasks:
+        model(task=task, **inputs).float().pow(2).mean().backward()
+    return 4 * sum(p.numel() for p in model.parameters() if p.grad is not None)
 
 
 def _cli_refuses(tmp_path, config: dict, capsys) -> str:
@@ -223,7 +228,17 @@ def test_options_together_are_priced_exactly(tmp_path_factory, case):
 ACTIVATED = {"bert-relu": ("bert", dict(hidden_act="relu")),
              "bert-gelu_new-eager": ("bert", dict(hidden_act="gelu_new", attn_implementation="eager")),
              "distilbert-linear": ("distilbert", dict(activation="linear")),
-             "electra-quick_gelu": ("electra", dict(hidden_act="quick_gelu"))}
+             "electra-quick_gelu": ("electra", dict(hidden_act="quick_gelu")),
+             "deberta-relu-conv-sigmoid": ("deberta-v2", dict(hidden_act="relu", pooler_hidden_act="tanh", conv_kernel_size=3,
+                                                              conv_act="sigmoid", pooler_dropout=0.2)),
+             "deberta-unshared-gelu_new": ("deberta-v2", dict(hidden_act="gelu_new", share_att_key=False,
+                                                              position_biased_input=True, cls_dropout=0.0)),
+             "deberta-idle-relative": ("deberta-v2", dict(relative_attention=False)),  # its LayerNorm is built, never used
+             "deberta-no-c2p-p2c": ("deberta-v2", dict(pos_att_type=None, hidden_act="silu")),  # table and norm unused
+             "modernbert-relu-mean": ("modernbert", dict(hidden_activation="relu", classifier_activation="silu",
+                                                         classifier_pooling="mean")),
+             "modernbert-gelu_new-eager": ("modernbert", dict(hidden_activation="gelu_new", classifier_activation="linear",
+                                                              attn_implementation="eager", mlp_dropout=0.1))}
 METHOD_CASES = [(key, method) for key, (t, o) in ACTIVATED.items() for method in METHODS
                 if not get_family(from_hf_config(_config_json(t, _fields(t, o))).family).refusal(method)]
 
@@ -244,6 +259,7 @@ def test_every_method_on_another_activation(key, method):
     mem = memory_train(ds, cfg.d_s, cost, batch=B, cond=conditions_from_config(config))
     assert mem.activations == saved_activation_bytes(model, "rte", B, N)
     assert mem.optimizer == optimizer_state_bytes(model)
+    assert mem.gradients == _gradient_bytes(model)
 
 
 @pytest.mark.parametrize("name", sorted(ACT2CLS))

@@ -3,9 +3,12 @@
 Training, one step of one task's path (``model(task=t, …)``) on B sequences of n tokens, fp32, AdamW:
 
     weights     = 4 · N_total
-    gradients   = 4 · N_trained                         (frozen trunk / CA-MTL's frozen layers excluded)
-    optimizer   = 2 · 4 · N_trained + 4 · (trainable parameter tensors)     AdamW's exp_avg, exp_avg_sq and a
-                  float32 ``step`` per tensor, for every trainable parameter (every task having taken a step)
+    gradients   = 4 · N_reached                         N_reached = N_trained (frozen trunk / CA-MTL's frozen layers
+                                                        excluded) less the family's idle parameters, which no
+                                                        forward reaches (``Replay.idle_params``: DeBERTa's relative
+                                                        table / LayerNorm without c2p or p2c): no gradient, no state
+    optimizer   = 2 · 4 · N_reached + 4 · (trainable parameter tensors reached)     AdamW's exp_avg, exp_avg_sq and
+                  a float32 ``step`` per tensor (every task having taken a step)
     activations = bytes autograd saves during the training-mode forward (``activations.Trace``: each storage
                   once, parameters excluded; the model's own dropout, train mode, inputs without padding)
     total       = their sum
@@ -170,8 +173,10 @@ def trainable_tensors(ds) -> int:
 def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> MemoryTrain:
     """The training memory of ``ds`` at size ``s`` (``cost`` = ``evaluate(ds, s)``: its parameter counts)."""
     weights = FP32 * cost.params_total
-    gradients = FP32 * cost.params_trained
-    optimizer = 2 * FP32 * cost.params_trained + FP32 * trainable_tensors(ds)
+    trunk_trains = not ds.config.freeze_trunk and not (ds.method.frozen_layers and ds.method.frozen_layers(ds.model, ds.config))
+    reached = cost.params_trained - (replay_of(ds.model).idle_params(ds.model) if trunk_trains else 0)
+    gradients = FP32 * reached
+    optimizer = 2 * FP32 * reached + FP32 * trainable_tensors(ds)
     activations = activation_bytes(ds, batch, cond)(s or 0)
     return MemoryTrain(weights, gradients, optimizer, activations, weights + gradients + optimizer + activations)
 

@@ -120,6 +120,7 @@ class Replay:
     conditions: Optional[Callable[[dict], dict]] = None  # config.json -> ``Conditions`` fields
     inference_layer: Callable[..., tuple[int, int]] = bert_inference_layer  # (m, B, n, eager, adapted) -> elements
     layer_kind: Callable[[BaseModel, int], Any] = lambda m, i: None  # layers of one kind replay alike (a cache key)
+    idle_params: Callable[[BaseModel], int] = no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
 
 
 @dataclass(frozen=True)

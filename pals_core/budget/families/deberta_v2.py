@@ -253,6 +253,17 @@ def classify(tr, m: BaseModel, h, pooler_trains: bool):
                             input_dropout=tr.cond.rate("pooler_dropout"))
 
 
+def idle_params(m: BaseModel) -> int:
+    """Parameters the model holds but no forward reads unless c2p or p2c is on with ``relative_attention``: the 2k·d
+    relative table (``relative_attention`` with no c2p / p2c) and the relative LayerNorm's 2d (``norm_rel_ebd``, built even
+    without ``relative_attention``). They keep requires_grad (counted as trained) but never get a gradient, so torch
+    holds neither a gradient nor AdamW state for them."""
+    if _relative(m):
+        return 0
+    table = 2 * span(m) * m.hidden if m.option("relative_attention", False) else 0
+    return table + (2 * m.hidden if m.option("norm_rel_ebd", False) else 0)
+
+
 def embedding_tensors(m: BaseModel) -> int:
     """Word (+ position) (+ token-type) tables (+ the bias-free projection), LayerNorm γ, β (+ the relative table
     and its LayerNorm where the layers read them)."""
@@ -281,7 +292,7 @@ def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool
 REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classify, prepare=prepare,
                 embedding_tensors=embedding_tensors, layer_tensors=layer_tensors, head_tensors=lambda m: 4,
                 conditions=conditions, inference_layer=inference_layer,
-                layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0)
+                layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0, idle_params=idle_params)
 
 DEBERTA_V2 = Family("deberta-v2", "DeBERTa-v2 / v3", ("deberta-v2",), read, embeddings, layer_params, layer_flops,
                     embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
