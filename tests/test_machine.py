@@ -105,16 +105,14 @@ def test_table_names_the_machine_and_the_binding_constraint():
     assert "NVIDIA T4" in text and "binds" in text and "train GiB" in text and "step × base" in text
 
 
-def test_cli_memory_is_torch_memory_for_a_config_json(tmp_path):
-    """An outside check's path: a config.json of a small BERT (dropout, eager), pals-budget --json at a size, torch."""
-    hf = BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=60,
-                    max_position_embeddings=20, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.1,
-                    attn_implementation="eager")
-    d = hf.to_dict() | {"attn_implementation": "eager"}
-    (tmp_path / "config.json").write_text(json.dumps(d))
-    cpu_profile = tmp_path / "cpu.json"  # a CPU profile: the figure is exact for torch on CPU
+def _cli_rows_and_models(tmp_path, hf, config: dict, designs):
+    """For each (method, d_s, freeze): ``pals-budget --json`` on ``config`` written as a config.json (a CPU profile: the
+    figure is exact for torch on CPU) → (its argv, its first row, the model torch builds); asserts the row's weights,
+    AdamW state and saved activations are torch's to the byte."""
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    cpu_profile = tmp_path / "cpu.json"
     cpu_profile.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "cpu"}))
-    for method, d_s, freeze in (("houlsby", 6, False), ("pals", 8, True), ("ia3", None, False)):
+    for method, d_s, freeze in designs:
         argv = ["--model", str(tmp_path / "config.json"), "--tasks", "rte,stsb", "--method", method, "--seq-len", "9",
                 "--batch", "3", "--heads", "4", "--device", str(cpu_profile)]
         argv += (["--d-s", str(d_s)] if d_s else []) + (["--freeze-trunk"] if freeze else [])
@@ -125,6 +123,17 @@ def test_cli_memory_is_torch_memory_for_a_config_json(tmp_path):
         assert row["memory_train"]["weights"] == 4 * sum(p.numel() for p in model.parameters())
         assert row["memory_train"]["optimizer"] == optimizer_state_bytes(model)
         assert row["memory_train"]["activations"] == saved_activation_bytes(model, "rte", 3, 9)
+        yield argv, row, model
+
+
+def test_cli_memory_is_torch_memory_for_a_config_json(tmp_path):
+    """An outside check's path: a config.json of a small BERT (dropout, eager), pals-budget --json at a size, torch."""
+    hf = BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=48, vocab_size=60,
+                    max_position_embeddings=20, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.1,
+                    attn_implementation="eager")
+    d = hf.to_dict() | {"attn_implementation": "eager"}
+    for argv, row, model in _cli_rows_and_models(tmp_path, hf, d, (("houlsby", 6, False), ("pals", 8, True),
+                                                                   ("ia3", None, False))):
         gpu = _json([*argv, "--device", "h100"])["rows"][0]  # CUDA: bool dropout masks, fused attention under dropout
         assert gpu["memory_train"]["activations"] < row["memory_train"]["activations"]
 
@@ -149,20 +158,8 @@ def test_cli_memory_is_torch_memory_for_other_families(tmp_path, family):
 
     fields = dict(FAMILY_CONFIGS[family])
     hf = AutoConfig.for_model(fields.pop("model_type"), **fields)
-    (tmp_path / "config.json").write_text(json.dumps(hf.to_dict()))
-    cpu_profile = tmp_path / "cpu.json"
-    cpu_profile.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "cpu"}))
-    for method, d_s, freeze in (("pals", 8, False), ("lora", 5, True), ("bert_layer_top", None, False)):
-        argv = ["--model", str(tmp_path / "config.json"), "--tasks", "rte,stsb", "--method", method, "--seq-len", "9",
-                "--batch", "3", "--heads", "4", "--device", str(cpu_profile)]
-        argv += (["--d-s", str(d_s)] if d_s else []) + (["--freeze-trunk"] if freeze else [])
-        row = _json(argv)["rows"][0]
-        torch.manual_seed(0)
-        model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, d_s=d_s, heads=4, freeze_trunk=freeze),
-                                               {"rte": 2, "stsb": 1})
-        assert row["memory_train"]["weights"] == 4 * sum(p.numel() for p in model.parameters())
-        assert row["memory_train"]["optimizer"] == optimizer_state_bytes(model)
-        assert row["memory_train"]["activations"] == saved_activation_bytes(model, "rte", 3, 9)
+    for _, row, _ in _cli_rows_and_models(tmp_path, hf, hf.to_dict(), (("pals", 8, False), ("lora", 5, True),
+                                                                       ("bert_layer_top", None, False))):
         assert row["time_step_s"] > 0 and row["memory_infer"] > row["memory_train"]["weights"]
 
 
