@@ -121,15 +121,13 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
         raise ValueError(f"config {name!r} lacks the field {e.args[0]!r}") from None
 
 
-def load_model(spec: str) -> BaseModel:
-    """A preset name, or a path to a HF ``config.json`` (or to a folder holding one)."""
-    key = ALIASES.get(spec, spec)
-    presets = _presets()
-    if key in presets:
-        return presets[key]
-    path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
-    if not (path.endswith(".json") or os.path.exists(path)):
-        raise ValueError(f"unknown model preset {spec!r} (presets: {', '.join(presets)}; or give a config.json path)")
+def config_path(spec: str) -> str:
+    """``--model`` as a file: a folder means the config.json inside it."""
+    return os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
+
+
+def read_config(path: str) -> dict:
+    """A HF ``config.json`` parsed; ``ValueError`` with one line when it is missing, not JSON or not an object."""
     try:
         with open(path, encoding="utf-8") as f:
             config = json.load(f)
@@ -139,6 +137,19 @@ def load_model(spec: str) -> BaseModel:
         raise ValueError(f"model config {path} is not valid JSON: {e}") from None
     if not isinstance(config, dict):
         raise ValueError(f"model config {path} is not a JSON object")
+    return config
+
+
+def load_model(spec: str) -> BaseModel:
+    """A preset name, or a path to a HF ``config.json`` (or to a folder holding one)."""
+    key = ALIASES.get(spec, spec)
+    presets = _presets()
+    if key in presets:
+        return presets[key]
+    path = config_path(spec)
+    if not (path.endswith(".json") or os.path.exists(path)):
+        raise ValueError(f"unknown model preset {spec!r} (presets: {', '.join(presets)}; or give a config.json path)")
+    config = read_config(path)
     name = config.get("_name_or_path") or os.path.basename(os.path.dirname(os.path.abspath(path))) or "custom"
     return from_hf_config(config, name=str(name))
 
@@ -175,12 +186,11 @@ def conditions_for_model(spec: str) -> Conditions:
     preset = PRESET_CONFIGS.get(ALIASES.get(spec, spec))
     if preset is not None:
         return conditions_from_config(preset)
-    path = os.path.join(spec, "config.json") if os.path.isdir(spec) else spec
+    path = config_path(spec)
     if not (path.endswith(".json") and os.path.isfile(path)):
         return Conditions()
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
+        config = read_config(path)
     except (OSError, ValueError):
         return Conditions()
-    return conditions_from_config(config) if isinstance(config, dict) else Conditions()
+    return conditions_from_config(config)
