@@ -21,6 +21,7 @@ from typing import Optional
 from pals_core.budget import (AdapterConfig, CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
                               get_method, parse_tasks, resolve_layers)
 from pals_core.budget.activations import Conditions
+from pals_core.budget.families import get_family
 from pals_core.budget.models import conditions_for_model, conditions_from_config
 from pals_core.budget.units import parse_count, parse_positive_float
 
@@ -184,6 +185,7 @@ def parse_inputs(raw: RawInputs) -> Inputs:
                         ("FFN ratio", raw.ffn_ratio)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    get_family(model.family).check_seq_len(model, raw.seq_len)
     d_s = None
     if (raw.d_s or "").strip():
         try:

@@ -15,6 +15,8 @@ import torch
 from torch.utils.flop_counter import (FlopCounterMode, flop_registry, register_flop_formula, sdpa_backward_flop_count,
                                       sdpa_flop_count)
 
+from .budget.families import get_family
+
 _aten = torch.ops.aten
 
 
@@ -43,8 +45,7 @@ def count_flops(fn: Callable[..., Any], *args, **kwargs) -> int:
 
 
 def _inputs(model, n: int, batch: int) -> dict[str, torch.Tensor]:
-    if not isinstance(n, int) or n < 1 or n > model.base_config.max_position_embeddings:
-        raise ValueError(f"sequence length must be 1..{model.base_config.max_position_embeddings}, got {n!r}")
+    get_family(model.shape.family).check_seq_len(model.shape, n)
     device = next(model.bert.parameters()).device
     ids = (torch.arange(batch * n, device=device).view(batch, n) % model.shape.vocab)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}

@@ -615,3 +615,12 @@ def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
     limit = Budget(ratio=1.13, of="non-embedding").extra_limit(base_params(xlmr), embedding_params(xlmr))
     assert any("non-embedding parameters" in m.value and human(limit) in m.value for m in app.main.markdown)
     assert int(metric(app, "solved d_s")) < int(before)
+
+
+def test_a_sequence_longer_than_the_model_takes_is_an_error(app):
+    """bert-base-uncased has 512 positions: n = 513 is refused on the page, not priced."""
+    app.sidebar.number_input(key="seq_len").set_value(513).run()
+    errors = page_errors(app)
+    assert len(errors) == 1 and "sequence length 513 exceeds bert-base-uncased's 512 positions" in errors[0]
+    app.sidebar.number_input(key="seq_len").set_value(512).run()
+    assert page_errors(app) == []

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from .config import AdapterConfig
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, embedding_params
+from .families import get_family
 from .flags import add_flags, given_values
 from .machine import Machine
 from .methods import METHODS, get_method
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
     add_flags(p, Machine, title="machine (memory, SPEC §9; step time, SPEC §10)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
-    p.add_argument("--seq-len", default=str(DEFAULT_SEQ_LEN), metavar="n", help=f"tokens per sequence for FLOPs (default {DEFAULT_SEQ_LEN})")
+    p.add_argument("--seq-len", metavar="n", help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
+                                                  "or the model's longest when that is shorter)")
     p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -93,7 +95,15 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     model = load_model(args.model)
     tasks = parse_tasks(args.tasks)
     budget = budget_from_args(args)
-    seq_len = parse_positive_int(args.seq_len, "--seq-len")
+    family = get_family(model.family)
+    if args.seq_len is None:
+        seq_len = min(DEFAULT_SEQ_LEN, family.max_tokens(model))
+    else:
+        seq_len = parse_positive_int(args.seq_len, "--seq-len")
+        try:
+            family.check_seq_len(model, seq_len)
+        except ValueError as e:
+            raise UsageError(f"--seq-len: {e}") from None
     given = given_values(args, AdapterConfig)
     d_s, location, method_name = given.pop("d_s", None), given.pop("location", None), given.pop("method", None)
     template = AdapterConfig(**given)

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
+from ..budget.families import get_family
 from ..budget.methods import label_of
 
 
@@ -80,8 +81,10 @@ def resolve(cfg):
     if not cost.feasible:
         raise ValueError(f"{label_of(cfg.adapter)} needs {cost.ratio:.4f}× the base model "
                          f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}")
-    if cfg.max_len > shape.positions:
-        raise ValueError(f"max_len {cfg.max_len} exceeds the model's {shape.positions} positions")
+    try:
+        get_family(shape.family).check_seq_len(shape, cfg.max_len)
+    except ValueError as e:
+        raise ValueError(f"max_len: {e}") from None
     check_memory(cost.params_total)
     return cfg
 

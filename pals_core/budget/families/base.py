@@ -145,6 +145,7 @@ class Family:
     pad_token_id: int = 0  # transformers' default for its configs (the embeddings' padding row)
     notes: str = ""  # what the family's counts assume, for the documentation
     replay: Optional[Replay] = None  # its forward on symbolic tensors (memory and step time); None = not modelled
+    reserved_positions: Callable[[BaseModel], int] = no_count  # position rows no token can use (RoBERTa: pad + 1)
 
     def refusal(self, method: str) -> Optional[str]:
         """Why ``method`` cannot apply to this family (None = it can)."""
@@ -154,6 +155,20 @@ class Family:
         """N_base = embeddings + Σ_i layer_i + final + pooler: ``sum(p.numel())`` of ``AutoModel.from_config``."""
         return (self.embedding_params(m, paper) + sum(self.layer_params(m, i, paper) for i in range(m.layers))
                 + self.final_params(m, paper) + (pooler_params(m, paper) if self.pooler else 0))
+
+    def max_tokens(self, m: BaseModel) -> int:
+        """The longest sequence the model takes: P = ``max_position_embeddings`` less the rows no token can use
+        (RoBERTa numbers positions from pad + 1). The declared limit also for the families whose positions are
+        relative or rotary (DeBERTa-v3, ModernBERT): what the model was built for."""
+        return m.positions - self.reserved_positions(m)
+
+    def check_seq_len(self, m: BaseModel, n: int) -> None:
+        """``ValueError`` (one line) unless 1 ≤ n ≤ ``max_tokens(m)``."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"sequence length must be a positive integer, got {n!r}")
+        if n > self.max_tokens(m):
+            raise ValueError(f"sequence length {n} exceeds {m.name}'s {self.max_tokens(m)} positions "
+                             f"(max_position_embeddings {m.positions})")
 
     def pooler_flops(self, m: BaseModel) -> int:
         """2d² when the family has a pooler (it runs on the first token), else 0."""

@@ -14,6 +14,8 @@ RoBERTa's head); ``AutoModel`` (``RobertaModel`` with its pooler) is what N_base
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..method import bert_layer_flops, bert_layer_params
 from ..shape import BaseModel
 from .base import Family, Replay, activation_option, embedding_tables
@@ -33,6 +35,16 @@ def read_bert(config: dict, name: str, *, family: str = "bert", positions: int =
                      heads=config["num_attention_heads"], intermediate=config["intermediate_size"],
                      vocab=config["vocab_size"], positions=config.get("max_position_embeddings", positions),
                      token_types=types, family=family, embedding=embedding, options=tuple(sorted(options.items())))
+
+
+def read_roberta(config: dict, name: str) -> BaseModel:
+    """RoBERTa numbers positions from pad + 1 (``create_position_ids_from_input_ids``): a ``pad_token_id`` other than 1
+    is kept as an option, for the longest sequence P − pad − 1."""
+    m = read_bert(config, name, family="roberta", positions=514, token_types=1)
+    pad = config.get("pad_token_id", 1)
+    if isinstance(pad, int) and not isinstance(pad, bool) and pad != 1:
+        m = replace(m, options=tuple(sorted(dict(m.options, pad_token_id=pad).items())))
+    return m
 
 
 def embeddings(m: BaseModel, paper: bool) -> int:
@@ -123,5 +135,5 @@ ROBERTA_REPLAY = Replay(embeddings=lambda tr, m, trains: trace_embeddings(tr, m,
 
 BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops, replay=BERT_REPLAY)
 ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
-                 lambda c, name: read_bert(c, name, family="roberta", positions=514, token_types=1),
-                 embeddings, layer_params, layer_flops, pad_token_id=1, replay=ROBERTA_REPLAY)
+                 lambda c, name: read_roberta(c, name), embeddings, layer_params, layer_flops, pad_token_id=1,
+                 replay=ROBERTA_REPLAY, reserved_positions=lambda m: m.option("pad_token_id", 1) + 1)
