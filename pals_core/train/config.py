@@ -129,8 +129,8 @@ class TrainConfig:
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
-        if self.max_len < 8 or self.max_len > 512:
-            raise ValueError(f"max_len must be between 8 and 512, got {self.max_len}")
+        if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
+            raise ValueError(f"max_len must be at least 8, got {self.max_len}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
         _finite("lr", self.lr, low=0.0, strict=True)
