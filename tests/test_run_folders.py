@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from pals_core.train import lock as run_lock
 from pals_core.train.checkpoint import Checkpoints
@@ -216,7 +217,7 @@ def test_resume_from_damaged_files_is_one_line_exit_2(tmp_path, cache, capsys):
     assert rc == 0, err
     cfg = json.loads((out / "config.json").read_text())
     latest = json.loads((out / "checkpoints" / "latest.json").read_text())["dir"]
-    for victim in ("shared.safetensors", "optimizer.pt", "config", "latest"):
+    for victim in ("shared.safetensors", "optimizer.pt", "config", "latest", "groups"):
         copy = tmp_path / f"copy-{victim}"
         shutil.copytree(out, copy)
         (copy / "summary.json").unlink()
@@ -226,11 +227,19 @@ def test_resume_from_damaged_files_is_one_line_exit_2(tmp_path, cache, capsys):
             (copy / "config.json").write_text("{}")
         elif victim == "latest":
             (copy / "checkpoints" / "latest.json").write_text('{"step": 4')
+        elif victim == "groups":  # an earlier pals-train's optimizer: its weight-decay groups held other tensors
+            f = copy / "checkpoints" / latest / "optimizer.pt"
+            blob = torch.load(f, weights_only=True)
+            first, *rest = blob["optimizer"]["param_groups"]
+            blob["optimizer"]["param_groups"] = [{**first, "params": [i for g in (first, *rest) for i in g["params"]]}]
+            torch.save(blob, f)
         else:
             f = copy / "checkpoints" / latest / victim
             f.write_bytes(f.read_bytes()[: f.stat().st_size // 3])
         line = one_line(*cli(["--resume", "--out", copy, "--no-progress"], capsys))
         assert {"config": str(copy / "config.json"), "latest": "latest.json"}.get(victim, latest) in line, line
+        if victim == "groups":
+            assert "earlier pals-train" in line and "start a new one" in line, line
         assert (copy / "checkpoints" / latest / "state.json").is_file()  # nothing pruned on the way out
         assert json.loads((copy / "config.json").read_text()) == ({} if victim == "config" else cfg)
 

@@ -173,6 +173,13 @@ class Checkpoints:
     def _load(self, folder: Path, model, optimizer, scheduler, map_location: Any) -> dict:
         load_model(model, folder)
         blob = torch.load(folder / OPTIMIZER_FILE, map_location=map_location, weights_only=True)
+        saved = [len(g["params"]) for g in blob["optimizer"]["param_groups"]]
+        built = [len(g["params"]) for g in optimizer.param_groups]
+        if saved != built:  # torch would say only "a different number of parameter groups" or "doesn't match the size"
+            raise CheckpointDamaged(
+                f"checkpoint {folder} holds optimizer state for parameter groups of {saved} tensors, this run's optimizer "
+                f"has {built} (a checkpoint from an earlier pals-train, whose weight-decay groups differed, e.g. IA³ "
+                "scales before they left weight decay); the run cannot continue from it: start a new one (another --out)")
         optimizer.load_state_dict(blob["optimizer"])
         scheduler.load_state_dict(blob["scheduler"])
         torch.set_rng_state(blob["torch_rng"])
