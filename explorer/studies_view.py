@@ -53,6 +53,29 @@ def render_settings(study) -> None:
 MODELS = {"tiny random BERT (smoke study)": "tiny", "embedded MiniLM": None}
 
 
+def _machine_inputs() -> dict[str, str]:
+    """The study's machine budgets (``Machine`` field → text, as ``pals-study run``'s flags; help text from its
+    declaration): empty memory and slowdown = no bound. Read by pals-study's parser on Start, which says what is wrong."""
+    from pals_core.budget.flags import flags_of
+    from pals_core.budget.machine import Machine
+    from pals_core.budget.memory import PRECISIONS
+    from studies.settings import MACHINE_NAMES
+
+    from .machine_view import devices
+
+    help_of = {f.name: f.help for f in flags_of(Machine, MACHINE_NAMES)}
+    c = st.columns(4)
+    memory = c[0].text_input("Memory budget", value="", placeholder="none (e.g. 24GB)", key="study_start_memory",
+                             help=help_of["memory"])
+    slowdown = c[1].text_input("Max step slowdown", value="", placeholder="none (e.g. 1.2 × base)",
+                               key="study_start_slowdown", help=help_of["max_slowdown"])
+    precision = c[2].selectbox("Precision", list(PRECISIONS), key="study_start_precision", help=help_of["precision"])
+    names = ["default"] + devices()
+    device = c[3].selectbox("Device profile", names, key="study_start_device", help=help_of["device"])
+    return {"memory": memory, "max_slowdown": slowdown, "precision": precision,
+            "device": "" if device == "default" else device}
+
+
 def render_start_form(storage_url: str) -> None:
     """Definition, study name, tasks, model, budget, steps, trials → a ``pals-study run`` worker in the background."""
     from studies.definitions import DEFINITIONS
@@ -74,11 +97,13 @@ def render_start_form(storage_url: str) -> None:
         trials = c[2].number_input("Trials (study total)", min_value=1, value=10, step=1, key="study_start_trials")
         examples = c[3].number_input("Examples per task (0 = default)", min_value=0, value=0, step=16,
                                      key="study_start_examples")
+        machine = _machine_inputs()
         submitted = st.form_submit_button("Start")
     if submitted:
         try:
             settings = study_workers.settings_from_form(definition, tasks=tasks, model=MODELS[model], budget=budget,
-                                                        steps=int(steps), max_examples=int(examples) or None)
+                                                        steps=int(steps), max_examples=int(examples) or None,
+                                                        machine=machine)
             worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
         except (ValueError, OSError) as e:  # StudyError is a ValueError
             st.error(f"Could not start the study: {e}")

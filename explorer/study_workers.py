@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig
+from pals_core.budget.machine import Machine
 from pals_core.budget.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
 
 from studies.errors import StudyError
@@ -123,15 +124,23 @@ def worker_argv(settings: StudySettings, storage: str, study_name: str, trials: 
 
 
 def settings_from_form(definition: str, *, tasks: str, model: Optional[str], budget: float, steps: int,
-                       max_examples: Optional[int] = None) -> StudySettings:
-    """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages)."""
+                       max_examples: Optional[int] = None, machine: Optional[dict[str, str]] = None) -> StudySettings:
+    """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``machine``:
+    ``Machine`` field → the text typed for it (empty or the field's default: not given), passed as pals-study's machine flags
+    (``--memory``, ``--max-slowdown``, ``--precision``, ``--device-profile``)."""
+    from pals_core.budget.flags import flags_of
     from studies.cli import build_parser, requested_settings
+    from studies.settings import MACHINE_NAMES
 
     args = ["run", definition, "--tasks", tasks, "--budget", repr(float(budget)), "--steps", str(int(steps))]
     if model:
         args += ["--model", model]
     if max_examples:
         args += ["--max-train-examples", str(int(max_examples)), "--max-eval-examples", str(int(max_examples))]
+    flags = {f.name: f for f in flags_of(Machine, MACHINE_NAMES)}
+    for name, text in (machine or {}).items():
+        if text and text.strip() and text.strip() != flags[name].default:  # as the CLI: only what is asked for
+            args += [f"{flags[name].flag}={text.strip()}"]  # "=": a value starting with "-" is not read as a flag
     try:
         settings, _ = requested_settings(definition, build_parser().parse_args(args))
     except StudyError as e:

@@ -174,3 +174,26 @@ def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
 
     line = settings_line({"pals_settings": settings.as_dict()})
     assert "device t4" in line and "memory ≤ 24GiB" in line and "step ≤ 1.5× base" in line
+
+
+def test_the_studies_form_passes_its_machine_to_pals_study(tmp_path):
+    """The Studies tab's machine inputs give the settings `pals-study create --memory … --device-profile …` stores;
+    empty inputs give no bound; a bad one is pals-study's own one-line message."""
+    from explorer.study_workers import settings_from_form
+    from studies.cli import build_parser, requested_settings
+
+    form = dict(tasks="rte,mrpc", model="tiny", budget=1.5, steps=4)
+    typed = {"memory": " 24GiB ", "max_slowdown": "1.5", "precision": "bf16", "device": "t4"}
+    got = settings_from_form("design", **form, machine=typed)
+    want, _ = requested_settings("design", build_parser().parse_args(
+        ["create", "design", "--model", "tiny", "--tasks", "rte,mrpc", "--budget", "1.5", "--steps", "4",
+         "--memory", "24GiB", "--max-slowdown", "1.5", "--precision", "bf16", "--device-profile", "t4"]))
+    assert got.machine == want.machine == {"device": "t4", "precision": "bf16", "memory": "24GiB", "max_slowdown": 1.5}
+    plain = settings_from_form("design", **form, machine={"memory": "", "max_slowdown": "", "precision": "fp32",
+                                                          "device": ""})
+    assert plain.machine == settings_from_form("design", **form).machine
+    for field, text, says in (("memory", "-3GB", "--memory"), ("memory", "3XB", "--memory"),
+                              ("max_slowdown", "fast", "--max-slowdown"), ("device", "nosuch", "nosuch")):
+        with pytest.raises(ValueError) as e:
+            settings_from_form("design", **form, machine={field: text})
+        assert "\n" not in str(e.value) and says in str(e.value), str(e.value)

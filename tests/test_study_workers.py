@@ -172,12 +172,15 @@ def test_the_studies_view_starts_a_study_from_its_form(env):
     at.number_input(key="study_start_trials").set_value(1)
     at.number_input(key="study_start_examples").set_value(16)
     at.number_input(key="study_start_budget").set_value(1.05)
+    at.text_input(key="study_start_memory").set_value("24GiB")  # a machine budget, stored with the study
+    at.selectbox(key="study_start_device").set_value("t4")
     at.button[0].click()  # the form's Start
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Started worker" in s.value for s in at.success)
     workers = study_workers.list_workers()
     assert len(workers) == 1 and workers[0].get("study_name") == "from-the-page"
+    assert workers[0].settings.machine == {"device": "t4", "precision": "fp32", "memory": "24GiB", "max_slowdown": None}
     assert any(workers[0].id in m.value and "from-the-page" in m.value for m in at.markdown)
     done = _wait(workers[0].path, lambda w: not w.alive)
     assert done.exit_code == 0, done.log_tail(30)
