@@ -291,7 +291,12 @@ def main() -> int:
     from pals_core.train.trainer import TrainingStopped
 
     try:
-        done = sd.run_leaves(out, leaves, a.jobs, progress=False, on_change=lambda: copy_summaries(out, results))
+        def finished_some() -> None:
+            for sp in sep_plans.values():
+                sd.write_finished_separate(sp)  # a separate seed's summary as soon as its tasks are done
+            copy_summaries(out, results)
+
+        done = sd.run_leaves(out, leaves, a.jobs, progress=False, on_change=finished_some)
     except (TrainingStopped, KeyboardInterrupt):
         copy_summaries(out, results)
         print(f"paper_claim: stopped; run the same command again to continue", file=sys.stderr)

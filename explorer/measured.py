@@ -6,8 +6,9 @@ A result is one ``summary.json`` written by ``pals-train``: a single run's (``av
 scale, 0–100, as the CLI prints them. The majority-class reference comes from the GLUE files themselves
 (``pals_core.data.metrics.majority_scores``: the most frequent training label on every dev example).
 
-Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`` of this checkout, two levels
-deep; a seed run inside an aggregate is represented by the aggregate.
+Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`` of this checkout, three levels
+deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an aggregate is represented by the aggregate, and
+a seed run whose aggregate is not written yet (a sweep still running) stands for itself.
 """
 from __future__ import annotations
 
@@ -119,14 +120,15 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
 
 
 def scan(roots: Iterable[Path]) -> list[Result]:
-    """Every finished result under ``roots`` (two levels deep), aggregates in place of their seed runs."""
+    """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs."""
     out: list[Result] = []
     seen: set[Path] = set()
     for root in roots:
         root = Path(root)
         if not root.is_dir():
             continue
-        files = sorted(set(root.glob("*/summary.json")) | set(root.glob("*/*/summary.json")), key=lambda p: len(p.parts))
+        files = sorted({f for depth in ("*", "*/*", "*/*/*") for f in root.glob(f"{depth}/summary.json")},
+                       key=lambda p: len(p.parts))
         for f in files:
             folder = f.parent.resolve()
             if folder in seen or folder.parent in seen:

@@ -108,6 +108,19 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
     assert measured.same_question(results, "tiny", False, ["rte", "mrpc"]) == []  # a shape has no runs
 
 
+def test_a_running_sweep_shows_its_finished_seeds_then_its_aggregate(tmp_path):
+    """benchmarks/results/<sweep>/<design>/seed-<k>/summary.json (three levels): each finished seed is a result until
+    the design's aggregate is written, then only the aggregate is."""
+    design = tmp_path / "sweep" / "pals"
+    _summary(design, "seed-0", 0.60)
+    _summary(design, "seed-1", 0.62)
+    assert sorted(r.score.mean for r in measured.scan([tmp_path])) == [pytest.approx(60.0), pytest.approx(62.0)]
+    (design / "summary.json").write_text(json.dumps({"seeds": [0, 1], "runs": ["seed-0", "seed-1"], "scores": {},
+                                                     "average": {"mean": 0.61, "std": 0.014, "ci95": 0.127}}))
+    [agg] = measured.scan([tmp_path])
+    assert agg.score.n == 2 and agg.score.mean == pytest.approx(61.0) and agg.path.endswith("pals")
+
+
 def test_majority_class_reference_from_the_glue_files(glue_dir):
     from pals_core.data.glue import read_tsv
     from pals_core.data.tasks import GLUE_TASKS

@@ -130,3 +130,18 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path):
     a = read(killed / "summary.json")
     for key in ("scores", "average", "best_step", "params", "task_steps", "final"):
         assert a[key] == s[key], key
+
+    # a sweep still running: a seed's separate summary is written as soon as all its tasks have finished, and equals
+    # the one written at the end; while a task is unfinished, nothing is written
+    from pals_core.train import separate as sep
+    from pals_core.train.seeds import write_finished_separate
+
+    (ref / "summary.json").unlink()
+    moved = ref / "task-stsb" / "summary.json"
+    moved.rename(tmp_path / "stsb-summary.json")
+    plans = {0: sep.read_plan(ref)}
+    assert write_finished_separate(plans) == [] and not (ref / "summary.json").exists()
+    (tmp_path / "stsb-summary.json").rename(moved)
+    assert write_finished_separate(plans) == [0]
+    assert read(ref / "summary.json") == s
+    assert write_finished_separate(plans) == []  # written once

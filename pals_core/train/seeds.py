@@ -159,6 +159,21 @@ def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, "sep.Sepa
     return leaves, plans
 
 
+def write_finished_separate(plans: dict[int, "sep.SeparatePlan"]) -> list[int]:
+    """Seed k's separate summary (OUT/seed-<k>/summary.json) as soon as every task's run of it has finished (its
+    summary.json is on disk), not only at the end of all seeds: a sweep still running shows the seeds it has.
+    Returns the seeds written now."""
+    written = []
+    for k, p in plans.items():
+        if (p.out / "summary.json").is_file():
+            continue
+        files = {p.task_dir(t): Path(p.task_dir(t)) / "summary.json" for t in p.template.tasks}
+        if all(f.is_file() for f in files.values()):
+            atomic_write_json(p.out / "summary.json", sep.summarise(p, {d: read_json(f) for d, f in files.items()}))
+            written.append(k)
+    return written
+
+
 def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results: dict[str, dict]) -> dict:
     """The seeds' summaries (separate ones written to OUT/seed-<k>/summary.json) and the aggregate OUT/summary.json."""
     summaries = []
@@ -179,7 +194,7 @@ def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results:
 def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
     """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
     leaves, plans = seed_leaves(plan)
-    results = run_leaves(plan.out, leaves, jobs, progress)
+    results = run_leaves(plan.out, leaves, jobs, progress, on_change=lambda: write_finished_separate(plans))
     return finish_seeds(plan, plans, results)
 
 
