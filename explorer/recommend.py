@@ -1,7 +1,8 @@
 """The answer to "which design should I use?": the largest design per method that fits, ranked. Pure Python.
 
-For each method, its candidate is the design (location) that fits and spends the most of the budget
-(ties: fewer FLOPs). Candidates are ranked by what a person trades, in this order:
+For each method, its candidate is its fitting design (location) with the best measured dev score when one of them
+is measured, else the one that spends the most of the budget (ties: fewer FLOPs) — a method whose run at one location
+is measured is not hidden behind a larger, unmeasured location of it. Candidates are ranked by what a person trades, in this order:
 1. a measured dev score for this model and these tasks (finished runs on disk), best mean first;
 2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
    steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
@@ -66,7 +67,7 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
             continue
         p = Pick(c, budget_used(c, budget), flops_ratio(c), measured.get(key_of(c)))
         old = best.get(c.method)
-        if old is None or (p.used, -p.flops) > (old.used, -old.flops):
+        if old is None or _within_method(p) > _within_method(old):
             best[c.method] = p
     picks = sorted(best.values(), key=rank_key)
     if slowdowns is None or not picks:
@@ -78,6 +79,11 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
     wanted = [p for i, p in enumerate(picks) if i < 2 or sizes[group(p)] > 1]
     times = slowdowns([p.cost for p in wanted])
     return sorted((replace(p, time=times.get(p.key)) for p in picks), key=rank_key)
+
+
+def _within_method(p: Pick) -> tuple:
+    """Which of a method's fitting designs is its candidate: measured first (best mean), then the largest share."""
+    return (p.measured is not None, p.measured.mean if p.measured is not None else 0.0, p.used, -p.flops)
 
 
 def share(used: float) -> str:

@@ -64,6 +64,19 @@ def test_the_recommendation_ranks_measured_designs_first():
     assert "best measured dev average here: 71.0 ± 1.2 (3 runs)" in recommend.reason(ranked[0], ranked)
 
 
+def test_a_method_measured_at_another_location_is_ranked_by_that_measurement():
+    """The sweep measured pals @ all; pals @ top spends more of the budget but was never run. The pals candidate is
+    the measured one, and it ranks above a measured shared run that scored less (not hidden behind shared)."""
+    inp = parse_inputs(RawInputs())
+    costs = calc.table(inp)
+    largest = next(p for p in recommend.candidates(costs, inp.budget) if p.cost.method == "pals")
+    other = next(c for c in costs if c.method == "pals" and c.feasible and calc.key_of(c) != largest.key)
+    scores = {calc.key_of(other): recommend.Score(63.0, None, 1), ("shared", None): recommend.Score(62.6, None, 1)}
+    ranked = recommend.candidates(costs, inp.budget, scores)
+    assert [p.key for p in ranked[:2]] == [calc.key_of(other), ("shared", None)]
+    assert sum(p.cost.method == "pals" for p in ranked) == 1
+
+
 def test_first_fits_are_the_smallest_budgets():
     inp = parse_inputs(RawInputs(budget_value="1.0001"))
     costs = calc.table(inp)
