@@ -301,6 +301,9 @@ def main() -> int:
         copy_summaries(out, results)
         print(f"paper_claim: stopped; run the same command again to continue", file=sys.stderr)
         return 143
+    except ValueError as e:  # another sweep already runs in --out (its run lock), a bad plan, …
+        print(f"paper_claim: error: {e}", file=sys.stderr)
+        return 2
     aggs = {d: sd.finish_seeds(plan, sep_plans[d], done) for d, plan in plans.items()}
     copy_summaries(out, results)
     maj = majority(a, tasks)

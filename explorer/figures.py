@@ -8,6 +8,7 @@ Each figure answers one question a person has, and says how to read it in its ti
 - ``scaling_figure``: what does it cost to run all tasks on one input as tasks are added?
 - ``paper_figure``: does the calculator reproduce the paper's sizes (disagreements in red)?
 - ``measured_figure``: what dev score did each trained design reach for its task-specific parameters?
+- ``measured_ranking_figure``: which measured design scored best, and are the differences outside the intervals?
 
 One style everywhere: a colour per method (``method_color``: its place in the method registry, so a new
 method gets its own colour with no edit here), a marker and a line dash per location (``location_symbol``),
@@ -545,3 +546,37 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
         fig.update_yaxes(range=[max(-100.0, min(ys) - 5), min(100.0, max(ys) + 5)])
     return _layout(fig, "Measured: dev score vs task-specific parameters (higher and further left is better)",
                    "task-specific parameters (log)", "dev average, 0–100 (paper Table 3 metric)")
+
+
+def measured_ranking_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None) -> go.Figure:
+    """Measured results ranked: one row per result (best on top), its dev average (0–100) with the 95 % t-interval over
+    seeds as a bar where it was repeated, the majority class as a dashed line. Designs the trade-off plot draws on
+    one spot (the same budget) are read apart here."""
+    fig = _Fig()
+    ranked = sorted(results, key=lambda r: r.score.mean)  # plotly draws the first category at the bottom
+    rows, count = [], {}
+    for r in ranked:
+        name = f"{r.design} · {r.score.n} run{'s' if r.score.n != 1 else ''}"
+        count[name] = count.get(name, 0) + 1
+        rows.append(name if count[name] == 1 else f"{name} ({count[name]})")  # two results of one design: two rows
+    fig.add_trace(dict(type="scatter", x=[r.score.mean for r in ranked], y=rows, mode="markers+text", showlegend=False,
+                       text=[f"{r.score.mean:.1f}" + (f" ± {r.score.ci95:.1f}" if r.score.ci95 is not None else "")
+                             for r in ranked], textposition="middle right", cliponaxis=False,
+                       error_x=dict(type="data", array=[r.score.ci95 or 0 for r in ranked],
+                                    visible=any(r.score.ci95 for r in ranked)),
+                       marker=dict(color=[method_color(r.method) for r in ranked], symbol=[location_symbol(r.location) for r in ranked],
+                                   size=[16 if r.key == chosen else 11 for r in ranked],
+                                   line=dict(color=["black" if r.key == chosen else "white" for r in ranked], width=2)),
+                       customdata=[[r.path, r.steps or "—"] for r in ranked],
+                       hovertemplate="%{y}<br>dev avg %{text}<br>%{customdata[1]} steps<br>%{customdata[0]}<extra></extra>"))
+    if majority is not None:
+        fig.add_vline(x=majority, line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
+                      annotation_text=f"majority class {majority:.1f}")
+    xs = [v for r in ranked for v in (r.score.mean - (r.score.ci95 or 0), r.score.mean + (r.score.ci95 or 0))]
+    xs += [majority] if majority is not None else []
+    if xs:
+        span = max(xs) - min(xs) or 1.0
+        fig.update_xaxes(range=[min(xs) - 0.05 * span, max(xs) + 0.15 * span])  # room for the labels on the right
+    fig.update_yaxes(type="category", automargin=True)
+    return _layout(fig, "Measured designs ranked: dev average with 95 % intervals (bars that overlap: no clear winner)",
+                   "dev average, 0–100 (paper Table 3 metric)", "", height=140 + 34 * len(rows))

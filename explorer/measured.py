@@ -8,7 +8,8 @@ scale, 0–100, as the CLI prints them. The majority-class reference comes from 
 
 Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`` of this checkout, three levels
 deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an aggregate is represented by the aggregate, and
-a seed run whose aggregate is not written yet (a sweep still running) stands for itself.
+a seed run whose aggregate is not written yet (a sweep still running) stands for itself. The same summary in two
+places (a sweep's run and the copy it commits under ``benchmarks/results``) is one result, shown at the first root's path.
 """
 from __future__ import annotations
 
@@ -120,9 +121,11 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
 
 
 def scan(roots: Iterable[Path]) -> list[Result]:
-    """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs."""
+    """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs, each
+    summary once (an identical copy under a later root is skipped)."""
     out: list[Result] = []
     seen: set[Path] = set()
+    contents: set[str] = set()  # a summary copied elsewhere (a sweep's run and its copy under benchmarks/results) is one result
     for root in roots:
         root = Path(root)
         if not root.is_dir():
@@ -135,8 +138,12 @@ def scan(roots: Iterable[Path]) -> list[Result]:
                 continue  # a seed run inside an aggregate already read
             summary = _read(f)
             r = parse(summary, f.parent) if summary else None
-            if r is not None:
-                seen.add(folder)
+            if r is None:
+                continue
+            seen.add(folder)
+            content = json.dumps(summary, sort_keys=True)
+            if content not in contents:  # the first root's copy is the one shown
+                contents.add(content)
                 out.append(r)
     return out
 

@@ -4,6 +4,7 @@ redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Optional, Sequence
 
 import pandas as pd
@@ -33,10 +34,21 @@ def duration(seconds: Optional[float]) -> str:
     return f"{s // 3600} h {(s % 3600) // 60:02d} min"
 
 
+def _holds_runs(folder: Path) -> bool:
+    """Runs one or two levels down (``<folder>/seed-<k>/``, a sweep's ``<folder>/<design>/seed-<k>/``)."""
+    try:
+        return any(True for depth in ("*", "*/*") for _ in folder.glob(f"{depth}/progress.json"))
+    except OSError:
+        return False
+
+
 def _title(run: Run) -> str:
     r = run.row()
     size = f" d_s={r['d_s']}" if r.get("d_s") is not None else ""
-    return f"**{run.id}** — {design_label(str(r.get('method')), r.get('location'))}{size} · {r.get('tasks')}"
+    if not r.get("method"):  # no settings of its own: a sweep's folder of runs, or a foreign / damaged folder
+        return f"**{run.id}** — " + ("a folder of several runs (no design of its own)" if _holds_runs(run.path)
+                                     else "no config.json: its design is unknown")
+    return f"**{run.id}** — {design_label(str(r['method']), r.get('location'))}{size} · {r.get('tasks') or '—'}"
 
 
 def _active(run: Run) -> None:
@@ -184,6 +196,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                "added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). References: the "
                "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
                "model per task). The ringed marker is the chosen design.")
+    st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
     frame = pd.DataFrame([{"design": r.design, "dev average (0–100)": r.score.text(),
                            "task-specific params": "—" if r.params is None else f"{r.params:,}",
                            "steps": "—" if r.steps is None else str(r.steps), "folder": r.path} for r in results])

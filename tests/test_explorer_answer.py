@@ -2,6 +2,7 @@
 measured results read from run folders (single runs and ``--seeds`` aggregates, SPEC section 11)."""
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,15 @@ def test_designs_spending_the_same_share_rank_by_predicted_step_time():
             tied += 1
     assert tied  # the question has designs that spend the same share: step time decided between them
     assert "predicted" in recommend.reason(picks[0], picks) and "× training step" in recommend.reason(picks[0], picks)
+
+
+def test_a_summary_copied_under_benchmarks_results_is_one_result(tmp_path):
+    """A sweep commits copies of its runs' summaries under benchmarks/results: the measured table and plot list each
+    run once (the runs folder's path), while a different run of the same design still counts."""
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    _summary(runs / "sweep" / "pals", "seed-0", 0.60)
+    _summary(results / "sweep" / "pals", "seed-0", 0.60)
+    _summary(results / "sweep" / "pals", "seed-1", 0.62)  # only committed (its run folder was cleaned away)
+    found = measured.scan([runs, results])
+    assert sorted((r.score.mean, Path(r.path).relative_to(tmp_path).parts[0]) for r in found) == [
+        (pytest.approx(60.0), "runs"), (pytest.approx(62.0), "results")]

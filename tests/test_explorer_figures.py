@@ -180,6 +180,32 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
     assert full(fig).layout.yaxis.range[1] <= 100
 
 
+def test_measured_ranking_reads_apart_designs_at_one_budget():
+    """PALs, low-rank and Houlsby at 1.13× sit on one spot of the trade-off plot: the ranking gives each its own row,
+    best on top, with its interval and the majority-class line."""
+    from explorer.measured import Result
+    from explorer.recommend import Score
+
+    def r(method, params, mean, ci=None, n=1, path=None):
+        ref = method in ("shared", "separate")
+        return Result(path or f"/r/{method}", method, None if ref else "all", None if ref else 8, None, ("rte",), params,
+                      Score(mean, ci, n), {}, 100)
+    results = [r("low_rank", 2_944_875, 62.5), r("pals", 2_809_485, 63.0, 1.2, 3), r("houlsby", 2_933_325, 62.1),
+               r("separate", 9 * 10**7, 65.0), r("pals", 2_809_485, 61.0, path="/other")]
+    fig = full(figures.measured_ranking_figure(results, majority=34.4, chosen=("pals", "all")))
+    [trace] = fig.data
+    top_down = list(reversed(trace.y))  # plotly's first category is the bottom row
+    assert top_down == ["separate · 1 run", "pals @ all, d_s 8 · 3 runs", "low_rank @ all, d_s 8 · 1 run",
+                        "houlsby @ all, d_s 8 · 1 run", "pals @ all, d_s 8 · 1 run"]
+    assert list(reversed(trace.text)) == ["65.0", "63.0 ± 1.2", "62.5", "62.1", "61.0"]
+    assert list(trace.error_x.array) == [0, 0, 0, 1.2, 0] and trace.error_x.visible
+    assert any(s.x0 == 34.4 for s in fig.layout.shapes)  # the majority class
+    lo, hi = fig.layout.xaxis.range
+    assert lo < 34.4 and hi > 65.0
+    same = full(figures.measured_ranking_figure([r("pals", 1, 60.0), r("pals", 1, 61.0, path="/b")]))
+    assert len(set(same.data[0].y)) == 2  # two results of one design: two rows, not one
+
+
 def _run(adapter=None, **kw) -> TrainConfig:
     base = dict(tasks=["rte"], adapter=adapter or AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir="/g",
                 out="runs/x")
@@ -244,6 +270,8 @@ def test_every_figure_is_valid_plotly():
         figures.breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
         figures.scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
         figures.measured_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0),
+        figures.measured_ranking_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)],
+                                        50.0, ("pals", "all")),
     ]
     for f in built:
         go.Figure(f.to_dict())  # raises ValueError on an invalid property

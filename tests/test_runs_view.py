@@ -33,10 +33,13 @@ def test_malformed_and_stale_runs_do_not_break_the_page(runs_dir):
                                                      "scores": {"rte": {"accuracy": 0.61}},
                                                      "params": {"task_specific": 1234, "total": 5678}}),
                          "progress.json": json.dumps({"status": "finished", "step": 20, "total": 20})},
+            "sweep": {"progress.json": json.dumps({"status": "running", "step": 5, "total": 40}),
+                      "pals/seed-0/progress.json": json.dumps({"status": "running", "step": 5, "total": 20})},
         }
         for run, content in files.items():
             (runs_dir / run).mkdir()
             for name, text in content.items():
+                (runs_dir / run / name).parent.mkdir(parents=True, exist_ok=True)
                 (runs_dir / run / name).write_text(text)
         at = AppTest.from_file(APP, default_timeout=60).run()
         assert not at.exception, [e.value for e in at.exception]
@@ -47,6 +50,9 @@ def test_malformed_and_stale_runs_do_not_break_the_page(runs_dir):
         status = dict(zip(table["run"], table["status"]))
         assert status["odd-types"] == "died" and status["finished"] == "finished"
         assert any(e.value.startswith("died: stale: progress.json still says") for e in at.error)
+        titles = {m.value.split("**")[1]: m.value for m in at.markdown if m.value.startswith("**")}
+        assert titles["odd-types"] == "**odd-types** — no config.json: its design is unknown"  # not "None · None"
+        assert titles["sweep"] == "**sweep** — a folder of several runs (no design of its own)"
         assert not [b for b in at.button if b.key and b.key.startswith("cancel::")]
         assert bystander.poll() is None
     finally:

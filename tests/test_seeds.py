@@ -158,3 +158,67 @@ def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, me
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+@needs_glue
+def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_path):
+    """OUT/progress.json says "running" while a --seeds / --method separate / sweep parent works: the explorer shows it
+    running (not "died: progress.json still says running") and a second orchestrator on the same OUT is refused."""
+    from explorer import registry
+    from pals_core.budget import AdapterConfig
+    from pals_core.train import lock
+    from pals_core.train import seeds as sd
+    from pals_core.train.config import TrainConfig
+
+    out = tmp_path / "sweep"
+    leaf = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny", glue_dir=str(GLUE),
+                       out=str(out / "pals" / "seed-0"), steps=2, batch_size=4, max_len=32, eval_every=2,
+                       max_train_examples=16, max_eval_examples=8, cache_dir=str(tmp_path / "cache"), num_threads=1)
+    seen = {}
+
+    def while_running() -> None:
+        seen["holder"] = lock.holder(out)
+        seen["status"] = registry.load_run(out).status
+        try:
+            sd.run_leaves(out, [leaf], 1, False)
+        except lock.RunBusy as e:
+            seen["second"] = str(e)
+
+    done = sd.run_leaves(out, [leaf], 1, False, on_change=while_running)
+    assert seen["holder"] == os.getpid() and seen["status"] == "running"
+    assert f"another process (pid {os.getpid()}) is training in {out}" in seen["second"]
+    assert lock.holder(out) is None and registry.load_run(out).status == "finished"  # released on the way out
+    assert done[leaf.out]["steps"] == 2
+
+
+def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
+    """A 9-hour sweep's progress.json gives an ETA from the steps this invocation made (not from steps resumed from
+    an earlier one), none in its first half minute, and measures again when a resumed run steps back."""
+    from pals_core.train import seeds as sd
+    from pals_core.train.config import TrainConfig
+    from pals_core.train.rundir import RunDir
+
+    from pals_core.budget import AdapterConfig
+
+    leaves = [TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), out=str(tmp_path / name), steps=100)
+              for name in ("a", "b")]
+    clock = [1000.0]
+    monkeypatch.setattr(sd.time, "monotonic", lambda: clock[0])
+
+    def at(t, a, b, status="running"):
+        clock[0] = 1000.0 + t
+        for leaf, step in zip(leaves, (a, b)):
+            Path(leaf.out).mkdir(exist_ok=True)
+            RunDir(leaf.out).write_progress(status="running", step=step, total=100, elapsed_s=0, eta_s=None, scores={},
+                                            average=None, best_average=None)
+        write(status)
+        return read(tmp_path / "progress.json")
+
+    write = sd._progress_writer(tmp_path, leaves, started=1000.0)
+    assert at(0, 10, 0)["eta_s"] is None  # 10 steps resumed from an earlier invocation: no pace yet
+    assert at(10, 20, 0)["eta_s"] is None  # under ETA_AFTER_S
+    p = at(40, 50, 10)
+    assert p["step"] == 60 and p["elapsed_s"] == 40 and p["eta_s"] == pytest.approx((200 - 60) * 40 / 50, abs=0.1)
+    assert at(50, 5, 0)["eta_s"] is None  # a run stepped back to its checkpoint: measured again from here
+    assert at(100, 55, 0)["eta_s"] == pytest.approx(145 * 50 / 50, abs=0.1)
+    assert at(101, 55, 0, "stopped")["eta_s"] is None and at(102, 100, 100, "finished")["eta_s"] == 0.0

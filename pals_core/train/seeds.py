@@ -23,6 +23,7 @@ from . import separate as sep
 from .aggregate import aggregate
 from .config import RESUME_FREE, TrainConfig
 from .jobs import run_all
+from .lock import RunLock
 from .rundir import RunDir, atomic_write_json, read_json
 
 SEEDS_FILE = "seeds.json"
@@ -90,8 +91,20 @@ def read_plan(out: "str | Path") -> SeedsPlan:
 # ------------------------------------------------------------------------------------------ running
 
 def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -> Callable[[str], None]:
-    """Writes OUT/progress.json: steps done and total summed over ``leaves`` (read from their progress.json)."""
+    """Writes OUT/progress.json: steps done and total summed over ``leaves`` (read from their progress.json), and the
+    ETA at this invocation's own pace: (total − done) × Δt / Δsteps since its first reading (none before
+    ``ETA_AFTER_S``; a resumed run stepping back to its checkpoint restarts the measurement)."""
     run = RunDir(out)
+    first: list[tuple[float, int]] = []
+
+    def eta(done: int, total: int, now: float) -> Optional[float]:
+        if not first or done < first[0][1]:
+            first[:] = [(now, done)]
+            return None
+        t0, d0 = first[0]
+        if done <= d0 or now - t0 < ETA_AFTER_S:
+            return None
+        return (total - done) * (now - t0) / (done - d0)
 
     def write(status: str, error: Optional[str] = None) -> None:
         done = 0
@@ -99,10 +112,15 @@ def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -
             p = RunDir(c.out).read_progress() or {}
             done += int(p.get("step") or 0)
         total = sum(c.steps for c in leaves)
-        run.write_progress(status=status, step=min(done, total), total=total, elapsed_s=time.monotonic() - started,
-                           eta_s=0.0 if status == "finished" else None, scores={}, average=None, best_average=None,
-                           error=error)
+        now = time.monotonic()
+        left = eta(min(done, total), total, now)
+        run.write_progress(status=status, step=min(done, total), total=total, elapsed_s=now - started,
+                           eta_s=0.0 if status == "finished" else (left if status == "running" else None), scores={},
+                           average=None, best_average=None, error=error)
     return write
+
+
+ETA_AFTER_S = 30.0  # the pace of the first half minute (processes starting, data loading) says little
 
 
 PROGRESS_EVERY_S = 2.0  # OUT/progress.json (and ``on_change``) while leaves run: reading 27 runs' files every 0.5 s
@@ -112,7 +130,17 @@ PROGRESS_EVERY_S = 2.0  # OUT/progress.json (and ``on_change``) while leaves run
 def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
                on_change: Optional[Callable[[], None]] = None) -> dict[str, dict]:
     """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out);
-    ``on_change`` is called as runs progress (e.g. to copy finished summaries away)."""
+    ``on_change`` is called as runs progress (e.g. to copy finished summaries away). The caller holds OUT's run
+    lock throughout (``lock.RunLock``), as a trainer holds its own folder's: the explorer sees a live process behind
+    OUT/progress.json (not a stale "running"), and a second orchestrator on the same OUT is refused (``RunBusy``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        return _run_leaves_locked(out, leaves, jobs, progress, on_change)
+
+
+def _run_leaves_locked(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
+                       on_change: Optional[Callable[[], None]]) -> dict[str, dict]:
     from .trainer import TrainingStopped
 
     write = _progress_writer(out, leaves, time.monotonic())
