@@ -556,7 +556,8 @@ def measured_ranking_figure(results: Sequence, majority: Optional[float] = None,
     ranked = sorted(results, key=lambda r: r.score.mean)  # plotly draws the first category at the bottom
     rows, count = [], {}
     for r in ranked:
-        name = f"{r.design} · {r.score.n} run{'s' if r.score.n != 1 else ''}"
+        runs = f"seed {r.seed}" if r.score.n == 1 and r.seed is not None else f"{r.score.n} run{'s' if r.score.n != 1 else ''}"
+        name = f"{r.design} · {runs}"
         count[name] = count.get(name, 0) + 1
         rows.append(name if count[name] == 1 else f"{name} ({count[name]})")  # two results of one design: two rows
     fig.add_trace(dict(type="scatter", x=[r.score.mean for r in ranked], y=rows, mode="markers+text", showlegend=False,

@@ -43,6 +43,7 @@ class Result:
     score: Score  # dev average, 0–100
     scores: dict  # {task: {metric: value}} (single runs: fractions; aggregates: {"mean", …})
     steps: Optional[int]
+    seed: Optional[int] = None  # a single run's seed (an aggregate has several: None)
 
     @property
     def key(self) -> Key:
@@ -117,7 +118,8 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
     return Result(str(folder), method, location, d_s if isinstance(d_s, int) else None, config.get("model"), tasks,
                   int(ts) if isinstance(ts, (int, float)) else None, score,
                   summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
-                  summary.get("steps") if isinstance(summary.get("steps"), int) else None)
+                  summary.get("steps") if isinstance(summary.get("steps"), int) else None,
+                  config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None)
 
 
 def scan(roots: Iterable[Path]) -> list[Result]:

@@ -92,7 +92,7 @@ def test_first_fits_are_the_smallest_budgets():
 def _summary(tmp, name, average, method="pals", d_s=8, model="tiny", tasks=("rte", "mrpc"), params=1234):
     d = tmp / name
     d.mkdir(parents=True)
-    config = {"tasks": list(tasks), "model": model, "adapter": {"method": method, "d_s": d_s, "location": None}}
+    config = {"tasks": list(tasks), "model": model, "seed": 0, "adapter": {"method": method, "d_s": d_s, "location": None}}
     (d / "summary.json").write_text(json.dumps({"config": config, "average": average, "scores": {}, "steps": 50,
                                                 "params": {"task_specific": params}}))
     return d, config
@@ -118,6 +118,7 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
     three = by_path["three"].score
     assert three.n == 3 and three.mean == pytest.approx(61.0) and three.ci95 == pytest.approx(2.48)
     assert by_path["three"].key == ("pals", "all") and by_path["three"].params == 1234
+    assert by_path["three"].seed is None and by_path["one"].seed == 0  # an aggregate has no one seed
     assert measured.best_by_design(mine)[("pals", "all")].n == 3  # the aggregate, not one seed
     assert measured.same_question(results, "tiny", False, ["rte", "mrpc"]) == []  # a shape has no runs
 

@@ -186,17 +186,17 @@ def test_measured_ranking_reads_apart_designs_at_one_budget():
     from explorer.measured import Result
     from explorer.recommend import Score
 
-    def r(method, params, mean, ci=None, n=1, path=None):
+    def r(method, params, mean, ci=None, n=1, path=None, seed=None):
         ref = method in ("shared", "separate")
         return Result(path or f"/r/{method}", method, None if ref else "all", None if ref else 8, None, ("rte",), params,
-                      Score(mean, ci, n), {}, 100)
-    results = [r("low_rank", 2_944_875, 62.5), r("pals", 2_809_485, 63.0, 1.2, 3), r("houlsby", 2_933_325, 62.1),
+                      Score(mean, ci, n), {}, 100, seed)
+    results = [r("low_rank", 2_944_875, 62.5), r("pals", 2_809_485, 63.0, 1.2, 3), r("houlsby", 2_933_325, 62.1, seed=1),
                r("separate", 9 * 10**7, 65.0), r("pals", 2_809_485, 61.0, path="/other")]
     fig = full(figures.measured_ranking_figure(results, majority=34.4, chosen=("pals", "all")))
     [trace] = fig.data
     top_down = list(reversed(trace.y))  # plotly's first category is the bottom row
     assert top_down == ["separate · 1 run", "pals @ all, d_s 8 · 3 runs", "low_rank @ all, d_s 8 · 1 run",
-                        "houlsby @ all, d_s 8 · 1 run", "pals @ all, d_s 8 · 1 run"]
+                        "houlsby @ all, d_s 8 · seed 1", "pals @ all, d_s 8 · 1 run"]
     assert list(reversed(trace.text)) == ["65.0", "63.0 ± 1.2", "62.5", "62.1", "61.0"]
     assert list(trace.error_x.array) == [0, 0, 0, 1.2, 0] and trace.error_x.visible
     assert any(s.x0 == 34.4 for s in fig.layout.shapes)  # the majority class
