@@ -599,6 +599,9 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     assert pts == [("lhuc", [12345], [pytest.approx(61.2)])]
     majority = measured.majority_average(["rte", "mrpc"], str(glue_dir))
     assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
+    [ranked] = fig(app, "fig_measured_ranked")["data"]  # the same result ranked, with the majority line
+    assert ranked["y"] == ["lhuc @ all · seed 0"] and ranked["x"] == [pytest.approx(61.2)] and ranked["text"] == ["61.2"]
+    assert any(s.get("x0") == pytest.approx(majority) for s in fig(app, "fig_measured_ranked")["layout"]["shapes"])
 
 
 def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
