@@ -254,7 +254,8 @@ def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict
         return 0
     maj = majority(a, tasks)
     text = "\n".join([header(a, tasks, "finished so far: " + "; ".join(counts)), "",
-                      "PARTIAL — the sweep is still running (one seed: no interval).", "",
+                      "PARTIAL — the sweep is still running: a design with one finished seed has no interval; with two, "
+                      "the 95 % t-interval has 1 degree of freedom (t = 12.71) and is wide.", "",
                       table(tasks, maj, aggs), "", "Beats the majority class:", *beats_majority(tasks, maj, aggs), "",
                       "Differences the seeds support:", *differences(tasks, aggs)])
     print(text)
