@@ -197,7 +197,9 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
                "model per task). The ringed marker is the chosen design.")
     st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
-    frame = pd.DataFrame([{"design": r.design, "dev average (0–100)": r.score.text(),
+    frame = pd.DataFrame([{"design": r.design, "seed": "—" if r.seed is None else str(r.seed),
+                           "dev average (0–100)": r.score.text(),
                            "task-specific params": "—" if r.params is None else f"{r.params:,}",
-                           "steps": "—" if r.steps is None else str(r.steps), "folder": r.path} for r in results])
+                           "steps": "—" if r.steps is None else str(r.steps), "folder": r.path}
+                          for r in sorted(results, key=lambda r: -r.score.mean)])  # the ranking's order
     st.dataframe(frame, hide_index=True, width="stretch", key="measured_table")
