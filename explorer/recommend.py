@@ -34,8 +34,15 @@ class Score:
     ci95: Optional[float]
     n: int
 
+    def value(self) -> str:
+        """'63.0 ± 1.2' (the mean alone for one run)."""
+        return f"{self.mean:.1f}" + (f" ± {self.ci95:.1f}" if self.ci95 is not None else "")
+
+    def runs(self) -> str:
+        return f"{self.n} run{'s' * (self.n != 1)}"
+
     def text(self) -> str:
-        return f"{self.mean:.1f}" + (f" ± {self.ci95:.1f}" if self.ci95 is not None else "") + f" ({self.n} run{'s' * (self.n != 1)})"
+        return f"{self.value()} ({self.runs()})"
 
 
 @dataclass(frozen=True)

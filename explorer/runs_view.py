@@ -37,7 +37,7 @@ def duration(seconds: Optional[float]) -> str:
 def _holds_runs(folder: Path) -> bool:
     """Runs one or two levels down (``<folder>/seed-<k>/``, a sweep's ``<folder>/<design>/seed-<k>/``)."""
     try:
-        return any(True for depth in ("*", "*/*") for _ in folder.glob(f"{depth}/progress.json"))
+        return any(next(folder.glob(f"{depth}/progress.json"), None) for depth in ("*", "*/*"))
     except OSError:
         return False
 

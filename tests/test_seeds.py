@@ -194,11 +194,10 @@ def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_pat
 def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
     """A 9-hour sweep's progress.json gives an ETA from the steps this invocation made (not from steps resumed from
     an earlier one), none in its first half minute, and measures again when a resumed run steps back."""
+    from pals_core.budget import AdapterConfig
     from pals_core.train import seeds as sd
     from pals_core.train.config import TrainConfig
     from pals_core.train.rundir import RunDir
-
-    from pals_core.budget import AdapterConfig
 
     leaves = [TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), out=str(tmp_path / name), steps=100)
               for name in ("a", "b")]

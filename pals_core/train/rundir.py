@@ -37,6 +37,12 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def eta_s(seconds: float, steps_done: int, steps_left: int) -> Optional[float]:
+    """progress.json's ``eta_s``: the steps left at the pace so far, ``steps_left × seconds / steps_done`` (None
+    before a step is done). A trainer and a multi-run parent both time only their own invocation's steps."""
+    return steps_left * seconds / steps_done if steps_done > 0 else None
+
+
 class RunDir:
     """Paths and writers of one run directory."""
 

@@ -24,7 +24,7 @@ from .aggregate import aggregate
 from .config import RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
-from .rundir import RunDir, atomic_write_json, read_json
+from .rundir import RunDir, atomic_write_json, eta_s, read_json
 
 SEEDS_FILE = "seeds.json"
 KIND = "pals-train/seeds"
@@ -95,16 +95,15 @@ def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -
     ETA at this invocation's own pace: (total − done) × Δt / Δsteps since its first reading (none before
     ``ETA_AFTER_S``; a resumed run stepping back to its checkpoint restarts the measurement)."""
     run = RunDir(out)
-    first: list[tuple[float, int]] = []
+    t0: Optional[float] = None  # when and at how many steps done the pace is measured from
+    d0 = 0
 
     def eta(done: int, total: int, now: float) -> Optional[float]:
-        if not first or done < first[0][1]:
-            first[:] = [(now, done)]
+        nonlocal t0, d0
+        if t0 is None or done < d0:
+            t0, d0 = now, done
             return None
-        t0, d0 = first[0]
-        if done <= d0 or now - t0 < ETA_AFTER_S:
-            return None
-        return (total - done) * (now - t0) / (done - d0)
+        return eta_s(now - t0, done - d0, total - done) if now - t0 >= ETA_AFTER_S else None
 
     def write(status: str, error: Optional[str] = None) -> None:
         done = 0

@@ -42,7 +42,7 @@ from .config import TrainConfig
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params  # noqa: F401  (resolve: re-exported, the trainer's public entry)
-from .rundir import RunDir, atomic_write_json, read_json
+from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .streams import TaskStream, process_slice
 
 OnEval = Callable[[int, dict, float], None]
@@ -236,8 +236,8 @@ class _Run:
         st = self.st
         done = st.step - self.session_start_step
         eta = None
-        if status == "running" and done > 0:
-            eta = (now - self.started) / done * (self.cfg.steps - st.step)
+        if status == "running":
+            eta = eta_s(now - self.started, done, self.cfg.steps - st.step)
         elif status == "finished":
             eta = 0.0
         last = st.last or {}
