@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from pals_core.train.aggregate import aggregate, seed_stats, t_quantile
+from pals_core.train.aggregate import aggregate, compare, holm, seed_stats, t_quantile
 
 ROOT = Path(__file__).resolve().parents[1]
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
@@ -51,6 +51,36 @@ def test_one_seed_has_no_spread_and_bad_values_are_refused():
     for bad in ([], [0.1, float("nan")], [0.1, None]):
         with pytest.raises(ValueError):
             seed_stats(bad)
+
+
+def test_welch_comparison_by_hand():
+    # x̄ = 2.5, ȳ = 6: d = −3.5; s_x² = 5/3, s_y² = 10 → a = 5/12, b = 2; se = √(29/12);
+    # ν = se⁴ / (a²/3 + b²/4) = 5.5209… (Welch–Satterthwaite, not the pooled n_x + n_y − 2 = 7)
+    x, y = [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0]
+    a, b = (5 / 3) / 4, 10 / 5
+    se, nu = math.sqrt(a + b), (a + b) ** 2 / (a ** 2 / 3 + b ** 2 / 4)
+    c = compare(x, y)
+    assert c["diff"] == pytest.approx(-3.5) and c["df"] == pytest.approx(nu, rel=1e-12)
+    half = scipy.stats.t.ppf(0.975, nu) * se
+    assert (c["low"], c["high"]) == (pytest.approx(-3.5 - half, rel=1e-10), pytest.approx(-3.5 + half, rel=1e-10))
+    assert c["p"] == pytest.approx(2 * scipy.stats.t.sf(3.5 / se, nu), rel=1e-10)
+    assert compare(y, x)["diff"] == pytest.approx(3.5) and compare(y, x)["p"] == pytest.approx(c["p"])
+
+
+def test_welch_edge_cases():
+    assert compare([0.5, 0.5], [0.5, 0.5, 0.5]) == {"diff": 0.0, "low": 0.0, "high": 0.0, "df": math.inf, "p": 1.0}
+    same = compare([0.6, 0.6], [0.5, 0.5])  # no spread on either side: the difference is exact
+    assert same["p"] == 0.0 and same["low"] == same["high"] == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        compare([0.5], [0.4, 0.6])  # one seed: no spread, no test
+
+
+def test_holm_step_down():
+    # sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → max so far 0.06; back in the given order
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([0.02]) == [0.02] and holm([]) == []
+    # 20 tests at p = 0.04 each: nominally all "significant", none after the correction
+    assert all(q >= 0.05 for q in holm([0.04] * 20))
 
 
 def _summary(avg, rte, f1, acc, total=100):

@@ -1,0 +1,52 @@
+"""benchmarks/paper_claim.py's verdicts: what its report says the seeds support (Welch intervals against the
+references, Holm-corrected differences), on aggregates built by the trainer's own ``aggregate``."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pals_core.train.aggregate import aggregate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pc():
+    spec = importlib.util.spec_from_file_location("paper_claim", ROOT / "benchmarks" / "paper_claim.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _design(averages: list[float]) -> dict:
+    """A multi-seed aggregate whose seeds score ``averages`` on RTE (their dev average: one task)."""
+    summaries = [{"scores": {"rte": {"accuracy": a}}, "average": a, "params": {"total": 1}, "best_step": 1,
+                  "wall_time_s": 1.0, "config": {}} for a in averages]
+    return aggregate(list(range(len(averages))), summaries, [f"seed-{k}" for k in range(len(averages))])
+
+
+def test_claim_verdicts(pc):
+    behind = {"pals": _design([0.60, 0.61, 0.62]), "separate": _design([0.70, 0.71, 0.72])}
+    text = "\n".join(pc.against_references(behind))
+    assert "| pals | -10.00 [" in text and "separate models are ahead: the claim does not hold here" in text
+
+    close = {"pals": _design([0.60, 0.65, 0.70]), "separate": _design([0.62, 0.66, 0.69])}
+    text = "\n".join(pc.against_references(close))
+    assert "the seeds cannot tell them apart; they rule out PALs trailing by more than" in text
+
+    ahead = {"pals": _design([0.80, 0.81, 0.82]), "separate": _design([0.70, 0.71, 0.72])}
+    assert "PALs is ahead of separate models" in "\n".join(pc.against_references(ahead))
+    # one seed has no interval: nothing to say against it yet
+    assert pc.against_references({"pals": _design([0.6]), "separate": _design([0.7])}) == []
+
+
+def test_differences_are_holm_corrected(pc):
+    aggs = {"shared": _design([0.60, 0.61, 0.62]), "separate": _design([0.70, 0.71, 0.72]),
+            "pals": _design([0.60, 0.65, 0.70])}
+    lines = pc.differences(["rte"], aggs)
+    assert lines[0] == "On the dev average (3 comparisons, Holm-corrected):"
+    assert lines[1].startswith("- shared < separate on the average: -10.00 [") and "Holm p = " in lines[1]
+    assert not any("pals" in line and line.startswith("- ") and "Holm p" in line for line in lines)
+    assert "On the per-task scores (3 comparisons, Holm-corrected):" in lines
