@@ -9,8 +9,9 @@ from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget import Budget, Cost, base_params, get_method, paper_reproduction
+from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, get_method, paper_reproduction
 from pals_core.budget.costs import embedding_params
+from pals_core.budget.families import get_family
 from pals_core.budget.series import budget_used, flops_ratio
 from pals_core.budget.units import human
 
@@ -66,8 +67,10 @@ def budget_sentence(inp: Inputs) -> str:
     names = ", ".join(t.name for t in inp.tasks[:8]) + (", …" if len(inp.tasks) > 8 else "")
     fixed = f" · every sized method evaluated at d_s = {inp.d_s}" if inp.d_s else ""
     trains = " (the model the launcher trains)" if inp.trainable else " (a shape: the launcher trains another model)"
+    longest = get_family(inp.model.family).max_tokens(inp.model)
+    shorter = f" (the model's longest; the default is {DEFAULT_SEQ_LEN})" if inp.seq_len == longest < DEFAULT_SEQ_LEN else ""
     return (f"**{inp.model.name}**{trains}, {human(n_base)} parameters, {inp.convention} count · **{len(inp.tasks)} tasks** "
-            f"({names}) · budget {cap} · n = {inp.seq_len}{fixed}")
+            f"({names}) · budget {cap} · n = {inp.seq_len}{shorter}{fixed}")
 
 
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:

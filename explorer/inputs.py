@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pals_core.budget import (AdapterConfig, CONVENTIONS, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget, Task, from_hf_config,
-                              get_method, parse_tasks, resolve_layers)
+from pals_core.budget import (AdapterConfig, CONVENTIONS, DEFAULT_SEQ_LEN, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget,
+                              Task, default_seq_len, from_hf_config, get_method, parse_tasks, resolve_layers)
 from pals_core.budget.activations import Conditions
 from pals_core.budget.families import get_family
 from pals_core.budget.models import conditions_for_model, conditions_from_config
@@ -57,7 +57,7 @@ class RawInputs:
     location: str = LOCATION_EVERY
     location_custom: str = ""
     heads: int = AdapterConfig.default("heads")
-    seq_len: int = 128
+    seq_len: int = DEFAULT_SEQ_LEN
     convention: str = "exact"
     per_task_pooler: bool = False
     d_s: str = ""
@@ -77,7 +77,7 @@ class Inputs:
     location: Optional[str]
     conditions: Conditions
     heads: int = AdapterConfig.default("heads")
-    seq_len: int = 128
+    seq_len: int = DEFAULT_SEQ_LEN
     convention: str = "exact"
     per_task_pooler: bool = False
     d_s: Optional[int] = None
@@ -185,7 +185,10 @@ def parse_inputs(raw: RawInputs) -> Inputs:
                         ("FFN ratio", raw.ffn_ratio)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    get_family(model.family).check_seq_len(model, raw.seq_len)
+    family = get_family(model.family)
+    # the default n is lowered to a shorter model's longest, as pals-budget does; any other n is checked
+    seq_len = default_seq_len(family.max_tokens(model)) if raw.seq_len == DEFAULT_SEQ_LEN else raw.seq_len
+    family.check_seq_len(model, seq_len)
     d_s = None
     if (raw.d_s or "").strip():
         try:
@@ -194,5 +197,5 @@ def parse_inputs(raw: RawInputs) -> Inputs:
             raise ValueError(f"fixed d_s {raw.d_s!r} is not an integer (leave it empty to solve the budget)") from None
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
-    return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, raw.seq_len, raw.convention,
+    return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, seq_len, raw.convention,
                   bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model)

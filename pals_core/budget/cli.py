@@ -10,7 +10,7 @@ import sys
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
-from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, embedding_params
+from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
 from .families import get_family
 from .flags import add_flags, given_values
 from .machine import Machine
@@ -97,7 +97,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     budget = budget_from_args(args)
     family = get_family(model.family)
     if args.seq_len is None:
-        seq_len = min(DEFAULT_SEQ_LEN, family.max_tokens(model))
+        seq_len = default_seq_len(family.max_tokens(model))
     else:
         seq_len = parse_positive_int(args.seq_len, "--seq-len")
         try:

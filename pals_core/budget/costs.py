@@ -19,6 +19,12 @@ from .tasks import Task
 
 CONVENTIONS = ("exact", "paper")
 DEFAULT_SEQ_LEN = 128
+
+
+def default_seq_len(longest: int) -> int:
+    """The n a question that names none is priced at: ``DEFAULT_SEQ_LEN``, or the model's longest sequence
+    (``Family.max_tokens``) when that is shorter."""
+    return min(DEFAULT_SEQ_LEN, longest)
 TRAIN_STEP_FACTOR = 3  # a training step (forward + backward) costs about 3× the forward
 
 
