@@ -28,6 +28,7 @@ from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pare
 from pals_core.budget.units import human
 
 from .calc import Curves, Key, key_of, label
+from .measured import BASELINES
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
 _PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + ["#000080", "#8B008B", "#FF1493", "#006400", "#B8860B", "#4B0082"]
@@ -525,7 +526,7 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
             by_method.setdefault(r.method, []).append(r)
     _style_legend(fig, by_method, {r.location for rs in by_method.values() for r in rs})
     for method, rs in by_method.items():
-        ref = method in ("shared", "separate")
+        ref = method in BASELINES
         fig.add_trace(dict(type="scatter", 
             x=[r.params for r in rs], y=[r.score.mean for r in rs], mode="markers+text" if ref else "markers", name=method,
             legendgroup=method, showlegend=False,

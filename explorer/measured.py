@@ -10,6 +10,10 @@ Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`
 deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an aggregate is represented by the aggregate, and
 a seed run whose aggregate is not written yet (a sweep still running) stands for itself. The same summary in two
 places (a sweep's run and the copy it commits under ``benchmarks/results``) is one result, shown at the first root's path.
+
+A multi-seed result is set against the ``shared`` and ``separate`` results trained alike (the same
+``recipe``: model, tasks, steps, batch, lr, sampling, …) by ``pals_core.train.aggregate.compare``: the
+difference of the dev averages with its 95 % Welch interval (``against``).
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from pals_core.budget import get_method
+from pals_core.train.aggregate import compare
+from pals_core.train.config import recipe
 
 from .calc import Key, label
 from .recommend import Score
@@ -27,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
 REFERENCES = ("separate",)  # methods the trainer runs as references beside the adapters
+BASELINES = ("shared", "separate")  # the reference points a design is placed against: no adapter, T models
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class Result:
     scores: dict  # {task: {metric: value}} (single runs: fractions; aggregates: {"mean", …})
     steps: Optional[int]
     seed: Optional[int] = None  # a single run's seed (an aggregate has several: None)
+    per_seed: tuple[float, ...] = ()  # the dev average (0–100) of each seed run behind ``score``
+    recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
 
     @property
     def key(self) -> Key:
@@ -81,6 +90,19 @@ def _config(summary: dict, folder: Path) -> Optional[dict]:
     return None
 
 
+def _seed_averages(summary: dict, folder: Path) -> tuple[float, ...]:
+    """An aggregate's per-seed dev averages (0–100): from its ``runs`` entries, or (an entry naming a folder)
+    that seed run's own summary."""
+    out = []
+    for run in summary.get("runs") or []:
+        if isinstance(run, str):
+            run = _read(folder / run / "summary.json") or {}
+        avg = run.get("average") if isinstance(run, dict) else None
+        if isinstance(avg, (int, float)):
+            out.append(SCALE * avg)
+    return tuple(out)
+
+
 def parse(summary: dict, folder: Path) -> Optional[Result]:
     """A summary.json → a Result (None if it is not a finished run the explorer can place)."""
     config = _config(summary, folder)
@@ -93,8 +115,9 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
         ci = avg.get("ci95")
         n = len(summary.get("seeds") or summary.get("runs") or []) or 1
         score = Score(SCALE * avg["mean"], SCALE * ci if isinstance(ci, (int, float)) else None, n)
+        per_seed = _seed_averages(summary, folder)
     elif isinstance(avg, (int, float)):
-        score = Score(SCALE * avg, None, 1)
+        score, per_seed = Score(SCALE * avg, None, 1), (SCALE * avg,)
     else:
         return None
     adapter = config.get("adapter") if isinstance(config.get("adapter"), dict) else {}
@@ -119,7 +142,8 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
                   int(ts) if isinstance(ts, (int, float)) else None, score,
                   summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
                   summary.get("steps") if isinstance(summary.get("steps"), int) else None,
-                  config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None)
+                  config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
+                  per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str))
 
 
 def scan(roots: Iterable[Path]) -> list[Result]:
@@ -157,6 +181,18 @@ def same_question(results: Sequence[Result], train_model: Optional[str], trainab
         return []
     want = sorted(tasks)
     return [r for r in results if r.model == train_model and sorted(r.tasks) == want]
+
+
+def against(r: Result, results: Sequence[Result], baseline: str) -> Optional[dict]:
+    """``r``'s dev average less the ``baseline`` method's trained alike (the same recipe; of several, the one with
+    the most seeds), in points: ``aggregate.compare``'s {"diff", "low", "high", "df", "p"} — None unless both
+    have two seeds or more (a single run has no spread to test against)."""
+    if r.method == baseline or len(r.per_seed) < 2:
+        return None
+    alike = [x for x in results if x.method == baseline and x.recipe == r.recipe and len(x.per_seed) >= 2]
+    if not alike:
+        return None
+    return compare(r.per_seed, max(alike, key=lambda x: len(x.per_seed)).per_seed)
 
 
 def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:

@@ -199,7 +199,17 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
     st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
     frame = pd.DataFrame([{"design": r.design, "seed": "—" if r.seed is None else str(r.seed),
                            "dev average (0–100)": r.score.text(),
+                           **{f"− {b} (95 %)": _difference(measured.against(r, results, b)) for b in measured.BASELINES},
                            "task-specific params": "—" if r.params is None else f"{r.params:,}",
                            "steps": "—" if r.steps is None else str(r.steps), "folder": r.path}
                           for r in sorted(results, key=lambda r: -r.score.mean)])  # the ranking's order
     st.dataframe(frame, hide_index=True, width="stretch", key="measured_table")
+    st.caption("− shared / − separate: the design's dev average less that reference's, trained alike (same steps, batch, "
+               "learning rate, sampling, …), in points, with the 95 % Welch interval of the difference over their seeds "
+               "(both need two seeds or more). An interval that holds 0 is a difference the seeds cannot tell from noise; "
+               "its ends are the largest gaps they do not rule out. Each row is one test, uncorrected for the others.")
+
+
+def _difference(c: Optional[dict]) -> str:
+    """'+1.2 [−0.4, +2.9]' (points), or — where there is nothing to compare."""
+    return "—" if c is None else f"{c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}]"

@@ -602,6 +602,7 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     rows = table_with(app, "folder")  # the measured results' table
     assert rows[["design", "seed", "dev average (0–100)", "task-specific params"]].values.tolist() == [
         ["lhuc @ all", "0", "61.2 (1 run)", "12,345"]]
+    assert rows[["− shared (95 %)", "− separate (95 %)"]].values.tolist() == [["—", "—"]]  # one run: nothing to test
     [ranked] = fig(app, "fig_measured_ranked")["data"]  # the same result ranked, with the majority line
     assert ranked["y"] == ["lhuc @ all · seed 0"] and ranked["x"] == [pytest.approx(61.2)] and ranked["text"] == ["61.2"]
     assert any(s.get("x0") == pytest.approx(majority) for s in fig(app, "fig_measured_ranked")["layout"]["shapes"])

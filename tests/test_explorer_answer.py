@@ -117,6 +117,7 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
     assert by_path["one"].score == recommend.Score(pytest.approx(61.0), None, 1)
     three = by_path["three"].score
     assert three.n == 3 and three.mean == pytest.approx(61.0) and three.ci95 == pytest.approx(2.48)
+    assert by_path["three"].per_seed == pytest.approx((60.0, 61.0, 62.0))  # read from the seed runs it names
     assert by_path["three"].key == ("pals", "all") and by_path["three"].params == 1234
     assert by_path["three"].seed is None and by_path["one"].seed == 0  # an aggregate has no one seed
     assert measured.best_by_design(mine)[("pals", "all")].n == 3  # the aggregate, not one seed
@@ -197,3 +198,37 @@ def test_a_summary_copied_under_benchmarks_results_is_one_result(tmp_path):
     found = measured.scan([runs, results])
     assert sorted((r.score.mean, Path(r.path).relative_to(tmp_path).parts[0]) for r in found) == [
         (pytest.approx(60.0), "runs"), (pytest.approx(62.0), "results")]
+
+
+def _aggregate(tmp, name, averages, method, steps=4000):
+    """A ``pals-train --seeds`` folder as the trainer writes it (``aggregate``), trained with ``steps``."""
+    from pals_core.train.aggregate import aggregate
+    config = {"tasks": ["rte", "mrpc"], "model": "tiny", "steps": steps, "lr": 1e-4,
+              "adapter": {"method": method, "d_s": 8 if method == "pals" else None, "location": None}}
+    if method == "separate":  # what separate.summarise derives from the recipe: not a recipe of its own
+        config.update(steps_per_task={"rte": steps // 2, "mrpc": steps // 2}, steps_rule="n_t = …")
+    summaries = [{"config": {**config, "seed": k}, "average": a, "scores": {}, "params": {"task_specific": 10}}
+                 for k, a in enumerate(averages)]
+    d = tmp / name
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps(aggregate(list(range(len(averages))), summaries,
+                                                         [f"seed-{k}" for k in range(len(averages))])))
+
+
+def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
+    """The measured table's "− separate" / "− shared": Welch's interval of the difference of dev averages with the
+    reference trained with the same recipe — none against a reference trained otherwise, or with one seed."""
+    from pals_core.train.aggregate import compare
+    _aggregate(tmp_path, "pals", [0.60, 0.61, 0.62], "pals")
+    _aggregate(tmp_path, "separate", [0.70, 0.71, 0.72], "separate")
+    _aggregate(tmp_path, "shared-longer", [0.50, 0.52, 0.54], "shared", steps=8000)  # another recipe
+    _summary(tmp_path, "single", 0.65, model="tiny")
+    results = {Path(r.path).name: r for r in measured.scan([tmp_path])}
+    pals = results["pals"]
+    got = measured.against(pals, list(results.values()), "separate")
+    assert got == compare([60.0, 61.0, 62.0], [70.0, 71.0, 72.0])
+    assert got["diff"] == pytest.approx(-10.0) and got["high"] < 0  # the seeds support separate ahead
+    assert measured.against(pals, list(results.values()), "shared") is None  # 8,000 steps is not trained alike
+    assert measured.against(results["single"], list(results.values()), "separate") is None  # one run: no spread
+    assert measured.against(results["separate"], list(results.values()), "separate") is None
+

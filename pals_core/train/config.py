@@ -28,6 +28,9 @@ GLUE_SOURCES = ("auto", "files", "hub")
 
 # fields that may differ between a run and its resumption (they do not change the numbers)
 RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_source")
+# fields that say what a run adapts and with which seed, rather than how it was trained
+DESIGN_FIELDS = ("adapter", "budget", "seed")
+
 
 
 def _grad_clip(text: str) -> Optional[float]:
@@ -169,6 +172,15 @@ class TrainConfig:
 
     def with_(self, **changes: Any) -> "TrainConfig":
         return replace(self, **changes)
+
+
+def recipe(config: dict) -> dict:
+    """How a run was trained, apart from what it adapts and its seed: the ``TrainConfig`` fields of its config
+    (``as_dict()``, as a summary holds it; what ``separate`` derives from them is left out) less ``RESUME_FREE``
+    and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
+    their designs and seeds, so their scores may be compared."""
+    return {f.name: config[f.name] for f in fields(TrainConfig)
+            if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS}
 
 
 def _positive_int(name: str, value: Any) -> None:
