@@ -557,12 +557,12 @@ def measured_ranking_figure(results: Sequence, majority: Optional[float] = None,
     ranked = sorted(results, key=lambda r: r.score.mean)  # plotly draws the first category at the bottom
     rows, count = [], {}
     for r in ranked:
-        runs = f"seed {r.seed}" if r.score.n == 1 and r.seed is not None else r.score.runs()
-        name = f"{r.design} · {runs}"
+        name = f"{r.design} · {r.runs_label()}"
         count[name] = count.get(name, 0) + 1
         rows.append(name if count[name] == 1 else f"{name} ({count[name]})")  # two results of one design: two rows
     fig.add_trace(dict(type="scatter", x=[r.score.mean for r in ranked], y=rows, mode="markers+text", showlegend=False,
-                       text=[r.score.value() for r in ranked], textposition="middle right", cliponaxis=False,
+                       text=[r.score.value() for r in ranked], cliponaxis=False,
+                       textposition=["top right" if r.score.ci95 else "middle right" for r in ranked],  # clear of a bar
                        error_x=dict(type="data", array=[r.score.ci95 or 0 for r in ranked],
                                     visible=any(r.score.ci95 for r in ranked)),
                        marker=dict(color=[method_color(r.method) for r in ranked], symbol=[location_symbol(r.location) for r in ranked],

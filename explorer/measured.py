@@ -25,6 +25,7 @@ from typing import Iterable, Optional, Sequence
 from pals_core.budget import get_method
 from pals_core.train.aggregate import compare
 from pals_core.train.config import recipe
+from pals_core.train.seeds import SEEDS_FILE, aggregate_so_far
 
 from .calc import Key, label
 from .recommend import Score
@@ -51,6 +52,8 @@ class Result:
     scores: dict  # {task: {metric: value}} (single runs: fractions; aggregates: {"mean", …})
     steps: Optional[int]
     seed: Optional[int] = None  # a single run's seed (an aggregate has several: None)
+    seeds: tuple[int, ...] = ()  # an aggregate's seeds
+    planned: tuple[int, ...] = ()  # a --seeds run still training: the seeds it will have (``seeds`` are done so far)
     per_seed: tuple[float, ...] = ()  # the dev average (0–100) of each seed run behind ``score``
     recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
 
@@ -61,6 +64,19 @@ class Result:
     @property
     def design(self) -> str:
         return label(self.key) + ("" if self.d_s is None else f", d_s {self.d_s}")
+
+    def runs_label(self) -> str:
+        """'seed 0' (one run), '3 runs', or '2 of 3 seeds so far' (a --seeds run still training)."""
+        if self.score.n == 1 and self.seed is not None:
+            return f"seed {self.seed}"
+        return f"{len(self.seeds)} of {len(self.planned)} seeds so far" if self.planned else self.score.runs()
+
+    def seeds_label(self) -> str:
+        """The seed column: '0', '0, 1, 2', or '0, 1 of 0, 1, 2' (so far); — where unknown."""
+        if self.seed is not None:
+            return str(self.seed)
+        done = ", ".join(map(str, self.seeds)) or "—"
+        return f"{done} of {', '.join(map(str, self.planned))}" if self.planned else done
 
 
 def _read(path: Path) -> Optional[dict]:
@@ -141,14 +157,33 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
     return Result(str(folder), method, location, d_s if isinstance(d_s, int) else None, config.get("model"), tasks,
                   int(ts) if isinstance(ts, (int, float)) else None, score,
                   summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
-                  summary.get("steps") if isinstance(summary.get("steps"), int) else None,
+                  next((s for s in (summary.get("steps"), config.get("steps")) if isinstance(s, int)), None),
                   config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
+                  _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
+                  _ints(summary.get("planned")) if isinstance(avg, dict) else (),
                   per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str))
 
 
+def _ints(value) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, list) and all(isinstance(v, int) for v in value) else ()
+
+
+def _so_far(root: Path) -> list[tuple[Path, dict]]:
+    """(folder, aggregate of the seeds finished so far) for each ``--seeds`` plan under ``root`` (two levels deep)
+    that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``)."""
+    out = []
+    for plan in sorted({f for depth in ("*", "*/*") for f in root.glob(f"{depth}/{SEEDS_FILE}")}):
+        if not (plan.parent / "summary.json").is_file():
+            agg = aggregate_so_far(plan.parent)
+            if agg is not None and len(agg["runs"]) >= 2:
+                out.append((plan.parent, agg))
+    return out
+
+
 def scan(roots: Iterable[Path]) -> list[Result]:
-    """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs, each
-    summary once (an identical copy under a later root is skipped)."""
+    """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs — a
+    ``--seeds`` run still training by the seeds it has finished, once it has two — each summary once (an
+    identical copy under a later root is skipped)."""
     out: list[Result] = []
     seen: set[Path] = set()
     contents: set[str] = set()  # a summary copied elsewhere (a sweep's run and its copy under benchmarks/results) is one result
@@ -158,15 +193,14 @@ def scan(roots: Iterable[Path]) -> list[Result]:
             continue
         files = sorted({f for depth in ("*", "*/*", "*/*/*") for f in root.glob(f"{depth}/summary.json")},
                        key=lambda p: len(p.parts))
-        for f in files:
-            folder = f.parent.resolve()
-            if folder in seen or folder.parent in seen:
-                continue  # a seed run inside an aggregate already read
-            summary = _read(f)
-            r = parse(summary, f.parent) if summary else None
+        for folder, summary in [*_so_far(root), *((f.parent, _read(f)) for f in files)]:
+            resolved = folder.resolve()
+            if resolved in seen or any(p in seen for p in resolved.parents):
+                continue  # a run inside an aggregate already read (a seed, a separate seed's task)
+            r = parse(summary, folder) if summary else None
             if r is None:
                 continue
-            seen.add(folder)
+            seen.add(resolved)
             content = json.dumps(summary, sort_keys=True)
             if content not in contents:  # the first root's copy is the one shown
                 contents.add(content)

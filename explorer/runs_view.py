@@ -197,7 +197,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
                "model per task). The ringed marker is the chosen design.")
     st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
-    frame = pd.DataFrame([{"design": r.design, "seed": "—" if r.seed is None else str(r.seed),
+    frame = pd.DataFrame([{"design": r.design, "seed": r.seeds_label(),
                            "dev average (0–100)": r.score.text(),
                            **{f"− {b} (95 %)": _difference(measured.against(r, results, b)) for b in measured.BASELINES},
                            "task-specific params": "—" if r.params is None else f"{r.params:,}",

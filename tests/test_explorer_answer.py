@@ -137,6 +137,27 @@ def test_a_running_sweep_shows_its_finished_seeds_then_its_aggregate(tmp_path):
     assert agg.score.n == 2 and agg.score.mean == pytest.approx(61.0) and agg.path.endswith("pals")
 
 
+def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
+    """A ``pals-train --seeds 0,1,2`` folder (its plan, seeds.json) with no aggregate yet: one finished seed stands
+    for itself; from two on, the folder is one result over the seeds so far — its interval, "2 of 3 seeds so far"."""
+    from pals_core.train.seeds import KIND, SEEDS_FILE
+    design = tmp_path / "sweep" / "pals"
+    design.mkdir(parents=True)
+    (design / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": False, "template": {}}))
+    _summary(design, "seed-0", 0.60)
+    [one] = measured.scan([tmp_path])
+    assert one.seed == 0 and one.runs_label() == "seed 0" and one.seeds_label() == "0"
+    (design / "seed-1").mkdir()
+    (design / "seed-1" / "progress.json").write_text("{}")  # seed 1 still training: not counted
+    assert [r.seed for r in measured.scan([tmp_path])] == [0]
+    _summary(design, "seed-2", 0.62)
+    [so_far] = measured.scan([tmp_path])
+    assert so_far.path.endswith("pals") and so_far.score.n == 2 and so_far.score.mean == pytest.approx(61.0)
+    assert so_far.score.ci95 == pytest.approx(12.706, rel=1e-4)  # t_{.975,1} · s/√2 with s = √2
+    assert so_far.runs_label() == "2 of 3 seeds so far" and so_far.seeds_label() == "0, 2 of 0, 1, 2"
+    assert so_far.per_seed == pytest.approx((60.0, 62.0)) and so_far.key == ("pals", "all")
+
+
 def test_majority_class_reference_from_the_glue_files(glue_dir):
     from pals_core.data.glue import read_tsv
     from pals_core.data.tasks import GLUE_TASKS

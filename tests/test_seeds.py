@@ -83,6 +83,24 @@ def test_holm_step_down():
     assert all(q >= 0.05 for q in holm([0.04] * 20))
 
 
+def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
+    """A --seeds run still training: the aggregate of the seeds done so far and the plan's seeds; the file system only."""
+    from pals_core.train.seeds import KIND, SEEDS_FILE, aggregate_so_far
+    assert aggregate_so_far(tmp_path) is None  # no plan
+    (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": True, "template": {}}))
+    assert aggregate_so_far(tmp_path) is None  # no seed finished
+    for k, avg in ((0, 0.5), (2, 0.7)):
+        (tmp_path / f"seed-{k}").mkdir()
+        (tmp_path / f"seed-{k}" / "summary.json").write_text(json.dumps(_summary(avg, avg, avg, avg)))
+    (tmp_path / "seed-1").mkdir()
+    (tmp_path / "seed-1" / "summary.json").write_text("{not json")  # being written, or damaged: not counted
+    agg = aggregate_so_far(tmp_path)
+    assert agg["planned"] == [0, 1, 2] and agg["seeds"] == [0, 2] and agg["method"] == "separate"
+    assert agg["average"] == seed_stats([0.5, 0.7]) and [r["dir"] for r in agg["runs"]] == ["seed-0", "seed-2"]
+    (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": "something else", "seeds": [0]}))
+    assert aggregate_so_far(tmp_path) is None
+
+
 def _summary(avg, rte, f1, acc, total=100):
     return {"scores": {"rte": {"accuracy": rte}, "mrpc": {"f1": f1, "accuracy": acc}}, "average": avg,
             "params": {"total": total}, "best_step": 10, "wall_time_s": 2.0, "config": {"seed": 0, "out": "x",

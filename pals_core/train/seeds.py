@@ -227,6 +227,36 @@ def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results:
     return agg
 
 
+def aggregate_so_far(out: "str | Path") -> Optional[dict]:
+    """The aggregate of the seeds of OUT's plan that have finished so far — a ``--seeds`` run or a sweep still
+    training, or one stopped before it wrote OUT/summary.json — read from their summaries, with ``"planned"``: the
+    plan's seeds. None without a plan or a finished seed; the file system only (trains and writes nothing)."""
+    try:
+        d = read_json(seeds_file(out))
+        if d.get("kind") != KIND:
+            return None
+        planned = [int(k) for k in d["seeds"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    done = []
+    for k in planned:
+        try:
+            s = read_json(Path(seed_dir(out, k)) / "summary.json")
+        except (OSError, ValueError):
+            continue
+        if isinstance(s, dict) and isinstance(s.get("average"), (int, float)):
+            done.append((k, s))
+    if not done:
+        return None
+    try:
+        agg = aggregate([k for k, _ in done], [s for _, s in done], [f"seed-{k}" for k, _ in done])
+    except (ValueError, KeyError, TypeError):  # seeds that disagree (not one design): no aggregate to show
+        return None
+    if d.get("separate"):
+        agg["method"] = sep.METHOD
+    return {**agg, "planned": planned}
+
+
 def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
     """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
     leaves, plans = seed_leaves(plan)
