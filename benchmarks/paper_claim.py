@@ -250,31 +250,16 @@ def header(a: argparse.Namespace, tasks: list[str], seeds: str) -> str:
             f"seeds (95 % t-interval half-width)")
 
 
-def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict, leaves: list, results: Path,
-           started: float) -> int:
+def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict, results: Path) -> int:
     """The table over the seeds each design has finished so far (a sweep that spans sessions); trains nothing."""
-    from pals_core.train.aggregate import aggregate
-    from pals_core.train.jobs import _finished
-    from pals_core.train import separate as sep
-
-    done = {c.out: s for c in leaves if (s := _finished(c)) is not None}
+    for sp in sep_plans.values():
+        sd.write_finished_separate(sp)  # a separate seed whose tasks all finished after the sweep last wrote
     aggs, counts = {}, []
     for d, plan in plans.items():
-        finished, summaries = [], []
-        for k in plan.seeds:
-            if plan.separate:
-                p = sep_plans[d][k]
-                if not all(p.task_dir(t) in done for t in p.template.tasks):
-                    continue
-                summaries.append(sep.summarise(p, done))
-            elif sd.seed_dir(plan.out, k) in done:
-                summaries.append(done[sd.seed_dir(plan.out, k)])
-            else:
-                continue
-            finished.append(k)
-        counts.append(f"{d} {','.join(map(str, finished)) or 'none'}")
-        if finished:
-            aggs[d] = aggregate(finished, summaries, [f"seed-{k}" for k in finished])
+        agg = sd.aggregate_so_far(plan.out)  # what the explorer shows for a sweep still running
+        counts.append(f"{d} {','.join(map(str, agg['seeds'])) if agg else 'none'}")
+        if agg:
+            aggs[d] = agg
     copy_summaries(Path(a.out), results)
     if not aggs:
         print("paper_claim: no design has a finished seed yet")
@@ -315,7 +300,7 @@ def main() -> int:
           f"{a.jobs} at a time × {a.threads} thread(s); d_s: " +
           ", ".join(f"{d} {p.template.adapter.d_s}" for d, p in plans.items() if p.template.adapter.d_s), flush=True)
     if a.report:
-        return report(a, tasks, plans, sep_plans, leaves, results, started)
+        return report(a, tasks, plans, sep_plans, results)
     from pals_core.train.trainer import TrainingStopped
 
     try:
