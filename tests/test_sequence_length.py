@@ -90,3 +90,23 @@ def test_pals_train_refuses_a_max_len_the_model_cannot_take(tmp_path):
                       out=str(tmp_path / "run"))
     with pytest.raises(ValueError, match="max_len: sequence length 19 exceeds .*18 positions"):
         resolve(cfg)
+
+
+@pytest.mark.parametrize("model_type,fields,longest", HARD_LIMITS, ids=IDS)
+def test_the_python_api_prices_the_longest_by_default_and_refuses_one_more(model_type, fields, longest):
+    """``design()``, ``rows()`` and ``sweep()`` follow the same rule as the entry points: no n → 128, or the model's
+    longest when shorter; an n longer than the model takes is a ValueError (``rows``: a design not priced, with
+    the reason), never priced."""
+    from pals_core.budget import AdapterConfig, design, parse_tasks, rows
+    from pals_core.budget.sweep import sweep
+    shape = from_hf_config(AutoConfig.for_model(model_type, **fields).to_dict())
+    ds = design(shape, parse_tasks(2), AdapterConfig(method="shared"))
+    assert ds.seq_len == longest and ds.seq_len < 128
+    flops = lambda **n: rows(shape, parse_tasks(2), methods=["shared"], **n)[0].flops_base_per_seq
+    assert flops() == flops(seq_len=longest) > flops(seq_len=longest - 1)
+    assert next(sweep(shape, sizes=[2], task_counts=[1], methods=["houlsby"])).flops_per_seq > 0
+    with pytest.raises(ValueError, match=f"sequence length {longest + 1} exceeds"):
+        design(shape, parse_tasks(2), AdapterConfig(method="shared"), seq_len=longest + 1)
+    refused = rows(shape, parse_tasks(2), methods=["shared"], seq_len=longest + 1)  # listed as not priced, with why
+    assert list(refused) == [] and [label for label, _ in refused.refused] == ["shared"]
+    assert f"sequence length {longest + 1} exceeds" in refused.refused[0][1]

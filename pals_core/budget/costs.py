@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from functools import lru_cache
 from typing import Optional, Sequence
 
 from .config import AdapterConfig, format_location
@@ -117,11 +116,14 @@ class Design:
 
 
 def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, convention: str = "exact",
-           seq_len: int = DEFAULT_SEQ_LEN, check_size: bool = True) -> Design:
-    """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver)."""
+           seq_len: Optional[int] = None, check_size: bool = True) -> Design:
+    """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver). ``seq_len``
+    None = ``default_seq_len`` (128, or the model's longest when shorter); a longer n than the model takes is
+    refused (``Family.check_seq_len``), never priced."""
     paper = _paper(convention)
-    if not isinstance(seq_len, int) or seq_len < 1:
-        raise ValueError(f"sequence length must be a positive integer, got {seq_len!r}")
+    family = get_family(m.family)
+    seq_len = default_seq_len(family.max_tokens(m)) if seq_len is None else seq_len
+    family.check_seq_len(m, seq_len)
     if not tasks:
         raise ValueError("no tasks given")
     method, layers = check_config(m, cfg, check_size=check_size)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 from .config import AdapterConfig
-from .costs import DEFAULT_SEQ_LEN, design, forward_flops
+from .costs import design, forward_flops
 from .families import get_family
 from .methods import get_method
 from .shape import BaseModel
@@ -26,7 +26,7 @@ class Point(NamedTuple):
 
 
 def sweep(model: BaseModel, *, sizes: Iterable[int] = range(1, 1025), task_counts: Iterable[int] = range(1, 33),
-          methods: Optional[Iterable[str]] = None, convention: str = "exact", seq_len: int = DEFAULT_SEQ_LEN,
+          methods: Optional[Iterable[str]] = None, convention: str = "exact", seq_len: Optional[int] = None,
           heads: int = AdapterConfig.default("heads")) -> Iterator[Point]:
     """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""
     sizes = list(sizes)

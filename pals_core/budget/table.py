@@ -8,7 +8,7 @@ from .activations import Conditions
 
 from .models import conditions_for_model
 from .config import AdapterConfig, design_label
-from .costs import DEFAULT_SEQ_LEN, Cost, Design, design
+from .costs import Cost, Design, design
 from .methods import METHODS, get_method
 from .shape import BaseModel
 from .machine import Machine, constrain
@@ -48,7 +48,7 @@ class Rows(list):
 _DESIGNS: dict = {}  # (model, tasks, config, convention, n, checked) -> Design: a design does not depend on the budget
 
 
-def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convention: str, seq_len: int,
+def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convention: str, seq_len: Optional[int],
             check_size: bool) -> Design:
     """``design(...)``, remembered: asking the same question at another budget re-uses every resolved design."""
     key = (model, tuple(tasks), repr(cfg), convention, seq_len, check_size)
@@ -62,7 +62,7 @@ def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convent
 
 def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
          location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
-         seq_len: int = DEFAULT_SEQ_LEN, convention: str = "exact", machine: Optional[Machine] = None,
+         seq_len: Optional[int] = None, convention: str = "exact", machine: Optional[Machine] = None,
          model_conditions: Optional[Conditions] = None, **adapter_fields) -> Rows:
     """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.
 
