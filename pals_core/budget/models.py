@@ -52,6 +52,8 @@ PRESET_CONFIGS: dict[str, dict] = {
     "deberta-v3-large": dict(_DEBERTA_V3, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
     "ModernBERT-base": dict(_MODERNBERT, hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
     "ModernBERT-large": dict(_MODERNBERT, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, intermediate_size=2624),
+    "mpnet-base": dict(model_type="mpnet", vocab_size=30527, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                       intermediate_size=3072, max_position_embeddings=514, relative_attention_num_buckets=32),
 }
 
 
@@ -93,6 +95,9 @@ ALIASES = {
     "microsoft/deberta-v3-large": "deberta-v3-large",
     "answerdotai/ModernBERT-base": "ModernBERT-base",
     "answerdotai/ModernBERT-large": "ModernBERT-large",
+    "microsoft/mpnet-base": "mpnet-base",
+    "all-mpnet-base-v2": "mpnet-base",
+    "sentence-transformers/all-mpnet-base-v2": "mpnet-base",
 }
 DEFAULT_MODEL = "bert-base-uncased"
 
@@ -156,7 +161,7 @@ def load_model(spec: str) -> BaseModel:
 
 def conditions_from_config(config: dict, **kw) -> Conditions:
     """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (SPEC §9):
-    BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT);
+    BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT, MPNet);
     ``kw`` overrides any field."""
     from .families import MODEL_TYPES
 

@@ -16,9 +16,10 @@ from .bert import BertTrunk, ElectraTrunk, RobertaTrunk
 from .deberta_v2 import DebertaV2Trunk
 from .distilbert import DistilBertTrunk
 from .modernbert import ModernBertTrunk
+from .mpnet import MPNetTrunk
 
 TRUNKS: dict[str, type[Trunk]] = {t.family: t for t in (BertTrunk, RobertaTrunk, DistilBertTrunk, ElectraTrunk,
-                                                        DebertaV2Trunk, ModernBertTrunk)}
+                                                        DebertaV2Trunk, ModernBertTrunk, MPNetTrunk)}
 
 
 def trunk_class(config) -> type[Trunk]:

@@ -12,8 +12,10 @@ from .deberta_v2 import DEBERTA_V2
 from .distilbert import DISTILBERT
 from .electra import ELECTRA
 from .modernbert import MODERNBERT
+from .mpnet import MPNET
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, ROBERTA, DISTILBERT, ELECTRA, DEBERTA_V2, MODERNBERT)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, ROBERTA, DISTILBERT, ELECTRA, DEBERTA_V2, MODERNBERT,
+                                                        MPNET)}
 MODEL_TYPES: dict[str, Family] = {t: f for f in FAMILIES.values() for t in f.model_types}
 SUPPORTED = ", ".join(MODEL_TYPES)
 

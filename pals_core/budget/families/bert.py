@@ -67,14 +67,20 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
 
 
-def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks, *, output_dropout: bool = True):
+def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks, *, output_dropout: bool = True, score_bias=None):
     """``BertLayer`` as the trunk runs it (``pals_core/trunks/bert.py``; DistilBERT's has no dropout after the
-    attention output: ``output_dropout=False``) with the adapter's hooks (identity hooks: the HF layer)."""
+    attention output: ``output_dropout=False``) with the adapter's hooks (identity hooks: the HF layer).
+    ``score_bias``: a (B, h, n, n) tensor added to the scores before the mask (MPNet's relative position bias): the
+    addition keeps nothing; when the bias requires grad the scores do."""
     c, d, f = tr.cond, m.hidden, m.intermediate
     q = hooks.adapt_query(i, h, tr.linear(h, d, trains))
     k = hooks.adapt_key(i, h, tr.linear(h, d, trains))
     v = hooks.adapt_value(i, h, tr.linear(h, d, trains))
-    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=hooks.attention_mask_grad(i))
+    mask_grad = hooks.attention_mask_grad(i)
+    if score_bias is not None:
+        tr.elementwise(score_bias.nbytes, 3, 0, False)  # scores += bias
+        mask_grad = mask_grad or score_bias.grad
+    ctx = tr.attention(q, k, v, d, m.heads, c.attention_dropout, mask_grad=mask_grad)
     y = tr.linear(ctx, d, trains)
     if output_dropout:
         y = tr.dropout(y, c.hidden_dropout)
