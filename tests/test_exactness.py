@@ -59,9 +59,17 @@ BASES = {
                               intermediate_size=19, vocab_size=53, local_attention=4, global_attn_every_n_layers=2,
                               mlp_bias=True, norm_bias=True, classifier_pooling="mean", pad_token_id=0, eos_token_id=1,
                               bos_token_id=2, cls_token_id=2, sep_token_id=1), {"mnli": 3, "stsb": 1}, 8, 5, 4, 11, False),
+    # MPNet: BERT's layers + the relative position bias (its R × h table beside the layers), per-task poolers (MPNet's
+    # classification head exactly) and the shared pooler with a larger bucket table
+    "mpnet-3L": (dict(model_type="mpnet", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
+                      vocab_size=37, max_position_embeddings=20), {"rte": 2, "stsb": 1}, 6, 5, 3, 9, True),
+    "mpnet-R40": (dict(model_type="mpnet", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=27,
+                       vocab_size=41, max_position_embeddings=24, relative_attention_num_buckets=40, hidden_act="relu"),
+                  {"mnli": 3}, 8, 5, 4, 12, False),
 }
 EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1], "roberta-3L": [0, 2], "distilbert-3L": [1],
-            "electra-E10": [0, 1], "deberta-unshared": [0, 2], "deberta-shared": [1], "modernbert-local": [0, 3]}
+            "electra-E10": [0, 1], "deberta-unshared": [0, 2], "deberta-shared": [1], "modernbert-local": [0, 3],
+            "mpnet-3L": [0, 2], "mpnet-R40": [1]}
 
 
 def _family(base: str):

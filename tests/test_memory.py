@@ -1,7 +1,7 @@
 """The calculator's training memory is torch's, to the byte (SPEC section 9).
 
 activations == bytes autograd saves in one training-mode forward (saved_tensors_hooks, each storage once,
-parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT) × method ×
+parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet) × method ×
 location, with and without ``freeze_trunk``, CA-MTL's frozen lower half, sdpa and eager attention, dropout on and
 off; optimizer == AdamW's state after a step on each task.
 The conditions (train mode, the config's dropout, its attention implementation, CPU) are the figure's.
@@ -87,12 +87,20 @@ FAMILY_BASES = {
                               intermediate_size=11, vocab_size=30, max_position_embeddings=32, local_attention=64,
                               attn_implementation="eager", mlp_dropout=0.1, pad_token_id=0, bos_token_id=1,
                               eos_token_id=2, cls_token_id=1, sep_token_id=2), {"sst2": 2}, 8, 5, 4, 3, 6),
+    # MPNet: the relative position bias ((n, n) bucket ids kept by its lookup, a (B, h, n, n) copy added to every layer's
+    # eager scores), positions from the ids; dropout on and off, B = 1, a larger bucket table
+    "mpnet-3L": (dict(model_type="mpnet", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
+                      vocab_size=37, max_position_embeddings=20), {"rte": 2, "stsb": 1}, 6, 5, 3, 3, 9),
+    "mpnet-nodrop-B1-R40": (dict(model_type="mpnet", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=20, vocab_size=30, max_position_embeddings=16,
+                                 relative_attention_num_buckets=40, hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0), {"a": 4}, 6, 3, 2, 1, 8),
 }
 BASES.update(FAMILY_BASES)
 EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1], "roberta-3L": [0, 2],
             "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1], "deberta-v3-2L": [1],
             "deberta-c2p-E10-conv": [0, 2], "deberta-p2c-nodrop-B1": [0], "modernbert-3L": [0, 2],
-            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0]}
+            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0], "mpnet-3L": [0, 2], "mpnet-nodrop-B1-R40": [1]}
 
 
 def _cases():
@@ -143,7 +151,7 @@ def test_activations_are_the_bytes_autograd_saves(base, method, loc, freeze):
 
 
 OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L", "deberta-v3-2L", "deberta-c2p-E10-conv",
-       "modernbert-3L", "modernbert-drop-mean")
+       "modernbert-3L", "modernbert-drop-mean", "mpnet-3L", "mpnet-nodrop-B1-R40")
 
 
 @pytest.mark.parametrize("base,method,loc,freeze", [c for c in CASES if c[0] in OPT],
@@ -162,7 +170,8 @@ def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
 @pytest.mark.parametrize("extra", [dict(), dict(frozen_layers=0), dict(location="top", frozen_layers=2, cond_adapter_layers=2),
                                    dict(cond_attn_max_len=5, cond_attn_blocks=2, task_embedding_dim=7)],
                          ids=["default-half-frozen", "nothing-frozen", "top-2-frozen", "small-bias"])
-@pytest.mark.parametrize("base", ["odd-3L-drop", "eager-2L", "5L-B1", "roberta-3L", "distilbert-3L", "electra-E10"])
+@pytest.mark.parametrize("base", ["odd-3L-drop", "eager-2L", "5L-B1", "roberta-3L", "distilbert-3L", "electra-E10",
+                                  "mpnet-3L"])
 def test_ca_mtl_frozen_half(base, extra):
     hf, cfg, tasks, batch, n, ds = _setup(base, "ca_mtl", None, False, **extra)
     torch.manual_seed(0)

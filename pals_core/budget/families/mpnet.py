@@ -19,7 +19,7 @@ transformers refuses it). Positions are numbered from the hard-coded padding ind
 whatever ``pad_token_id`` says): the longest sequence is P − 2.
 Refused (one line): ``relative_attention_num_buckets`` < 32 (``compute_position_bias`` always buckets into 32,
 hard-coded, so a smaller table is indexed past its end), an activation the memory replay does not model
-(``hidden_act``), ``is_decoder`` / ``add_cross_attention``.
+(``hidden_act``), ``attn_implementation`` other than eager.
 """
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ PADDING_IDX = 1  # MPNetEmbeddings.padding_idx, hard-coded
 
 
 def read(config: dict, name: str) -> BaseModel:
-    for flag in ("is_decoder", "add_cross_attention"):
-        if config.get(flag):
-            raise ValueError(f"config {name!r}: {flag} is true (a decoder; the project prices and builds encoders only)")
+    """The shape, R and ``hidden_act``. ``is_decoder`` / ``add_cross_attention`` are not refused: MPNet's modules never
+    read them (no causal mask, no cross-attention layers), so they change nothing that is built or computed."""
     buckets = config.get("relative_attention_num_buckets", BUCKETS)
     if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < BUCKETS:
-        raise ValueError(f"config {name!r}: relative_attention_num_buckets {buckets!r} is below {BUCKETS} (MPNet's "
-                         f"compute_position_bias always uses {BUCKETS} buckets: a smaller table is indexed past its end)")
+        raise ValueError(f"config {name!r}: relative_attention_num_buckets {buckets!r} is not an integer ≥ {BUCKETS} "
+                         f"(MPNet's compute_position_bias always uses {BUCKETS} buckets: a smaller table is indexed "
+                         "past its end)")
     options = dict(relative_attention_num_buckets=buckets, **activation_option(config, name, "hidden_act"))
     return BaseModel(name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
                      heads=config["num_attention_heads"], intermediate=config["intermediate_size"],
