@@ -25,6 +25,7 @@ PUBLISHED = {
     "electra-large-discriminator": 334_092_288,
     "deberta-v3-small": 141_304_320, "deberta-v3-base": 183_831_552, "deberta-v3-large": 434_012_160,
     "ModernBERT-base": 149_014_272, "ModernBERT-large": 394_781_696,
+    "mpnet-base": 109_486_464,
 }
 
 
@@ -60,7 +61,9 @@ def test_every_family_has_presets_and_xlmr_embeddings_are_69_percent():
          bos_token_id=2, cls_token_id=2, sep_token_id=1),
     dict(model_type="camembert", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=31,
          vocab_size=41, max_position_embeddings=22, type_vocab_size=1),
-], ids=["deberta-conv-unshared", "deberta-c2p", "modernbert-biases", "camembert"])
+    dict(model_type="mpnet", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=31,
+         vocab_size=41, max_position_embeddings=22, relative_attention_num_buckets=45),
+], ids=["deberta-conv-unshared", "deberta-c2p", "modernbert-biases", "camembert", "mpnet-R45"])
 def test_config_flags_are_counted_as_automodel_builds_them(config):
     for paper in (False, True):
         assert base_params(from_hf_config(config), "paper" if paper else "exact") >= 0

@@ -37,6 +37,8 @@ TINY = {
     "modernbert": dict(hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=12, vocab_size=V,
                        local_attention=8, max_position_embeddings=128, pad_token_id=0, bos_token_id=101, eos_token_id=102,
                        cls_token_id=101, sep_token_id=102, classifier_pooling="mean"),
+    "mpnet": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
+                  max_position_embeddings=130),
 }
 
 

@@ -26,6 +26,9 @@ HARD_LIMITS = [
     ("electra", dict(_BERT_LIKE, embedding_size=8, max_position_embeddings=16), 16),
     ("deberta-v2", dict(_BERT_LIKE, max_position_embeddings=16, position_biased_input=True, relative_attention=True,
                         position_buckets=4, pos_att_type="p2c|c2p"), 16),
+    # MPNet numbers positions from its hard-coded padding index 1 + 1, whatever pad_token_id says
+    ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20), 18),
+    ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20, pad_token_id=0), 18),
 ]
 IDS = [f"{t}-pad{f.get('pad_token_id', 'default')}" for t, f, _ in HARD_LIMITS]
 
@@ -66,7 +69,7 @@ def test_pals_budget_prices_the_longest_and_refuses_one_more(model_type, fields,
 
 
 @pytest.mark.parametrize("model,longest", [("bert-base-uncased", 512), ("roberta-base", 512), ("xlm-roberta-large", 512),
-                                           ("deberta-v3-base", 512), ("ModernBERT-base", 8192)])
+                                           ("deberta-v3-base", 512), ("ModernBERT-base", 8192), ("mpnet-base", 512)])
 def test_presets_take_their_declared_length(model, longest, capsys):
     """Relative (DeBERTa-v3) and rotary (ModernBERT) positions have no table to run off, but the model was built
     for its ``max_position_embeddings``: a longer sequence is refused, not priced."""

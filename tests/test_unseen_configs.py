@@ -56,6 +56,8 @@ BASES = {
                        share_att_key=True, position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm"),
     "modernbert": dict(hidden_size=12, num_hidden_layers=3, num_attention_heads=2, intermediate_size=9, vocab_size=23,
                        local_attention=4, pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2, sep_token_id=1),
+    "mpnet": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
+                  max_position_embeddings=16),
 }
 DROPOUT_OFF = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 # (model_type, options, refused?) — refused: the one line names the option
@@ -106,6 +108,14 @@ GRID = [
     ("modernbert", dict(layer_types=["full_attention", "chunked_attention", "full_attention"]), "layer_types"),
     ("bert", dict(pad_token_id=30), "pad_token_id"), ("deberta-v2", dict(pad_token_id=23), "pad_token_id"),
     ("roberta", dict(vocab_size=1), "pad_token_id"),
+    ("mpnet", dict(hidden_act="relu"), False), ("mpnet", dict(hidden_act="gelu_new"), False),
+    ("mpnet", dict(relative_attention_num_buckets=40), False), ("mpnet", dict(pad_token_id=0, **DROPOUT_OFF), False),
+    ("mpnet", dict(classifier_dropout=0.3, layer_norm_eps=1e-5), False),
+    ("mpnet", dict(is_decoder=True, add_cross_attention=True), False),  # MPNet's modules never read them
+    ("mpnet", dict(attn_implementation="eager"), False),
+    ("mpnet", dict(relative_attention_num_buckets=16), "relative_attention_num_buckets"),
+    ("mpnet", dict(attn_implementation="sdpa"), "attn_implementation"), ("mpnet", dict(hidden_act="prelu"), "hidden_act"),
+    ("mpnet", dict(pad_token_id=23), "pad_token_id"),
 ]
 IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
 
@@ -207,6 +217,9 @@ PRICED_OPTIONS = {
                        mlp_bias=[False, True], attention_bias=[False, True], norm_bias=[False, True],
                        global_attn_every_n_layers=[1, 2, 3], local_attention=[2, 4, 64],
                        attn_implementation=["sdpa", "eager"]),
+    "mpnet": dict(hidden_act=["gelu", "relu", "gelu_new"], hidden_dropout_prob=[0.0, 0.1],
+                  attention_probs_dropout_prob=[0.0, 0.1], relative_attention_num_buckets=[32, 40],
+                  classifier_dropout=[None, 0.0]),
 }
 
 
@@ -238,7 +251,9 @@ ACTIVATED = {"bert-relu": ("bert", dict(hidden_act="relu")),
              "modernbert-relu-mean": ("modernbert", dict(hidden_activation="relu", classifier_activation="silu",
                                                          classifier_pooling="mean")),
              "modernbert-gelu_new-eager": ("modernbert", dict(hidden_activation="gelu_new", classifier_activation="linear",
-                                                              attn_implementation="eager", mlp_dropout=0.1))}
+                                                              attn_implementation="eager", mlp_dropout=0.1)),
+             "mpnet-gelu_new-R40": ("mpnet", dict(hidden_act="gelu_new", relative_attention_num_buckets=40)),
+             "mpnet-relu-nodrop": ("mpnet", dict(hidden_act="relu", **DROPOUT_OFF))}
 METHOD_CASES = [(key, method) for key, (t, o) in ACTIVATED.items() for method in METHODS
                 if not get_family(from_hf_config(_config_json(t, _fields(t, o))).family).refusal(method)]
 
