@@ -147,6 +147,8 @@ FAMILY_CONFIGS = {  # a config.json of each non-BERT family as transformers writ
                        intermediate_size=20, vocab_size=60, max_position_embeddings=64, local_attention=6,
                        mlp_dropout=0.1, classifier_pooling="mean", pad_token_id=0, bos_token_id=1, eos_token_id=2,
                        cls_token_id=1, sep_token_id=2),
+    "mpnet": dict(model_type="mpnet", hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40,
+                  vocab_size=60, max_position_embeddings=20, hidden_dropout_prob=0.2),
 }
 
 
@@ -163,7 +165,7 @@ def test_cli_memory_is_torch_memory_for_other_families(tmp_path, family):
         assert row["time_step_s"] > 0 and row["memory_infer"] > row["memory_train"]["weights"]
 
 
-@pytest.mark.parametrize("preset", ["deberta-v3-base", "ModernBERT-base"])
+@pytest.mark.parametrize("preset", ["deberta-v3-base", "ModernBERT-base", "mpnet-base"])
 def test_family_presets_take_memory_and_slowdown_budgets(preset):
     """Every row of a DeBERTa / ModernBERT table has its memory and step time; --memory and --max-slowdown bind."""
     out = _json(["--model", preset, "--tasks", "8", "--budget", "1.13", "--device", "h100", "--memory", "24GB",
@@ -195,6 +197,7 @@ def test_presets_read_their_family_conditions():
     assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
     assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0
     assert conditions_for_model("deberta-v3-base").attention == "eager"
+    assert conditions_for_model("mpnet-base") == Conditions(attention="eager")  # MPNet has no sdpa path
     assert conditions_for_model("bert-base") == Conditions()
 
 

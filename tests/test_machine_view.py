@@ -140,6 +140,7 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
     (folder / "config.json").write_text(json.dumps(eager))
     assert parse_inputs(RawInputs(model="ModernBERT-base")).conditions == conditions_for_model("ModernBERT-base")
     assert parse_inputs(RawInputs(model="deberta-v3-base")).conditions.attention == "eager"
+    assert parse_inputs(RawInputs(model="mpnet-base")).conditions.attention == "eager"
     assert parse_inputs(RawInputs(model=TINY)).conditions == model_conditions("tiny")
     assert parse_inputs(RawInputs(model=EMBEDDED)).conditions == model_conditions(None)
     local = parse_inputs(RawInputs(model=LOCAL, model_path=str(folder)))

@@ -138,6 +138,8 @@ _CONFIGS = {  # tiny configs of the families whose memory and time were modelled
     "modernbert": dict(model_type="modernbert", hidden_size=24, num_hidden_layers=4, num_attention_heads=4,
                        intermediate_size=19, vocab_size=53, pad_token_id=0, eos_token_id=1, bos_token_id=2,
                        cls_token_id=2, sep_token_id=1),
+    "mpnet": dict(model_type="mpnet", hidden_size=24, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                  vocab_size=51),
 }
 
 
