@@ -53,7 +53,7 @@ def _storage_arg(p: argparse.ArgumentParser) -> None:
 def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
     g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
-    g.add_argument("--model", help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
+    g.add_argument("--model", help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
     g.add_argument("--batch-size", help="default 16")

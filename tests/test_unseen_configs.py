@@ -115,7 +115,8 @@ GRID = [
     ("mpnet", dict(attn_implementation="eager"), False),
     ("mpnet", dict(relative_attention_num_buckets=16), "relative_attention_num_buckets"),
     ("mpnet", dict(attn_implementation="sdpa"), "attn_implementation"), ("mpnet", dict(hidden_act="prelu"), "hidden_act"),
-    ("mpnet", dict(pad_token_id=23), "pad_token_id"),
+    ("mpnet", dict(pad_token_id=23), False),  # never read: the padding row is 1 whatever it says
+    ("mpnet", dict(vocab_size=1), "vocab_size"),  # ... and row 1 must exist
 ]
 IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
 

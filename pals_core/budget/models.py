@@ -107,8 +107,9 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
     (no ``model_type``: BERT, as transformers' ``BertConfig``). An unsupported ``model_type`` is refused with
     a ``ValueError`` naming the supported ones — never counted as BERT. So is an attention implementation
     (``attn_implementation`` / ``_attn_implementation``; none = transformers' default) other than those its family's
-    trunk runs and is priced for (``Family.attention``), and a ``pad_token_id`` (default: the family's) outside the
-    vocabulary (transformers cannot build the embeddings); the family's ``read`` refuses the options it does not model."""
+    trunk runs and is priced for (``Family.attention``), and a ``pad_token_id`` (default: the family's; a family
+    whose padding row is fixed: that row, ``Family.padding_idx``) outside the vocabulary (transformers cannot build
+    the embeddings); the family's ``read`` refuses the options it does not model."""
     from .families import get_family_for
 
     family = get_family_for(config.get("model_type", "bert"))
@@ -116,9 +117,11 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
     if attention is not None and attention not in family.attention:
         raise ValueError(f"config {name!r}: attn_implementation {attention!r} is not supported for {family.title} "
                          f"(supported: {', '.join(family.attention)})")
-    pad, vocab = config.get("pad_token_id", family.pad_token_id), config.get("vocab_size")
+    fixed = family.padding_idx  # a family whose padding row is fixed (MPNet) does not read pad_token_id
+    pad, vocab = config.get("pad_token_id", family.pad_token_id) if fixed is None else fixed, config.get("vocab_size")
     if isinstance(pad, int) and isinstance(vocab, int) and vocab > 0 and not -vocab <= pad < vocab:
-        raise ValueError(f"config {name!r}: pad_token_id {pad} is outside the vocabulary (vocab_size {vocab}; "
+        what = "pad_token_id" if fixed is None else f"{family.title}'s padding index (fixed, whatever pad_token_id says)"
+        raise ValueError(f"config {name!r}: {what} {pad} is outside the vocabulary (vocab_size {vocab}; "
                          "transformers cannot build the embeddings)")
     try:
         return family.read(config, name)

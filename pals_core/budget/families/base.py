@@ -143,6 +143,7 @@ class Family:
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)
     pad_token_id: int = 0  # transformers' default for its configs (the embeddings' padding row)
+    padding_idx: Optional[int] = None  # the embeddings' padding row when fixed whatever pad_token_id says (MPNet: 1)
     notes: str = ""  # what the family's counts assume, for the documentation
     replay: Optional[Replay] = None  # its forward on symbolic tensors (memory and step time); None = not modelled
     reserved_positions: Callable[[BaseModel], int] = no_count  # position rows no token can use (RoBERTa: pad + 1)

@@ -19,7 +19,8 @@ transformers refuses it). Positions are numbered from the hard-coded padding ind
 whatever ``pad_token_id`` says): the longest sequence is P − 2.
 Refused (one line): ``relative_attention_num_buckets`` < 32 (``compute_position_bias`` always buckets into 32,
 hard-coded, so a smaller table is indexed past its end), an activation the memory replay does not model
-(``hidden_act``), ``attn_implementation`` other than eager.
+(``hidden_act``), ``attn_implementation`` other than eager, ``vocab_size`` 1 (the fixed padding row 1 lies outside
+the table; ``pad_token_id`` itself is never read, so any value is priced).
 """
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=trace_p
                 head_tensors=lambda m: 2, conditions=conditions, inference_layer=inference_layer)
 
 MPNET = Family("mpnet", "MPNet", ("mpnet",), read, embeddings, layer_params, layer_flops, token_types=False,
-               attention=("eager",), pad_token_id=PADDING_IDX, replay=REPLAY,
+               attention=("eager",), pad_token_id=PADDING_IDX, padding_idx=PADDING_IDX, replay=REPLAY,
                reserved_positions=lambda m: PADDING_IDX + 1,
                notes="BERT's layers + a relative position bias (R·h, counted with the embeddings, 0 FLOPs); "
                      "pooler shared like RoBERTa's; eager attention only; longest sequence P − 2")
