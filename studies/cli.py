@@ -200,6 +200,14 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     template = AdapterConfig(**design_given)
     settings = StudySettings(definition=definition, **{**d.defaults, **kw})
     given = set(kw) | ({"adapter"} if design_given else set())
+    from pals_core.budget.families import get_family
+    from .space import model_shape
+
+    shape = model_shape(settings.model)
+    try:  # every trial trains sequences of max_len tokens: one the model cannot take is refused here, not per trial
+        get_family(shape.family).check_seq_len(shape, settings.max_len)
+    except ValueError as e:
+        raise StudyError(f"--max-len: {e}") from None
     if settings.machine is not None:
         from .runner import machine_bound
         from .space import check_machine, model_shape

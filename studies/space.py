@@ -38,9 +38,11 @@ class MachineBound:
 
 def check_machine(shape: BaseModel, tasks: Sequence[str], bound: Optional[MachineBound]) -> None:
     """ValueError (one line) when ``bound`` sets a memory or time budget for a family whose memory and time the
-    calculator does not model: such a design is refused, never priced as another family."""
+    calculator does not model, or its sequence length is longer than the model takes: such a design is refused,
+    never priced as another family or another length."""
     if bound is not None:
-        check_supported(design(shape, parse_tasks(list(tasks)), AdapterConfig(method="shared")), bound.machine)
+        check_supported(design(shape, parse_tasks(list(tasks)), AdapterConfig(method="shared"), seq_len=bound.seq_len),
+                        bound.machine)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ def _cases(tmp_path, existing_db):
         (["run", "design", "--storage", existing_db, "--sampler-seed", "x"], "--sampler-seed 'x' is not an integer"),
         (["create", "optimizer", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--d-s", "480"],
          "over the budget"),
+        (["create", "design", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--max-len", "513"],
+         "--max-len: sequence length 513 exceeds tiny's 512 positions"),
     ]
 
 
