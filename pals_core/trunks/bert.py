@@ -14,7 +14,7 @@ have one token type, so the trunk passes no token_type_ids. ELECTRA projects its
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import nn
@@ -35,6 +35,21 @@ def self_attention(sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Ten
     return ctx.reshape(*h.shape[:-1], -1).contiguous()
 
 
+def after_attention(i: int, h: torch.Tensor, y: torch.Tensor, mask: Mask, adapter: TaskAdapter, attention_norm: nn.Module,
+                    ffn_in: Callable, ffn_out: Callable, output_norm: nn.Module) -> torch.Tensor:
+    """The rest of a post-norm layer once its attention output ``y`` is adapted (BERT's, DistilBERT's, DeBERTa's,
+    MPNet's): a = attention_norm(y + h); h_{l+1} = adapt_layer_output(output_norm(adapt_ffn_output(ffn_out(
+    adapt_ffn_activation(ffn_in(a)))) + a + parallel_branch(h))). ``ffn_in`` is W_in and its activation,
+    ``ffn_out`` W_out and its dropout."""
+    a = adapter.attention_norm(i, attention_norm, y + h)
+    g = adapter.adapt_ffn_activation(i, ffn_in(a))
+    z = adapter.adapt_ffn_output(i, ffn_out(g)) + a
+    ts = adapter.parallel_branch(i, h, mask)
+    if ts is not None:
+        z = z + ts
+    return adapter.adapt_layer_output(i, adapter.output_norm(i, output_norm, z))
+
+
 def adapted_bert_layer(layer: nn.Module, i: int, h: torch.Tensor, mask: Mask, adapter: TaskAdapter) -> torch.Tensor:
     """BertLayer.forward for layer i with the adapter's hooks, in the order ``TaskAdapter`` lists them."""
     sa, so, out = layer.attention.self, layer.attention.output, layer.output
@@ -43,13 +58,8 @@ def adapted_bert_layer(layer: nn.Module, i: int, h: torch.Tensor, mask: Mask, ad
     v = adapter.adapt_value(i, h, sa.value(h))
     ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, mask, h))
     y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
-    a = adapter.attention_norm(i, so.LayerNorm, y + h)
-    g = adapter.adapt_ffn_activation(i, layer.intermediate(a))
-    z = adapter.adapt_ffn_output(i, out.dropout(out.dense(g))) + a
-    ts = adapter.parallel_branch(i, h, mask)
-    if ts is not None:
-        z = z + ts
-    return adapter.adapt_layer_output(i, adapter.output_norm(i, out.LayerNorm, z))
+    return after_attention(i, h, y, mask, adapter, so.LayerNorm, layer.intermediate,
+                           lambda g: out.dropout(out.dense(g)), out.LayerNorm)
 
 
 class BertTrunk(Trunk):

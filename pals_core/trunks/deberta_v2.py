@@ -19,6 +19,7 @@ from transformers.models.deberta_v2.modeling_deberta_v2 import scaled_size_sqrt
 
 from ..adapters.base import TaskAdapter
 from .base import DenseHead, State, Trunk, make_mask
+from .bert import after_attention
 
 
 class DebertaHead(DenseHead):
@@ -102,13 +103,8 @@ class DebertaV2Trunk(Trunk):
         ctx = ctx.view(-1, heads, ctx.size(-2), ctx.size(-1)).permute(0, 2, 1, 3).contiguous()
         ctx = ctx.view(*ctx.size()[:-2], -1)
         y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
-        a = adapter.attention_norm(i, so.LayerNorm, y + h)
-        g = adapter.adapt_ffn_activation(i, layer.intermediate(a))
-        z = adapter.adapt_ffn_output(i, out.dropout(out.dense(g))) + a
-        ts = adapter.parallel_branch(i, h, state.mask)
-        if ts is not None:
-            z = z + ts
-        return adapter.adapt_layer_output(i, adapter.output_norm(i, out.LayerNorm, z))
+        return after_attention(i, h, y, state.mask, adapter, so.LayerNorm, layer.intermediate,
+                               lambda g: out.dropout(out.dense(g)), out.LayerNorm)
 
     def new_head(self, num_labels: int) -> nn.Module:
         return DebertaHead(self.config, num_labels)

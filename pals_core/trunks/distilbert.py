@@ -9,7 +9,7 @@ from torch import nn
 
 from ..adapters.base import TaskAdapter
 from .base import DenseHead, State, Trunk, classify_first_token
-from .bert import self_attention
+from .bert import after_attention, self_attention
 
 
 class DistilBertTrunk(Trunk):
@@ -43,13 +43,8 @@ class DistilBertTrunk(Trunk):
         v = adapter.adapt_value(i, h, sa.v_lin(h))
         ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, state.mask, h))
         y = adapter.adapt_attention_output(i, sa.out_lin(ctx))
-        a = adapter.attention_norm(i, block.sa_layer_norm, y + h)
-        g = adapter.adapt_ffn_activation(i, ffn.activation(ffn.lin1(a)))
-        z = adapter.adapt_ffn_output(i, ffn.dropout(ffn.lin2(g))) + a
-        ts = adapter.parallel_branch(i, h, state.mask)
-        if ts is not None:
-            z = z + ts
-        return adapter.adapt_layer_output(i, adapter.output_norm(i, block.output_layer_norm, z))
+        return after_attention(i, h, y, state.mask, adapter, block.sa_layer_norm, lambda a: ffn.activation(ffn.lin1(a)),
+                               lambda g: ffn.dropout(ffn.lin2(g)), block.output_layer_norm)
 
     def new_head(self, num_labels: int) -> nn.Module:
         return DenseHead(self.config.hidden_size, num_labels, nn.ReLU(), dropout_in=False)

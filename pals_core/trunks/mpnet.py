@@ -16,20 +16,15 @@ import torch
 from torch import nn
 
 from ..adapters.base import TaskAdapter
-from .base import State, Trunk, make_mask
+from .base import State, make_mask
+from .bert import BertTrunk, after_attention
 
 
-class MPNetTrunk(Trunk):
+class MPNetTrunk(BertTrunk):
+    """BERT's layers list and pooler; its own embeddings, position bias and adapted layer."""
+
     family = "mpnet"
     token_types = False
-
-    @property
-    def layers(self) -> nn.ModuleList:
-        return self.model.encoder.layer
-
-    @property
-    def pooler(self) -> Optional[nn.Module]:
-        return self.model.pooler
 
     def embedding_modules(self) -> list[nn.Module]:
         return [self.model.embeddings, self.model.encoder.relative_attention_bias]
@@ -61,10 +56,5 @@ class MPNetTrunk(Trunk):
         ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
         ctx = ctx.view(*ctx.size()[:-2], sa.all_head_size)
         y = adapter.adapt_attention_output(i, attention.dropout(sa.o(ctx)))
-        a = adapter.attention_norm(i, attention.LayerNorm, y + h)
-        g = adapter.adapt_ffn_activation(i, layer.intermediate(a))
-        z = adapter.adapt_ffn_output(i, out.dropout(out.dense(g))) + a
-        ts = adapter.parallel_branch(i, h, state.mask)
-        if ts is not None:
-            z = z + ts
-        return adapter.adapt_layer_output(i, adapter.output_norm(i, out.LayerNorm, z))
+        return after_attention(i, h, y, state.mask, adapter, attention.LayerNorm, layer.intermediate,
+                               lambda g: out.dropout(out.dense(g)), out.LayerNorm)
