@@ -210,16 +210,15 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         raise StudyError(f"--max-len: {e}") from None
     if settings.machine is not None:
         from .runner import machine_bound
-        from .space import check_machine, model_shape
+        from .space import check_machine
 
-        check_machine(model_shape(settings.model), settings.tasks, machine_bound(settings))
+        check_machine(shape, settings.tasks, machine_bound(settings))
     if d.searches_design:
         settings.adapter = template.as_dict()
     else:
         from .runner import fixed_adapter
-        from .space import model_shape
 
-        settings.adapter = fixed_adapter(settings, model_shape(settings.model), template)
+        settings.adapter = fixed_adapter(settings, shape, template)
     return settings, given
 
 

@@ -30,6 +30,7 @@ any false "supported" difference in the family at 5 %. Pure Python + scipy (t qu
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Optional, Sequence
 
 CONFIDENCE = 0.95
@@ -112,8 +113,6 @@ def compare(x: Sequence[float], y: Sequence[float], confidence: float = CONFIDEN
     diff = sx["mean"] - sy["mean"]
     if sx["std"] == 0 and sy["std"] == 0:
         return {"diff": diff, "low": diff, "high": diff, "df": math.inf, "p": 0.0 if diff != 0 else 1.0}
-    import warnings
-
     with warnings.catch_warnings():  # nearly equal seeds: scipy warns of precision loss; the result stands
         warnings.simplefilter("ignore", RuntimeWarning)
         res = ttest_ind([float(v) for v in x], [float(v) for v in y], equal_var=False)
@@ -130,4 +129,3 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * float(pvalues[i])))
         adjusted[i] = running
     return adjusted
-

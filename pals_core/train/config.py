@@ -32,7 +32,6 @@ RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_so
 DESIGN_FIELDS = ("adapter", "budget", "seed")
 
 
-
 def _grad_clip(text: str) -> Optional[float]:
     value = float(text)
     if not math.isfinite(value):
