@@ -124,6 +124,14 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
     return plan
 
 
+def schedule(leaves: list[TrainConfig]) -> list[TrainConfig]:
+    """The order the pool takes the runs in. Seed-major: every design's seed 0 before any design's seed 1, so a
+    sweep cut short by the end of a session still compares every design. Within a seed the longest runs first
+    (the multi-task runs, then separate's one-task runs; longest-processing-time order), so the short runs fill
+    the end and no process idles while one long run finishes alone. Stable: designs keep their order otherwise."""
+    return sorted(leaves, key=lambda c: (c.seed, -c.steps))
+
+
 def copy_summaries(out: Path, results: Path) -> int:
     """Mirror every summary.json (and seeds/separate plans) under ``out`` into ``results``; never checkpoints."""
     n = 0
@@ -293,9 +301,7 @@ def main() -> int:
         lv, sp = sd.seed_leaves(plan)
         leaves += lv
         sep_plans[d] = sp
-    # seed-major: every design's seed 0 before any design's seed 1, so a sweep cut short by the end of a
-    # session still compares every design (stable sort: designs keep their order within a seed)
-    leaves.sort(key=lambda c: c.seed)
+    leaves = schedule(leaves)
     print(f"paper_claim: {len(plans)} designs × {len(seeds)} seeds = {len(leaves)} training runs, "
           f"{a.jobs} at a time × {a.threads} thread(s); d_s: " +
           ", ".join(f"{d} {p.template.adapter.d_s}" for d, p in plans.items() if p.template.adapter.d_s), flush=True)

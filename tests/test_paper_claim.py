@@ -50,3 +50,16 @@ def test_differences_are_holm_corrected(pc):
     assert lines[1].startswith("- shared < separate on the average: -10.00 [") and "Holm p = " in lines[1]
     assert not any("pals" in line and line.startswith("- ") and "Holm p" in line for line in lines)
     assert "On the per-task scores (3 comparisons, Holm-corrected):" in lines
+
+
+def test_schedule_is_seed_major_longest_first(pc):
+    """The sweep's pool takes every design's seed 0 first, and within a seed the 4,000-step multi-task runs before
+    separate's 800-step one-task runs: a session's end then finds both processes busy on comparable work."""
+    from pals_core import AdapterConfig
+    from pals_core.train.config import TrainConfig
+
+    designs = ("shared", "separate-cola", "separate-rte", "pals", "houlsby")
+    leaves = [TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), seed=k, out=f"{d}/seed-{k}",
+                          steps=800 if d.startswith("separate") else 4000) for k in (1, 0) for d in designs]
+    expected = ("shared", "pals", "houlsby", "separate-cola", "separate-rte")
+    assert [c.out for c in pc.schedule(leaves)] == [f"{d}/seed-{k}" for k in (0, 1) for d in expected]
