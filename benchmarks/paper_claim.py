@@ -318,7 +318,7 @@ def main() -> int:
         done = sd.run_leaves(out, leaves, a.jobs, progress=False, on_change=finished_some)
     except (TrainingStopped, KeyboardInterrupt):
         copy_summaries(out, results)
-        print(f"paper_claim: stopped; run the same command again to continue", file=sys.stderr)
+        print("paper_claim: stopped; run the same command again to continue", file=sys.stderr)
         return 143
     except ValueError as e:  # another sweep already runs in --out (its run lock), a bad plan, …
         print(f"paper_claim: error: {e}", file=sys.stderr)
