@@ -30,14 +30,15 @@ def _design(averages: list[float]) -> dict:
 def test_claim_verdicts(pc):
     behind = {"pals": _design([0.60, 0.61, 0.62]), "separate": _design([0.70, 0.71, 0.72])}
     text = "\n".join(pc.against_references(behind))
-    assert "| pals | -10.00 [" in text and "separate models are ahead: the claim does not hold here" in text
+    assert "| pals | -10.00 [" in text and "separate models are ahead, by " in text
+    assert "at this scale the claim does not hold" in text and "stands uncorrected" in text
 
     close = {"pals": _design([0.60, 0.65, 0.70]), "separate": _design([0.62, 0.66, 0.69])}
     text = "\n".join(pc.against_references(close))
     assert "the seeds cannot tell them apart; they rule out PALs trailing by more than" in text
 
     ahead = {"pals": _design([0.80, 0.81, 0.82]), "separate": _design([0.70, 0.71, 0.72])}
-    assert "PALs is ahead of separate models" in "\n".join(pc.against_references(ahead))
+    assert "PALs is ahead of separate models, by " in "\n".join(pc.against_references(ahead))
     # one seed has no interval: nothing to say against it yet
     assert pc.against_references({"pals": _design([0.6]), "separate": _design([0.7])}) == []
 
