@@ -44,6 +44,13 @@ class Score:
     def text(self) -> str:
         return f"{self.value()} ({self.runs()})"
 
+    def overlaps(self, other: "Score") -> bool:
+        """Whether the two 95 % intervals share a point (the ranked plot's reading: no clear winner). A single run
+        has no interval, so it is never clear of anything."""
+        if self.ci95 is None or other.ci95 is None:
+            return True
+        return abs(self.mean - other.mean) <= self.ci95 + other.ci95
+
 
 @dataclass(frozen=True)
 class Pick:
@@ -110,7 +117,7 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
             + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task"
             + (f" and a predicted {p.time:.2f}× training step" if p.time is not None else ""))
     if p.measured is not None:
-        return head + f", and has the best measured dev average here: {p.measured.text()}."
+        return head + f", and has the best measured dev average here: {p.measured.text()}" + _clear_of(p, picks) + "."
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[1] == rank_key(p)[1]]
     if tied:
@@ -123,6 +130,21 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
     if any(q.measured is not None for q in picks):
         return head + why + "."
     return head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the ranking."
+
+
+def _clear_of(p: Pick, picks: Sequence[Pick]) -> str:
+    """Whether the best mean is a measured lead: the other measured candidates whose 95 % interval overlaps
+    the first's are ones the seeds do not separate from it."""
+    rivals = [q for q in picks if q is not p and q.measured is not None]
+    if not rivals:
+        return ""
+    close = [q for q in rivals if p.measured.overlaps(q.measured)]
+    if not close:
+        return f", its 95 % interval clear of every other measured design's (next: {label(rivals[0].key)}, " \
+               f"{rivals[0].measured.value()})"
+    return ("; the seeds do not separate it from " + ", ".join(f"{label(q.key)} ({q.measured.value()})" for q in close)
+            + (" (intervals overlap)" if all(q.measured.ci95 is not None for q in close) and p.measured.ci95 is not None
+               else " (a single run has no interval)"))
 
 
 @dataclass(frozen=True)

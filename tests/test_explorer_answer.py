@@ -62,7 +62,30 @@ def test_the_recommendation_ranks_measured_designs_first():
     scores = {("lhuc", "all"): recommend.Score(71.0, 1.2, 3), ("pals", "top"): recommend.Score(70.0, None, 1)}
     ranked = recommend.candidates(costs, inp.budget, scores)
     assert [p.key for p in ranked[:2]] == [("lhuc", "all"), ("pals", "top")]
-    assert "best measured dev average here: 71.0 ± 1.2 (3 runs)" in recommend.reason(ranked[0], ranked)
+    assert "best measured dev average here: 71.0 ± 1.2 (3 runs); the seeds do not separate it from pals @ top (70.0) " \
+           "(a single run has no interval)." in recommend.reason(ranked[0], ranked)
+
+
+def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_rest():
+    """The best mean is a lead only where its 95 % interval is clear of the others' (the sweep's final numbers:
+    Houlsby 63.8 ± 4.5 first by mean, not separated from low-rank or PALs)."""
+    inp = parse_inputs(RawInputs())
+    costs = calc.table(inp)
+    firsts = {p.cost.method: p.key for p in recommend.candidates(costs, inp.budget)}
+    overlap = {firsts["houlsby"]: recommend.Score(63.81, 4.48, 3), firsts["low_rank"]: recommend.Score(63.80, 2.78, 3),
+               firsts["pals"]: recommend.Score(63.26, 0.98, 3)}
+    ranked = recommend.candidates(costs, inp.budget, overlap)
+    said = recommend.reason(ranked[0], ranked)
+    assert ranked[0].key == firsts["houlsby"]
+    assert said.endswith(f"; the seeds do not separate it from {calc.label(firsts['low_rank'])} (63.8 ± 2.8), "
+                         f"{calc.label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap).")
+    clear = {firsts["houlsby"]: recommend.Score(70.0, 1.0, 3), firsts["pals"]: recommend.Score(63.3, 1.0, 3)}
+    ranked = recommend.candidates(costs, inp.budget, clear)
+    assert recommend.reason(ranked[0], ranked).endswith(
+        f", its 95 % interval clear of every other measured design's (next: {calc.label(firsts['pals'])}, 63.3 ± 1.0).")
+    alone = {firsts["pals"]: recommend.Score(63.3, 1.0, 3)}
+    ranked = recommend.candidates(costs, inp.budget, alone)
+    assert recommend.reason(ranked[0], ranked).endswith("best measured dev average here: 63.3 ± 1.0 (3 runs).")
 
 
 def test_a_method_measured_at_another_location_is_ranked_by_that_measurement():
