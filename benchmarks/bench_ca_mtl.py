@@ -31,7 +31,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from pals_core.budget import AdapterConfig, Task, at_size, design, load_model  # noqa: E402
-from pals_core.data.tasks import GLUE_TASKS  # noqa: E402
+from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 
 
 def trained(model, tasks, cfg: AdapterConfig) -> int:

@@ -28,9 +28,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from pals_core import AdapterConfig  # noqa: E402
-from pals_core.data.glue import load_tasks, load_tokenizer  # noqa: E402
+from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
-from pals_core.data.tasks import GLUE_TASKS  # noqa: E402
+from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.models import build_model, tokenizer_path  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402

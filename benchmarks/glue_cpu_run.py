@@ -28,8 +28,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 from pals_core import AdapterConfig  # noqa: E402
-from pals_core.data.glue import load_tasks, load_tokenizer  # noqa: E402
-from pals_core.data.metrics import METRICS, MAIN_METRIC, dev_average, main_score, majority_scores  # noqa: E402
+from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
+from pals_core.tasks import glue_record  # noqa: E402
+from pals_core.data.metrics import dev_average, main_score, majority_scores  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.models import tokenizer_path  # noqa: E402
 from pals_core.train.rundir import atomic_write_text  # noqa: E402
@@ -48,9 +49,9 @@ def table(tasks: list[str], base: dict, summaries: dict[str, dict]) -> str:
     head = "| task | metric | majority | " + " | ".join(names) + " |"
     lines = [head, "|" + "---|" * (3 + len(names))]
     for t in tasks:
-        for m in METRICS[t]:
+        for m in glue_record(t).reported_metrics():
             cells = [f"{100 * s['scores'][t][m]:.2f}" for s in summaries.values()]
-            star = " *" if m == MAIN_METRIC[t] else ""
+            star = " *" if m == glue_record(t).main_metric else ""
             lines.append(f"| {t} | {m}{star} | {100 * base[t][m]:.2f} | " + " | ".join(cells) + " |")
     avg = [f"**{100 * s['average']:.2f}**" for s in summaries.values()]
     lines.append(f"| **average** | Table 3 | {100 * dev_average(base):.2f} | " + " | ".join(avg) + " |")

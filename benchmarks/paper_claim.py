@@ -47,8 +47,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pals_core import AdapterConfig  # noqa: E402
 from pals_core.budget import Budget, Task  # noqa: E402
-from pals_core.data.metrics import MAIN_METRIC, dev_average, main_score, majority_scores  # noqa: E402
-from pals_core.data.tasks import GLUE_TASKS  # noqa: E402
+from pals_core.data.metrics import dev_average, main_metric_label, main_score, majority_scores  # noqa: E402
+from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
 from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
@@ -148,7 +148,7 @@ def copy_summaries(out: Path, results: Path) -> int:
 
 
 def majority(a: argparse.Namespace, tasks: list[str]) -> dict:
-    from pals_core.data.glue import load_tasks, load_tokenizer
+    from pals_core.data.load import load_tasks, load_tokenizer
 
     data = load_tasks(tasks, load_tokenizer(tokenizer_path(a.model)), glue_dir=a.glue_dir, max_len=a.max_len,
                       max_train=a.max_train_examples, max_eval=a.max_eval_examples, cache_dir=a.cache_dir)
@@ -171,7 +171,7 @@ def table(tasks: list[str], base: dict, aggs: dict[str, dict]) -> str:
     names = list(aggs)
     lines = ["| task (metric) | majority | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(names))]
     for t in [*tasks, None]:
-        label = f"{t} ({MAIN_METRIC[t]})" if t else "**average** (Table 3)"
+        label = f"{t} ({main_metric_label(t)})" if t else "**average** (Table 3)"
         maj = main_score(t, base[t]) if t else dev_average(base)
         lines.append(f"| {label} | {100 * maj:.2f} | " + " | ".join(cell(per_seed(aggs[d], t)) for d in names) + " |")
     lines.append("| d_s | — | " + " | ".join(str(aggs[d]["params"].get("d_s") or "—") for d in names) + " |")

@@ -25,7 +25,7 @@ EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
 
 def majority_baseline(tasks: list[str], max_train: int, max_eval: int) -> dict:
     """Predict each task's most frequent training class on the same dev subsets the trials are scored on."""
-    from pals_core.data.glue import load_tasks, load_tokenizer
+    from pals_core.data.load import load_tasks, load_tokenizer
     from pals_core.data.metrics import main_score, majority_scores
     from pals_core.train.models import tokenizer_path
 

@@ -247,7 +247,7 @@ def majority_average(tasks: Sequence[str], glue_dir: Optional[str]) -> Optional[
     try:
         from pals_core.data.glue import missing_files, read_tsv, resolve_glue_dir
         from pals_core.data.metrics import dev_average, majority_scores
-        from pals_core.data.tasks import GLUE_TASKS
+        from pals_core.tasks.glue import GLUE_TASKS
     except ImportError:
         return None
     path = resolve_glue_dir(glue_dir or None)

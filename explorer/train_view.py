@@ -41,7 +41,7 @@ SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model",
 def trainable_tasks() -> list[str]:
     """The GLUE tasks the trainer knows (``pals_core.data.tasks``), else the calculator's list."""
     try:
-        from pals_core.data.tasks import GLUE_TASKS
+        from pals_core.tasks.glue import GLUE_TASKS
     except ImportError:
         return list(GLUE_LABELS)
     return list(GLUE_TASKS)

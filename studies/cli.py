@@ -143,7 +143,7 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     """Settings from the command line (defaults where not given) and the names of those given."""
     kw: dict = {}
     if args.tasks is not None:
-        from pals_core.data.tasks import parse_task_list
+        from pals_core.tasks.glue import parse_task_list
 
         kw["tasks"] = parse_task_list(args.tasks)
     if args.model is not None:

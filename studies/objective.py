@@ -79,7 +79,8 @@ class Objective:
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
 
     def __call__(self, trial: optuna.Trial) -> Union[float, tuple[float, float]]:
-        from pals_core.data.metrics import MAIN_METRIC, main_score
+        from pals_core.data.metrics import main_score
+        from pals_core.tasks import records_of_config
         from pals_core.train.config import TrainConfig
         from pals_core.train.trainer import TrainingStopped, train
 
@@ -144,12 +145,13 @@ class Objective:
             raise
         self._drop_checkpoints(run_dir)
         params = summary.get("params", {})
+        records = records_of_config(summary.get("config") or {})
         if s.seeds:  # the aggregate: mean over seeds, with the interval beside it
             scores = {t: {k: v["mean"] for k, v in m.items()} for t, m in summary["scores"].items()}
             trial.set_user_attr("seeds", list(summary["seeds"]))
             trial.set_user_attr("average_std", summary["average"]["std"])
             trial.set_user_attr("average_ci95", summary["average"]["ci95"])
-            trial.set_user_attr("scores_ci95", {t: (m.get(MAIN_METRIC.get(t)) or {}).get("ci95")
+            trial.set_user_attr("scores_ci95", {t: (m.get(records[t].main_metric) or {}).get("ci95")
                                                 for t, m in summary["scores"].items()})
             trial.set_user_attr("best_step", [r["best_step"] for r in summary["runs"]])
             average = float(summary["average"]["mean"])
@@ -157,7 +159,7 @@ class Objective:
             scores = summary.get("scores") or {}
             trial.set_user_attr("best_step", summary.get("best_step"))
             average = float(summary["average"])
-        trial.set_user_attr("scores", {t: float(main_score(t, m)) for t, m in scores.items()})  # Table 3's metric per task
+        trial.set_user_attr("scores", {t: float(main_score(records[t], m)) for t, m in scores.items()})  # Table 3's metric per task
         trial.set_user_attr("metrics", {t: {k: float(v) for k, v in m.items()} for t, m in scores.items()})
         trial.set_user_attr("wall_time_s", float(summary.get("wall_time_s", 0.0)))
         if "task_specific" in params:  # the trainer's count, checked against the instantiated module

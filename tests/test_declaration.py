@@ -21,7 +21,7 @@ from pals_core.budget import METHODS, AdapterConfig, Budget, get_method
 from pals_core.budget.cli import build_parser as budget_parser
 from pals_core.budget.config import NAMED_LOCATIONS
 from pals_core.budget.flags import flags_of, given_values
-from pals_core.data.tasks import GLUE_TASKS
+from pals_core.tasks.glue import GLUE_TASKS
 from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig
@@ -56,7 +56,7 @@ def _strategy(cls, flag):
         base = st.sampled_from(list(flag.choices()))
     elif flag.default is not dataclasses.MISSING and isinstance(flag.default, tuple):
         base = st.tuples(*(FLOATS for _ in flag.default))
-    elif flag.name in ("model", "glue_dir", "out", "cache_dir"):
+    elif flag.name in ("model", "glue_dir", "out", "cache_dir", "tasks_file"):
         base = PATHS
     else:
         probe = flag.parse("7")

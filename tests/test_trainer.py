@@ -104,7 +104,7 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     assert p["per_task"] == {t: sum(x.numel() for _, x in model.named_task_parameters(t)) for t in ("rte", "stsb", "mrpc")}
 
     # task-separable checkpoint files; the best one reproduces the best scores
-    from pals_core.data.glue import load_tasks, load_tokenizer
+    from pals_core.data.load import load_tasks, load_tokenizer
     from pals_core.train.checkpoint import load_model
     from pals_core.train.evaluate import evaluate as run_eval
     from pals_core.train.models import tokenizer_path

@@ -19,7 +19,7 @@ from .paper import PaperRow, paper_reproduction
 from .poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
-from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks
+from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks, tasks_of_records
 
 __all__ = [
     "AdapterConfig", "BaseModel", "Budget", "CONVENTIONS", "Cost", "DEFAULT_MODEL", "DEFAULT_SEQ_LEN", "Design",
@@ -27,5 +27,5 @@ __all__ = [
     "WITHIN_LOCATIONS", "at_size", "base_flops", "base_params", "breakdown", "check_config", "default_seq_len", "design", "designs_for",
     "evaluate", "forward_flops", "from_hf_config", "get_method", "glue_task", "head_params", "load_model",
     "location_label", "paper_reproduction", "parse_tasks", "pooler_params", "real_optimum", "resolve_layers", "rows",
-    "smallest_budget", "solve", "sort_rows",
+    "smallest_budget", "solve", "sort_rows", "tasks_of_records",
 ]

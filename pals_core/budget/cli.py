@@ -19,7 +19,8 @@ from .models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
 from .paper import paper_reproduction
 from .solver import add_budget_flags, budget_from_args
 from .table import rows, sort_rows
-from .tasks import parse_tasks
+from ..tasks import resolve_records
+from .tasks import parse_tasks, tasks_of_records
 from .units import parse_positive_int
 
 
@@ -37,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "and bottom (a table); design flags other than --method/--location/--d-s apply to every row.",
                 epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
                        "pals-budget --method lhuc | pals-budget --paper")
-    p.add_argument("--tasks", default="8", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8)")
+    p.add_argument("--tasks", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
+                                   "with --tasks-file, names out of the file (default: all of them)")
+    p.add_argument("--tasks-file", metavar="FILE", help="your own tasks (YAML/JSON): each head priced from its task's "
+                                                        "label count (declared labels, else the train file's label column)")
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
     add_flags(p, Machine, title="machine (memory, SPEC §9; step time, SPEC §10)")
@@ -93,7 +97,10 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()
     model = load_model(args.model)
-    tasks = parse_tasks(args.tasks)
+    if args.tasks_file:
+        tasks = tasks_of_records(resolve_records(args.tasks, args.tasks_file))
+    else:
+        tasks = parse_tasks(args.tasks if args.tasks is not None else "8")
     budget = budget_from_args(args)
     family = get_family(model.family)
     if args.seq_len is None:

@@ -1,7 +1,10 @@
-"""Tasks: GLUE names with their real label counts, or N anonymous binary tasks."""
+"""Tasks as the calculator sees them: a name and its number of outputs C_t — GLUE names with their real label
+counts, N anonymous binary tasks, or the records of a tasks file (``pals_core.tasks``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..tasks.glue import GLUE_LABELS, PAPER_TASKS, glue_name
 
 
 @dataclass(frozen=True)
@@ -13,21 +16,10 @@ class Task:
         return {"name": self.name, "num_labels": self.num_labels}
 
 
-GLUE_LABELS: dict[str, int] = {
-    "cola": 2, "sst2": 2, "mrpc": 2, "stsb": 1, "qqp": 2, "mnli": 3, "qnli": 2, "rte": 2, "wnli": 2,
-}
-"""GLUE tasks and their number of outputs (STS-B is a regression)."""
-
-PAPER_TASKS: tuple[str, ...] = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
-"""The eight GLUE tasks of Stickland & Murray (2019), Table 3."""
-
-_ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "mnli-m": "mnli", "mnli-mm": "mnli"}
-
-
 def glue_task(name: str) -> Task:
-    key = _ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in GLUE_LABELS:
-        raise ValueError(f"unknown task {name!r} (GLUE tasks: {', '.join(GLUE_LABELS)})")
+    key = glue_name(name)
+    if key is None:
+        raise ValueError(f"unknown task {name!r} (GLUE tasks: {', '.join(GLUE_LABELS)}; your own tasks: --tasks-file)")
     return Task(key, GLUE_LABELS[key])
 
 
@@ -71,3 +63,14 @@ def _count(n: int) -> list[Task]:
     if n == len(PAPER_TASKS):
         return [glue_task(t) for t in PAPER_TASKS]
     return [Task(f"task{i + 1}", 2) for i in range(n)]
+
+
+def tasks_of_records(records) -> list[Task]:
+    """The calculator's tasks of ``TaskRecord``s: each name with its C_t (declared labels, or the train file's
+    label column read — never the text; regression 1)."""
+    from ..tasks import num_labels
+
+    tasks = [Task(r.name, num_labels(r)) for r in records]
+    if not tasks:
+        raise ValueError("no tasks given")
+    return tasks

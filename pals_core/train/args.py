@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """Flags generated from the dataclasses: ``AdapterConfig`` (design), the budget, ``TrainConfig`` (run)."""
-    p = _Parser(prog="pals-train", description="Multi-task training on GLUE with task-specific adapters "
+    p = _Parser(prog="pals-train", description="Multi-task training on GLUE or your own tasks (--tasks-file) with task-specific adapters "
                 "(BERT and PALs, Stickland & Murray 2019). Writes config.json, progress.json, metrics.jsonl, "
                 "checkpoints/ and summary.json to --out.", argument_default=_S)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
@@ -59,7 +59,9 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
             base["budget"] = budget.as_dict()
         return TrainConfig.from_dict({**base, **run_given, "adapter": adapter}), True
     if "tasks" not in run_given:
-        raise UsageError("--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2)")
+        if not run_given.get("tasks_file"):
+            raise UsageError("--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2), or --tasks-file F for your own")
+        run_given["tasks"] = []
     adapter = AdapterConfig(**adapter_given)
     from ..budget import get_method
 

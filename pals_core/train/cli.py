@@ -66,6 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def format_summary(summary: dict) -> str:
     """The best checkpoint's dev scores (×100) and the parameter cost, as a small table."""
     from ..data.metrics import main_score
+    from ..tasks import records_of_config
+
+    records = records_of_config(summary.get("config") or {})
 
     def pct(v) -> str:  # a score ×100; "—" where it is not a number (NaN is stored as null)
         return f"{100 * v:6.2f}" if isinstance(v, (int, float)) and v == v else "     —"
@@ -75,7 +78,7 @@ def format_summary(summary: dict) -> str:
     for task, scores in (summary.get("scores") or {}).items():
         metrics = "  ".join(f"{k} {pct(v).strip()}" for k, v in scores.items())
         try:
-            main = main_score(task, scores)
+            main = main_score(records.get(task, task), scores)
         except (KeyError, TypeError, ValueError):
             main = None
         lines.append(f"  {task:6s} {pct(main)}   ({metrics})")

@@ -19,7 +19,7 @@ from ..budget.flags import to_argv
 from ..budget.solver import Budget
 from ..data.glue import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
-from ..data.tasks import parse_task_list
+from ..tasks import TaskRecord, resolve_records
 from .models import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -27,7 +27,9 @@ MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 GLUE_SOURCES = ("auto", "files", "hub")
 
 # fields that may differ between a run and its resumption (they do not change the numbers)
-RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_source")
+RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_source", "tasks_file", "data")
+# (where the data lies may change; what it is may not: ``data`` — each task's record and its files' sha256 — is
+# compared on its own, naming the file that changed: ``data_differences``)
 # fields that say what a run adapts and with which seed, rather than how it was trained
 DESIGN_FIELDS = ("adapter", "budget", "seed")
 
@@ -44,7 +46,8 @@ class TrainConfig:
     """One run. Each field is declared once here — type, default, help — and becomes a ``pals-train`` flag
     (``pals_core.budget.flags``); the design's fields are ``AdapterConfig``'s, the budget is ``Budget``."""
 
-    tasks: list[str] = field(metadata={"help": "GLUE tasks, comma-separated: cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte",
+    tasks: list[str] = field(metadata={"help": "tasks, comma-separated: GLUE's cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte, or "
+                                               "names in --tasks-file (none = all of the file's)",
                                        "always": True, "metavar": "T,T,…"})
     adapter: AdapterConfig = field(metadata={"cli": False})  # its fields are flags of their own
     model: Optional[str] = field(default=None, metadata={
@@ -52,6 +55,8 @@ class TrainConfig:
                 "none = the embedded MiniLM", "metavar": "PATH"})
     glue_dir: Optional[str] = field(default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None, metadata={
         "help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"})
+    tasks_file: Optional[str] = field(default=None, metadata={
+        "help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"})
     out: str = field(default="runs/pals-train", metadata={"help": "run directory", "always": True, "metavar": "DIR"})
     steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
@@ -86,6 +91,7 @@ class TrainConfig:
         "help": "tokenisation cache; none = $PALS_CACHE_DIR or the datasets cache", "metavar": "DIR"})
     num_threads: Optional[int] = field(default=None, metadata={"help": "torch CPU threads; none = torch's default",
                                                                "flag": "--threads"})
+    data: Optional[dict] = field(default=None, metadata={"cli": False})  # per task: record, label names, files' sha256
 
     def __post_init__(self) -> None:
         if isinstance(self.tasks, str):
@@ -125,7 +131,9 @@ class TrainConfig:
         """Raise ``ValueError`` naming the first bad field (before any file or weight is touched)."""
         if not isinstance(self.adapter, AdapterConfig):
             raise ValueError(f"adapter must be an AdapterConfig, got {type(self.adapter).__name__}")
-        self.tasks = parse_task_list(self.tasks)
+        if self.tasks_file is not None and not str(self.tasks_file).strip():
+            raise ValueError("tasks_file is empty: give the path of a tasks file, or leave it out for GLUE")
+        self.tasks = [r.name for r in resolve_records(self.tasks, self.tasks_file)]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
             _positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
@@ -162,6 +170,13 @@ class TrainConfig:
         if self.model is not None and self.model != TINY and not os.path.isfile(os.path.join(self.model, "config.json")):
             raise ValueError(f"no checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)")
 
+    def records(self) -> list[TaskRecord]:
+        """The run's task records, in ``tasks`` order: as recorded in ``data`` once resolved (``params.resolve``),
+        else read from the tasks file, else GLUE's built-in records."""
+        if self.data is not None and all(t in self.data for t in self.tasks):
+            return [TaskRecord.from_dict(self.data[t]["record"]) for t in self.tasks]
+        return resolve_records(self.tasks, self.tasks_file)
+
     def resumable_view(self) -> dict:
         """The fields that must match for ``--resume`` to continue this run."""
         d = self.as_dict()
@@ -173,13 +188,45 @@ class TrainConfig:
         return replace(self, **changes)
 
 
+def data_differences(saved: Optional[dict], new: Optional[dict]) -> list[str]:
+    """What differs between two runs' ``data`` (records and files' sha256), naming the task and the file."""
+    if not saved or not new:
+        return []
+    out = []
+    for t in sorted(set(saved) | set(new)):
+        a, b = saved.get(t), new.get(t)
+        if a is None or b is None:
+            out.append(f"task {t!r} is {'not ' if b is None else ''}given now")
+            continue
+        ra, rb = TaskRecord.from_dict(a["record"]).definition(), TaskRecord.from_dict(b["record"]).definition()
+        if ra != rb:
+            fields_ = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+            out.append(f"task {t!r}: its record differs ({', '.join(fields_)})")
+        for role in sorted(set(a.get("files", {})) | set(b.get("files", {}))):
+            fa, fb = a.get("files", {}).get(role) or {}, b.get("files", {}).get(role) or {}
+            if fa.get("sha256") != fb.get("sha256"):
+                out.append(f"task {t!r}: {fb.get('path') or fa.get('path')} is not the {role} file the run was "
+                           f"trained on (sha256 {str(fa.get('sha256'))[:12]}…, now {str(fb.get('sha256'))[:12]}…)")
+    return out
+
+
 def recipe(config: dict) -> dict:
     """How a run was trained, apart from what it adapts and its seed: the ``TrainConfig`` fields of its config
     (``as_dict()``, as a summary holds it; what ``separate`` derives from them is left out) less ``RESUME_FREE``
     and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
     their designs and seeds, so their scores may be compared."""
-    return {f.name: config[f.name] for f in fields(TrainConfig)
-            if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS}
+    out = {f.name: config[f.name] for f in fields(TrainConfig)
+           if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS}
+    out["tasks"] = task_keys(config)
+    return out
+
+
+def task_keys(config: dict) -> list[str]:
+    """The run's tasks as what they are, not what they are called: each task's fingerprint (``glue:rte`` for a
+    built-in GLUE task, ``sha256:…`` of the record and its files otherwise); runs made before records were
+    recorded are GLUE runs, their names the built-in tasks'."""
+    data = config.get("data") or {}
+    return [(data.get(t) or {}).get("fingerprint") or f"glue:{t}" for t in config.get("tasks") or []]
 
 
 def _positive_int(name: str, value: Any) -> None:

@@ -1,4 +1,4 @@
-"""Dev-set evaluation: every task's whole dev set(s) through its own path, then the GLUE metrics.
+"""Dev-set evaluation: every task's whole dev set(s) through its own path, then its record's metrics.
 
 Examples are batched in order of length (little padding), the outputs put back in file order, and
 the metrics computed once over the whole set (``pals_core.data.metrics``), never averaged over
@@ -14,6 +14,7 @@ import torch
 
 from ..data.encoded import Encoded
 from ..data.metrics import task_scores
+from ..tasks import TaskRecord
 
 
 class EvalInterrupted(Exception):
@@ -48,10 +49,10 @@ def predict(model, task: str, data: Encoded, *, batch_size: int, device: torch.d
     return result
 
 
-def evaluate(model, dev: dict[str, dict[str, Encoded]], *, batch_size: int, device: torch.device, autocast,
+def evaluate(model, dev: dict[str, dict[str, Encoded]], records: dict[str, TaskRecord], *, batch_size: int, device: torch.device, autocast,
              rank: int = 0, world: int = 1, gather: Optional[Callable] = None,
              should_stop: Optional[Callable[[], bool]] = None) -> dict[str, dict[str, float]]:
-    """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}."""
+    """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record."""
     was_training = model.training
     model.eval()
     try:
@@ -63,7 +64,7 @@ def evaluate(model, dev: dict[str, dict[str, Encoded]], *, batch_size: int, devi
                                  rank=rank, world=world, gather=gather, should_stop=should_stop)
                 preds = logits[:, 0] if logits.shape[-1] == 1 else logits
                 outputs[suffix] = (preds, data.labels)
-            scores[task] = task_scores(task, outputs)
+            scores[task] = task_scores(records[task], outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:
         model.train(was_training)

@@ -24,7 +24,7 @@ from . import separate as sep
 from . import seeds as sd
 from ..budget.flags import given_values
 from .args import one_line
-from .config import RESUME_FREE, TrainConfig
+from .config import RESUME_FREE, TrainConfig, data_differences
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 LOCAL_FLAGS = {"out", "num_threads", "device", "glue_dir", "cache_dir", "glue_source"}
@@ -95,13 +95,14 @@ def _template_from_args(given: dict) -> TrainConfig:
 
 def _check_resume(stored: TrainConfig, given: dict, separate: bool) -> TrainConfig:
     """The stored template with the machine-local flags given; other flags must repeat the original."""
-    if "tasks" in given:  # the original command again: it must describe the same runs
+    if "tasks" in given or "tasks_file" in given:  # the original command again: it must describe the same runs
         new = _template_from_args(given)
         if separate:
             new = sep.check_template(new)
         a, b = stored.resumable_view(), new.resumable_view()
         a.pop("seed"), b.pop("seed")
-        diff = [f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        diff = data_differences(stored.data, new.data)
+        diff += [f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
         if diff:
             raise ValueError(f"cannot resume {given['out']} with other settings: {'; '.join(diff)}")
     else:
@@ -135,7 +136,7 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
         plan = sd.read_plan(out)
         if o.seeds is not None and o.seeds != plan.seeds:
             raise ValueError(f"{out} was started with --seeds {','.join(map(str, plan.seeds))}, not {','.join(map(str, o.seeds))}")
-        if "tasks" in given and o.separate != plan.separate:
+        if ("tasks" in given or "tasks_file" in given) and o.separate != plan.separate:
             raise ValueError(f"{out} was started {'with' if plan.separate else 'without'} --method separate")
         plan.template = _check_resume(plan.template, given, plan.separate)
         return "seeds", plan
@@ -194,12 +195,15 @@ def _params_line(p: dict) -> str:
 
 def format_separate(summary: dict) -> str:
     from ..data.metrics import main_score
+    from ..tasks import records_of_config
+
+    records = records_of_config(summary.get("config") or {})
 
     lines = [f"separate models · {len(summary['scores'])} tasks · dev average {100 * summary['average']:.2f} · "
              f"{summary['wall_time_s']:.0f} s"]
     for task, scores in summary["scores"].items():
         metrics = "  ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
-        lines.append(f"  {task:6s} {100 * main_score(task, scores):6.2f}   ({metrics})  · {summary['task_steps'][task]} steps, "
+        lines.append(f"  {task:6s} {100 * main_score(records.get(task, task), scores):6.2f}   ({metrics})  · {summary['task_steps'][task]} steps, "
                      f"best step {summary['best_step'][task]}")
     lines.append(_params_line(summary["params"]))
     return "\n".join(lines)

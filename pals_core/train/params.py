@@ -19,6 +19,7 @@ from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, ge
 from ..budget.costs import Cost
 from ..budget.families import get_family
 from ..budget.methods import label_of
+from ..tasks import resolve_records
 
 
 def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
@@ -59,17 +60,23 @@ def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterC
             "trained": int(trained), "ratio": float(cost.ratio), "d_s": adapter.d_s}
 
 
+def run_tasks(cfg) -> list[Task]:
+    """The calculator's tasks of a resolved run: each task's name and C_t, as its data says."""
+    return [Task(t, cfg.data[t]["num_labels"]) for t in cfg.tasks]
+
+
 def resolve(cfg):
     """A validated copy of ``cfg`` (a ``TrainConfig``) with d_s taken from its budget (if one is given), checked
     against the calculator on the model the run will build. ``ValueError`` names the problem (unknown task or
     method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching."""
-    from ..data.tasks import GLUE_TASKS
+    from ..data.load import describe_data
     from .models import model_shape
 
     cfg = copy.deepcopy(cfg)
     cfg.validate()
+    cfg.data = describe_data(resolve_records(cfg.tasks, cfg.tasks_file), glue_dir=cfg.glue_dir, source=cfg.glue_source)
     shape = model_shape(cfg.model)
-    tasks = [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks]
+    tasks = run_tasks(cfg)
     method = get_method(cfg.adapter.method)
     if cfg.budget is not None and method.sized:
         d_s = solve_d_s(shape, tasks, cfg.adapter, cfg.budget)

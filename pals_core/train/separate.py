@@ -40,10 +40,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..budget import AdapterConfig, Task
+from ..budget import AdapterConfig
+from ..tasks import records_of_config
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
-from ..data.tasks import GLUE_TASKS
 from .config import TrainConfig
 from .rundir import atomic_write_json, read_json
 
@@ -79,16 +79,13 @@ def largest_remainder(shares: dict[str, float], total: int) -> dict[str, int]:
 
 def train_sizes(cfg: TrainConfig) -> dict[str, int]:
     """Training examples per task as the trainer will see them (rows read, capped by max_train_examples)."""
-    from ..data.glue import choose_source, read_hub, read_tsv
-    from ..data.tasks import get_task
+    from ..data.load import raw_splits
 
-    kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
     out = {}
-    for name in cfg.tasks:
-        t = get_task(name)
-        raw = read_tsv(t, root / t.folder / t.train_file) if kind == "files" else read_hub(t, "train")
-        n = len(raw.labels)
-        out[name] = n if cfg.max_train_examples is None else min(n, cfg.max_train_examples)
+    for record in cfg.records():
+        raws, _ = raw_splits(record, glue_dir=cfg.glue_dir, source=cfg.glue_source, seed=cfg.seed)
+        n = len(raws["train"].labels)
+        out[record.name] = n if cfg.max_train_examples is None else min(n, cfg.max_train_examples)
     return out
 
 
@@ -181,11 +178,11 @@ def read_plan(out: "str | Path") -> SeparatePlan:
 def separate_params(template: TrainConfig) -> dict:
     """The ``params`` block: the calculator's one-task ``shared`` model per task, summed."""
     from .models import model_shape
-    from .params import design_cost
+    from .params import design_cost, run_tasks
 
     shape = model_shape(template.model)
     adapter = AdapterConfig.from_dict({**template.adapter.as_dict(), "method": "shared", "d_s": None})
-    costs = {t: design_cost(shape, [Task(t, GLUE_TASKS[t].num_labels)], adapter) for t in template.tasks}
+    costs = {t.name: design_cost(shape, [t], adapter) for t in run_tasks(template)}
     base = {c.params_total - c.params_task_specific for c in costs.values()}
     (n_base,) = base
     total = sum(c.params_total for c in costs.values())
@@ -211,11 +208,11 @@ def summarise(plan: SeparatePlan, results: dict[str, dict]) -> dict:
               "steps_per_task": plan.steps, "eval_every_per_task": plan.eval_every, "steps_rule": STEPS_RULE}
     return {
         "config": config, "method": METHOD,
-        "scores": scores, "average": dev_average(scores),
+        "scores": scores, "average": dev_average(scores, records_of_config(config)),
         "best_step": {t: s["best_step"] for t, s in subs.items()},
         "params": params, "steps": int(sum(s["steps"] for s in subs.values())),
         "task_steps": {t: int(s["steps"]) for t, s in subs.items()},
-        "final": {"average": dev_average(final_scores) if all(final_scores.values()) else None, "scores": final_scores},
+        "final": {"average": dev_average(final_scores, records_of_config(config)) if all(final_scores.values()) else None, "scores": final_scores},
         "runs": {t: Path(plan.task_dir(t)).name for t in c.tasks},
         "wall_time_s": round(sum(float(s["wall_time_s"]) for s in subs.values()), 3),
         "train_time_s": round(sum(float(s.get("train_time_s", 0.0)) for s in subs.values()), 3),

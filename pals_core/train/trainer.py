@@ -2,7 +2,7 @@
 
 Each step draws a task from the sampler (p_i ∝ N_i^α, ``pals_core.data.samplers``), takes the next
 ``batch_size`` examples of that task, and makes one AdamW step on that task's loss (cross-entropy;
-mean squared error for STS-B):
+mean squared error for a regression, binary cross-entropy with logits for a multilabel task):
 
     θ ← AdamW(θ, ∇L_t(θ)),  lr_s = lr · min(s / (w·S), (S − s) / (S − w·S))   (warm-up w = 10 %, S steps)
 
@@ -32,16 +32,15 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..budget import Task
-from ..data.glue import check_files, choose_source, load_tasks, load_tokenizer
+from ..data.glue import check_files, choose_source
+from ..data.load import load_tasks, load_tokenizer, raw_splits
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
-from ..data.tasks import GLUE_TASKS
 from .checkpoint import Checkpoints
-from .config import TrainConfig
+from .config import TrainConfig, data_differences
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
-from .params import resolve, run_params  # noqa: F401  (resolve: re-exported, the trainer's public entry)
+from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .streams import TaskStream, process_slice
 
@@ -164,9 +163,10 @@ class _Run:
 
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
-        self.data = load_tasks(cfg.tasks, self.tokenizer, glue_dir=cfg.glue_dir, source=cfg.glue_source,
-                               max_len=cfg.max_len, max_train=cfg.max_train_examples, max_eval=cfg.max_eval_examples,
-                               cache_dir=cfg.cache_dir)
+        self.records = {r.name: r for r in cfg.records()}
+        self.data = load_tasks(list(self.records.values()), self.tokenizer, glue_dir=cfg.glue_dir,
+                               source=cfg.glue_source, max_len=cfg.max_len, max_train=cfg.max_train_examples,
+                               max_eval=cfg.max_eval_examples, cache_dir=cfg.cache_dir, seed=cfg.seed)
         sizes = {t: len(self.data[t].train) for t in cfg.tasks}
         self.sampler: TaskSampler = make_sampler(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps,
                                                  alpha_start=cfg.alpha_start, alpha_end=cfg.alpha_end,
@@ -174,9 +174,14 @@ class _Run:
         self.rng = np.random.default_rng([cfg.seed, 1])
         self.streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(cfg.tasks)}
         torch.manual_seed(cfg.seed)
-        model = build_model(cfg.model, cfg.adapter, {t: GLUE_TASKS[t].num_labels for t in cfg.tasks})
+        tasks = run_tasks(cfg)
+        for t in tasks:  # the file read now must have the labels the run was priced with
+            if self.data[t.name].num_labels != t.num_labels:
+                raise ValueError(f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
+                                 f"the run was set up for {t.num_labels}")
+        model = build_model(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
         shape = model_shape(cfg.model)
-        self.params = run_params(model, shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter)
+        self.params = run_params(model, shape, tasks, cfg.adapter)
         self.predicted = self._predict(shape, model)
         groups = model.parameter_groups(cfg.weight_decay)
         # fused AdamW: one kernel over all tensors instead of a Python loop of ~10 ops per tensor (torch's CPU
@@ -241,7 +246,7 @@ class _Run:
         elif status == "finished":
             eta = 0.0
         last = st.last or {}
-        scores = {t: main_score(t, s) for t, s in (last.get("scores") or {}).items()}
+        scores = {t: main_score(self.records[t], s) for t, s in (last.get("scores") or {}).items()}
         self.run.write_progress(status=status, step=st.step, total=self.cfg.steps, elapsed_s=self.elapsed(), eta_s=eta,
                                 scores=scores, average=last.get("average"),
                                 best_average=(st.best or {}).get("average"), error=error)
@@ -275,7 +280,8 @@ class _Run:
         return [(task, self.next_batch(task))]
 
     def part_loss(self, model, task: str, batch: dict):
-        """Mean loss of one task's rows: cross-entropy, or mean squared error for regression."""
+        """Mean loss of one task's rows: cross-entropy; mean squared error (regression); binary cross-entropy
+        with logits over the C labels (multilabel)."""
         import torch.nn.functional as F
 
         dev = self.acc.device
@@ -284,8 +290,11 @@ class _Run:
                            attention_mask=batch["attention_mask"].to(dev),
                            token_type_ids=batch["token_type_ids"].to(dev))
         labels = batch["labels"].to(dev)
-        if GLUE_TASKS[task].regression:
+        kind = self.records[task].kind
+        if kind == "regression":
             return F.mse_loss(logits.float().squeeze(-1), labels.float())
+        if kind == "multilabel":
+            return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
         return F.cross_entropy(logits.float(), labels)
 
     def train_step(self, parts: list[tuple[str, dict]]):
@@ -339,11 +348,11 @@ class _Run:
 
         st, cfg = self.st, self.cfg
         t0 = time.monotonic()
-        scores = evaluate(self.net, {t: self.data[t].dev for t in cfg.tasks}, batch_size=cfg.eval_batch_size,
+        scores = evaluate(self.net, {t: self.data[t].dev for t in cfg.tasks}, self.records, batch_size=cfg.eval_batch_size,
                           device=self.acc.device, autocast=self.acc.autocast, rank=self.rank, world=self.world,
                           gather=self._gather, should_stop=self.stop_flag.is_set if self.world == 1 else None)
         st.eval_time_s += time.monotonic() - t0
-        average = dev_average(scores)
+        average = dev_average(scores, self.records)
         train_loss = st.loss_sum / st.loss_n if st.loss_n else None
         st.loss_sum, st.loss_n = 0.0, 0
         if self.main:
@@ -435,7 +444,7 @@ class _Run:
 
         cfg = self.cfg
         try:
-            return predicted(shape, [Task(t, GLUE_TASKS[t].num_labels) for t in cfg.tasks], cfg.adapter,
+            return predicted(shape, run_tasks(cfg), cfg.adapter,
                              model.base_config.to_dict() | {"attn_implementation": model.base_config._attn_implementation},
                              cfg.batch_size, cfg.max_len, self.acc.device.type == "cuda")
         except (ValueError, RuntimeError) as e:
@@ -454,6 +463,10 @@ class _Run:
             "train_time_s": round(st.train_time_s, 3), "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
             "train_examples": {t: len(self.data[t].train) for t in self.cfg.tasks},
+            "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.cfg.tasks},
+            "tasks": {t: {"kind": self.records[t].kind, "labels": list(self.data[t].label_names),
+                          "metric": self.records[t].main_metric, "dev_source": self.data[t].sources.get("dev", ""),
+                          "fingerprint": self.cfg.data[t]["fingerprint"]} for t in self.cfg.tasks},
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
             "machine": {"predicted": self.predicted,
                         "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda")},
@@ -476,9 +489,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
     ``TrainingStopped``. Any other error marks the run "failed" (with the error) and propagates.
     Bad configurations raise ``ValueError`` before anything is written."""
     cfg = resolve(cfg)
-    kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
-    if kind == "files":
-        check_files(root, cfg.tasks)  # before the folder is made: a refused start leaves nothing behind
+    check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
     run = RunDir(cfg.out)
     lock = RunLock(run.root) if int(os.environ.get("RANK", "0")) == 0 else None  # one lock, by the main process
     if lock is not None:
@@ -491,13 +502,27 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
             lock.release()
 
 
+def check_data(cfg: TrainConfig) -> None:
+    """Every file there and every row of a task's own files good, before anything is written: ``GlueDataError``
+    names the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
+    records = cfg.records()
+    glue = [r.glue for r in records if r.glue is not None]
+    if glue:
+        kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
+        if kind == "files":
+            check_files(root, glue)
+    for r in records:
+        if r.glue is None:
+            raw_splits(r, seed=cfg.seed)
+
+
 def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnEval], progress: bool) -> dict:
     """``train`` in a folder this process owns (see ``RunDir.kind`` for what a folder may hold)."""
     if run.kind() == "run":
         if not resume:
             raise ValueError(f"{cfg.out} already holds a run: resume it (--resume) or choose another --out")
         saved = TrainConfig.from_dict(run.read_config())
-        diff = _config_differences(saved, cfg)
+        diff = data_differences(saved.data, cfg.data) + _config_differences(saved, cfg)
         if diff:
             raise ValueError(f"cannot resume {cfg.out} with other settings: {'; '.join(diff)}")
         state = run.read_progress() or {}

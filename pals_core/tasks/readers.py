@@ -1,0 +1,219 @@
+"""Reading the columns of a task's file: CSV, TSV, JSON Lines, Parquet, or a folder written by ``datasets``'
+``Dataset.save_to_disk``. Pure Python over pyarrow (no torch, no transformers, no ``datasets`` import): the
+calculator reads a label column through here and stays instant.
+
+Values come back as read — strings stay strings (no "NA" or "null" turned into a missing value, no number
+parsing of text columns): every row is checked afterwards (``rows.py``) and a bad one is named by its file,
+its row (the 1-based data row; the header is not a row) and its column.
+
+* ``.csv``: a header line, RFC 4180 quoting (``"a, b"``; quotes doubled inside), newlines inside quotes.
+* ``.tsv``: a header line, tab-separated, **no quoting** — a quote character is text, as in GLUE's files.
+* ``.jsonl`` / ``.ndjson``: one JSON object per line (blank lines skipped); a list label stays a list.
+* ``.parquet``; a ``save_to_disk`` folder (its Arrow files; a ``ClassLabel`` column gives its label names).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
+
+
+class TaskDataError(ValueError):
+    """A task's data cannot be used: the message names the file, and the row and column where there is one."""
+
+
+@dataclass
+class Columns:
+    """Some columns of one file, as read: ``values[column][i]`` is data row i (0-based)."""
+
+    path: str
+    values: dict[str, list[Any]]
+    label_names: dict[str, tuple[str, ...]]  # save_to_disk ClassLabel columns: index → name
+    line_of: Optional[list[int]] = None  # JSON Lines: the file line of each row
+
+    def __len__(self) -> int:
+        return len(next(iter(self.values.values()))) if self.values else 0
+
+    def where(self, i: int, column: Optional[str] = None) -> str:
+        """``file, row N, column 'c'`` for data row i (JSON Lines: ``file, line N``)."""
+        at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {i + 1}"
+        return f"{self.path}, {at}" + (f", column {column!r}" if column else "")
+
+
+def file_format(path: "str | Path") -> str:
+    """csv | tsv | jsonl | parquet | arrow (a save_to_disk folder); ``TaskDataError`` for anything else."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "dataset_dict.json").is_file():
+            splits = json.loads((p / "dataset_dict.json").read_text()).get("splits", [])
+            raise TaskDataError(f"{p}: a DatasetDict folder; give one split's folder ({', '.join(f'{p}/{s}' for s in splits)})")
+        if (p / "state.json").is_file():
+            return "arrow"
+        raise TaskDataError(f"{p}: a folder that save_to_disk did not write (no state.json)")
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise TaskDataError(f"{p}: unknown format {p.suffix or '(no extension)'!r} "
+                            f"(.csv, .tsv, .jsonl, .parquet, or a save_to_disk folder)")
+    return fmt
+
+
+def check_file(path: "str | Path") -> None:
+    """``TaskDataError`` for a path that is not a readable data file or folder."""
+    p = Path(path)
+    if not p.exists():
+        raise TaskDataError(f"{p}: file not found")
+    if p.is_dir():
+        return
+    if not p.is_file():
+        raise TaskDataError(f"{p}: not a regular file")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise TaskDataError(f"{p}: {p.stat().st_size / 2 ** 30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
+
+
+def read_columns(path: "str | Path", columns: Sequence[str]) -> Columns:
+    """The named ``columns`` of the file at ``path`` (every row); ``TaskDataError`` names a missing file or
+    column (with the columns the file has), text that is not UTF-8 (with its row), or a malformed row."""
+    check_file(path)
+    reader: Callable[[Path, Sequence[str]], Columns] = _READERS[file_format(path)]
+    try:
+        return reader(Path(path), list(dict.fromkeys(columns)))
+    except TaskDataError:
+        raise
+    except OSError as e:
+        raise TaskDataError(f"{path}: {e.strerror or e}") from None
+    except Exception as e:  # a malformed file: pyarrow's message, on one line, with the file
+        raise TaskDataError(f"{path}: cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:300]})") from None
+
+
+def _missing(path: Path, wanted: Sequence[str], have: Sequence[str]) -> None:
+    lacking = [c for c in wanted if c not in have]
+    if lacking:
+        raise TaskDataError(f"{path}: no column {', '.join(map(repr, lacking))} (it has {', '.join(map(repr, have))})")
+
+
+def _utf8(path: Path, data: bytes) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TaskDataError(f"{path}, line {line}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Columns:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    data = path.read_bytes()
+    _utf8(path, data)
+    text = data.decode("utf-8-sig")
+    first = next(csv.reader([text.split("\n", 1)[0].rstrip("\r")], delimiter=delimiter,
+                            quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE), None)
+    if not first:
+        raise TaskDataError(f"{path}: empty file (expected a header line)")
+    header = [h.strip() for h in first]
+    _missing(path, columns, header)
+    bad: list[Any] = []
+
+    def invalid(row) -> str:
+        bad.append(row)
+        return "skip"
+
+    quoted = delimiter == ","
+    table = pacsv.read_csv(
+        pa.BufferReader(text.encode("utf-8")),
+        read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoted else False,
+                                         newlines_in_values=quoted, invalid_row_handler=invalid),
+        convert_options=pacsv.ConvertOptions(include_columns=list(columns),
+                                             column_types={c: pa.string() for c in columns},
+                                             strings_can_be_null=False, null_values=[]))
+    if bad:
+        row = bad[0]
+        at = f"row {row.number - 1}" if row.number is not None and row.number > 0 else "a row"
+        raise TaskDataError(f"{path}, {at}: expected {row.expected_columns} fields, found {row.actual_columns}")
+    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
+
+
+def _read_csv(path: Path, columns: Sequence[str]) -> Columns:
+    return _read_delimited(path, columns, ",")
+
+
+def _read_tsv(path: Path, columns: Sequence[str]) -> Columns:
+    return _read_delimited(path, columns, "\t")
+
+
+def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
+    data = path.read_bytes()
+    _utf8(path, data)
+    values: dict[str, list[Any]] = {c: [] for c in columns}
+    lines: list[int] = []
+    seen: set[str] = set()
+    for n, line in enumerate(data.decode("utf-8-sig").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise TaskDataError(f"{path}, line {n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})") from None
+        if not isinstance(obj, dict):
+            raise TaskDataError(f"{path}, line {n}: a JSON object per line, got {type(obj).__name__}")
+        seen.update(obj)
+        for c in columns:
+            values[c].append(obj.get(c))
+        lines.append(n)
+    if not lines:
+        raise TaskDataError(f"{path}: no rows")
+    _missing(path, [c for c in columns if all(v is None for v in values[c])], sorted(seen))
+    return Columns(str(path), values, {}, lines)
+
+
+def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
+    import pyarrow.parquet as pq
+
+    _missing(path, columns, pq.read_schema(path).names)
+    table = pq.read_table(path, columns=list(columns))
+    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
+
+
+def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
+    import pyarrow as pa
+
+    state = json.loads((path / "state.json").read_text())
+    info_file = path / "dataset_info.json"
+    features = json.loads(info_file.read_text()).get("features", {}) if info_file.is_file() else {}
+    tables = []
+    for entry in state.get("_data_files", []):
+        with pa.memory_map(os.fspath(path / entry["filename"])) as source:
+            tables.append(pa.ipc.open_stream(source).read_all())
+    if not tables:
+        raise TaskDataError(f"{path}: state.json lists no data files")
+    table = pa.concat_tables(tables)
+    _missing(path, columns, table.column_names)
+    names = {c: tuple(features[c]["names"]) for c in columns
+             if isinstance(features.get(c), dict) and features[c].get("_type") == "ClassLabel"}
+    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, names)
+
+
+_READERS = {"csv": _read_csv, "tsv": _read_tsv, "jsonl": _read_jsonl, "parquet": _read_parquet, "arrow": _read_arrow}
+
+
+def sha256_of(path: "str | Path") -> str:
+    """sha256 of a file, or of a save_to_disk folder's files (names and contents, in name order)."""
+    import hashlib
+
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+    for q in files:
+        if p.is_dir():
+            h.update(str(q.relative_to(p)).encode() + b"\0")
+        with open(q, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,197 @@
+"""``TaskRecord``: one task, declared once — where its rows come from, which columns hold its text and label,
+its kind, its label order and its metrics (docs: "Task records and the tasks file").
+
+Pure Python (no torch, no transformers): the calculator prices a task from its record alone. The number of
+outputs of a task's head is
+
+    C_t = |labels|   (classification, multilabel)        C_t = 1   (regression)
+
+and the head is d·C_t + C_t, as for GLUE. Declared ``labels`` fix the class order and spare reading the file;
+without them the classes are the sorted distinct training labels (numeric order when every label is an
+integer), read from the label column only (``readers.read_columns``).
+
+GLUE's tasks are records of the same kind, built in (``glue.glue_record``); their rows come from the GLUE
+folder (``--glue-dir``) instead of a file of their own.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Optional
+
+KINDS = ("classification", "regression", "multilabel")
+METRICS_OF_KIND: dict[str, tuple[str, ...]] = {
+    "classification": ("accuracy", "macro_f1", "mcc", "f1"),
+    "regression": ("pearson", "spearman"),
+    "multilabel": ("micro_f1", "macro_f1"),
+}
+"""The metrics a task of each kind may report (``f1``: binary classification only, of the ``positive`` label)."""
+DEFAULT_METRIC = {"classification": "accuracy", "regression": "pearson", "multilabel": "micro_f1"}
+DEFAULT_DEV_FRACTION = 0.1
+DEFAULT_LABEL_SEP = ","
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class TaskRecordError(ValueError):
+    """A task record that cannot be used: the message names the task and the field."""
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One task. Paths are absolute once read from a tasks file (``taskfile.read_tasks_file``)."""
+
+    name: str
+    kind: str = "classification"
+    train: Optional[str] = None  # a file or a save_to_disk folder; None for a built-in GLUE task
+    dev: Optional[str] = None  # None: dev_fraction of train, split by the run's seed
+    text: tuple[str, ...] = ("text",)  # one column, or two for a pair
+    label: str = "label"
+    labels: Optional[tuple[str, ...]] = None  # class order (classification, multilabel); None = read from train
+    metric: Optional[str] = None  # the main metric (the task's entry in the dev average); None = the kind's default
+    metrics: tuple[str, ...] = ()  # metrics reported; () = every metric of the kind that applies
+    positive: Optional[str] = None  # binary f1: the positive label (default: the second label)
+    range: Optional[tuple[float, float]] = None  # regression: targets must lie in [low, high]
+    label_sep: Optional[str] = None  # multilabel labels written as one string: the separator (default ",")
+    dev_fraction: float = DEFAULT_DEV_FRACTION
+    glue: Optional[str] = None  # a built-in GLUE task: its rows come from the GLUE folder
+
+    def __post_init__(self) -> None:
+        for name in ("text", "labels", "metrics", "range"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+        if isinstance(self.text, str):
+            object.__setattr__(self, "text", (self.text,))
+
+    # --- what the calculator and the trainer read ---------------------------------------------------
+
+    @property
+    def regression(self) -> bool:
+        return self.kind == "regression"
+
+    @property
+    def multilabel(self) -> bool:
+        return self.kind == "multilabel"
+
+    @property
+    def pair(self) -> bool:
+        return len(self.text) == 2
+
+    @property
+    def main_metric(self) -> str:
+        return self.metric or DEFAULT_METRIC[self.kind]
+
+    def reported_metrics(self, num_labels: Optional[int] = None) -> tuple[str, ...]:
+        """The metrics scored on dev: the declared ones, else every metric of the kind that applies (``f1``
+        only for two classes); the main metric always among them, first when not declared."""
+        if self.metrics:
+            names = list(self.metrics)
+        else:
+            applies = [m for m in METRICS_OF_KIND[self.kind] if not (m == "f1" and num_labels not in (None, 2))]
+            names = [self.main_metric] + [m for m in applies if m != self.main_metric]
+        if self.main_metric not in names:
+            names.insert(0, self.main_metric)
+        return tuple(names)
+
+    def positive_index(self, labels: tuple[str, ...]) -> int:
+        """Binary f1's positive class: the ``positive`` label, else the second label."""
+        return labels.index(self.positive) if self.positive is not None else 1
+
+    # --- (de)serialisation ----------------------------------------------------------------------------
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("text", "labels", "metrics", "range"):
+            if d[k] is not None:
+                d[k] = list(d[k])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskRecord":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise TaskRecordError(f"task record: unknown field(s) {', '.join(unknown)}")
+        return cls(**d)
+
+    def definition(self) -> dict:
+        """The record without where its files lie: what must match for two runs to be on the same task."""
+        d = self.as_dict()
+        d.pop("train"), d.pop("dev")
+        return d
+
+    def with_(self, **changes: Any) -> "TaskRecord":
+        return replace(self, **changes)
+
+    # --- checks ---------------------------------------------------------------------------------------
+
+    def check(self) -> "TaskRecord":
+        """Raise ``TaskRecordError`` naming the task and the field for a record that cannot be used."""
+        where = f"task {self.name!r}"
+        if not isinstance(self.name, str) or not NAME_RE.match(self.name):
+            raise TaskRecordError(f"task name {self.name!r}: letters, digits, '_', '.', '-' (at most 64, "
+                                  "starting with a letter or digit)")
+        if self.kind not in KINDS:
+            raise TaskRecordError(f"{where}: unknown kind {self.kind!r} ({', '.join(KINDS)})")
+        if self.glue is None and not self.train:
+            raise TaskRecordError(f"{where}: no 'train' file (or {{glue: <name>}} for a built-in GLUE task)")
+        if not self.text or len(self.text) > 2 or not all(isinstance(c, str) and c for c in self.text):
+            raise TaskRecordError(f"{where}: 'text' is one column name or a list of two, got {list(self.text)!r}")
+        if not isinstance(self.label, str) or not self.label:
+            raise TaskRecordError(f"{where}: 'label' is a column name, got {self.label!r}")
+        if self.label in self.text:
+            raise TaskRecordError(f"{where}: column {self.label!r} is both text and label")
+        allowed = METRICS_OF_KIND[self.kind]
+        for m in (self.main_metric, *self.metrics):
+            if m not in allowed:
+                raise TaskRecordError(f"{where}: unknown metric {m!r} for a {self.kind} task ({', '.join(allowed)})")
+        if self.labels is not None:
+            if self.regression:
+                raise TaskRecordError(f"{where}: a regression task takes no 'labels'")
+            if len(set(self.labels)) != len(self.labels):
+                raise TaskRecordError(f"{where}: 'labels' lists a label twice")
+            if len(self.labels) < 2:
+                raise TaskRecordError(f"{where}: 'labels' needs at least two labels, got {list(self.labels)!r}")
+        if self.positive is not None:
+            if self.kind != "classification":
+                raise TaskRecordError(f"{where}: 'positive' is for binary classification (f1)")
+            if self.labels is not None and self.positive not in self.labels:
+                raise TaskRecordError(f"{where}: positive label {self.positive!r} is not in 'labels'")
+        if self.labels is not None and "f1" in (self.main_metric, *self.metrics) and len(self.labels) != 2:
+            raise TaskRecordError(f"{where}: metric 'f1' is binary; this task has {len(self.labels)} labels "
+                                  "(macro_f1 takes any number)")
+        if self.range is not None:
+            if not self.regression:
+                raise TaskRecordError(f"{where}: 'range' is for regression tasks")
+            if (len(self.range) != 2 or not all(_is_number(v) and math.isfinite(v) for v in self.range)
+                    or self.range[0] >= self.range[1]):
+                raise TaskRecordError(f"{where}: 'range' is [low, high] with low < high, got {list(self.range)!r}")
+        if self.label_sep is not None:
+            if not self.multilabel:
+                raise TaskRecordError(f"{where}: 'label_sep' is for multilabel tasks")
+            if not isinstance(self.label_sep, str) or not self.label_sep:
+                raise TaskRecordError(f"{where}: 'label_sep' is a non-empty string")
+        if not _is_number(self.dev_fraction) or not 0 < self.dev_fraction < 1:
+            raise TaskRecordError(f"{where}: dev_fraction is a number between 0 and 1, got {self.dev_fraction!r}")
+        return self
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> str:
+    """What a task *is*: a built-in GLUE task is ``glue:<name>``; a task of one's own is the sha256 of its
+    definition and its files' sha256 (its name and where the files lie do not count)."""
+    if record.glue is not None:
+        return f"glue:{record.glue}"
+    d = record.definition()
+    d.pop("name")
+    blob = json.dumps({"record": d, "files": file_hashes}, sort_keys=True)
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+__all__ = ["DEFAULT_METRIC", "KINDS", "METRICS_OF_KIND", "TaskRecord", "TaskRecordError", "fingerprint"]
