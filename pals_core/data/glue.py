@@ -85,6 +85,9 @@ def _label(task: GlueTask, value: str, path: Path, line: int) -> Any:
             raise GlueDataError(f"{path}:{line}: score {value!r} is not a number") from None
         if not math.isfinite(score):
             raise GlueDataError(f"{path}:{line}: score {value!r} is not finite")
+        if task.range is not None and not task.range[0] <= score <= task.range[1]:
+            raise GlueDataError(f"{path}:{line}: score {score:g} is outside {task.name}'s range "
+                                f"[{task.range[0]:g}, {task.range[1]:g}]")
         return score
     try:
         return task.classes.index(value.strip())

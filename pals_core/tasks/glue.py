@@ -35,6 +35,7 @@ class GlueTask:
     hub_columns: tuple[str, Optional[str]] = ("sentence", None)
     hub_dev_splits: tuple[tuple[str, str], ...] = (("", "validation"),)
     train_file: str = "train.tsv"
+    range: Optional[tuple[float, float]] = None  # regression: the targets' declared range
 
     @property
     def num_labels(self) -> int:
@@ -60,7 +61,7 @@ class GlueTask:
         text = tuple(c for c in self.hub_columns if c)
         kind = "regression" if self.regression else "classification"
         return TaskRecord(name=self.name, kind=kind, text=text, label="label", labels=self.classes,
-                          metric=self.main, metrics=self.metrics, glue=self.name)
+                          metric=self.main, metrics=self.metrics, range=self.range, glue=self.name)
 
 
 GLUE_TASKS: dict[str, GlueTask] = {t.name: t for t in (
@@ -71,7 +72,8 @@ GLUE_TASKS: dict[str, GlueTask] = {t.name: t for t in (
     GlueTask("mrpc", "MRPC", text_a="#1 String", text_b="#2 String", label="Quality", classes=("0", "1"),
              metrics=("f1", "accuracy"), main="accuracy", hub_config="mrpc", hub_columns=("sentence1", "sentence2")),
     GlueTask("stsb", "STS-B", text_a="sentence1", text_b="sentence2", label="score", classes=None,
-             metrics=("pearson", "spearman"), main="pearson", hub_config="stsb", hub_columns=("sentence1", "sentence2")),
+             metrics=("pearson", "spearman"), main="pearson", hub_config="stsb", hub_columns=("sentence1", "sentence2"),
+             range=(0.0, 5.0)),  # STS-B similarity scores: 0 (unrelated) … 5 (equivalent)
     GlueTask("qqp", "QQP", text_a="question1", text_b="question2", label="is_duplicate", classes=("0", "1"),
              metrics=("f1", "accuracy"), main="accuracy", drop_short_rows=True, hub_config="qqp",
              hub_columns=("question1", "question2")),

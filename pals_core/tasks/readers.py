@@ -14,6 +14,7 @@ its row (the 1-based data row; the header is not a row) and its column.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -133,9 +134,12 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
         convert_options=pacsv.ConvertOptions(include_columns=list(columns),
                                              column_types={c: pa.string() for c in columns},
                                              strings_can_be_null=False, null_values=[]))
-    if bad:
+    if bad:  # pyarrow does not count rows when values may hold newlines: find the row with the csv module
         row = bad[0]
-        at = f"row {row.number - 1}" if row.number is not None and row.number > 0 else "a row"
+        reader = csv.reader(text.splitlines(keepends=True)[1:] if not quoted else io.StringIO(text.split("\n", 1)[1]),
+                            delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE)
+        number = next((i for i, fields in enumerate(reader, start=1) if fields and len(fields) != len(header)), None)
+        at = f"row {number}" if number is not None else "a row"
         raise TaskDataError(f"{path}, {at}: expected {row.expected_columns} fields, found {row.actual_columns}")
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
 

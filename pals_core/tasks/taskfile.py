@@ -17,6 +17,7 @@ Paths are relative to the file's folder. ``read_tasks_file`` returns the records
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -92,7 +93,7 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
             if not isinstance(entry[key], str) or not entry[key].strip():
                 raise TaskRecordError(f"{path}: task {name!r}: {key!r} is a path, got {entry[key]!r}")
             p = Path(entry[key]).expanduser()
-            d[key] = str(p if p.is_absolute() else (folder / p))
+            d[key] = os.path.normpath(p if p.is_absolute() else (folder / p))
     for key in ("text", "labels", "metrics", "range"):
         if key in entry:
             items = _scalar_list(entry[key], name, key, path)

@@ -74,7 +74,11 @@ def resolve(cfg):
 
     cfg = copy.deepcopy(cfg)
     cfg.validate()
-    cfg.data = describe_data(resolve_records(cfg.tasks, cfg.tasks_file), glue_dir=cfg.glue_dir, source=cfg.glue_source)
+    records = resolve_records(cfg.tasks, cfg.tasks_file)
+    if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records):
+        raise ValueError("sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
+                         "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)")
+    cfg.data = describe_data(records, glue_dir=cfg.glue_dir, source=cfg.glue_source)
     shape = model_shape(cfg.model)
     tasks = run_tasks(cfg)
     method = get_method(cfg.adapter.method)
