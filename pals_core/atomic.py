@@ -71,3 +71,38 @@ def atomic_write_json(path: PathLike, obj: Any) -> None:
 def read_json(path: PathLike) -> Any:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+MAX_JSON_BYTES = 16 << 20  # a config.json or a device profile is a few kB; 16 MiB is no longer one
+
+
+def read_json_file(path: PathLike, what: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """A small JSON file someone gave (a model's config.json, a device profile), parsed; ``ValueError`` in one line
+    naming ``what`` and the path for anything else: not there, a symlink loop, not a regular file (a directory, a
+    FIFO — never opened, so never a hang), over ``limit`` bytes (never read into memory), not UTF-8, not JSON, or
+    nested too deeply to parse."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{what} not found: {path}") from None
+    except OSError as e:  # ELOOP (a symlink loop), EACCES, ENAMETOOLONG, …
+        raise ValueError(f"{what} {path} cannot be read: {e.strerror}") from None
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ValueError(f"{what} {path} is {kind}")
+    if st.st_size > limit:
+        raise ValueError(f"{what} {path} is {st.st_size:,} bytes, over the {limit:,}-byte limit: not a {what}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+        return json.loads(data.decode("utf-8"))
+    except OSError as e:
+        raise ValueError(f"{what} {path} cannot be read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{what} {path} is nested too deeply to be a {what}") from None

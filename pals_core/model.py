@@ -16,14 +16,18 @@ import copy
 import os
 from typing import Iterator, Mapping, Optional, Sequence, Union
 
-import torch
-from torch import nn
-from transformers import AutoConfig, PretrainedConfig
+from .deps import check_transformers
 
-from .adapters import BuildContext, TaskAdapter, get_adapter
-from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks
-from .budget.costs import design, shared_depth
-from .trunks import State, build_base, load_base, trunk_class, trunk_for
+check_transformers()  # before transformers' internals are imported (the trunks need 5.x): one line, not a traceback
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from transformers import AutoConfig, PretrainedConfig  # noqa: E402
+
+from .adapters import BuildContext, TaskAdapter, get_adapter  # noqa: E402
+from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
+from .budget.costs import design, shared_depth  # noqa: E402
+from .trunks import State, build_base, load_base, trunk_class, trunk_for  # noqa: E402
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
 

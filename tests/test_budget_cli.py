@@ -1,5 +1,6 @@
 """`pals-budget` as a user runs it: a real process, its output, its exit status."""
 import json
+import os
 import subprocess
 import sys
 
@@ -51,7 +52,7 @@ def test_json_schema():
 
 def test_d_s_and_config_json(tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+    cfg.write_text(json.dumps({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
                                "intermediate_size": 100, "vocab_size": 99, "max_position_embeddings": 40, "type_vocab_size": 2}))
     p = run("--model", str(cfg), "--tasks", "2", "--d-s", "16", "--method", "pals", "--heads", "4", "--location", "0,2", "--json")
     assert p.returncode == 0, p.stderr
@@ -94,7 +95,7 @@ def test_malformed_config(tmp_path):
     bad.write_text("{not json")
     p = run("--model", str(bad), "--budget", "1.1")
     assert p.returncode == 2 and "not valid JSON" in p.stderr and "Traceback" not in p.stderr
-    bad.write_text(json.dumps({"hidden_size": 64}))
+    bad.write_text(json.dumps({"model_type": "bert", "hidden_size": 64}))
     p = run("--model", str(bad), "--budget", "1.1")
     assert p.returncode == 2 and "lacks the field" in p.stderr
 
@@ -107,3 +108,60 @@ def test_a_dropout_rate_that_is_no_probability_is_one_line(tmp_path, capsys, rat
     assert main(["--model", str(bad), "--budget", "1.1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+TINY_BERT = dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                 vocab_size=3000)
+
+
+def _one_line_refusal(capsys, argv, needle):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err, err
+
+
+def test_a_config_that_is_not_what_it_says_is_refused(tmp_path, capsys):
+    """Custom modelling code (auto_map: jina-bert-v2) is not BERT; a config without model_type is refused as
+    transformers' AutoConfig refuses it (an ALBERT config without it was priced as BERT)."""
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({**TINY_BERT, "auto_map": {"AutoModel": "modeling_bert.JinaBertModel"}}))
+    _one_line_refusal(capsys, ["--model", str(f), "--budget", "1.1"], "custom modelling code")
+    f.write_text(json.dumps({k: v for k, v in TINY_BERT.items() if k != "model_type"} | {"embedding_size": 16}))
+    _one_line_refusal(capsys, ["--model", str(f), "--budget", "1.1"], "has no model_type")
+
+
+def test_hostile_config_files_are_one_line_and_never_hang(tmp_path, capsys):
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_refusal(capsys, ["--model", str(nested), "--budget", "1.1"], "nested too deeply")
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(tmp_path / "loop.json")
+    _one_line_refusal(capsys, ["--model", str(loop), "--budget", "1.1"], "cannot be read")
+    folder = tmp_path / "dir.json"
+    folder.mkdir()
+    _one_line_refusal(capsys, ["--model", str(folder / "x.json"), "--budget", "1.1"], "not found")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # opening it would block forever: it is never opened
+    _one_line_refusal(capsys, ["--model", str(fifo), "--budget", "1.1"], "not a regular file")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(2 << 30)  # a sparse 2 GiB file: refused by its size, never read
+    _one_line_refusal(capsys, ["--model", str(big), "--budget", "1.1"], "over the")
+    profile = tmp_path / "deep-profile.json"
+    profile.write_text("{" + '"a":{' * 50_000 + "}" * 50_001)
+    _one_line_refusal(capsys, ["--tasks", "2", "--budget", "1.1", "--device", str(profile)], "nested too deeply")
+
+
+def test_deberta_with_a_convolution_is_priced_with_a_step_time(capsys):
+    """The published deberta-v2-xlarge/xxlarge configs have conv_kernel_size: pals-budget crashed in the time model
+    ('int' object is not callable) with a 25-line traceback."""
+    import tempfile
+
+    cfg = {"model_type": "deberta-v2", "vocab_size": 128100, "hidden_size": 384, "num_hidden_layers": 12,
+           "num_attention_heads": 6, "intermediate_size": 1536, "conv_kernel_size": 3}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(cfg, fh)
+    assert main(["--model", fh.name, "--budget", "1.1", "--method", "pals", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["time_step_s"] > 0 and row["feasible"]
+    os.unlink(fh.name)

@@ -226,3 +226,25 @@ def test_pals_calibrate_writes_a_local_profile(tmp_path):
     assert p.kind == "cpu" and p.threads == 1 and p.matmul_flops > 1e8 and p.bandwidth > 1e8
     bad = subprocess.run([sys.executable, "-m", "pals_core.calibrate", "--threads", "0"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("matmul_flops_bf16", -9.89e14, "matmul_flops_bf16 must be a positive number"),
+    ("matmul_flops_bf16", "fast", "matmul_flops_bf16 must be a positive number"),
+    ("memory_bytes", -1, "memory_bytes must be a positive number"),
+    ("memory_bytes", float("nan"), "memory_bytes must be a positive number"),
+    ("bandwidth", "1e400", "bandwidth must be a positive number"),
+    ("threads", 2.5, "threads must be a positive integer"),
+    ("threads", -4, "threads must be a positive integer"),
+    ("name", ["h100"], "name must be a non-empty string"),
+    ("kernel_overhead_s", float("nan"), "kernel_overhead_s must be a non-negative number"),
+])
+def test_every_profile_field_is_checked(tmp_path, capsys, field, value, needle):
+    """A negative bf16 rate gave a step time of −1e11 s and bound d_s at 12; every field is now checked."""
+    good = load_profile("h100").as_dict()
+    good[field] = value
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(good).replace('"1e400"', "1e400"))  # 1e400: JSON's infinity
+    assert main(["--budget", "1.13", "--device", str(path), "--precision", "bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err

@@ -7,7 +7,6 @@ every other family's count is in its module under ``families/``.
 """
 from __future__ import annotations
 
-import json
 import os
 
 from .activations import Conditions
@@ -135,16 +134,21 @@ def config_path(spec: str) -> str:
 
 
 def read_config(path: str) -> dict:
-    """A HF ``config.json`` parsed; ``ValueError`` with one line when it is missing, not JSON or not an object."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"model config not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"model config {path} is not valid JSON: {e}") from None
+    """A HF ``config.json`` parsed; ``ValueError`` with one line when it is missing, not a regular file, too large,
+    not JSON, nested too deeply or not an object (``atomic.read_json_file``); when it names custom modelling code
+    (``auto_map``: transformers would run the checkpoint's own classes, not the family's) or no ``model_type``
+    (transformers' ``AutoConfig`` refuses it too)."""
+    from ..atomic import read_json_file
+
+    config = read_json_file(path, "model config")
     if not isinstance(config, dict):
         raise ValueError(f"model config {path} is not a JSON object")
+    if config.get("auto_map"):
+        raise ValueError(f"model config {path} names custom modelling code (auto_map: "
+                         f"{', '.join(map(str, config['auto_map']))}): its parameters are not the family's to count")
+    if "model_type" not in config:
+        raise ValueError(f"model config {path} has no model_type (transformers' AutoConfig refuses it too): "
+                         "add the family's, e.g. \"model_type\": \"bert\"")
     return config
 
 

@@ -23,7 +23,6 @@ on the CUDA cores, bf16 on the tensor cores) and ``local``, measured on this mac
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict, dataclass, fields
@@ -61,6 +60,10 @@ class DeviceProfile:
     source: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"device profile: name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.source, str):
+            raise ValueError(f"device profile {self.name!r}: source must be a string, got {self.source!r}")
         if self.kind not in ("cpu", "cuda"):
             raise ValueError(f"device profile {self.name!r}: kind must be cpu or cuda, got {self.kind!r}")
         for f in ("matmul_flops", "bandwidth"):
@@ -77,6 +80,14 @@ class DeviceProfile:
                     or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
                                for x in v)):
                 raise ValueError(f"device profile {self.name!r}: {f} must be two non-negative numbers [a, b]")
+        for f in ("matmul_flops_bf16", "memory_bytes"):
+            v = getattr(self, f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
+                raise ValueError(f"device profile {self.name!r}: {f} must be a positive number or null, got {v!r}")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or not 1 <= self.threads <= 100_000):
+            raise ValueError(f"device profile {self.name!r}: threads must be a positive integer or null, "
+                             f"got {self.threads!r}")
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -125,11 +136,9 @@ def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
         raise ValueError(f"unknown device {text!r} (devices: {', '.join(builtin_devices())}; or a profile .json)")
     key = (str(path.resolve()), path.stat().st_mtime_ns)
     if key not in _PROFILES:  # read once per file version (the explorer asks for every row of every redraw)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"device profile {path} is not valid JSON: {e}") from None
-        _PROFILES[key] = DeviceProfile.from_dict(data, where=str(path))
+        from ..atomic import read_json_file
+
+        _PROFILES[key] = DeviceProfile.from_dict(read_json_file(path, "device profile"), where=str(path))
     return _PROFILES[key]
 
 

@@ -23,6 +23,13 @@ EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..deps import DependencyError, check_transformers
+
+    try:
+        check_transformers()
+    except DependencyError as e:
+        print(f"pals-train: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     try:
         from . import orchestrate  # --seeds, --jobs, --method separate: several runs (SPEC section 11)
@@ -82,6 +89,10 @@ def format_summary(summary: dict) -> str:
         except (KeyError, TypeError, ValueError):
             main = None
         lines.append(f"  {task:6s} {pct(main)}   ({metrics})")
+    untrained = summary.get("untrained") or []
+    if untrained:
+        lines.append(f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
+                     "head's; more --steps, or another --sampling)")
     p = summary["params"]
     lines.append(f"parameters: {p['total']:,} total ({p['ratio']:.4f}× base), {p['task_specific']:,} task-specific, "
                  f"{p['trained']:,} trained")

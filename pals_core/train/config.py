@@ -23,6 +23,7 @@ from ..tasks import TaskRecord, resolve_records
 from .models import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
+MAX_SEED = 2 ** 63 - 1  # a signed 64-bit integer: what torch.manual_seed, numpy and every JSON reader take
 MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 GLUE_SOURCES = ("auto", "files", "hub")
 
@@ -141,8 +142,8 @@ class TrainConfig:
                 _positive_int(name, getattr(self, name))
         if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
             raise ValueError(f"max_len must be at least 8, got {self.max_len}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer from 0 to 2**63 − 1, got {self.seed!r}")
         _finite("lr", self.lr, low=0.0, strict=True)
         _finite("weight_decay", self.weight_decay, low=0.0)
         _finite("warmup", self.warmup, low=0.0)

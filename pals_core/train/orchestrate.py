@@ -146,6 +146,7 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
         plan = sep.read_plan(out)
         plan.template = _check_resume(plan.template, given, True)
         return "separate", plan
+    RunDir(out).kind()  # a non-empty folder that holds no run is refused, as for one run: nothing of the user's is overwritten
     template = _template_from_args(given)
     if o.separate:
         template = sep.check_template(template)

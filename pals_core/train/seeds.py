@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence
 
 from . import separate as sep
 from .aggregate import aggregate
-from .config import RESUME_FREE, TrainConfig
+from .config import MAX_SEED, RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
@@ -40,6 +40,8 @@ def parse_seeds(text: str) -> list[int]:
         if not p.isdigit():
             raise ValueError(f"--seeds takes non-negative integers separated by commas, got {p!r}")
         seeds.append(int(p))
+        if seeds[-1] > MAX_SEED:
+            raise ValueError(f"--seeds takes integers from 0 to 2**63 − 1, got {p}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds repeats a seed: {text}")
     return seeds

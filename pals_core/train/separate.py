@@ -137,7 +137,10 @@ def check_template(cfg: TrainConfig) -> TrainConfig:
         cfg = replace(cfg, adapter=replace(cfg.adapter, method="shared", d_s=None))
     if cfg.adapter.freeze_trunk:
         raise ValueError("--method separate fine-tunes whole models: --freeze-trunk does not apply")
-    return replace(cfg, budget=None)
+    if cfg.budget is not None:
+        raise ValueError(f"--method separate trains one whole model per task (T × N_base, the paper's reference row): "
+                         f"the budget {cfg.budget.describe()} does not apply; drop it")
+    return cfg
 
 
 def make_plan(template: TrainConfig) -> SeparatePlan:

@@ -460,6 +460,8 @@ class _Run:
             "scores": st.best["scores"], "average": st.best["average"], "best_step": st.best["step"],
             "params": self.params, "wall_time_s": round(self.elapsed(), 3), "steps": st.step,
             "final": st.last, "task_steps": st.task_steps,
+            # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
+            "untrained": [t for t in self.cfg.tasks if st.task_steps.get(t, 0) == 0],
             "train_time_s": round(st.train_time_s, 3), "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
             "train_examples": {t: len(self.data[t].train) for t in self.cfg.tasks},

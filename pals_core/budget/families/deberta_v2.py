@@ -24,6 +24,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..activations import INT64
+from ..poly import Poly
 from ..method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
 from ..shape import BaseModel
 from .base import Family, Replay, activation_option, bert_inference_layer, dense_head_flops, dense_head_params, embedding_size
@@ -236,7 +237,8 @@ def _conv(tr, m: BaseModel, h0, out, trains: bool):
     x = tr.copy(h0)  # permute(0, 2, 1).contiguous()
     length = tr.seq_len + 2 * ((kernel - 1) // 2) - kernel + 1
     rows = tr.batch * length
-    tr.log("mm", rows, tr.new(rows * kernel * (d // m.option("conv_groups", 1)), False).nbytes, d, x.grad, trains)
+    unfolded = tr.new(rows * kernel * (d // m.option("conv_groups", 1)), False)  # the im2col view the conv multiplies
+    tr.log("mm", rows, unfolded.nbytes, Poly(0, 0, d), x.grad, trains)
     if trains:
         tr.save(x)
     y = tr.copy(tr.new(rows * d, x.grad or trains))  # permute back, contiguous
