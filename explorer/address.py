@@ -1,7 +1,8 @@
 """The page's address: its question in the URL query string (SPEC section 12), both ways. Pure Python.
 
 Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names
-``cola,rte`` or a count ``8``), one of ``budget`` (a ratio) / ``extra`` / ``per_task`` (counts such as ``15M``),
+``cola,rte`` or a count ``8``) or ``tasks_file`` (the path of a tasks file on the server), one of ``budget``
+(a ratio) / ``extra`` / ``per_task`` (counts such as ``15M``),
 ``budget_of`` (what a ratio is taken against: ``base`` or ``non-embedding``, ``Budget.OF``; written with a ratio),
 ``methods`` (comma list), ``location`` (``every``, ``all``, ``top``, ``bottom`` or layers ``0,1``), ``heads``,
 ``seq_len``, ``convention``; and the page's own ``view`` and ``design`` (the chosen row).
@@ -22,9 +23,10 @@ from pals_core.budget.models import ALIASES
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
 from .inputs import (BUDGET_KINDS, EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT,
-                     TASKS_GLUE, TINY, RawInputs)
+                     TASKS_FILE, TASKS_GLUE, TINY, RawInputs)
 
-KEYS = ("model", "tasks", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len", "convention",
+KEYS = ("model", "tasks", "tasks_file", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len",
+        "convention",
         "view", "design")
 BUDGET_KEYS = {"ratio": "budget", "extra": "extra", "per-task": "per_task"}  # sidebar budget kind → URL key
 MODEL_KEYS = {EMBEDDED: "embedded-minilm", TINY: "tiny"}
@@ -53,7 +55,11 @@ def to_query(raw: RawInputs, view: Optional[str] = None, design: Optional[str] =
             q["model"] = raw.model_path.strip()
     elif raw.model in PRESETS:
         q["model"] = raw.model
-    q["tasks"] = ",".join(raw.glue_tasks) if raw.task_mode == TASKS_GLUE else str(int(raw.task_count))
+    if raw.task_mode == TASKS_FILE:
+        if (raw.tasks_file or "").strip():
+            q["tasks_file"] = raw.tasks_file.strip()
+    else:
+        q["tasks"] = ",".join(raw.glue_tasks) if raw.task_mode == TASKS_GLUE else str(int(raw.task_count))
     q[BUDGET_KEYS.get(raw.budget_kind, "budget")] = (raw.budget_value or "").strip()
     if raw.budget_kind == "ratio":
         q["budget_of"] = raw.budget_of
@@ -98,7 +104,15 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
             w["model"], w["model_path"] = LOCAL, v
         else:
             bad("model", v, f"not a preset ({', '.join(PRESETS)}), embedded-minilm, tiny, nor a folder holding config.json")
-    if "tasks" in params:
+    if "tasks_file" in params:
+        v = _one(params["tasks_file"])
+        if not os.path.isfile(os.path.expanduser(v)):
+            bad("tasks_file", v, "no such file on this server")
+        else:
+            w["task_mode"], w["tasks_file"] = TASKS_FILE, v
+    if "tasks" in params and w.get("task_mode") == TASKS_FILE:
+        bad("tasks", _one(params["tasks"]), "give tasks or tasks_file, not both (the tasks file's tasks are used)")
+    elif "tasks" in params:
         v = _one(params["tasks"])
         try:
             tasks = parse_tasks(v)

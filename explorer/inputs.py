@@ -10,20 +10,30 @@ implementation: ``pals_core.budget.activations.Conditions``) from the same sourc
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
 the trainer reads (``pals_core.train.models.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
+
+The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
+as ``pals-budget --tasks-file`` prices them (``pals_core.budget.tasks_of_records``: declared labels, or the train
+file's label column). The label columns are read once per version of the files (``files_stamp``), not per redraw.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional
 
 from pals_core.budget import (AdapterConfig, CONVENTIONS, DEFAULT_SEQ_LEN, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget,
                               Task, default_seq_len, from_hf_config, get_method, parse_tasks, resolve_layers)
 from pals_core.budget.activations import Conditions
 from pals_core.budget.families import get_family
 from pals_core.budget.models import conditions_for_model, conditions_from_config
+from pals_core.budget.tasks import tasks_of_records
 from pals_core.budget.units import parse_count, parse_positive_float
+from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
+from pals_core.tasks.glue import glue_name
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = "embedded MiniLM-L6 (trainable)"
@@ -36,7 +46,12 @@ LOCATION_CUSTOM = "layers i,j,…"
 LOCATION_CHOICES = (LOCATION_EVERY, "all", "top", "bottom", LOCATION_CUSTOM)
 BUDGET_KINDS = ("ratio", "extra", "per-task")
 BUDGET_DEFAULTS = {"ratio": "1.13", "extra": "15M", "per-task": "1.9M"}
-TASKS_GLUE, TASKS_COUNT = "GLUE tasks", "a number of tasks"
+TASKS_GLUE, TASKS_COUNT, TASKS_FILE = "GLUE tasks", "a number of tasks", "a tasks file"
+TASK_MODES = (TASKS_GLUE, TASKS_COUNT, TASKS_FILE)
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_TASKS = "examples/tasks/tasks.yaml"  # repo-relative: the example the sidebar opens
+UPLOADS = "uploads"  # <runs folder>/uploads/<sha>/tasks.yaml: uploaded tasks files, kept for links and runs
+UPLOAD_NAME = "tasks.yaml"
 
 
 @dataclass
@@ -50,6 +65,7 @@ class RawInputs:
     task_mode: str = TASKS_GLUE
     glue_tasks: list = field(default_factory=lambda: list(PAPER_TASKS))
     task_count: int = 8
+    tasks_file: str = ""  # a tasks file's path, as typed (or where an upload was saved)
     budget_kind: str = "ratio"
     budget_value: str = BUDGET_DEFAULTS["ratio"]
     budget_of: str = "base"  # what a ratio is taken against (Budget.OF): base or non-embedding
@@ -85,6 +101,8 @@ class Inputs:
     ffn_ratio: int = AdapterConfig.default("ffn_ratio")
     trainable: bool = False  # the trainer can build this model (embedded MiniLM, tiny, a local folder)
     train_model: Optional[str] = None  # its ``pals-train --model`` value: None = the embedded MiniLM
+    tasks_file: Optional[str] = None  # the tasks file the tasks come from (as typed); None = GLUE or N tasks
+    records: tuple[TaskRecord, ...] = ()  # the tasks' records (GLUE built-ins, the file's); () for N anonymous tasks
 
 
 def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
@@ -140,6 +158,115 @@ def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] 
         raise ValueError(f"{config_name or 'config.json'}: {e}") from None
 
 
+def example_tasks_path() -> str:
+    """The example tasks file: repo-relative when the server runs in the checkout (a short link), else absolute."""
+    path = ROOT / EXAMPLE_TASKS
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def files_stamp(records: Iterable[TaskRecord], tasks_file: Optional[str] = None) -> tuple:
+    """The version of a question's files: (path, mtime, size) of the tasks file and of every train / dev file (each
+    file of a save_to_disk folder); None for one that is not there. A cache keyed by it is read again when one
+    changes."""
+    def stat(p: Path) -> Optional[tuple]:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    out = []
+    paths = [tasks_file] if tasks_file else []
+    paths += [p for r in records for p in (r.train, r.dev) if p]
+    for path in paths:
+        p = Path(path).expanduser()
+        files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+        out.append((str(p), tuple((str(q), stat(q)) for q in files)))
+    return tuple(out)
+
+
+def read_records(path: str) -> tuple[TaskRecord, ...]:
+    """The records of the tasks file at ``path`` (in file order); ``ValueError`` in one line for a missing or bad
+    file."""
+    text = (path or "").strip()
+    if not text:
+        raise ValueError("enter the path of a tasks file (YAML or JSON), upload one, or open the example tasks")
+    try:
+        return tuple(read_tasks_file(text).values())
+    except OSError as e:
+        raise ValueError(f"{text}: {e.strerror or e}") from None
+
+
+@lru_cache(maxsize=32)
+def _tasks_of(records: tuple[TaskRecord, ...], stamp: tuple) -> tuple[Task, ...]:
+    return tuple(tasks_of_records(records))
+
+
+def file_tasks(records: tuple[TaskRecord, ...], tasks_file: Optional[str] = None) -> tuple[Task, ...]:
+    """The calculator's tasks of a tasks file's records (C_t from declared labels or the train file's label
+    column), read once per version of the files. ``ValueError`` (a ``TaskDataError``) names file, row and column."""
+    try:
+        return _tasks_of(records, files_stamp(records, tasks_file))
+    except OSError as e:
+        raise ValueError(f"{getattr(e, 'filename', None) or 'a task file'}: {e.strerror or e}") from None
+
+
+def one_line(message: object) -> str:
+    """An error as one line (a YAML or data error may carry line breaks)."""
+    return " ".join(str(message).split())
+
+
+def save_upload(data: bytes, root: Path) -> Path:
+    """An uploaded tasks file, kept at ``<root>/uploads/<sha256[:16]>/tasks.yaml`` (atomically; the same file
+    uploaded again is the same path), so that a link and a run can name it. Its paths must be absolute: the file's
+    own folder is not where its data lies. ``ValueError`` with one line for a file that cannot be used."""
+    from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
+    from pals_core.train.rundir import atomic_write_text
+
+    if len(data) > MAX_TASKS_FILE_BYTES:
+        raise ValueError(f"the uploaded file is over {MAX_TASKS_FILE_BYTES >> 20} MiB: not a tasks file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"the uploaded file is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    folder = Path(root) / UPLOADS / hashlib.sha256(data).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / UPLOAD_NAME
+    atomic_write_text(path, text)
+    try:
+        records = read_tasks_file(path).values()
+    except ValueError:
+        return path  # a bad file: the page names what is wrong with it, as for a typed path
+    folder = folder.resolve()
+    for r in records:
+        for role in ("train", "dev"):
+            p = getattr(r, role)
+            if p and Path(p).is_relative_to(folder):
+                raise ValueError(f"the uploaded file's task {r.name!r} gives its {role} file as a relative path "
+                                 f"({Path(p).relative_to(folder)}): paths in an uploaded tasks file must be absolute "
+                                 "— or type the file's path instead")
+    return path
+
+
+def parse_tasks_input(raw: RawInputs) -> tuple[tuple[Task, ...], Optional[str], tuple[TaskRecord, ...]]:
+    """The sidebar's tasks → (the calculator's tasks, the tasks file or None, the tasks' records)."""
+    if raw.task_mode == TASKS_FILE:
+        path = (raw.tasks_file or "").strip()
+        records = read_records(path)
+        return file_tasks(records, path), path, records
+    if raw.task_mode == TASKS_GLUE:
+        if not raw.glue_tasks:
+            raise ValueError("choose at least one GLUE task (or switch to a number of tasks, or a tasks file)")
+        tasks = tuple(parse_tasks(list(raw.glue_tasks)))
+    else:
+        tasks = tuple(parse_tasks(int(raw.task_count)))
+    names = [glue_name(t.name) for t in tasks]
+    return tasks, None, tuple(glue_record(n) for n in names) if all(names) else ()
+
+
 def parse_budget(kind: str, text: str) -> Budget:
     """``ratio`` "1.13" (or "1.13x"), ``extra`` "15M", ``per-task`` "250k" → a calculator ``Budget``."""
     return Budget.parse(kind, text)
@@ -166,12 +293,7 @@ def parse_inputs(raw: RawInputs) -> Inputs:
         model, train_model, conditions = trainer_model(raw.model, raw.model_path)
     else:
         model, conditions = parse_model(raw.model, raw.config_name, raw.config_bytes)
-    if raw.task_mode == TASKS_GLUE:
-        if not raw.glue_tasks:
-            raise ValueError("choose at least one GLUE task (or switch to a number of tasks)")
-        tasks = parse_tasks(list(raw.glue_tasks))
-    else:
-        tasks = parse_tasks(int(raw.task_count))
+    tasks, tasks_file, records = parse_tasks_input(raw)
     budget = parse_budget(raw.budget_kind, raw.budget_value)
     if budget.ratio is not None and raw.budget_of != "base":
         budget = Budget(ratio=budget.ratio, of=raw.budget_of)
@@ -198,4 +320,4 @@ def parse_inputs(raw: RawInputs) -> Inputs:
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
     return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, seq_len, raw.convention,
-                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model)
+                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model, tasks_file, records)

@@ -3,8 +3,13 @@
 A result is one ``summary.json`` written by ``pals-train``: a single run's (``average`` is a number,
 ``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (SPEC section 11:
 ``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
-scale, 0–100, as the CLI prints them. The majority-class reference comes from the GLUE files themselves
-(``pals_core.data.metrics.majority_scores``: the most frequent training label on every dev example).
+scale, 0–100, as the CLI prints them. The majority-class reference comes from the tasks' own rows — GLUE's files,
+or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.majority_scores``: the most
+frequent training label on every dev example (regression: the training mean; multilabel: per label).
+
+A result belongs to a question when it trained the question's model on exactly its tasks, told by what the tasks
+*are* — their fingerprints (``pals_core.train.config.task_keys``: ``glue:rte``, or the sha256 of a record and its
+files) — not by their names: a task renamed in a tasks file is the same task, a file edited is another.
 
 Folders searched: the runs folder (``$PALS_RUNS_DIR``) and ``benchmarks/results`` of this checkout, three levels
 deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an aggregate is represented by the aggregate, and
@@ -24,7 +29,8 @@ from typing import Iterable, Optional, Sequence
 
 from pals_core.budget import get_method
 from pals_core.train.aggregate import compare
-from pals_core.train.config import recipe
+from pals_core.tasks import TaskRecord
+from pals_core.train.config import recipe, task_keys
 from pals_core.train.seeds import SEEDS_FILE, aggregate_so_far
 
 from .calc import Key, label
@@ -56,6 +62,7 @@ class Result:
     planned: tuple[int, ...] = ()  # a --seeds run still training: the seeds it will have (``seeds`` are done so far)
     per_seed: tuple[float, ...] = ()  # the dev average (0–100) of each seed run behind ``score``
     recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
+    task_keys: tuple[str, ...] = ()  # what its tasks are (``config.task_keys``: fingerprints), in ``tasks`` order
 
     @property
     def key(self) -> Key:
@@ -161,7 +168,8 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
                   config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
                   _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
                   _ints(summary.get("planned")) if isinstance(avg, dict) else (),
-                  per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str))
+                  per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str),
+                  tuple(task_keys({**config, "tasks": list(tasks)})))
 
 
 def _ints(value) -> tuple[int, ...]:
@@ -208,13 +216,26 @@ def scan(roots: Iterable[Path]) -> list[Result]:
     return out
 
 
+def question_keys(records: Sequence[TaskRecord], glue_dir: Optional[str] = None) -> list[str]:
+    """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
+    ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
+    if all(r.glue is not None for r in records):
+        return [f"glue:{r.glue}" for r in records]
+    from pals_core.data.load import describe_data
+
+    data = describe_data(list(records), glue_dir=glue_dir)
+    return [data[r.name]["fingerprint"] for r in records]
+
+
 def same_question(results: Sequence[Result], train_model: Optional[str], trainable: bool,
                   tasks: Sequence[str]) -> list[Result]:
-    """Results on the question's model (only a model the trainer builds can have any) and exactly its tasks."""
+    """Results on the question's model (only a model the trainer builds can have any) and exactly its tasks:
+    ``tasks`` are fingerprints (``question_keys``; a bare GLUE name stands for ``glue:<name>``), compared as a set
+    with the runs' ``task_keys``, whatever the tasks were called."""
     if not trainable:
         return []
-    want = sorted(tasks)
-    return [r for r in results if r.model == train_model and sorted(r.tasks) == want]
+    want = sorted(k if ":" in k else f"glue:{k}" for k in tasks)
+    return [r for r in results if r.model == train_model and sorted(r.task_keys) == want]
 
 
 def against(r: Result, results: Sequence[Result], baseline: str) -> Optional[dict]:
@@ -242,24 +263,31 @@ def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
     return out
 
 
-def majority_average(tasks: Sequence[str], glue_dir: Optional[str]) -> Optional[float]:
-    """The majority-class dev average (0–100) of ``tasks`` from the GLUE files (None if they are not there)."""
-    try:
-        from pals_core.data.glue import missing_files, read_tsv, resolve_glue_dir
-        from pals_core.data.metrics import dev_average, majority_scores
-        from pals_core.tasks.glue import GLUE_TASKS
-    except ImportError:
+def majority_average(tasks: Sequence["TaskRecord | str"], glue_dir: Optional[str] = None,
+                     seed: int = 0) -> Optional[float]:
+    """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
+    (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
+    file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
+    from pals_core.data.glue import missing_files, resolve_glue_dir
+    from pals_core.data.load import label_array, raw_splits
+    from pals_core.data.metrics import dev_average, majority_scores
+    from pals_core.tasks import glue_record
+
+    records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
+    if not records:
         return None
-    path = resolve_glue_dir(glue_dir or None)
-    if path is None or missing_files(path, tasks):
+    glue = [r.glue for r in records if r.glue is not None]
+    path = resolve_glue_dir(glue_dir or None) if glue else None
+    if glue and (path is None or missing_files(path, glue)):
         return None
     scores = {}
-    for name in tasks:
-        t = GLUE_TASKS[name]
-        train = read_tsv(t, path / t.folder / t.train_file).labels
-        dev = {s: read_tsv(t, path / t.folder / f).labels for s, f in t.dev_files}
-        import numpy as np
-
-        scores[name] = majority_scores(name, np.asarray(train), {s: np.asarray(v) for s, v in dev.items()})
-    avg = dev_average(scores)
+    for r in records:
+        splits, names = raw_splits(r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto",
+                                   seed=seed)
+        c = 1 if r.regression else len(names)
+        train = label_array(splits.pop("train").labels, r.kind, c)
+        dev = {key[len("dev_"):] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
+               for key, s in splits.items()}
+        scores[r.name] = majority_scores(r, train, dev, c)
+    avg = dev_average(scores, {r.name: r for r in records})
     return None if avg is None else SCALE * avg

@@ -1,5 +1,6 @@
 """The one page: sidebar question → the answer (recommendation, or the smallest budget that fits) → the chosen
-design → one view at a time (designs, sizes, all tasks, breakdown, paper check, train, runs & measured, studies).
+design → one view at a time (designs, your tasks, sizes, all tasks, breakdown, paper check, train, runs & measured,
+studies).
 
 Only the view on screen is drawn (a segmented control, not tabs: tabs would draw every figure on every change).
 The question lives in the URL (``address``): a link opens the same view, a bad value in it is an ``st.error``.
@@ -17,14 +18,15 @@ import streamlit as st
 
 from pals_core.budget import Cost
 
-from . import address, calc, design_view, measured, recommend, runs_view, sidebar, train_view
+from . import address, calc, design_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
 from .calc import key_of, label
-from .inputs import Inputs, parse_inputs
+from .inputs import Inputs, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
 STUDY_STORAGE_ENV = "PALS_STUDY_STORAGE"
 VIEWS = {
     "designs": "Designs",
+    "tasks": "Your tasks",
     "sizes": "Size vs budget",
     "scaling": "All tasks on one input",
     "breakdown": "Where the parameters go",
@@ -81,11 +83,23 @@ def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
     return measured.scan(roots)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def question_keys(records: tuple, stamp: tuple) -> list[str]:
+    """The question's task fingerprints (its own tasks' files hashed once per version: ``stamp``)."""
+    return measured.question_keys(records)
+
+
 def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
-    if inp is None or not inp.trainable:
+    """Finished runs of the question's model on exactly its tasks (by fingerprint; N anonymous tasks have none)."""
+    if inp is None or not inp.trainable or not inp.records:
+        return []
+    try:
+        keys = question_keys(inp.records, files_stamp(inp.records))
+    except (OSError, ValueError) as e:
+        st.caption(f"Measured results are not looked up: {one_line(e)}")
         return []
     roots = (str(runs_view.registry.runs_root()), str(measured.RESULTS))
-    return measured.same_question(measured_results(roots), inp.train_model, inp.trainable, [t.name for t in inp.tasks])
+    return measured.same_question(measured_results(roots), inp.train_model, inp.trainable, keys)
 
 
 def _read_link() -> Optional[address.FromLink]:
@@ -122,7 +136,7 @@ def main() -> None:
         costs = design_view.table(inp)
     except ValueError as e:
         inp, costs = None, None
-        st.error(f"Bad input: {e}")
+        st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs))
@@ -142,6 +156,8 @@ def main() -> None:
     elif view == "designs":
         _guard("The design table", design_view.render_designs_view, inp, costs, chosen, picks, scores,
                lambda design: "?" + urlencode(address.to_query(raw, "runs", design)))
+    elif view == "tasks":
+        _guard("The task panel", tasks_view.render, inp)
     elif view == "sizes":
         _guard("The size plot", design_view.render_sizes_view, inp, costs, chosen)
     elif view == "scaling":

@@ -15,7 +15,9 @@ from pals_core.budget.config import design_label
 
 from . import figures, measured, registry
 from .calc import key_of
-from .inputs import Inputs
+from pals_core.tasks import TaskRecord
+
+from .inputs import Inputs, files_stamp, one_line
 from .registry import ACTIVE, Run
 
 REFRESH_S = 2.0
@@ -95,7 +97,8 @@ def _problem(run: Run) -> None:
 PARAM_NAMES = {"total": "parameters in all", "task_specific": "task-specific", "trained": "trained",
                "base": "base model", "per_task": "per task", "d_s": "d_s"}
 METRIC_NAMES = {"accuracy": "accuracy", "accuracy_m": "accuracy (matched)", "accuracy_mm": "accuracy (mismatched)",
-                "f1": "F1", "mcc": "Matthews corr.", "pearson": "Pearson", "spearman": "Spearman"}
+                "f1": "F1", "macro_f1": "macro F1", "micro_f1": "micro F1", "mcc": "Matthews corr.", "pearson": "Pearson",
+                "spearman": "Spearman"}
 
 
 def score_rows(scores: dict) -> list[dict]:
@@ -166,8 +169,9 @@ def render() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def majority(tasks: tuple[str, ...], glue_dir: str) -> Optional[float]:
-    return measured.majority_average(list(tasks), glue_dir or None)
+def majority(records: tuple[TaskRecord, ...], stamp: tuple, glue_dir: str) -> Optional[float]:
+    """The majority-class dev average of the question's tasks (re-read when one of their files changes: ``stamp``)."""
+    return measured.majority_average(list(records), glue_dir or None)
 
 
 def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], chosen: Optional[Cost]) -> None:
@@ -181,21 +185,27 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                 "tiny, a local checkpoint folder) to see what runs on it scored.")
         return
     tasks = tuple(t.name for t in inp.tasks)
+    source = f" of {inp.tasks_file}" if inp.tasks_file else ""
     if not results:
-        st.info(f"No finished run of {inp.model.name} on exactly {', '.join(tasks)} yet (in `{registry.runs_root()}` or "
-                "benchmarks/results). Launch one from the Train view.")
+        st.info(f"No finished run of {inp.model.name} on exactly {', '.join(tasks)}{source} yet (in "
+                f"`{registry.runs_root()}` or benchmarks/results). Launch one from the Train view.")
         return
-    try:
-        base = majority(tasks, os.environ.get("PALS_GLUE_DIR", ""))
-    except (OSError, ValueError) as e:
-        base = None
-        st.caption(f"No majority-class reference: {e}")
+    if inp.tasks_file:
+        st.caption(f"Runs on the tasks of `{inp.tasks_file}` as they are now — the same records and the same rows "
+                   "(their files' sha256), whatever the tasks were called; a run on an earlier version of a file is not "
+                   "here.")
+    base = None
+    if inp.records:
+        try:
+            base = majority(inp.records, files_stamp(inp.records), os.environ.get("PALS_GLUE_DIR", ""))
+        except (OSError, ValueError) as e:
+            st.caption(f"No majority-class reference: {one_line(e)}")
     key = key_of(chosen) if chosen is not None else None
     st.plotly_chart(figures.measured_figure(results, base, key), config=CHART, key="fig_measured")
     st.caption("Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters each run "
                "added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). References: the "
-               "majority class (dashed line, from the GLUE files), `shared` (heads only) and `separate` (one fine-tuned "
-               "model per task). The ringed marker is the chosen design.")
+               "majority class (dashed line, from the tasks' own train and dev rows), `shared` (heads only) and `separate` "
+               "(one fine-tuned model per task). The ringed marker is the chosen design.")
     st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
     frame = pd.DataFrame([{"design": r.design, "seed": r.seeds_label(),
                            "dev average (0–100)": r.score.text(),

@@ -2,8 +2,8 @@
 
 Returns the raw widget values; ``inputs.parse_inputs`` checks them. Widget keys are stable (tests and the
 page's address address them): model, model_path, config_upload, task_mode, glue_tasks, task_count,
-budget_kind, budget_ratio / budget_extra / budget_per-task, methods, location, location_custom, heads,
-seq_len, convention, per_task_pooler, d_s, n_top, ffn_ratio. Every widget reads its value from
+tasks_file, tasks_example, tasks_upload, budget_kind, budget_ratio / budget_extra / budget_per-task, methods,
+location, location_custom, heads, seq_len, convention, per_task_pooler, d_s, n_top, ffn_ratio. Every widget reads its value from
 ``st.session_state`` (filled with ``RawInputs``' defaults, or from a link, before the first draw).
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ import streamlit as st
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
-                     TASKS_COUNT, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs)
+                     TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, example_tasks_path,
+                     one_line, save_upload)
 
 BUDGET_LABELS = {
     "ratio": "Budget ratio B: N_total ≤ B × N_base",
@@ -27,8 +28,8 @@ BUDGET_HELP = {
     "extra": "N_total − N_base ≤ this, summed over every task. Accepts 15M, 1.9M, 250k, 1500000.",
     "per-task": "Every task's own head + adapter must fit under this. Accepts 15M, 1.9M, 250k.",
 }
-WIDGETS = ("model", "model_path", "task_mode", "glue_tasks", "task_count", "budget_kind", "budget_of", "methods", "location",
-           "location_custom", "heads", "seq_len", "convention", "per_task_pooler", "d_s", "n_top", "ffn_ratio")
+WIDGETS = ("model", "model_path", "task_mode", "glue_tasks", "task_count", "tasks_file", "budget_kind", "budget_of",
+           "methods", "location", "location_custom", "heads", "seq_len", "convention", "per_task_pooler", "d_s", "n_top", "ffn_ratio")
 
 
 def defaults() -> dict:
@@ -56,6 +57,42 @@ def _model_label(name: str) -> str:
     return name if name in TRAINABLE or name == UPLOAD else f"{name} (shape only)"
 
 
+def _open_example() -> None:
+    st.session_state["tasks_file"] = example_tasks_path()
+    st.session_state.pop("_upload_error", None)
+
+
+def _save_upload() -> None:
+    """An uploaded tasks file → saved under the runs folder, its path in the path field (or one error line)."""
+    from .registry import runs_root
+
+    up = st.session_state.get("tasks_upload")
+    st.session_state.pop("_upload_error", None)
+    if up is None:  # the file was removed from the uploader: the path stays
+        return
+    try:
+        path = save_upload(up.getvalue(), runs_root())
+    except (ValueError, OSError) as e:
+        st.session_state["_upload_error"] = f"{up.name}: {one_line(e)}"
+        return
+    st.session_state["tasks_file"] = str(path)
+
+
+def _tasks_file(sb, raw: RawInputs) -> None:
+    """The tasks-file source: a path, the example, or an upload (saved on the server, so a link can name it)."""
+    raw.tasks_file = sb.text_input("Tasks file (YAML or JSON)", key="tasks_file", placeholder="path/to/tasks.yaml",
+                                   help="A `tasks:` mapping of name → {train, dev, text, label, kind, …} or {glue: rte}; "
+                                        "paths relative to the file's folder. Priced as `pals-budget --tasks-file`.")
+    sb.button("Open the example tasks", key="tasks_example", on_click=_open_example,
+              help="examples/tasks/tasks.yaml: a few small tasks of each kind.")
+    sb.file_uploader("…or upload one", type=["yaml", "yml", "json"], key="tasks_upload", on_change=_save_upload,
+                     help="Kept on the server under <runs folder>/uploads/ so that links and runs can name it.")
+    sb.caption("Paths in an uploaded file must be absolute: it is not stored beside its data. For data beside the "
+               "file, type the file's path instead.")
+    if st.session_state.get("_upload_error"):
+        sb.error(st.session_state["_upload_error"])
+
+
 def render() -> RawInputs:
     """Draw the sidebar and return what it holds."""
     sb = st.sidebar
@@ -70,8 +107,10 @@ def render() -> RawInputs:
         up = sb.file_uploader("Hugging Face config.json", type=["json"], key="config_upload")
         if up is not None:
             raw.config_name, raw.config_bytes = up.name, up.getvalue()
-    raw.task_mode = sb.radio("Tasks", [TASKS_GLUE, TASKS_COUNT], key="task_mode", horizontal=True)
-    if raw.task_mode == TASKS_GLUE:
+    raw.task_mode = sb.radio("Tasks", list(TASK_MODES), key="task_mode", horizontal=True)
+    if raw.task_mode == TASKS_FILE:
+        _tasks_file(sb, raw)
+    elif raw.task_mode == TASKS_GLUE:
         raw.glue_tasks = sb.multiselect("GLUE tasks", list(GLUE_LABELS), key="glue_tasks",
                                         help="Default: the paper's eight tasks. STS-B is a regression (1 output), MNLI has 3.")
     else:

@@ -63,6 +63,8 @@ def settings_flags(settings: StudySettings) -> list[str]:
 
     s = settings
     argv = ["--tasks", ",".join(s.tasks)]
+    if s.tasks_file is not None:  # the tasks are the file's (GLUE names otherwise)
+        argv += ["--tasks-file", s.tasks_file]
     if s.model is not None:
         argv += ["--model", s.model]
     argv += s.budget_obj().to_argv()

@@ -5,7 +5,11 @@ on the model and tasks that will be trained (re-solved when they differ from the
 priced one), unless the person types their own. A run over the budget is never launched silently: the page
 says so and the launch button waits for an explicit confirmation.
 
-Widget keys: train_tasks, train_model, train_model_path, train_glue_dir, train_size_mode,
+A question on a tasks file trains that file's tasks (``--tasks-file``, its absolute path, so the run can be resumed
+from anywhere): the tasks to train are chosen among the file's, priced with the file's label counts, and the GLUE
+folder is asked for only when the file names a built-in GLUE task.
+
+Widget keys: train_tasks (GLUE), train_file_tasks (a tasks file's), train_model, train_model_path, train_glue_dir, train_size_mode,
 train_ds::<design>, train_steps, train_batch, train_lr, train_max_len, train_eval_every, train_max_train,
 train_max_eval, train_seed, train_threads, train_freeze, train_name, train_gpus,
 train_confirm_over, launch.
@@ -19,7 +23,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, Cost, get_method, glue_task
+from pals_core.budget import GLUE_LABELS, Cost, Task, get_method, glue_task
 from pals_core.budget.limits import MAX_D_S
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY as TINY_MODEL
@@ -71,12 +75,20 @@ class Priced:
     as_priced: Optional[Cost]  # the question's d_s on the training model (None if the same, or sizeless)
 
 
+def training_tasks(inp: Inputs, tasks: list[str]) -> list[Task]:
+    """The calculator's tasks of the run: the question's own (a tasks file's label counts), else GLUE's."""
+    if inp.tasks_file:
+        mine = {t.name: t for t in inp.tasks}
+        return [mine[t] for t in tasks]
+    return [glue_task(t) for t in tasks]
+
+
 def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[str], d_s: Optional[int]) -> Priced:
     """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``)."""
     from pals_core.train.models import model_shape
 
     shape = model_shape(model or None)
-    task_list = [glue_task(t) for t in tasks]
+    task_list = training_tasks(inp, tasks)
     key = key_of(chosen)
     trained = calc.on_model(inp, key, shape, task_list, d_s)
     same = (shape == inp.model and [t.name for t in inp.tasks] == list(tasks) and inp.convention == "exact")
@@ -133,14 +145,24 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     method = get_method(chosen.method)
     glue_env = os.environ.get("PALS_GLUE_DIR", "")
     c1, c2, c3 = st.columns(3)
-    glue_dir = c1.text_input("GLUE folder (--glue-dir)", value=glue_env, key="train_glue_dir",
-                             help="The official GLUE TSV layout: <folder>/RTE/train.tsv, … Default: $PALS_GLUE_DIR.")
-    avail = available_tasks(glue_dir)
-    choices = trainable_tasks()
-    wanted = [t.name for t in inp.tasks if t.name in choices]
-    default = [t for t in wanted if avail is None or t in avail] or [t for t in ("rte", "mrpc") if avail is None or t in avail]
-    tasks = c1.multiselect("Tasks to train", choices, default=default, key="train_tasks",
-                           help="Tasks with train and dev files in the GLUE folder" + (f": {', '.join(avail)}." if avail else "."))
+    own = inp.tasks_file is not None
+    needs_glue = not own or any(r.glue is not None for r in inp.records)
+    glue_dir = ""
+    if needs_glue:
+        glue_dir = c1.text_input("GLUE folder (--glue-dir)", value=glue_env, key="train_glue_dir",
+                                 help="The official GLUE TSV layout: <folder>/RTE/train.tsv, … Default: $PALS_GLUE_DIR."
+                                      + (" Only the tasks file's GLUE tasks read it." if own else ""))
+    if own:
+        choices = [r.name for r in inp.records]
+        tasks = c1.multiselect("Tasks to train", choices, default=choices, key="train_file_tasks",
+                               help=f"The tasks of {inp.tasks_file} (--tasks-file); fewer = --tasks, a subset of the file.")
+    else:
+        avail = available_tasks(glue_dir)
+        choices = trainable_tasks()
+        wanted = [t.name for t in inp.tasks if t.name in choices]
+        default = [t for t in wanted if avail is None or t in avail] or [t for t in ("rte", "mrpc") if avail is None or t in avail]
+        tasks = c1.multiselect("Tasks to train", choices, default=default, key="train_tasks",
+                               help="Tasks with train and dev files in the GLUE folder" + (f": {', '.join(avail)}." if avail else "."))
     _default_model(inp)
     model_label = c1.selectbox("Model", list(MODELS), key="train_model",
                                help="The sidebar's model when the trainer can build it. Another model gets its own d_s.")
@@ -177,11 +199,12 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
         if use_path and not model:
             raise ValueError("enter the folder of the local BERT model (it holds config.json)")
         if not tasks:
-            raise ValueError("choose at least one GLUE task to train on")
+            raise ValueError("choose at least one task to train on")
         priced = price_training(inp, chosen, model or None, list(tasks), d_s)
         adapter = replace(calc.config_for(inp, key_of(chosen), priced.trained.d_s), freeze_trunk=freeze)
-        cfg = TrainConfig(
-            tasks=list(tasks), adapter=adapter, model=model or None, glue_dir=glue_dir.strip() or None,
+        tasks_file = os.path.abspath(os.path.expanduser(inp.tasks_file)) if own else None
+        cfg = TrainConfig(  # no GLUE task: no GLUE folder (``--glue-dir none``), whatever $PALS_GLUE_DIR says
+            glue_dir=(glue_dir.strip() or None) if needs_glue else None, tasks=list(tasks), adapter=adapter, model=model or None, tasks_file=tasks_file,
             out=str(registry.runs_root() / (name or "check")), budget=None, steps=steps, batch_size=batch, lr=lr,
             max_len=max_len, eval_every=eval_every, max_train_examples=_int_or_none(max_train_text, "max train examples"),
             max_eval_examples=_int_or_none(max_eval_text, "max dev examples"), seed=seed,
@@ -195,15 +218,17 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
 
 
 def check_data(spec: TrainConfig) -> None:
-    """The GLUE files this run needs must be there (the trainer's own check)."""
-    try:
-        from pals_core.data.glue import check_files, resolve_glue_dir
-    except ImportError:
+    """The GLUE files this run needs must be there (the trainer's own check). A tasks file's own tasks were read
+    and hashed when the run was resolved (``commands.check_with_trainer``): a missing file is named there."""
+    from pals_core.data.glue import check_files, resolve_glue_dir
+
+    glue = [r.glue for r in spec.records() if r.glue is not None]
+    if not glue:
         return
     path = resolve_glue_dir(spec.glue_dir)
     if path is None:
         raise ValueError("give the GLUE folder (--glue-dir), or set PALS_GLUE_DIR")
-    check_files(path, spec.tasks)
+    check_files(path, glue)
 
 
 def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:

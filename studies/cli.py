@@ -5,10 +5,16 @@
     pals-study run design --storage postgresql://u:p@db/studies --trials 40
     pals-study report design --storage postgresql://u:p@db/studies --out studies_out/design-report
     pals-study list --storage sqlite:///pals_studies.db
+    pals-study run design --tasks-file my_tasks.yaml --trials 20   # your own tasks (YAML/JSON tasks file)
 
 ``--trials N`` is the study's total: a worker runs trials until the study holds N finished (complete or pruned)
 trials, counting every worker's, and no retry of a dead worker's trial is waiting. Bad input, an unusable storage
 or an unknown study exits with status 2 and one line on stderr.
+
+With ``--tasks-file`` the study stores the file's tasks (``studies.tasks``): their records, label counts (which price
+the heads) and files' sha256. A worker on another machine gives its own copy with ``--tasks-file`` (or none, to read
+the stored path) and is refused, naming the file, when that copy is not what the study was created on. Only the GLUE
+tasks among a study's tasks need ``--glue-dir``.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import argparse
 import logging
 import os
 import sys
+from dataclasses import replace
 from typing import Optional, Sequence
 
 from pals_core.budget import AdapterConfig, get_method
@@ -52,7 +59,12 @@ def _storage_arg(p: argparse.ArgumentParser) -> None:
 
 def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
-    g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)})")
+    g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)}); with --tasks-file, "
+                   "names out of the file (default: all of them)")
+    g.add_argument("--tasks-file", metavar="FILE",
+                   help="your own tasks: a YAML/JSON tasks file (README: Your own tasks); the study stores its path, its "
+                        "tasks' records and their files' sha256, and a worker whose copy differs is refused "
+                        "(on another machine give that machine's copy)")
     g.add_argument("--model", help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
@@ -142,7 +154,12 @@ def _cap(text: Optional[str], flag: str) -> Optional[int]:
 def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     """Settings from the command line (defaults where not given) and the names of those given."""
     kw: dict = {}
-    if args.tasks is not None:
+    if args.tasks_file is not None:
+        from .tasks import read_study_tasks
+
+        names = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks is not None else None
+        kw["tasks_file"], kw["tasks"], kw["data"] = read_study_tasks(args.tasks_file, names)
+    elif args.tasks is not None:
         from pals_core.tasks.glue import parse_task_list
 
         kw["tasks"] = parse_task_list(args.tasks)
@@ -200,6 +217,8 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     template = AdapterConfig(**design_given)
     settings = StudySettings(definition=definition, **{**d.defaults, **kw})
     given = set(kw) | ({"adapter"} if design_given else set())
+    if args.tasks is None:  # --tasks-file alone names this machine's copy of the file, not which of its tasks
+        given.discard("tasks")
     from pals_core.budget.families import get_family
     from .space import model_shape
 
@@ -212,7 +231,7 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         from .runner import machine_bound
         from .space import check_machine
 
-        check_machine(shape, settings.tasks, machine_bound(settings))
+        check_machine(shape, settings.calc_tasks(), machine_bound(settings))
     if d.searches_design:
         settings.adapter = template.as_dict()
     else:
@@ -251,20 +270,30 @@ def _open(args, study_name: str, *, worker: bool):
     else:
         storage = open_storage(args.storage, heartbeat=None)
         sampler = pruner = None
-    if study_name not in study_names(storage):  # a new study: refuse settings nothing can be trained under, first
+    new = study_name not in study_names(storage)
+    if new:  # a new study: refuse settings nothing can be trained under, and rows no trial could read, first
         from .runner import make_context
         from .space import model_shape
+        from .tasks import check_rows
 
         make_context(definition, requested, model_shape(requested.model))
+        check_rows(requested.records(), requested.seed)
     study, settings = open_study(storage, study_name, definition, requested, given, sampler=sampler, pruner=pruner)
+    if not new and settings.tasks_file is not None and (worker or args.tasks_file is not None):
+        from .tasks import check_same_data
+
+        local = requested.tasks_file if args.tasks_file is not None else settings.tasks_file
+        check_same_data(settings, local, study_name)  # this machine's copy is what the study was created on
+        settings = replace(settings, tasks_file=local)  # this worker's trials read its own copy
     return definition, study, settings
 
 
 def _describe(definition, settings, ctx) -> str:
     from .runner import budget_text, machine_text
+    from .tasks import describe_tasks
 
     lines = [f"study definition {definition.name!r}: {definition.title}",
-             f"tasks {','.join(settings.tasks)} · model {settings.model or 'embedded MiniLM'} · budget "
+             f"tasks {describe_tasks(settings)} · model {settings.model or 'embedded MiniLM'} · budget "
              f"{budget_text(settings)} · {settings.steps} steps, dev evaluation every {settings.eval_every}"]
     if settings.machine is not None:
         lines.append(f"machine: {machine_text(settings)}")
@@ -296,18 +325,21 @@ def cmd_run(args) -> int:
     from .objective import Objective
     from .runner import counts, done, make_context, run_worker
     from .space import model_shape
+    from .tasks import glue_names
 
     name = check_study_name(args.name if args.study_name is None else args.study_name)
-    glue = resolve_glue_dir(args.glue_dir)
-    if glue is None:
-        raise StudyError("no GLUE folder: give --glue-dir or set PALS_GLUE_DIR")
     timeout = parse_positive_float(args.timeout, "--timeout") if args.timeout is not None else None
     threads = parse_positive_int(args.threads, "--threads") if args.threads is not None else None
     definition, study, settings = _open(args, name, worker=True)
-    try:
-        check_files(glue, settings.tasks, train=True)
-    except GlueDataError as e:
-        raise StudyError(str(e)) from None
+    glue = resolve_glue_dir(args.glue_dir)
+    glue_tasks = glue_names(settings.records())  # a tasks file of one's own tasks needs no GLUE folder
+    if glue_tasks:
+        if glue is None:
+            raise StudyError(f"no GLUE folder for {','.join(glue_tasks)}: give --glue-dir or set PALS_GLUE_DIR")
+        try:
+            check_files(glue, glue_tasks, train=True)
+        except GlueDataError as e:
+            raise StudyError(str(e)) from None
     target = parse_positive_int(args.trials, "--trials")
     if done(study, target):  # nothing to do: answer before loading torch and the model code
         c = counts(study)
@@ -318,8 +350,8 @@ def cmd_run(args) -> int:
     ctx = make_context(definition, settings, shape)
     print(_describe(definition, settings, ctx), flush=True)
     objective = Objective(definition, ctx, shape, trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
-                          str(glue), device=args.device, threads=threads, progress=args.progress,
-                          keep_checkpoints=not args.no_checkpoints, target=target)
+                          str(glue) if glue is not None else None, device=args.device, threads=threads,
+                          progress=args.progress, keep_checkpoints=not args.no_checkpoints, target=target)
     result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     c = result.counts
     print(f"study {name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
@@ -351,9 +383,10 @@ def cmd_report(args) -> int:
     c = s["counts"]
     try:
         from .runner import budget_text, load_definition, load_settings, machine_text
+        from .tasks import describe_tasks
 
         d, st = load_definition(study), load_settings(study)
-        print(f"{d.name}: {d.title} · tasks {','.join(st.tasks)} · model {st.model or 'embedded MiniLM'} · "
+        print(f"{d.name}: {d.title} · tasks {describe_tasks(st)} · model {st.model or 'embedded MiniLM'} · "
               f"budget {budget_text(st)} · {st.steps} steps per trial"
               + (f" · machine: {machine_text(st)}" if st.machine is not None else ""))
     except StudyError:  # a study made by plain Optuna: report it all the same
@@ -402,14 +435,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (StudyError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (``| head``): nothing to say (an OSError: caught first)
+        return 0
     except OSError as e:  # a report folder that cannot be written, …
         print(f"{PROG}: error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

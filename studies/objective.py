@@ -1,11 +1,13 @@
 """The objective: one trial = one real multi-task training run through ``pals_core.train`` (in-process).
 
 The trial's configuration comes from its definition's ``suggest``; the fixed part from the study's settings.
-At every evaluation the trainer calls back with the dev average (paper Table 3: accuracy, CoLA MCC, STS-B
-Pearson, averaged over tasks); single-objective trials ``report`` it and stop early when the median pruner says
-so. The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so every trial can be
-inspected or resumed; a retry of a trial whose worker died resumes in the dead trial's directory when it is on
-this machine.
+At every evaluation the trainer calls back with the dev average (each task's main metric, averaged over tasks:
+for GLUE paper Table 3's accuracy, CoLA MCC, STS-B Pearson; for tasks of one's own the metric their record names,
+recorded per trial as ``scores`` and ``main_metrics``); single-objective trials ``report`` it and stop early when
+the median pruner says so. The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so
+every trial can be inspected or resumed; a retry of a trial whose worker died resumes in the dead trial's
+directory when it is on this machine. A study on a tasks file trains from this worker's copy of it
+(``StudySettings.tasks_file``, checked against the study's data when the worker joined).
 """
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ class Objective:
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")
-        cost = cost_of(self.shape, s.tasks, adapter, s.budget_obj(), self.ctx.bound)
+        cost = cost_of(self.shape, s.calc_tasks(), adapter, s.budget_obj(), self.ctx.bound)
         if not cost.feasible:  # the space is built from the solver, so this is a bug, not a bad trial
             raise RuntimeError(f"design {adapter} exceeds the study's budget ({cost.binding or 'params'}): "
                                f"{cost.params_task_specific:,} extra parameters")
@@ -113,7 +115,8 @@ class Objective:
         for k, v in attrs.items():
             trial.set_user_attr(k, v)
         cfg = TrainConfig(
-            tasks=list(s.tasks), adapter=adapter, model=s.model, glue_dir=self.glue_dir, out=run_dir,
+            tasks=list(s.tasks), tasks_file=s.tasks_file, adapter=adapter, model=s.model, glue_dir=self.glue_dir,
+            out=run_dir,
             steps=s.steps, batch_size=s.batch_size, max_len=s.max_len, eval_every=s.eval_every,
             max_train_examples=s.max_train_examples, max_eval_examples=s.max_eval_examples, seed=s.seed,
             device=self.device, num_threads=self.threads, **self._training_fields(plan),
@@ -159,7 +162,9 @@ class Objective:
             scores = summary.get("scores") or {}
             trial.set_user_attr("best_step", summary.get("best_step"))
             average = float(summary["average"])
-        trial.set_user_attr("scores", {t: float(main_score(records[t], m)) for t, m in scores.items()})  # Table 3's metric per task
+        # each task's main metric, as its record names it (GLUE: paper Table 3's; your own tasks: the tasks file's)
+        trial.set_user_attr("scores", {t: float(main_score(records[t], m)) for t, m in scores.items()})
+        trial.set_user_attr("main_metrics", {t: records[t].main_metric for t in scores})
         trial.set_user_attr("metrics", {t: {k: float(v) for k, v in m.items()} for t, m in scores.items()})
         trial.set_user_attr("wall_time_s", float(summary.get("wall_time_s", 0.0)))
         if "task_specific" in params:  # the trainer's count, checked against the instantiated module

@@ -5,7 +5,9 @@ Everything shown about a study is computed here (the explorer view only lays it 
 - ``trials_frame``: one row per trial — state, dev average (with ``± ci95`` and ``seeds`` when the study repeats
   each trial over seeds: the mean over seeds and the half-width of its 95 % t-interval), design (method, location, d_s), task-specific
   parameters Σ_t (head_t + adapter_t) and the ratio N_total / N_base from the calculator, the searched
-  parameters, per-task dev scores, wall time, run directory and retry links;
+  parameters, per-task dev scores — each task's main metric, named in its column (``score intent (macro_f1)``:
+  the metric its record names, as the trial recorded it, else as the study's settings hold it) —, wall time, run
+  directory and retry links;
 - ``leaderboard``: finished trials, best dev average first, with their Pareto membership;
 - ``pareto_front``: the trials no other trial beats on both dev average (higher) and task-specific
   parameters (lower) — trial a dominates b if avg_a ≥ avg_b and params_a ≤ params_b, one strictly;
@@ -48,9 +50,27 @@ def _params_of(t: FrozenTrial) -> Optional[float]:
     return float(v) if v is not None else None
 
 
+def study_metrics(study: optuna.Study) -> dict[str, str]:
+    """task → its main metric, from the study's settings (its task records; GLUE's for GLUE names); {} for a study
+    that pals-study did not create or cannot read."""
+    from .errors import StudyError
+    from .runner import load_settings
+
+    try:
+        return {r.name: r.main_metric for r in load_settings(study).records()}
+    except (StudyError, ValueError):
+        return {}
+
+
+def score_column(task: str, metric: Optional[str]) -> str:
+    """The column of a task's dev score: ``score rte (accuracy)``, or ``score rte`` when the metric is unknown."""
+    return f"score {task} ({metric})" if metric else f"score {task}"
+
+
 def trials_frame(study: optuna.Study) -> pd.DataFrame:
     """One row per trial, in trial order."""
     rows = []
+    metrics = study_metrics(study)
     for t in study.get_trials(deepcopy=False):
         a = t.user_attrs
         row = {"trial": t.number, "state": t.state.name,
@@ -62,8 +82,9 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
         for k, v in t.params.items():
             if not k.startswith(_HIDDEN_PARAMS) and k not in row:
                 row[k] = v
+        named = {**metrics, **(a.get("main_metrics") or {})}  # what the trial recorded wins
         for task, score in sorted((a.get("scores") or {}).items()):
-            row[f"score {task}"] = score
+            row[score_column(task, named.get(task))] = score
         row["last step"] = a.get("last_step")
         row["wall time s"] = a.get("wall_time_s")
         row["retry of"] = retry_of(t)

@@ -37,7 +37,7 @@ def fixed_adapter(settings: StudySettings, shape, template: AdapterConfig) -> di
     cfg = replace(template, location=(template.location or "all") if m.within else None)
     if cfg.d_s is None and m.sized:
         step = cfg.heads if m.attention else 1
-        largest = largest_size(shape, settings.tasks, cfg, settings.budget_obj(), machine_bound(settings))
+        largest = largest_size(shape, settings.calc_tasks(), cfg, settings.budget_obj(), machine_bound(settings))
         cfg = replace(cfg, d_s=max(step, capped(largest.d_s, step, shape, settings.max_d_s)))
     return cfg.as_dict()
 
@@ -59,10 +59,10 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
     bound = machine_bound(settings)
     if bound is not None:
         bound.machine.profile()  # an unknown device or a missing profile file: one line
-        check_machine(shape, settings.tasks, bound)
+        check_machine(shape, settings.calc_tasks(), bound)
     within = f"the budget {budget_text(settings)}" + (f" and the machine ({machine_text(settings)})" if bound else "")
     if definition.searches_design:
-        designs = feasible_designs(shape, settings.tasks, budget, settings.methods, settings.template(), settings.max_d_s,
+        designs = feasible_designs(shape, settings.calc_tasks(), budget, settings.methods, settings.template(), settings.max_d_s,
                                    bound)
         if not designs:
             raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits {within} "
@@ -71,7 +71,7 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
     if settings.adapter is None:
         raise StudyError(f"study {definition.name!r} needs a fixed adapter design")
     adapter = AdapterConfig.from_dict(settings.adapter)
-    cost = cost_of(shape, settings.tasks, adapter, budget, bound)
+    cost = cost_of(shape, settings.calc_tasks(), adapter, budget, bound)
     if not cost.feasible:
         needs = {"memory": f"{(cost.memory_train or {}).get('total', 0) / 1e9:.4g} GB of training memory",
                  "time": f"{cost.time_ratio or 0:.3f}× the base model's step time"}.get(
@@ -131,8 +131,11 @@ def open_study(storage, study_name: str, definition: Definition, requested: Stud
         study.set_user_attr(DEFINITION_ATTR, definition.name)
         study.set_user_attr(SETTINGS_ATTR, requested.as_dict())
         return study, requested
-    stored = StudySettings.from_dict(attrs[SETTINGS_ATTR])
-    clash = [k for k in requested.differences(stored) if k in set(given)]
+    stored = _settings_of(study_name, attrs[SETTINGS_ATTR])
+    if "tasks_file" in set(given) and stored.tasks_file is None:
+        raise StudyError(f"study {study_name!r} was created on the GLUE tasks {','.join(stored.tasks)}, not on a tasks "
+                         "file; drop --tasks-file to join it, or start another --study-name")
+    clash = [k for k in requested.differences(stored) if k in set(given) - {"tasks_file", "data"}]
     if clash:
         k = clash[0]
         raise StudyError(f"study {study_name!r} was created with {k} = {getattr(stored, k)!r}, not {getattr(requested, k)!r}; "
@@ -151,7 +154,16 @@ def load_settings(study: optuna.Study) -> StudySettings:
     d = study.user_attrs.get(SETTINGS_ATTR)
     if d is None:
         raise StudyError(f"study {study.study_name!r} holds no pals-study settings")
-    return StudySettings.from_dict(d)
+    return _settings_of(study.study_name, d)
+
+
+def _settings_of(study_name: str, stored: dict) -> StudySettings:
+    """The stored settings, read; settings this pals-study cannot read (a newer layout, an edited storage) are one
+    ``StudyError`` naming the study."""
+    try:
+        return StudySettings.from_dict(stored)
+    except (TypeError, ValueError) as e:
+        raise StudyError(f"study {study_name!r}: {e}") from None
 
 
 def counts(study: optuna.Study) -> dict[str, int]:

@@ -5,6 +5,14 @@ that joins a study — on this machine or another one sharing the storage — tr
 problem; only machine-local things (GLUE folder, run folder, device) come from each worker's command
 line. Defaults are laptop-sized: a few dozen steps on small GLUE slices.
 
+``tasks`` are GLUE names, or — with ``tasks_file`` (absolute path, ``--tasks-file``) — tasks of one's own: then
+``data`` holds their records, label names, C_t, files' sha256 and fingerprints as the study was created
+(``studies.tasks``); the calculator prices each head from that C_t and every worker checks its copy against it.
+
+``version`` is the layout the settings were written in: 1 (GLUE names only) or 2 (may hold ``tasks_file`` and
+``data``). Older settings load as they are (the fields they lack take their defaults); settings written by a newer
+pals-study than this one are refused, since this one would not know what they ask for.
+
 ``machine`` holds the study's ``pals_core.budget.machine.Machine`` settings (device profile, precision, memory and
 step-time budgets; None when none was given): the trials' designs must fit them as they fit the parameter budget.
 Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — the step every trial trains — so
@@ -14,15 +22,17 @@ worker's torch device). The profile is resolved when the study is created (``loc
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig, Budget, parse_tasks
+from pals_core.budget.tasks import Task
 from pals_core.budget.flags import flags_of
 from pals_core.budget.machine import Machine
 
 SETTINGS_ATTR = "pals_settings"
-SETTINGS_VERSION = 1
+SETTINGS_VERSION = 2  # 2: tasks_file and data (tasks of one's own)
 
 DEFAULT_TASKS = ("rte", "mrpc")
 DEFAULT_BUDGET_RATIO = 1.10
@@ -36,6 +46,8 @@ class StudySettings:
 
     definition: str
     tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
+    tasks_file: Optional[str] = None  # absolute path of the tasks file as created (None: ``tasks`` are GLUE names)
+    data: Optional[dict] = None  # with tasks_file: per task its record, labels, num_labels, files' sha256, fingerprint
     model: Optional[str] = None  # None = embedded MiniLM; "tiny" = random tiny BERT (tests); or a local HF folder
     budget: dict = field(default_factory=lambda: Budget(ratio=DEFAULT_BUDGET_RATIO).as_dict())
     steps: int = 60
@@ -60,7 +72,12 @@ class StudySettings:
     version: int = SETTINGS_VERSION
 
     def __post_init__(self) -> None:
-        self.tasks = [t.name for t in parse_tasks(list(self.tasks))]
+        if self.tasks_file is None:
+            if self.data is not None:
+                raise ValueError("data (task records) is stored only with a tasks_file")
+            self.tasks = [t.name for t in parse_tasks(list(self.tasks))]
+        else:
+            self._check_task_data()
         _positive_int("steps", self.steps)
         if self.eval_every is None:
             self.eval_every = max(1, self.steps // 3)
@@ -83,6 +100,40 @@ class StudySettings:
         if self.eval_every > self.steps:
             raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
 
+    def _check_task_data(self) -> None:
+        """``tasks_file`` is an absolute path and ``data`` holds a checked record, C_t and fingerprint for each task."""
+        from pals_core.tasks import TaskRecord
+
+        if not isinstance(self.tasks_file, str) or not os.path.isabs(self.tasks_file):
+            raise ValueError(f"tasks_file must be an absolute path, got {self.tasks_file!r}")
+        self.tasks = list(self.tasks)
+        if not self.tasks or len(set(self.tasks)) != len(self.tasks):
+            raise ValueError(f"tasks must name each task of {self.tasks_file} once, got {self.tasks!r}")
+        if not isinstance(self.data, dict) or set(self.data) != set(self.tasks):
+            raise ValueError(f"data must describe exactly the tasks {', '.join(self.tasks)} of {self.tasks_file}")
+        for name in self.tasks:
+            entry = self.data[name]
+            record = TaskRecord.from_dict(entry.get("record") or {}).check()
+            c = entry.get("num_labels")
+            if record.name != name or isinstance(c, bool) or not isinstance(c, int) or c < 1 \
+                    or not isinstance(entry.get("fingerprint"), str):
+                raise ValueError(f"data of task {name!r}: a record of that name, num_labels ≥ 1 and a fingerprint expected")
+
+    def records(self) -> list:
+        """The study's ``TaskRecord``s in ``tasks`` order: as stored (tasks file), else GLUE's built-in ones."""
+        from pals_core.tasks import TaskRecord, glue_record
+
+        if self.data is None:
+            return [glue_record(t) for t in self.tasks]
+        return [TaskRecord.from_dict(self.data[t]["record"]) for t in self.tasks]
+
+    def calc_tasks(self) -> list[Task]:
+        """The calculator's tasks: each name with its real C_t — read from the task's data when the study was created
+        (the count ``tasks_of_records`` gives, and the trainer's own), GLUE's label counts for GLUE names."""
+        if self.data is None:
+            return parse_tasks(list(self.tasks))
+        return [Task(t, self.data[t]["num_labels"]) for t in self.tasks]
+
     def template(self) -> AdapterConfig:
         """The design settings shared by every trial (AdapterConfig defaults where the study set none)."""
         return AdapterConfig.from_dict(self.adapter or {})
@@ -101,12 +152,17 @@ class StudySettings:
     def from_dict(cls, d: dict) -> "StudySettings":
         known = {f.name for f in fields(cls)}
         d = dict(d)
+        version = d.get("version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version > SETTINGS_VERSION:
+            raise ValueError(f"study settings of version {version!r}: written by a newer pals-study than this one "
+                             f"(it reads up to {SETTINGS_VERSION}); update it")
         if "heads" in d and "heads" not in (d.get("adapter") or {}):  # studies stored before h_s moved into `adapter`
             d["adapter"] = {**(d.get("adapter") or {}), "heads": d["heads"]}
         return cls(**{k: v for k, v in d.items() if k in known})
 
     def differences(self, other: "StudySettings") -> list[str]:
-        """Names of the settings that differ (``version`` aside)."""
+        """Names of the settings that differ (``version`` aside). ``tasks_file`` and ``data`` hold where the files
+        lie on one machine: compare them with ``studies.tasks.check_same_data``, which names the file."""
         a, b = self.as_dict(), other.as_dict()
         return [k for k in a if k != "version" and a[k] != b[k]]
 

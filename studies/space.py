@@ -20,6 +20,19 @@ from pals_core.budget.config import design_label
 from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget import (METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks,
                               rows, solve)
+from pals_core.budget.tasks import Task
+
+#: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
+#: GLUE names (GLUE's label counts)
+Tasks = Sequence["Task | str"]
+
+
+def calc_tasks(tasks: Tasks) -> list[Task]:
+    """``tasks`` as the calculator's ``Task``s: given ones as they are, GLUE names with GLUE's label counts."""
+    tasks = list(tasks)
+    if tasks and all(isinstance(t, Task) for t in tasks):
+        return tasks
+    return parse_tasks(tasks)
 
 
 @dataclass(frozen=True)
@@ -36,12 +49,12 @@ class MachineBound:
         return {"machine": self.machine, "seq_len": self.seq_len, "model_conditions": self.conditions}
 
 
-def check_machine(shape: BaseModel, tasks: Sequence[str], bound: Optional[MachineBound]) -> None:
+def check_machine(shape: BaseModel, tasks: Tasks, bound: Optional[MachineBound]) -> None:
     """ValueError (one line) when ``bound`` sets a memory or time budget for a family whose memory and time the
     calculator does not model, or its sequence length is longer than the model takes: such a design is refused,
     never priced as another family or another length."""
     if bound is not None:
-        check_supported(design(shape, parse_tasks(list(tasks)), AdapterConfig(method="shared"), seq_len=bound.seq_len),
+        check_supported(design(shape, calc_tasks(tasks), AdapterConfig(method="shared"), seq_len=bound.seq_len),
                         bound.machine)
 
 
@@ -90,7 +103,7 @@ def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None)
     return min(d_s, cap) // step * step
 
 
-def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, methods: Optional[Iterable[str]] = None,
+def feasible_designs(shape: BaseModel, tasks: Tasks, budget: Budget, methods: Optional[Iterable[str]] = None,
                      template: Optional[AdapterConfig] = None, max_d_s: Optional[int] = None,
                      bound: Optional[MachineBound] = None) -> list[DesignChoice]:
     """Every method × location that fits ``budget`` (and ``bound``'s memory and step-time budgets) at its smallest
@@ -106,7 +119,7 @@ def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, met
     template = template if template is not None else AdapterConfig()
     check_machine(shape, tasks, bound)
     out = []
-    for cost in rows(shape, parse_tasks(list(tasks)), budget=budget, methods=names, adapter=template,
+    for cost in rows(shape, calc_tasks(tasks), budget=budget, methods=names, adapter=template,
                      **(bound.rows_kwargs() if bound is not None else {})):
         if not cost.feasible:
             continue
@@ -121,21 +134,21 @@ def feasible_designs(shape: BaseModel, tasks: Sequence[str], budget: Budget, met
     return out
 
 
-def cost_of(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Optional[Budget] = None,
+def cost_of(shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Optional[Budget] = None,
             bound: Optional[MachineBound] = None) -> Cost:
     """The calculator's cost of one concrete design (exact convention), checked against ``budget`` — and with a
     ``bound`` priced on its machine (memory_train, time_ratio) and checked against its budgets (``binding`` names
     the first one broken)."""
     if bound is None:
-        return at_size(design(shape, parse_tasks(list(tasks)), cfg), cfg.d_s, budget)
-    ds = design(shape, parse_tasks(list(tasks)), cfg, seq_len=bound.seq_len)
+        return at_size(design(shape, calc_tasks(tasks), cfg), cfg.d_s, budget)
+    ds = design(shape, calc_tasks(tasks), cfg, seq_len=bound.seq_len)
     return constrain(at_size(ds, cfg.d_s, budget), ds, bound.machine, bound.conditions, solved=False)
 
 
-def largest_size(shape: BaseModel, tasks: Sequence[str], cfg: AdapterConfig, budget: Budget,
+def largest_size(shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Budget,
                  bound: Optional[MachineBound] = None) -> Cost:
     """The solver's largest d_s of ``cfg`` (its method and location) within ``budget`` and ``bound``'s budgets."""
-    ds = design(shape, parse_tasks(list(tasks)), cfg, check_size=False,
+    ds = design(shape, calc_tasks(tasks), cfg, check_size=False,
                 **({"seq_len": bound.seq_len} if bound is not None else {}))
     cost = solve(ds, budget)
     return cost if bound is None else constrain(cost, ds, bound.machine, bound.conditions, solved=True)

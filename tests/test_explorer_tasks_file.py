@@ -1,0 +1,261 @@
+"""The explorer on one's own tasks (issue #25 items 2, 5, 7, 9), driven through ``streamlit.testing.v1.AppTest``:
+a tasks file priced as ``pals-budget --tasks-file`` prices it, the task panel (rows, labels, majority class, token
+lengths and the p95 offered as n), a bad file or row as one error line, the launcher's ``--tasks-file``, and a run
+trained on a tasks file found in Runs & measured by what its tasks are (their fingerprints), not by their names."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer import inputs, measured
+from explorer.inputs import TASKS_FILE, TINY
+from pals_core.budget import PRESETS, AdapterConfig, Budget, rows
+from pals_core.budget.tasks import tasks_of_records
+from pals_core.tasks import read_tasks_file
+from pals_core.train.config import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+EXAMPLE = ROOT / inputs.EXAMPLE_TASKS
+BERT = PRESETS["bert-base-uncased"]
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    d = tmp_path / "runs"
+    monkeypatch.setenv("PALS_RUNS_DIR", str(d))
+    monkeypatch.setenv("PALS_STUDY_STORAGE", f"sqlite:///{tmp_path / 'studies.db'}")
+    return d
+
+
+@pytest.fixture
+def app(runs_dir):
+    return AppTest.from_file(APP, default_timeout=120).run()
+
+
+@pytest.fixture(scope="module")
+def example() -> Path:
+    data = [EXAMPLE.parent / "data" / n for n in ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")]
+    if not all(p.is_file() for p in data):  # the example's data is written by its own (deterministic) script
+        import subprocess
+        import sys
+        subprocess.run([sys.executable, str(EXAMPLE.parent / "make_data.py")], check=True, cwd=ROOT)
+    return EXAMPLE
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error] + [e.value for e in at.exception]
+
+
+def table_with(at, column: str):
+    for d in at.dataframe:
+        if column in d.value.columns:
+            return d.value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def fig(at, key: str) -> dict:
+    for el in at.get("plotly_chart"):
+        if getattr(el, "key", None) == key:
+            return json.loads(el.proto.spec)
+    raise AssertionError(f"no figure {key!r} on the page")
+
+
+def show(at, view: str):
+    return at.segmented_control(key="view").set_value(view).run()
+
+
+def open_file(at, path, model=None):
+    """The sidebar on a tasks file (and a model)."""
+    if model is not None:
+        at.sidebar.selectbox(key="model").set_value(model).run()
+    at.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    return at.sidebar.text_input(key="tasks_file").set_value(str(path)).run()
+
+
+def small_tasks(folder: Path, names=("intent", "score")) -> Path:
+    """A tasks file of two small tasks: a 3-class CSV with a dev file, a regression JSON Lines without one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    words = ["refund", "late", "login", "card", "parcel", "password", "invoice", "tracking", "reset"]
+    for split, n in (("train", 36), ("dev", 12)):
+        with open(folder / f"intent_{split}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["message", "intent"])
+            for i in range(n):
+                w.writerow([f"my {words[i % 9]} {words[(i * 5) % 9]} please, ticket {i}", ["billing", "delivery", "account"][i % 3]])
+    (folder / "score.jsonl").write_text("".join(
+        json.dumps({"a": f"a review of item {i} " + "good " * (i % 4), "b": f"rated {i % 5}", "y": float(i % 5)}) + "\n"
+        for i in range(40)), encoding="utf-8")
+    a, b = names
+    f = folder / "tasks.yaml"
+    f.write_text(f"""tasks:
+  {a}: {{train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}}
+  {b}: {{train: score.jsonl, text: [a, b], label: y, kind: regression}}
+""", encoding="utf-8")
+    return f
+
+
+def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
+    """'Open the example tasks' → the calculator prices the file's records: each head from its label count."""
+    app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    app.sidebar.button(key="tasks_example").click().run()
+    assert errors(app) == []
+    assert app.sidebar.text_input(key="tasks_file").value == inputs.example_tasks_path()
+    records = read_tasks_file(example)
+    tasks = tasks_of_records(records.values())
+    assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4)]
+    table = table_with(app, "fits")
+    want = {(c.method, c.location or "—"): c for c in rows(BERT, tasks, budget=Budget(ratio=1.13))}
+    assert len(table) == len(want) > 0
+    for _, r in table.iterrows():
+        c = want[(r["method"], r["location"])]
+        assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == ("—" if c.d_s is None else str(c.d_s))
+    # the heads are d·C_t + C_t: 3 + 1 + 4 outputs, not three binary tasks
+    shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
+    assert shared.params_task_specific == sum(768 * t.num_labels + t.num_labels for t in tasks)
+    assert any("**3 tasks** (intent, reviews, tickets)" in m.value for m in app.markdown)
+    assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
+
+
+def test_a_link_opens_a_tasks_file(runs_dir, example):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"tasks_file": str(example), "model": "tiny"})
+    at.run()
+    assert errors(at) == []
+    assert at.sidebar.radio(key="task_mode").value == TASKS_FILE
+    assert at.sidebar.text_input(key="tasks_file").value == str(example)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"tasks_file": str(example.parent / "nowhere.yaml")})
+    at.run()
+    assert any("the link's tasks_file=" in e and "no such file" in e for e in errors(at)), errors(at)
+    assert not at.exception and at.get("metric")  # the rest of the page stands
+
+
+def test_the_task_panel_shows_each_task_and_offers_its_p95(app, example):
+    """Rows, label distribution, the majority class on dev and token lengths, as ``profile_tasks`` reads them; the
+    largest p95 becomes the page's n at a click."""
+    from pals_core.data.profile import profile_tasks
+
+    open_file(app, example, model=TINY)
+    show(app, "tasks")
+    assert errors(app) == []
+    records = list(read_tasks_file(example).values())
+    want = profile_tasks(records, model="tiny", max_len=128)
+    table = table_with(app, "tokens p95")
+    assert list(table["task"]) == [p["name"] for p in want]
+    for (_, r), p in zip(table.iterrows(), want):
+        assert (r["train rows"], r["dev rows"], r["tokens p50"], r["tokens p95"], r["tokens max"]) == (
+            p["train_rows"], p["dev_rows"], p["tokens"]["p50"], p["tokens"]["p95"], p["tokens"]["max"])
+        assert r["majority class on dev"] == f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})"
+        assert r["truncated at n = 128"] == f"{100 * p['tokens']['truncated']:.1f}%"
+    for p in want:  # a bar chart of the labels for every task with labels, train and dev
+        if p["kind"] != "regression":
+            bars = {t["name"].split()[0]: dict(zip(t["x"], t["customdata"])) for t in fig(app, f"fig_labels::{p['name']}")["data"]}
+            assert bars == p["distribution"]
+    p95 = max(p["tokens"]["p95"] for p in want)
+    button = app.button(key="use_p95")
+    assert button.label == f"Use p95 = {p95} as seq_len"
+    button.click().run()
+    assert app.sidebar.number_input(key="seq_len").value == p95
+    assert app.query_params["seq_len"] == str(p95)
+    assert any(f"n = {p95}" in m.value for m in app.markdown)  # the budget sentence prices at the new n
+    assert not app.get("button") or all(b.key != "use_p95" for b in app.button)  # n is the p95 now: nothing to offer
+
+
+def test_a_bad_tasks_file_or_row_is_one_error_line(app, tmp_path):
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("tasks:\n  a: {train: x.csv\n", encoding="utf-8")
+    open_file(app, bad_yaml)
+    [line] = [e for e in errors(app) if e.startswith("Bad input:")]
+    assert str(bad_yaml) in line and "not YAML" in line and "\n" not in line
+    assert not app.exception
+    folder = tmp_path / "rows"
+    f = small_tasks(folder)
+    text = (folder / "intent_train.csv").read_text().splitlines()
+    text[5] = text[5].rsplit(",", 1)[0] + ","  # row 5 loses its label
+    (folder / "intent_train.csv").write_text("\n".join(text) + "\n")
+    app.sidebar.text_input(key="tasks_file").set_value(str(f)).run()
+    [line] = [e for e in errors(app) if e.startswith("Bad input:")]
+    assert "intent_train.csv" in line and "intent" in line and "\n" not in line
+    app.sidebar.text_input(key="tasks_file").set_value(str(tmp_path / "missing.yaml")).run()
+    assert any("missing.yaml" in e and "not found" in e for e in errors(app)), errors(app)
+    assert not app.exception
+
+
+def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, example):
+    """An uploaded file is saved under <runs>/uploads/<sha>/tasks.yaml (the same bytes, the same path); relative data
+    paths cannot resolve there and are refused in one line."""
+    records = read_tasks_file(example)
+    absolute = {"tasks": {n: {**{k: v for k, v in r.as_dict().items() if v is not None and k not in ("name", "glue")}}
+                          for n, r in records.items()}}
+    data = json.dumps(absolute).encode()
+    path = inputs.save_upload(data, tmp_path)
+    assert path.parent.parent == tmp_path / inputs.UPLOADS and path.name == "tasks.yaml"
+    assert inputs.save_upload(data, tmp_path) == path
+    assert [(t.name, t.num_labels) for t in tasks_of_records(read_tasks_file(path).values())] == [
+        ("intent", 3), ("reviews", 1), ("tickets", 4)]
+    with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
+        inputs.save_upload(example.read_bytes(), tmp_path)
+
+
+def test_the_launcher_trains_the_tasks_file(app, tmp_path):
+    """The launcher's run names the tasks file (absolute) and chooses among its tasks; no GLUE folder is asked for."""
+    f = small_tasks(tmp_path / "mine")
+    open_file(app, f, model=TINY)
+    show(app, "train")
+    assert errors(app) == []
+    assert app.multiselect(key="train_file_tasks").value == ["intent", "score"]
+    assert not any(t.key == "train_glue_dir" for t in app.text_input)
+    [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
+    assert f"--tasks-file {f}" in cmd and "--model tiny" in cmd
+    assert os.environ["PALS_GLUE_DIR"] not in cmd  # no GLUE task, no GLUE folder
+    app.multiselect(key="train_file_tasks").set_value(["score"]).run()
+    [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
+    assert "--tasks score " in cmd and f"--tasks-file {f}" in cmd
+
+
+@pytest.mark.slow
+def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_path):
+    """A run trained on a tasks file appears in Runs & measured for that file — and for the same tasks renamed —
+    with the majority class of its own rows; once a data file changes, the tasks are other tasks."""
+    from pals_core.train.trainer import train
+
+    f = small_tasks(tmp_path / "mine")
+    cfg = TrainConfig(tasks=[], tasks_file=str(f), adapter=AdapterConfig(method="pals", d_s=24), model="tiny",
+                      out=str(runs_dir / "mine-pals"), steps=6, batch_size=4, max_len=32, eval_every=6, seed=0)
+    summary = train(cfg, progress=False)
+    open_file(app, f, model=TINY)
+    show(app, "runs")
+    assert errors(app) == []
+    result = table_with(app, "folder")
+    assert list(result["folder"]) == [str(runs_dir / "mine-pals")]
+    assert list(result["dev average (0–100)"]) == [f"{100 * summary['average']:.1f} (1 run)"]
+    pts = [(t["x"], t["y"]) for t in fig(app, "fig_measured")["data"] if t["x"] and t["x"][0] is not None]
+    assert pts == [([summary["params"]["task_specific"]], [pytest.approx(100 * summary["average"])])]
+    majority = measured.majority_average(list(read_tasks_file(f).values()))
+    assert majority is not None
+    assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
+    # the recommendation reads the measured score too
+    assert any("pals @ all" in s.value and "(1 run)" in s.value for s in app.success if s.value.startswith("**Recommended:**"))
+    # the same tasks under other names, in another file: the same tasks (their fingerprints)
+    renamed = tmp_path / "renamed" / "tasks.yaml"
+    renamed.parent.mkdir()
+    renamed.write_text(f.read_text().replace("intent:", "intents:").replace("score:", "rating:")
+                       .replace("train: ", f"train: {f.parent}/").replace("dev: ", f"dev: {f.parent}/"))
+    app.sidebar.text_input(key="tasks_file").set_value(str(renamed)).run()
+    assert [t.name for t in tasks_of_records(read_tasks_file(renamed).values())] == ["intents", "rating"]
+    assert list(table_with(app, "folder")["folder"]) == [str(runs_dir / "mine-pals")]
+    # one label changed in a copy of the data: other tasks, no measured result
+    edited = tmp_path / "edited"
+    shutil.copytree(f.parent, edited)
+    csv_path = edited / "intent_train.csv"
+    csv_path.write_text(csv_path.read_text().replace(",billing\n", ",account\n", 1))
+    app.sidebar.text_input(key="tasks_file").set_value(str(edited / "tasks.yaml")).run()
+    assert not any(d.value.columns.isin(["folder"]).any() for d in app.dataframe)
+    assert any("No finished run" in i.value for i in app.info)
