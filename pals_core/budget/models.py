@@ -118,14 +118,18 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
                          f"(supported: {', '.join(family.attention)})")
     fixed = family.padding_idx  # a family whose padding row is fixed (MPNet) does not read pad_token_id
     pad, vocab = config.get("pad_token_id", family.pad_token_id) if fixed is None else fixed, config.get("vocab_size")
+    if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int)):
+        raise ValueError(f"config {name!r}: pad_token_id is {pad!r}; it takes an integer (or null)")
     if isinstance(pad, int) and isinstance(vocab, int) and vocab > 0 and not -vocab <= pad < vocab:
         what = "pad_token_id" if fixed is None else f"{family.title}'s padding index (fixed, whatever pad_token_id says)"
         raise ValueError(f"config {name!r}: {what} {pad} is outside the vocabulary (vocab_size {vocab}; "
                          "transformers cannot build the embeddings)")
     try:
-        return family.read(config, name)
+        shape = family.read(config, name)
     except KeyError as e:
         raise ValueError(f"config {name!r} lacks the field {e.args[0]!r}") from None
+    conditions_from_config(config)  # the dropout rates, read once for every entry point (budget, train, study)
+    return shape
 
 
 def config_path(spec: str) -> str:
@@ -171,6 +175,7 @@ def conditions_from_config(config: dict, **kw) -> Conditions:
     BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT, MPNet);
     ``kw`` overrides any field."""
     from .families import MODEL_TYPES
+    from .families.base import probability
 
     impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
     fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
@@ -183,11 +188,11 @@ def conditions_from_config(config: dict, **kw) -> Conditions:
         if replay is not None and replay.conditions is not None:
             fields.update(replay.conditions(config))
         else:
-            head = config.get("classifier_dropout")
-            fields.update(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                          attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                          classifier_dropout=None if head is None else float(head))
-    except (TypeError, ValueError) as e:  # a rate of the wrong JSON type: bad input, one line
+            name = config.get("_name_or_path")
+            fields.update(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+                          attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+                          classifier_dropout=probability(config, name, "classifier_dropout", None))
+    except TypeError as e:  # a family's rate of a JSON type its reader does not check: bad input, one line
         raise ValueError(f"a dropout rate in the config is not a number ({e})") from None
     return Conditions(**{**fields, **kw})
 

@@ -62,6 +62,60 @@ def activation_option(config: dict, name: str, field: str, option: str = "hidden
     return {} if value == default else {option: value}
 
 
+_MISSING = object()
+
+
+def _where(name: Optional[str]) -> str:
+    return f"config {name!r}" if name else "config"
+
+
+def flag(config: dict, name: str, field: str, default: bool) -> bool:
+    """A boolean field as transformers needs it: JSON true or false (absent or null: ``default``). A string
+    ("false", "yes") or a number is refused — Python's truth of "false" is True, and a bias priced from it is not
+    the model transformers builds."""
+    value = config.get(field, _MISSING)
+    if value is _MISSING or value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"{_where(name)}: {field} is {value!r}; it takes true or false")
+    return value
+
+
+def integer(config: dict, name: str, field: str, default: int, *, low: Optional[int] = None,
+            high: Optional[int] = None) -> int:
+    """An integer field as transformers needs it: a JSON integer (absent or null: ``default``) within [low, high]
+    (``high`` defaults to the calculator's ``limits.MAX_WIDTH``). A string ("64"), a float or a bool is refused."""
+    from ..limits import MAX_WIDTH
+
+    value = config.get(field, _MISSING)
+    if value is _MISSING or value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{_where(name)}: {field} is {value!r}; it takes an integer")
+    high = MAX_WIDTH if high is None else high
+    if (low is not None and value < low) or value > high:
+        bounds = f"from {low:,} to {high:,}" if low is not None else f"at most {high:,}"
+        raise ValueError(f"{_where(name)}: {field} {value:,} is out of range ({bounds})")
+    return value
+
+
+def probability(config: dict, name: str, field: str, default: Optional[float]) -> Optional[float]:
+    """A dropout rate as transformers needs it: a JSON number in [0, 1) (absent: ``default``; null: None, for
+    the fields where transformers reads None as "the other rate"). A string ("0.1"), NaN or 2.0 is refused."""
+    import math
+
+    value = config.get(field, _MISSING)
+    if value is _MISSING:
+        return default
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{_where(name)}: {field} is {value!r}, not a number (a dropout rate is in [0, 1))")
+    if not math.isfinite(value) or not 0 <= value < 1:
+        raise ValueError(f"{_where(name)}: {field} {value!r} is not a probability in [0, 1)")
+    return float(value)
+
+
 def embedding_size(config: dict, name: str, hidden: int) -> int:
     """E = ``embedding_size`` (d when absent); null is refused: transformers cannot build a table of width None."""
     e = config.get("embedding_size", hidden)

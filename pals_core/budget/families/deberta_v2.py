@@ -27,16 +27,29 @@ from ..activations import INT64
 from ..poly import Poly
 from ..method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
 from ..shape import BaseModel
-from .base import Family, Replay, activation_option, bert_inference_layer, dense_head_flops, dense_head_params, embedding_size
+from ..limits import MAX_LAYERS
+from .base import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops, dense_head_params,
+                   embedding_size, flag, integer, probability)
 from .bert import LAYER_TENSORS, trace_dense_head
 
 
-def _att_types(value) -> tuple[str, ...]:
+ATT_TYPES = ("c2p", "p2c")  # DebertaV2's disentangled attention terms
+
+
+def _att_types(value, name: str) -> tuple[str, ...]:
+    """``pos_att_type``: a list of "c2p" / "p2c", or a "c2p|p2c" string (transformers splits it); anything else
+    (a number, another term) is refused."""
     if value is None:
         return ()
     if isinstance(value, str):
         value = value.lower().split("|")
-    return tuple(sorted(str(x).strip() for x in value if str(x).strip()))
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise ValueError(f"config {name!r}: pos_att_type is {value!r}; it lists c2p and/or p2c")
+    terms = tuple(sorted(x.strip() for x in value if x.strip()))
+    unknown = [t for t in terms if t not in ATT_TYPES]
+    if unknown:
+        raise ValueError(f"config {name!r}: pos_att_type names {unknown[0]!r}; it lists c2p and/or p2c")
+    return terms
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -50,19 +63,23 @@ def read(config: dict, name: str) -> BaseModel:
     if head_size is not None and isinstance(d, int) and isinstance(heads, int) and heads > 0 and head_size * heads != d:
         raise ValueError(f"config {name!r}: attention_head_size {head_size} × {heads} heads ≠ hidden_size {d} "
                          "(DeBERTa's attention output projection then does not fit)")
-    kernel, groups = int(config.get("conv_kernel_size", 0) or 0), int(config.get("conv_groups", 1) or 1)
+    kernel = integer(config, name, "conv_kernel_size", 0, low=0, high=MAX_LAYERS)
+    groups = integer(config, name, "conv_groups", 1, low=1)
     if kernel > 0 and kernel % 2 == 0:
         raise ValueError(f"config {name!r}: conv_kernel_size {kernel} is even (DeBERTa's convolution would shorten "
                          "the sequence; transformers' forward fails)")
     if kernel > 0 and isinstance(d, int) and d % groups:
         raise ValueError(f"config {name!r}: conv_groups {groups} does not divide hidden_size {d}")
-    norm_rel = str(config.get("norm_rel_ebd", "none") or "none").lower()
-    options = dict(relative_attention=bool(config.get("relative_attention", False)),
-                   position_buckets=int(config.get("position_buckets", -1) or -1),
-                   max_relative_positions=int(config.get("max_relative_positions", -1) or -1),
-                   pos_att_type=_att_types(config.get("pos_att_type")),
-                   share_att_key=bool(config.get("share_att_key", False)),
-                   position_biased_input=bool(config.get("position_biased_input", True)),
+    norm_rel = config.get("norm_rel_ebd", "none") or "none"
+    if not isinstance(norm_rel, str):
+        raise ValueError(f"config {name!r}: norm_rel_ebd is {norm_rel!r}; it takes a string (layer_norm or none)")
+    norm_rel = norm_rel.lower()
+    options = dict(relative_attention=flag(config, name, "relative_attention", False),
+                   position_buckets=integer(config, name, "position_buckets", -1, low=-1) or -1,
+                   max_relative_positions=integer(config, name, "max_relative_positions", -1, low=-1) or -1,
+                   pos_att_type=_att_types(config.get("pos_att_type"), name),
+                   share_att_key=flag(config, name, "share_att_key", False),
+                   position_biased_input=flag(config, name, "position_biased_input", True),
                    norm_rel_ebd="layer_norm" in [x.strip() for x in norm_rel.split("|")],
                    conv_kernel_size=kernel, conv_groups=groups,
                    **activation_option(config, name, "hidden_act"),
@@ -152,11 +169,11 @@ def _relative(m: BaseModel) -> bool:
 def conditions(config: dict) -> dict:
     """DeBERTa's rates (``cls_dropout`` the head's, ``pooler_dropout`` before ContextPooler's dense); its attention is its
     own (no sdpa), and transformers runs the adapters' attention eager for it."""
-    cls = config.get("cls_dropout")
-    return dict(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                classifier_dropout=None if cls is None else float(cls), attention="eager",
-                extra=(("pooler_dropout", float(config.get("pooler_dropout", 0) or 0)),))
+    name = config.get("_name_or_path")
+    return dict(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+                classifier_dropout=probability(config, name, "cls_dropout", None), attention="eager",
+                extra=(("pooler_dropout", probability(config, name, "pooler_dropout", 0.0) or 0.0),))
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):

@@ -9,7 +9,8 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 from __future__ import annotations
 
 from ..shape import BaseModel
-from .base import Family, Replay, activation_option, dense_head_flops, dense_head_params, embedding_tables
+from .base import (Family, Replay, activation_option, dense_head_flops, dense_head_params, embedding_tables,
+                   probability)
 from .bert import layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings, trace_layer
 
 
@@ -30,9 +31,10 @@ def embeddings(m: BaseModel, paper: bool) -> int:
 
 def conditions(config: dict) -> dict:
     """DistilBERT's names: ``dropout``, ``attention_dropout``, ``seq_classif_dropout`` (the head's)."""
-    return dict(hidden_dropout=float(config.get("dropout", 0.1)),
-                attention_dropout=float(config.get("attention_dropout", 0.1)),
-                classifier_dropout=float(config.get("seq_classif_dropout", 0.2)))
+    name = config.get("_name_or_path")
+    return dict(hidden_dropout=probability(config, name, "dropout", 0.1),
+                attention_dropout=probability(config, name, "attention_dropout", 0.1),
+                classifier_dropout=probability(config, name, "seq_classif_dropout", 0.2))
 
 
 REPLAY = Replay(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..activations import INT64
 from ..method import linear, mm
 from ..shape import BaseModel
-from .base import Family, Replay, activation_option
+from .base import Family, Replay, activation_option, flag, integer, probability
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -50,9 +50,10 @@ def read(config: dict, name: str) -> BaseModel:
     pooling = config.get("classifier_pooling", "cls")
     if pooling not in ("cls", "mean"):
         raise ValueError(f"config {name!r}: classifier_pooling {pooling!r} is not cls or mean")
-    options = dict(mlp_bias=bool(config.get("mlp_bias", False)), attention_bias=bool(config.get("attention_bias", False)),
-                   norm_bias=bool(config.get("norm_bias", False)), classifier_bias=bool(config.get("classifier_bias", False)),
-                   local_attention=int(config.get("local_attention", 128)), layer_types=tuple(types),
+    options = dict(mlp_bias=flag(config, name, "mlp_bias", False), attention_bias=flag(config, name, "attention_bias", False),
+                   norm_bias=flag(config, name, "norm_bias", False),
+                   classifier_bias=flag(config, name, "classifier_bias", False),
+                   local_attention=integer(config, name, "local_attention", 128, low=2), layer_types=tuple(types),
                    classifier_pooling=pooling, **activation_option(config, name, "hidden_activation"),
                    **activation_option(config, name, "classifier_activation", "classifier_act"))
     return BaseModel(name=name, hidden=d, layers=layers, heads=heads,
@@ -114,10 +115,10 @@ def _index(m: BaseModel, i) -> int:
 def conditions(config: dict) -> dict:
     """ModernBERT's rates: ``mlp_dropout`` (inside the GLU: the hidden rate), ``attention_dropout`` (on the attention
     probabilities and after Wo), ``classifier_dropout``, ``embedding_dropout`` (transformers' defaults: all 0)."""
-    return dict(hidden_dropout=float(config.get("mlp_dropout", 0.0) or 0.0),
-                attention_dropout=float(config.get("attention_dropout", 0.0) or 0.0),
-                classifier_dropout=float(config.get("classifier_dropout", 0.0) or 0.0),
-                extra=(("embedding_dropout", float(config.get("embedding_dropout", 0.0) or 0.0)),))
+    name = config.get("_name_or_path")
+    rate = lambda field: probability(config, name, field, 0.0) or 0.0  # noqa: E731  (null: transformers' 0)
+    return dict(hidden_dropout=rate("mlp_dropout"), attention_dropout=rate("attention_dropout"),
+                classifier_dropout=rate("classifier_dropout"), extra=(("embedding_dropout", rate("embedding_dropout")),))
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):

@@ -27,7 +27,8 @@ from __future__ import annotations
 from ..activations import INT64
 from ..method import bert_layer_flops, bert_layer_params
 from ..shape import BaseModel
-from .base import Family, Replay, activation_option, bert_inference_layer, embedding_tables
+from ..limits import MAX_WIDTH
+from .base import Family, Replay, activation_option, bert_inference_layer, embedding_tables, probability
 from .bert import LAYER_TENSORS, trace_embeddings as bert_embeddings, trace_layer as bert_layer, trace_pooler_head
 
 BUCKETS = 32  # MPNetEncoder.compute_position_bias(num_buckets=32): the buckets every forward uses
@@ -38,8 +39,9 @@ def read(config: dict, name: str) -> BaseModel:
     """The shape, R and ``hidden_act``. ``is_decoder`` / ``add_cross_attention`` are not refused: MPNet's modules never
     read them (no causal mask, no cross-attention layers), so they change nothing that is built or computed."""
     buckets = config.get("relative_attention_num_buckets", BUCKETS)
-    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < BUCKETS:
-        raise ValueError(f"config {name!r}: relative_attention_num_buckets {buckets!r} is not an integer ≥ {BUCKETS} "
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or not BUCKETS <= buckets <= MAX_WIDTH:
+        raise ValueError(f"config {name!r}: relative_attention_num_buckets {buckets!r} is not an integer from {BUCKETS} "
+                         f"to {MAX_WIDTH:,} "
                          f"(MPNet's compute_position_bias always uses {BUCKETS} buckets: a smaller table is indexed "
                          "past its end)")
     options = dict(relative_attention_num_buckets=buckets, **activation_option(config, name, "hidden_act"))
@@ -76,10 +78,10 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 
 def conditions(config: dict) -> dict:
     """BERT's rate fields; the attention is MPNet's own eager one (the adapters' too: transformers sets eager)."""
-    head = config.get("classifier_dropout")
-    return dict(hidden_dropout=float(config.get("hidden_dropout_prob", 0.1)),
-                attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
-                classifier_dropout=None if head is None else float(head), attention="eager")
+    name = config.get("_name_or_path")
+    return dict(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+                classifier_dropout=probability(config, name, "classifier_dropout", None), attention="eager")
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):
