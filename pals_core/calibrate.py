@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from .atomic import atomic_write_text
 from .budget.timing import DeviceProfile, local_profile_path
 
 
@@ -106,12 +106,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise ValueError(f"--threads {args.threads!r} is not an integer") from None
             if threads < 1:
                 raise ValueError(f"--threads must be a positive integer, got {args.threads!r}")
+        if args.out is not None and not args.out.strip():  # "" used to mean the default profile, silently
+            raise ValueError("--out is empty: give the profile's path, or leave --out out for the default "
+                             f"({local_profile_path()})")
+        out = Path(args.out).expanduser() if args.out is not None else local_profile_path()
+        if out.is_dir():
+            raise ValueError(f"--out {out} is a folder; give the profile file's path (e.g. {out / 'local.json'})")
+        out.parent.mkdir(parents=True, exist_ok=True)  # before measuring: a bad --out costs no measurement
         profile = measure(threads)
-        out = Path(args.out) if args.out else local_profile_path()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(profile.as_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+        atomic_write_text(out, json.dumps(profile.as_dict(), indent=2) + "\n")  # nothing half-written stays behind
     except ValueError as e:
         print(f"pals-calibrate: error: {e}", file=sys.stderr)
         return 2

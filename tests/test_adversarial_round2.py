@@ -126,3 +126,20 @@ def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_
                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert study.returncode == 2 and "not a probability in [0, 1)" in study.stderr, study.stderr
     assert len(study.stderr.strip().splitlines()) == 1 and "Traceback" not in study.stderr + train.stderr
+
+
+@pytest.mark.parametrize("out, needle", [("", "--out is empty"), ("FOLDER", "is a folder")])
+def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_path, monkeypatch, capsys, out, needle):
+    """`pals-calibrate --out ""` silently overwrote the default profile; a failed --out left DIR.tmp behind."""
+    from pals_core import calibrate
+
+    default = tmp_path / "default.json"
+    default.write_text("{}")
+    monkeypatch.setenv("PALS_LOCAL_PROFILE", str(default))
+    (tmp_path / "FOLDER").mkdir()
+    target = str(tmp_path / out) if out else ""
+    assert calibrate.main(["--out", target]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert default.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FOLDER", "default.json"]

@@ -282,6 +282,6 @@ def test_a_glue_sts_b_score_outside_0_5_is_a_data_error_naming_file_and_line(tmp
     f.write_text("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
                  "0\tmain\tx\t2012\t0\tnone\tnone\tA man.\tA man.\t5.000\n"
                  f"1\tmain\tx\t2012\t1\tnone\tnone\tA cat.\tA dog.\t{score}\n")
-    with pytest.raises(GlueDataError, match=rf"dev.tsv:3: score .* is outside stsb's range \[0, 5\]"):
+    with pytest.raises(GlueDataError, match=r"dev.tsv:3: score .* is outside stsb's range \[0, 5\]"):
         read_tsv(GLUE_TASKS["stsb"], f)
     assert glue_record("stsb").range == (0.0, 5.0)
