@@ -143,3 +143,16 @@ def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_pat
     assert needle in err and err.count("\n") == 1
     assert default.read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FOLDER", "default.json"]
+
+
+def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path):
+    """An MPNet folder without its tokenizer files ended in a tokenizers traceback after the run folder was made."""
+    import json
+
+    folder = tmp_path / "mpnet"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(SMALL["mpnet"]))
+    out = pals_train("--model", str(folder), "--tasks", "rte", "--method", "shared", "--steps", "2",
+                     "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert out.returncode == 2 and "holds no tokenizer" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

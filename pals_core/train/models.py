@@ -36,6 +36,19 @@ def tokenizer_path(model: Optional[str]) -> str:
     return minilm_path() if model in (None, TINY) else model
 
 
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spm.model", "sentencepiece.bpe.model")
+"""The files a Hugging Face tokenizer is read from (fast tokenizer; WordPiece; BPE; SentencePiece): one must be there."""
+
+
+def check_tokenizer(model: Optional[str]) -> None:
+    """``ValueError`` (one line) when the model folder holds none of ``TOKENIZER_FILES``: transformers would build an
+    empty tokenizer and fail on the first row ("Missing [UNK] token from the vocabulary")."""
+    folder = tokenizer_path(model)
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
+        raise ValueError(f"{folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the checkpoint's "
+                         "tokenizer files beside its config.json")
+
+
 def model_shape(model: Optional[str]) -> BaseModel:
     """The calculator's view of the base model (read from ``config.json``; no weights loaded)."""
     if model == TINY:

@@ -505,8 +505,11 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
 
 
 def check_data(cfg: TrainConfig) -> None:
-    """Every file there and every row of a task's own files good, before anything is written: ``GlueDataError``
-    names the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
+    """Every file there and every row of a task's own files good, before anything is written: the model's tokenizer
+    files, ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
+    from .models import check_tokenizer
+
+    check_tokenizer(cfg.model)
     records = cfg.records()
     glue = [r.glue for r in records if r.glue is not None]
     if glue:
