@@ -41,6 +41,23 @@ class CheckpointDamaged(ValueError):
     """A checkpoint file that cannot be read back (truncated, overwritten, from another design)."""
 
 
+class CheckpointWriteError(ValueError):
+    """A checkpoint that could not be written (a full disk, a folder made read-only): the previous one stays."""
+
+
+def _write_failure(e: BaseException, step: int, root: Path) -> CheckpointWriteError:
+    """One line for a failed write; torch.save reports a full disk as a RuntimeError ("unexpected pos …")."""
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else " ".join(str(e).split())[:160]
+    try:
+        free = shutil.disk_usage(root).free
+    except OSError:
+        free = None
+    if free is not None and free < 64 << 20:
+        reason = f"no space left on the device ({free / 2 ** 20:.1f} MiB free)"
+    return CheckpointWriteError(f"cannot write the checkpoint of step {step} in {root}: {reason}; the previous "
+                                "checkpoint stays (make room, then --resume)")
+
+
 def step_dir_name(step: int) -> str:
     return f"step-{step:08d}"
 
@@ -127,12 +144,18 @@ class Checkpoints:
             if final.exists():  # the same step saved again (e.g. a stop right after an evaluation)
                 shutil.rmtree(final)
             os.replace(tmp, final)
+        except (OSError, RuntimeError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise _write_failure(e, step, self.root) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        atomic_write_json(self.latest_file, {"step": step, "dir": final.name})
-        if best is not None:
-            atomic_write_json(self.best_file, {**best, "dir": step_dir_name(best["step"])})
+        try:
+            atomic_write_json(self.latest_file, {"step": step, "dir": final.name})
+            if best is not None:
+                atomic_write_json(self.best_file, {**best, "dir": step_dir_name(best["step"])})
+        except OSError as e:  # latest.json still names the previous checkpoint (atomic): a resume continues from it
+            raise _write_failure(e, step, self.root) from None
         self.prune(keep={final.name, step_dir_name(best["step"]) if best else final.name})
         return final
 

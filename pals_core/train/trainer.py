@@ -560,12 +560,15 @@ def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnE
                 r.checkpoint()
                 r.write_progress("stopped")
                 raise TrainingStopped(r.st.step, cfg.out) from None
-            if r.in_on_eval:
-                r.write_progress("stopped", error=f"{type(e).__name__}: {e}")
-            elif isinstance(e, (TrainingDiverged, ValueError)):
-                r.write_progress("failed", error=" ".join(str(e).split()))
-            else:
-                r.write_progress("failed", error=f"{type(e).__name__}: {e}")
+            try:
+                if r.in_on_eval:
+                    r.write_progress("stopped", error=f"{type(e).__name__}: {e}")
+                elif isinstance(e, (TrainingDiverged, ValueError)):
+                    r.write_progress("failed", error=" ".join(str(e).split()))
+                else:
+                    r.write_progress("failed", error=f"{type(e).__name__}: {e}")
+            except OSError:  # a full disk may refuse progress.json too: the error itself is what the user must see
+                pass
             raise
     summary = r.summary()
     if r.main:
