@@ -1,0 +1,220 @@
+"""What a task's data looks like before any training: its rows, its label distribution, the majority-class
+reference every design must beat, and how long its texts are in the model's own tokens.
+
+``profile_task`` reads a record's rows through the same checked path the trainer uses (``load.raw_splits``:
+every row looked at, a bad one named by file, row and column), so a task that profiles is a task that trains.
+Token lengths are measured WITHOUT truncation (pairs: both texts, special tokens included), which is what
+choosing ``--max-len`` (pals-train) / ``--seq-len`` (pals-budget) needs: the share of rows longer than a
+length is the share a run at that length would cut.
+
+The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it)::
+
+    {"name", "kind", "train_rows", "dev_rows", "dev_source", "labels",
+     "distribution": {"train": {...}, "dev": {...}},
+     "majority": {"metric", "main", "scores"},
+     "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..tasks import TaskRecord
+from .glue import RawSplit, check_files, choose_source
+from .load import label_array, load_tokenizer, raw_splits
+from .metrics import main_metric_label, main_score, majority_scores
+
+TOKEN_BATCH = 1000  # rows per tokenizer call
+PROGRESS_ROWS = 5000  # a progress bar only above this many rows to tokenise
+MIN_MAX_LEN = 8  # as load_tasks: a shorter max_len leaves no room for text
+
+
+def check_max_len(max_len: Any) -> int:
+    """``max_len`` itself, or ``ValueError`` for one that is not an integer of at least ``MIN_MAX_LEN``."""
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < MIN_MAX_LEN:
+        raise ValueError(f"max_len must be an integer of at least {MIN_MAX_LEN}, got {max_len!r}")
+    return max_len
+
+
+# ------------------------------------------------------------------------------------ labels
+
+def _distribution(record: TaskRecord, y: np.ndarray, names: Sequence[str]) -> dict:
+    """Classification: rows of each label; multilabel: rows carrying each label; regression: mean/std/min/max
+    (of the targets as written, float64: not the float32 the model trains on)."""
+    if record.regression:
+        return {"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()), "max": float(y.max())}
+    counts = y.sum(axis=0) if record.multilabel else np.bincount(y, minlength=len(names))
+    return {name: int(c) for name, c in zip(names, counts)}
+
+
+def _merge_counts(parts: Sequence[dict]) -> dict:
+    out: dict = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+# ------------------------------------------------------------------------------------ tokens
+
+def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = False) -> np.ndarray:
+    """Tokens per row of ``splits`` (in order) as the model would see them untruncated: special tokens
+    included, both texts of a pair. Batched through the (fast) tokenizer; a tqdm bar on stderr when
+    ``progress`` and there are more than ``PROGRESS_ROWS`` rows."""
+    total = sum(len(s.text_a) for s in splits)
+    bar = None
+    if progress and total > PROGRESS_ROWS:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc="tokenising", unit="rows", file=sys.stderr, leave=False)
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "sequence longer than the model's maximum" is the point here, not a warning
+    out = []
+    try:
+        for s in splits:
+            for i in range(0, len(s.text_a), TOKEN_BATCH):
+                a = s.text_a[i:i + TOKEN_BATCH]
+                b = None if s.text_b is None else s.text_b[i:i + TOKEN_BATCH]
+                enc = tokenizer(a, b, add_special_tokens=True, truncation=False, return_attention_mask=False,
+                                return_token_type_ids=False)
+                out.extend(len(ids) for ids in enc["input_ids"])
+                if bar is not None:
+                    bar.update(len(a))
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bar is not None:
+            bar.close()
+    return np.asarray(out, dtype=np.int64)
+
+
+def token_stats(lengths: np.ndarray, max_len: int) -> dict:
+    """p50 / p95 (integers, rounded up), the longest row, and the share of rows longer than ``max_len``."""
+    if len(lengths) == 0:
+        return {"max_len": max_len, "p50": 0, "p95": 0, "max": 0, "truncated": 0.0}
+    return {"max_len": max_len, "p50": int(math.ceil(np.percentile(lengths, 50))),
+            "p95": int(math.ceil(np.percentile(lengths, 95))), "max": int(lengths.max()),
+            "truncated": float((lengths > max_len).mean())}
+
+
+# ------------------------------------------------------------------------------------ profiles
+
+@dataclass
+class TaskRows:
+    """A task's checked rows, as ``load.raw_splits`` gives them: ``train``, the dev sets by suffix ("" — GLUE
+    MNLI: "m", "mm") and the label names."""
+
+    record: TaskRecord
+    train: RawSplit
+    devs: dict[str, RawSplit]
+    names: tuple[str, ...]
+
+
+def check_glue_files(records: Sequence[TaskRecord], glue_dir: Optional[str] = None, source: str = "auto") -> None:
+    """One ``GlueDataError`` naming every GLUE file of ``records`` that is missing (as ``load_tasks`` does)."""
+    glue = [r.glue for r in records if r.glue is not None]
+    if glue:
+        kind, root = choose_source(glue_dir, source)
+        if kind == "files":
+            check_files(root, glue, True)
+
+
+def read_task_rows(record: TaskRecord, *, glue_dir: Optional[str] = None, glue_source: str = "auto",
+                   seed: int = 0) -> TaskRows:
+    """The task's rows, every one checked (``TaskDataError`` naming file, row and column)."""
+    check_glue_files([record], glue_dir, glue_source)
+    raws, names = raw_splits(record, glue_dir=glue_dir, source=glue_source, train=True, seed=seed)
+    devs = {key[4:]: raw for key, raw in raws.items() if key != "train"}  # "dev" → "", "dev_m" → "m"
+    return TaskRows(record, raws["train"], devs, tuple(names))
+
+
+def read_tasks_rows(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, glue_source: str = "auto",
+                    seed: int = 0) -> list[TaskRows]:
+    """Every task's rows, in order; every GLUE file checked before any row is read.
+
+    Read before the tokenizer is loaded (``profile_tasks``, ``pals-tasks``): bad data is named without
+    waiting for the model, and pyarrow's threaded CSV read never runs in a process that has already imported
+    torch — exiting right after such a read (an error) can abort the interpreter ("terminate called without an
+    active exception", exit 134) instead of exiting 2."""
+    check_glue_files(records, glue_dir, glue_source)
+    return [read_task_rows(r, glue_dir=glue_dir, glue_source=glue_source, seed=seed) for r in records]
+
+
+def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress: bool = False) -> dict:
+    """The profile of rows already read (the module docstring gives its shape)."""
+    check_max_len(max_len)
+    record, train, devs, names = rows.record, rows.train, rows.devs, rows.names
+    c = 1 if record.regression else len(names)
+    train_y = label_array(train.labels, record.kind, c)
+    dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
+    if record.regression:
+        train_dist = _distribution(record, np.asarray(train.labels, dtype=np.float64), names)
+        dev_dist = _distribution(record, np.asarray([v for raw in devs.values() for v in raw.labels], np.float64), names)
+    else:
+        train_dist = _distribution(record, train_y, names)
+        dev_dist = _merge_counts([_distribution(record, y, names) for y in dev_y.values()])
+    scores = majority_scores(record, train_y, dev_y, c)
+    tokens = None
+    if tokenizer is not None:
+        tokens = token_stats(token_lengths([train, *devs.values()], tokenizer, progress=progress), max_len)
+    return {
+        "name": record.name,
+        "kind": record.kind,
+        "train_rows": len(train.labels),
+        "dev_rows": sum(len(raw.labels) for raw in devs.values()),
+        "dev_source": " + ".join(raw.source for raw in devs.values()),
+        "labels": list(names),
+        "distribution": {"train": train_dist, "dev": dev_dist},
+        "majority": {"metric": main_metric_label(record), "main": main_score(record, scores),
+                     "scores": {k: float(v) for k, v in scores.items()}},
+        "tokens": tokens,
+    }
+
+
+def profile_task(record: TaskRecord, *, tokenizer=None, max_len: int = 128, glue_dir: Optional[str] = None,
+                 glue_source: str = "auto", seed: int = 0, progress: bool = False) -> dict:
+    """One task's profile (the module docstring gives its shape). ``tokenizer`` None: no token statistics
+    (``tokens`` is None). ``seed`` draws the dev rows of a task without a dev file, as a run of that seed
+    would. Raises ``TaskDataError`` (a ``ValueError``) naming file, row and column for bad data."""
+    check_max_len(max_len)
+    rows = read_task_rows(record, glue_dir=glue_dir, glue_source=glue_source, seed=seed)
+    return profile_rows(rows, tokenizer=tokenizer, max_len=max_len, progress=progress)
+
+
+def tokenizer_of(model: Optional[str]):
+    """The tokenizer of ``model`` (a local HF folder, "tiny", or None = the embedded MiniLM); ``ValueError``
+    in one line for a model that is not there or has no tokenizer."""
+    from pathlib import Path
+
+    from ..train.models import TINY, check_tokenizer, tokenizer_path
+
+    if model not in (None, TINY) and not Path(model).expanduser().is_dir():
+        raise ValueError(f"model {model!r}: not a local model folder (or 'tiny'; none = the embedded MiniLM)")
+    model = model if model in (None, TINY) else str(Path(model).expanduser())
+    path = tokenizer_path(model)
+    check_tokenizer(model)
+    try:
+        return load_tokenizer(path)
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise ValueError(f"model {model!r}: its tokenizer could not be read from {path} ({first.rstrip(':')})") from None
+
+
+def profile_tasks(records: Sequence[TaskRecord], *, model: Optional[str] = None, max_len: int = 128,
+                  glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0,
+                  progress: bool = False) -> list[dict]:
+    """``profile_task`` of every record, in order, with ``model``'s tokenizer (loaded once, after every task's
+    rows are read and checked: see ``read_tasks_rows``)."""
+    check_max_len(max_len)
+    rows = read_tasks_rows(records, glue_dir=glue_dir, glue_source=glue_source, seed=seed)
+    tokenizer = tokenizer_of(model)
+    return [profile_rows(r, tokenizer=tokenizer, max_len=max_len, progress=progress) for r in rows]
+
+
+__all__ = ["TaskRows", "check_glue_files", "check_max_len", "profile_rows", "profile_task", "profile_tasks",
+           "read_task_rows", "read_tasks_rows", "token_lengths", "token_stats", "tokenizer_of"]

@@ -1,0 +1,161 @@
+"""``pals-tasks``: what the data of a tasks file looks like, before any training — per task its rows, its label
+distribution, the majority-class reference every design must beat, and its token lengths in the model's own
+tokenizer, with the ``--max-len`` / ``--seq-len`` that keeps 95 % of rows whole.
+
+    pals-tasks examples/tasks/tasks.yaml
+    pals-tasks my_tasks.yaml --model path/to/model --max-len 256 --json
+
+Bad input (a missing file, a bad record or row, an unknown model) is one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's two-line usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pals-tasks", description=__doc__.splitlines()[0],
+                epilog="Example: pals-tasks examples/tasks/tasks.yaml --max-len 64")
+    p.add_argument("tasks_file", metavar="FILE", help="a tasks file (YAML/JSON with a top-level 'tasks:' mapping)")
+    p.add_argument("--model", default=None, help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
+                                                 "(default: the embedded all-MiniLM-L6-v2)")
+    p.add_argument("--max-len", type=int, default=128, metavar="N",
+                   help="the length to judge truncation against (pals-train --max-len; default 128)")
+    p.add_argument("--glue-dir", metavar="DIR", help="GLUE folder for {glue: …} tasks (default: $PALS_GLUE_DIR)")
+    p.add_argument("--seed", type=int, default=0, metavar="K",
+                   help="seed that draws the dev rows of a task without a dev file, as pals-train --seed K (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    return p
+
+
+# ------------------------------------------------------------------------------------ formatting
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    fmt = lambda r: indent + "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+    return [fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)]
+
+
+def _labels_lines(p: dict) -> list[str]:
+    dist = p["distribution"]
+    if p["kind"] == "regression":
+        rows = [[split, *(f"{d[k]:.3g}" for k in ("mean", "std", "min", "max"))]
+                for split, d in dist.items()]
+        return _table(["target", "mean", "std", "min", "max"], rows)
+    n = {"train": p["train_rows"], "dev": p["dev_rows"]}
+    what = "rows with label" if p["kind"] == "multilabel" else "label"
+    rows = [[name] + [f"{dist[s][name]:,} ({_pct(dist[s][name] / n[s]) if n[s] else '0.0'} %)" for s in ("train", "dev")]
+            for name in p["labels"]]
+    return _table([what, "train", "dev"], rows)
+
+
+def _majority_line(p: dict) -> str:
+    m = p["majority"]
+    if p["kind"] == "regression":
+        what = f"the train mean {p['distribution']['train']['mean']:.3g} on every row"
+    elif p["kind"] == "multilabel":
+        dist, n = p["distribution"]["train"], p["train_rows"]
+        kept = [name for name in p["labels"] if n and dist[name] / n > 0.5]
+        what = f"on every row the tags most train rows carry: {', '.join(kept) or 'none'}"
+    else:
+        dist = p["distribution"]["train"]
+        what = f"always {max(p['labels'], key=lambda name: dist[name])!r}"
+    others = " · ".join(f"{k} {_pct(v)}" for k, v in m["scores"].items() if k != m["metric"])
+    return f"  majority reference, {what}: {m['metric']} {_pct(m['main'])}" + (f" · {others}" if others else "")
+
+
+def _tokens_line(p: dict) -> str:
+    t = p["tokens"]
+    if t is None:
+        return "  tokens: not counted (no tokenizer)"
+    return (f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
+            f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}")
+
+
+def format_profiles(profiles: Sequence[dict], header: str, limit: Optional[int] = None) -> str:
+    """The readable report: one block per task, then the suggested length (at most ``limit`` tokens)."""
+    lines = [header]
+    for p in profiles:
+        lines += ["", f"{p['name']}  ({p['kind']}) · train {p['train_rows']:,} rows · dev {p['dev_rows']:,} rows "
+                      f"from {p['dev_source']}"]
+        lines += _labels_lines(p)
+        lines += [_majority_line(p), _tokens_line(p)]
+    lines += ["", suggestion(profiles, limit)]
+    return "\n".join(lines)
+
+
+def suggested_len(profiles: Sequence[dict], limit: Optional[int] = None) -> Optional[int]:
+    """The largest per-task p95 — the one length of a run that keeps 95 % of every task's rows whole — capped
+    at the model's longest input ``limit``; None when no tokens were counted."""
+    p95 = [p["tokens"]["p95"] for p in profiles if p["tokens"] is not None]
+    if not p95:
+        return None
+    return min(max(p95), limit) if limit else max(p95)
+
+
+def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
+    n = suggested_len(profiles, limit)
+    if n is None:
+        return "suggested length: none (no tokens counted)"
+    worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
+    why = (f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are cut"
+           if n == worst["tokens"]["p95"] else
+           f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are cut")
+    return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}"
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def run(argv: Optional[Sequence[str]] = None) -> str:
+    args = build_parser().parse_args(argv)
+    from .data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of
+    from .tasks import read_tasks_file
+
+    check_max_len(args.max_len)
+    records = list(read_tasks_file(args.tasks_file).values())
+    rows = read_tasks_rows(records, glue_dir=args.glue_dir, seed=args.seed)  # all data checked before the model loads
+    tokenizer = tokenizer_of(args.model)
+    profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True) for r in rows]
+    limit = getattr(tokenizer, "model_max_length", None)
+    limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
+    model = args.model or "all-MiniLM-L6-v2 (embedded)"
+    if args.json:
+        return json.dumps({"tasks_file": args.tasks_file, "model": model, "max_len": args.max_len, "seed": args.seed,
+                           "tasks": profiles, "suggested_max_len": suggested_len(profiles, limit)}, indent=2)
+    header = (f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"
+              f" · max-len {args.max_len} · dev rows of tasks without a dev file drawn by seed {args.seed}")
+    return format_profiles(profiles, header, limit)
+
+
+def _one_line(e: BaseException) -> str:
+    return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        print(run(argv))
+    except (UsageError, ValueError, OSError) as e:
+        if isinstance(e, BrokenPipeError):
+            return 0
+        print(f"pals-tasks: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The data profile (``pals_core.data.profile``), ``pals-tasks``, and the example in ``examples/tasks/``: what a user
+sees before training — rows, label shares, the majority reference, token lengths — checked against the files and
+against the tokenizer called directly."""
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pals_core.data.profile import profile_task, profile_tasks
+from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
+from pals_core.tasks.rows import dev_rows
+from pals_core.tasks_cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "tasks"
+TASKS_FILE = EXAMPLE / "tasks.yaml"
+DATA_FILES = ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")
+SHAPE = {"name", "kind", "train_rows", "dev_rows", "dev_source", "labels", "distribution", "majority", "tokens"}
+
+
+@pytest.fixture(scope="module")
+def records():
+    return read_tasks_file(TASKS_FILE)
+
+
+@pytest.fixture(scope="module")
+def profiles(records):
+    """The example's profiles without a tokenizer (no token statistics): fast."""
+    return {name: profile_task(r) for name, r in records.items()}
+
+
+def _intent_rows(split):
+    with open(EXAMPLE / "data" / f"intent_{split}.csv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _reviews():
+    return [json.loads(line) for line in (EXAMPLE / "data" / "reviews.jsonl").read_text().splitlines()]
+
+
+def _tickets():
+    return pq.read_table(EXAMPLE / "data" / "tickets.parquet").to_pylist()
+
+
+# ------------------------------------------------------------------------------------ the example's profile
+
+def test_example_profile_rows_and_shape(profiles):
+    assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets"]
+    for p in profiles.values():
+        assert set(p) == SHAPE and p["tokens"] is None
+        assert set(p["distribution"]) == {"train", "dev"} and set(p["majority"]) == {"metric", "main", "scores"}
+    intent, reviews, tickets = profiles["intent"], profiles["reviews"], profiles["tickets"]
+    assert (intent["kind"], intent["train_rows"], intent["dev_rows"]) == ("classification", 300, 90)
+    assert intent["dev_source"] == str(EXAMPLE / "data" / "intent_dev.csv")
+    assert intent["labels"] == ["billing", "delivery", "account"]  # the declared order
+    assert (reviews["kind"], reviews["train_rows"], reviews["dev_rows"], reviews["labels"]) == ("regression", 360, 40, [])
+    assert reviews["dev_source"] == f"{EXAMPLE / 'data' / 'reviews.jsonl'} (dev: 0.1 of train, seed 0)"
+    assert (tickets["kind"], tickets["train_rows"], tickets["dev_rows"]) == ("multilabel", 360, 40)
+    assert tickets["labels"] == ["bug", "billing", "mobile", "urgent"]
+
+
+def test_example_distributions_match_the_files(profiles):
+    intent = profiles["intent"]["distribution"]
+    for split, n in (("train", 300), ("dev", 90)):
+        rows = _intent_rows(split)
+        assert sum(intent[split].values()) == len(rows) == n
+        assert intent[split] == {k: sum(r["intent"] == k for r in rows) for k in ("billing", "delivery", "account")}
+    tickets = profiles["tickets"]["distribution"]  # rows carrying each tag; train + dev = the whole file
+    every = _tickets()
+    for tag in ("bug", "billing", "mobile", "urgent"):
+        assert tickets["train"][tag] + tickets["dev"][tag] == sum(tag in r["tags"] for r in every)
+    reviews = profiles["reviews"]["distribution"]
+    scores = np.array([r["score"] for r in _reviews()])
+    assert reviews["train"]["mean"] * 360 + reviews["dev"]["mean"] * 40 == pytest.approx(scores.sum())
+    assert min(reviews["train"]["min"], reviews["dev"]["min"]) == scores.min() == 1.0
+    assert max(reviews["train"]["max"], reviews["dev"]["max"]) == scores.max() == 5.0
+    assert set(reviews["train"]) == {"mean", "std", "min", "max"}
+
+
+def test_majority_reference_is_the_hand_computed_one(profiles):
+    # classification: the most frequent train intent on every dev row
+    train, dev = _intent_rows("train"), _intent_rows("dev")
+    counts = {k: sum(r["intent"] == k for r in train) for k in ("billing", "delivery", "account")}
+    top = max(counts, key=counts.get)
+    share = sum(r["intent"] == top for r in dev) / len(dev)  # precision of the one predicted class; recall 1
+    m = profiles["intent"]["majority"]
+    assert m["metric"] == "macro_f1" and m["main"] == pytest.approx((2 * share / (1 + share)) / 3)
+    assert m["scores"]["accuracy"] == pytest.approx(share) and m["scores"]["mcc"] == 0.0
+    # multilabel: each tag predicted when most train rows carry it (dev = seed 0's held-out rows)
+    every = _tickets()
+    held = set(dev_rows(len(every), 0.1, 0))
+    tr = [r for i, r in enumerate(every) if i not in held]
+    dv = [r for i, r in enumerate(every) if i in held]
+    keep = {t for t in ("bug", "billing", "mobile", "urgent") if sum(t in r["tags"] for r in tr) > len(tr) / 2}
+    assert keep == {"bug"}  # the example makes one tag a majority, so the reference is not zero
+    tp = sum(len(keep & set(r["tags"])) for r in dv)
+    fp = len(dv) * len(keep) - tp
+    fn = sum(len(r["tags"]) for r in dv) - tp
+    m = profiles["tickets"]["majority"]
+    assert m["metric"] == "micro_f1" and m["main"] == pytest.approx(2 * tp / (2 * tp + fp + fn)) and m["main"] > 0
+    # regression: the train mean on every row correlates with nothing
+    m = profiles["reviews"]["majority"]
+    assert m == {"metric": "pearson", "main": 0.0, "scores": {"pearson": 0.0, "spearman": 0.0}}
+
+
+def test_seed_draws_the_held_out_dev_rows(records):
+    a, b = profile_task(records["reviews"], seed=0), profile_task(records["reviews"], seed=1)
+    assert b["dev_source"].endswith("(dev: 0.1 of train, seed 1)") and b["dev_rows"] == 40
+    assert a["distribution"]["dev"] != b["distribution"]["dev"]
+
+
+def test_glue_task_profile(glue_dir):
+    p = profile_task(glue_record("rte"), glue_dir=str(glue_dir))
+    assert (p["train_rows"], p["dev_rows"], p["labels"]) == (2490, 277, ["entailment", "not_entailment"])
+    assert p["dev_source"] == str(glue_dir / "RTE" / "dev.tsv")
+    assert sum(p["distribution"]["dev"].values()) == 277
+    assert p["majority"]["main"] == pytest.approx(max(p["distribution"]["dev"].values()) / 277)  # entailment is train's
+
+
+def test_missing_glue_files_name_them(tmp_path):
+    with pytest.raises(ValueError, match=r"GLUE files missing .*RTE/train\.tsv"):
+        profile_task(glue_record("rte"), glue_dir=str(tmp_path))
+
+
+def test_bad_max_len_refused(records):
+    with pytest.raises(ValueError, match="max_len must be an integer of at least 8"):
+        profile_task(records["intent"], max_len=4)
+
+
+# ----------------------------------------------------------------------------------------- token lengths
+
+def _direct_lengths(tokenizer, a, b=None):
+    return np.array([len(ids) for ids in tokenizer(a, b, truncation=False)["input_ids"]])
+
+
+def _stats(lengths, max_len):
+    return {"max_len": max_len, "p50": math.ceil(np.percentile(lengths, 50)), "p95": math.ceil(np.percentile(lengths, 95)),
+            "max": int(lengths.max()), "truncated": float(np.mean(lengths > max_len))}
+
+
+@pytest.mark.parametrize("model", ["tiny", None])
+def test_token_stats_match_the_tokenizer_called_directly(records, model):
+    from transformers import AutoTokenizer
+
+    from pals_core.train.models import tokenizer_path
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_path(model), local_files_only=True)
+    got = {p["name"]: p["tokens"] for p in profile_tasks(list(records.values()), model=model, max_len=24)}
+    texts = {"intent": [r["message"] for r in _intent_rows("train") + _intent_rows("dev")],
+             "reviews": [r["review"] for r in _reviews()], "tickets": [r["body"] for r in _tickets()]}
+    for name, t in texts.items():
+        lengths = _direct_lengths(tok, t)
+        assert got[name] == _stats(lengths, 24), name
+    assert got["tickets"]["truncated"] > 0  # 24 tokens cut some tickets: the share is measured, not assumed
+
+
+def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
+    from transformers import AutoTokenizer
+
+    from pals_core.train.models import tokenizer_path
+
+    rows = [(f"premise number {i} " + "word " * (i % 7), f"hypothesis {i}" + " more" * (i % 5), str(i % 2)) for i in range(30)]
+    path = tmp_path / "pairs.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("a", "b", "y"), *rows])
+    record = TaskRecord(name="pairs", train=str(path), text=("a", "b"), label="y").check()
+    tok = AutoTokenizer.from_pretrained(tokenizer_path("tiny"), local_files_only=True)
+    p = profile_task(record, tokenizer=tok, max_len=12)
+    lengths = _direct_lengths(tok, [r[0] for r in rows], [r[1] for r in rows])
+    single = _direct_lengths(tok, [r[0] for r in rows]) + _direct_lengths(tok, [r[1] for r in rows]) - 1
+    assert np.array_equal(lengths, single)  # [CLS] a [SEP] b [SEP]: both texts, three special tokens
+    assert p["tokens"] == _stats(lengths, 12) and p["train_rows"] + p["dev_rows"] == 30
+
+
+# ------------------------------------------------------------------------------------------------- the CLI
+
+def test_cli_table(capsys):
+    assert main([str(TASKS_FILE), "--max-len", "32", "--model", "tiny"]) == 0
+    out = capsys.readouterr()
+    for name in ("intent  (classification)", "reviews  (regression)", "tickets  (multilabel)"):
+        assert name in out.out
+    assert "majority reference, always 'billing': macro_f1 19.0" in out.out
+    assert "longer than 32" in out.out and "train 300 rows · dev 90 rows" in out.out
+    assert out.out.rstrip().splitlines()[-1].startswith("suggested: --max-len 37 (pals-train) / --seq-len 37")
+    assert "tokenising" not in out.err  # no progress bar for a few hundred rows
+
+
+def test_cli_json(capsys):
+    assert main([str(TASKS_FILE), "--model", "tiny", "--json", "--seed", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in out["tasks"]] == ["intent", "reviews", "tickets"]
+    assert out["suggested_max_len"] == max(t["tokens"]["p95"] for t in out["tasks"])
+    assert out["tasks"][1]["dev_source"].endswith("seed 2)")
+
+
+def test_cli_progress_bar_above_5k_rows(tmp_path, capsys):
+    path = tmp_path / "many.csv"
+    path.write_text("text,label\n" + "".join(f"row {i} says {'yes' if i % 2 else 'no'},{i % 2}\n" for i in range(6000)))
+    (tmp_path / "t.yaml").write_text("tasks:\n  many: {train: many.csv}\n")
+    assert main([str(tmp_path / "t.yaml"), "--model", "tiny"]) == 0
+    out = capsys.readouterr()
+    assert "many  (classification) · train 5,400 rows · dev 600 rows" in out.out
+    assert "tokenising" in out.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/no/such/tasks.yaml"], "tasks file not found"),
+    ([str(TASKS_FILE), "--model", "/no/such/model"], "not a local model folder"),
+    ([str(TASKS_FILE), "--max-len", "3"], "max_len must be an integer of at least 8"),
+    ([str(TASKS_FILE), "--max-len", "many"], "invalid int value"),
+])
+def test_cli_bad_input_one_line_exit_2(args, message, capsys):
+    assert main(args) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1 and message in out.err
+
+
+def test_cli_model_folder_without_tokenizer(tmp_path, capsys):
+    assert main([str(TASKS_FILE), "--model", str(tmp_path)]) == 2
+    assert "holds no tokenizer" in capsys.readouterr().err
+
+
+def test_installed_script_bad_row_and_bad_record(tmp_path):
+    """The real console script: a bad row is one line naming file, row and column; exit 2, no traceback."""
+    exe = Path(sys.executable).with_name("pals-tasks")
+    assert exe.is_file(), "pals-tasks is not installed: pip install -e . --no-deps"
+    (tmp_path / "bad.csv").write_text("message,intent\nhello,a\n   ,b\nbye,a\n")
+    (tmp_path / "t.yaml").write_text("tasks:\n  t: {train: bad.csv, text: message, label: intent}\n")
+    (tmp_path / "r.yaml").write_text("tasks:\n  t: {train: bad.csv, text: message, label: intent, kind: sorting}\n")
+    for file, message in (("t.yaml", "bad.csv, row 2, column 'message': empty text"), ("r.yaml", "unknown kind 'sorting'")):
+        p = subprocess.run([str(exe), str(tmp_path / file)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stderr)
+        assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_example_prices_with_pals_budget(capsys):
+    from pals_core.budget.cli import main as budget_main
+
+    assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
+    out = capsys.readouterr().out
+    assert "3 tasks (intent, reviews, tickets)" in out.splitlines()[0] and " yes" in out
+
+
+# ------------------------------------------------------------------------------------------ the example data
+
+def test_make_data_is_reproducible_and_matches_the_committed_files(tmp_path):
+    script = EXAMPLE / "make_data.py"
+    for out in ("a", "b"):
+        subprocess.run([sys.executable, str(script), "--out", str(tmp_path / out)], check=True, capture_output=True,
+                       timeout=60)
+    for name in DATA_FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    for name in DATA_FILES[:3]:  # the text files byte for byte; Parquet by content (its bytes name the pyarrow version)
+        assert (tmp_path / "a" / name).read_bytes() == (EXAMPLE / "data" / name).read_bytes(), name
+    assert pq.read_table(tmp_path / "a" / "tickets.parquet").equals(pq.read_table(EXAMPLE / "data" / "tickets.parquet"))
+    assert sum((EXAMPLE / "data" / n).stat().st_size for n in DATA_FILES) < 120_000  # commit-sized
+
+
+def test_example_runs_from_a_copy_of_its_folder(tmp_path):
+    """Paths in tasks.yaml are relative to the file: the folder works wherever it is copied."""
+    shutil.copytree(EXAMPLE / "data", tmp_path / "data")
+    shutil.copy(TASKS_FILE, tmp_path / "tasks.yaml")
+    got = {r.name: profile_task(r)["train_rows"] for r in read_tasks_file(tmp_path / "tasks.yaml").values()}
+    assert got == {"intent": 300, "reviews": 360, "tickets": 360}
+
+
+def test_example_labels_are_learnable_from_words(records):
+    """A bag of words already separates the labels: the example gives a model something to learn."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.metrics import f1_score
+    from sklearn.multiclass import OneVsRestClassifier
+    from scipy.stats import pearsonr
+
+    train, dev = _intent_rows("train"), _intent_rows("dev")
+    vec = CountVectorizer().fit([r["message"] for r in train])
+    clf = LogisticRegression(max_iter=1000).fit(vec.transform([r["message"] for r in train]), [r["intent"] for r in train])
+    pred = clf.predict(vec.transform([r["message"] for r in dev]))
+    assert f1_score([r["intent"] for r in dev], pred, average="macro") > 0.9
+
+    reviews = _reviews()
+    vec = CountVectorizer().fit([r["review"] for r in reviews[:360]])
+    reg = Ridge().fit(vec.transform([r["review"] for r in reviews[:360]]), [r["score"] for r in reviews[:360]])
+    assert pearsonr(reg.predict(vec.transform([r["review"] for r in reviews[360:]])), [r["score"] for r in reviews[360:]])[0] > 0.8
+
+    tickets, tags = _tickets(), ["bug", "billing", "mobile", "urgent"]
+    y = np.array([[t in r["tags"] for t in tags] for r in tickets])
+    vec = CountVectorizer().fit([r["body"] for r in tickets[:360]])
+    ovr = OneVsRestClassifier(LogisticRegression(max_iter=1000)).fit(vec.transform([r["body"] for r in tickets[:360]]), y[:360])
+    assert f1_score(y[360:], ovr.predict(vec.transform([r["body"] for r in tickets[360:]])), average="micro") > 0.9
