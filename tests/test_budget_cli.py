@@ -27,7 +27,8 @@ def test_table():
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
-    body = [l.split() for l in lines[3:]]
+    dashes = next(i for i, l in enumerate(lines) if l.startswith("-----"))
+    body = [l.split() for l in lines[dashes + 1:] if not l.startswith("(")][:28]
     assert len(body) == 28  # 8 within-network methods × 3 locations (incl. ca_mtl, ia3) + 4 others
     pals_all = next(r for r in body if r[:2] == ["pals", "all"])
     assert pals_all[2] == "192" and pals_all[-1] == "yes"
@@ -165,3 +166,35 @@ def test_deberta_with_a_convolution_is_priced_with_a_step_time(capsys):
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["time_step_s"] > 0 and row["feasible"]
     os.unlink(fh.name)
+
+
+@pytest.mark.parametrize("columns", ["100", "80", "160"])
+def test_the_table_fits_the_terminal_and_wide_shows_every_column(columns):
+    """Not a terminal: 100 columns; a terminal: its width ($COLUMNS); --wide: every column, whatever the width."""
+    import os
+
+    env = {**os.environ, "COLUMNS": columns}
+    p = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--tasks", "8", "--budget", "1.13"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert max(len(line) for line in p.stdout.splitlines()) <= int(columns)
+    assert "method" in p.stdout and "fits" in p.stdout and "× base" in p.stdout
+    wide = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--tasks", "8", "--budget", "1.13", "--wide"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    header = next(line for line in wide.stdout.splitlines() if line.startswith("method"))
+    assert all(c in header for c in ("all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total"))
+    if int(columns) < 160:
+        assert "not shown to fit" in p.stdout
+
+
+def test_help_says_what_happens_without_method():
+    p = run("--help")
+    assert "Without --method: every method the calculator knows" in " ".join(p.stdout.split())
+
+
+def test_a_memory_without_a_unit_is_never_read_as_bytes_silently(capsys):
+    assert main(["--tasks", "8", "--budget", "1.13", "--memory", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "has no unit: 8GB (10⁹ bytes) or 8GiB" in err and err.count("\n") == 1
+    assert main(["--tasks", "8", "--budget", "1.13", "--memory", "2.4e10", "--json"]) == 0  # bytes, as documented
+    assert json.loads(capsys.readouterr().out)["machine"]["memory"] == 2.4e10

@@ -34,8 +34,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method, every method at all, top "
-                "and bottom (a table); design flags other than --method/--location/--d-s apply to every row.",
+    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
+                "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
+                "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
                 epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
                        "pals-budget --method lhuc | pals-budget --paper")
     p.add_argument("--tasks", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width (the table "
+                                                       "otherwise leaves out the least needed columns to fit it)")
     return p
 
 
@@ -58,9 +61,40 @@ def _gib(n) -> str:
     return "—" if n is None else f"{n / 2 ** 30:.2f}"
 
 
-def _table(costs, header: str) -> str:
-    cols = ["method", "location", "d_s", "params/task", "extra total", "× base", "FLOPs × base", "all tasks GFLOPs",
-            "train GiB", "act. GiB", "serve GiB", "step s", "step × base", "binds", "fits"]
+COLUMNS = ["method", "location", "d_s", "params/task", "extra total", "× base", "FLOPs × base", "all tasks GFLOPs",
+           "train GiB", "act. GiB", "serve GiB", "step s", "step × base", "binds", "fits"]
+NUMERIC = set(COLUMNS[2:13])
+DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total", "FLOPs × base", "binds"]
+"""Columns left out, in this order, until the table fits the terminal (``--wide``: none)."""
+NOT_A_TERMINAL_WIDTH = 100
+
+
+def terminal_width() -> int:
+    """The terminal's columns ($COLUMNS first); 100 when standard output is not a terminal."""
+    import shutil
+
+    return shutil.get_terminal_size((NOT_A_TERMINAL_WIDTH, 24)).columns
+
+
+def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
+    """The columns shown (the table's order) and those left out so that the rows fit ``width``."""
+    def total(cols: list[str]) -> int:
+        return sum(max(len(c), *(len(r[COLUMNS.index(c)]) for r in lines)) for c in cols) + 2 * (len(cols) - 1)
+
+    shown = list(COLUMNS)
+    for c in DROP_ORDER:
+        if total(shown) <= width:
+            break
+        shown.remove(c)
+    return shown, [c for c in COLUMNS if c not in shown]
+
+
+def _table(costs, header: str, width: Optional[int] = None) -> str:
+    """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
+    last line naming the columns left out; the header wrapped to the same width."""
+    import textwrap
+
+    cols = COLUMNS
     lines = []
     for c in costs:
         per_task = round(c.largest_task_share)
@@ -71,10 +105,17 @@ def _table(costs, header: str) -> str:
             _gib(mem.get("total")), _gib(mem.get("activations")), _gib(c.memory_infer),
             "—" if c.time_step_s is None else f"{c.time_step_s:.4g}", "—" if c.time_ratio is None else f"{c.time_ratio:.3f}",
             c.binding or "—", "yes" if c.feasible else "NO"])
-    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(cols)]
-    right = set(range(2, 13))
-    fmt = lambda r: "  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
-    return "\n".join([header, fmt(cols), fmt(["-" * w for w in widths]), *map(fmt, lines)])
+    shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width)
+    keep = [cols.index(c) for c in shown]
+    lines = [[r[i] for i in keep] for r in lines]
+    widths = [max(len(h), *(len(r[j]) for r in lines)) for j, h in enumerate(shown)]
+    fmt = lambda r: "  ".join((v.rjust(w) if h in NUMERIC else v.ljust(w)).rstrip() if j == len(r) - 1 else
+                              (v.rjust(w) if h in NUMERIC else v.ljust(w))
+                              for j, (v, w, h) in enumerate(zip(r, widths, shown)))
+    head = textwrap.wrap(header, width) if width else [header]
+    note = textwrap.wrap(f"(not shown to fit {width} columns: {', '.join(hidden)}; --wide or --json for every "
+                         "column)", width) if hidden else []
+    return "\n".join([*head, "", fmt(shown), fmt(["-" * w for w in widths]), *map(fmt, lines), *note])
 
 
 def _paper_text() -> str:
@@ -155,7 +196,8 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
               f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
               + (f" · memory ≤ {machine.memory}" if machine.memory else "")
               + (f" · step ≤ {machine.max_slowdown:g}× base" if machine.max_slowdown else ""))
-    return _table(sort_rows(costs), header) + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
+    return (_table(sort_rows(costs), header, None if args.wide else terminal_width())
+            + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

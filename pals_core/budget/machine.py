@@ -25,8 +25,12 @@ _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb
           "ti": 2 ** 40, "tib": 2 ** 40}
 
 
+MIN_BARE_BYTES = 2 ** 20  # a number without a unit is bytes only from 1 MiB: "--memory 8" is a unit forgotten
+
+
 def parse_memory(text) -> float:
-    """Bytes from '24GB' (10⁹), '24GiB' (2³⁰), '512MB', '1.5e10'. ValueError when negative or unreadable."""
+    """Bytes from '24GB' (10⁹), '24GiB' (2³⁰), '512MB', '1.5e10' (a bare number is bytes, and must be at least
+    1 MiB: '8' is refused, never read as 8 bytes). ValueError when negative or unreadable."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -34,6 +38,9 @@ def parse_memory(text) -> float:
         if not match:
             raise ValueError(f"memory {text!r} is not a size (examples: 24GB, 80GiB, 512MB)")
         value = float(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+        if not match.group(2) and 0 < value < MIN_BARE_BYTES:
+            raise ValueError(f"memory {str(text).strip()!r} has no unit: {str(text).strip()}GB (10⁹ bytes) or "
+                             f"{str(text).strip()}GiB (2³⁰ bytes)? (a bare number is bytes, at least {MIN_BARE_BYTES:,})")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"memory must be a positive size, got {text!r}")
     return value
@@ -74,7 +81,8 @@ class Machine:
         "help": "fp32 (exact memory) or bf16 (mixed-precision estimate: 2-byte activations, bf16 matmul rate)",
         "choices": lambda: list(PRECISIONS)})
     memory: Optional[str] = field(default=None, metadata={
-        "help": "memory budget for one training step (weights + gradients + AdamW + activations), e.g. 24GB, 80GiB",
+        "help": "memory budget for one training step (weights + gradients + AdamW + activations), e.g. 24GB, 80GiB "
+                "(a bare number is bytes, at least 1 MiB)",
         "parse": _memory_text, "metavar": "SIZE"})
     max_slowdown: Optional[float] = field(default=None, metadata={
         "help": "time budget: step time ≤ R × the base model's, e.g. 1.2", "parse": _slowdown, "metavar": "R"})
