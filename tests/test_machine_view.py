@@ -162,6 +162,6 @@ def test_an_uploaded_dropout_that_is_no_probability_is_one_line(rate, needle):
     from explorer.inputs import UPLOAD, RawInputs, parse_inputs
 
     bad = json.dumps(dict(TINY_BERT, hidden_dropout_prob=rate)).encode()
-    with pytest.raises(ValueError, match="^my.json: ") as e:
+    with pytest.raises(ValueError, match="^config 'my.json': ") as e:
         parse_inputs(RawInputs(model=UPLOAD, config_name="my.json", config_bytes=bad))
     assert needle in str(e.value) and "\n" not in str(e.value)

@@ -128,7 +128,7 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
         shape = family.read(config, name)
     except KeyError as e:
         raise ValueError(f"config {name!r} lacks the field {e.args[0]!r}") from None
-    conditions_from_config(config)  # the dropout rates, read once for every entry point (budget, train, study)
+    conditions_from_config({**config, "_name_or_path": name})  # the dropout rates, checked for every entry point
     return shape
 
 

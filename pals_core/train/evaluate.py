@@ -49,10 +49,11 @@ def predict(model, task: str, data: Encoded, *, batch_size: int, device: torch.d
     return result
 
 
-def evaluate(model, dev: dict[str, dict[str, Encoded]], records: dict[str, TaskRecord], *, batch_size: int, device: torch.device, autocast,
+def evaluate(model, dev: dict[str, dict[str, Encoded]], records: Optional[dict[str, TaskRecord]] = None, *, batch_size: int, device: torch.device, autocast,
              rank: int = 0, world: int = 1, gather: Optional[Callable] = None,
              should_stop: Optional[Callable[[], bool]] = None) -> dict[str, dict[str, float]]:
-    """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record."""
+    """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record
+    (``records``; None: the built-in GLUE task of each name)."""
     was_training = model.training
     model.eval()
     try:
@@ -64,7 +65,7 @@ def evaluate(model, dev: dict[str, dict[str, Encoded]], records: dict[str, TaskR
                                  rank=rank, world=world, gather=gather, should_stop=should_stop)
                 preds = logits[:, 0] if logits.shape[-1] == 1 else logits
                 outputs[suffix] = (preds, data.labels)
-            scores[task] = task_scores(records[task], outputs, model.tasks[task] if hasattr(model, "tasks") else None)
+            scores[task] = task_scores((records or {}).get(task, task), outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:
         model.train(was_training)
