@@ -155,7 +155,8 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
     first_fit = None
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
-    frame = figures.table_frame(ordered, inp.budget, rank, {k: s.text() for k, s in measured.items()}, first_fit)
+    frame = figures.table_frame(ordered, inp.budget, rank, {k: s.text() for k, s in measured.items()}, first_fit,
+                                hidden=inp.model.hidden)
     if link_for is not None:  # a design's row links to its measured results, where they exist
         frame.insert(frame.columns.get_loc("measured dev avg") + 1, "measured results",
                      [link_for(d) if key_of(c) in measured else None for d, c in zip(frame["design"], ordered)])

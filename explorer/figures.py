@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from pals_core.budget import METHODS, Budget, Cost, PaperRow
-from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pareto_front
+from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pareto_front, wider_than_model
 from pals_core.budget.units import human
 
 from .calc import Curves, Key, key_of, label
@@ -468,16 +468,20 @@ def _dash(value) -> object:
 
 
 def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Optional[Mapping[Key, int]] = None,
-                measured: Optional[Mapping[Key, str]] = None, first_fit: Optional[Mapping[Key, str]] = None) -> pd.DataFrame:
+                measured: Optional[Mapping[Key, str]] = None, first_fit: Optional[Mapping[Key, str]] = None,
+                hidden: Optional[int] = None) -> pd.DataFrame:
     """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
-    shares in %, scores 0–100; '—' where a value does not apply."""
+    shares in %, scores 0–100; '—' where a value does not apply. ``hidden`` (the model's d): a d_s wider than the
+    model is flagged in its cell ("10,760 > d = 384")."""
     out = []
     for c in costs:
         k = key_of(c)
         row = {
             "rank": str((rank or {}).get(k, "—")),
             "design": label(k), "method": c.method, "location": c.location or "—",
-            "d_s": "—" if c.d_s is None else str(c.d_s), "fits": "yes" if c.feasible else "no",
+            "d_s": "—" if c.d_s is None else (f"{c.d_s:,} > d = {hidden:,}" if hidden is not None
+                                              and wider_than_model(c, hidden) else str(c.d_s)),
+            "fits": "yes" if c.feasible else "no",
         }
         if first_fit is not None:
             row["fits from"] = first_fit.get(k, "—")

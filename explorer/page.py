@@ -139,7 +139,8 @@ def main() -> None:
         st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
-        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs))
+        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs),
+                                     hidden=inp.model.hidden)
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
         if refused:  # designs this model cannot have: named with their reason, never priced

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional, Sequence
 
 from pals_core.budget import Budget, Cost, smallest_budget
-from pals_core.budget.series import budget_used, flops_ratio
+from pals_core.budget.series import budget_used, flops_ratio, wider_than_model
 
 from .calc import Key, key_of, label
 
@@ -60,6 +60,7 @@ class Pick:
     measured: Optional[Score]
 
     time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
+    oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
 
     @property
     def slowdown(self) -> float:
@@ -72,14 +73,18 @@ class Pick:
 
 
 def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Score] = {},
-               slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None) -> list[Pick]:
+               slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
+               hidden: Optional[int] = None) -> list[Pick]:
     """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
-    predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method."""
+    predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method.
+    ``hidden`` (the model's d): a design whose d_s is wider is ranked after every design of sensible size, and its
+    method's candidate is its largest design that is not wider, where it has one."""
     best: dict[str, Pick] = {}
     for c in costs:
         if not c.feasible:
             continue
-        p = Pick(c, budget_used(c, budget), flops_ratio(c), measured.get(key_of(c)))
+        p = Pick(c, budget_used(c, budget), flops_ratio(c), measured.get(key_of(c)),
+                 oversized=hidden is not None and wider_than_model(c, hidden))
         old = best.get(c.method)
         if old is None or _within_method(p) > _within_method(old):
             best[c.method] = p
@@ -88,7 +93,7 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
         return picks
     # Step time only decides between designs of the same rank otherwise (and is quoted for the first two): ask the
     # time model for those alone, so a new question stays instant.
-    group = lambda p: rank_key(p)[:2]
+    group = lambda p: rank_key(p)[:3]  # (size sensible?, measured?, share or mean)
     sizes = {g: sum(group(q) == g for q in picks) for g in map(group, picks)}
     wanted = [p for i, p in enumerate(picks) if i < 2 or sizes[group(p)] > 1]
     times = slowdowns([p.cost for p in wanted])
@@ -97,7 +102,7 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
 
 def _within_method(p: Pick) -> tuple:
     """Which of a method's fitting designs is its candidate: measured first (best mean), then the largest share."""
-    return (p.measured is not None, p.measured.mean if p.measured is not None else 0.0, p.used, -p.flops)
+    return (not p.oversized, p.measured is not None, p.measured.mean if p.measured is not None else 0.0, p.used, -p.flops)
 
 
 def share(used: float) -> str:
@@ -106,9 +111,10 @@ def share(used: float) -> str:
 
 
 def rank_key(p: Pick) -> tuple:
+    """Sensible sizes first; then measured (best mean first), then the budget's share, the step time, the FLOPs."""
     if p.measured is not None:
-        return (0, -p.measured.mean, p.slowdown, p.flops)
-    return (1, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops)
+        return (p.oversized, 0, -p.measured.mean, p.slowdown, p.flops)
+    return (p.oversized, 1, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops)
 
 
 def reason(p: Pick, picks: Sequence[Pick]) -> str:
@@ -117,9 +123,10 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
             + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task"
             + (f" and a predicted {p.time:.2f}× training step" if p.time is not None else ""))
     if p.measured is not None:
-        return head + f", and has the best measured dev average here: {p.measured.text()}" + _clear_of(p, picks) + "."
+        return (head + f", and has the best measured dev average here: {p.measured.text()}" + _clear_of(p, picks) + "."
+                + _oversized(p))
     others = [q for q in picks if q is not p]
-    tied = [q for q in others if rank_key(q)[1] == rank_key(p)[1]]
+    tied = [q for q in others if rank_key(q)[:3] == rank_key(p)[:3]]
     if tied:
         why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and slows a training step "
                f"the least of those (next: {label(others[0].key)}, {share(others[0].used)} for {others[0].flops - 1:+.2%} FLOPs"
@@ -127,9 +134,19 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
     else:
         why = ": the largest share of the budget of any method" + (
             "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")
+    warning = _oversized(p)
     if any(q.measured is not None for q in picks):
-        return head + why + "."
-    return head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the ranking."
+        return head + why + "." + warning
+    return (head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the "
+            "ranking." + warning)
+
+
+def _oversized(p: Pick) -> str:
+    """The warning a design wider than its model carries wherever it is named."""
+    if not p.oversized:
+        return ""
+    return (f" Beware: its d_s = {p.cost.d_s:,} is wider than the model it adapts — no design of a sensible size fits "
+            "this budget better; a smaller budget or another method buys the same at a sensible size.")
 
 
 def _clear_of(p: Pick, picks: Sequence[Pick]) -> str:

@@ -225,7 +225,7 @@ def test_designs_spending_the_same_share_rank_by_predicted_step_time():
     assert picks[0].time is not None and picks[1].time is not None  # quoted in the reason
     tied = 0
     for a, b in zip(picks, picks[1:]):
-        if recommend.rank_key(a)[:2] == recommend.rank_key(b)[:2]:  # the same share of the budget
+        if recommend.rank_key(a)[:3] == recommend.rank_key(b)[:3]:  # the same share of the budget (and size class)
             assert a.time is not None and b.time is not None and a.time <= b.time
             tied += 1
     assert tied  # the question has designs that spend the same share: step time decided between them
@@ -276,3 +276,25 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
     assert measured.against(results["single"], list(results.values()), "separate") is None  # one run: no spread
     assert measured.against(results["separate"], list(results.values()), "separate") is None
 
+
+
+def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
+    """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
+    from explorer import figures
+    from pals_core.budget import PRESETS, Budget, parse_tasks, rows
+    from pals_core.budget.series import wider_than_model
+
+    shape = PRESETS["minilm-l6-h384"]
+    costs = list(rows(shape, parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
+    wide = [c for c in costs if c.feasible and wider_than_model(c, shape.hidden)]
+    assert any(c.method == "ca_mtl" for c in wide), [(c.method, c.d_s) for c in wide]
+    picks = recommend.candidates(costs, Budget(ratio=1.5), hidden=shape.hidden)
+    sensible = [p for p in picks if not p.oversized]
+    assert sensible and picks[:len(sensible)] == sensible  # every sensible size ranks first
+    for p in picks[len(sensible):]:
+        assert "is wider than the model it adapts" in recommend.reason(p, picks)
+    frame = figures.table_frame(costs, Budget(ratio=1.5), hidden=shape.hidden)
+    ca = frame[frame["method"] == "ca_mtl"]["d_s"].tolist()
+    assert any(cell.endswith("> d = 384") for cell in ca), ca
+    alone = recommend.candidates([c for c in wide], Budget(ratio=1.5), hidden=shape.hidden)
+    assert alone[0].oversized and "Beware: its d_s" in recommend.reason(alone[0], alone)

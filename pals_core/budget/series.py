@@ -84,6 +84,12 @@ def size_curve(ds: Design, sizes: Iterable[int], budget: Optional[Budget] = None
     return out
 
 
+def wider_than_model(cost: Cost, hidden: int) -> bool:
+    """Whether a sized design's d_s exceeds the model's width d: a bottleneck, projection or rank wider than what it
+    adapts (the budget allows it, the design makes no sense: CA-MTL at 1.5× on a 384-wide MiniLM solves d_s = 10,760)."""
+    return cost.d_s is not None and cost.d_s > hidden
+
+
 def flops_ratio(cost: Cost) -> float:
     """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead."""
     return cost.flops_per_seq / cost.flops_base_per_seq
