@@ -116,6 +116,7 @@ def _read_link() -> Optional[address.FromLink]:
 
 def main() -> None:
     st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
+    runs_view.registry.reap_children()  # a run that ended is collected on the next redraw, whatever the view
     link = _read_link()
     sidebar.init_state(link.widgets if link else {})
     st.session_state.setdefault("view", "designs")

@@ -182,6 +182,17 @@ def record_exit(folder: Path, pid: Any) -> Optional[int]:
     return exit_code
 
 
+def reap_children() -> list[int]:
+    """Collect every child of this server that has ended (no zombie waits for someone to open Runs): its exit status
+    goes to its folder's exit.json (``record_exit``). Returns the pids collected now."""
+    done = []
+    for pid, (proc, folder) in list(_CHILDREN.items()):
+        if proc.returncode is None and proc.poll() is not None:
+            record_exit(folder, pid)
+            done.append(pid)
+    return done
+
+
 def terminate(folder: Path, pid: int) -> bool:
     """Record the request in ``folder/cancel.json``, then SIGTERM ``pid`` — a pid the caller has proved runs
     ``folder`` — and its whole process group when it leads one (a process this explorer launched)."""
