@@ -9,7 +9,9 @@ Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder)
 
 ``to_query(raw, view, design)`` writes the sidebar's values; ``from_query(params)`` reads a link back into
 sidebar widget values, returning one error line per bad key (the page shows them with ``st.error``; a bad
-key is ignored, the rest of the link still applies). Every value is checked by the calculator's own parsers.
+key is ignored, the rest of the link still applies). Every value is checked by the calculator's own parsers and
+limits (``Budget.parse``, the model family's ``check_seq_len``), and a number the sidebar's field cannot hold is
+refused with its range — never left to Streamlit, which would silently reset it to the field's minimum.
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from typing import Mapping, Optional, Union
 
 from pals_core.budget import CONVENTIONS, PRESETS, Budget, get_method, parse_tasks, resolve_layers
 from pals_core.budget.models import ALIASES
-from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
+from pals_core.budget.units import parse_positive_int
 
 from .inputs import (BUDGET_KINDS, EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT,
-                     TASKS_FILE, TASKS_GLUE, TINY, RawInputs)
+                     TASKS_FILE, TASKS_GLUE, TINY, RawInputs, check_sidebar_range, model_of, seq_len_for)
 
 KEYS = ("model", "tasks", "tasks_file", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len",
         "convention",
@@ -131,14 +133,7 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
         key = BUDGET_KEYS[kind]
         v = _one(params[key])
         try:
-            if kind == "ratio":
-                ratio = parse_positive_float(v.rstrip("x×X ").strip(), "budget ratio")
-                if ratio < 1.0:
-                    raise ValueError(f"budget ratio {v} is below 1.0: the base model alone exceeds it")
-            else:
-                value = parse_count(v, key)
-                if kind == "per-task" and value <= 0:
-                    raise ValueError("a per-task cap must be positive")
+            Budget.parse(kind, v)  # the CLIs' reader, with the calculator's limits (limits.MAX_RATIO, MAX_COUNT)
         except ValueError as e:
             bad(key, v, str(e))
         else:
@@ -178,7 +173,7 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
         if key in params:
             v = _one(params[key])
             try:
-                w[key] = parse_positive_int(v, key)
+                w[key] = _number(key, v, w)
             except ValueError as e:
                 bad(key, v, str(e))
     if "convention" in params:
@@ -196,6 +191,25 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
     if "design" in params:
         out.design = _one(params["design"])  # checked against the table on the page
     return out
+
+
+NUMBER_NAMES = {"heads": "adapter heads h_s", "seq_len": "sequence length"}
+
+
+def _number(key: str, text: str, widgets: dict) -> int:
+    """A link's ``heads`` or ``seq_len``: an integer the sidebar's field can hold (Streamlit would reset any other to
+    the field's minimum without a word), and a sequence length the link's model takes (its family's
+    ``check_seq_len``; a model that cannot be read is named by the page instead). ``ValueError`` in one line."""
+    value = parse_positive_int(text, key)
+    if key == "seq_len":  # the model's own limit first: it is the range that matters to the question
+        try:
+            model = model_of(widgets.get("model", RawInputs.model), widgets.get("model_path", ""))
+        except (ValueError, TypeError, OSError):  # the page names what is wrong with the model
+            model = None
+        if model is not None:
+            seq_len_for(model, value)
+    check_sidebar_range(key, NUMBER_NAMES[key], value)
+    return value
 
 
 def link_budget(kind: str, value: float) -> str:

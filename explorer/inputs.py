@@ -31,7 +31,6 @@ from pals_core.budget.activations import Conditions
 from pals_core.budget.families import get_family
 from pals_core.budget.models import conditions_for_model, conditions_from_config
 from pals_core.budget.tasks import tasks_of_records
-from pals_core.budget.units import parse_count, parse_positive_float
 from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
 from pals_core.tasks.glue import glue_name
 
@@ -52,6 +51,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_TASKS = "examples/tasks/tasks.yaml"  # repo-relative: the example the sidebar opens
 UPLOADS = "uploads"  # <runs folder>/uploads/<sha>/tasks.yaml: uploaded tasks files, kept for links and runs
 UPLOAD_NAME = "tasks.yaml"
+SIDEBAR_RANGES = {"heads": (1, 4096), "seq_len": (1, 100_000), "task_count": (1, 10_000)}
+"""The ranges of the sidebar's number fields a link sets (``sidebar.py``'s ``number_input`` min/max; a test holds the two
+equal). Streamlit resets a value outside its field's range to the minimum without a word, so the address refuses one
+first (``address.from_query``), naming the range."""
 
 
 @dataclass
@@ -126,6 +129,21 @@ def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str]
     except ValueError as e:  # a dropout rate that is no probability, or no number
         raise ValueError(f"{train_model or 'the embedded MiniLM'}: config.json: {e}") from None
     return shape, train_model, conditions
+
+
+def model_of(choice: str, path: str = "") -> BaseModel:
+    """The shape of a sidebar model choice (a preset, or a model the trainer builds; not an upload), read as
+    ``parse_inputs`` reads it; ``ValueError`` in one line for one that cannot be read."""
+    if choice in TRAINABLE:
+        return trainer_model(choice, path)[0]
+    return parse_model(choice)[0]
+
+
+def check_sidebar_range(key: str, what: str, value: int) -> None:
+    """``ValueError`` naming ``what``, ``value`` and the range when the sidebar's field ``key`` cannot hold ``value``."""
+    low, high = SIDEBAR_RANGES[key]
+    if not low <= value <= high:
+        raise ValueError(f"{what} {value:,} is outside the sidebar's range, {low:,} to {high:,}")
 
 
 def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> tuple[BaseModel, Conditions]:
@@ -286,6 +304,15 @@ def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:
     return choice
 
 
+def seq_len_for(model: BaseModel, n: int) -> int:
+    """The sequence length priced for ``n`` tokens on ``model``: the default n is lowered to a shorter model's longest,
+    as pals-budget does; any other n is checked by the model family's ``check_seq_len`` (``ValueError``, one line)."""
+    family = get_family(model.family)
+    seq_len = default_seq_len(family.max_tokens(model)) if n == DEFAULT_SEQ_LEN else n
+    family.check_seq_len(model, seq_len)
+    return seq_len
+
+
 def parse_inputs(raw: RawInputs) -> Inputs:
     """Validate every field; raise ``ValueError`` naming the first bad one."""
     trainable, train_model = raw.model in TRAINABLE, None
@@ -307,10 +334,7 @@ def parse_inputs(raw: RawInputs) -> Inputs:
                         ("FFN ratio", raw.ffn_ratio)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    family = get_family(model.family)
-    # the default n is lowered to a shorter model's longest, as pals-budget does; any other n is checked
-    seq_len = default_seq_len(family.max_tokens(model)) if raw.seq_len == DEFAULT_SEQ_LEN else raw.seq_len
-    family.check_seq_len(model, seq_len)
+    seq_len = seq_len_for(model, raw.seq_len)
     d_s = None
     if (raw.d_s or "").strip():
         try:

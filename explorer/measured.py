@@ -19,14 +19,20 @@ places (a sweep's run and the copy it commits under ``benchmarks/results``) is o
 A multi-seed result is set against the ``shared`` and ``separate`` results trained alike (the same
 ``recipe``: model, tasks, steps, batch, lr, sampling, …) by ``pals_core.train.aggregate.compare``: the
 difference of the dev averages with its 95 % Welch interval (``against``).
+
+A ``summary.json`` that cannot be read (not JSON, nested past Python's depth, a folder or a FIFO of that name, no
+permission) is no result: ``scan`` passes over it, and ``unreadable`` names it with its reason for the page to show
+on its own row.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from pals_core.atomic import read_json_file
 from pals_core.budget import get_method
 from pals_core.train.aggregate import compare
 from pals_core.tasks import TaskRecord
@@ -86,12 +92,61 @@ class Result:
         return f"{done} of {', '.join(map(str, self.planned))}" if self.planned else done
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A ``summary.json`` that cannot be read (not JSON, nested too deeply, a folder, a FIFO, no permission, …):
+    ``folder`` is its run folder, ``reason`` one line without the path."""
+
+    folder: str
+    reason: str
+
+
+def read_summary(path: Path) -> dict:
+    """The JSON object in a ``summary.json`` (read by ``pals_core.atomic.read_json_file``: never opens a folder or a
+    FIFO, nor parses past its size limit or Python's nesting depth); ``ValueError`` in one line, without the path,
+    for anything else."""
+    what = path.name
+    try:
+        data = read_json_file(path, what)
+    except ValueError as e:
+        raise ValueError(" ".join(str(e).replace(f" {path}", "").split())) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
 def _read(path: Path) -> Optional[dict]:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_summary(path)
+    except ValueError:
         return None
-    return data if isinstance(data, dict) else None
+
+
+DEPTH = 3  # run folders searched: <root>/<run>, a --seeds run's <root>/<run>/seed-<k>, a sweep's <root>/<sweep>/<design>/seed-<k>
+
+
+def _summary_files(root: Path, depth: int = DEPTH) -> list[Path]:
+    """Every ``summary.json`` in the folders ``depth`` levels under ``root``, shallowest first (a folder, a FIFO or a
+    broken symbolic link of that name too: it is an unreadable summary)."""
+    patterns = ["/".join(["*"] * n) for n in range(1, depth + 1)]
+    found = {d / "summary.json" for pattern in patterns for d in root.glob(pattern) if d.is_dir()}
+    return sorted((f for f in found if os.path.lexists(f)), key=lambda p: (len(p.parts), str(p)))  # lexists: a broken link too
+
+
+def unreadable(roots: Iterable[Path], depth: int = DEPTH) -> list[Unreadable]:
+    """The summaries in the run folders ``depth`` levels under ``roots`` that cannot be read, each with its reason:
+    shown on their own rows, never a reason for the rest of the page to fail."""
+    out = []
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        for f in _summary_files(root, depth):
+            try:
+                read_summary(f)
+            except ValueError as e:
+                out.append(Unreadable(str(f.parent), str(e)))
+    return out
 
 
 def _config(summary: dict, folder: Path) -> Optional[dict]:
@@ -178,9 +233,12 @@ def _ints(value) -> tuple[int, ...]:
 
 def _so_far(root: Path) -> list[tuple[Path, dict]]:
     """(folder, aggregate of the seeds finished so far) for each ``--seeds`` plan under ``root`` (two levels deep)
-    that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``)."""
+    that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``). A plan with a seed
+    summary that cannot be read (a FIFO would hang the seeds' reader, deep nesting crash it) is passed over."""
     out = []
     for plan in sorted({f for depth in ("*", "*/*") for f in root.glob(f"{depth}/{SEEDS_FILE}")}):
+        if any(_read(f) is None for f in plan.parent.glob("seed-*/summary.json")):
+            continue  # a seed's summary that cannot be read (shown by ``unreadable``): never handed to the seeds' reader
         if not (plan.parent / "summary.json").is_file():
             agg = aggregate_so_far(plan.parent)
             if agg is not None and len(agg["runs"]) >= 2:
@@ -199,9 +257,7 @@ def scan(roots: Iterable[Path]) -> list[Result]:
         root = Path(root)
         if not root.is_dir():
             continue
-        files = sorted({f for depth in ("*", "*/*", "*/*/*") for f in root.glob(f"{depth}/summary.json")},
-                       key=lambda p: len(p.parts))
-        for folder, summary in [*_so_far(root), *((f.parent, _read(f)) for f in files)]:
+        for folder, summary in [*_so_far(root), *((f.parent, _read(f)) for f in _summary_files(root))]:
             resolved = folder.resolve()
             if resolved in seen or any(p in seen for p in resolved.parents):
                 continue  # a run inside an aggregate already read (a seed, a separate seed's task)

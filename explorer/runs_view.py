@@ -4,6 +4,7 @@ redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -21,6 +22,7 @@ from .inputs import Inputs, files_stamp, one_line
 from .registry import ACTIVE, Run
 
 REFRESH_S = 2.0
+UNREADABLE = "unreadable"  # a run's status when its summary.json cannot be read (the reason is in its row)
 CHART = {"displaylogo": False}
 
 
@@ -149,17 +151,30 @@ def body(was_active: bool) -> None:
     if bool(active) != was_active:
         st.rerun(scope="app")  # start or stop the timer
     st.markdown(f"#### Runs in `{root}`")
-    if not runs:
+    problems = {Path(u.folder).name: u.reason for u in measured.unreadable([root], depth=1)}  # summaries not read
+    if not runs and not problems:
         st.info("No runs yet. Launch one above; it appears here, and stays after a reload or a server restart.")
         return
+    runs = [replace(r, status=UNREADABLE) if r.id in problems and r.status not in ACTIVE else r for r in runs]
     for run in active:
         _guarded(_active, run)
     for run in runs:
         if run.status in ("failed", "died", "stopped") and run.status not in ACTIVE:
             _guarded(_problem, run)
-    rows = [r.row() for r in runs]
-    st.dataframe(figures.runs_frame(rows), hide_index=True, width="stretch", key="runs_table")
+    st.dataframe(runs_table(runs, problems), hide_index=True, width="stretch", key="runs_table")
     _guarded(_details, runs)
+
+
+def runs_table(runs: Sequence[Run], problems: dict[str, str]) -> pd.DataFrame:
+    """The runs table; a run whose summary.json cannot be read is a row of status "unreadable" with the reason in
+    its ``problem`` cell (also a folder the run list cannot see, whose summary.json is a folder or a FIFO)."""
+    rows = [r.row() for r in runs]
+    listed = {r.id for r in runs}
+    rows += [{"run": name, "status": UNREADABLE} for name in sorted(problems) if name not in listed]
+    frame = figures.runs_frame(rows)
+    if problems:
+        frame.insert(2, "problem", [problems.get(name, "") for name in frame["run"]])
+    return frame
 
 
 def render() -> None:
@@ -186,6 +201,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         return
     tasks = tuple(t.name for t in inp.tasks)
     source = f" of {inp.tasks_file}" if inp.tasks_file else ""
+    _unread_note()
     if not results:
         st.info(f"No finished run of {inp.model.name} on exactly {', '.join(tasks)}{source} yet (in "
                 f"`{registry.runs_root()}` or benchmarks/results). Launch one from the Train view.")
@@ -218,6 +234,21 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
                "learning rate, sampling, …), in points, with the 95 % Welch interval of the difference over their seeds "
                "(both need two seeds or more). An interval that holds 0 is a difference the seeds cannot tell from noise; "
                "its ends are the largest gaps they do not rule out. Each row is one test, uncorrected for the others.")
+
+
+SHOWN_UNREADABLE = 5
+
+
+def _unread_note() -> None:
+    """One warning naming the summaries that could not be read (so are not among the measured results), a line each."""
+    bad = measured.unreadable([registry.runs_root(), measured.RESULTS])
+    if not bad:
+        return
+    lines = [f"- `{u.folder}`: {u.reason}" for u in bad[:SHOWN_UNREADABLE]]
+    if len(bad) > SHOWN_UNREADABLE:
+        lines.append(f"- and {len(bad) - SHOWN_UNREADABLE} more")
+    st.warning(f"{len(bad)} summary.json could not be read and {'is' if len(bad) == 1 else 'are'} not among the "
+               "measured results (unreadable):\n" + "\n".join(lines))
 
 
 def _difference(c: Optional[dict]) -> str:

@@ -29,13 +29,22 @@ def _storage(url: str):
 
 
 def settings_line(attrs: dict) -> str:
-    """A study's fixed settings (``studies.settings``, stored in the study) in one line a person can read."""
-    from studies.runner import machine_text
+    """A study's fixed settings (``studies.settings``, stored in the study) in one line a person can read; one that
+    cannot be read is said to be so."""
     from studies.settings import SETTINGS_ATTR, StudySettings
 
     if SETTINGS_ATTR not in attrs:
         return "This study holds no PALs settings (not made by `pals-study`)."
-    s = StudySettings.from_dict(attrs[SETTINGS_ATTR])
+    try:
+        return _settings_text(StudySettings.from_dict(attrs[SETTINGS_ATTR]))
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # settings another program wrote, or edited
+        return f"This study's PALs settings cannot be read ({' '.join(str(e).split())}); its trials are shown as stored."
+
+
+def _settings_text(s) -> str:
+    """A readable study's settings (``StudySettings``) in one line."""
+    from studies.runner import machine_text
+
     model = {None: "embedded MiniLM", "tiny": "tiny random BERT"}.get(s.model, s.model)
     train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
     dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
@@ -141,6 +150,13 @@ def render_workers() -> None:
             st.code(w.log_tail(20) or "(empty)", language=None)
 
 
+def _unread_warning(study) -> None:
+    """One warning naming the trials whose user attributes of the wrong type are not shown (``report.trials_frame``)."""
+    text = report.unread_text(report.trials_frame(study))
+    if text:
+        st.warning(text[0].upper() + text[1:])
+
+
 def render(storage_url: str) -> None:
     """Start, stop and resume workers; pick a study in ``storage_url``; show its counts, leaderboard and figures."""
     st.subheader("Optuna studies")
@@ -180,7 +196,8 @@ def render(storage_url: str) -> None:
     c = s["counts"]
     cols = st.columns(5)
     cols[0].metric("complete", c["COMPLETE"])
-    cols[1].metric("pruned", c["PRUNED"])
+    cols[1].metric("pruned", c["PRUNED"], help=f"and {c['SURPLUS']} surplus trial(s), given up untrained: the study's "
+                   "target was taken by other workers' trials" if c.get("SURPLUS") else None)
     cols[2].metric("failed", c["FAIL"])
     cols[3].metric("running", c["RUNNING"] + c["WAITING"])
     best = s["best"]
@@ -188,6 +205,7 @@ def render(storage_url: str) -> None:
     if best is not None and best.get("design"):
         st.markdown(f"Best so far: trial **{best['trial']}**, **{best['design']}**"
                     + (f", d_s = {best['d_s']}" if not pd.isna(best.get("d_s")) else ""))
+    _unread_warning(study)
     st.markdown("**Leaderboard** (completed trials, best first; `pareto` = on the accuracy-vs-parameters front)")
     board = report.leaderboard(study)
     if board.empty:

@@ -8,8 +8,11 @@
     pals-study run design --tasks-file my_tasks.yaml --trials 20   # your own tasks (YAML/JSON tasks file)
 
 ``--trials N`` is the study's total: a worker runs trials until the study holds N finished (complete or pruned)
-trials, counting every worker's, and no retry of a dead worker's trial is waiting. Bad input, an unusable storage
-or an unknown study exits with status 2 and one line on stderr.
+trials, counting every worker's, and no retry of a dead worker's trial is waiting. A trial a worker starts when
+another worker has just taken the last place is given up untrained: stored PRUNED (never FAIL) with the reason in
+its ``surplus`` user attribute, and counted apart ("1 surplus"), as no result and no place of the N. Bad input, an
+unusable storage or an unknown study exits with status 2 and one line on stderr; ``report`` reads a study another
+program wrote (plain Optuna's, or trial attributes of the wrong type, which it names and leaves out).
 
 With ``--tasks-file`` the study stores the file's tasks (``studies.tasks``): their records, label counts (which price
 the heads) and files' sha256. A worker on another machine gives its own copy with ``--tasks-file`` (or none, to read
@@ -353,9 +356,7 @@ def cmd_run(args) -> int:
                           str(glue) if glue is not None else None, device=args.device, threads=threads,
                           progress=args.progress, keep_checkpoints=not args.no_checkpoints, target=target)
     result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
-    c = result.counts
-    print(f"study {name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
-          f"{c['WAITING']} waiting · this worker ran {result.ran}")
+    print(f"study {name!r}: {_counts_text(result.counts)} · this worker ran {result.ran}")
     from .report import format_table, leaderboard
 
     print(format_table(leaderboard(study, top=5), ["rank", "trial", "dev average", "± ci95", "seeds", "task-specific parameters", "design",
@@ -372,8 +373,15 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _counts_text(c: dict) -> str:
+    """'3 complete, 1 pruned, 0 failed, 0 running, 0 waiting' (and the surplus trials given up, if any)."""
+    text = (f"{c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
+            f"{c['WAITING']} waiting")
+    return text + (f", {c['SURPLUS']} surplus (given up untrained: the target was reached)" if c.get("SURPLUS") else "")
+
+
 def cmd_report(args) -> int:
-    from .report import format_table, leaderboard, summary, write_report
+    from .report import format_table, leaderboard, summary, trials_frame, unread_text, write_report
 
     storage = open_storage(args.storage, heartbeat=None, create=False)
     study = load(storage, args.name)
@@ -389,12 +397,14 @@ def cmd_report(args) -> int:
         print(f"{d.name}: {d.title} · tasks {describe_tasks(st)} · model {st.model or 'embedded MiniLM'} · "
               f"budget {budget_text(st)} · {st.steps} steps per trial"
               + (f" · machine: {machine_text(st)}" if st.machine is not None else ""))
-    except StudyError:  # a study made by plain Optuna: report it all the same
-        pass
-    print(f"study {args.name!r}: {c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, "
-          f"{c['RUNNING']} running, {c['WAITING']} waiting")
+    except (StudyError, ValueError, TypeError, KeyError, AttributeError) as e:  # plain Optuna's, or edited settings
+        print(f"study settings not shown: {' '.join(str(e).split())}; its trials are reported as Optuna holds them")
+    print(f"study {args.name!r}: {_counts_text(c)}")
     board = leaderboard(study, top=top)
     print(format_table(board, [col for col in board.columns if col not in ("run_dir", "retry of", "wall time s")]))
+    unread = unread_text(trials_frame(study))
+    if unread:
+        print(unread)
     written = write_report(study, out, plotlyjs="inline" if args.inline_js else "cdn")
     for k, v in written.items():
         print(f"  {k}: {v}")

@@ -38,20 +38,31 @@ def retried_from(trial: optuna.Trial) -> Optional[int]:
     return None
 
 
-class SurplusTrial(RuntimeError):
-    """Two workers asked for the last trial at once: the later one gives its trial up before training."""
+SURPLUS_ATTR = "surplus"  # user attribute of a trial given up untrained: why (the study's --trials were taken)
+
+
+class SurplusTrial(optuna.TrialPruned):
+    """Two workers asked for the last trial at once: the later one gives its trial up before training. A
+    ``TrialPruned``, so Optuna stores the trial PRUNED — not a failure — with the reason in its ``surplus`` user
+    attribute; ``is_surplus`` keeps it out of the study's counts (``runner.counts``, ``runner.done``)."""
+
+
+def is_surplus(trial) -> bool:
+    """Whether a (frozen) trial was given up as surplus (its ``surplus`` user attribute holds the reason)."""
+    return bool(trial.user_attrs.get(SURPLUS_ATTR))
 
 
 def surplus(trial: optuna.Trial, target: int) -> bool:
     """More than ``target`` trials would be under way or finished with this one: those numbered before it that
-    are complete, pruned, running or waiting (failed ones are retried by a waiting copy) already make ``target``.
-    The check that stops a worker (``runner.done``) reads the counts before Optuna creates the trial; two workers
-    can pass it together, and this closes that gap after the fact, by trial number."""
+    are complete, pruned, running or waiting (failed ones are retried by a waiting copy; surplus ones gave their
+    place up) already make ``target``. The check that stops a worker (``runner.done``) reads the counts before
+    Optuna creates the trial; two workers can pass it together, and this closes that gap after the fact, by trial
+    number."""
     from optuna.trial import TrialState
 
     ahead = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
                                                             TrialState.RUNNING, TrialState.WAITING))
-    return sum(1 for t in ahead if t.number < trial.number) >= target
+    return sum(1 for t in ahead if t.number < trial.number and not is_surplus(t)) >= target
 
 
 @dataclass
@@ -90,8 +101,10 @@ class Objective:
         self.surplus = False
         if self.target is not None and surplus(trial, self.target):
             self.surplus = True
-            trial.set_user_attr("error", f"surplus: the study already had {self.target} trials under way (--trials)")
-            raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials")
+            reason = (f"given up untrained: the study already had {self.target} trials finished or under way "
+                      "(--trials), another worker took the last place")
+            trial.set_user_attr(SURPLUS_ATTR, reason)
+            raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials: {reason}")
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")

@@ -7,7 +7,8 @@ Everything shown about a study is computed here (the explorer view only lays it 
   parameters Σ_t (head_t + adapter_t) and the ratio N_total / N_base from the calculator, the searched
   parameters, per-task dev scores — each task's main metric, named in its column (``score intent (macro_f1)``:
   the metric its record names, as the trial recorded it, else as the study's settings hold it) —, wall time, run
-  directory and retry links;
+  directory and retry links; a user attribute of the wrong type (a study another program wrote, an edited storage)
+  is left out and named in the row's ``unread attributes``, never a reason for the report to fail;
 - ``leaderboard``: finished trials, best dev average first, with their Pareto membership;
 - ``pareto_front``: the trials no other trial beats on both dev average (higher) and task-specific
   parameters (lower) — trial a dominates b if avg_a ≥ avg_b and params_a ≤ params_b, one strictly;
@@ -19,7 +20,7 @@ from __future__ import annotations
 import math
 
 import os
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import optuna
 import pandas as pd
@@ -45,8 +46,48 @@ def _multi(study: optuna.Study) -> bool:
     return len(study.directions) > 1
 
 
-def _params_of(t: FrozenTrial) -> Optional[float]:
-    v = t.user_attrs.get("params_task_specific")
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _map(values) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, dict) and all(isinstance(k, str) and (x is None or values(x)) for k, x in v.items())
+
+
+ATTR_TYPES: dict[str, Callable[[Any], bool]] = {
+    "design": _text, "method": _text, "location": _text, "d_s": _integer, "ratio": _number, "flops_ratio": _number,
+    "params_task_specific": _number, "average_ci95": _number,
+    "seeds": lambda v: isinstance(v, list) and all(_integer(k) for k in v),
+    "scores": _map(_number), "main_metrics": _map(_text), "last_step": _integer, "wall_time_s": _number,
+    "run_dir": _text, "error": _text, "surplus": _text,
+}
+"""The trial user attributes the report reads, with the type each must have to be used (None is always "not
+recorded"). A trial of another program, or an edited storage, may hold anything under these names."""
+BAD_ATTRS = "unread attributes"  # trials_frame column: the names of a trial's attributes of the wrong type
+
+
+def trial_attrs(t: FrozenTrial) -> tuple[dict, list[str]]:
+    """(the trial's user attributes the report reads, each of its type or left out; the names left out)."""
+    good, bad = {}, []
+    for k, ok in ATTR_TYPES.items():
+        v = t.user_attrs.get(k)
+        if v is None or ok(v):
+            good[k] = v
+        else:
+            bad.append(k)
+    return good, bad
+
+
+def _params_of(a: dict) -> Optional[float]:
+    v = a.get("params_task_specific")
     return float(v) if v is not None else None
 
 
@@ -58,7 +99,7 @@ def study_metrics(study: optuna.Study) -> dict[str, str]:
 
     try:
         return {r.name: r.main_metric for r in load_settings(study).records()}
-    except (StudyError, ValueError):
+    except (StudyError, ValueError, TypeError, KeyError, AttributeError):  # settings another program wrote
         return {}
 
 
@@ -68,17 +109,19 @@ def score_column(task: str, metric: Optional[str]) -> str:
 
 
 def trials_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial, in trial order."""
+    """One row per trial, in trial order. A user attribute of the wrong type (``ATTR_TYPES``) is left out of its row
+    and named in the row's ``unread attributes``; a trial given up as surplus (``--trials`` reached by other
+    workers' trials) holds the reason in ``note``."""
     rows = []
     metrics = study_metrics(study)
     for t in study.get_trials(deepcopy=False):
-        a = t.user_attrs
+        a, bad = trial_attrs(t)
         row = {"trial": t.number, "state": t.state.name,
                AVERAGE: t.values[0] if t.values else _last_reported(t),
                CI95: a.get("average_ci95"), "seeds": len(a["seeds"]) if a.get("seeds") else None}
         for k in _ATTR_COLUMNS:
             row[k] = a.get(k)
-        row[PARAMS] = _params_of(t)
+        row[PARAMS] = _params_of(a)
         for k, v in t.params.items():
             if not k.startswith(_HIDDEN_PARAMS) and k not in row:
                 row[k] = v
@@ -90,6 +133,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
         row["retry of"] = retry_of(t)
         row["run_dir"] = a.get("run_dir")
         row["error"] = a.get("error")
+        row["note"] = a.get("surplus")
+        row[BAD_ATTRS] = ", ".join(bad) or None
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
@@ -97,9 +142,20 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     df[PARAMS] = df[PARAMS].astype("Int64")
     if df["seeds"].isna().all():  # a study without seeds: no interval columns
         df = df.drop(columns=[CI95, "seeds"])
+    df = df.drop(columns=[c for c in ("note", BAD_ATTRS) if df[c].isna().all()])
     if "d_s" in df:
         df["d_s"] = df["d_s"].astype("Int64")
     return df
+
+
+def unread_text(frame: pd.DataFrame) -> str:
+    """One line naming the trials of ``trials_frame`` whose user attributes of the wrong type were left out ('' when
+    none): what ``pals-study report`` prints and the Studies tab warns."""
+    if BAD_ATTRS not in frame:
+        return ""
+    bad = frame[frame[BAD_ATTRS].notna()]
+    return "user attributes of the wrong type, not shown: " + "; ".join(
+        f"trial {t}: {a}" for t, a in zip(bad["trial"], bad[BAD_ATTRS]))
 
 
 def _last_reported(t: FrozenTrial) -> Optional[float]:
@@ -126,21 +182,23 @@ def leaderboard(study: optuna.Study, top: Optional[int] = None) -> pd.DataFrame:
         return done
     have = done[PARAMS].notna()
     done["pareto"] = False
-    done.loc[have, "pareto"] = pareto_front(list(zip(done.loc[have, AVERAGE], done.loc[have, PARAMS])))
-    done = done.sort_values([AVERAGE, PARAMS], ascending=[False, True], kind="stable")
+    if have.any():  # a study of another program records no parameter count: no front
+        done.loc[have, "pareto"] = pareto_front(list(zip(done.loc[have, AVERAGE], done.loc[have, PARAMS])))
+    lowest_first = study.directions[0] == optuna.study.StudyDirection.MINIMIZE  # a plain Optuna study may minimise
+    done = done.sort_values([AVERAGE, PARAMS], ascending=[lowest_first, True], kind="stable")
     done.insert(0, "rank", range(1, len(done) + 1))
     first = ["rank", "trial", AVERAGE] + [c for c in (CI95, "seeds") if c in done.columns] + [PARAMS, "pareto"]
-    cols = first + [c for c in done.columns if c not in (*first, "state", "error", "last step")]
+    cols = first + [c for c in done.columns if c not in (*first, "state", "error", "last step", "note")]
     done = done[cols].reset_index(drop=True)
     done = done.dropna(axis=1, how="all")
     return done.head(top) if top else done
 
 
 def summary(study: optuna.Study) -> dict:
-    """Counts by state and the best finished trial."""
-    c = {s.name: 0 for s in TrialState}
-    for t in study.get_trials(deepcopy=False):
-        c[t.state.name] += 1
+    """Counts by state (``runner.counts``: surplus trials apart from the pruned) and the best finished trial."""
+    from .runner import counts
+
+    c = counts(study)
     board = leaderboard(study, top=1)
     best = board.iloc[0].to_dict() if not board.empty else None
     return {"study": study.study_name, "objectives": len(study.directions), "counts": c, "best": best}

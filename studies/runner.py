@@ -167,10 +167,14 @@ def _settings_of(study_name: str, stored: dict) -> StudySettings:
 
 
 def counts(study: optuna.Study) -> dict[str, int]:
-    """Trials by state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING."""
-    out = {s.name: 0 for s in TrialState}
+    """Trials by state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING — and SURPLUS: the trials given up untrained
+    because the study's target was taken (stored PRUNED, ``objective.is_surplus``), counted there and not as pruned:
+    they are no result, and no place of the target."""
+    from .objective import is_surplus
+
+    out = {**{s.name: 0 for s in TrialState}, "SURPLUS": 0}
     for t in study.get_trials(deepcopy=False):
-        out[t.state.name] += 1
+        out["SURPLUS" if t.state == TrialState.PRUNED and is_surplus(t) else t.state.name] += 1
     return out
 
 

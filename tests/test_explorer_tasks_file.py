@@ -241,8 +241,11 @@ def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_pat
     majority = measured.majority_average(list(read_tasks_file(f).values()))
     assert majority is not None
     assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
-    # the recommendation reads the measured score too
-    assert any("pals @ all" in s.value and "(1 run)" in s.value for s in app.success if s.value.startswith("**Recommended:**"))
+    # the answer's ranking reads the measured score too (the Designs table's measured column)
+    show(app, "designs")
+    designs = table_with(app, "measured dev avg")
+    assert list(designs[designs["design"] == "pals @ all"]["measured dev avg"]) == [f"{100 * summary['average']:.1f} (1 run)"]
+    show(app, "runs")
     # the same tasks under other names, in another file: the same tasks (their fingerprints)
     renamed = tmp_path / "renamed" / "tasks.yaml"
     renamed.parent.mkdir()
