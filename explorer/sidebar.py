@@ -15,7 +15,7 @@ import streamlit as st
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
-                     TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, example_tasks_path,
+                     SIDEBAR_RANGES, TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, example_tasks_path,
                      one_line, save_upload)
 
 BUDGET_LABELS = {
@@ -114,7 +114,7 @@ def render() -> RawInputs:
         raw.glue_tasks = sb.multiselect("GLUE tasks", list(GLUE_LABELS), key="glue_tasks",
                                         help="Default: the paper's eight tasks. STS-B is a regression (1 output), MNLI has 3.")
     else:
-        raw.task_count = int(sb.number_input("Number of tasks", min_value=1, max_value=10_000, step=1, key="task_count",
+        raw.task_count = int(sb.number_input("Number of tasks", *SIDEBAR_RANGES["task_count"], step=1, key="task_count",
                                              help="8 = the paper's GLUE tasks; another N = N binary tasks."))
     raw.budget_kind = sb.radio("Budget", BUDGET_KINDS, key="budget_kind", horizontal=True)
     raw.budget_value = sb.text_input(BUDGET_LABELS[raw.budget_kind], key=f"budget_{raw.budget_kind}",
@@ -131,9 +131,9 @@ def render() -> RawInputs:
     if raw.location == LOCATION_CUSTOM:
         raw.location_custom = sb.text_input("Adapted layers (0-based)", key="location_custom", placeholder="0,1,2")
     c1, c2 = sb.columns(2)
-    raw.heads = int(c1.number_input("Adapter heads h_s", min_value=1, max_value=4096, step=1, key="heads",
+    raw.heads = int(c1.number_input("Adapter heads h_s", *SIDEBAR_RANGES["heads"], step=1, key="heads",
                                     help="Attention heads inside PALs / projected attention; d_s is a multiple of h_s."))
-    raw.seq_len = int(c2.number_input("Sequence length n", min_value=1, max_value=100_000, step=1, key="seq_len",
+    raw.seq_len = int(c2.number_input("Sequence length n", *SIDEBAR_RANGES["seq_len"], step=1, key="seq_len",
                                       help="Tokens per sequence, for FLOPs."))
     raw.convention = sb.radio("Counting convention", CONVENTIONS, key="convention", horizontal=True,
                               help="exact = every torch parameter; paper = without biases and LayerNorms (the paper's tables).")

@@ -24,6 +24,7 @@ from .aggregate import aggregate
 from .config import MAX_SEED, RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
+from ..atomic import read_json_file
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 
 SEEDS_FILE = "seeds.json"
@@ -234,7 +235,7 @@ def aggregate_so_far(out: "str | Path") -> Optional[dict]:
     training, or one stopped before it wrote OUT/summary.json — read from their summaries, with ``"planned"``: the
     plan's seeds. None without a plan or a finished seed; the file system only (trains and writes nothing)."""
     try:
-        d = read_json(seeds_file(out))
+        d = read_json_file(seeds_file(out), "seeds plan")  # guarded: a FIFO or deep nesting here never hangs a page
         if d.get("kind") != KIND:
             return None
         planned = [int(k) for k in d["seeds"]]
@@ -243,7 +244,7 @@ def aggregate_so_far(out: "str | Path") -> Optional[dict]:
     done = []
     for k in planned:
         try:
-            s = read_json(Path(seed_dir(out, k)) / "summary.json")
+            s = read_json_file(Path(seed_dir(out, k)) / "summary.json", "seed summary")
         except (OSError, ValueError):
             continue
         if isinstance(s, dict) and isinstance(s.get("average"), (int, float)):
