@@ -141,6 +141,20 @@ class MultiTaskModel(nn.Module):
         trunk = load_base(path, hf, dtype=dtype)
         return cls(trunk, config, tasks).eval()
 
+    @classmethod
+    def from_run(cls, run_dir: Union[str, os.PathLike], *, step: Optional[int] = None,
+                 device: Union[str, torch.device] = "cpu") -> "MultiTaskModel":
+        """The model a ``pals-train`` run trained, in eval mode: its design and tasks (config.json), the weights of
+        the checkpoint summary.json reports as best (``step``: another kept checkpoint), its tokenizer, max length
+        and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
+        finished-or-checkpointed run or a step it does not keep."""
+        from .run_info import read_run
+
+        info = read_run(run_dir, step)
+        model = info.build_model().to(device).eval()
+        model.run = info
+        return model
+
     def _context(self, task: Optional[str] = None, num_labels: Optional[int] = None) -> BuildContext:
         return BuildContext(self.base_config, self.config, self.layers, self.bert, task, num_labels,
                             getattr(self, "shared_adapter", None), self.trunk, self.shape)
@@ -222,7 +236,10 @@ class MultiTaskModel(nn.Module):
                     ) -> dict[str, torch.Tensor]:
         """Logits of every task (or of ``tasks``) on one batch, with shared operations (SPEC §5): the
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
-        ``forward`` on each task."""
+        ``forward`` on each task. Given texts (a model of ``from_run``): ``predict_texts(texts, text_pair)``."""
+        if isinstance(input_ids, str) or (isinstance(input_ids, (list, tuple)) and input_ids
+                                           and isinstance(input_ids[0], str)):  # texts: a run's model (from_run)
+            return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
         depth, total = self.shared_depth, self.shape.layers
@@ -240,6 +257,49 @@ class MultiTaskModel(nn.Module):
             out[t] = self._classify(t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state),
                                     attention_mask)
         return out
+
+    def forward_mixed(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                      token_type_ids: Optional[torch.Tensor] = None, *, tasks: Sequence[str]) -> list[torch.Tensor]:
+        """Rows of several tasks in one batch, row i through task ``tasks[i]``'s path: the embeddings and the layers
+        every task computes alike (``shared_depth``) run once for the whole batch; above them each task's rows run
+        together (grouped) through its own adapters, top stack and head. Returns one logits row per input row (a
+        (C_t,) tensor, in the rows' order); row i equals ``forward(tasks[i], row i)`` to float rounding. This is how
+        a service answers many tasks' requests at once."""
+        if len(tasks) != input_ids.shape[0]:
+            raise ValueError(f"{len(tasks)} task names for {input_ids.shape[0]} rows")
+        groups: dict[str, list[int]] = {}
+        for i, t in enumerate(tasks):
+            groups.setdefault(self._check_task(t), []).append(i)
+        h, state = self._embed(input_ids, attention_mask, token_type_ids)
+        depth, total = self.shared_depth, self.shape.layers
+        h = self.trunk.run(0, depth, h, state, None)
+        out: list[Optional[torch.Tensor]] = [None] * len(tasks)
+        for t, rows in groups.items():
+            index = torch.tensor(rows, device=h.device)
+            mask = attention_mask[index] if attention_mask is not None else None
+            ht = h[index]
+            st = self.trunk.prepare(ht, mask)
+            adapter = self.adapters[t]
+            x = adapter.adapt_embeddings(ht) if self.conditions_input else ht
+            logits = self._classify(t, self._top(adapter, self.trunk.run(depth, total, x, st, adapter), st), mask)
+            for j, r in enumerate(rows):
+                out[r] = logits[j]
+        return out  # type: ignore[return-value]
+
+    # --- texts in, labels out (a model loaded with from_run) -------------------------------------------------
+
+    def predict(self, texts: Union[str, Sequence[str]], task: str, text_pair: Optional[Sequence[str]] = None, *,
+                batch_size: Optional[int] = None):
+        """``task``'s outputs on ``texts`` (and ``text_pair`` for a pair task): labels and probabilities
+        (``outputs.TaskOutputs``), tokenised and batched exactly as the run evaluated its dev set."""
+        return self.predict_texts(texts, text_pair, tasks=[task], batch_size=batch_size)[self._check_task(task)]
+
+    def predict_texts(self, texts: Union[str, Sequence[str]], text_pair: Optional[Sequence[str]] = None, *,
+                      tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None) -> dict:
+        """Every task's (or ``tasks``') outputs on ``texts``, the trunk run once per batch (``predict_all``)."""
+        from .run_info import predict_texts
+
+        return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
 
     # --- parameters ------------------------------------------------------------------------------------
 

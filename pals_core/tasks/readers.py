@@ -77,13 +77,14 @@ def check_file(path: "str | Path") -> None:
         raise TaskDataError(f"{p}: {p.stat().st_size / 2 ** 30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
 
 
-def read_columns(path: "str | Path", columns: Sequence[str]) -> Columns:
-    """The named ``columns`` of the file at ``path`` (every row); ``TaskDataError`` names a missing file or
-    column (with the columns the file has), text that is not UTF-8 (with its row), or a malformed row."""
+def read_columns(path: "str | Path", columns: Optional[Sequence[str]]) -> Columns:
+    """The named ``columns`` (None: every column, in the file's order) of the file at ``path`` (every row);
+    ``TaskDataError`` names a missing file or column (with the columns the file has), text that is not UTF-8
+    (with its row), or a malformed row."""
     check_file(path)
-    reader: Callable[[Path, Sequence[str]], Columns] = _READERS[file_format(path)]
+    reader: Callable[[Path, Optional[Sequence[str]]], Columns] = _READERS[file_format(path)]
     try:
-        return reader(Path(path), list(dict.fromkeys(columns)))
+        return reader(Path(path), None if columns is None else list(dict.fromkeys(columns)))
     except TaskDataError:
         raise
     except OSError as e:
@@ -118,6 +119,7 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
     if not first:
         raise TaskDataError(f"{path}: empty file (expected a header line)")
     header = [h.strip() for h in first]
+    columns = header if columns is None else columns
     _missing(path, columns, header)
     bad: list[Any] = []
 
@@ -158,9 +160,9 @@ def _read_tsv(path: Path, columns: Sequence[str]) -> Columns:
 def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
     data = path.read_bytes()
     _utf8(path, data)
-    values: dict[str, list[Any]] = {c: [] for c in columns}
     lines: list[int] = []
     seen: set[str] = set()
+    objects = []
     for n, line in enumerate(data.decode("utf-8-sig").split("\n"), start=1):
         if not line.strip():
             continue
@@ -171,11 +173,13 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
         if not isinstance(obj, dict):
             raise TaskDataError(f"{path}, line {n}: a JSON object per line, got {type(obj).__name__}")
         seen.update(obj)
-        for c in columns:
-            values[c].append(obj.get(c))
+        objects.append(obj)
         lines.append(n)
     if not lines:
         raise TaskDataError(f"{path}: no rows")
+    if columns is None:  # every key, in the order of first appearance
+        columns = list(dict.fromkeys(k for obj in objects for k in obj))
+    values = {c: [obj.get(c) for obj in objects] for c in columns}
     _missing(path, [c for c in columns if all(v is None for v in values[c])], sorted(seen))
     return Columns(str(path), values, {}, lines)
 
@@ -183,7 +187,9 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
 def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
     import pyarrow.parquet as pq
 
-    _missing(path, columns, pq.read_schema(path).names)
+    names = pq.read_schema(path).names
+    columns = names if columns is None else columns
+    _missing(path, columns, names)
     table = pq.read_table(path, columns=list(columns))
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
 
@@ -201,6 +207,7 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     if not tables:
         raise TaskDataError(f"{path}: state.json lists no data files")
     table = pa.concat_tables(tables)
+    columns = table.column_names if columns is None else columns
     _missing(path, columns, table.column_names)
     names = {c: tuple(features[c]["names"]) for c in columns
              if isinstance(features.get(c), dict) and features[c].get("_type") == "ClassLabel"}

@@ -1,0 +1,162 @@
+"""A trained run, read back for use: its design, tasks, records, label names, tokenizer, max length and the
+checkpoint to load (the best by default) — what ``MultiTaskModel.from_run`` and ``pals-predict`` need.
+
+Texts are tokenised as the trainer tokenised its rows (``data.load``: truncation to the run's ``max_len``, pairs
+longest-first) and batched as it evaluated its dev sets (``train.evaluate.predict``: sorted by length, the run's
+``eval_batch_size``, padded per batch), so a run's dev file predicted here scores exactly what summary.json says.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from .outputs import TaskOutputs, decode
+from .tasks import TaskRecord, records_of_config
+
+
+@dataclass
+class RunInfo:
+    """What a run folder says about the model it trained."""
+
+    path: Path
+    config: dict  # config.json (a TrainConfig)
+    checkpoint: Path  # the weights loaded
+    step: int
+    records: dict[str, TaskRecord]
+    labels: dict[str, tuple[str, ...]]  # class names per task, in output order (() for regression)
+    num_labels: dict[str, int]
+
+    @property
+    def max_len(self) -> int:
+        return int(self.config["max_len"])
+
+    @property
+    def eval_batch_size(self) -> int:
+        return int(self.config.get("eval_batch_size") or 128)
+
+    def tokenizer(self):
+        from .data.load import load_tokenizer, tokenizer_path
+
+        if not hasattr(self, "_tokenizer"):
+            self._tokenizer = load_tokenizer(tokenizer_path(self.config.get("model")))
+        return self._tokenizer
+
+    def build_model(self):
+        """The run's model with the checkpoint's weights (trunk, adapters, heads)."""
+        from .budget.config import AdapterConfig
+        from .train.checkpoint import load_model
+        from .train.models import build_model
+
+        model = build_model(self.config.get("model"), AdapterConfig.from_dict(self.config["adapter"]), self.num_labels)
+        load_model(model, self.checkpoint)
+        return model
+
+
+def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> RunInfo:
+    """The run in ``run_dir`` (a single ``pals-train`` run: config.json and checkpoints/), at its best checkpoint
+    or at ``step``; ``ValueError`` in one line for anything else."""
+    from .train.checkpoint import Checkpoints, step_dir_name
+
+    root = Path(run_dir)
+    config_file = root / "config.json"
+    if not config_file.is_file():
+        hint = (" (a --seeds or separate-models folder: give one of its runs, e.g. seed-0/ or task-<name>/)"
+                if (root / "seeds.json").is_file() or (root / "separate.json").is_file() else "")
+        raise ValueError(f"{root} holds no pals-train run (no config.json){hint}")
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise ValueError(f"{config_file} cannot be read ({type(e).__name__})") from None
+    if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
+        raise ValueError(f"{config_file} is not a pals-train configuration")
+    ckpts = Checkpoints(root / "checkpoints")
+    if step is None:
+        best = ckpts.best()
+        if not best:
+            raise ValueError(f"{root} has no evaluated checkpoint yet (checkpoints/best.json)")
+        folder, step = root / "checkpoints" / best["dir"], int(best["step"])
+    else:
+        folder = root / "checkpoints" / step_dir_name(step)
+    if not (folder / "shared.safetensors").is_file():
+        kept = sorted(p.name for p in (root / "checkpoints").glob("step-*"))
+        raise ValueError(f"{root} keeps no checkpoint of step {step} (kept: {', '.join(kept) or 'none'})")
+    records = records_of_config(config)
+    data = config.get("data") or {}
+    labels, counts = {}, {}
+    for t, r in records.items():
+        names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
+        labels[t] = () if r.regression else names
+        counts[t] = 1 if r.regression else len(names)
+    return RunInfo(root, config, folder, int(step), records, labels, counts)
+
+
+def encode_texts(info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[str]] = None,
+                 paired: Optional[Sequence[bool]] = None):
+    """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were: row i with its
+    second text ``pairs[i]`` where ``paired[i]`` (default: every row when ``pairs`` is given), alone otherwise."""
+    from .data.encoded import Encoded
+
+    tok = info.tokenizer()
+    n = len(texts)
+    paired = [pairs is not None] * n if paired is None else list(paired)
+    rows: list[Optional[list[int]]] = [None] * n
+    kinds: list[Optional[list[int]]] = [None] * n
+    for with_pair in (False, True):
+        idx = [i for i in range(n) if paired[i] == with_pair]
+        if not idx:
+            continue
+        out = tok([texts[i] for i in idx], [pairs[i] for i in idx] if with_pair else None, truncation=True,
+                  max_length=info.max_len, return_token_type_ids=True, return_attention_mask=False)
+        for j, i in enumerate(idx):
+            rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
+    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
+    types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
+    return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
+
+
+def predict_texts(model, texts: Union[str, Sequence[str]], pairs: Optional[Sequence[str]] = None, *,
+                  tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None,
+                  progress=None) -> dict[str, TaskOutputs]:
+    """Every task's (``tasks``') outputs on ``texts``: one ``predict_all`` per batch (the trunk once), batches in
+    order of length as the run's evaluation made them; ``progress(n)`` is told of each batch's rows."""
+    import torch
+
+    info: Optional[RunInfo] = getattr(model, "run", None)
+    if info is None:
+        raise ValueError("predicting texts needs a run's model (MultiTaskModel.from_run): its tokenizer and labels")
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if pairs is not None and len(pairs) != len(texts):
+        raise ValueError(f"{len(pairs)} second texts for {len(texts)} texts")
+    names = list(model.tasks) if tasks is None else [model._check_task(t) for t in tasks]
+    wants_pair = [t for t in names if info.records[t].pair]
+    if wants_pair and pairs is None:
+        raise ValueError(f"task(s) {', '.join(wants_pair)} read a pair of texts: give the second texts")
+    size = batch_size or info.eval_batch_size
+    device = next(model.parameters()).device
+    logits = {t: np.zeros((len(texts), model.tasks[t]), dtype=np.float32) for t in names}
+    # tasks of one text and pair tasks see their own tokens (a pair task's second text is never given to the others);
+    # within each group one predict_all per batch runs the trunk once for all of its tasks
+    for group in ([t for t in names if t not in wants_pair], wants_pair):
+        if not group:
+            continue
+        data = encode_texts(info, texts, pairs if group is wants_pair else None)
+        order = np.argsort(data.lengths, kind="stable")
+        with torch.no_grad():
+            for start in range(0, len(order), size):
+                rows = order[start:start + size]
+                b = data.batch(rows)
+                out = model.predict_all(b["input_ids"].to(device), b["attention_mask"].to(device),
+                                        b["token_type_ids"].to(device), tasks=group)
+                for t in group:
+                    logits[t][rows] = out[t].float().cpu().numpy()
+                if progress is not None:
+                    progress(len(rows) * len(group) / len(names))
+    return {t: decode(t, info.records[t].kind, info.labels[t], logits[t]) for t in names}
