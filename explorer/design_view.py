@@ -155,8 +155,8 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
     first_fit = None
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
-    frame = figures.table_frame(ordered, inp.budget, rank, {k: s.text() for k, s in measured.items()}, first_fit,
-                                hidden=inp.model.hidden)
+    cells = {key_of(c): recommend.measured_label(measured.get(key_of(c)), c) for c in ordered if key_of(c) in measured}
+    frame = figures.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
     if link_for is not None:  # a design's row links to its measured results, where they exist
         frame.insert(frame.columns.get_loc("measured dev avg") + 1, "measured results",
                      [link_for(d) if key_of(c) in measured else None for d, c in zip(frame["design"], ordered)])
@@ -173,7 +173,8 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
                        mime="text/csv", key="csv", on_click="ignore")
     st.caption("rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
                "parameters over what the budget allows; params / task = the largest task's head + adapter; measured = "
-               "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured).")
+               "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
+               "another d_s is labelled so and does not rank the design.")
     if not picks:
         st.info("No design fits this budget, so there is no design space to draw: raise the budget (see 'fits from').")
         return

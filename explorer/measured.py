@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -315,7 +315,7 @@ def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
             continue
         old = out.get(r.key)
         if old is None or (r.score.n, r.score.mean) > (old.n, old.mean):
-            out[r.key] = r.score
+            out[r.key] = replace(r.score, d_s=r.d_s)  # the size measured travels with its score
     return out
 
 

@@ -3,7 +3,8 @@
 For each method, its candidate is its fitting design (location) with the best measured dev score when one of them
 is measured, else the one that spends the most of the budget (ties: fewer FLOPs) — a method whose run at one location
 is measured is not hidden behind a larger, unmeasured location of it. Candidates are ranked by what a person trades, in this order:
-1. a measured dev score for this model and these tasks (finished runs on disk), best mean first;
+1. a measured dev score of this very design — method, location and d_s — on this model and these tasks (finished
+   runs on disk), best mean first (a score of another size is shown, labelled, and ranks nothing);
 2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
    steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
 3. by the smallest predicted training-step slowdown (``time_ratio``, the calculator's time model), then the smallest
@@ -33,6 +34,7 @@ class Score:
     mean: float
     ci95: Optional[float]
     n: int
+    d_s: Optional[int] = None  # the size that was measured (a score belongs to the design measured, size included)
 
     def value(self) -> str:
         """'63.0 ± 1.2' (the mean alone for one run)."""
@@ -57,10 +59,11 @@ class Pick:
     cost: Cost
     used: float  # share of the budget
     flops: float  # forward FLOPs × base
-    measured: Optional[Score]
+    measured: Optional[Score]  # this design's own measured score (the same method, location and d_s)
 
     time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
     oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
+    other_size: Optional[Score] = None  # a score of this method and location at another d_s: shown, never ranked
 
     @property
     def slowdown(self) -> float:
@@ -83,8 +86,11 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
     for c in costs:
         if not c.feasible:
             continue
-        p = Pick(c, budget_used(c, budget), flops_ratio(c), measured.get(key_of(c)),
-                 oversized=hidden is not None and wider_than_model(c, hidden))
+        score = measured.get(key_of(c))
+        own = score if score is not None and score.d_s == c.d_s else None
+        p = Pick(c, budget_used(c, budget), flops_ratio(c), own,
+                 oversized=hidden is not None and wider_than_model(c, hidden),
+                 other_size=score if own is None else None)
         old = best.get(c.method)
         if old is None or _within_method(p) > _within_method(old):
             best[c.method] = p
@@ -134,11 +140,28 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
     else:
         why = ": the largest share of the budget of any method" + (
             "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")
-    warning = _oversized(p)
+    warning = _oversized(p) + _other_size(p)
     if any(q.measured is not None for q in picks):
         return head + why + "." + warning
     return (head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the "
             "ranking." + warning)
+
+
+def measured_label(score: Optional[Score], cost: Cost) -> Optional[str]:
+    """A design's measured cell: its own score ('63.8 ± 4.5 (3 runs)'), or one of the same method and location at
+    another size, labelled as such ('63.8 ± 4.5 (3 runs) at d_s 63, not this size'); None when nothing is measured."""
+    if score is None:
+        return None
+    if score.d_s == cost.d_s:
+        return score.text()
+    return f"{score.text()} at d_s {score.d_s}, not this size"
+
+
+def _other_size(p: Pick) -> str:
+    if p.other_size is None:
+        return ""
+    return (f" A run of {label(p.key)} at d_s {p.other_size.d_s} measured {p.other_size.value()} "
+            f"({p.other_size.runs()}): another size, so it does not rank this design.")
 
 
 def _oversized(p: Pick) -> str:

@@ -59,7 +59,9 @@ def test_the_recommendation_ranks_measured_designs_first():
     for p in plain:  # each is its method's fitting design that spends the most
         same = [c for c in costs if c.method == p.cost.method and c.feasible]
         assert p.used == max(budget_used(c, inp.budget) for c in same)
-    scores = {("lhuc", "all"): recommend.Score(71.0, 1.2, 3), ("pals", "top"): recommend.Score(70.0, None, 1)}
+    size = {calc.key_of(c): c.d_s for c in costs}  # a score is of the design measured: its size too
+    scores = {("lhuc", "all"): recommend.Score(71.0, 1.2, 3), ("pals", "top"): recommend.Score(70.0, None, 1,
+                                                                                              size[("pals", "top")])}
     ranked = recommend.candidates(costs, inp.budget, scores)
     assert [p.key for p in ranked[:2]] == [("lhuc", "all"), ("pals", "top")]
     assert "best measured dev average here: 71.0 ± 1.2 (3 runs); the seeds do not separate it from pals @ top (70.0) " \
@@ -72,18 +74,20 @@ def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_r
     inp = parse_inputs(RawInputs())
     costs = calc.table(inp)
     firsts = {p.cost.method: p.key for p in recommend.candidates(costs, inp.budget)}
-    overlap = {firsts["houlsby"]: recommend.Score(63.81, 4.48, 3), firsts["low_rank"]: recommend.Score(63.80, 2.78, 3),
-               firsts["pals"]: recommend.Score(63.26, 0.98, 3)}
+    size = {calc.key_of(c): c.d_s for c in costs}  # each score measured at the size it ranks
+    S = lambda m, mean, ci: recommend.Score(mean, ci, 3, size[firsts[m]])  # noqa: E731
+    overlap = {firsts["houlsby"]: S("houlsby", 63.81, 4.48), firsts["low_rank"]: S("low_rank", 63.80, 2.78),
+               firsts["pals"]: S("pals", 63.26, 0.98)}
     ranked = recommend.candidates(costs, inp.budget, overlap)
     said = recommend.reason(ranked[0], ranked)
     assert ranked[0].key == firsts["houlsby"]
     assert said.endswith(f"; the seeds do not separate it from {calc.label(firsts['low_rank'])} (63.8 ± 2.8), "
                          f"{calc.label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap).")
-    clear = {firsts["houlsby"]: recommend.Score(70.0, 1.0, 3), firsts["pals"]: recommend.Score(63.3, 1.0, 3)}
+    clear = {firsts["houlsby"]: S("houlsby", 70.0, 1.0), firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, clear)
     assert recommend.reason(ranked[0], ranked).endswith(
         f", its 95 % interval clear of every other measured design's (next: {calc.label(firsts['pals'])}, 63.3 ± 1.0).")
-    alone = {firsts["pals"]: recommend.Score(63.3, 1.0, 3)}
+    alone = {firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, alone)
     assert recommend.reason(ranked[0], ranked).endswith("best measured dev average here: 63.3 ± 1.0 (3 runs).")
 
@@ -95,7 +99,7 @@ def test_a_method_measured_at_another_location_is_ranked_by_that_measurement():
     costs = calc.table(inp)
     largest = next(p for p in recommend.candidates(costs, inp.budget) if p.cost.method == "pals")
     other = next(c for c in costs if c.method == "pals" and c.feasible and calc.key_of(c) != largest.key)
-    scores = {calc.key_of(other): recommend.Score(63.0, None, 1), ("shared", None): recommend.Score(62.6, None, 1)}
+    scores = {calc.key_of(other): recommend.Score(63.0, None, 1, other.d_s), ("shared", None): recommend.Score(62.6, None, 1)}
     ranked = recommend.candidates(costs, inp.budget, scores)
     assert [p.key for p in ranked[:2]] == [calc.key_of(other), ("shared", None)]
     assert sum(p.cost.method == "pals" for p in ranked) == 1
@@ -298,3 +302,28 @@ def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently
     assert any(cell.endswith("> d = 384") for cell in ca), ca
     alone = recommend.candidates([c for c in wide], Budget(ratio=1.5), hidden=shape.hidden)
     assert alone[0].oversized and "Beware: its d_s" in recommend.reason(alone[0], alone)
+
+
+def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_design():
+    """At budget 1.5 the answer recommended houlsby @ all at d_s 245 'with the best measured dev average' — of runs at
+    d_s 63. A score belongs to the design measured; another size shows it labelled and ranks nothing."""
+    from explorer import figures
+    from pals_core.budget import PRESETS, Budget, parse_tasks, rows
+
+    costs = list(rows(PRESETS["minilm-l6-h384"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
+    houlsby = next(c for c in costs if (c.method, c.location) == ("houlsby", "all"))
+    assert houlsby.d_s != 63
+    measured = {("houlsby", "all"): recommend.Score(63.8, 4.5, 3, d_s=63)}
+    picks = recommend.candidates(costs, Budget(ratio=1.5), measured, hidden=384)
+    h = next(p for p in picks if p.key == ("houlsby", "all"))
+    assert h.measured is None and h.other_size is not None
+    assert all(p.measured is None for p in picks)  # nothing ranks by a score of another size
+    text = recommend.reason(h, picks)
+    assert "best measured" not in text and "at d_s 63 measured 63.8 ± 4.5 (3 runs): another size" in text
+    assert recommend.measured_label(measured[("houlsby", "all")], houlsby) == "63.8 ± 4.5 (3 runs) at d_s 63, not this size"
+    same = {("houlsby", "all"): recommend.Score(63.8, 4.5, 3, d_s=houlsby.d_s)}
+    ranked = recommend.candidates(costs, Budget(ratio=1.5), same, hidden=384)
+    assert ranked[0].key == ("houlsby", "all") and "best measured dev average here: 63.8" in recommend.reason(ranked[0], ranked)
+    frame = figures.table_frame(costs, Budget(ratio=1.5), None, {("houlsby", "all"): recommend.measured_label(
+        measured[("houlsby", "all")], houlsby)})
+    assert frame[frame["design"] == "houlsby @ all"]["measured dev avg"].item().endswith("not this size")
