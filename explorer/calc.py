@@ -47,14 +47,15 @@ def table(inp: Inputs) -> list[Cost]:
     return sort_rows(out)
 
 
-def slowdowns(inp: Inputs, costs: Sequence[Cost]) -> dict[Key, float]:
-    """The calculator's predicted training-step time ratio (``budget.machine.time_ratio``, default machine, the
-    question's model conditions) of each row, where the time model covers the model."""
+def slowdowns(inp: Inputs, costs: Sequence[Cost], machine=None) -> dict[Key, float]:
+    """The calculator's predicted training-step time ratio (``budget.machine.time_ratio`` on ``machine``, the page's
+    one machine: ``machine_view.page_machine``; None = the default machine) of each row, under the question's model
+    conditions, where the time model covers the model."""
     from pals_core.budget.machine import time_ratio
 
     out = {}
     for c in costs:
-        r = time_ratio(design_of(inp, key_of(c)), c.d_s, model_cond=inp.conditions)
+        r = time_ratio(design_of(inp, key_of(c)), c.d_s, machine, model_cond=inp.conditions)
         if r is not None:
             out[key_of(c)] = r
     return out

@@ -76,7 +76,7 @@ def budget_sentence(inp: Inputs) -> str:
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
     """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
     if picks:
-        st.success("**Recommended:** " + recommend.reason(picks[0], picks), icon="✅")
+        st.success("**Recommended:** " + recommend.reason(picks[0], picks) + machine_sentence(inp, picks[0]), icon="✅")
         return
     fits = first_fits(inp)
     first = fits[0]
@@ -88,6 +88,21 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
     value = link_budget(kind, getattr(first.budget, kind))
     st.button(f"Use the budget {value}", key="use_first_fit", on_click=_set_state,
               args=(f"budget_{BUDGET_KIND_KEY[kind]}", value))
+
+
+def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
+    """The recommended design on the page's one machine (``machine_view.page_machine``: the device, batch and
+    precision of the Memory & step time view): its training memory and step time there, the device named."""
+    from .machine_view import GIB, page_machine, priced
+
+    machine = page_machine()
+    rows = priced(inp, [pick.cost], machine)
+    if not rows:
+        return ""
+    c = rows[0]
+    return (f" On {machine.profile().name} (batch {machine.batch}, n = {inp.seq_len}, {machine.precision}; set in "
+            f"Memory & step time): {c.memory_train['total'] / GIB:.2f} GiB to train, a step {c.time_ratio:.2f}× the "
+            "base model's.")
 
 
 def _set_state(key: str, value) -> None:

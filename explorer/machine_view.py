@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pals_core.budget import Cost
-from pals_core.budget.machine import Machine, resources, supported
+from pals_core.budget.machine import Machine, default_device, resources, supported
 from pals_core.budget.memory import PRECISIONS
 from pals_core.budget.timing import builtin_devices, local_profile_path
 
@@ -29,6 +29,17 @@ GIB = 2 ** 30
 def devices() -> list[str]:
     """Built-in profiles, and ``local`` once pals-calibrate has measured this machine."""
     return [d for d in builtin_devices() if d != "local" or local_profile_path().is_file()]
+
+
+DEFAULT_BATCH = 32
+
+
+def page_machine() -> Machine:
+    """The page's one machine — this view's device, batch and precision (``local`` when calibrated, else ``h100``,
+    as pals-budget) — which the answer's step time and memory use too, so every figure names the same device."""
+    device = st.session_state.get("machine_device") or default_device()
+    return Machine(batch=int(st.session_state.get("machine_batch") or DEFAULT_BATCH), device=device,
+                   precision=st.session_state.get("machine_precision") or "fp32")
 
 
 def priced(inp: Inputs, costs: list[Cost], machine: Machine) -> list[Cost]:
@@ -71,8 +82,10 @@ def fig_time(df: pd.DataFrame, chosen: Optional[str]) -> go.Figure:
 def render(inp: Inputs, costs: list[Cost], chosen: Optional[Cost]) -> None:
     names = devices()
     a, b, c = st.columns(3)
-    device = a.selectbox("Device", names, index=names.index("h100") if "h100" in names else 0, key="machine_device")
-    batch = int(b.number_input("Batch (sequences per step)", min_value=1, max_value=4096, value=32, step=1,
+    default = default_device()
+    device = a.selectbox("Device", names, index=names.index(default) if default in names else 0, key="machine_device",
+                         help="the answer's step time and memory use this device too")
+    batch = int(b.number_input("Batch (sequences per step)", min_value=1, max_value=4096, value=DEFAULT_BATCH, step=1,
                                key="machine_batch"))
     precision = c.selectbox("Precision", list(PRECISIONS), key="machine_precision",
                             help="fp32: exact memory; bf16: a mixed-precision estimate")

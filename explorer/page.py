@@ -18,7 +18,7 @@ import streamlit as st
 
 from pals_core.budget import Cost
 
-from . import address, calc, design_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
+from . import address, calc, design_view, machine_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
 from .calc import key_of, label
 from .inputs import Inputs, files_stamp, one_line, parse_inputs
 
@@ -140,7 +140,8 @@ def main() -> None:
         st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
-        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs),
+        machine = machine_view.page_machine()  # one machine for the answer and every view
+        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs, machine),
                                      hidden=inp.model.hidden)
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])

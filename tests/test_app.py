@@ -648,3 +648,25 @@ def test_a_model_shorter_than_the_default_n_is_priced_at_its_longest(app):
     app.sidebar.number_input(key="seq_len").set_value(65).run()
     errors = page_errors(app)
     assert len(errors) == 1 and "sequence length 65 exceeds" in errors[0] and "64 positions" in errors[0]
+
+
+def test_the_answer_and_the_memory_view_use_one_machine_and_name_it(app):
+    """The answer quoted a 1.05× step from an unnamed local calibration while Memory & step time showed 1.14× on the
+    H100: one device now, named in both, and the answer gives the training memory too."""
+    import re
+
+    from pals_core.budget.machine import default_device, Machine
+
+    name = Machine(device=default_device()).profile().name
+    answer = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))
+    assert f"On {name} (batch 32" in answer and "GiB to train" in answer
+    step = re.search(r"a step (\d+\.\d\d)× the base model's", answer).group(1)
+    assert f"a predicted {step}× training step" in answer  # one figure, said once in the answer's own words too
+    chosen = app.selectbox(key="design").value
+    show(app, "machine")
+    assert any(c.value.startswith(f"{name} · B = 32") for c in app.caption)
+    table = table_with(app, "step × base")
+    assert f"{table[table['design'] == chosen]['step × base'].item():.2f}" == step
+    app.selectbox(key="machine_device").set_value("t4").run()  # another device: the answer follows it
+    t4 = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))
+    assert "On NVIDIA T4" in t4 and t4 != answer
