@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 from .config import AdapterConfig, format_location
 from .families import get_family
 from .method import Method, Part, linear, mm
-from .methods import check_config
+from .methods import check_config, label_of
 from .shape import BaseModel
 from .poly import Poly
 from .tasks import Task
@@ -186,6 +186,23 @@ class Cost:
 
     def as_row(self) -> dict:
         return asdict(self)
+
+
+def adding_tasks_refused(ds: Design) -> Optional[str]:
+    """Why a task cannot be added to a trained run of this design without changing another task's outputs, or None
+    when it can (``pals-train --from RUN --add-tasks F``: only the new tasks' parts train). It can when nothing the
+    tasks share trains: the trunk is frozen (all of N_base) and no module is shared by all tasks (CA-MTL's
+    conditional modules, ``Design.shared``). Every other part — adapter, head, pooler — is a task's own."""
+    name = label_of(ds.config)
+    if ds.frozen < ds.n_base:
+        trained = "all" if ds.frozen == 0 else f"{ds.n_base - ds.frozen:,}"
+        return (f"{name} trains the shared trunk ({trained} of its {ds.n_base:,} parameters): a new "
+                "task would change every other task's outputs; train all tasks together, or choose a design that "
+                "freezes the trunk (--freeze-trunk)")
+    if not ds.shared.is_zero:
+        return (f"{name} has modules shared by all tasks (conditional layers and the task-embedding network): a new "
+                "task would change every other task's outputs; train all tasks together")
+    return None
 
 
 def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:

@@ -9,6 +9,7 @@ from ..budget.config import AdapterConfig
 from ..budget.flags import add_flags, given_values
 from ..budget.solver import add_budget_flags, budget_from_args
 from .config import TrainConfig
+from .extend import DESIGN_FROM_BASE, extension_config
 
 _S = argparse.SUPPRESS
 
@@ -58,6 +59,11 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
         if budget is not None:
             base["budget"] = budget.as_dict()
         return TrainConfig.from_dict({**base, **run_given, "adapter": adapter}), True
+    if run_given.get("from_run"):  # adding tasks to a trained run: its design and settings, this run's flags
+        if adapter_given or budget is not None:
+            flags = [f"--{k.replace('_', '-')}" for k in adapter_given] + (["the budget"] if budget is not None else [])
+            raise UsageError(DESIGN_FROM_BASE.format(flags=", ".join(flags)))
+        return TrainConfig.from_dict(extension_config(run_given["from_run"], run_given)), resume
     if "tasks" not in run_given:
         if not run_given.get("tasks_file"):
             raise UsageError("--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2), or --tasks-file F for your own")

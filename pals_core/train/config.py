@@ -20,6 +20,7 @@ from ..budget.solver import Budget
 from ..data.glue import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
 from ..tasks import TaskRecord, resolve_records
+from .extend import extended_records
 from .models import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -33,6 +34,8 @@ RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_so
 # compared on its own, naming the file that changed: ``data_differences``)
 # fields that say what a run adapts and with which seed, rather than how it was trained
 DESIGN_FIELDS = ("adapter", "budget", "seed")
+# fields of a run that adds tasks to another (``extend.py``); absent from runs made before, so left out when unset
+EXTENSION_FIELDS = ("from_run", "add_tasks")
 
 
 def _grad_clip(text: str) -> Optional[float]:
@@ -58,6 +61,12 @@ class TrainConfig:
         "help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"})
     tasks_file: Optional[str] = field(default=None, metadata={
         "help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"})
+    from_run: Optional[str] = field(default=None, metadata={
+        "flag": "--from", "metavar": "RUN_DIR",
+        "help": "add tasks later: a finished run whose design shares nothing trained (trunk frozen); only --add-tasks' "
+                "tasks train, every task of the run keeps bit-identical outputs"})
+    add_tasks: Optional[str] = field(default=None, metadata={
+        "help": "with --from: a tasks file of the tasks to add (names new to the run)", "metavar": "FILE"})
     out: str = field(default="runs/pals-train", metadata={"help": "run directory", "always": True, "metavar": "DIR"})
     steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
@@ -134,7 +143,9 @@ class TrainConfig:
             raise ValueError(f"adapter must be an AdapterConfig, got {type(self.adapter).__name__}")
         if self.tasks_file is not None and not str(self.tasks_file).strip():
             raise ValueError("tasks_file is empty: give the path of a tasks file, or leave it out for GLUE")
-        self.tasks = [r.name for r in resolve_records(self.tasks, self.tasks_file)]
+        if self.add_tasks and not self.from_run:
+            raise ValueError("--add-tasks adds tasks to a trained run: give it with --from RUN_DIR")
+        self.tasks = [r.name for r in self.declared_records()]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
             _positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
@@ -176,6 +187,13 @@ class TrainConfig:
         else read from the tasks file, else GLUE's built-in records."""
         if self.data is not None and all(t in self.data for t in self.tasks):
             return [TaskRecord.from_dict(self.data[t]["record"]) for t in self.tasks]
+        return self.declared_records()
+
+    def declared_records(self) -> list[TaskRecord]:
+        """The tasks' records as declared: the tasks file's (or GLUE's built-ins); for a run adding tasks to another
+        (``from_run``), the base run's records followed by the ``add_tasks`` file's (``extend.py``)."""
+        if self.from_run:
+            return extended_records(self.from_run, self.add_tasks)
         return resolve_records(self.tasks, self.tasks_file)
 
     def resumable_view(self) -> dict:
@@ -217,7 +235,8 @@ def recipe(config: dict) -> dict:
     and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
     their designs and seeds, so their scores may be compared."""
     out = {f.name: config[f.name] for f in fields(TrainConfig)
-           if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS}
+           if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS
+           and not (f.name in EXTENSION_FIELDS and config[f.name] is None)}  # as runs made before they existed
     out["tasks"] = task_keys(config)
     return out
 

@@ -19,7 +19,7 @@ from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, ge
 from ..budget.costs import Cost
 from ..budget.families import get_family
 from ..budget.methods import label_of
-from ..tasks import resolve_records
+from .extend import added_task_names, base_data, check_design
 
 
 def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
@@ -39,8 +39,10 @@ def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, b
     return cost.d_s
 
 
-def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig) -> dict:
-    """The ``params`` block of summary.json; raises ``RuntimeError`` if the module disagrees."""
+def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig,
+               trained_tasks: Optional[Sequence[str]] = None) -> dict:
+    """The ``params`` block of summary.json; raises ``RuntimeError`` if the module disagrees. ``trained_tasks``: a run
+    adding tasks to another trains only theirs (``extend.py``): Σ of their per-task counts."""
     cost = design_cost(shape, tasks, adapter)
     names = [t.name for t in tasks]
     per_task = dict(zip(names, (int(x) for x in cost.params_per_task)))
@@ -54,8 +56,9 @@ def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterC
             held = sum(p.numel() for _, p in model.named_task_parameters(t))
             if held != per_task[t]:
                 raise RuntimeError(f"task {t!r} holds {held:,} parameters in the model, the calculator counts {per_task[t]:,}")
-    if trained != cost.params_trained:
-        raise RuntimeError(f"the optimiser would train {trained:,} parameters, the calculator expects {cost.params_trained:,}")
+    expected = cost.params_trained if trained_tasks is None else sum(per_task[t] for t in trained_tasks)
+    if trained != expected:
+        raise RuntimeError(f"the optimiser would train {trained:,} parameters, the calculator expects {expected:,}")
     return {"total": int(cost.params_total), "task_specific": int(cost.params_task_specific), "per_task": per_task,
             "trained": int(trained), "ratio": float(cost.ratio), "d_s": adapter.d_s}
 
@@ -74,11 +77,20 @@ def resolve(cfg):
 
     cfg = copy.deepcopy(cfg)
     cfg.validate()
-    records = resolve_records(cfg.tasks, cfg.tasks_file)
-    if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records):
+    records = cfg.declared_records()
+    trained = set(added_task_names(cfg))
+    if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records if r.name in trained):
         raise ValueError("sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
                          "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)")
-    cfg.data = describe_data(records, glue_dir=cfg.glue_dir, source=cfg.glue_source)
+    if cfg.from_run:  # the base run's tasks as it recorded them (never read again); the added ones described now
+        cfg.data = {**{t: d for t, d in base_data(cfg).items() if t in cfg.tasks},
+                    **describe_data([r for r in records if r.name in trained], glue_dir=cfg.glue_dir,
+                                    source=cfg.glue_source)}
+        missing = [r for r in records if r.name not in cfg.data]  # a base run made before records were recorded
+        cfg.data.update(describe_data(missing, glue_dir=cfg.glue_dir, source=cfg.glue_source) if missing else {})
+        cfg.data = {t: cfg.data[t] for t in cfg.tasks}
+    else:
+        cfg.data = describe_data(records, glue_dir=cfg.glue_dir, source=cfg.glue_source)
     shape = model_shape(cfg.model)
     tasks = run_tasks(cfg)
     method = get_method(cfg.adapter.method)
@@ -88,6 +100,8 @@ def resolve(cfg):
             raise ValueError(f"give d_s or a budget, not both (the budget {cfg.budget.describe()} gives d_s = {d_s}, "
                              f"not {cfg.adapter.d_s})")
         cfg.adapter = replace(cfg.adapter, d_s=d_s)
+    if cfg.from_run:
+        check_design(design(shape, tasks, cfg.adapter))
     cost = design_cost(shape, tasks, cfg.adapter, cfg.budget)  # raises ValueError for an invalid design
     if not cost.feasible:
         raise ValueError(f"{label_of(cfg.adapter)} needs {cost.ratio:.4f}× the base model "

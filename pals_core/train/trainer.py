@@ -38,6 +38,7 @@ from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from .checkpoint import Checkpoints
 from .config import TrainConfig, data_differences
+from .extend import added_task_names, load_base_weights, train_only, with_base_tasks
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
@@ -138,7 +139,8 @@ class _Run:
         self.cfg, self.run, self.show_progress, self.on_eval = cfg, run, progress, on_eval
         self.stop_flag = threading.Event()
         self.started = time.monotonic()
-        self.st = _State(task_steps={t: 0 for t in cfg.tasks})
+        self.trained = added_task_names(cfg)  # the tasks this run trains: all, or those it adds (--from)
+        self.st = _State(task_steps={t: 0 for t in self.trained})
         self.session_start_step = 0
         self._last_progress = 0.0
         self.in_on_eval = False  # an exception raised by on_eval stops (not fails) the run
@@ -164,24 +166,27 @@ class _Run:
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
         self.records = {r.name: r for r in cfg.records()}
-        self.data = load_tasks(list(self.records.values()), self.tokenizer, glue_dir=cfg.glue_dir,
+        self.data = load_tasks([self.records[t] for t in self.trained], self.tokenizer, glue_dir=cfg.glue_dir,
                                source=cfg.glue_source, max_len=cfg.max_len, max_train=cfg.max_train_examples,
                                max_eval=cfg.max_eval_examples, cache_dir=cfg.cache_dir, seed=cfg.seed)
-        sizes = {t: len(self.data[t].train) for t in cfg.tasks}
+        sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps,
                                                  alpha_start=cfg.alpha_start, alpha_end=cfg.alpha_end,
                                                  alpha_shape=cfg.alpha_shape)
         self.rng = np.random.default_rng([cfg.seed, 1])
-        self.streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(cfg.tasks)}
+        self.streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(self.trained)}
         torch.manual_seed(cfg.seed)
         tasks = run_tasks(cfg)
         for t in tasks:  # the file read now must have the labels the run was priced with
-            if self.data[t.name].num_labels != t.num_labels:
+            if t.name in self.data and self.data[t.name].num_labels != t.num_labels:
                 raise ValueError(f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
                                  f"the run was set up for {t.num_labels}")
         model = build_model(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
+        if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
+            load_base_weights(model, cfg.from_run)
+            train_only(model, self.trained)
         shape = model_shape(cfg.model)
-        self.params = run_params(model, shape, tasks, cfg.adapter)
+        self.params = run_params(model, shape, tasks, cfg.adapter, self.trained if cfg.from_run else None)
         self.predicted = self._predict(shape, model)
         groups = model.parameter_groups(cfg.weight_decay)
         # fused AdamW: one kernel over all tensors instead of a Python loop of ~10 ops per tensor (torch's CPU
@@ -221,7 +226,7 @@ class _Run:
         st.best, st.last = state["best"], state["last"]
         st.elapsed_s, st.train_time_s, st.eval_time_s = state["elapsed_s"], state["train_time_s"], state["eval_time_s"]
         st.train_cpu_s = state.get("train_cpu_s", 0.0)
-        st.task_steps = {t: int(state["task_steps"].get(t, 0)) for t in self.cfg.tasks}
+        st.task_steps = {t: int(state["task_steps"].get(t, 0)) for t in self.trained}
         self.session_start_step = st.step
         if self.main:
             self.run.truncate_metrics(st.step)
@@ -348,7 +353,7 @@ class _Run:
 
         st, cfg = self.st, self.cfg
         t0 = time.monotonic()
-        scores = evaluate(self.net, {t: self.data[t].dev for t in cfg.tasks}, self.records, batch_size=cfg.eval_batch_size,
+        scores = evaluate(self.net, {t: self.data[t].dev for t in self.trained}, self.records, batch_size=cfg.eval_batch_size,
                           device=self.acc.device, autocast=self.acc.autocast, rank=self.rank, world=self.world,
                           gather=self._gather, should_stop=self.stop_flag.is_set if self.world == 1 else None)
         st.eval_time_s += time.monotonic() - t0
@@ -455,24 +460,28 @@ class _Run:
 
         st = self.st
         config = read_json(self.run.config)
-        return {
+        out = {
             "config": config,
             "scores": st.best["scores"], "average": st.best["average"], "best_step": st.best["step"],
             "params": self.params, "wall_time_s": round(self.elapsed(), 3), "steps": st.step,
             "final": st.last, "task_steps": st.task_steps,
             # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
-            "untrained": [t for t in self.cfg.tasks if st.task_steps.get(t, 0) == 0],
+            "untrained": [t for t in self.trained if st.task_steps.get(t, 0) == 0],
             "train_time_s": round(st.train_time_s, 3), "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
-            "train_examples": {t: len(self.data[t].train) for t in self.cfg.tasks},
-            "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.cfg.tasks},
+            "train_examples": {t: len(self.data[t].train) for t in self.trained},
+            "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.trained},
             "tasks": {t: {"kind": self.records[t].kind, "labels": list(self.data[t].label_names),
                           "metric": self.records[t].main_metric, "dev_source": self.data[t].sources.get("dev", ""),
-                          "fingerprint": self.cfg.data[t]["fingerprint"]} for t in self.cfg.tasks},
+                          "fingerprint": self.cfg.data[t]["fingerprint"]} for t in self.trained},
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
             "machine": {"predicted": self.predicted,
                         "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda")},
         }
+        if self.cfg.from_run:  # the base run's tasks: outputs bit-identical, so their dev scores are the base run's
+            out = with_base_tasks(out, self.cfg.from_run)
+            out["average"] = dev_average(out["scores"], self.records)
+        return out
 
 
 class _Stop(Exception):

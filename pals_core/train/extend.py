@@ -1,0 +1,146 @@
+"""Adding tasks to a trained run: ``pals-train --from RUN_DIR --add-tasks F --out NEW``.
+
+A multi-task design whose tasks share nothing trained — the trunk frozen, every adapter, head and pooler a task's
+own (``budget.costs.adding_tasks_refused`` is the rule) — can take a task next month without retraining the others:
+the new run builds the base run's model with the new tasks beside the old, loads the base run's best checkpoint
+into the trunk and the old tasks' parts, and trains only the new tasks' parts. Nothing an old task reads changes,
+so its outputs stay bit-identical and its dev scores are the base run's (copied into the new summary, named as
+such). The new run is a run like any other (resume, predict, export): its config records every task.
+
+Torch-free except ``load_base_weights`` and ``train_only`` (the trainer's).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ..atomic import read_json_file
+from ..tasks import TaskRecord, read_tasks_file, records_of_config
+
+DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
+
+
+def base_config(from_run: str) -> dict:
+    """The base run's config.json, refusing (``ValueError``, one line) a folder that holds no finished run."""
+    root = Path(from_run)
+    config_file, summary = root / "config.json", root / "summary.json"
+    if not config_file.is_file():
+        raise ValueError(f"--from {from_run}: no pals-train run there (no config.json; a --seeds or separate folder: "
+                         "give one of its runs)")
+    if not summary.is_file():
+        raise ValueError(f"--from {from_run}: the run has not finished (no summary.json): finish it first (--resume)")
+    config = read_json_file(config_file, "the base run's config")
+    if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
+        raise ValueError(f"--from {from_run}: {config_file} is not a pals-train configuration")
+    return config
+
+
+def base_summary(from_run: str) -> dict:
+    """The base run's summary.json (its old tasks' dev scores are the new run's for them)."""
+    summary = read_json_file(Path(from_run) / "summary.json", "the base run's summary")
+    if not isinstance(summary, dict) or not isinstance(summary.get("scores"), dict):
+        raise ValueError(f"--from {from_run}: summary.json holds no dev scores")
+    return summary
+
+
+def added_records(add_tasks: Optional[str], base: dict) -> list[TaskRecord]:
+    """The records of ``--add-tasks`` (every task of the file), refusing an empty file or a name the base run has."""
+    if not add_tasks:
+        raise ValueError("--from needs --add-tasks FILE: the tasks file of the tasks to add")
+    new = list(read_tasks_file(add_tasks).values())
+    clash = [r.name for r in new if r.name in (base.get("tasks") or [])]
+    if clash:
+        raise ValueError(f"--add-tasks {add_tasks}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} already "
+                         "a task of the base run (name the new task otherwise)")
+    if not new:
+        raise ValueError(f"--add-tasks {add_tasks}: the file declares no task")
+    return new
+
+
+def extended_records(from_run: str, add_tasks: Optional[str]) -> list[TaskRecord]:
+    """The base run's records (its order) followed by the added tasks' records."""
+    base = base_config(from_run)
+    return [*records_of_config(base).values(), *added_records(add_tasks, base)]
+
+
+def added_task_names(cfg) -> list[str]:
+    """The tasks a run trains: the added ones when it extends another run, else all its tasks."""
+    if not cfg.from_run:
+        return list(cfg.tasks)
+    base = set(base_config(cfg.from_run).get("tasks") or [])
+    return [t for t in cfg.tasks if t not in base]
+
+
+def extension_config(from_run: str, given: dict) -> dict:
+    """The ``TrainConfig`` fields of a run extending ``from_run``: the base run's settings (design, model, max length,
+    optimiser, sampling, seed) with what ``given`` sets for this run (steps, lr, out, evaluation, …); its tasks are
+    filled in by ``TrainConfig.validate``. The design, the budget and the task list come from the base run alone."""
+    refused = [f"--{k.replace('_', '-')}" for k in ("tasks", "tasks_file") if k in given]
+    if refused:
+        raise ValueError(f"--from takes its tasks from the base run and --add-tasks: leave out {', '.join(refused)}")
+    base = base_config(from_run)
+    out = {k: v for k, v in base.items() if k not in ("data", "budget")}
+    out.update(given)
+    out.update(tasks=[], tasks_file=None, from_run=str(from_run), budget=None, data=None)
+    return out
+
+
+def base_data(cfg) -> dict:
+    """The ``data`` entries of the base run's tasks as it recorded them (records and files' sha256)."""
+    return dict(base_config(cfg.from_run).get("data") or {})
+
+
+def check_design(design) -> None:
+    """``ValueError`` with the reason when tasks cannot be added to this design without changing the others."""
+    from ..budget.costs import adding_tasks_refused
+
+    reason = adding_tasks_refused(design)
+    if reason:
+        raise ValueError(f"--from: tasks cannot be added later to this run: {reason}")
+
+
+def with_base_tasks(summary: dict, from_run: str) -> dict:
+    """A run's summary with the base run's tasks put back: their dev scores, examples and task entries as the base
+    run's summary has them (their outputs are bit-identical), and ``added`` saying what this run trained: its tasks,
+    their own average, the base run. The caller recomputes ``average`` over every task."""
+    base, old = base_summary(from_run), base_config(from_run).get("tasks") or []
+    added = list(summary["scores"])
+    summary["scores"] = {**{t: base["scores"][t] for t in old if t in base["scores"]}, **summary["scores"]}
+    for key in ("train_examples", "dev_examples", "tasks"):
+        summary[key] = {**{t: v for t, v in (base.get(key) or {}).items() if t in old}, **(summary.get(key) or {})}
+    summary["added"] = {"from_run": str(Path(from_run).resolve()), "tasks": added, "average": summary["average"],
+                        "base_best_step": base.get("best_step")}
+    return summary
+
+
+# --- torch: the trainer's ------------------------------------------------------------------------------------
+
+def load_base_weights(model, from_run: str) -> int:
+    """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks
+    keep their fresh initialisation. Returns the step loaded."""
+    import torch
+    from safetensors import safe_open
+
+    from ..run_info import read_run
+    from .checkpoint import SHARED_FILE, shared_parameter_names, task_file_name
+
+    info = read_run(from_run)
+    params = dict(model.named_parameters())
+    expected = set(shared_parameter_names(model))
+    with safe_open(str(info.checkpoint / SHARED_FILE), framework="pt") as f:
+        keys = set(f.keys())
+        if keys != expected:
+            raise ValueError(f"--from {from_run}: its checkpoint does not fit this design (shared parameters differ)")
+        with torch.no_grad():
+            for k in keys:
+                params[k].copy_(f.get_tensor(k))
+    for task in info.records:
+        model.load_task(info.checkpoint / task_file_name(task), task=task)
+    return info.step
+
+
+def train_only(model, tasks: list[str]) -> None:
+    """Freeze every parameter but the named tasks' own (adapter, head, pooler)."""
+    keep = {id(p) for t in tasks for _, p in model.named_task_parameters(t)}
+    for p in model.parameters():
+        p.requires_grad_(id(p) in keep)
