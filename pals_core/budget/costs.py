@@ -177,6 +177,7 @@ class Cost:
     time_step_s: Optional[float] = None
     time_ratio: Optional[float] = None  # step time / the base model's with one task head
     binding: Optional[str] = None  # the constraint that sets d_s (params, memory, time) or that a fixed design breaks
+    adds_tasks_later: bool = False  # a task can join a trained run without changing the others (adding_tasks_refused)
 
     @property
     def largest_task_share(self) -> float:
@@ -266,7 +267,7 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
         flops_all_tasks_per_seq=all_tasks, feasible=True, params_adapter_per_task=per_adapter,
         params_adapter_shared=shared, params_trained=total - ds.frozen,
         params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=None,
-        layers=list(ds.layers))
+        layers=list(ds.layers), adds_tasks_later=adding_tasks_refused(ds) is None)
     if limit is not None:
         cost.feasible, cost.slack = extra <= limit, limit - extra
     if per_task_limit is not None:
