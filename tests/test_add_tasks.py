@@ -52,11 +52,12 @@ def _logits(model: MultiTaskModel, task: str):
     return torch.as_tensor(model.predict(texts, task=task, text_pair=pairs).logits)
 
 @pytest.mark.slow
-def test_added_task_trains_alone_and_old_outputs_stay_bit_identical(base):
+def test_added_task_trains_alone_and_old_outputs_stay_bit_identical(base, capsys):
     root, base_run, later = base
     new = root / "new"
     assert train_main(["--from", str(base_run), "--add-tasks", str(later), "--out", str(new), "--steps", "20",
                        "--eval-every", "10", "--seed", "1", "--no-progress"]) == 0
+    assert "added: tags trained on" in capsys.readouterr().out
     summary = json.loads((new / "summary.json").read_text())
     base_summary = json.loads((base_run / "summary.json").read_text())
     assert summary["config"]["tasks"] == ["intent", "score", "tags"]

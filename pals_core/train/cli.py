@@ -93,6 +93,11 @@ def format_summary(summary: dict) -> str:
     if untrained:
         lines.append(f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
                      "head's; more --steps, or another --sampling)")
+    added = summary.get("added") or {}
+    if added:
+        kept = [t for t in summary.get("scores") or {} if t not in added.get("tasks", [])]
+        lines.append(f"added: {', '.join(added.get('tasks', []))} trained on {added.get('from_run')}; "
+                     f"{', '.join(kept)}: its scores (outputs bit-identical)")
     p = summary["params"]
     lines.append(f"parameters: {p['total']:,} total ({p['ratio']:.4f}× base), {p['task_specific']:,} task-specific, "
                  f"{p['trained']:,} trained")
