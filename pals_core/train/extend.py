@@ -121,22 +121,25 @@ def load_base_weights(model, from_run: str) -> int:
     import torch
     from safetensors import safe_open
 
-    from ..run_info import read_run
-    from .checkpoint import SHARED_FILE, shared_parameter_names, task_file_name
+    from .checkpoint import SHARED_FILE, Checkpoints, shared_parameter_names, task_file_name
 
-    info = read_run(from_run)
+    root = Path(from_run) / "checkpoints"
+    best = Checkpoints(root).best()
+    if not best:
+        raise ValueError(f"--from {from_run}: no evaluated checkpoint (checkpoints/best.json)")
+    folder = root / best["dir"]
     params = dict(model.named_parameters())
     expected = set(shared_parameter_names(model))
-    with safe_open(str(info.checkpoint / SHARED_FILE), framework="pt") as f:
+    with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
         keys = set(f.keys())
         if keys != expected:
             raise ValueError(f"--from {from_run}: its checkpoint does not fit this design (shared parameters differ)")
         with torch.no_grad():
             for k in keys:
                 params[k].copy_(f.get_tensor(k))
-    for task in info.records:
-        model.load_task(info.checkpoint / task_file_name(task), task=task)
-    return info.step
+    for task in base_config(from_run)["tasks"]:
+        model.load_task(folder / task_file_name(task), task=task)
+    return int(best["step"])
 
 
 def train_only(model, tasks: list[str]) -> None:
