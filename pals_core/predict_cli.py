@@ -14,6 +14,10 @@ length; rows are tokenised and batched as the run evaluated its dev sets, so a t
 exactly what summary.json reports. With ``--task-column`` rows of different tasks share each forward
 (``MultiTaskModel.forward_mixed``), and only a row's own task column is filled.
 
+RUN_DIR may also be a ``pals-export --format onnx`` folder: ``--engine onnx`` (the default ``auto`` picks it for a
+folder with ``model.onnx`` and no checkpoints) serves it with onnxruntime (``pals_core.export.onnx.OnnxRunner``):
+the same tokenising, batching and outputs, from the folder alone.
+
 Exit status: 0 written · 2 bad input (one line on stderr).
 """
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
+ENGINES = ("auto", "torch", "onnx")
 
 
 class UsageError(ValueError):
@@ -52,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, metavar="N", help="rows per forward (default: the run's eval batch)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto = CUDA when present")
     p.add_argument("--step", type=int, metavar="N", help="the checkpoint of step N (default: the best)")
-    p.add_argument("--engine", default="torch", choices=("torch",), help="torch (ONNX comes with pals-export)")
+    p.add_argument("--engine", default="auto", choices=ENGINES,
+                   help="torch (a run folder) | onnx (a pals-export --format onnx folder) | auto: by the folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -87,6 +93,44 @@ def _device(name: str):
     if name == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: torch sees no CUDA device")
     return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+
+
+def engine_of(run_dir: str, engine: str) -> str:
+    """torch or onnx: as asked, or (``auto``) onnx for a ``pals-export`` ONNX folder that is not a run folder."""
+    from .export.onnx import is_onnx_export
+
+    root = Path(run_dir)
+    exported = is_onnx_export(root) and not (root / "config.json").is_file()
+    if engine == "auto":
+        return "onnx" if exported else "torch"
+    if engine == "torch" and exported:
+        raise UsageError(f"{run_dir} is an ONNX export (pals-export): it holds no torch weights; use --engine onnx")
+    if engine == "onnx" and not is_onnx_export(root):
+        raise UsageError(f"{run_dir} holds no ONNX export (model.onnx, export.json): "
+                         f"pals-export {run_dir} --format onnx --out DIR, then pals-predict DIR")
+    return engine
+
+
+def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
+    """The run's model (torch) or an ``OnnxRunner`` over an export (onnx): the same predict interface."""
+    if engine == "onnx":
+        from .export.onnx import OnnxRunner
+
+        runner = OnnxRunner(run_dir, device=device)
+        if step is not None and step != runner.run.step:
+            which = f"step {runner.run.step}" if runner.run.step >= 0 else "each task's best step"
+            raise UsageError(f"{run_dir} is an ONNX export of {which}: --step {step} needs the run folder (or an "
+                             "export of that step)")
+        return runner
+    from .model import MultiTaskModel
+
+    return MultiTaskModel.from_run(run_dir, step=step, device=_device(device))
+
+
+def where_it_ran(model) -> str:
+    """The device a model ran on, or the onnxruntime provider an ``OnnxRunner`` ran on (for the closing line)."""
+    label = getattr(model, "device_label", None)
+    return label or next(model.parameters()).device.type
 
 
 def predict_rows(model, texts, pairs, names, task_of, batch_size, progress) -> dict:
@@ -171,7 +215,6 @@ def write_table(path: Path, columns: dict[str, list]) -> None:
 def run(argv: Optional[Sequence[str]] = None) -> str:
     from tqdm.auto import tqdm
 
-    from .model import MultiTaskModel
     from .tasks.readers import read_columns
 
     args = build_parser().parse_args(argv)
@@ -182,8 +225,9 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError(f"--out {out} is a folder")
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be a positive integer, got {args.batch_size}")
+    engine = engine_of(args.run_dir, args.engine)
     cols = read_columns(args.input, None)
-    model = MultiTaskModel.from_run(args.run_dir, step=args.step, device=_device(args.device))
+    model = load_predictor(args.run_dir, engine, args.step, args.device)
     info = model.run
     names = list(model.tasks) if not args.tasks else [t.strip() for t in args.tasks.split(",") if t.strip()]
     for t in names:
@@ -215,8 +259,9 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     renamed = [c for c in cols.values if c in predicted]  # like its task (intent: intent) is kept, renamed
     write_table(out, {**kept, **predicted})
     note = f" · input column(s) {', '.join(renamed)} kept as '<name> (input)'" if renamed else ""
-    return (f"{out}: {n:,} rows · {', '.join(names)} · step {info.step} of {args.run_dir} · "
-            f"{n / seconds:,.0f} rows/s ({seconds:.2f} s on {next(model.parameters()).device.type}){note}")
+    step = f"step {info.step}" if info.step >= 0 else "each task's best step"
+    return (f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "
+            f"{n / seconds:,.0f} rows/s ({seconds:.2f} s on {where_it_ran(model)}){note}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -1,0 +1,127 @@
+"""``pals-export``: a trained run handed over in a format others serve (SPEC section 14).
+
+    pals-export runs/mine --format onnx --out exported/        # one graph, every task; tokenizer + export.json
+    pals-export runs/mine --format peft --out adapters/        # DIR/base + DIR/<task> peft adapters (LoRA, IA³)
+    pals-export runs/mine --format hf --out merged/            # DIR/<task> merged transformers models (LoRA, IA³)
+
+onnx works for every design (a ``--method separate`` folder too: one graph with every task's model): ``model.onnx``
+with inputs input_ids, attention_mask (and token_type_ids where the family reads them), dynamic batch and sequence
+axes and one logits output per task, named after the task; the run's tokenizer and ``export.json`` (tasks, label
+names, max length) beside it, so ``pals-predict DIR`` serves from the folder alone. Before the folder is published
+onnxruntime's logits are compared with torch's on a few dev rows of every task (``--no-check`` skips it). peft and hf
+express LoRA and IA³ runs; other designs are refused. The best checkpoint is exported (``--step N``: another kept one).
+
+Exit status: 0 written · 1 the export failed (torch could not trace it, or its logits differ) · 2 bad input or a
+format that cannot express the design (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import ExportRefused
+
+FORMATS = ("onnx", "peft", "hf")
+
+
+class UsageError(ValueError):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pals-export", description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
+    p.add_argument("--format", required=True, choices=FORMATS, help="onnx (every design) | peft | hf (LoRA, IA³)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder to write (new, or empty)")
+    p.add_argument("--step", type=int, metavar="N", help="the checkpoint of step N (default: the best)")
+    p.add_argument("--opset", type=int, metavar="N", help="ONNX opset (default: 17, the least accepted)")
+    p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
+                   help="onnx: compare onnxruntime's logits with torch's on a few dev rows before publishing")
+    return p
+
+
+def _say(line: str) -> None:
+    print(f"pals-export: {line}", file=sys.stderr, flush=True)
+
+
+def _load(args) -> list:
+    from .onnx import load_models
+
+    _say(f"loading {args.run_dir}{f' (step {args.step})' if args.step is not None else ''} …")
+    return load_models(args.run_dir, args.step)
+
+
+def _onnx(args, out: Path) -> str:
+    from .onnx import DEFAULT_OPSET, check_opset, export_onnx
+
+    opset = check_opset(DEFAULT_OPSET if args.opset is None else args.opset)
+    models = _load(args)
+    _say(f"tracing {', '.join(t for m in models for t in m.tasks)} to ONNX (opset {opset}) …")
+    started = time.perf_counter()
+    done = export_onnx(models if len(models) > 1 else models[0], out, opset=opset, check=args.check,
+                       run_dir=args.run_dir)
+    meta = done.meta
+    steps = sorted({d["step"] for d in meta["tasks"].values()})
+    lines = [f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
+             f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
+             f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
+             f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}"]
+    if done.max_abs_diff is not None:
+        lines.append(f"  check: onnxruntime vs torch max |Δ logit| = {done.max_abs_diff:.2e} on {done.check_rows} "
+                     f"{done.check_source}")
+    lines.append(f"  serve: pals-predict {out} --input FILE --out FILE")
+    return "\n".join(lines)
+
+
+def _peft(args, out: Path) -> str:
+    if args.opset is not None:
+        raise UsageError(f"--opset is an ONNX setting: it does not apply to --format {args.format}")
+    try:
+        from .peft import export_hf, export_peft
+    except ImportError:
+        raise UsageError(f"--format {args.format} is not available in this installation "
+                         "(pals_core.export.peft)") from None
+    models = _load(args)
+    if len(models) > 1:
+        raise ExportRefused(f"{args.run_dir} is a separate-models folder (one fully fine-tuned model per task): "
+                            f"--format {args.format} expresses LoRA and IA³ runs; use --format onnx")
+    written = (export_peft if args.format == "peft" else export_hf)(models[0], out)
+    return f"{written}: {args.format} export of {args.run_dir} (step {models[0].run.step})"
+
+
+def run(argv: Optional[Sequence[str]] = None) -> str:
+    from .onnx import check_out
+
+    args = build_parser().parse_args(argv)
+    if not Path(args.run_dir).is_dir():
+        raise UsageError(f"{args.run_dir}: no such run folder")
+    out = check_out(args.out)
+    if args.format == "onnx":
+        return _onnx(args, out)
+    return _peft(args, out)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from .onnx import ExportFailed
+
+    try:
+        print(run(argv))
+    except ExportFailed as e:
+        print(f"pals-export: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    except (UsageError, ValueError, OSError) as e:  # ExportRefused is a ValueError: its reason, exit 2
+        print(f"pals-export: error: {' '.join(str(e).split()) or type(e).__name__}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
