@@ -15,11 +15,20 @@ from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base
 from .method import Method, Part
 from .methods import METHODS, check_config, get_method, location_label, resolve_layers
 from .models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
-from .paper import PaperRow, paper_reproduction
 from .poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
 from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks, tasks_of_records
+
+_LAZY = {"PaperRow": "paper", "paper_reproduction": "paper"}  # the paper's reproduction, loaded on first use (--paper)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AdapterConfig", "BaseModel", "Budget", "CONVENTIONS", "Cost", "DEFAULT_MODEL", "DEFAULT_SEQ_LEN", "Design",

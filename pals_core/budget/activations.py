@@ -128,11 +128,14 @@ class Trace:
         self.saved: dict[int, Sym] = {}
         self.shared: dict = {}  # tensors a family computes once per forward and its layers read (``Replay.prepare``)
         self.work: list[tuple] = []  # what each op computes, for the time model (``budget.timing``)
+        self._total = [0, 0, 0]  # Σ of the saved storages' bytes (a, b, c of a Poly), kept as they are saved
+        self.times: dict = {}  # its step time per (device profile, precision) (``budget.timing.step_poly``)
 
     def log(self, kind: str, *args) -> None:
         """One op's work: ("mm", rows, x_bytes, out, dx, dw) · ("ew", bytes, fwd passes, bwd passes, grad)
         · ("special", bytes, grad) · ("rng", bytes) · ("attn", kernel, heads, width, grad)
-        · ("embed", table_rows, width, trains)."""
+        · ("embed", table_rows, width, trains) · ("block", record): a recorded part of the forward replayed
+        (``budget.memory.Record``), its ops in ``record.work``."""
         self.work.append((kind, *args))
 
     # --- bookkeeping -------------------------------------------------------------------------------
@@ -150,8 +153,12 @@ class Trace:
         for t in tensors:
             if t is not None:
                 root = t if t.base is None else t.base
-                if not root.param:
+                if not root.param and id(root) not in self.saved:
                     self.saved[id(root)] = root
+                    n, total = root.nbytes, self._total
+                    total[0] += n.a
+                    total[1] += n.b
+                    total[2] += n.c
 
     def param(self, elements: Number, trains: bool) -> Sym:
         """A parameter handed to an op as an input (DeBERTa's relative embeddings): kept by reference, never counted."""
@@ -165,9 +172,18 @@ class Trace:
         """The work of an elementwise op that keeps nothing (a copy, a cat, a scale by a constant)."""
         self.log("ew", nbytes, fwd, bwd if grad else 0, grad)
 
+    def keep_fresh(self, nbytes: Poly) -> None:
+        """Count ``nbytes`` of saved storages nothing else can reach (the tensors a replayed ``Record`` creates): they
+        are never saved twice, so they are counted without being looked up (nor listed in ``saved``)."""
+        total = self._total
+        total[0] += nbytes.a
+        total[1] += nbytes.b
+        total[2] += nbytes.c
+
     @property
     def total(self) -> Poly:
-        return sum((t.nbytes for t in self.saved.values()), Poly())
+        """The bytes of every storage saved (each once), as a polynomial in d_s."""
+        return Poly(*self._total)
 
     # --- ops -------------------------------------------------------------------------------------
     def linear(self, x: Sym, out: Number, trains: bool, *, weight: Optional[Sym] = None, rows: Optional[int] = None,
@@ -343,8 +359,23 @@ class ActivationHooks:
     acting on ``Sym`` tensors of ``self.trace``. Identity by default; each method's ``cost.py`` overrides what its
     module changes (``Method.activations`` builds it). ``size`` is d_s as a ``Poly`` (S) or None."""
 
+    layer_local = False
+    """True when what the hooks do at an adapted layer depends only on the design (less its location) and its size:
+    no state carried from one layer to the next, nothing read from ``layers`` but whether it holds i, no tensor made
+    outside the layer that two layers share. Every adapted layer of a kind is then replayed once (``layer_key``)."""
+
     def __init__(self, trace: Trace, model, cfg, layers: tuple[int, ...], size: Optional[Poly]) -> None:
         self.trace, self.model, self.cfg, self.layers, self.size = trace, model, cfg, tuple(layers), size
+
+    def layer_key(self, i: int):
+        """What the hooks do at adapted layer i, as a hashable key (``()`` for ``layer_local`` hooks), or None.
+
+        Adapted layers of one kind, input and trainability with the same key are replayed once and the record applied
+        at each (``budget.memory.adapted_layer``: per-layer memory and time derived once per model × method and summed
+        per location); None: the layer is replayed in place. A key promises that the hooks act at layer i as at every
+        layer of that key, carry no state from one layer to the next, and that any tensor they share between layers is
+        in ``trace.shared``. ``tests/test_fast_path.py`` holds the records to the full replay."""
+        return () if self.layer_local else None
 
     # trainability of the base model (``freeze_trunk`` is applied by the caller)
     def embeddings_train(self) -> bool:

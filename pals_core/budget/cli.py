@@ -5,18 +5,21 @@ Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and SPEC 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import sys
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
+from .display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
 from .families import get_family
 from .flags import add_flags, given_values
 from .machine import Machine
 from .methods import METHODS, get_method
 from .models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
-from .paper import paper_reproduction
+from .series import flops_ratio
 from .solver import add_budget_flags, budget_from_args
 from .table import rows, sort_rows
 from ..tasks import resolve_records
@@ -33,12 +36,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class _Help(argparse.HelpFormatter):
+    """argparse's help at the width argparse gives it (the terminal's columns less 2, 80 columns off a terminal), read
+    by ``terminal_width``: argparse's own reading imports shutil and its compression modules at every start-up."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, terminal_width(80) - 2 if width is None else width)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
                 "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
                 "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
                 epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
-                       "pals-budget --method lhuc | pals-budget --paper")
+                       "pals-budget --method lhuc | pals-budget --paper", formatter_class=_Help)
     p.add_argument("--tasks", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
                                    "with --tasks-file, names out of the file (default: all of them)")
     p.add_argument("--tasks-file", metavar="FILE", help="your own tasks (YAML/JSON): each head priced from its task's "
@@ -58,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gib(n) -> str:
-    return "—" if n is None else f"{n / 2 ** 30:.2f}"
+    return "—" if n is None else gib_text(n)
 
 
 COLUMNS = ["method", "location", "d_s", "params/task", "extra total", "× base", "FLOPs × base", "all tasks GFLOPs",
@@ -69,17 +81,27 @@ DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra tota
 NOT_A_TERMINAL_WIDTH = 100
 
 
-def terminal_width() -> int:
-    """The terminal's columns ($COLUMNS first); 100 when standard output is not a terminal."""
-    import shutil
-
-    return shutil.get_terminal_size((NOT_A_TERMINAL_WIDTH, 24)).columns
+def terminal_width(fallback: int = NOT_A_TERMINAL_WIDTH) -> int:
+    """The terminal's columns ($COLUMNS first); ``fallback`` (100) when standard output is not a terminal — the
+    columns ``shutil.get_terminal_size`` gives, read without importing shutil (and bz2, lzma, zlib) at start-up."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else fallback
 
 
 def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     """The columns shown (the table's order) and those left out so that the rows fit ``width``."""
+    widths = {c: max(len(c), *(len(r[j]) for r in lines)) for j, c in enumerate(COLUMNS)}
+
     def total(cols: list[str]) -> int:
-        return sum(max(len(c), *(len(r[COLUMNS.index(c)]) for r in lines)) for c in cols) + 2 * (len(cols) - 1)
+        return sum(widths[c] for c in cols) + 2 * (len(cols) - 1)
 
     shown = list(COLUMNS)
     for c in DROP_ORDER:
@@ -97,13 +119,14 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
     cols = COLUMNS
     lines = []
     for c in costs:
-        per_task = round(c.largest_task_share)
         mem = c.memory_train or {}
-        lines.append([
-            c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), f"{per_task:,}", f"{c.params_task_specific:,}",
-            f"{c.ratio:.4f}", f"{c.flops_per_seq / c.flops_base_per_seq:.3f}", f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
+        lines.append([  # every number through pals_core.budget.display: the explorer writes the same digits
+            c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), count_text(params_per_task(c)),
+            count_text(c.params_task_specific), ratio_text(c.ratio), ratio_text(flops_ratio(c)),
+            f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
             _gib(mem.get("total")), _gib(mem.get("activations")), _gib(c.memory_infer),
-            "—" if c.time_step_s is None else f"{c.time_step_s:.4g}", "—" if c.time_ratio is None else f"{c.time_ratio:.3f}",
+            "—" if c.time_step_s is None else f"{c.time_step_s:.4g}",
+            "—" if c.time_ratio is None else step_ratio_text(c.time_ratio),
             c.binding or "—", "yes" if c.feasible else "NO"])
     shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width)
     keep = [cols.index(c) for c in shown]
@@ -119,6 +142,8 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
 
 
 def _paper_text() -> str:
+    from .paper import paper_reproduction  # the reproduction of the paper: loaded for --paper only
+
     out = ["Reproduction of Stickland & Murray (2019): BERT-base, 8 GLUE tasks, paper convention, h_s = 12", ""]
     rows_ = paper_reproduction()
     w = max(len(r.label) for r in rows_)
@@ -135,6 +160,8 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
+            from .paper import paper_reproduction  # loaded for --paper only
+
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()
     model = load_model(args.model)
@@ -211,5 +238,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def console() -> int:
+    """``pals-budget`` as a process of its own (the console script's entry): ``main`` on ``sys.argv``, with the cyclic
+    garbage collector off — a process that lives for one answer frees nothing by it — and what is left frozen before
+    exit, so the interpreter's final collection does not walk every object the calculator built (about 9 ms on this
+    machine, a ninth of the command; BENCHMARKS.md). Not for use inside a longer-lived process: call ``main``."""
+    gc.disable()
+    try:
+        return main()
+    finally:
+        gc.freeze()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -189,11 +189,19 @@ class Cost:
         return asdict(self)
 
 
+def adds_tasks_later(ds: Design) -> bool:
+    """A task can be added to a trained run of this design without changing another task's outputs: nothing the
+    tasks share trains — the trunk is frozen (all of N_base) and no module is shared by all tasks (CA-MTL's
+    conditional modules, ``Design.shared``). ``adding_tasks_refused`` says why not."""
+    return ds.frozen >= ds.n_base and ds.shared.is_zero
+
+
 def adding_tasks_refused(ds: Design) -> Optional[str]:
     """Why a task cannot be added to a trained run of this design without changing another task's outputs, or None
-    when it can (``pals-train --from RUN --add-tasks F``: only the new tasks' parts train). It can when nothing the
-    tasks share trains: the trunk is frozen (all of N_base) and no module is shared by all tasks (CA-MTL's
-    conditional modules, ``Design.shared``). Every other part — adapter, head, pooler — is a task's own."""
+    when it can (``adds_tasks_later``; ``pals-train --from RUN --add-tasks F``: only the new tasks' parts train).
+    Every part but the trunk and the modules shared by all tasks — adapter, head, pooler — is a task's own."""
+    if adds_tasks_later(ds):
+        return None
     name = label_of(ds.config)
     if ds.frozen < ds.n_base:
         trained = "all" if ds.frozen == 0 else f"{ds.n_base - ds.frozen:,}"
@@ -267,7 +275,7 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
         flops_all_tasks_per_seq=all_tasks, feasible=True, params_adapter_per_task=per_adapter,
         params_adapter_shared=shared, params_trained=total - ds.frozen,
         params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=None,
-        layers=list(ds.layers), adds_tasks_later=adding_tasks_refused(ds) is None)
+        layers=list(ds.layers), adds_tasks_later=adds_tasks_later(ds))
     if limit is not None:
         cost.feasible, cost.slack = extra <= limit, limit - extra
     if per_task_limit is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import typing
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
@@ -150,8 +151,14 @@ def _infer(tp: Any) -> tuple[Callable, Callable, bool, bool]:
 
 def flags_of(cls: type, names: Optional[Mapping[str, str]] = None) -> list[Flag]:
     """The flags of a settings dataclass, in field order (fields with ``metadata['cli'] is False`` skipped);
-    ``names`` renames some ({field: "--flag"}, see the module docstring)."""
-    names = dict(names or {})
+    ``names`` renames some ({field: "--flag"}, see the module docstring). Derived once per class and names (a CLI
+    reads them to build its parser and again to type the values given)."""
+    return list(_flags_of(cls, tuple(sorted((names or {}).items()))))
+
+
+@functools.lru_cache(maxsize=64)
+def _flags_of(cls: type, renamed: tuple[tuple[str, str], ...]) -> tuple[Flag, ...]:
+    names = dict(renamed)
     unknown = set(names) - {f.name for f in dataclasses.fields(cls)}
     if unknown:
         raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))} to rename")
@@ -176,7 +183,7 @@ def flags_of(cls: type, names: Optional[Mapping[str, str]] = None) -> list[Flag]
         if f.name in names:
             flag = names[f.name]
             out[-1] = dataclasses.replace(out[-1], flag=flag, renamed=flag.lstrip("-").replace("-", "_"))
-    return out
+    return tuple(out)
 
 
 def _default_text(flag: Flag) -> str:

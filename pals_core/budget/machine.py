@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Optional
 
 from .activations import Conditions
@@ -17,7 +18,7 @@ from .activations import Conditions
 from .models import conditions_for_model
 from .memory import PRECISIONS, activation_bytes, memory_infer, memory_train
 from .poly import Poly
-from .timing import builtin_devices, load_profile, local_profile_path, step_seconds
+from .timing import DeviceProfile, builtin_devices, design_step_poly, load_profile, local_profile_path, step_seconds
 
 _MEMORY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
@@ -91,12 +92,18 @@ class Machine:
     def memory_bytes(self) -> Optional[float]:
         return parse_memory(self.memory) if self.memory is not None else None
 
-    def profile(self):
+    def profile(self) -> DeviceProfile:
         return load_profile(self.device if self.device is not None else default_device())
 
-    def conditions(self, base: Conditions) -> Conditions:
-        """The model's dropout and attention, on this device's backend and precision."""
-        return replace(base, backend=self.profile().kind, float_bytes=2 if self.precision == "bf16" else 4)
+    def conditions(self, base: Conditions, profile: Optional[DeviceProfile] = None) -> Conditions:
+        """The model's dropout and attention, on this device's backend and precision (``profile``: this machine's,
+        when the caller holds it already)."""
+        return _on_device(base, (profile or self.profile()).kind, 2 if self.precision == "bf16" else 4)
+
+
+@lru_cache(maxsize=256)
+def _on_device(base: Conditions, backend: str, float_bytes: int) -> Conditions:
+    return replace(base, backend=backend, float_bytes=float_bytes)
 
 
 def _base_design(ds):
@@ -107,9 +114,9 @@ def _base_design(ds):
     return design(ds.model, ds.tasks[:1], AdapterConfig(method="shared"), convention=ds.convention, seq_len=ds.seq_len)
 
 
-def base_step_seconds(ds, machine: Machine, cond: Conditions) -> float:
+def base_step_seconds(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None) -> float:
     """The base model's step time (one task head): the same for every row of a table, so computed once."""
-    profile = machine.profile()
+    profile = profile or machine.profile()
     key = (ds.model, ds.tasks[0], ds.convention, ds.seq_len, machine.batch, cond, profile, machine.precision)
     if key not in _BASE_STEP:
         _BASE_STEP[key] = step_seconds(_base_design(ds), None, machine.batch, cond, profile, machine.precision)
@@ -126,36 +133,49 @@ def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
     that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
     machine = machine if machine is not None else Machine()
     try:
-        cond = machine.conditions(model_cond or conditions_for_model(ds.model.name))
+        profile = machine.profile()
+        cond = machine.conditions(model_cond or conditions_for_model(ds.model.name), profile)
         ds = exact(ds)
-        step = step_seconds(ds, s, machine.batch, cond, machine.profile(), machine.precision)
-        return step / base_step_seconds(ds, machine, cond)
+        step = step_seconds(ds, s, machine.batch, cond, profile, machine.precision)
+        return step / base_step_seconds(ds, machine, cond, profile)
     except ValueError:
         return None
 
 
 def exact(ds):
-    """The same design counted in the exact convention (memory holds every parameter)."""
+    """The same design counted in the exact convention (memory holds every parameter), remembered per design."""
     if ds.convention == "exact":
         return ds
     from .costs import design
 
-    return design(ds.model, ds.tasks, ds.config, convention="exact", seq_len=ds.seq_len, check_size=False)
+    key = (ds.model, ds.tasks, repr(ds.config), ds.seq_len)
+    found = _EXACT.get(key)
+    if found is None:
+        if len(_EXACT) >= 1024:
+            _EXACT.clear()
+        found = _EXACT[key] = design(ds.model, ds.tasks, ds.config, convention="exact", seq_len=ds.seq_len,
+                                     check_size=False)
+    return found
 
 
-def resources(cost, ds, machine: Machine, model_cond: Conditions) -> None:
-    """Fill ``cost``'s memory_train, memory_infer, time_step_s and time_ratio (at ``cost.d_s``)."""
+_EXACT: dict = {}
+
+
+def resources(cost, ds, machine: Machine, model_cond: Conditions, profile: Optional[DeviceProfile] = None) -> None:
+    """Fill ``cost``'s memory_train, memory_infer, time_step_s and time_ratio (at ``cost.d_s``); ``profile``: the
+    machine's device profile, when the caller holds it already."""
     from .costs import evaluate
 
-    cond = machine.conditions(model_cond)
+    profile = profile or machine.profile()
+    cond = machine.conditions(model_cond, profile)
     s = cost.d_s
     ds = exact(ds)
     counted = cost if cost.params_total == evaluate(ds, s).params_total else evaluate(ds, s)
     mem = memory_train(ds, s, counted, batch=machine.batch, cond=cond)
     cost.memory_train = mem.as_dict()
     cost.memory_infer = memory_infer(ds, s, counted, batch=machine.batch, cond=cond)
-    cost.time_step_s = step_seconds(ds, s, machine.batch, cond, machine.profile(), machine.precision)
-    cost.time_ratio = cost.time_step_s / base_step_seconds(ds, machine, cond)
+    cost.time_step_s = step_seconds(ds, s, machine.batch, cond, profile, machine.precision)
+    cost.time_ratio = cost.time_step_s / base_step_seconds(ds, machine, cond, profile)
     fits = True
     if machine.memory is not None:
         fits = fits and mem.total <= machine.memory_bytes
@@ -174,13 +194,10 @@ def memory_poly(ds, machine: Machine, cond: Conditions) -> Poly:
     return n_total * 16 + (4 * trainable_tensors(ds) - 12 * ds.frozen) + activation_bytes(ds, machine.batch, cond)
 
 
-def time_poly(ds, machine: Machine, cond: Conditions) -> tuple[float, float, float]:
-    """(a, b, c) with step seconds = a·s² + b·s + c: every op's cost is at most quadratic in d_s, so three
-    evaluations give it exactly (up to rounding)."""
-    profile = machine.profile()
-    t0, t1, t2 = (step_seconds(ds, s, machine.batch, cond, profile, machine.precision) for s in (0, 1, 2))
-    a = (t2 - 2 * t1 + t0) / 2
-    return a, t1 - t0 - a, t0
+def time_poly(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None) -> tuple[float, float, float]:
+    """(a, b, c) with step seconds = a·s² + b·s + c: every op's cost is at most quadratic in d_s, so the time model
+    run on d_s itself gives them (``timing.design_step_poly``)."""
+    return design_step_poly(ds, machine.batch, cond, profile or machine.profile(), machine.precision).coefficients
 
 
 def largest_root(a: float, b: float, c: float, limit: float) -> float:
@@ -213,23 +230,26 @@ def check_supported(ds, machine: Machine) -> None:
             raise ValueError(f"{e}: drop --memory / --max-slowdown") from None
 
 
-def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool):
+def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool,
+              profile: Optional[DeviceProfile] = None):
     """Fill ``cost``'s machine figures; for a ``solved`` sized design, lower d_s to what the memory and time budgets
-    allow too (closed form: both are quadratics in d_s) and say which constraint binds."""
+    allow too (closed form: both are quadratics in d_s) and say which constraint binds. ``profile``: the machine's
+    device profile, when the caller holds it (a table reads it once for all its rows)."""
     from .costs import evaluate
 
     check_supported(ds, machine)
     if not supported(ds):
         return cost
-    cond = machine.conditions(model_cond)
+    profile = profile or machine.profile()
+    cond = machine.conditions(model_cond, profile)
     sizes = {}
     if solved and ds.method.sized and cost.d_s is not None:
         sizes["params"] = cost.d_s
         if machine.memory is not None:
             sizes["memory"] = memory_poly(ds, machine, cond).largest_root_below(machine.memory_bytes)
         if machine.max_slowdown is not None:
-            limit = machine.max_slowdown * base_step_seconds(ds, machine, cond)
-            sizes["time"] = largest_root(*time_poly(ds, machine, cond), limit)
+            limit = machine.max_slowdown * base_step_seconds(ds, machine, cond, profile)
+            sizes["time"] = largest_root(*time_poly(ds, machine, cond, profile), limit)
     if len(sizes) > 1:
         binding = min(sizes, key=lambda k: sizes[k])
         step = ds.step
@@ -240,7 +260,7 @@ def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: boo
         new.slack = None if limit is None else limit - new.params_task_specific
         new.feasible = cost.feasible
         while True:  # confirm in exact arithmetic (float roots): step down while a budget is broken
-            resources(new, ds, machine, model_cond)
+            resources(new, ds, machine, model_cond, profile)
             if new.feasible or new.d_s <= step:
                 break
             new = evaluate(ds, new.d_s - step, unconstrained=cost.d_s_unconstrained)
@@ -248,7 +268,7 @@ def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: boo
             new.feasible = cost.feasible
         new.binding = binding
         return new
-    resources(cost, ds, machine, model_cond)
+    resources(cost, ds, machine, model_cond, profile)
     if solved and ds.method.sized:
         cost.binding = "params"
     elif cost.memory_train is not None:

@@ -33,8 +33,6 @@ the weights too.
 """
 from __future__ import annotations
 
-import json
-
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -73,72 +71,175 @@ def replay_of(m):
     return replay
 
 
-def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool) -> Sym:
+def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool,
+                   records: bool = True) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
-    top stack, the family's head — as its ``Replay`` says."""
+    top stack, the family's head — as its ``Replay`` says.
+
+    ``records``: the embeddings, each layer, what follows the last one and the head are each replayed once per kind
+    and input (``Record``), then applied wherever they recur — a plain layer everywhere, an adapted layer wherever its
+    method's hooks do the same (``ActivationHooks.layer_key``) — so the per-layer work is derived once per model ×
+    method and summed per location. ``records=False`` replays every op in place: the reference the records are held
+    to (``tests/test_fast_path.py``)."""
     replay = replay_of(m)
-    h = hooks.adapt_embeddings(replay.embeddings(tr, m, hooks.embeddings_train() and not freeze_trunk))
+    book = _book(tr, m) if records else None
+    emb_trains = hooks.embeddings_train() and not freeze_trunk
+    if book is None:
+        h = replay.embeddings(tr, m, emb_trains)
+    else:
+        h = recorded(tr, book, ("embeddings", emb_trains), None, lambda sub: replay.embeddings(sub, m, emb_trains))
+    h = hooks.adapt_embeddings(h)
     replay.prepare(tr, m, not freeze_trunk)
+    design = None if book is None else (type(hooks), _config_key(hooks.cfg), hooks.size)
     for i in range(m.layers):
         trains = hooks.layer_trains(i) and not freeze_trunk
-        h = replay.layer(tr, m, i, h, trains, hooks) if i in hooks.layers else plain_layer(tr, m, replay, i, h, trains)
-    h = replay.finish(tr, m, h, not freeze_trunk)
-    return replay.classify(tr, m, hooks.adapt_top(h), pooler_trains)
+        if book is None:
+            h = replay.layer(tr, m, i, h, trains, hooks if i in hooks.layers else ActivationHooks(tr, m, None, (), None))
+        elif i in hooks.layers:
+            h = adapted_layer(tr, book, m, replay, i, h, trains, hooks, design)
+        else:
+            h = plain_layer(tr, book, m, replay, i, h, trains)
+    if book is None:
+        h = replay.finish(tr, m, h, not freeze_trunk)
+    else:
+        h = recorded(tr, book, ("finish", not freeze_trunk), h, lambda sub: replay.finish(sub, m, h, not freeze_trunk))
+    h = hooks.adapt_top(h)
+    if book is None:
+        return replay.classify(tr, m, h, pooler_trains)
+    return recorded(tr, book, ("classify", pooler_trains), h, lambda sub: replay.classify(sub, m, h, pooler_trains))
 
 
-def plain_layer(tr: Trace, m, replay, i: int, h: Sym, trains: bool) -> Sym:
-    """Layer i without an adapter: replayed once per kind of layer, input and trainability (``_LAYERS``), then its
-    record is applied — the same saved sizes and work, fresh storages for what it creates, the input and the forward's
-    shared tensors kept as themselves (so a storage two ops keep still counts once)."""
-    key = (m, tr.cond, tr.batch, tr.seq_len, replay.layer_kind(m, i), h.grad, h.nbytes, trains)
-    record = _LAYERS.get(key)
+class Record:
+    """One part of the forward (a layer, the embeddings, what follows the last layer, the head) replayed once on a
+    trace of its own, for every place it recurs: the storages it keeps — ``("input",)`` its input, ``("output",)``
+    its output, ``("shared", name)`` a tensor of the forward's ``Trace.shared``, ``("new", bytes)`` one it creates —
+    the work of its ops (``work``), its output's bytes and grad, and the tensors it adds to ``Trace.shared`` for the
+    parts after it (``makes``: name, bytes, grad; MPNet's position bias, made with the embeddings). ``fresh``: the
+    bytes of the "new" storages (nothing outside the part can reach them, so they are counted without being looked
+    up), ``links`` the other kept items.
+    ``times``: its step time's coefficients (a, b, c) per device profile and precision (``budget.timing.step_poly``,
+    on first use)."""
+
+    __slots__ = ("kept", "work", "nbytes", "grad", "makes", "fresh", "links", "times")
+
+    def __init__(self, kept: tuple, work: tuple, nbytes: Poly, grad: bool, makes: tuple = ()) -> None:
+        self.kept, self.work, self.nbytes, self.grad, self.makes = kept, work, nbytes, grad, makes
+        self.fresh = sum((item[1] for item in kept if item[0] == "new"), Poly())
+        self.links = tuple(item for item in kept if item[0] != "new")
+        self.times: dict = {}
+
+
+def _book(tr: Trace, m) -> dict:
+    """The records of one model on the trace's batch, length and conditions (looked up once per forward)."""
+    key = (m, tr.cond, tr.batch, tr.seq_len)
+    book = _BOOKS.get(key)
+    if book is None:
+        if len(_BOOKS) >= 256:
+            _BOOKS.clear()
+        book = _BOOKS[key] = {}
+    elif len(book) >= 4096:
+        book.clear()
+    return book
+
+
+_BOOKS: dict[tuple, dict] = {}
+
+
+def recorded(tr: Trace, book: dict, key: tuple, h: Optional[Sym], run) -> Sym:
+    """``run(sub)`` — a part of the forward reading ``h`` (None: no input) — as its ``Record`` in ``book``: replayed
+    once per ``key``, input and shared tensors, then applied to ``tr``: the same saved sizes and work, fresh storages
+    for what it creates, the input and the forward's shared tensors kept as themselves (so a storage two parts keep
+    still counts once). A part whose output is a view of another tensor is not recorded: it runs in place."""
+    full = (key, None if h is None else (h.grad, h.nbytes),
+            tuple((k, v.grad, v.nbytes) for k, v in tr.shared.items()) if tr.shared else ())
+    record = book.get(full)
     if record is None:
         sub = Trace(tr.batch, tr.seq_len, tr.cond)
-        sub.shared = tr.shared
-        out = replay.layer(sub, m, i, h, trains, ActivationHooks(sub, m, None, (), None))
-        shared = {id(v): k for k, v in tr.shared.items()}
-        kept = tuple(("input",) if t is h.storage else ("output",) if t is out.storage else
+        sub.shared = dict(tr.shared)
+        out = run(sub)
+        made = {k: v for k, v in sub.shared.items() if tr.shared.get(k) is not v}
+        if out.base is not None or any(v.base is not None or v.param for v in made.values()):
+            return run(tr)  # a view's storage is another tensor's: not a record's to make
+        shared = {id(v): k for k, v in sub.shared.items()}
+        inp = None if h is None else h.storage
+        kept = tuple(("input",) if t is inp else ("output",) if t is out.storage else
                      ("shared", shared[id(t)]) if id(t) in shared else ("new", t.nbytes) for t in sub.saved.values())
-        if out.base is not None:
-            raise ValueError("a layer's output must be a new tensor, not a view")
-        record = _LAYERS.setdefault(key, (kept, tuple(sub.work), out.nbytes, out.grad))
-        if len(_LAYERS) > 4096:
-            _LAYERS.clear()
-    kept, work, nbytes, grad = record
-    out = Sym(nbytes, grad)
-    tr.work.extend(work)
-    for item in kept:
-        tr.save(h if item[0] == "input" else out if item[0] == "output" else
-                tr.shared[item[1]] if item[0] == "shared" else Sym(item[1], True))
+        record = book[full] = Record(kept, tuple(sub.work), out.nbytes, out.grad,
+                                     tuple((k, v.nbytes, v.grad) for k, v in made.items()))
+    out = Sym(record.nbytes, record.grad)
+    tr.work.append(("block", record))
+    for name, nbytes, grad in record.makes:
+        tr.shared[name] = Sym(nbytes, grad, name)
+    tr.keep_fresh(record.fresh)
+    for item in record.links:
+        tr.save(h if item[0] == "input" else out if item[0] == "output" else tr.shared[item[1]])
     return out
 
 
-_LAYERS: dict[tuple, tuple] = {}
+def plain_layer(tr: Trace, book: dict, m, replay, i: int, h: Sym, trains: bool) -> Sym:
+    """Layer i without an adapter, as its ``Record`` (one per kind of layer, input and trainability)."""
+    return recorded(tr, book, ("layer", replay.layer_kind(m, i), trains), h,
+                    lambda sub: replay.layer(sub, m, i, h, trains, ActivationHooks(sub, m, None, (), None)))
 
 
-def trace_forward(ds, batch: int, cond: Conditions) -> Trace:
+def adapted_layer(tr: Trace, book: dict, m, replay, i: int, h: Sym, trains: bool, hooks: ActivationHooks,
+                  design: tuple) -> Sym:
+    """Layer i with the design's hooks: as its ``Record`` — one for every adapted layer of a kind where the hooks say
+    they do the same (``layer_key``; ``design``: the hooks' class, settings less location and size, and the size) —
+    or replayed in place where they give no key."""
+    what = hooks.layer_key(i)
+    if what is None:
+        return replay.layer(tr, m, i, h, trains, hooks)
+
+    def run(sub: Trace) -> Sym:
+        hooks.trace = sub  # the hooks act on the record's own trace, then on the forward's again
+        try:
+            return replay.layer(sub, m, i, h, trains, hooks)
+        finally:
+            hooks.trace = tr
+
+    return recorded(tr, book, ("adapted", replay.layer_kind(m, i), trains, design, what), h, run)
+
+
+def _config_key(cfg, *, location: bool = False) -> tuple:
+    """A design's settings but its size (and its location unless ``location``), as a hashable key (``repr`` where a
+    value is not hashable)."""
+    key = tuple(v for k, v in vars(cfg).items() if k != "d_s" and (location or k != "location"))
+    try:
+        hash(key)
+    except TypeError:
+        return (repr(key),)
+    return key
+
+
+def trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) -> Trace:
     """The symbolic training-mode forward of ``ds``'s first task on ``batch`` sequences (memory and time read it).
 
-    Symbolic in d_s, so one trace serves every size of a design: kept (read-only) per design, batch and conditions."""
-    design_key = json.dumps({**ds.config.as_dict(), "d_s": None}, sort_keys=True, default=str)
-    key = (ds.model, ds.method.name, ds.layers, ds.seq_len, ds.tasks[0], design_key, batch, cond)
-    if key not in _TRACES:
+    Symbolic in d_s, so one trace serves every size of a design: kept (read-only) per design, batch and conditions.
+    ``records=False``: every op replayed in place (the reference; never kept)."""
+    if not records:
+        return _trace_forward(ds, batch, cond, records=False)
+    key = (ds.model, ds.method.name, ds.layers, ds.seq_len, ds.tasks[0], _config_key(ds.config, location=True),
+           batch, cond)
+    tr = _TRACES.get(key)
+    if tr is None:
         if len(_TRACES) > 4096:
             _TRACES.clear()
-        _TRACES[key] = _trace_forward(ds, batch, cond)
-    return _TRACES[key]
+        tr = _TRACES[key] = _trace_forward(ds, batch, cond)
+    return tr
 
 
 _TRACES: dict[tuple, Trace] = {}
 
 
-def _trace_forward(ds, batch: int, cond: Conditions) -> Trace:
+def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) -> Trace:
     tr = Trace(batch, ds.seq_len, cond)
     make = ds.method.activations or ActivationHooks
     size = S if ds.method.sized else None
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
     pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
-    replay_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains)
+    replay_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains,
+                   records=records)
     return tr
 
 

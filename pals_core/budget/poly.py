@@ -80,3 +80,58 @@ class Poly:
 
 S = Poly(0, 1, 0)
 """The adapter size d_s as a polynomial."""
+
+
+class FloatPoly:
+    """``a·s² + b·s + c`` with float coefficients: the step-time model's seconds as a polynomial in d_s.
+
+    ``budget.timing.work_seconds`` prices every op by formulas at most quadratic in d_s; run on ``S_FLOAT``
+    instead of a number, the very same formulas give the coefficients (rounding apart: the trace's sum at an integer
+    s stays the reference), so a design's step time is derived once and then evaluated at any size."""
+
+    __slots__ = ("a", "b", "c")
+
+    def __init__(self, a: float = 0.0, b: float = 0.0, c: float = 0.0) -> None:
+        self.a, self.b, self.c = a, b, c
+
+    def __add__(self, other: "float | FloatPoly") -> "FloatPoly":
+        if type(other) is FloatPoly:
+            return FloatPoly(self.a + other.a, self.b + other.b, self.c + other.c)
+        return FloatPoly(self.a, self.b, self.c + other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: "float | FloatPoly") -> "FloatPoly":
+        if type(other) is FloatPoly:
+            return FloatPoly(self.a - other.a, self.b - other.b, self.c - other.c)
+        return FloatPoly(self.a, self.b, self.c - other)
+
+    def __rsub__(self, other: float) -> "FloatPoly":
+        return FloatPoly(-self.a, -self.b, other - self.c)
+
+    def __mul__(self, other: "float | FloatPoly") -> "FloatPoly":
+        if type(other) is not FloatPoly:
+            return FloatPoly(self.a * other, self.b * other, self.c * other)
+        if (self.a and (other.a or other.b)) or (other.a and self.b):
+            raise ValueError("product has degree > 2")
+        return FloatPoly(self.a * other.c + self.b * other.b + self.c * other.a, self.b * other.c + self.c * other.b,
+                         self.c * other.c)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: float) -> "FloatPoly":
+        return FloatPoly(self.a / other, self.b / other, self.c / other)
+
+    def __call__(self, s: float) -> float:
+        return (self.a * s + self.b) * s + self.c
+
+    @property
+    def coefficients(self) -> tuple[float, float, float]:
+        return self.a, self.b, self.c
+
+    def __repr__(self) -> str:
+        return f"FloatPoly({self.a!r}, {self.b!r}, {self.c!r})"
+
+
+S_FLOAT = FloatPoly(0.0, 1.0, 0.0)
+"""d_s as a float polynomial: what ``work_seconds`` is run on to derive a step time's coefficients."""

@@ -81,8 +81,11 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
         if sized:
             raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
     out = Rows()
-    if machine is not None and model_conditions is None:
-        model_conditions = conditions_for_model(model.name)
+    profile = None
+    if machine is not None:
+        profile = machine.profile()  # read once for every row
+        if model_conditions is None:
+            model_conditions = conditions_for_model(model.name)
     for name, loc in pairs:
         method = get_method(name)
         size = d_s if method.sized else None
@@ -92,7 +95,7 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
             ds = _design(model, tasks, cfg, convention, seq_len, not solved)
             cost = solve(ds, budget) if solved else at_size(ds, size, budget)
             if machine is not None:
-                cost = constrain(cost, ds, machine, model_conditions, solved=solved)
+                cost = constrain(cost, ds, machine, model_conditions, solved=solved, profile=profile)
             out.append(cost)
         except ValueError as e:
             out.refused.append((design_label(name, loc if method.within else None), str(e)))

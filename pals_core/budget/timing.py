@@ -23,13 +23,17 @@ on the CUDA cores, bf16 on the tensor cores) and ``local``, measured on this mac
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Union
 
 from .activations import Conditions, Trace
+from .memory import trace_forward
+from .poly import S_FLOAT, FloatPoly
 
 DEVICES_DIR = Path(__file__).with_name("devices")
 LOCAL_ENV = "PALS_LOCAL_PROFILE"  # where pals-calibrate writes (and --device local reads) the local profile
@@ -114,35 +118,63 @@ class DeviceProfile:
 
 
 def builtin_devices() -> list[str]:
-    return sorted(p.stem for p in DEVICES_DIR.glob("*.json")) + ["local"]
+    return sorted(_builtin_names()) + ["local"]
+
+
+@lru_cache(maxsize=1)
+def _builtin_names() -> frozenset[str]:
+    """The built-in profiles (``devices/*.json``: package data, read once per process)."""
+    return frozenset(p.stem for p in DEVICES_DIR.glob("*.json"))
+
+
+@lru_cache(maxsize=None)
+def _builtin_profile(name: str) -> DeviceProfile:
+    """A profile this package ships (trusted package data, parsed as it is; a profile someone gives goes through
+    ``atomic.read_json_file``'s checks)."""
+    path = DEVICES_DIR / f"{name}.json"
+    return DeviceProfile.from_dict(json.loads(path.read_bytes()), where=str(path))
+
+
+def _read_profile(path: str) -> DeviceProfile:
+    from ..atomic import read_json_file  # the checked reader of a file someone gives (not needed for built-ins)
+
+    return DeviceProfile.from_dict(read_json_file(path, "device profile"), where=path)
 
 
 def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
-    """A built-in name (``h100``, ``a100``, ``l4``, ``t4``), ``local`` (pals-calibrate's) or a profile JSON path."""
+    """A built-in name (``h100``, ``a100``, ``l4``, ``t4``), ``local`` (pals-calibrate's) or a profile JSON path.
+
+    A built-in profile is read once per process; a file once per version (path, mtime, size: pals-calibrate may
+    rewrite ``local`` while the explorer runs, which asks for every row of every redraw)."""
     if isinstance(spec, DeviceProfile):
         return spec
     text = str(spec)
     if text == "local":
         path = local_profile_path()
-        if not path.is_file():
-            raise ValueError(f"no local device profile at {path}: run pals-calibrate first")
-    elif (DEVICES_DIR / f"{text.lower()}.json").is_file():
-        path = DEVICES_DIR / f"{text.lower()}.json"
+        missing = f"no local device profile at {path}: run pals-calibrate first"
+    elif text.lower() in _builtin_names():
+        return _builtin_profile(text.lower())
     elif text.endswith(".json") or os.sep in text:
         path = Path(text)
-        if not path.is_file():
-            raise ValueError(f"device profile not found: {path}")
+        missing = f"device profile not found: {path}"
     else:
         raise ValueError(f"unknown device {text!r} (devices: {', '.join(builtin_devices())}; or a profile .json)")
-    key = (str(path.resolve()), path.stat().st_mtime_ns)
-    if key not in _PROFILES:  # read once per file version (the explorer asks for every row of every redraw)
-        from ..atomic import read_json_file
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise ValueError(missing) from None
+    if not os.path.isfile(path):
+        raise ValueError(missing)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    profile = _PROFILES.get(key)
+    if profile is None:
+        if len(_PROFILES) >= 256:
+            _PROFILES.clear()
+        profile = _PROFILES[key] = _read_profile(str(path))
+    return profile
 
-        _PROFILES[key] = DeviceProfile.from_dict(read_json_file(path, "device profile"), where=str(path))
-    return _PROFILES[key]
 
-
-_PROFILES: dict[tuple[str, int], "DeviceProfile"] = {}
+_PROFILES: dict[tuple[str, int, int], "DeviceProfile"] = {}
 
 
 # --------------------------------------------------------------------------------------------- the model
@@ -151,14 +183,24 @@ def _mm(p: DeviceProfile, m: float, k: float, n: float, flops_rate: float) -> fl
     return 2 * m * k * n / flops_rate + 4 * (m * k + k * n + m * n) / p.bandwidth + p.kernel_overhead_s
 
 
-def work_seconds(tr: Trace, s: int, p: DeviceProfile, precision: str = "fp32") -> float:
-    """Seconds of the forward + backward the trace ``tr`` records, at adapter size ``s``."""
+def _ops(work):
+    """Every op of a trace's work in order, a recorded part's (``("block", record)``) where it was replayed."""
+    for entry in work:
+        if entry[0] == "block":
+            yield from _ops(entry[1].work)
+        else:
+            yield entry
+
+
+def work_seconds(tr: Trace, s, p: DeviceProfile, precision: str = "fp32"):
+    """Seconds of the forward + backward the trace ``tr`` records, at adapter size ``s``: the reference, op by op.
+    On ``s = poly.S_FLOAT`` the same sum as a ``FloatPoly`` in d_s (``step_poly`` derives a design's so)."""
     fb = tr.cond.float_bytes
     rate = p.matmul_flops_bf16 if (precision == "bf16" and p.matmul_flops_bf16) else p.matmul_flops
     bw, ov = p.bandwidth, p.kernel_overhead_s
     b, n = tr.batch, tr.seq_len
     total = 0.0
-    for kind, *a in tr.work:
+    for kind, *a in _ops(tr.work):
         if kind == "mm":
             rows, x_bytes, out, dx, dw = a
             k = x_bytes(s) / fb / rows
@@ -206,9 +248,72 @@ def work_seconds(tr: Trace, s: int, p: DeviceProfile, precision: str = "fp32") -
     return total
 
 
+class _Ops:
+    """Part of a trace's work (one op, or one record's ops) with the fields ``work_seconds`` reads."""
+
+    __slots__ = ("cond", "batch", "seq_len", "work")
+
+    def __init__(self, tr: Trace, work) -> None:
+        self.cond, self.batch, self.seq_len, self.work = tr.cond, tr.batch, tr.seq_len, work
+
+
+def _symbolic(tr: Trace, work, p: DeviceProfile, precision: str) -> FloatPoly:
+    t = work_seconds(_Ops(tr, work), S_FLOAT, p, precision)
+    return t if type(t) is FloatPoly else FloatPoly(0.0, 0.0, t)  # no op: 0.0
+
+
+def step_poly(tr: Trace, p: DeviceProfile, precision: str = "fp32") -> FloatPoly:
+    """``work_seconds(tr, s, p, precision)`` as a polynomial in s, derived once per trace, profile and precision: each
+    distinct op priced once per shape (most ops recur: in every layer, in every design), each record's sum kept on the
+    record (a layer of a kind, the embeddings, the head), then summed. Equal to the op-by-op sum at every s up to
+    rounding (``tests/test_fast_path.py``)."""
+    pk = (p, precision)
+    poly = tr.times.get(pk)
+    if poly is not None:
+        return poly
+    ops = _OP_TIMES.get(pk)
+    if ops is None:
+        if len(_OP_TIMES) >= 64:
+            _OP_TIMES.clear()
+        ops = _OP_TIMES[pk] = {}
+    elif len(ops) >= 65536:
+        ops.clear()
+    shape = (tr.batch, tr.seq_len, tr.cond.float_bytes)
+
+    def total(work) -> tuple[float, float, float]:
+        a = b = c = 0.0
+        for entry in work:
+            if entry[0] == "block":
+                record = entry[1]
+                t = record.times.get(pk)
+                if t is None:
+                    t = record.times[pk] = total(record.work)
+                ta, tb, tc = t
+            else:
+                key = (entry, shape)
+                t = ops.get(key)
+                if t is None:
+                    t = ops[key] = _symbolic(tr, (entry,), p, precision)
+                ta, tb, tc = t.a, t.b, t.c
+            a += ta
+            b += tb
+            c += tc
+        return a, b, c
+
+    poly = tr.times[pk] = FloatPoly(*total(tr.work))
+    return poly
+
+
+_OP_TIMES: dict[tuple, dict] = {}  # (profile, precision) -> {(op, shape): FloatPoly}
+
+
+def design_step_poly(ds, batch: int, cond: Conditions, profile: DeviceProfile, precision: str = "fp32") -> FloatPoly:
+    """The step time of ``ds``'s first task as a polynomial in d_s (``step_poly`` of its trace)."""
+    return step_poly(trace_forward(ds, batch, cond), profile, precision)
+
+
 def step_seconds(ds, s: Optional[int], batch: int, cond: Conditions, profile: DeviceProfile,
                  precision: str = "fp32") -> float:
-    """Predicted seconds of one training step (forward + backward) of ``ds``'s first task at size ``s``."""
-    from .memory import trace_forward
-
-    return work_seconds(trace_forward(ds, batch, cond), s or 0, profile, precision)
+    """Predicted seconds of one training step (forward + backward) of ``ds``'s first task at size ``s``: its
+    ``design_step_poly`` at s (the op-by-op ``work_seconds`` of its trace, up to rounding)."""
+    return design_step_poly(ds, batch, cond, profile, precision)(s or 0)

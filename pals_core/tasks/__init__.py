@@ -3,17 +3,26 @@ records (``glue.py``, the one place that knows GLUE), the tasks file (``taskfile
 CSV / TSV / JSON Lines / Parquet / save_to_disk folders (``readers.py``) and checked rows (``rows.py``).
 
 Pure Python on the ground floor: the calculator, the trainer, the studies and the explorer read records from
-here; nothing here imports torch, transformers or the rest of the project.
+here; nothing here imports torch, transformers or the rest of the project. The readers and the rows (csv, the
+sampler's random) load on first use of one of their names (``_LAZY``): the calculator's start-up needs only the
+records and GLUE's.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from importlib import import_module
+from typing import Any, Optional, Sequence
 
 from .glue import GLUE_LABELS, GLUE_TASKS, PAPER_TASKS, get_task, glue_record, parse_task_list
-from .readers import TaskDataError, sha256_of
 from .record import KINDS, METRICS_OF_KIND, TaskRecord, TaskRecordError, fingerprint
-from .rows import num_labels, read_label_names
 from .taskfile import read_tasks_file, select
+
+_LAZY = {"TaskDataError": "readers", "sha256_of": "readers", "num_labels": "rows", "read_label_names": "rows"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_records(names: "Sequence[str] | str | None", tasks_file: Optional[str] = None) -> list[TaskRecord]:

@@ -15,8 +15,6 @@ folder (``--glue-dir``) instead of a file of their own.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, fields, replace
@@ -188,6 +186,9 @@ def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> st
     definition and its files' sha256 (its name and where the files lie do not count)."""
     if record.glue is not None:
         return f"glue:{record.glue}"
+    import hashlib  # only a task of one's own is hashed: kept off the calculator's start-up (pals-budget)
+    import json
+
     d = record.definition()
     d.pop("name")
     blob = json.dumps({"record": d, "files": file_hashes}, sort_keys=True)

@@ -160,12 +160,17 @@ class CaMtlActivations(ActivationHooks):
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.z: Sym = self.trace.new(z_dim(self.model, self.cfg), True)
+        self.trace.shared["ca_mtl.z"] = self.z  # read by every layer's FiLM generators (layer_key's promise)
         self.frozen = frozen_layers(self.model, self.cfg)
         self.conditional = set(self.layers)
         self.norms = set(norm_layers(self.model, self.cfg))
         self.bottleneck = set(bottleneck_layers(self.model, self.cfg))
         self.layers = tuple(sorted(self.conditional | self.norms | self.bottleneck))
         self.attention_out: dict = {}
+
+    def layer_key(self, i):
+        """Layers alike in their conditional parts (attention bias, LayerNorms, adapter) replay alike."""
+        return i in self.conditional, i in self.norms, i in self.bottleneck
 
     def embeddings_train(self) -> bool:
         return self.frozen == 0

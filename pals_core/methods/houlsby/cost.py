@@ -27,6 +27,8 @@ def _flops(m, layers, cfg, n):
 class HoulsbyActivations(ActivationHooks):
     """x + U·GELU(W·x) on the attention output and on the FFN output: W keeps x, GELU W·x, U its output."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def _bottleneck(self, x):
         tr = self.trace
         return tr.add(x, tr.linear(tr.gelu(tr.linear(x, self.size, True)), self.model.hidden, True))

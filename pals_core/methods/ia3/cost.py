@@ -25,6 +25,8 @@ def _params(m, layers, cfg, paper):
 class Ia3Activations(ActivationHooks):
     """x ⊙ l (l a row of a trained parameter): the product keeps x (the keys, the values, the FFN activation)."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def _scale(self, x):
         return self.trace.mul(x, Sym(self.trace.new(0, True).nbytes, True), s_is_param=True)
 

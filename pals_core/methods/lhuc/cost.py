@@ -16,6 +16,8 @@ def _params(m, layers, cfg, paper):
 class LhucActivations(ActivationHooks):
     """h ⊙ 2σ(r_l): σ keeps its output (d floats), the product keeps h and the scale 2σ(r_l)."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def adapt_layer_output(self, i, h):
         tr = self.trace
         sigma = tr.saves_output(tr.new(self.model.hidden, True))

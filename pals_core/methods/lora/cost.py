@@ -26,6 +26,8 @@ def _flops(m, layers, cfg, n):
 class LoraActivations(ActivationHooks):
     """q + (α/S)·B A h (and v): A keeps h, B the (B, n, S) code; the scale by a number keeps nothing."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def _update(self, h, x):
         tr = self.trace
         return tr.add(x, tr.linear(tr.linear(h, self.size, True), self.model.hidden, True))

@@ -27,6 +27,8 @@ class LowRankActivations(ActivationHooks):
     """V^D_l GELU(V^E_l h): V^E keeps h, the GELU the (B, n, S) code, V^D the GELU's output (without the GELU,
     ``adapter_gelu=False``: V^D keeps the code)."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def parallel_branch(self, i, h):
         tr = self.trace
         code = tr.linear(h, self.size, True)

@@ -59,6 +59,8 @@ class PalsActivations(ActivationHooks):
     """TS_l(h) = GELU(V^D · Attn_l(V^E · h)): V^E keeps h, the attention its projection (and, with dropout, what
     the math kernel keeps), V^D the context, the GELU its input (``adapter_gelu``)."""
 
+    layer_local = True  # each adapted layer alike (ActivationHooks.layer_local)
+
     def parallel_branch(self, i, h):
         tr = self.trace
         ctx = small_attention(self, tr.linear(h, self.size, True), output=False, dropout=self.cfg.pal_attention_dropout)
