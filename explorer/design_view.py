@@ -9,7 +9,7 @@ from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, get_method, paper_reproduction
+from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
 from pals_core.budget.costs import embedding_params
 from pals_core.budget.families import get_family
 from pals_core.budget.series import budget_used, flops_ratio
@@ -93,7 +93,7 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
 def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
     """The recommended design on the page's one machine (``machine_view.page_machine``: the device, batch and
     precision of the Memory & step time view): its training memory and step time there, the device named."""
-    from .machine_view import GIB, page_machine, priced
+    from .machine_view import page_machine, priced
 
     machine = page_machine()
     rows = priced(inp, [pick.cost], machine)
@@ -101,8 +101,8 @@ def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
         return ""
     c = rows[0]
     return (f" On {machine.profile().name} (batch {machine.batch}, n = {inp.seq_len}, {machine.precision}; set in "
-            f"Memory & step time): {c.memory_train['total'] / GIB:.2f} GiB to train, a step {c.time_ratio:.2f}× the "
-            "base model's.")
+            f"Memory & step time): {display.gib_text(c.memory_train['total'])} GiB to train, a step "
+            f"{display.step_ratio_text(c.time_ratio)}× the base model's.")
 
 
 def _set_state(key: str, value) -> None:
@@ -133,18 +133,26 @@ def _remember_pick() -> None:
 
 
 def render_metrics(c: Cost, inp: Inputs) -> None:
-    cols = st.columns(5)
+    """The chosen design's five numbers, each written whole: a row that wraps on a narrow screen (five fixed columns
+    cut '1.0002×' to '1.0…' at 1000 px)."""
+    row = st.container(horizontal=True, wrap=True, gap="medium", horizontal_alignment="distribute")
     if c.feasible:
         size = "—" if c.d_s is None else str(c.d_s)
     else:
         size = "does not fit"
-    cols[0].metric("solved d_s" if inp.d_s is None else "fixed d_s", size,
-                   help="The largest valid adapter size within the budget (a multiple of h_s for attention methods).")
-    cols[1].metric("% of budget used", f"{100 * budget_used(c, inp.budget):.1f}%",
-                   help="Task-specific parameters over what the budget allows (per task: the largest task's share over the cap).")
-    cols[2].metric("params per task", human(max(c.params_per_task)), help="Head + adapter of the largest task.")
-    cols[3].metric("total × base", f"{c.ratio:.4f}×", help="N_total / N_base")
-    cols[4].metric("FLOPs × base", f"{flops_ratio(c):.4f}×", help="One sequence through one task's path vs the plain model.")
+    row.metric("solved d_s" if inp.d_s is None else "fixed d_s", size,
+               help="The largest valid adapter size within the budget (a multiple of h_s for attention methods).",
+               width="content")
+    row.metric("% of budget used", display.share_text(budget_used(c, inp.budget)),
+               help="Task-specific parameters over what the budget allows (per task: the largest task's share over "
+                    "the cap), rounded down: a design that fits never shows 100.0 % unless it spends it all.",
+               width="content")
+    row.metric("params per task", human(display.params_per_task(c)),
+               help=f"Head + adapter of the largest task ({display.count_text(display.params_per_task(c))}), with its "
+                    "1/T share of modules all tasks share (CA-MTL).", width="content")
+    row.metric("total × base", f"{display.ratio_text(c.ratio)}×", help="N_total / N_base", width="content")
+    row.metric("FLOPs × base", f"{display.ratio_text(flops_ratio(c))}×",
+               help="One sequence through one task's path vs the plain model.", width="content")
 
 
 def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]) -> list[Cost]:
@@ -172,22 +180,29 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
     cells = {key_of(c): recommend.measured_label(measured.get(key_of(c)), c) for c in ordered if key_of(c) in measured}
     frame = figures.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
-    if link_for is not None:  # a design's row links to its measured results, where they exist
-        frame.insert(frame.columns.get_loc("measured dev avg") + 1, "measured results",
-                     [link_for(d) if key_of(c) in measured else None for d, c in zip(frame["design"], ordered)])
+    if link_for is not None:  # a design's row links to its measured results, where they exist ("": an empty cell)
+        frame.insert(frame.columns.get_loc("measured dev avg"), "measured results",  # the link, then the score
+                     [link_for(d) if key_of(c) in measured else "" for d, c in zip(frame["design"], ordered)])
     st.dataframe(frame, hide_index=True, width="stretch", key="main_table", column_config={
         "rank": st.column_config.TextColumn(help="The recommendation's ranking: each method's largest fitting design"),
-        "% of budget used": st.column_config.ProgressColumn(format="%.1f%%", min_value=0.0, max_value=100.0),
+        "design": st.column_config.TextColumn(pinned=True),
+        "% of budget used": st.column_config.ProgressColumn("% budget", format=figures.TABLE_FORMATS["% of budget used"]
+                                                            + "%%", min_value=0.0, max_value=100.0, width="small",
+                                                            help="% of the budget used, rounded down"),
+        "measured dev avg": st.column_config.TextColumn(help="Mean dev average (0–100) of finished runs of this design",
+                                                        width="large"),
         "params / task": st.column_config.NumberColumn(format="localized"),
         "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
-        "total × base": st.column_config.NumberColumn(format="%.4f"),
-        "FLOPs × base": st.column_config.NumberColumn(format="%.4f"),
-        "measured results": st.column_config.LinkColumn(display_text="open", help="This design's finished runs"),
+        "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
+        "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
+        "measured results": st.column_config.LinkColumn(display_text="open", help="This design's finished runs",
+                                                        width="small"),
     })
-    st.download_button("Download the table (CSV)", data=lambda: frame.to_csv(index=False), file_name="pals-designs.csv",
+    st.download_button("Download the table (CSV)", data=lambda: figures.table_csv(frame), file_name="pals-designs.csv",
                        mime="text/csv", key="csv", on_click="ignore")
     st.caption("rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
-               "parameters over what the budget allows; params / task = the largest task's head + adapter; measured = "
+               "parameters over what the budget allows, rounded down; params / task = the largest task's head + adapter "
+               "(with its share of modules all tasks share); the numbers are pals-budget's, to the digit; measured = "
                "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
                "another d_s is labelled so and does not rank the design.")
     if not picks:
@@ -240,10 +255,31 @@ def render_sizes_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
 def render_scaling_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     loc = curve_location(costs, chosen)
     st.plotly_chart(fig_scaling(inp, loc, key_of(chosen)), config=CHART, key="fig_scaling")
-    st.caption("The paper's mobile argument: to run every task on one input, layers below the lowest adapted layer run "
-               "once and the rest once per task. Top-of-BERT methods share the whole encoder; adapters in layer 0 share "
-               "nothing and cost as much as separate models. "
-               + (f"Within-network methods at {loc}. " if loc else "") + "Drawn to twice your number of tasks.")
+    st.caption(scaling_caption(inp, costs, loc))
+
+
+def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
+    """What the all-tasks plot shows, read from its own lines at the question's T (``figures.scaling_groups``):
+    which designs save compute over T separate models, which cost as much, which cost more — and how far it is
+    drawn (``calc.task_counts``)."""
+    drawn = calc.at_location(costs, loc)
+    t = len(inp.tasks)
+    groups = figures.scaling_groups(calc.scaling(inp, drawn), t)
+    names = lambda keys: ", ".join(label(k) for k in keys)  # noqa: E731
+    parts = [f"To run every task on one input, the layers below the lowest adapted layer run once and the rest once per "
+             f"task. At your T = {t}:"]
+    if groups["below"]:
+        parts.append(f"below the dashed separate-models line, sharing saves compute — {names(groups['below'])};")
+    if groups["same"]:
+        parts.append(f"on the line (within {figures.SAME_AS_SEPARATE:.1%}), as much as T separate models — "
+                     f"{names(groups['same'])} (they share no layer, and add almost no FLOPs of their own);")
+    if groups["above"]:
+        parts.append(f"above it, more than T separate models — {names(groups['above'])} (the FLOPs their adapters "
+                     "add outweigh what they share);")
+    parts[-1] = parts[-1].rstrip(";") + "."
+    where = f" Within-network methods at {loc}." if loc else ""
+    top = calc.task_counts(t)[-1]
+    return " ".join(parts) + where + f" Drawn to T = {top} (twice your number of tasks, at least 16)."
 
 
 def breakdown_frame(inp: Inputs, cost: Cost):

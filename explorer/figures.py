@@ -23,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from pals_core.budget import METHODS, Budget, Cost, PaperRow
+from pals_core.budget import METHODS, Budget, Cost, PaperRow, display
 from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pareto_front, wider_than_model
 from pals_core.budget.units import human
 
@@ -32,7 +32,6 @@ from .measured import BASELINES
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
 _PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + ["#000080", "#8B008B", "#FF1493", "#006400", "#B8860B", "#4B0082"]
-_PART_PALETTE = qualitative.Safe + qualitative.Vivid + qualitative.Pastel
 _DASH = {"all": "solid", "top": "dash", "bottom": "dot", None: "solid"}
 _SYMBOL = {"all": "circle", "top": "triangle-up", "bottom": "triangle-down", None: "diamond"}
 SYMBOL_TEXT = {"all": "● all layers", "top": "▲ top", "bottom": "▼ bottom", "custom": "■ your layers", None: "◆ no location"}
@@ -135,11 +134,31 @@ def _merge(into: dict, kw: dict) -> None:
 _AXIS = dict(gridcolor="#e8e8e8", zerolinecolor="#cccccc", linecolor="#cccccc")
 
 
+TITLE_CHARS = 60  # a title longer than this is cut in a figure 1000 px wide: its part after ': ' becomes a subtitle
+LEGEND_ENTRY_PX = 20  # one legend line at font size 11 (plotly: ~19 px), with the gap between groups kept at 2 px
+LEGEND_GAP_PX = 2
+PLOT_MARGIN_PX = 120  # the figure's height outside its plot area: title and margins (70), x-axis ticks and title (50)
+
+
+def legend_height(fig: _Fig) -> int:
+    """The height (px) the figure's legend needs to show every entry at once: one line per trace in the legend and
+    the gap between groups. A figure shorter than this scrolls its legend (entries out of sight)."""
+    shown = [t for t in fig.data if t.get("showlegend", True) is not False and t.get("name")]
+    groups = {t.get("legendgroup") or id(t) for t in shown}
+    return len(shown) * LEGEND_ENTRY_PX + len(groups) * LEGEND_GAP_PX
+
+
 def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
+    """Every figure's look; tall enough that its legend shows every entry without a scroll box."""
+    height = max(height, legend_height(fig) + PLOT_MARGIN_PX)
+    if "<br>" not in title and len(title) > TITLE_CHARS and ": " in title:  # a long title is not cut at 1000 px
+        head, tail = title.split(": ", 1)
+        title = f"{head}<br><sup>{tail[0].upper()}{tail[1:]}</sup>"
     fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
                       xaxis=dict(title=dict(text=x), **_AXIS), yaxis=dict(title=dict(text=y), **_AXIS),
-                      legend=dict(font=dict(size=11), groupclick="togglegroup"), margin=dict(l=10, r=10, t=60, b=10),
-                      hovermode="closest", height=height, plot_bgcolor="white", paper_bgcolor="white", **kw)
+                      legend=dict(font=dict(size=11), groupclick="togglegroup", tracegroupgap=LEGEND_GAP_PX),
+                      margin=dict(l=10, r=10, t=60, b=10), hovermode="closest", height=height, plot_bgcolor="white",
+                      paper_bgcolor="white", **kw)
     return fig.figure()
 
 
@@ -249,6 +268,51 @@ def coinciding(curves: Curves, within: float = 0.02) -> list[list[str]]:
     return [[label(c.key) for c in g] for g in groups if len(g) > 1]
 
 
+# --- labels that can be read --------------------------------------------------------------------------
+
+def readable_labels(points: Sequence[tuple[float, float]], texts: Sequence[str], *, first: Sequence[int] = (),
+                    width: float = 520.0, height: float = 260.0, x_log: bool = False, char_px: float = 6.4,
+                    line_px: float = 15.0, marker_px: float = 6.0) -> list[Optional[str]]:
+    """Where each point's text is written (a plotly ``textposition``: above the marker, shifted left or right at the
+    plot's edges so that it stays on the figure), or None: not written, read on hover. No two written labels
+    overlap and none covers another marker (but the ``first``'s: the chosen design is always named). Greedy:
+    ``first``, then the most isolated points first. Sizes in pixels of a plot area of ``width`` × ``height`` (the
+    smallest the page draws it: a label readable there is readable wider); ``x_log``: the x axis is logarithmic."""
+    n = len(points)
+    if n == 0:
+        return []
+    xs = [math.log10(max(x, 1e-12)) if x_log else float(x) for x, _ in points]
+    ys = [float(y) for _, y in points]
+
+    def scaled(values: list[float], px: float) -> list[float]:
+        lo, hi = min(values), max(values)
+        return [(v - lo) / ((hi - lo) or 1.0) * px for v in values]
+
+    px, py = scaled(xs, width), scaled(ys, height)
+    nearest = [min((math.hypot(px[i] - px[j], py[i] - py[j]) for j in range(n) if j != i), default=math.inf)
+               for i in range(n)]
+    order = list(dict.fromkeys([*first, *sorted(range(n), key=lambda i: -nearest[i])]))
+    boxes: list[tuple[float, float, float, float]] = []
+    out: list[Optional[str]] = [None] * n
+    for i in order:
+        w = len(texts[i]) * char_px
+        if px[i] - w / 2 < 0:
+            place, left = "top right", px[i] - marker_px / 2
+        elif px[i] + w / 2 > width:
+            place, left = "top left", px[i] + marker_px / 2 - w
+        else:
+            place, left = "top center", px[i] - w / 2
+        box = (left, py[i] + marker_px, left + w, py[i] + marker_px + line_px)  # y up: above the marker
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
+            continue
+        if i not in first and any(j != i and box[0] - marker_px < px[j] < box[2] + marker_px
+                                  and box[1] - marker_px < py[j] < box[3] for j in range(n)):
+            continue  # the chosen design's label is written even over a marker
+        boxes.append(box)
+        out[i] = place
+    return out
+
+
 # --- the design space ---------------------------------------------------------------------------
 
 UNUSED_FLOOR = 1e-4  # a design that spends all of the budget is drawn at 0.01 % left (log axis)
@@ -294,9 +358,10 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
             marker=dict(color=method_color(method), size=13, symbol=[location_symbol(c.location) for c in cs],
                         line=dict(color="white", width=1)),
             text=[label(key_of(c)) for c in cs],
-            customdata=[["—" if c.d_s is None else c.d_s, f"{100 * used[key_of(c)]:.1f}"] for c in cs],
-            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>spends %{customdata[1]}% of the budget"
-                          "<br>+%{y:.2f}% FLOPs<extra></extra>"))
+            customdata=[["—" if c.d_s is None else f"{c.d_s:,}", display.share_text(used[key_of(c)]),
+                         display.overhead_text(flops_ratio(c))] for c in cs],
+            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>spends %{customdata[1]} of the budget"
+                          "<br>%{customdata[2]} FLOPs<extra></extra>"))
     front = [feasible[i] for i in pareto_front([(used[key_of(c)], over(c)) for c in feasible])]
     front.sort(key=lambda c: used[key_of(c)])
     if front:
@@ -315,8 +380,12 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
                 x=[left(pick)], y=[over(pick)], mode="markers", name=f"chosen: {label(key)}",
                 marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
                 hovertemplate=f"chosen: {label(key)}<extra></extra>"))
+        toward = -1 if text.startswith("chosen") else 1
+        if left(pick) > 0.5:  # at the plot's left edge: written to its right, never cut by the edge
+            toward = 1
         fig.add_annotation(x=math.log10(left(pick)), y=over(pick), text=f"{text}: {label(key)}", showarrow=True,
-                           arrowhead=2, ax=-50 if text.startswith("chosen") else 50, ay=-45, font=dict(size=12),
+                           arrowhead=2, ax=50 * toward, ay=-45 if toward < 0 or text == "recommended" else -70,
+                           xanchor="left" if toward > 0 else "right", font=dict(size=12),
                            bgcolor="rgba(255,255,255,0.85)")
     bad = [label(key_of(c)) for c in costs if not c.feasible]
     lo = min([left(c) for c in feasible] or [UNUSED_FLOOR])
@@ -324,9 +393,9 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
                      tickvals=[1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001],
                      ticktext=["100%", "30%", "10%", "3%", "1%", "0.3%", "0.1%", "0.03%", "≤0.01%"])
     fig.update_yaxes(rangemode="tozero", ticksuffix="%")
-    title = "Design space: designs to the right spend more of the budget, lower ones add less compute"
+    title = "Design space<br><sup>right: spends more of the budget · lower: adds less compute</sup>"
     if bad:
-        title += f"<br><sup>over budget, not drawn: {', '.join(bad[:8])}{', …' if len(bad) > 8 else ''}</sup>"
+        title += f"<br><sup>over budget, not drawn: {', '.join(bad[:6])}{', …' if len(bad) > 6 else ''}</sup>"
     return _layout(fig, title, "budget left unused (log; right = more of the budget spent)",
                    "forward FLOPs added, one task's path (%)")
 
@@ -371,10 +440,59 @@ def _part_totals(frame, by: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def _lab(color: str) -> tuple[float, float, float]:
+    """A '#rrggbb' or 'rgb(r,g,b)' colour in CIE L*a*b* (D65): distances there are what eyes tell apart."""
+    if color.startswith("#"):
+        rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    else:
+        rgb = [float(v) / 255 for v in color[color.index("(") + 1:color.index(")")].split(",")[:3]]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def color_distance(a: str, b: str) -> float:
+    """How far apart two colours look (CIE76 ΔE: about 10 is 'clearly different', under 5 hard to tell)."""
+    return math.dist(_lab(a), _lab(b))
+
+
+def _distinct(colors: Sequence[str], apart: float = 18.0) -> list[str]:
+    """``colors`` without those closer than ``apart`` (ΔE) to an earlier one: no two look alike."""
+    out: list[str] = []
+    for c in colors:
+        if all(color_distance(c, o) >= apart for o in out):
+            out.append(c)
+    return out
+
+
+_PART_PALETTE = _distinct(qualitative.Safe + qualitative.Alphabet + qualitative.Dark24)  # parts take the farthest free one
+NEIGHBOUR_WEIGHT = 1.6  # a part's colour keeps this much farther from its neighbours' (stacked with it) than from others'
+
+
 def part_colors(frames: Iterable) -> dict[str, str]:
-    """One colour per part name, the same in every breakdown chart (first-seen order, none repeated)."""
-    names = list(dict.fromkeys(r["part"] for f in frames for r in _records(f)))
-    return {p: _PART_PALETTE[i % len(_PART_PALETTE)] for i, p in enumerate(names)}
+    """One colour per part name, the same in every breakdown chart, none repeated. Parts that share a bar (one
+    design's parts, stacked) are its neighbours: each part, in first-seen order, takes the free palette colour
+    farthest from every colour taken, its neighbours' counted nearer (``NEIGHBOUR_WEIGHT``), so that no two parts
+    stacked together look alike (LoRA on V beside encoder V^E were two teals) and no two parts anywhere share a hue."""
+    bars = [list(dict.fromkeys(r["part"] for r in _records(f))) for f in frames]
+    names = list(dict.fromkeys(p for bar in bars for p in bar))
+    neighbours: dict[str, set[str]] = {p: set() for p in names}
+    for bar in bars:
+        for p in bar:
+            neighbours[p].update(q for q in bar if q != p)
+    out: dict[str, str] = {}
+    for p in names:
+        free = [c for c in _PART_PALETTE if c not in out.values()] or list(_PART_PALETTE)
+
+        def spread(c: str) -> float:  # the nearest colour taken, a neighbour's counted NEIGHBOUR_WEIGHT times nearer
+            return min((color_distance(c, t) / (NEIGHBOUR_WEIGHT if q in neighbours[p] else 1.0)
+                        for q, t in out.items()), default=math.inf)
+
+        out[p] = max(free, key=spread)  # ties: the palette's order
+    return out
 
 
 def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[str, str]] = None) -> go.Figure:
@@ -434,6 +552,23 @@ def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: 
                    "number of tasks T", "forward GFLOPs per sequence, all tasks")
 
 
+SAME_AS_SEPARATE = 0.005  # within 0.5 % of T separate models' FLOPs: "as much as separate models"
+
+
+def scaling_groups(series: Mapping[Key, Sequence[ScalingPoint]], tasks: int) -> dict[str, list[Key]]:
+    """The designs of the all-tasks plot at ``tasks`` tasks, by where they are against T separate fine-tuned models:
+    ``below`` (sharing saves compute), ``same`` (within ``SAME_AS_SEPARATE``: no layer shared, almost no FLOPs of
+    their own) and ``above`` (no layer shared, and their adapters add FLOPs) — what the plot's caption says."""
+    out: dict[str, list[Key]] = {"below": [], "same": [], "above": []}
+    for key, pts in series.items():
+        p = next((q for q in pts if q.tasks == tasks), None)
+        if p is None or not p.flops_separate:
+            continue
+        r = p.flops_all_tasks / p.flops_separate
+        out["below" if r < 1 - SAME_AS_SEPARATE else "same" if r <= 1 + SAME_AS_SEPARATE else "above"].append(key)
+    return out
+
+
 # --- the paper check ---------------------------------------------------------------------------------
 
 def paper_frame(rows: Sequence[PaperRow]) -> pd.DataFrame:
@@ -467,18 +602,29 @@ def _dash(value) -> object:
     return "—" if value is None else value
 
 
+TABLE_FORMATS = {"% of budget used": f"%.{display.SHARE_DIGITS}f", "total × base": f"%.{display.RATIO_DIGITS}f",
+                 "FLOPs × base": f"%.{display.RATIO_DIGITS}f", "GFLOPs / input, all tasks": "%.2f",
+                 "train step GFLOPs": "%.2f"}
+"""The design table's number columns and how they are written (the page's column formats and the CSV): each value
+is rounded once (``pals_core.budget.display``) and printed with exactly its decimals."""
+
+
 def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Optional[Mapping[Key, int]] = None,
                 measured: Optional[Mapping[Key, str]] = None, first_fit: Optional[Mapping[Key, str]] = None,
                 hidden: Optional[int] = None) -> pd.DataFrame:
     """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
-    shares in %, scores 0–100; '—' where a value does not apply. ``hidden`` (the model's d): a d_s wider than the
-    model is flagged in its cell ("10,760 > d = 384")."""
+    shares in % (rounded down, as the answer says them), ratios to four decimals, scores 0–100; '—' where a value
+    does not apply. Every number is rounded once, by ``pals_core.budget.display`` (pals-budget prints the same
+    digits). The columns a person compares come first — what it is, whether it fits, what it spends and what it
+    scored — so the measured score is in view without scrolling sideways; method and location (already in the
+    design's name) come last. ``hidden`` (the model's d): a d_s wider than the model is flagged in its cell
+    ("10,760 > d = 384")."""
     out = []
     for c in costs:
         k = key_of(c)
         row = {
             "rank": str((rank or {}).get(k, "—")),
-            "design": label(k), "method": c.method, "location": c.location or "—",
+            "design": label(k),
             "d_s": "—" if c.d_s is None else (f"{c.d_s:,} > d = {hidden:,}" if hidden is not None
                                               and wider_than_model(c, hidden) else str(c.d_s)),
             "fits": "yes" if c.feasible else "no",
@@ -486,33 +632,52 @@ def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Op
         if first_fit is not None:
             row["fits from"] = first_fit.get(k, "—")
         if budget is not None:
-            row["% of budget used"] = round(100 * budget_used(c, budget), 2)
+            row["% of budget used"] = display.share(budget_used(c, budget))
         row.update({
-            "params / task": max(c.params_per_task) if c.params_per_task else c.params_adapter_per_task,
+            "measured dev avg": (measured or {}).get(k, "—"),
+            "total × base": display.ratio(c.ratio),
+            "FLOPs × base": display.ratio(flops_ratio(c)),
+            "params / task": display.params_per_task(c),
             "task-specific (all tasks)": c.params_task_specific,
-            "total × base": round(c.ratio, 5),
-            "FLOPs × base": round(flops_ratio(c), 5),
             "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
             "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
-            "measured dev avg": (measured or {}).get(k, "—"),
+            "method": c.method, "location": c.location or "—",
         })
         out.append(row)
     return pd.DataFrame(out)
 
 
+def table_csv(frame: pd.DataFrame) -> str:
+    """The design table as CSV, every number written with the digits the page shows (``TABLE_FORMATS``); counts
+    without separators, so that a spreadsheet reads them as numbers."""
+    out = frame.copy()
+    for column, fmt in TABLE_FORMATS.items():
+        if column in out.columns:
+            out[column] = [fmt % v if isinstance(v, (int, float)) and math.isfinite(v) else ("∞" if v == math.inf else "—")
+                           for v in out[column]]
+    return out.to_csv(index=False)
+
+
 def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
-    """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100, '—' where a value is missing."""
-    cols = ["run", "status", "method", "location", "d_s", "tasks", "steps", "dev average", "task-specific params",
-            "wall time (s)"]
+    """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
+    thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
+    ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
+    from .measured import score_text, smoke
+
+    cols = ["run", "status", "note", "method", "location", "d_s", "tasks", "steps", "dev average",
+            "task-specific params", "wall time (s)"]
     out = []
     for r in runs:
         row = {k: r.get(k) for k in cols}
-        avg, params, wall = row["dev average"], row["task-specific params"], row["wall time (s)"]
-        row["dev average"] = f"{100 * avg:.2f}" if isinstance(avg, (int, float)) else "—"
+        params, wall = row["task-specific params"], row["wall time (s)"]
+        row["dev average"] = score_text(row["dev average"])
         row["task-specific params"] = f"{int(params):,}" if isinstance(params, (int, float)) else "—"
-        row["wall time (s)"] = f"{wall:.0f}" if isinstance(wall, (int, float)) else "—"
+        row["wall time (s)"] = f"{wall:,.0f}" if isinstance(wall, (int, float)) else "—"
+        notes = [f"smoke run ({row['steps']} steps)"] if smoke(row["steps"]) and r.get("status") == "finished" else []
+        notes += [f"untrained: {r['untrained']}"] if r.get("untrained") else []
+        row["note"] = "; ".join(notes) or "—"
         for k in ("location", "d_s", "tasks", "method", "steps"):
-            row[k] = "—" if row[k] in (None, "") else str(row[k])
+            row[k] = "—" if row[k] in (None, "") else (f"{row[k]:,}" if isinstance(row[k], int) else str(row[k]))
         out.append(row)
     return pd.DataFrame(out, columns=cols).rename(columns={"dev average": "dev average (0–100)"})
 
@@ -553,7 +718,11 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
                    "task-specific parameters (log)", "dev average, 0–100 (paper Table 3 metric)")
 
 
-def measured_ranking_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None) -> go.Figure:
+RANKING_TITLE = "Measured designs ranked: dev average with 95 % intervals (bars that overlap: no clear winner)"
+
+
+def measured_ranking_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None,
+                            title: str = RANKING_TITLE) -> go.Figure:
     """Measured results ranked: one row per result (best on top), its dev average (0–100) with the 95 % t-interval over
     seeds as a bar where it was repeated, the majority class as a dashed line. Designs the trade-off plot draws on
     one spot (the same budget) are read apart here."""
@@ -583,5 +752,4 @@ def measured_ranking_figure(results: Sequence, majority: Optional[float] = None,
         span = max(xs) - min(xs) or 1.0
         fig.update_xaxes(range=[min(xs) - 0.05 * span, max(xs) + 0.15 * span])  # room for the labels on the right
     fig.update_yaxes(type="category", automargin=True)
-    return _layout(fig, "Measured designs ranked: dev average with 95 % intervals (bars that overlap: no clear winner)",
-                   "dev average, 0–100 (paper Table 3 metric)", "", height=140 + 34 * len(rows))
+    return _layout(fig, title, "dev average, 0–100 (paper Table 3 metric)", "", height=140 + 34 * len(rows))

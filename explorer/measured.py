@@ -45,6 +45,19 @@ from .recommend import Score
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
+SMOKE_STEPS = 100  # a run of fewer training steps is a smoke run: a check that training runs, not a measurement
+
+
+def score_text(fraction) -> str:
+    """One run's score as the page and ``pals-train``'s closing table write it: 0–100, two decimals ('61.20'); '—'
+    for anything that is not a number."""
+    ok = isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and fraction == fraction
+    return f"{SCALE * fraction:.2f}" if ok else "—"
+
+
+def smoke(steps) -> bool:
+    """Whether a run of ``steps`` training steps is a smoke run (fewer than ``SMOKE_STEPS``)."""
+    return isinstance(steps, int) and not isinstance(steps, bool) and 0 <= steps < SMOKE_STEPS
 REFERENCES = ("separate",)  # methods the trainer runs as references beside the adapters
 BASELINES = ("shared", "separate")  # the reference points a design is placed against: no adapter, T models
 
@@ -69,6 +82,19 @@ class Result:
     per_seed: tuple[float, ...] = ()  # the dev average (0–100) of each seed run behind ``score``
     recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
     task_keys: tuple[str, ...] = ()  # what its tasks are (``config.task_keys``: fingerprints), in ``tasks`` order
+    untrained: tuple[str, ...] = ()  # tasks no training step reached (summary ``untrained``): an untrained head's score
+
+    @property
+    def smoke(self) -> bool:
+        """A smoke run (fewer than ``SMOKE_STEPS`` steps): shown apart, never ranked with the measured."""
+        return smoke(self.steps)
+
+    def note(self) -> str:
+        """What a reader must know before trusting the score: a smoke run, tasks left untrained; '—' when nothing."""
+        parts = [f"smoke run ({self.steps} steps)"] if self.smoke else []
+        if self.untrained:
+            parts.append(f"untrained: {', '.join(self.untrained)}")
+        return "; ".join(parts) or "—"
 
     @property
     def key(self) -> Key:
@@ -224,7 +250,23 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
                   _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
                   _ints(summary.get("planned")) if isinstance(avg, dict) else (),
                   per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str),
-                  tuple(task_keys({**config, "tasks": list(tasks)})))
+                  tuple(task_keys({**config, "tasks": list(tasks)})), _untrained(summary))
+
+
+def _untrained(summary: dict) -> tuple[str, ...]:
+    """The tasks no training step reached (``summary.json``'s ``untrained``; an aggregate: any seed run's, read from
+    its folder)."""
+    names = summary.get("untrained")
+    if isinstance(names, list):
+        return tuple(str(n) for n in names)
+    out: list[str] = []
+    for run in summary.get("runs") or []:
+        folder = run.get("dir") if isinstance(run, dict) else None
+        data = _read(Path(folder) / "summary.json") if isinstance(folder, str) and os.path.isfile(
+            os.path.join(folder, "summary.json")) else None
+        names = (data or {}).get("untrained")
+        out += [str(n) for n in names] if isinstance(names, list) else []
+    return tuple(dict.fromkeys(out))
 
 
 def _ints(value) -> tuple[int, ...]:
@@ -307,15 +349,16 @@ def against(r: Result, results: Sequence[Result], baseline: str) -> Optional[dic
 
 
 def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
-    """Per design (method @ location), the result with the most runs behind it (then the best mean): what the
-    recommendation reads. References (separate models) are not designs of the table."""
+    """Per design (method @ location), the result with the most runs behind it (then the best mean), a measurement
+    before a smoke run: what the recommendation reads (a smoke run's score is shown, labelled, and ranks nothing).
+    References (separate models) are not designs of the table."""
     out: dict[Key, Score] = {}
     for r in results:
         if r.method in REFERENCES:
             continue
         old = out.get(r.key)
-        if old is None or (r.score.n, r.score.mean) > (old.n, old.mean):
-            out[r.key] = replace(r.score, d_s=r.d_s)  # the size measured travels with its score
+        if old is None or (not r.smoke, r.score.n, r.score.mean) > (not old.smoke, old.n, old.mean):
+            out[r.key] = replace(r.score, d_s=r.d_s, steps=r.steps if r.smoke else None)  # the size measured travels with it
     return out
 
 

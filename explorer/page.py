@@ -65,7 +65,7 @@ def _studies_module():
         raise
 
 
-def render_studies() -> None:
+def render_studies(inp: Optional[Inputs] = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input("Optuna storage URL", value=os.environ.get(STUDY_STORAGE_ENV) or DEFAULT_STORAGE,
@@ -74,7 +74,7 @@ def render_studies() -> None:
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
         return
-    module.render(url.strip())
+    module.render(url.strip(), inp)  # the start form starts from the sidebar's question
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
@@ -178,5 +178,5 @@ def main() -> None:
         st.divider()
         _guard("The runs", runs_view.render)
     elif view == "studies":
-        _guard("The studies view", render_studies)
+        _guard("The studies view", render_studies, inp)
     st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional, Sequence
 
-from pals_core.budget import Budget, Cost, smallest_budget
+from pals_core.budget import Budget, Cost, display, smallest_budget
 from pals_core.budget.series import budget_used, flops_ratio, wider_than_model
 
 from .calc import Key, key_of, label
@@ -35,6 +35,11 @@ class Score:
     ci95: Optional[float]
     n: int
     d_s: Optional[int] = None  # the size that was measured (a score belongs to the design measured, size included)
+    steps: Optional[int] = None  # set for a smoke run (``measured.SMOKE_STEPS``): its steps; it ranks nothing
+
+    @property
+    def smoke(self) -> bool:
+        return self.steps is not None
 
     def value(self) -> str:
         """'63.0 ± 1.2' (the mean alone for one run)."""
@@ -63,7 +68,7 @@ class Pick:
 
     time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
     oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
-    other_size: Optional[Score] = None  # a score of this method and location at another d_s: shown, never ranked
+    other_size: Optional[Score] = None  # a score at another d_s, or a smoke run's: shown, never ranked
 
     @property
     def slowdown(self) -> float:
@@ -87,7 +92,7 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
         if not c.feasible:
             continue
         score = measured.get(key_of(c))
-        own = score if score is not None and score.d_s == c.d_s else None
+        own = score if score is not None and score.d_s == c.d_s and not score.smoke else None
         p = Pick(c, budget_used(c, budget), flops_ratio(c), own,
                  oversized=hidden is not None and wider_than_model(c, hidden),
                  other_size=score if own is None else None)
@@ -112,8 +117,8 @@ def _within_method(p: Pick) -> tuple:
 
 
 def share(used: float) -> str:
-    """A share of the budget, rounded down (a design that fits never shows 100.0 % unless it spends it all)."""
-    return f"{math.floor(used * 1000 + 1e-9) / 10:.1f}%"
+    """A share of the budget as the whole page writes it (``display.share_text``: rounded down, one decimal)."""
+    return display.share_text(used)
 
 
 def rank_key(p: Pick) -> tuple:
@@ -126,17 +131,18 @@ def rank_key(p: Pick) -> tuple:
 def reason(p: Pick, picks: Sequence[Pick]) -> str:
     """One sentence: why this design is first."""
     head = (f"**{label(p.key)}**" + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
-            + f" spends {share(p.used)} of the budget for {p.flops - 1:+.2%} forward FLOPs per task"
-            + (f" and a predicted {p.time:.2f}× training step" if p.time is not None else ""))
+            + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
+            + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else ""))
     if p.measured is not None:
         return (head + f", and has the best measured dev average here: {p.measured.text()}" + _clear_of(p, picks) + "."
                 + _oversized(p))
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[:3] == rank_key(p)[:3]]
     if tied:
+        nxt = others[0]
         why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and slows a training step "
-               f"the least of those (next: {label(others[0].key)}, {share(others[0].used)} for {others[0].flops - 1:+.2%} FLOPs"
-               + (f", {others[0].time:.2f}× step" if others[0].time is not None else "") + ")")
+               f"the least of those (next: {label(nxt.key)}, {share(nxt.used)} for {display.overhead_text(nxt.flops)} "
+               "FLOPs" + (f", {display.step_ratio_text(nxt.time)}× step" if nxt.time is not None else "") + ")")
     else:
         why = ": the largest share of the budget of any method" + (
             "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")
@@ -152,16 +158,22 @@ def measured_label(score: Optional[Score], cost: Cost) -> Optional[str]:
     another size, labelled as such ('63.8 ± 4.5 (3 runs) at d_s 63, not this size'); None when nothing is measured."""
     if score is None:
         return None
+    smoke = f", a smoke run ({score.steps} steps): not ranked" if score.smoke else ""
     if score.d_s == cost.d_s:
-        return score.text()
-    return f"{score.text()} at d_s {score.d_s}, not this size"
+        return score.text() + smoke
+    return f"{score.text()} at d_s {score.d_s}, not this size" + smoke
 
 
 def _other_size(p: Pick) -> str:
-    if p.other_size is None:
+    s = p.other_size
+    if s is None:
         return ""
-    return (f" A run of {label(p.key)} at d_s {p.other_size.d_s} measured {p.other_size.value()} "
-            f"({p.other_size.runs()}): another size, so it does not rank this design.")
+    if s.smoke:
+        size = "" if s.d_s == p.cost.d_s else f" at d_s {s.d_s}"
+        return (f" A smoke run of {label(p.key)}{size} ({s.steps} steps) scored {s.value()}: a check that training "
+                "runs, so it does not rank this design.")
+    return (f" A run of {label(p.key)} at d_s {s.d_s} measured {s.value()} "
+            f"({s.runs()}): another size, so it does not rank this design.")
 
 
 def _oversized(p: Pick) -> str:

@@ -276,7 +276,8 @@ _PROGRESS = {"status": lambda v: isinstance(v, str), "step": _count, "total": _c
 _SUMMARY = {"average": _number, "steps": _count, "best_step": _count, "wall_time_s": _number,
             "config": lambda v: isinstance(v, dict), "task_steps": lambda v: isinstance(v, dict),
             "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
-            "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items())}
+            "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items()),
+            "untrained": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v)}
 _LAUNCH = {"id": lambda v: isinstance(v, str), "pid": _count, "pid_start": _count, "started": _number,
            "started_iso": lambda v: isinstance(v, str), "command": lambda v: isinstance(v, str),
            "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
@@ -397,6 +398,7 @@ class Run:
             "task-specific params": params.get("task_specific"),
             "wall time (s)": s.get("wall_time_s", p.get("elapsed_s")),
             "started": self.started,
+            "untrained": ",".join(map(str, s["untrained"])) if isinstance(s.get("untrained"), list) else None,
         }
         return {k: _scalar(v) for k, v in row.items()}
 

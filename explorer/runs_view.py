@@ -3,7 +3,6 @@ measured trade-off (dev score vs task-specific parameters) for the question's mo
 redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
@@ -60,13 +59,15 @@ def _active(run: Run) -> None:
     step, total = p.get("step") or 0, p.get("total") or 0
     frac = min(1.0, step / total) if total else 0.0
     avg = p.get("average")
-    text = (f"{run.status} · step {step}/{total or '?'} · elapsed {duration(p.get('elapsed_s'))} · "
-            f"ETA {duration(p.get('eta_s'))}" + (f" · dev avg {avg:.4f}" if isinstance(avg, (int, float)) else ""))
+    text = (f"{run.status} · step {step:,}/{f'{total:,}' if total else '?'} · elapsed {duration(p.get('elapsed_s'))} · "
+            f"ETA {duration(p.get('eta_s'))}"
+            + (f" · dev avg {measured.score_text(avg)} (0–100)" if isinstance(avg, (int, float)) else ""))
     with st.container(border=True):
-        st.markdown(_title(run))
+        st.markdown(_title(run) + (f" · smoke run ({total} steps)" if measured.smoke(total) else ""))
         st.progress(frac, text=text)
         if p.get("scores"):
-            st.caption(" · ".join(f"{t}: {v:.4f}" if isinstance(v, (int, float)) else f"{t}: —" for t, v in p["scores"].items()))
+            st.caption("Last evaluation, 0–100: " + " · ".join(f"{t}: {measured.score_text(v)}"
+                                                               for t, v in p["scores"].items()))
         if run.owner is None:
             st.caption("A process holds this folder that the explorer cannot prove is its trainer: not cancellable here.")
         elif st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the process training this run"):
@@ -103,18 +104,26 @@ METRIC_NAMES = {"accuracy": "accuracy", "accuracy_m": "accuracy (matched)", "acc
                 "spearman": "Spearman"}
 
 
-def score_rows(scores: dict) -> list[dict]:
-    """A summary's per-task scores on the page's scale (0–100), metrics by their names, '—' where one is missing."""
+def score_rows(scores: dict, untrained: Sequence[str] = ()) -> list[dict]:
+    """A summary's per-task scores on the page's scale (0–100), metrics by their names, '—' where one is missing; a
+    task no step trained (``untrained``) is named so in its row."""
     rows = []
     for task, metrics in scores.items():
         metrics = metrics if isinstance(metrics, dict) else {"score": metrics}
-        row = {"task": task}
+        row = {"task": f"{task} (untrained)" if task in untrained else task}
         for k, v in metrics.items():
             v = v.get("mean") if isinstance(v, dict) else v  # a --seeds aggregate: {"mean", "std", "ci95"}
-            row[METRIC_NAMES.get(k, k.replace("_", " "))] = "—" if not isinstance(v, (int, float)) else f"{100 * v:.2f}"
+            row[METRIC_NAMES.get(k, k.replace("_", " "))] = measured.score_text(v)
         rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     return [{k: r.get(k, "—") for k in columns} for r in rows]  # a metric one task lacks is '—', not None
+
+
+def untrained_note(tasks: Sequence[str]) -> str:
+    """What a run with tasks no step trained (summary.json ``untrained``) must say wherever its scores are shown."""
+    return (f"**Untrained: {', '.join(tasks)}** received no training step in this run (the task sampler never drew "
+            "them), so their scores are an untrained head's and the dev average counts them as such — more steps, or "
+            "another sampling, trains them.")
 
 
 def _details(runs: Sequence[Run]) -> None:
@@ -123,8 +132,14 @@ def _details(runs: Sequence[Run]) -> None:
     if run is None:
         return
     s = run.summary or {}
+    untrained = [str(t) for t in s["untrained"]] if isinstance(s.get("untrained"), list) else []
+    if untrained:
+        st.warning(untrained_note(untrained), icon="⚠️")
+    if measured.smoke(s.get("steps")):
+        st.info(f"A smoke run: {s['steps']} steps (fewer than {measured.SMOKE_STEPS}) check that training runs; its "
+                "scores are no measurement of the design and rank nothing.")
     if isinstance(s.get("scores"), dict):
-        st.dataframe(score_rows(s["scores"]), hide_index=True, key="run_scores")
+        st.dataframe(score_rows(s["scores"], untrained), hide_index=True, key="run_scores")
     params = s.get("params") if isinstance(s.get("params"), dict) else None
     if params:
         st.caption(" · ".join(f"{PARAM_NAMES.get(k, k.replace('_', ' '))}: {v:,}" for k, v in params.items()
@@ -210,30 +225,80 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         st.caption(f"Runs on the tasks of `{inp.tasks_file}` as they are now — the same records and the same rows "
                    "(their files' sha256), whatever the tasks were called; a run on an earlier version of a file is not "
                    "here.")
-    base = None
+    base, why_not = None, None
     if inp.records:
+        glue_dir = glue_folder()
         try:
-            base = majority(inp.records, files_stamp(inp.records), os.environ.get("PALS_GLUE_DIR", ""))
+            base = majority(inp.records, files_stamp(inp.records), glue_dir or "")
         except (OSError, ValueError) as e:
-            st.caption(f"No majority-class reference: {one_line(e)}")
+            why_not = one_line(e)
+        else:
+            why_not = None if base is not None else no_majority_reason(inp.records, glue_dir)
+    else:
+        why_not = "the question's tasks have no rows to read"
     key = key_of(chosen) if chosen is not None else None
-    st.plotly_chart(figures.measured_figure(results, base, key), config=CHART, key="fig_measured")
-    st.caption("Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters each run "
-               "added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). References: the "
-               "majority class (dashed line, from the tasks' own train and dev rows), `shared` (heads only) and `separate` "
-               "(one fine-tuned model per task). The ringed marker is the chosen design.")
-    st.plotly_chart(figures.measured_ranking_figure(results, base, key), config=CHART, key="fig_measured_ranked")
+    untrained = [r for r in results if r.untrained]
+    if untrained:
+        st.warning("Results with tasks no training step reached (their dev average counts an untrained head's score): "
+                   + "; ".join(f"**{r.design}** ({r.runs_label()}): {', '.join(r.untrained)}" for r in untrained),
+                   icon="⚠️")
+    real = [r for r in results if not r.smoke]
+    smoke = [r for r in results if r.smoke]
+    majority_line = ("the majority class (dashed line, from the tasks' own train and dev rows)" if base is not None
+                     else f"no majority-class line: {why_not}")
+    if real:
+        st.plotly_chart(figures.measured_figure(real, base, key), config=CHART, key="fig_measured")
+        st.caption("Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters "
+                   "each run added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). "
+                   f"References: {majority_line}; `shared` (heads only) and `separate` (one fine-tuned model per task). "
+                   "The ringed marker is the chosen design."
+                   + (f" Smoke runs (fewer than {measured.SMOKE_STEPS} steps) are drawn apart, below." if smoke else ""))
+        st.plotly_chart(figures.measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
+    if smoke:
+        st.markdown(f"**Smoke runs** — fewer than {measured.SMOKE_STEPS} training steps: a check that training runs, "
+                    "not a measurement of the design. They rank nothing and are drawn on their own scale"
+                    + (", apart from the measured above." if real else "; no measured run (of "
+                       f"{measured.SMOKE_STEPS} steps or more) is here yet."))
+        st.plotly_chart(figures.measured_ranking_figure(smoke, base, key, title="Smoke runs (not measurements): dev "
+                                                        "average after a few steps"),
+                        config=CHART, key="fig_measured_smoke")
+        if not real:
+            st.caption(f"References: {majority_line}.")
     frame = pd.DataFrame([{"design": r.design, "seed": r.seeds_label(),
-                           "dev average (0–100)": r.score.text(),
+                           "dev average (0–100)": r.score.text(), "note": r.note(),
                            **{f"− {b} (95 %)": _difference(measured.against(r, results, b)) for b in measured.BASELINES},
                            "task-specific params": "—" if r.params is None else f"{r.params:,}",
-                           "steps": "—" if r.steps is None else str(r.steps), "folder": r.path}
-                          for r in sorted(results, key=lambda r: -r.score.mean)])  # the ranking's order
+                           "steps": "—" if r.steps is None else f"{r.steps:,}", "folder": r.path}
+                          for r in sorted(results, key=lambda r: (r.smoke, -r.score.mean))])  # the ranking's order
     st.dataframe(frame, hide_index=True, width="stretch", key="measured_table")
     st.caption("− shared / − separate: the design's dev average less that reference's, trained alike (same steps, batch, "
                "learning rate, sampling, …), in points, with the 95 % Welch interval of the difference over their seeds "
                "(both need two seeds or more). An interval that holds 0 is a difference the seeds cannot tell from noise; "
                "its ends are the largest gaps they do not rule out. Each row is one test, uncorrected for the others.")
+
+
+def glue_folder() -> Optional[str]:
+    """The GLUE folder, found as the trainer finds it (``resolve_glue_dir``: ``$PALS_GLUE_DIR``), as text."""
+    from pals_core.data.glue import resolve_glue_dir
+
+    path = resolve_glue_dir(None)
+    return str(path) if path is not None else None
+
+
+def no_majority_reason(records: Sequence[TaskRecord], glue_dir: Optional[str]) -> str:
+    """Why the majority-class line cannot be drawn (``measured.majority_average`` gave None): the GLUE folder is not
+    set, is not there, or lacks a task's files."""
+    from pals_core.data.glue import missing_files
+
+    glue = [r.glue for r in records if r.glue is not None]
+    if not glue:
+        return "the tasks' rows gave no majority class"
+    if not glue_dir:
+        return "it is read from the GLUE files, and no GLUE folder is set ($PALS_GLUE_DIR)"
+    if not Path(glue_dir).is_dir():
+        return f"the GLUE folder {glue_dir} ($PALS_GLUE_DIR) is not there"
+    missing = missing_files(Path(glue_dir), glue)
+    return f"the GLUE folder {glue_dir} lacks " + "; ".join(f"{t} ({', '.join(f)})" for t, f in missing.items())
 
 
 SHOWN_UNREADABLE = 5

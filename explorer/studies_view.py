@@ -7,11 +7,16 @@ runs, ``explorer.registry``); this file only draws the form and the workers' tab
 """
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from typing import Optional
+
 import pandas as pd
 import streamlit as st
 
 from studies import report
 from studies.errors import StudyError
+from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
 from studies.storage import NoStudies, load, masked, open_storage, study_names
 
 CHART = {"displaylogo": False}
@@ -60,6 +65,71 @@ def render_settings(study) -> None:
 
 
 MODELS = {"tiny random BERT (smoke study)": "tiny", "embedded MiniLM": None}
+FORM_FOR = "_study_form_for"  # the sidebar question the start form was last filled from
+
+
+@dataclass(frozen=True)
+class FormStart:
+    """What the start form starts from: the sidebar's question where a study can train it (``from_question``)."""
+
+    tasks: str = ",".join(DEFAULT_TASKS)
+    tasks_file: Optional[str] = None  # absolute path of the question's tasks file (None: GLUE names)
+    model: str = "tiny random BERT (smoke study)"  # a key of the form's model choices
+    model_path: Optional[str] = None  # the sidebar's local checkpoint folder, offered as a model
+    budget_kind: str = "ratio"  # ratio, extra or per_task (``Budget``'s field)
+    budget: float = DEFAULT_BUDGET_RATIO
+    budget_of: str = "base"  # what a ratio is of (``Budget.OF``): the sidebar's
+    notes: tuple[str, ...] = ()  # what of the question a study cannot take, said under the form
+
+    def models(self) -> dict[str, Optional[str]]:
+        """The form's model choices: the two the trainer embeds, and the sidebar's local folder if it has one."""
+        return {**MODELS, **({f"your checkpoint: {self.model_path}": self.model_path} if self.model_path else {})}
+
+
+def from_question(inp) -> FormStart:
+    """The start form's values from the sidebar's question (an ``inputs.Inputs``; None: pals-study's defaults): its
+    tasks (GLUE names, or a tasks file's names and path), its model where the trainer builds it, its budget."""
+    if inp is None:
+        return FormStart()
+    from .inputs import EMBEDDED, LOCAL, TINY
+
+    notes = []
+    if inp.tasks_file:
+        tasks, tasks_file = ",".join(r.name for r in inp.records), os.path.abspath(os.path.expanduser(inp.tasks_file))
+    elif inp.records:
+        tasks, tasks_file = ",".join(r.glue or r.name for r in inp.records), None
+    else:
+        tasks, tasks_file = ",".join(DEFAULT_TASKS), None
+        notes.append(f"{len(inp.tasks)} anonymous tasks cannot be trained: the form starts on {tasks}")
+    choice = st.session_state.get("model")
+    path = None
+    if choice == TINY:
+        model = "tiny random BERT (smoke study)"
+    elif choice == LOCAL and inp.train_model:
+        path = os.path.abspath(inp.train_model)
+        model = f"your checkpoint: {path}"
+    else:
+        model = "embedded MiniLM"
+        if choice != EMBEDDED:
+            notes.append(f"{inp.model.name} is a shape only: a study trains a model the trainer builds (the embedded "
+                         "MiniLM)")
+    b = inp.budget
+    kind = "ratio" if b.ratio is not None else ("extra" if b.extra is not None else "per_task")
+    return FormStart(tasks, tasks_file, model, path, kind, float(getattr(b, kind)), b.of, tuple(notes))
+
+
+def _fill_form(start: FormStart) -> None:
+    """The form's fields follow the sidebar's question: filled from it on the first draw and whenever it changes
+    (what a person typed in between stays until then)."""
+    if st.session_state.get(FORM_FOR) == start:
+        return
+    st.session_state[FORM_FOR] = start
+    st.session_state["study_start_tasks"] = start.tasks
+    st.session_state["study_start_model"] = start.model
+    if start.budget_kind == "ratio":
+        st.session_state["study_start_budget"] = start.budget
+    else:
+        st.session_state["study_start_budget_count"] = f"{int(start.budget):,}"
 
 
 def _machine_inputs() -> dict[str, str]:
@@ -85,32 +155,46 @@ def _machine_inputs() -> dict[str, str]:
             "device": "" if device == "default" else device}
 
 
-def render_start_form(storage_url: str) -> None:
-    """Definition, study name, tasks, model, budget, steps, trials → a ``pals-study run`` worker in the background."""
+def render_start_form(storage_url: str, inp=None) -> None:
+    """Definition, study name, tasks, model, budget, steps, trials → a ``pals-study run`` worker in the background;
+    tasks, model and budget start from the sidebar's question (``from_question``)."""
     from studies.definitions import DEFINITIONS
-    from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
 
     from . import study_workers
 
+    start = from_question(inp)
+    _fill_form(start)
+    models = start.models()
     with st.form("study_start_form"):
         st.markdown("**Start a study worker** (`pals-study run` in the background; it joins the study if it exists)")
         c = st.columns(4)
         definition = c[0].selectbox("Definition", list(DEFINITIONS), key="study_start_definition")
         name = c[1].text_input("Study name", value="", key="study_start_name", help="Default: the definition's name.")
-        tasks = c[2].text_input("Tasks", value=",".join(DEFAULT_TASKS), key="study_start_tasks")
-        model = c[3].selectbox("Model", list(MODELS), key="study_start_model")
+        tasks = c[2].text_input("Tasks", key="study_start_tasks",
+                                help=f"Names out of {start.tasks_file}" if start.tasks_file else "GLUE tasks, comma-separated")
+        model = c[3].selectbox("Model", list(models), key="study_start_model")
         c = st.columns(4)
-        budget = c[0].number_input("Budget (× base)", min_value=1.0, value=DEFAULT_BUDGET_RATIO, step=0.01,
-                                   format="%.4f", key="study_start_budget")
+        if start.budget_kind == "ratio":
+            of = "" if start.budget_of == "base" else f" {start.budget_of}"
+            budget = c[0].number_input(f"Budget (×{of} base)", min_value=1.0, step=0.01, format="%.4f",
+                                       key="study_start_budget")
+        else:
+            what = "Extra parameters, all tasks" if start.budget_kind == "extra" else "Cap per task (head + adapter)"
+            budget = c[0].text_input(what, key="study_start_budget_count", help="e.g. 15M, 250k")
         steps = c[1].number_input("Steps per trial", min_value=1, value=60, step=1, key="study_start_steps")
         trials = c[2].number_input("Trials (study total)", min_value=1, value=10, step=1, key="study_start_trials")
         examples = c[3].number_input("Examples per task (0 = default)", min_value=0, value=0, step=16,
                                      key="study_start_examples")
         machine = _machine_inputs()
+        st.caption("Tasks, model and budget start from your question in the sidebar"
+                   + (f" (tasks of `{start.tasks_file}`)" if start.tasks_file else "")
+                   + ("; " + "; ".join(start.notes) if start.notes else "") + ".")
         submitted = st.form_submit_button("Start")
     if submitted:
         try:
-            settings = study_workers.settings_from_form(definition, tasks=tasks, model=MODELS[model], budget=budget,
+            settings = study_workers.settings_from_form(definition, tasks=tasks, model=models[model], budget=budget,
+                                                        budget_kind=start.budget_kind, budget_of=start.budget_of,
+                                                        tasks_file=start.tasks_file,
                                                         steps=int(steps), max_examples=int(examples) or None,
                                                         machine=machine)
             worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
@@ -157,31 +241,99 @@ def _unread_warning(study) -> None:
         st.warning(text[0].upper() + text[1:])
 
 
-def render(storage_url: str) -> None:
-    """Start, stop and resume workers; pick a study in ``storage_url``; show its counts, leaderboard and figures."""
+def missing_sqlite_file(url: str) -> Optional[str]:
+    """The file of a SQLite storage that does not exist yet in a folder that does (a first visit: no study has been
+    started), else None — what the view shows as an invitation, not an error."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        u = make_url(url)
+    except (ArgumentError, ValueError):
+        return None
+    path = u.database
+    if u.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return path if not os.path.exists(path) and os.path.isdir(os.path.dirname(os.path.abspath(path))) else None
+
+
+def _creating(storage_url: str) -> bool:
+    """Whether a worker started from this page is alive on this storage (it creates the file in a moment)."""
+    from . import study_workers
+
+    return any(w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
+               for w in study_workers.list_workers())
+
+
+def pals_study(study) -> bool:
+    """A study ``pals-study`` made: its objective is the dev average as a fraction (shown 0–100 here)."""
+    from studies.settings import SETTINGS_ATTR
+
+    return SETTINGS_ATTR in study.user_attrs
+
+
+def score_columns(board: pd.DataFrame) -> list[str]:
+    """The leaderboard's columns that hold dev scores (fractions in the study): the average, its interval, each
+    task's (``report.score_column``)."""
+    return [c for c in board.columns if c in (report.AVERAGE, report.CI95) or str(c).startswith("score ")]
+
+
+def board_on_scale(board: pd.DataFrame, scaled: bool) -> pd.DataFrame:
+    """The leaderboard as the page shows tables: its scores on the page's scale, 0–100, where the study is
+    ``pals-study``'s (``scaled``; another program's objective is shown as stored), and '—' for a missing text
+    value (a sizeless design's d_s), never None."""
+    if board.empty:
+        return board
+    board = board.copy()
+    if scaled:
+        for column in score_columns(board):
+            board[column] = pd.to_numeric(board[column], errors="coerce") * 100
+    if "d_s" in board.columns:  # a sizeless design has none: '—', as every table of the page
+        board["d_s"] = [f"{int(v):,}" if pd.notna(v) else "—" for v in board["d_s"]]
+    for column in board.columns:
+        if board[column].dtype == object:
+            board[column] = board[column].map(lambda v: "—" if v is None or (isinstance(v, float) and v != v) else v)
+    tasks = [c for c in board.columns if str(c).startswith("score ")]  # each task's score beside the average
+    at = list(board.columns).index(report.AVERAGE) + 1 + (report.CI95 in board.columns) if report.AVERAGE in board else 0
+    rest = [c for c in board.columns if c not in tasks]
+    return board[rest[:at] + tasks + rest[at:]]
+
+
+def render(storage_url: str, inp=None) -> None:
+    """Start, stop and resume workers; pick a study in ``storage_url``; show its counts, leaderboard and figures.
+    ``inp`` (the sidebar's question): what the start form starts from. An empty storage is an invitation."""
     st.subheader("Optuna studies")
-    render_start_form(storage_url)
+    missing = missing_sqlite_file(storage_url)
+    creating = missing is not None and _creating(storage_url)
+    if missing is not None and not creating:
+        st.info(f"**No study here yet** (`{masked(storage_url)}` will be created by the first worker). Start one with "
+                "the form below — it starts from your question in the sidebar: its tasks, model and budget — or from a "
+                f"shell: `pals-study run design --storage {masked(storage_url)} --trials 10`. A study trains many designs "
+                "(short runs) and ranks them by dev average; its leaderboard and figures appear here.", icon="🧪")
+    render_start_form(storage_url, inp)
     render_workers()
     st.caption(f"Storage `{masked(storage_url)}` — add trials with "
                f"`pals-study run design --storage {masked(storage_url)} --trials N` (from any number of machines).")
+    if missing is not None:
+        if creating:
+            st.info("A worker started here is creating this storage; press Refresh in a moment.")
+            st.button("Refresh", key="studies_view_refresh_new")
+        return
     try:
         storage = _storage(storage_url)
         names = study_names(storage)
     except NoStudies as e:  # a database without Optuna's tables: read, never changed
-        st.info(f"No study in this storage: {e}. Start one with `pals-study run design`.")
+        st.info(f"No study in this storage: {e}. Start one with the form above, or `pals-study run design`.")
         return
     except StudyError as e:
-        from . import study_workers
-
-        if any(w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
-               for w in study_workers.list_workers()):
+        if _creating(storage_url):
             st.info(f"A worker started here is creating this storage ({e}); press Refresh in a moment.")
             st.button("Refresh", key="studies_view_refresh_new")
         else:
             st.error(str(e))
         return
     if not names:
-        st.info("No study in this storage yet. Start one with `pals-study run design`.")
+        st.info("No study in this storage yet. Start one with the form above, or `pals-study run design`.")
         return
     name = st.selectbox("Study", names, key="studies_view_study")
     try:
@@ -192,6 +344,7 @@ def render(storage_url: str) -> None:
     if st.button("Refresh", key="studies_view_refresh"):
         st.rerun()
     render_settings(study)
+    scaled = pals_study(study)
     s = report.summary(study)
     c = s["counts"]
     cols = st.columns(5)
@@ -201,7 +354,9 @@ def render(storage_url: str) -> None:
     cols[2].metric("failed", c["FAIL"])
     cols[3].metric("running", c["RUNNING"] + c["WAITING"])
     best = s["best"]
-    cols[4].metric("best dev average", "—" if best is None else f"{best[report.AVERAGE]:.4f}")
+    value = None if best is None else best[report.AVERAGE]
+    cols[4].metric("best dev average" + (" (0–100)" if scaled else ""),
+                   "—" if value is None or value != value else (f"{100 * value:.2f}" if scaled else f"{value:.4f}"))
     if best is not None and best.get("design"):
         st.markdown(f"Best so far: trial **{best['trial']}**, **{best['design']}**"
                     + (f", d_s = {best['d_s']}" if not pd.isna(best.get("d_s")) else ""))
@@ -211,10 +366,19 @@ def render(storage_url: str) -> None:
     if board.empty:
         st.info("No completed trial yet.")
     else:
-        st.dataframe(board, hide_index=True, width="stretch")
-    figs, missing = report.figures(study)
+        scores = score_columns(board) if scaled else []
+        st.dataframe(board_on_scale(board, scaled), hide_index=True, width="stretch", column_config={
+            **{c: st.column_config.NumberColumn(format="%.2f") for c in scores},
+            report.AVERAGE: st.column_config.NumberColumn("dev average (0–100)" if scaled else report.AVERAGE,
+                                                          format="%.2f" if scaled else "%.4f"),
+            **({report.PARAMS: st.column_config.NumberColumn(format="localized")} if report.PARAMS in board.columns
+               else {})})
+        if scaled:
+            st.caption("Scores on the page's one scale, 0–100 (the study stores fractions; its figures below are "
+                       "Optuna's, on 0–1).")
+    figs, missing_figs = report.figures(study)
     for key, title in FIGURE_TITLES.items():
         if key in figs:
             st.plotly_chart(figs[key], width="stretch", config=CHART, key=f"studies_view_{key}")
         else:
-            st.caption(f"{title}: {missing.get(key, 'not available')}")
+            st.caption(f"{title}: {missing_figs.get(key, 'not available')}")

@@ -125,16 +125,31 @@ def worker_argv(settings: StudySettings, storage: str, study_name: str, trials: 
     return [sys.executable, "-m", STUDY_MODULE, *args]
 
 
-def settings_from_form(definition: str, *, tasks: str, model: Optional[str], budget: float, steps: int,
-                       max_examples: Optional[int] = None, machine: Optional[dict[str, str]] = None) -> StudySettings:
-    """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``machine``:
-    ``Machine`` field → the text typed for it (empty or the field's default: not given), passed as pals-study's machine flags
-    (``--memory``, ``--max-slowdown``, ``--precision``, ``--device-profile``)."""
+BUDGET_FLAGS = {"ratio": "--budget", "extra": "--extra", "per_task": "--per-task"}
+
+
+def settings_from_form(definition: str, *, tasks: str, model: Optional[str], budget, steps: int,
+                       max_examples: Optional[int] = None, machine: Optional[dict[str, str]] = None,
+                       budget_kind: str = "ratio", budget_of: str = "base",
+                       tasks_file: Optional[str] = None) -> StudySettings:
+    """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``budget``: a
+    ratio (a number; of the base model's parameters, or ``budget_of`` "non-embedding"), or with ``budget_kind``
+    "extra" / "per_task" a count as typed ("15M"); ``tasks_file``: the
+    tasks file whose tasks ``tasks`` names (``--tasks-file``). ``machine``: ``Machine`` field → the text typed for it
+    (empty or the field's default: not given), passed as pals-study's machine flags (``--memory``,
+    ``--max-slowdown``, ``--precision``, ``--device-profile``)."""
     from pals_core.budget.flags import flags_of
     from studies.cli import build_parser, requested_settings
     from studies.settings import MACHINE_NAMES
 
-    args = ["run", definition, "--tasks", tasks, "--budget", repr(float(budget)), "--steps", str(int(steps))]
+    if budget_kind not in BUDGET_FLAGS:
+        raise ValueError(f"unknown budget kind {budget_kind!r} ({', '.join(BUDGET_FLAGS)})")
+    value = repr(float(budget)) if budget_kind == "ratio" else str(budget).strip()
+    args = ["run", definition, "--tasks", tasks, f"{BUDGET_FLAGS[budget_kind]}={value}", "--steps", str(int(steps))]
+    if budget_kind == "ratio" and budget_of != "base":
+        args += [f"--budget-of={budget_of}"]
+    if tasks_file:
+        args += ["--tasks-file", tasks_file]
     if model:
         args += ["--model", model]
     if max_examples:

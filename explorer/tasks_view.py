@@ -157,7 +157,9 @@ def render(inp: Optional[Inputs]) -> None:
                f"tokenizer, special tokens included, untruncated. The majority class predicts the most frequent training "
                "label on every dev row (regression: the training mean; multilabel: each label most rows carry) — the "
                "score any design must beat.")
-    st.dataframe([summary_row(p) for p in profiles], hide_index=True, width="stretch", key="tasks_table")
+    st.dataframe([summary_row(p) for p in profiles], hide_index=True, width="stretch", key="tasks_table",
+                 column_config={c: st.column_config.NumberColumn(format="localized")  # counts: 392,702
+                                for c in ("train rows", "dev rows")})
     offer = p95_of(profiles, inp)
     if offer is not None:
         p95, n = offer

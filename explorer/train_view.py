@@ -23,8 +23,9 @@ from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, Cost, Task, get_method, glue_task
+from pals_core.budget import GLUE_LABELS, Cost, Task, display, get_method, glue_task
 from pals_core.budget.limits import MAX_D_S
+from pals_core.tasks import read_tasks_file
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY as TINY_MODEL
 
@@ -103,16 +104,16 @@ def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[
 
 def compare_table(inp: Inputs, chosen: Cost, p: Priced) -> list[dict]:
     rows = [{"": "priced (the question)", "model": inp.model.name, "tasks": len(inp.tasks), "count": inp.convention,
-             "d_s": "—" if chosen.d_s is None else str(chosen.d_s), "total × base": f"{chosen.ratio:.4f}×",
+             "d_s": "—" if chosen.d_s is None else str(chosen.d_s), "total × base": f"{display.ratio_text(chosen.ratio)}×",
              "fits": "yes" if chosen.feasible else "no"}]
     if p.as_priced is not None:
         c = p.as_priced
         rows.append({"": "that d_s on the training model", "model": p.model_name, "tasks": len(c.params_per_task),
-                     "count": "exact", "d_s": str(c.d_s), "total × base": f"{c.ratio:.4f}×",
+                     "count": "exact", "d_s": str(c.d_s), "total × base": f"{display.ratio_text(c.ratio)}×",
                      "fits": "yes" if c.feasible else "no"})
     c = p.trained
     rows.append({"": "what trains", "model": p.model_name, "tasks": len(c.params_per_task), "count": "exact",
-                 "d_s": "—" if c.d_s is None else str(c.d_s), "total × base": f"{c.ratio:.4f}×",
+                 "d_s": "—" if c.d_s is None else str(c.d_s), "total × base": f"{display.ratio_text(c.ratio)}×",
                  "fits": "yes" if c.feasible else "no"})
     return rows
 
@@ -143,7 +144,10 @@ def _default_model(inp: Inputs) -> None:
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
     """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
-    glue_env = os.environ.get("PALS_GLUE_DIR", "")
+    from pals_core.data.glue import resolve_glue_dir
+
+    found = resolve_glue_dir(None)  # as pals-train finds it: --glue-dir's default, $PALS_GLUE_DIR
+    glue_env = str(found) if found is not None else ""
     c1, c2, c3 = st.columns(3)
     own = inp.tasks_file is not None
     needs_glue = not own or any(r.glue is not None for r in inp.records)
@@ -231,6 +235,45 @@ def check_data(spec: TrainConfig) -> None:
     check_files(path, glue)
 
 
+def data_problem(spec: TrainConfig) -> Optional[str]:
+    """Why this run cannot read its GLUE tasks, said before anyone clicks Launch (``check_data``, the trainer's own
+    check); None when the files are there, or when no folder is given and the trainer may download GLUE from the
+    hub (``HF_HUB_OFFLINE`` unset)."""
+    from pals_core.data.glue import hub_allowed, resolve_glue_dir
+
+    try:
+        check_data(spec)
+    except ValueError as e:  # GlueDataError is one
+        if resolve_glue_dir(spec.glue_dir) is None:
+            return None if hub_allowed() else "no GLUE folder is given, and downloading GLUE is off (HF_HUB_OFFLINE)"
+        return " ".join(str(e).split())
+    return None
+
+
+def use_example_tasks() -> None:
+    """The sidebar's question on the example tasks (examples/tasks/tasks.yaml; their data written by
+    examples/tasks/make_data.py when a file is missing): a first run needs no GLUE folder."""
+    from .inputs import ROOT, TASKS_FILE, example_tasks_path
+
+    folder = ROOT / "examples" / "tasks"
+    records = read_tasks_file(folder / "tasks.yaml").values()
+    if any(p and not Path(p).exists() for r in records for p in (r.train, r.dev)):
+        make_data = _example_data_writer(folder / "make_data.py")
+        make_data(folder / "data")
+    st.session_state["task_mode"] = TASKS_FILE
+    st.session_state["tasks_file"] = example_tasks_path()
+
+
+def _example_data_writer(path: Path):
+    """``make_data`` of examples/tasks/make_data.py (a script, not a package: loaded from its file)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pals_example_make_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_data
+
+
 def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
     """The launcher. Drawn as a fragment by the page: changing a field redraws only the launcher."""
     st.markdown("#### Train the chosen design")
@@ -239,6 +282,7 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         return
     st.caption(f"Design: **{label(key_of(chosen))}** — a real multi-task run of `pals-train` in the background; "
                f"its files go to `{registry.runs_root()}/<run id>/` ($PALS_RUNS_DIR).")
+    notice = st.container()  # what stops a launch is said above the form, where a first visit reads first
     spec, priced, error, name = build_spec(inp, chosen)
     if error:
         st.error(error)
@@ -247,14 +291,25 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
     if not priced.same_question:
         st.markdown(f"**Re-priced for training** on {priced.model_name} with {len(spec.tasks)} task(s), exact count"
                     + (f": d_s **{chosen.d_s} → {c.d_s}**" if chosen.d_s is not None and c.d_s is not None else "")
-                    + f", {c.ratio:.4f}× (the question priced {chosen.ratio:.4f}× on {inp.model.name}).")
+                    + f", {display.ratio_text(c.ratio)}× (the question priced {display.ratio_text(chosen.ratio)}× on {inp.model.name}).")
         st.dataframe(compare_table(inp, chosen, priced), hide_index=True, key="train_compare")
     confirmed = True
     if not c.feasible:
-        st.warning(f"**Over the budget.** On {priced.model_name} this run holds {c.ratio:.4f}× the base model's "
+        st.warning(f"**Over the budget.** On {priced.model_name} this run holds {display.ratio_text(c.ratio)}× the base model's "
                    f"parameters: more than the question's budget allows. Launching it trains a design that does not fit.",
                    icon="⚠️")
         confirmed = st.checkbox("Train it anyway: I know this design is over the budget", key="train_confirm_over")
+    problem = data_problem(spec)
+    if problem:
+        with notice:
+            st.warning(f"**This run has no data to read yet:** {problem}. Type the folder that holds GLUE's TSV files "
+                       "in **GLUE folder** below (`--glue-dir`; by default `$PALS_GLUE_DIR`, where the tests find it) — or "
+                       "train on the example tasks that come with the project: three small tasks of one's own (a CSV "
+                       "intent classification, a JSON Lines regression, a Parquet multi-label task), nothing to "
+                       "download.", icon="⚠️")
+            if st.button("Use the example tasks (examples/tasks/tasks.yaml)", key="train_use_examples",
+                         on_click=use_example_tasks):
+                st.rerun(scope="app")  # the sidebar's question changed: the whole page follows it
     out = str(registry.runs_root() / (name or "<run id>"))
     st.markdown("The same run from a shell:")
     shown = spec.with_(out=out)
@@ -263,7 +318,8 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         gpus = int(st.number_input("GPUs", min_value=1, max_value=64, value=2, key="train_gpus"))
         st.code(commands.accelerate_command(shown, gpus), language="bash", wrap_lines=True)
         st.code(commands.torchrun_command(shown, gpus), language="bash", wrap_lines=True)
-    if st.button("Launch training", type="primary", key="launch", disabled=not confirmed):
+    if st.button("Launch training", type="primary", key="launch", disabled=not confirmed or problem is not None,
+                 help=f"First: {problem}" if problem else None):
         try:
             check_data(spec)
             run = registry.launch(spec, name=name)

@@ -236,17 +236,19 @@ def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_pat
     result = table_with(app, "folder")
     assert list(result["folder"]) == [str(runs_dir / "mine-pals")]
     assert list(result["dev average (0–100)"]) == [f"{100 * summary['average']:.1f} (1 run)"]
-    pts = [(t["x"], t["y"]) for t in fig(app, "fig_measured")["data"] if t["x"] and t["x"][0] is not None]
-    assert pts == [([summary["params"]["task_specific"]], [pytest.approx(100 * summary["average"])])]
+    assert list(result["note"]) == ["smoke run (6 steps)"]  # 6 steps: drawn apart from the measured, labelled
+    [smoke] = fig(app, "fig_measured_smoke")["data"]
+    assert smoke["x"] == [pytest.approx(100 * summary["average"])] and smoke["y"] == ["pals @ all, d_s 24 · seed 0"]
     majority = measured.majority_average(list(read_tasks_file(f).values()))
     assert majority is not None
-    assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
+    assert any(s.get("x0") == pytest.approx(majority) for s in fig(app, "fig_measured_smoke")["layout"]["shapes"])
     # the answer's ranking reads the measured score too (the Designs table's measured column)
     show(app, "designs")
     designs = table_with(app, "measured dev avg")
     row = designs[designs["design"] == "pals @ all"]
     size = "" if row["d_s"].item() == "24" else " at d_s 24, not this size"  # a score belongs to the size measured
-    assert list(row["measured dev avg"]) == [f"{100 * summary['average']:.1f} (1 run){size}"]
+    assert list(row["measured dev avg"]) == [f"{100 * summary['average']:.1f} (1 run){size}, a smoke run (6 steps): "
+                                             "not ranked"]
     show(app, "runs")
     # the same tasks under other names, in another file: the same tasks (their fingerprints)
     renamed = tmp_path / "renamed" / "tasks.yaml"

@@ -93,10 +93,17 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
 
 
 def test_explorer_view_on_a_bad_storage_shows_one_error(tmp_path):
+    """A storage file not made yet is a first visit (an invitation, issue #29); a storage that cannot be one (its
+    folder is not there) is one error. Neither is created by looking."""
     from streamlit.testing.v1 import AppTest
 
     url = f"sqlite:///{tmp_path / 'absent.db'}"
     at = AppTest.from_string(f"from explorer.studies_view import render\nrender({url!r})\n", default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert any(i.value.startswith("**No study here yet**") for i in at.info)
+    assert not (tmp_path / "absent.db").exists()
+    url = f"sqlite:///{tmp_path / 'no-such-folder' / 'absent.db'}"
+    at = AppTest.from_string(f"from explorer.studies_view import render\nrender({url!r})\n", default_timeout=60).run()
     assert not at.exception
     assert len(at.error) == 1 and "no SQLite study file" in at.error[0].value
-    assert not (tmp_path / "absent.db").exists()
+    assert not (tmp_path / "no-such-folder").exists()
