@@ -618,7 +618,8 @@ def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Op
     digits). The columns a person compares come first — what it is, whether it fits, what it spends and what it
     scored — so the measured score is in view without scrolling sideways; method and location (already in the
     design's name) come last. ``hidden`` (the model's d): a d_s wider than the model is flagged in its cell
-    ("10,760 > d = 384")."""
+    ("10,760 > d = 384"). "add tasks later": whether a new task can be trained onto a run of this design without
+    retraining or changing the others (``budget.costs.adding_tasks_refused``: trunk frozen, nothing shared trains)."""
     out = []
     for c in costs:
         k = key_of(c)
@@ -641,6 +642,8 @@ def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Op
             "task-specific (all tasks)": c.params_task_specific,
             "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
             "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
+            # whether a task can join a trained run later without changing the others (pals-train --from)
+            "add tasks later": "yes" if c.adds_tasks_later else "no",
             "method": c.method, "location": c.location or "—",
         })
         out.append(row)

@@ -319,3 +319,16 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
                                                 budget_kind="extra", tasks_file=str(example), steps=4)
     assert settings.tasks == ["intent", "reviews"] and settings.tasks_file == str(example)
     assert settings.budget_obj().extra == 250_000
+
+
+def test_the_design_table_says_whether_tasks_can_be_added_later():
+    """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot (#27 item 7)."""
+    from explorer.figures import table_frame
+    from pals_core.budget import PRESETS, Task, rows
+
+    shape = PRESETS["minilm-l6-h384"]
+    tasks = [Task("a", 2), Task("b", 3)]
+    frozen = table_frame(rows(shape, tasks, d_s=8, methods=["lora", "ca_mtl"], location="all", freeze_trunk=True))
+    trained = table_frame(rows(shape, tasks, d_s=8, methods=["pals"], location="all", heads=2))
+    got = dict(zip(frozen["design"], frozen["add tasks later"])) | dict(zip(trained["design"], trained["add tasks later"]))
+    assert got == {"lora @ all": "yes", "ca_mtl @ all": "no", "pals @ all": "no"}
