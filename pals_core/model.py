@@ -25,6 +25,7 @@ from torch import nn  # noqa: E402
 from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 
 from .adapters import BuildContext, TaskAdapter, get_adapter  # noqa: E402
+from .adapters.rows import RowGroups  # noqa: E402
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .trunks import State, build_base, load_base, trunk_class, trunk_for  # noqa: E402
@@ -260,28 +261,31 @@ class MultiTaskModel(nn.Module):
 
     def forward_mixed(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                       token_type_ids: Optional[torch.Tensor] = None, *, tasks: Sequence[str]) -> list[torch.Tensor]:
-        """Rows of several tasks in one batch, row i through task ``tasks[i]``'s path: the embeddings and the layers
-        every task computes alike (``shared_depth``) run once for the whole batch; above them each task's rows run
-        together (grouped) through its own adapters, top stack and head. Returns one logits row per input row (a
-        (C_t,) tensor, in the rows' order); row i equals ``forward(tasks[i], row i)`` to float rounding. This is how
-        a service answers many tasks' requests at once."""
+        """Rows of several tasks in one batch, row i through task ``tasks[i]``'s path, the trunk once: the embeddings
+        and the layers every task computes alike (``shared_depth``) as for one task; above them every layer runs its
+        own weights on the whole batch while each adapter hook applies each task's adapter to that task's rows
+        (``adapters.rows.RowGroups``: gathered by index, scattered back); then each task's head on its rows. Returns
+        one logits row per input row (a (C_t,) tensor, in the rows' order); row i equals ``forward(tasks[i], row i)``
+        to float rounding. This is how a service answers many tasks' requests at once (peft's ``adapter_names``)."""
         if len(tasks) != input_ids.shape[0]:
             raise ValueError(f"{len(tasks)} task names for {input_ids.shape[0]} rows")
         groups: dict[str, list[int]] = {}
         for i, t in enumerate(tasks):
             groups.setdefault(self._check_task(t), []).append(i)
+        index = {t: torch.tensor(rows, device=input_ids.device) for t, rows in groups.items()}
+        mixed = RowGroups([(self.adapters[t], index[t]) for t in groups], len(tasks))
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
         depth, total = self.shared_depth, self.shape.layers
         h = self.trunk.run(0, depth, h, state, None)
+        x = mixed.adapt_embeddings(h) if self.conditions_input else h
+        h = self.trunk.run(depth, total, x, state, mixed)
+        top = type(self.adapters[tasks[0]]).adapt_top is not TaskAdapter.adapt_top  # a stack after the last layer
         out: list[Optional[torch.Tensor]] = [None] * len(tasks)
         for t, rows in groups.items():
-            index = torch.tensor(rows, device=h.device)
-            mask = attention_mask[index] if attention_mask is not None else None
-            ht = h[index]
-            st = self.trunk.prepare(ht, mask)
-            adapter = self.adapters[t]
-            x = adapter.adapt_embeddings(ht) if self.conditions_input else ht
-            logits = self._classify(t, self._top(adapter, self.trunk.run(depth, total, x, st, adapter), st), mask)
+            mask = attention_mask[index[t]] if attention_mask is not None else None
+            ht = h[index[t]]
+            ht = self._top(self.adapters[t], ht, self.trunk.prepare(ht, mask)) if top else self.trunk.finish(ht)
+            logits = self._classify(t, ht, mask)
             for j, r in enumerate(rows):
                 out[r] = logits[j]
         return out  # type: ignore[return-value]

@@ -197,3 +197,43 @@ def test_forward_mixed_equals_each_row_alone_for_every_method(method):
             assert torch.allclose(mixed[i], alone, atol=1e-5), (method, i, t)
     with pytest.raises(ValueError, match="unknown task 'd'"):
         model.forward_mixed(ids, mask, tasks=["d"] * 6)
+
+
+def _family_cases():
+    from pairwise import grid
+    from test_export_onnx import GRID
+
+    return grid(GRID, skip={(0, 1)})  # every family and every method; PALS_FULL_GRID=1: every pair
+
+
+@pytest.mark.parametrize("family, method", _family_cases())
+def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_family(family, method):
+    """The mixed batch (every layer's weights once on the whole batch, each task's adapter on its rows) equals each
+    row run alone through its task — in every family, whose layers read per-forward state of their own (relative
+    positions, RoPE, local attention)."""
+    from transformers import AutoConfig
+
+    from test_export_onnx import CHECKPOINTS, adapter_for
+
+    from pals_core.train.models import tiny_config_dict
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model("bert", **{k: v for k, v in tiny_config_dict().items() if k != "model_type"}) \
+        if family == "bert" else AutoConfig.for_model(family, **CHECKPOINTS[family])
+    model = MultiTaskModel.from_base_config(config, adapter_for(method), {"a": 2, "b": 1, "c": 3}).eval()
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith(("adapters.", "heads.", "poolers.", "shared_adapter.")):
+                p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    ids = torch.randint(1000, 2000, (6, 12), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[4, 5:] = 0
+    tasks = ["a", "b", "c", "a", "c", "b"]
+    with torch.no_grad():
+        mixed = model.forward_mixed(ids, mask, tasks=tasks)
+        for i, t in enumerate(tasks):
+            n = int(mask[i].sum())
+            alone = model(task=t, input_ids=ids[i:i + 1, :n], attention_mask=mask[i:i + 1, :n])[0]
+            assert torch.allclose(mixed[i], alone, atol=1e-5), (family, method, i, t, (mixed[i] - alone).abs().max())
