@@ -1,4 +1,4 @@
-"""The page's address: its question in the URL query string (SPEC section 12), both ways. Pure Python.
+"""The page's address: its question in the URL query string (docs/design.md §12), both ways. Pure Python.
 
 Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names
 ``cola,rte`` or a count ``8``) or ``tasks_file`` (the path of a tasks file on the server), one of ``budget``

@@ -1,4 +1,4 @@
-"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (SPEC §9–10).
+"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (docs/design.md §9–10).
 
 Device, batch and precision are inputs of this view; every figure comes from the calculator
 (``pals_core.budget.machine.resources``: ``memory_train`` {weights, gradients, optimizer, activations},

@@ -1,4 +1,4 @@
-"""The closed-form calculator: SPEC sections 2–6 on hand-computed cases and as properties."""
+"""The closed-form calculator: docs/design.md §§2–6 on hand-computed cases and as properties."""
 import json
 import math
 import struct
@@ -47,7 +47,7 @@ def adapter(method, s=None, location="all", convention="paper", model=TINY, **kw
 
 @pytest.mark.parametrize("location,K", [("all", 4), ("top", 2), ("bottom", 2), ("0,3,2", 3)])
 def test_paper_formulas(location, K):
-    """SPEC section 4's paper-convention table, literally."""
+    """docs/design.md §4's paper-convention table, literally."""
     d, f, s = 10, 20, 6
     assert adapter("pals", s, location, heads=2) == 2 * d * s + 3 * K * s * s
     assert adapter("pals_unshared", s, location, heads=3) == K * (2 * d * s + 3 * s * s)
@@ -85,7 +85,7 @@ def test_heads_and_poolers():
 
 
 def test_pals_flops_per_layer():
-    """SPEC section 5: 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d per adapted layer."""
+    """docs/design.md §5: 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d per adapted layer."""
     n, d, s, L, f = 128, 768, 204, 12, 3072
     ds = design(BERT, parse_tasks("rte"), AdapterConfig(method="pals", d_s=s), seq_len=n)
     first, plain, _ = forward_flops(ds, s)

@@ -1,5 +1,5 @@
 """The explorer's answer, pure parts: the address (URL ↔ question), the recommendation's ranking and the
-measured results read from run folders (single runs and ``--seeds`` aggregates, SPEC section 11)."""
+measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md §11)."""
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -131,7 +131,7 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
     agg.mkdir()
     for k in (0, 1, 2):
         _summary(agg, f"seed-{k}", 0.6 + k / 100)
-    (agg / "summary.json").write_text(json.dumps({  # SPEC section 11
+    (agg / "summary.json").write_text(json.dumps({  # docs/design.md §11
         "seeds": [0, 1, 2], "runs": ["seed-0", "seed-1", "seed-2"], "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},
         "scores": {}, "params": {"task_specific": 1234}}))
     _summary(tmp_path, "other-tasks", 0.7, tasks=("rte",))

@@ -1,4 +1,4 @@
-"""ONNX for every design (issue #27 item 3, SPEC §14): tiny ``pals-train`` runs of several families and methods, on
+"""ONNX for every design (issue #27 item 3, docs/design.md §14): tiny ``pals-train`` runs of several families and methods, on
 tasks of one's own (a classification, a regression on pairs, a multilabel), exported with ``pals-export --format onnx``
 to one graph — inputs input_ids / attention_mask (/ token_type_ids where the family reads them), dynamic batch and
 sequence axes, one logits output per task — with the tokenizer and export.json beside it; onnxruntime's logits equal

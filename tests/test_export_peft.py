@@ -1,4 +1,4 @@
-"""Your model out as peft adapters and merged transformers folders (issue #27 item 4, SPEC §14): tiny LoRA and IA³
+"""Your model out as peft adapters and merged transformers folders (issue #27 item 4, docs/design.md §14): tiny LoRA and IA³
 runs of several families, trained for a few steps on tasks of one's own (a classification, a regression on pairs, a
 multilabel), exported with ``export_peft`` / ``export_hf`` and loaded back with nothing but transformers and peft —
 ``PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)``

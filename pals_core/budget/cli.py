@@ -1,6 +1,6 @@
 """``pals-budget``: the largest adapter that fits a parameter budget, for every method and location.
 
-Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and SPEC section 8.
+Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md §8.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "label count (declared labels, else the train file's label column)")
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
-    add_flags(p, Machine, title="machine (memory, SPEC §9; step time, SPEC §10)")
+    add_flags(p, Machine, title="machine (memory, docs/design.md §9; step time, docs/design.md §10)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument("--seq-len", metavar="n", help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
                                                   "or the model's longest when that is shorter)")

@@ -1,4 +1,4 @@
-"""Parameter and FLOP cost of a whole multi-task model (SPEC sections 2, 3, 5, 6).
+"""Parameter and FLOP cost of a whole multi-task model (docs/design.md §§2, 3, 5, 6).
 
 N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
 """
@@ -171,7 +171,7 @@ class Cost:
     flops_train_step_per_seq: int = 0
     slack: Optional[float] = None  # budget left over (parameters); None without a budget
     layers: list = field(default_factory=list)
-    # on a machine (SPEC §9–10, ``budget.machine``): bytes of one training step, of serving, seconds of a step
+    # on a machine (docs/design.md §9–10, ``budget.machine``): bytes of one training step, of serving, seconds of a step
     memory_train: Optional[dict] = None  # {weights, gradients, optimizer, activations, total}
     memory_infer: Optional[int] = None
     time_step_s: Optional[float] = None
@@ -182,7 +182,7 @@ class Cost:
     @property
     def largest_task_share(self) -> float:
         """The largest task's own head + adapter plus its 1/T share of the modules shared by all tasks
-        (CA-MTL): what a per-task cap p bounds (SPEC section 6)."""
+        (CA-MTL): what a per-task cap p bounds (docs/design.md §6)."""
         return max(self.params_per_task) + self.params_adapter_shared / len(self.params_per_task)
 
     def as_row(self) -> dict:
@@ -216,7 +216,7 @@ def adding_tasks_refused(ds: Design) -> Optional[str]:
 
 def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
     """Layers every task computes identically when all tasks run on one input (the paper's shared operations,
-    SPEC section 5): those below the lowest adapted layer; all of them for top methods and methods that adapt
+    docs/design.md §5): those below the lowest adapted layer; all of them for top methods and methods that adapt
     no layer; none for methods that condition the input embeddings on the task (CA-MTL).
     ``forward_flops`` prices ``predict_all`` with it and ``MultiTaskBert.predict_all`` runs it."""
     if method.conditions_input:
@@ -238,7 +238,7 @@ def _plain_flops(m: BaseModel, n: int, labels: tuple[int, ...]) -> tuple[tuple[i
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
 
-    Shared operations (SPEC section 5): layers below the lowest adapted layer run once; the rest,
+    Shared operations (docs/design.md §5): layers below the lowest adapted layer run once; the rest,
     the adapters, the pooler and the head run once per task. Top methods share the whole trunk.
     Methods that condition the input embeddings on the task (CA-MTL) share no layer.
     The ``shared`` method with a shared pooler runs even the pooler once.

@@ -1,5 +1,5 @@
 """``Machine``: the machine a design trains or serves on — batch, device profile, precision, and the memory and
-step-time budgets (SPEC sections 9–10). One declaration: each field is a flag of every CLI that adds it
+step-time budgets (docs/design.md §§9–10). One declaration: each field is a flag of every CLI that adds it
 (``flags.add_flags``). ``resources`` prices a design on it; ``largest_size`` is the solver's side of the budgets.
 
     memory_train, memory_infer   (``budget.memory``)           time_step_s, time_ratio   (``budget.timing``)
@@ -128,7 +128,7 @@ _BASE_STEP: dict[tuple, float] = {}
 
 def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
                model_cond: Optional[Conditions] = None) -> Optional[float]:
-    """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (SPEC section 10)
+    """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (docs/design.md §10)
     on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a caller
     that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
     machine = machine if machine is not None else Machine()

@@ -1,8 +1,8 @@
 """What one adapter method is to the calculator (the ``Method`` record) and the counts its ``cost.py`` is written in.
 
 Each method's ``pals_core/methods/<name>/cost.py`` builds its ``Method`` from these: ``params`` and
-``flops`` list the parts a torch module of that method holds / computes for ONE task (SPEC section
-4–5). ``paper=True`` drops every bias vector and LayerNorm parameter (the paper's "ignore terms
+``flops`` list the parts a torch module of that method holds / computes for ONE task (docs/design.md
+§§4–5). ``paper=True`` drops every bias vector and LayerNorm parameter (the paper's "ignore terms
 linear in d"); scale vectors (LHUC, IA³) are weights and stay. The torch modules beside each
 ``cost.py`` are built to hold exactly these parts, and ``tests/test_exactness.py`` enforces it to the
 parameter and to the FLOP.
@@ -77,7 +77,7 @@ class Method:
     name: str
     title: str
     description: str
-    paper_formula: str  # paper-convention parameters per task, as in SPEC section 4
+    paper_formula: str  # paper-convention parameters per task, as in docs/design.md §4
     params: ParamFn  # (model, layers, cfg, paper) -> [Part]
     flops: FlopFn  # (model, layers, cfg, n) -> [Part], extra forward FLOPs on one task's path
     sized: bool = True  # takes d_s
@@ -93,7 +93,7 @@ class Method:
     validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
     # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
     conditions_input: bool = False
-    # Memory (SPEC section 9): the symbolic twin of the method's TaskAdapter (``budget.activations.ActivationHooks``
+    # Memory (docs/design.md §9): the symbolic twin of the method's TaskAdapter (``budget.activations.ActivationHooks``
     # subclass: what its hooks make autograd save); None = identity hooks
     activations: Optional[Callable[..., Any]] = None
     # (model, layers, cfg) -> (parameter tensors per task, tensors shared by all tasks): AdamW keeps a step per tensor

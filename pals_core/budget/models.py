@@ -2,7 +2,7 @@
 
 A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.budget.families``, chosen
 by the config's ``model_type``), the common shape fields and the family's own flags (``options``).
-For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (SPEC section 2);
+For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md §2);
 every other family's count is in its module under ``families/``.
 """
 from __future__ import annotations
@@ -171,7 +171,7 @@ def load_model(spec: str) -> BaseModel:
 
 
 def conditions_from_config(config: dict, **kw) -> Conditions:
-    """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (SPEC §9):
+    """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (docs/design.md §9):
     BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT, MPNet);
     ``kw`` overrides any field."""
     from .families import MODEL_TYPES

@@ -32,7 +32,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     parser = build_parser()
     try:
-        from . import orchestrate  # --seeds, --jobs, --method separate: several runs (SPEC section 11)
+        from . import orchestrate  # --seeds, --jobs, --method separate: several runs (docs/design.md §11)
 
         orch, argv = orchestrate.split_flags(sys.argv[1:] if argv is None else argv)
         args = vars(parser.parse_args(argv))

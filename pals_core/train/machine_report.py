@@ -1,5 +1,5 @@
 """The ``machine`` block of a run's summary.json: the calculator's predicted step time and memory beside what the
-run measured (SPEC sections 9–10).
+run measured (docs/design.md §§9–10).
 
     predicted  {device, batch, seq_len, time_step_s, time_ratio, memory_train, memory_infer}   (budget.machine)
     measured   {step_s: wall seconds per training step (train_time_s / steps: also the batch draw and the AdamW

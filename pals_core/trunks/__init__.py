@@ -34,7 +34,7 @@ def trunk_class(config) -> type[Trunk]:
 
 def build_base(config) -> nn.Module:
     """A randomly initialised base model of ``config`` — exactly what ``AutoModel.from_config`` builds, in float32
-    whatever the config's ``dtype`` (a checkpoint's storage type): training is fp32 (SPEC §9), as the memory figures
+    whatever the config's ``dtype`` (a checkpoint's storage type): training is fp32 (docs/design.md §9), as the memory figures
     and ``from_pretrained`` (dtype float32) assume."""
     from transformers import AutoModel
 

@@ -6,12 +6,12 @@ model holds — the embeddings, each layer i (layers may differ: ModernBERT's la
 DeBERTa's layer 0 carries the optional convolution), what follows the last layer, the pooler, the task
 head its ``…ForSequenceClassification`` puts on top — how a ``config.json`` maps onto a ``BaseModel``, and
 which methods cannot apply to it (one line each) — and its ``Replay``: its forward replayed op by op on symbolic
-tensors (``budget.activations``), which gives the bytes autograd saves (memory, SPEC §9) and the work of every op
-(time, SPEC §10). Its torch mirror is ``pals_core/trunks/<family>.py``; ``tests/test_exactness.py`` holds both to
+tensors (``budget.activations``), which gives the bytes autograd saves (memory, docs/design.md §9) and the work of every op
+(time, docs/design.md §10). Its torch mirror is ``pals_core/trunks/<family>.py``; ``tests/test_exactness.py`` holds both to
 the parameter and to the FLOP, ``tests/test_memory.py`` to the saved byte.
 
-Counting conventions (SPEC §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
-FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, SPEC §5).
+Counting conventions (docs/design.md §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
+FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/design.md §5).
 """
 from __future__ import annotations
 

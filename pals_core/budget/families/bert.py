@@ -1,4 +1,4 @@
-"""BERT (MiniLM included) and the RoBERTa family (RoBERTa, XLM-R, CamemBERT): the same layer, SPEC §2.
+"""BERT (MiniLM included) and the RoBERTa family (RoBERTa, XLM-R, CamemBERT): the same layer, docs/design.md §2.
 
     embeddings (V + P + Y)·d + 2d;   layer 4d² + 2·d·d_ff + 9d + d_ff;   pooler d² + d
     layer FLOPs 2n·(4d² + 2·d·d_ff) + 4n²·d;   head Linear(d, C) on the pooled first token
@@ -62,7 +62,7 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 
 
 
-# --- the forward on symbolic tensors (memory and step time, SPEC §9–10) ------------------------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
 
 LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
 
