@@ -30,7 +30,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pals_core.budget import AdapterConfig, Task, at_size, design, load_model  # noqa: E402
+from pals_core.budget import AdapterConfig, Task, at_size, design  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 
 

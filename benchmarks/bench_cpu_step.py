@@ -22,7 +22,6 @@ GLUE batches built exactly as the trainer builds them (task sampler, data stream
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import statistics
 import sys

@@ -92,7 +92,7 @@ def main() -> int:
                 f"· {b['flops_ratio']:.3f}× its FLOPs")
         front = board[board["pareto"]]
         print("Pareto front (dev average vs task-specific parameters): "
-              + ", ".join(f"{r.design} ({int(getattr(r, 'd_s')) if str(r.d_s) != '<NA>' else '—'}): "
+              + ", ".join(f"{r.design} ({int(r.d_s) if str(r.d_s) != '<NA>' else '—'}): "
                           f"{r._3:.4f} @ {int(r._4):,}" for r in front.itertuples()))
     base = majority_baseline(args.tasks.split(","), int(args.max_train_examples), int(args.max_eval_examples))
     print(f"\nmajority-class baseline on the same dev slices: dev average {base['average']:.4f} ("

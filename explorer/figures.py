@@ -212,7 +212,7 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
             if c.flat and c.flat > y_hi:
                 above.append(f"{name} {human(c.flat)}")
         if c.marked_d_s is not None:
-            fig.add_trace(dict(type="scatter", 
+            fig.add_trace(dict(type="scatter",
                 x=[c.marked_d_s], y=[c.marked_params], mode="markers", name=f"chosen: {name}", legendgroup=name,
                 showlegend=False, marker=dict(color=color, size=16 if is_chosen else 12,
                                               symbol=location_symbol(c.key[1]) if c.feasible else "x",
@@ -350,7 +350,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
         place[key_of(group[0])] = "top right" if at_edge else ("top center" if i % 2 == 0 else "bottom center")
         text[key_of(group[0])] = ", ".join(label(key_of(c)) for c in group)
     for method, cs in by_method.items():
-        fig.add_trace(dict(type="scatter", 
+        fig.add_trace(dict(type="scatter",
             x=[left(c) for c in cs], y=[over(c) for c in cs], mode="markers+text", name=method, legendgroup=method,
             showlegend=False, textfont=dict(size=11, color="#444"),
             textposition=[place.get(key_of(c), "top center") for c in cs],
@@ -365,7 +365,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
     front = [feasible[i] for i in pareto_front([(used[key_of(c)], over(c)) for c in feasible])]
     front.sort(key=lambda c: used[key_of(c)])
     if front:
-        fig.add_trace(dict(type="scatter", 
+        fig.add_trace(dict(type="scatter",
             x=[left(c) for c in front], y=[over(c) for c in front], mode="lines", name="Pareto front",
             text=[label(key_of(c)) for c in front], line=dict(color=FRONT_COLOR, width=1.5, dash="dot"),
             hovertemplate="Pareto: %{text}<extra></extra>"))
@@ -376,7 +376,7 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
         if text == "chosen" and key == recommended:
             text = "chosen = recommended"
         if text.startswith("chosen"):
-            fig.add_trace(dict(type="scatter", 
+            fig.add_trace(dict(type="scatter",
                 x=[left(pick)], y=[over(pick)], mode="markers", name=f"chosen: {label(key)}",
                 marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
                 hovertemplate=f"chosen: {label(key)}<extra></extra>"))
@@ -488,7 +488,7 @@ def part_colors(frames: Iterable) -> dict[str, str]:
         free = [c for c in _PART_PALETTE if c not in out.values()] or list(_PART_PALETTE)
 
         def spread(c: str) -> float:  # the nearest colour taken, a neighbour's counted NEIGHBOUR_WEIGHT times nearer
-            return min((color_distance(c, t) / (NEIGHBOUR_WEIGHT if q in neighbours[p] else 1.0)
+            return min((color_distance(c, t) / (NEIGHBOUR_WEIGHT if q in neighbours[p] else 1.0)  # noqa: B023 (used at once)
                         for q, t in out.items()), default=math.inf)
 
         out[p] = max(free, key=spread)  # ties: the palette's order
@@ -537,7 +537,7 @@ def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: 
     for key, pts in series.items():
         first = first or pts
         name = label(key) + (" (over budget)" if key in over else "")
-        fig.add_trace(dict(type="scatter", 
+        fig.add_trace(dict(type="scatter",
             x=[p.tasks for p in pts], y=[p.flops_all_tasks / GIGA for p in pts], mode="lines", name=name,
             line=dict(color=OVER_COLOR if key in over else method_color(key[0]), dash=location_dash(key[1]),
                       width=4 if key == chosen else 2),
@@ -699,7 +699,7 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
     _style_legend(fig, by_method, {r.location for rs in by_method.values() for r in rs})
     for method, rs in by_method.items():
         ref = method in BASELINES
-        fig.add_trace(dict(type="scatter", 
+        fig.add_trace(dict(type="scatter",
             x=[r.params for r in rs], y=[r.score.mean for r in rs], mode="markers+text" if ref else "markers", name=method,
             legendgroup=method, showlegend=False,
             text=[method] * len(rs) if ref else None, textposition="top center",

@@ -3,11 +3,20 @@ import pathlib
 
 import pytest
 
+from pairwise import FULL_GRID_ENV, full_grid
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def pytest_report_header(config) -> str:
+    """Say which grids run: the pairwise covering sets (default) or the full products (PALS_FULL_GRID=1)."""
+    if full_grid():
+        return f"grids: the full products ({FULL_GRID_ENV}=1)"
+    return f"grids: pairwise covering sets ({FULL_GRID_ENV}=1 runs the full products)"
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +26,11 @@ def glue_dir() -> pathlib.Path:
     if not path or not pathlib.Path(path).is_dir():
         pytest.fail("PALS_GLUE_DIR must point at the GLUE data (e.g. ../shared/data/glue); .ci/run sets it")
     return pathlib.Path(path)
+
+
+@pytest.fixture(scope="session")
+def token_cache(tmp_path_factory) -> str:
+    """One tokenisation cache for every test that trains on real rows without testing the cache itself: an entry is
+    keyed by the tokenizer, max_len and the texts (a whole file), so tests share it safely, and a GLUE file is
+    tokenised once per session instead of once per test (seconds each)."""
+    return str(tmp_path_factory.mktemp("tokcache"))

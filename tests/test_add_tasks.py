@@ -115,3 +115,26 @@ def test_adding_a_name_the_run_has_or_from_an_unfinished_run_is_refused(base, tm
     assert "already a task of the base run" in capsys.readouterr().err
     assert train_main(["--from", str(tmp_path), "--add-tasks", str(same), "--out", str(tmp_path / "m")]) == 2
     assert "no pals-train run there" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_adding_a_task_with_several_seeds_trains_it_once_per_seed_on_the_same_base(base, capsys):
+    """``--from`` with ``--seeds``: one folder per seed, each growing the same base run; the base tasks' scores are
+    the base run's (± 0, they did not train), the added task's weights differ by seed."""
+    root, base_run, later = base
+    out = root / "seeds"
+    assert train_main(["--from", str(base_run), "--add-tasks", str(later), "--out", str(out), "--steps", "10",
+                       "--eval-every", "10", "--seeds", "0,1", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "seeds 0,1" in text and "tags" in text
+    base_scores = json.loads((base_run / "summary.json").read_text())["scores"]
+    grown = [MultiTaskModel.from_run(out / f"seed-{s}") for s in (0, 1)]
+    for s, model in zip((0, 1), grown):
+        summary = json.loads((out / f"seed-{s}" / "summary.json").read_text())
+        assert summary["config"]["seed"] == s and summary["added"]["tasks"] == ["tags"]
+        assert {t: summary["scores"][t] for t in ("intent", "score")} == {t: base_scores[t] for t in ("intent", "score")}
+    a, b = (dict(m.named_task_parameters("tags")) for m in grown)
+    assert any(not torch.equal(a[k], b[k]) for k in a), "each seed trains the added task afresh"
+    old = MultiTaskModel.from_run(base_run).state_dict()
+    for name, p in old.items():  # the base's weights, bit for bit, in every seed's run
+        assert all(torch.equal(p, m.state_dict()[name]) for m in grown), name

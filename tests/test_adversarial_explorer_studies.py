@@ -166,12 +166,12 @@ def test_an_unreadable_summary_is_its_own_row(runs_dir, good_run, kind):
 
 # --- 3. report and Studies tab on studies pals-study did not write -------------------------------------------------
 
-@pytest.fixture
-def foreign_studies(tmp_path) -> str:
+@pytest.fixture(scope="module")
+def foreign_studies(tmp_path_factory) -> str:
     """A SQLite storage holding: ``plain`` (Optuna's own, minimising x), ``typed`` (a pals-study design study with
     trials whose user attributes are of the wrong types, beside one good trial) and ``edited`` (pals-study settings
-    no pals-study wrote)."""
-    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    no pals-study wrote). Written once for the module: the tests only read it."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('foreign') / 'studies.db'}"
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     plain = optuna.create_study(study_name="plain", storage=url)
     plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
@@ -227,6 +227,7 @@ def test_report_on_settings_no_pals_study_wrote(foreign_studies, tmp_path, capsy
     assert "study settings not shown: study 'edited'" in out and "2 complete" in out
 
 
+@pytest.mark.slow  # the installed script in a process of its own; test_report_on_a_plain_optuna_study in every run
 def test_the_console_script_reports_a_plain_study_without_traceback(foreign_studies, tmp_path):
     p = subprocess.run([EXE, "report", "plain", "--storage", foreign_studies, "--out", str(tmp_path / "r")],
                        capture_output=True, text=True, timeout=120)
@@ -256,6 +257,7 @@ def _env(glue_dir: Path) -> dict:
             "TOKENIZERS_PARALLELISM": "false"}
 
 
+@pytest.mark.slow
 def test_a_trial_beyond_the_target_is_pruned_not_failed(tmp_path, glue_dir, capsys):
     """Worker 1 takes the study's only place (--trials 1) and is killed while training it: its trial stays RUNNING
     with a fresh heartbeat. Worker 2 then finds the place taken: its trial is given up untrained — PRUNED with the

@@ -10,13 +10,19 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
+def first_fast(*values) -> list:
+    """Parameters of a test that starts a real console script each (a second or two): the first in every run, the
+    others in the slow set (``make test``)."""
+    return [values[0], *(pytest.param(*v if isinstance(v, tuple) else (v,), marks=pytest.mark.slow) for v in values[1:])]
+
+
 def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True,
                           timeout=300, cwd=cwd)
 
 
-@pytest.mark.parametrize("extra", [["--method", "pals", "--d-s", "24", "--seeds", "0"], ["--method", "separate"],
-                                   ["--method", "separate", "--seeds", "0,1"]])
+@pytest.mark.parametrize("extra", first_fast(["--method", "pals", "--d-s", "24", "--seeds", "0"], ["--method", "separate"],
+                                              ["--method", "separate", "--seeds", "0,1"]))
 def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra):
     """`mkdir f; echo precious > f/summary.json; pals-train … --seeds 0 --out f` overwrote the user's files."""
     f = tmp_path / "f"
@@ -30,7 +36,8 @@ def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir,
     assert sorted(p.name for p in f.iterdir()) == ["progress.json", "summary.json"]
 
 
-@pytest.mark.parametrize("flag, seed", [("--seed", str(2 ** 63)), ("--seed", str(2 ** 64)), ("--seeds", f"0,{2 ** 63}")])
+@pytest.mark.parametrize("flag, seed", first_fast(("--seed", str(2 ** 63)), ("--seed", str(2 ** 64)),
+                                                 ("--seeds", f"0,{2 ** 63}")))
 def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed):
     out = pals_train("--model", "tiny", "--tasks", "rte", "--steps", "2", "--method", "shared", flag, seed,
                      "--out", str(tmp_path / "run"), cwd=tmp_path)
@@ -38,7 +45,7 @@ def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, 
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("budget", [["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]])
+@pytest.mark.parametrize("budget", first_fast(["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]))
 def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget):
     out = pals_train("--model", "tiny", "--tasks", "rte,stsb", "--steps", "2", "--method", "separate", *budget,
                      "--out", str(tmp_path / "sep"), "--glue-dir", str(glue_dir), cwd=tmp_path)
@@ -46,6 +53,7 @@ def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_pat
     assert not (tmp_path / "sep").exists()
 
 
+@pytest.mark.slow
 def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path):
     """A sampler can leave a task without a step (MT-Uncertainty starving one; here round robin over one step): its
     scores are an untrained head's, and the log and summary.json say so."""
@@ -110,7 +118,7 @@ def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, c
     assert err.count("\n") == 1 and needle in err, err
 
 
-@pytest.mark.parametrize("rate", [2.0, float("nan"), -0.5])
+@pytest.mark.parametrize("rate", first_fast(2.0, float("nan"), -0.5))
 def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_path, rate):
     """pals-budget refused it; pals-train and pals-study read the same config through the same reader now."""
     import json
@@ -205,6 +213,7 @@ def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(gl
     assert b["params"]["total"] == row["params_total"] and b["params"]["task_specific"] == row["params_task_specific"]
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint_stays(glue_dir, tmp_path):
     """A real full disk: a tmpfs that holds one checkpoint but not two (mounting needs root; elsewhere the test says
     why it cannot run). The second save fails: one line, exit 2; the first stays, and --resume finishes once there
@@ -214,10 +223,11 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint
     def du(path: Path) -> int:
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
+    from pals_core.train.cli import main
+
     args = ["--model", "tiny", "--tasks", "rte", "--method", "shared", "--eval-every", "2", "--steps", "6",
             "--max-train-examples", "8", "--max-eval-examples", "8", "--glue-dir", str(glue_dir)]
-    probe = pals_train(*args, "--out", str(tmp_path / "probe"), cwd=tmp_path)
-    assert probe.returncode == 0, probe.stderr
+    assert main([*args, "--out", str(tmp_path / "probe"), "--no-progress"]) == 0  # the size of one checkpoint
     one = du(tmp_path / "probe" / "checkpoints" / "step-00000006")
     disk = tmp_path / "disk"
     disk.mkdir()

@@ -282,7 +282,7 @@ def test_released_shares_on_the_constructed_four_task_case():
 # --- training ----------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, glue_dir):
+def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, glue_dir, token_cache):
     """pals-train's trainer with --method ca_mtl --sampling mt_uncertainty on real GLUE rows: a run stopped
     after its first evaluation and resumed ends exactly where an uninterrupted run ends."""
     from pals_core.train.config import TrainConfig
@@ -292,7 +292,7 @@ def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, gl
         return TrainConfig(tasks=["rte", "stsb"], adapter=AdapterConfig(method="ca_mtl", d_s=8, location="top", frozen_layers=1),
                            model="tiny", glue_dir=str(glue_dir), out=str(out), steps=8, batch_size=8, max_len=48,
                            eval_every=4, lr=1e-3, max_train_examples=64, max_eval_examples=32, seed=5, num_threads=1,
-                           sampling="mt_uncertainty", cache_dir=str(tmp_path / "cache"))
+                           sampling="mt_uncertainty", cache_dir=token_cache)
 
     class Stop(Exception):
         pass

@@ -7,6 +7,11 @@ poolers, ELECTRA with embedding width ≠ hidden; a method a family refuses is c
                                   LayerNorm parameters, picked out by parameter name)
   flops_per_seq                == FlopCounterMode on one sequence of n tokens through the first task
   flops_all_tasks_per_seq      == FlopCounterMode on predict_all (every task, shared operations)
+
+The grid is covered pairwise (tests/pairwise.py): every pair of family, base configuration, method, location,
+per-task pooler and convention levels that some valid case holds is run (base × method only as far as family ×
+method needs), with every family × every method at one location (all layers) and every location on one base
+(odd-3L, PALs). ``PALS_FULL_GRID=1`` runs the full product (about 1,300 cases).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from pals_core.budget import METHODS, at_size, design, from_hf_config, get_metho
 from pals_core.budget.families import get_family
 from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
 from pals_core.model import _hf_config
+from pairwise import grid
 
 torch.set_num_threads(1)
 
@@ -66,10 +72,15 @@ BASES = {
     "mpnet-R40": (dict(model_type="mpnet", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=27,
                        vocab_size=41, max_position_embeddings=24, relative_attention_num_buckets=40, hidden_act="relu"),
                   {"mnli": 3}, 8, 5, 4, 12, False),
+    # ALBERT: factorised E → d embeddings (the mapping always there), one layer's weights run by all L layers, each
+    # adapted layer with its own adapter; the shared pooler
+    "albert-E10": (dict(model_type="albert", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=35, vocab_size=39, max_position_embeddings=16, type_vocab_size=2),
+                   {"rte": 2, "stsb": 1}, 8, 5, 4, 9, True),
 }
 EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1], "roberta-3L": [0, 2], "distilbert-3L": [1],
             "electra-E10": [0, 1], "deberta-unshared": [0, 2], "deberta-shared": [1], "modernbert-local": [0, 3],
-            "mpnet-3L": [0, 2], "mpnet-R40": [1]}
+            "mpnet-3L": [0, 2], "mpnet-R40": [1], "albert-E10": [0, 2]}
 
 
 def _family(base: str):
@@ -77,20 +88,42 @@ def _family(base: str):
 BUILT = [m for m in METHODS if m in ADAPTERS]
 
 
-def _cases():
-    for base in BASES:
-        for method in BUILT:
-            if _family(base).refusal(method):
-                continue
-            if get_method(method).within:
-                for loc in ("all", "top", "bottom", "explicit"):
-                    yield base, method, loc
-            else:
-                yield base, method, None
+REFERENCE = "odd-3L"  # the one base every location runs on
+CONVENTIONS = ("exact", "paper")
 
 
-CASES = list(_cases())
+def _locations(method: str) -> tuple:
+    return ("all", "top", "bottom", "explicit") if get_method(method).within else (None,)
+
+
+def _full_grid(conventions=(None,)) -> list[tuple]:
+    """Every valid (family, base, method, location, per-task pooler, convention): the product less what a family
+    refuses (checked to be refused below)."""
+    return [(_family(base).name, base, method, loc, BASES[base][6], conv) for base in BASES for method in BUILT
+            if not _family(base).refusal(method) for loc in _locations(method) for conv in conventions]
+
+
+def _at_one_location(case: tuple) -> list[tuple]:
+    """What a case adds to "every family × every method at one location": all layers (or none to choose)."""
+    return [(case[0], case[2])] if case[3] in ("all", None) else []
+
+
+def _covering(conventions=(None,), prefer=()) -> list[tuple]:
+    """The cases run: every location on the reference base (PALs), every family × every method at one location,
+    and pairwise around them (base × method not required: a base stands for its family there); cases whose (base,
+    method, location) is in ``prefer`` come first on a tie (their models are built already)."""
+    full = _full_grid(conventions)
+    named = [c for c in full if c[1] == REFERENCE and c[2] == "pals"]
+    preferred = set(prefer)
+    ordered = [c for c in full if c[1:4] in preferred] + [c for c in full if c[1:4] not in preferred]
+    chosen = set(grid(ordered, keep=named, skip={(1, 2)}, also=_at_one_location))
+    return [c for c in full if c in chosen]
+
+
+CASES = [c[1:4] for c in _covering()]
 IDS = [f"{b}-{m}-{loc}" if loc else f"{b}-{m}" for b, m, loc in CASES]
+PARAM_CASES = [(*c[1:4], c[5]) for c in _covering(CONVENTIONS, prefer=CASES)]
+PARAM_IDS = [f"{b}-{m}-{loc}-{conv}" if loc else f"{b}-{m}-{conv}" for b, m, loc, conv in PARAM_CASES]
 
 
 def _config(base: str, method: str, loc):
@@ -121,8 +154,7 @@ def test_every_method_of_the_calculator_is_built():
             "proj_ffn_top", "bert_layer_top", "ca_mtl"} <= set(BUILT)
 
 
-@pytest.mark.parametrize("convention", ["exact", "paper"])
-@pytest.mark.parametrize("base,method,loc", CASES, ids=IDS)
+@pytest.mark.parametrize("base,method,loc,convention", PARAM_CASES, ids=PARAM_IDS)
 def test_parameters_match_the_calculator(base, method, loc, convention):
     model = _model(base, method, loc)
     named = dict(model.named_parameters())

@@ -116,6 +116,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
         assert "--budget-of" in helptext, cli
 
 
+@pytest.mark.slow  # starts pals-train (torch) in a process of its own
 def test_the_api_refuses_an_unsupported_model_type(tmp_path):
     from pals_core import AdapterConfig, MultiTaskModel
 

@@ -39,6 +39,8 @@ TINY = {
                        cls_token_id=101, sep_token_id=102, classifier_pooling="mean"),
     "mpnet": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
                   max_position_embeddings=130),
+    "albert": dict(embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
+                   vocab_size=V, max_position_embeddings=128),  # one layer's weights run twice
 }
 
 
@@ -56,8 +58,8 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("tokcache"))
+def cache_dir(token_cache) -> str:
+    return token_cache
 
 
 def _batch(path: Path) -> dict:
@@ -74,7 +76,7 @@ def test_the_hooked_trunk_at_identity_is_the_hf_model(checkpoints, model_type):
     with torch.no_grad():
         h, state = model._embed(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
         hooked = model.trunk.finish(model.trunk.run(0, model.shape.layers, h, state, TaskAdapter(range(model.shape.layers))))
-        kwargs = {k: v for k, v in batch.items() if k != "token_type_ids" or model.family in ("bert", "electra")}
+        kwargs = {k: v for k, v in batch.items() if k != "token_type_ids" or model.family in ("bert", "electra", "albert")}
         reference = model.bert(**kwargs).last_hidden_state
     assert torch.equal(hooked, reference)
 
@@ -99,6 +101,7 @@ def test_predict_all_and_task_files_on_every_family(checkpoints, model_type, tmp
         assert torch.equal(other(task="rte", **batch), model(task="rte", **batch))
 
 
+@pytest.mark.slow  # three tiny trainings per family; each family's forward, predict_all and task files run above always
 @pytest.mark.parametrize("model_type", list(TINY))
 def test_pals_train_on_a_local_checkpoint_of_every_family_and_resume(checkpoints, model_type, tmp_path, cache_dir):
     from pals_core.train.trainer import train

@@ -217,6 +217,7 @@ def test_time_model_prices_narrow_attention_heads():
     assert t / base - 1 > 1.5 * (flops - 1)
 
 
+@pytest.mark.slow
 def test_pals_calibrate_writes_a_local_profile(tmp_path):
     out = tmp_path / "local.json"
     proc = subprocess.run([sys.executable, "-m", "pals_core.calibrate", "--threads", "1", "--out", str(out)],

@@ -1,10 +1,15 @@
 """The calculator's training memory is torch's, to the byte (SPEC section 9).
 
 activations == bytes autograd saves in one training-mode forward (saved_tensors_hooks, each storage once,
-parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet) × method ×
-location, with and without ``freeze_trunk``, CA-MTL's frozen lower half, sdpa and eager attention, dropout on and
+parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet,
+ALBERT) × method × location, with and without ``freeze_trunk``, CA-MTL's frozen lower half, sdpa and eager attention, dropout on and
 off; optimizer == AdamW's state after a step on each task.
 The conditions (train mode, the config's dropout, its attention implementation, CPU) are the figure's.
+
+The grid is covered pairwise (tests/pairwise.py): every pair of family, method, location, freeze_trunk and base
+configuration levels that some valid case holds is run (base × method only as far as family × method needs), with
+every family × every method at one location (all layers, trained) and every location × freeze_trunk on one base
+(odd-3L-drop, PALs). ``PALS_FULL_GRID=1`` runs the full product (about 1,800 cases, minutes).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from pals_core.budget.memory import activation_bytes, memory_train
 from pals_core.budget.families import get_family
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.model import _hf_config
+from pairwise import grid
 
 torch.set_num_threads(1)
 
@@ -95,27 +101,62 @@ FAMILY_BASES = {
                                  intermediate_size=20, vocab_size=30, max_position_embeddings=16,
                                  relative_attention_num_buckets=40, hidden_dropout_prob=0.0,
                                  attention_probs_dropout_prob=0.0), {"a": 4}, 6, 3, 2, 1, 8),
+    # ALBERT: E → d mapping, one shared layer run L times (its parameters' gradients and AdamW state counted once,
+    # every application's activations kept), ALBERT's defaults (no dropout in the trunk, 0.1 in the head) and
+    # dropout on with eager attention
+    "albert-E10": (dict(model_type="albert", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=35, vocab_size=39, max_position_embeddings=16), {"rte": 2, "stsb": 1},
+                   8, 5, 4, 3, 9),
+    "albert-drop-eager": (dict(model_type="albert", embedding_size=16, hidden_size=16, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=20, vocab_size=30, max_position_embeddings=12,
+                               hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.2,
+                               attn_implementation="eager", hidden_act="gelu"), {"mnli": 3}, 6, 3, 2, 2, 8),
 }
 BASES.update(FAMILY_BASES)
 EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1], "roberta-3L": [0, 2],
             "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1], "deberta-v3-2L": [1],
             "deberta-c2p-E10-conv": [0, 2], "deberta-p2c-nodrop-B1": [0], "modernbert-3L": [0, 2],
-            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0], "mpnet-3L": [0, 2], "mpnet-nodrop-B1-R40": [1]}
+            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0], "mpnet-3L": [0, 2], "mpnet-nodrop-B1-R40": [1],
+            "albert-E10": [0, 2], "albert-drop-eager": [1]}
 
 
-def _cases():
-    for base in BASES:
-        family = get_family(from_hf_config(_hf_config(BASES[base][0]).to_dict()).family)
-        for method in METHODS:
-            if family.refusal(method):
-                continue
-            locs = ("all", "top", "bottom", "explicit") if get_method(method).within else (None,)
-            for loc in locs:
-                for freeze in (False, True):
-                    yield base, method, loc, freeze
+def _family(base: str) -> str:
+    return from_hf_config(_hf_config(BASES[base][0]).to_dict()).family
 
 
-CASES = list(_cases())
+FAMILY = {base: _family(base) for base in BASES}
+REFERENCE = "odd-3L-drop"  # the one base every location × freeze_trunk runs on (PALs)
+
+
+def _locations(method: str) -> tuple:
+    return ("all", "top", "bottom", "explicit") if get_method(method).within else (None,)
+
+
+def _full_grid(bases=BASES) -> list[tuple]:
+    """Every valid (family, base, method, location, freeze) — the full product less what a family refuses."""
+    return [(FAMILY[base], base, method, loc, freeze) for base in bases for method in METHODS
+            if not get_family(FAMILY[base]).refusal(method) for loc in _locations(method) for freeze in (False, True)]
+
+
+def _at_one_location(case: tuple) -> list[tuple]:
+    """What a case adds to "every family × every method at one location": all layers (or none to choose), trained."""
+    family, _, method, loc, freeze = case
+    return [(family, method)] if loc in ("all", None) and not freeze else []
+
+
+def _covering(bases=BASES, prefer=()) -> list[tuple]:
+    """(base, method, location, freeze) cases: every location × freeze_trunk on the reference base (PALs), every
+    family × every method at one location, and pairwise around them (base × method not required: a base stands for
+    its family there). Cases in ``prefer`` come first on a tie (their models are built already)."""
+    full = _full_grid(bases)
+    named = [c for c in full if c[1] == REFERENCE and c[2] == "pals"]
+    preferred = {(FAMILY[c[0]], *c) for c in prefer}
+    ordered = [c for c in full if c in preferred] + [c for c in full if c not in preferred]
+    chosen = set(grid(ordered, keep=named, skip={(1, 2)}, also=_at_one_location))
+    return [c[1:] for c in full if c in chosen]
+
+
+CASES = _covering()
 IDS = [f"{b}-{m}-{loc}-{'frozen' if f else 'trained'}" for b, m, loc, f in CASES]
 
 
@@ -151,11 +192,15 @@ def test_activations_are_the_bytes_autograd_saves(base, method, loc, freeze):
 
 
 OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L", "deberta-v3-2L", "deberta-c2p-E10-conv",
-       "modernbert-3L", "modernbert-drop-mean", "mpnet-3L", "mpnet-nodrop-B1-R40")
+       "modernbert-3L", "modernbert-drop-mean", "mpnet-3L", "mpnet-nodrop-B1-R40", "albert-E10",
+       "albert-drop-eager")
 
 
-@pytest.mark.parametrize("base,method,loc,freeze", [c for c in CASES if c[0] in OPT],
-                         ids=[i for i, c in zip(IDS, CASES) if c[0] in OPT])
+OPT_CASES = _covering(OPT, prefer=CASES)  # its own covering set over these bases
+
+
+@pytest.mark.parametrize("base,method,loc,freeze", OPT_CASES,
+                         ids=[f"{b}-{m}-{loc}-{'frozen' if f else 'trained'}" for b, m, loc, f in OPT_CASES])
 def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
     hf, cfg, tasks, batch, n, ds = _setup(base, method, loc, freeze)
     model = _model(base, method, loc, freeze)

@@ -27,20 +27,21 @@ def config(out, cache, sampling, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
+@pytest.mark.slow  # a training per sampler; the mixed batch below and tests/test_samplers.py run in every run
 @pytest.mark.parametrize("sampling", sorted(SAMPLERS))
-def test_every_sampler_trains_every_task(tmp_path, sampling):
+def test_every_sampler_trains_every_task(tmp_path, token_cache, sampling):
     from pals_core.train.trainer import train
 
-    summary = train(config(tmp_path / "run", tmp_path / "cache", sampling), progress=False)
+    summary = train(config(tmp_path / "run", token_cache, sampling), progress=False)
     assert summary["steps"] == 30
     assert all(summary["task_steps"][t] > 0 for t in TASKS), summary["task_steps"]
 
 
-def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path):
+def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, token_cache):
     from pals_core.train.rundir import RunDir
     from pals_core.train.trainer import _Run, resolve
 
-    cfg = resolve(config(tmp_path / "run", tmp_path / "cache", "mt_uncertainty", grad_clip=None))
+    cfg = resolve(config(tmp_path / "run", token_cache, "mt_uncertainty", grad_clip=None))
     r = _Run(cfg, RunDir(cfg.out), False, None)
     r.setup(resume=False)
     r.model.train()

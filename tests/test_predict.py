@@ -140,7 +140,7 @@ def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, t
     assert alone.returncode == 0, alone.stderr
     m = [json.loads(x) for x in (tmp_path / "mixed.jsonl").read_text().splitlines()]
     a = [json.loads(x) for x in (tmp_path / "alone.jsonl").read_text().splitlines()]
-    for i, (x, y) in enumerate(zip(m, a)):
+    for x, y in zip(m, a):
         task = x["task"]
         other = "tags" if task == "intent" else "intent"
         assert x[task] == y[task] and x[other] is None

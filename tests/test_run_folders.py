@@ -24,9 +24,9 @@ pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reas
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("tokcache"))
+@pytest.fixture(scope="session")
+def cache(token_cache) -> str:
+    return token_cache
 
 
 def flags(out, cache, *extra, steps=8) -> list[str]:
@@ -159,6 +159,7 @@ def test_a_failed_start_leaves_a_folder_the_corrected_command_uses(tmp_path, cac
     assert rc == 0, err
 
 
+@pytest.mark.slow
 def test_a_malformed_tsv_fails_the_start_and_the_corrected_glue_dir_runs(tmp_path, cache, capsys):
     broken = tmp_path / "glue"
     for task in ("RTE", "STS-B"):

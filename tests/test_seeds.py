@@ -142,8 +142,8 @@ def lines(p):
 
 @needs_glue
 @pytest.mark.slow
-def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path):
-    cache = str(tmp_path / "cache")
+def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, token_cache):
+    cache = token_cache
     ref = tmp_path / "ref"
     p = cli(*COMMON, "--seeds", "0,1", "--jobs", "2", "--out", str(ref), cache=cache)
     out, err = p.communicate(timeout=600)
@@ -209,7 +209,7 @@ def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, me
 
 
 @needs_glue
-def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_path):
+def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_path, token_cache, monkeypatch):
     """OUT/progress.json says "running" while a --seeds / --method separate / sweep parent works: the explorer shows it
     running (not "died: progress.json still says running") and a second orchestrator on the same OUT is refused."""
     from explorer import registry
@@ -218,10 +218,11 @@ def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_pat
     from pals_core.train import seeds as sd
     from pals_core.train.config import TrainConfig
 
+    monkeypatch.setattr(lock, "ACQUIRE_WAIT_S", 0.1)  # the second orchestrator is refused without the 2 s wait
     out = tmp_path / "sweep"
     leaf = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny", glue_dir=str(GLUE),
-                       out=str(out / "pals" / "seed-0"), steps=2, batch_size=4, max_len=32, eval_every=2,
-                       max_train_examples=16, max_eval_examples=8, cache_dir=str(tmp_path / "cache"), num_threads=1)
+                       out=str(out / "pals" / "seed-0"), steps=2, batch_size=4, max_len=48, eval_every=2,
+                       max_train_examples=16, max_eval_examples=8, cache_dir=token_cache, num_threads=1)
     seen = {}
 
     def while_running() -> None:

@@ -65,12 +65,12 @@ def read(p):
 
 @needs_glue
 @pytest.mark.slow
-def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path):
+def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_cache):
     from pals_core.budget import AdapterConfig, Task, design, evaluate
     from pals_core.data.metrics import main_score
     from pals_core.train.models import build_model, model_shape
 
-    cache = str(tmp_path / "cache")
+    cache = token_cache
     ref = tmp_path / "ref"
     p = cli(*COMMON, "--out", str(ref), cache=cache)
     out, err = p.communicate(timeout=600)

@@ -68,6 +68,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, existing_db, capsys):
     assert capsys.readouterr().out.startswith("no studies in "), "a study whose fixed design does not fit the budget is never created"
 
 
+@pytest.mark.slow
 def test_console_script_reports_storage_errors_without_traceback(tmp_path):
     """The installed entry point, as a user runs it: a refused PostgreSQL connection and an unknown study."""
     exe = os.path.join(os.path.dirname(sys.executable), "pals-study")

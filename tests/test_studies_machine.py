@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from pals_core.budget import AdapterConfig, Budget, parse_tasks, rows
+from pals_core.budget import Budget, parse_tasks, rows
 from pals_core.budget.machine import Machine
 from pals_core.train.models import model_conditions
 from studies.cli import main
@@ -67,7 +67,7 @@ def test_a_memory_budget_cuts_the_sampled_d_s_to_the_solvers(tmp_path, glue_dir)
 
     study = optuna.load_study(study_name="design", storage=url)
     stored = study.user_attrs["pals_settings"]["machine"]
-    assert stored == {"device": "h100", "precision": "fp32", "memory": memory, "max_slowdown": None}
+    assert stored == {"device": "h100", "precision": "fp32", "memory": memory, "max_slowdown": None, "memory_infer": None}
     trials = study.get_trials()
     assert len(trials) == 3
     for t in trials:

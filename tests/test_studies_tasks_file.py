@@ -81,6 +81,7 @@ def _error_line(capsys) -> str:
     return err[0]
 
 
+@pytest.mark.slow
 def test_a_study_on_a_tasks_file_trains_prices_and_reports_its_own_tasks(tmp_path, capsys):
     f = write_tasks(tmp_path / "mine")
     url = f"sqlite:///{tmp_path / 'studies.db'}"

@@ -171,6 +171,7 @@ def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_bad_data_never_trains_and_leaves_no_run(tmp_path):
     f = write_own_tasks(tmp_path / "data")
     with open(tmp_path / "data" / "score.jsonl", "a") as fh:

@@ -29,8 +29,8 @@ SUMMARY_KEYS = {"config", "scores", "average", "best_step", "params", "wall_time
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp("tokcache"))
+def cache_dir(token_cache) -> str:
+    return token_cache
 
 
 def tiny(out, cache_dir, **kw) -> TrainConfig:
@@ -55,11 +55,23 @@ def metrics(out):
     return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
+SHORT = dict(steps=20, eval_every=5, save_every=5)  # the in-process stop / resume tests
+LAUNCHED = dict(steps=40, eval_every=10, save_every=5)  # the killed processes (_launch): long enough to be killed
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, cache_dir):
-    """One uninterrupted run that the stop / kill / resume tests must reproduce."""
+    """One uninterrupted run that the in-process stop / resume tests must reproduce."""
     out = tmp_path_factory.mktemp("ref") / "run"
-    summary = run(tiny(out, cache_dir, steps=40, eval_every=10, save_every=5))
+    summary = run(tiny(out, cache_dir, **SHORT))
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def launched_reference(tmp_path_factory, cache_dir):
+    """One uninterrupted run with _launch's settings, which a killed and resumed process must reproduce."""
+    out = tmp_path_factory.mktemp("ref") / "run"
+    summary = run(tiny(out, cache_dir, **LAUNCHED))
     return out, summary
 
 
@@ -133,11 +145,11 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
 def test_existing_runs_and_resume_rules(tmp_path, cache_dir, reference):
     ref_out, ref_summary = reference
     with pytest.raises(ValueError, match="already holds a run"):
-        run(tiny(ref_out, cache_dir, steps=40, eval_every=10, save_every=5))
+        run(tiny(ref_out, cache_dir, **SHORT))
     with pytest.raises(ValueError, match=r"other settings: lr: run has 0.001, given 0.002"):
-        run(tiny(ref_out, cache_dir, steps=40, eval_every=10, save_every=5, lr=2e-3), resume=True)
+        run(tiny(ref_out, cache_dir, **SHORT, lr=2e-3), resume=True)
     t0 = time.monotonic()
-    again = run(tiny(ref_out, cache_dir, steps=40, eval_every=10, save_every=5), resume=True)  # finished: as it is
+    again = run(tiny(ref_out, cache_dir, **SHORT), resume=True)  # finished: as it is
     assert again == ref_summary and time.monotonic() - t0 < 5
 
 
@@ -150,22 +162,22 @@ def test_on_eval_may_stop_the_run_and_resume_reproduces_it(tmp_path, cache_dir, 
 
     def prune(step, scores, average):
         assert set(scores) == {"rte", "stsb", "mrpc"} and isinstance(average, float)
-        if step == 20:
+        if step == 10:
             raise Pruned
 
     with pytest.raises(Pruned):
-        run(tiny(out, cache_dir, steps=40, eval_every=10, save_every=5), on_eval=prune)
+        run(tiny(out, cache_dir, **SHORT), on_eval=prune)
     progress = read(out / "progress.json")
-    assert progress["status"] == "stopped" and progress["step"] == 20 and "Pruned" in progress["error"]
-    assert read(out / "checkpoints" / "latest.json")["step"] == 20
-    run(tiny(out, cache_dir, steps=40, eval_every=10, save_every=5), resume=True)
+    assert progress["status"] == "stopped" and progress["step"] == 10 and "Pruned" in progress["error"]
+    assert read(out / "checkpoints" / "latest.json")["step"] == 10
+    run(tiny(out, cache_dir, **SHORT), resume=True)
     same_result(out, ref_out)
 
 
 def _launch(out, cache_dir, extra=()):
     args = ["--model", "tiny", "--method", "pals", "--d-s", "8", "--heads", "2", "--tasks", "rte,stsb,mrpc",
-            "--glue-dir", str(GLUE), "--steps", "40", "--batch-size", "8", "--max-len", "48", "--eval-every", "10",
-            "--save-every", "5", "--lr", "1e-3", "--max-train-examples", "96", "--max-eval-examples", "48",
+            "--glue-dir", str(GLUE), "--steps", str(LAUNCHED["steps"]), "--batch-size", "8", "--max-len", "48",
+            "--eval-every", str(LAUNCHED["eval_every"]), "--save-every", str(LAUNCHED["save_every"]), "--lr", "1e-3", "--max-train-examples", "96", "--max-eval-examples", "48",
             "--seed", "3", "--threads", "1", "--cache-dir", cache_dir, "--out", str(out), "--no-progress", *extra]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "pals_core.train.cli", *args], env=env, cwd=ROOT,
@@ -186,15 +198,15 @@ def _wait_for_checkpoint(proc, out, timeout=120):
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, cache_dir, reference):
-    ref_out, _ = reference
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, cache_dir, launched_reference):
+    ref_out, _ = launched_reference
     out = tmp_path / "run"
     proc = _launch(out, cache_dir)
     _wait_for_checkpoint(proc, out)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     killed_at = read(out / "checkpoints" / "latest.json")["step"]
-    assert killed_at < 40 and read(out / "progress.json")["status"] == "running"
+    assert killed_at < LAUNCHED["steps"] and read(out / "progress.json")["status"] == "running"
     resumed = _launch(out, cache_dir, ["--resume"])
     stdout, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
@@ -204,8 +216,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, cache_dir, re
 
 
 @pytest.mark.slow
-def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path, cache_dir, reference):
-    ref_out, _ = reference
+def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path, cache_dir, launched_reference):
+    ref_out, _ = launched_reference
     out = tmp_path / "run"
     proc = _launch(out, cache_dir)
     _wait_for_checkpoint(proc, out)
@@ -216,7 +228,7 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path, cache_dir, reference)
         pytest.skip("the run ended before SIGTERM")
     assert proc.returncode == 143 and "stopped at step" in stderr and "Traceback" not in stderr
     assert progress["status"] == "stopped" and read(out / "checkpoints" / "latest.json")["step"] == progress["step"]
-    run(tiny(out, cache_dir, steps=40, eval_every=10, save_every=5), resume=True)
+    run(tiny(out, cache_dir, **LAUNCHED), resume=True)
     same_result(out, ref_out)
 
 

@@ -11,6 +11,8 @@ from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is pr
   memory_train activations     == the bytes ``saved_tensors_hooks`` sees (families whose forward is replayed)
   (every method on a few other activations: also gradients and AdamW state == what torch holds after a step)
 
+``test_every_method_on_another_activation`` runs a pairwise covering set of configurations × methods (every method
+on every activation and in every family, tests/pairwise.py); ``PALS_FULL_GRID=1`` runs the full product.
 ``test_every_activation_keeps_what_the_table_says`` holds ``budget.activations.ACTIVATIONS`` to torch for every
 activation transformers names (SPEC §9; README "What a config may hold").
 """
@@ -37,6 +39,7 @@ from pals_core.budget.memory import activation_bytes, memory_train
 from pals_core.budget.poly import Poly
 from pals_core.flops import count_forward_flops
 from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
+from pairwise import grid
 
 torch.set_num_threads(1)
 
@@ -58,6 +61,8 @@ BASES = {
                        local_attention=4, pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2, sep_token_id=1),
     "mpnet": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
                   max_position_embeddings=16),
+    "albert": dict(embedding_size=8, hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17,
+                   vocab_size=23, max_position_embeddings=16),
 }
 DROPOUT_OFF = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 # (model_type, options, refused?) — refused: the one line names the option
@@ -117,6 +122,14 @@ GRID = [
     ("mpnet", dict(attn_implementation="sdpa"), "attn_implementation"), ("mpnet", dict(hidden_act="prelu"), "hidden_act"),
     ("mpnet", dict(pad_token_id=23), False),  # never read: the padding row is 1 whatever it says
     ("mpnet", dict(vocab_size=1), "vocab_size"),  # ... and row 1 must exist
+    ("albert", dict(hidden_act="relu"), False), ("albert", dict(hidden_act="gelu", attn_implementation="eager"), False),
+    ("albert", dict(embedding_size=12), False),  # E = d: the E → d mapping is built all the same
+    ("albert", dict(chunk_size_feed_forward=4, layer_norm_eps=1e-5), False),
+    ("albert", dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.0), False),
+    ("albert", dict(num_hidden_groups=2), "num_hidden_groups"), ("albert", dict(inner_group_num=2), "inner_group_num"),
+    ("albert", dict(embedding_size=None), "embedding_size"), ("albert", dict(hidden_act="prelu"), "hidden_act"),
+    ("albert", dict(type_vocab_size=0), "type_vocab_size"), ("albert", dict(pad_token_id=23), "pad_token_id"),
+    ("albert", dict(attn_implementation="flex_attention"), "attn_implementation"),
 ]
 IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
 
@@ -221,6 +234,9 @@ PRICED_OPTIONS = {
     "mpnet": dict(hidden_act=["gelu", "relu", "gelu_new"], hidden_dropout_prob=[0.0, 0.1],
                   attention_probs_dropout_prob=[0.0, 0.1], relative_attention_num_buckets=[32, 40],
                   classifier_dropout=[None, 0.0]),
+    "albert": dict(embedding_size=[8, 12], hidden_act=["gelu_new", "gelu", "relu"], attn_implementation=["sdpa", "eager"],
+                   hidden_dropout_prob=[0.0, 0.1], attention_probs_dropout_prob=[0.0, 0.1],
+                   classifier_dropout_prob=[0.0, 0.1], num_hidden_layers=[1, 3]),
 }
 
 
@@ -254,9 +270,27 @@ ACTIVATED = {"bert-relu": ("bert", dict(hidden_act="relu")),
              "modernbert-gelu_new-eager": ("modernbert", dict(hidden_activation="gelu_new", classifier_activation="linear",
                                                               attn_implementation="eager", mlp_dropout=0.1)),
              "mpnet-gelu_new-R40": ("mpnet", dict(hidden_act="gelu_new", relative_attention_num_buckets=40)),
-             "mpnet-relu-nodrop": ("mpnet", dict(hidden_act="relu", **DROPOUT_OFF))}
-METHOD_CASES = [(key, method) for key, (t, o) in ACTIVATED.items() for method in METHODS
-                if not get_family(from_hf_config(_config_json(t, _fields(t, o))).family).refusal(method)]
+             "mpnet-relu-nodrop": ("mpnet", dict(hidden_act="relu", **DROPOUT_OFF)),
+             "albert-silu-drop": ("albert", dict(hidden_act="silu", hidden_dropout_prob=0.1))}
+
+
+def _activation(options: dict) -> str:
+    """The trunk's activation a key sets (what the methods that copy or scale it meet)."""
+    return next((options[k] for k in ("hidden_act", "activation", "hidden_activation") if k in options), "default")
+
+
+def _method_grid() -> list[tuple]:
+    """Every valid (family, key, activation, method): each configuration above × every method its family takes."""
+    out = []
+    for key, (model_type, options) in ACTIVATED.items():
+        family = get_family(from_hf_config(_config_json(model_type, _fields(model_type, options))).family)
+        out += [(family.name, key, _activation(options), m) for m in METHODS if not family.refusal(m)]
+    return out
+
+
+# pairwise (tests/pairwise.py): every method on every activation and in every family, every configuration; key ×
+# method only as far as those need (PALS_FULL_GRID=1: every key × every method)
+METHOD_CASES = [(key, method) for _, key, _, method in grid(_method_grid(), skip={(1, 3)})]
 
 
 @pytest.mark.parametrize("key,method", METHOD_CASES, ids=[f"{k}-{m}" for k, m in METHOD_CASES])

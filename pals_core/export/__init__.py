@@ -5,3 +5,8 @@ from __future__ import annotations
 
 class ExportRefused(ValueError):
     """A format that cannot express this run's design (the message gives the reason and names a format that can)."""
+
+
+class ExportFailed(RuntimeError):
+    """torch could not trace the design, or a written export's outputs differ from the run's (not the user's input:
+    ``pals-export`` exits 1)."""

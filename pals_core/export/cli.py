@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import ExportRefused
+from . import ExportFailed, ExportRefused
 
 FORMATS = ("onnx", "peft", "hf")
 
@@ -110,8 +110,6 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from .onnx import ExportFailed
-
     try:
         print(run(argv))
     except ExportFailed as e:

@@ -29,7 +29,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from . import ExportRefused
+from . import ExportFailed, ExportRefused
 from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
@@ -45,10 +45,6 @@ SAMPLE_TEXTS = ("the service was quick and friendly", "where is my refund for th
                 "It rained all day, so the match was moved to Sunday.")
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class ExportFailed(RuntimeError):
-    """torch could not trace the design to ONNX, or the graph's outputs differ from torch's (not the user's input)."""
 
 
 @dataclass

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
-from . import ExportRefused
+from . import ExportFailed, ExportRefused
 
 PEFT_METHODS = ("lora", "ia3")
 ONNX = "export it with `pals-export --format onnx` instead"
@@ -300,8 +300,6 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
         model.train(was_training)
     err = (want - got).abs().max().item()
     if not err <= 1e-4 * max(1.0, want.abs().max().item()):
-        from .onnx import ExportFailed  # the export package's "not the user's input" error
-
         raise ExportFailed(f"the {what} export of task {task!r} differs from the run's logits by {err:.2e}")
 
 

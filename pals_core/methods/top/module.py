@@ -79,7 +79,7 @@ def build_proj_attn_top(ctx: BuildContext) -> ProjectedTopStack:
 
 
 def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
-    c, a = ctx.base_config, ctx.adapter
+    a = ctx.adapter
     return ProjectedTopStack(ctx, [
         FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
         for _ in range(a.n_top)])
