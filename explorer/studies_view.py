@@ -133,8 +133,11 @@ def _fill_form(start: FormStart) -> None:
 
 
 def _machine_inputs() -> dict[str, str]:
-    """The study's machine budgets (``Machine`` field → text, as ``pals-study run``'s flags; help text from its
-    declaration): empty memory and slowdown = no bound. Read by pals-study's parser on Start, which says what is wrong."""
+    """The study's machine: one text field per constraint record (``pals_core.budget.constraints.CONSTRAINTS``:
+    training memory, step time, serving memory, …; key ``study_start_<field>``, its record's label and help), then
+    precision and device profile (``Machine`` field → text, as ``pals-study run``'s flags; help text from their
+    declaration). An empty bound = none. Read by pals-study's parser on Start, which says what is wrong."""
+    from pals_core.budget.constraints import CONSTRAINTS
     from pals_core.budget.flags import flags_of
     from pals_core.budget.machine import Machine
     from pals_core.budget.memory import PRECISIONS
@@ -143,16 +146,16 @@ def _machine_inputs() -> dict[str, str]:
     from .machine_view import devices
 
     help_of = {f.name: f.help for f in flags_of(Machine, MACHINE_NAMES)}
-    c = st.columns(4)
-    memory = c[0].text_input("Memory budget", value="", placeholder="none (e.g. 24GB)", key="study_start_memory",
-                             help=help_of["memory"])
-    slowdown = c[1].text_input("Max step slowdown", value="", placeholder="none (e.g. 1.2 × base)",
-                               key="study_start_slowdown", help=help_of["max_slowdown"])
-    precision = c[2].selectbox("Precision", list(PRECISIONS), key="study_start_precision", help=help_of["precision"])
+    out = {}
+    for col, c in zip(st.columns(len(CONSTRAINTS)), CONSTRAINTS):
+        out[c.field] = col.text_input(c.label, value="", placeholder="none", key=f"study_start_{c.field}",
+                                      help=help_of[c.field])
+    a, b = st.columns(2)
+    out["precision"] = a.selectbox("Precision", list(PRECISIONS), key="study_start_precision", help=help_of["precision"])
     names = ["default"] + devices()
-    device = c[3].selectbox("Device profile", names, key="study_start_device", help=help_of["device"])
-    return {"memory": memory, "max_slowdown": slowdown, "precision": precision,
-            "device": "" if device == "default" else device}
+    device = b.selectbox("Device profile", names, key="study_start_device", help=help_of["device"])
+    out["device"] = "" if device == "default" else device
+    return out
 
 
 def render_start_form(storage_url: str, inp=None) -> None:
@@ -374,9 +377,9 @@ def render(storage_url: str, inp=None) -> None:
             **({report.PARAMS: st.column_config.NumberColumn(format="localized")} if report.PARAMS in board.columns
                else {})})
         if scaled:
-            st.caption("Scores on the page's one scale, 0–100 (the study stores fractions; its figures below are "
-                       "Optuna's, on 0–1).")
-    figs, missing_figs = report.figures(study)
+            st.caption("Scores on the page's one scale, 0–100 (the study stores fractions), in the table and the "
+                       "figures below.")
+    figs, missing_figs = report.figures(study, 100.0 if scaled else 1.0)
     for key, title in FIGURE_TITLES.items():
         if key in figs:
             st.plotly_chart(figs[key], width="stretch", config=CHART, key=f"studies_view_{key}")

@@ -221,19 +221,27 @@ def format_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, max_
 
 # --- figures ------------------------------------------------------------------------------------
 
-def _target(study: optuna.Study):
-    return (lambda t: t.values[0]) if _multi(study) else None
+def _target(study: optuna.Study, scale: float = 1.0):
+    """The dev average of a trial, times ``scale`` (100 puts a ``pals-study`` study on the explorer's 0–100 scale);
+    None where Optuna's own single objective serves as it is."""
+    if scale == 1.0:
+        return (lambda t: t.values[0]) if _multi(study) else None
+    return lambda t: t.values[0] * scale
+
+
+def _axis(scale: float) -> str:
+    return AVERAGE if scale == 1.0 else f"{AVERAGE} (0–{scale:g})"
 
 
 def _completed(study: optuna.Study) -> list[FrozenTrial]:
     return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
 
 
-def history_figure(study: optuna.Study) -> go.Figure:
-    """Dev average of each trial and the best so far (Optuna's optimisation history)."""
+def history_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
+    """Dev average of each trial (× ``scale``) and the best so far (Optuna's optimisation history)."""
     if not _completed(study):
         raise FigureUnavailable("no completed trial yet")
-    fig = optuna.visualization.plot_optimization_history(study, target=_target(study), target_name=AVERAGE)
+    fig = optuna.visualization.plot_optimization_history(study, target=_target(study, scale), target_name=_axis(scale))
     fig.update_layout(title=f"Optimisation history — {study.study_name}")
     n = max(1, len(study.get_trials(deepcopy=False)))
     fig.update_xaxes(tickmode="linear", tick0=0, dtick=max(1, math.ceil(n / 15)), title="trial")  # whole trial numbers
@@ -243,8 +251,9 @@ def history_figure(study: optuna.Study) -> go.Figure:
 MIN_IMPORTANCE_TRIALS = 10  # fANOVA's random forest on fewer trials ranks noise
 
 
-def importance_figure(study: optuna.Study) -> go.Figure:
-    """fANOVA importance of the parameters every completed trial shares, for the dev average."""
+def importance_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
+    """fANOVA importance of the parameters every completed trial shares, for the dev average (shares of its
+    variance: the same on any scale)."""
     done = _completed(study)
     if len(done) < MIN_IMPORTANCE_TRIALS:
         raise FigureUnavailable(f"parameter importances need at least {MIN_IMPORTANCE_TRIALS} completed trials "
@@ -257,13 +266,13 @@ def importance_figure(study: optuna.Study) -> go.Figure:
         raise FigureUnavailable("no parameter varies across the completed trials yet")
     evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
     fig = optuna.visualization.plot_param_importances(study, evaluator=evaluator, params=varying,
-                                                      target=_target(study), target_name=AVERAGE)
+                                                      target=_target(study, scale), target_name=_axis(scale))
     fig.update_layout(title=f"Parameter importances for the {AVERAGE} — {study.study_name}")
     return fig
 
 
-def learning_curves_figure(study: optuna.Study) -> go.Figure:
-    """The dev average each trial reported at each evaluation step (pruned trials stop early)."""
+def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
+    """The dev average (× ``scale``) each trial reported at each evaluation step (pruned trials stop early)."""
     if _multi(study):
         raise FigureUnavailable("multi-objective trials report no intermediate values (Optuna prunes none of them)")
     trials = [t for t in study.get_trials(deepcopy=False) if t.intermediate_values]
@@ -272,33 +281,34 @@ def learning_curves_figure(study: optuna.Study) -> go.Figure:
     fig = go.Figure()
     for t in trials:
         steps = sorted(t.intermediate_values)
-        fig.add_trace(go.Scatter(x=steps, y=[t.intermediate_values[s] for s in steps], mode="lines+markers",
+        fig.add_trace(go.Scatter(x=steps, y=[t.intermediate_values[s] * scale for s in steps], mode="lines+markers",
                                  name=f"trial {t.number} ({t.state.name.lower()})",
                                  line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"}))
     fig.update_layout(title=f"Dev average during training — {study.study_name}", xaxis_title="training step",
-                      yaxis_title=AVERAGE)
+                      yaxis_title=_axis(scale))
     return fig
 
 
-def pareto_figure(study: optuna.Study) -> go.Figure:
-    """Dev average against task-specific parameters; the Pareto-optimal trials joined by a line."""
+def pareto_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
+    """Dev average (× ``scale``) against task-specific parameters; the Pareto-optimal trials joined by a line."""
     board = leaderboard(study)
     if board.empty or PARAMS not in board or board[PARAMS].isna().all():
         raise FigureUnavailable("no completed trial with a parameter count yet")
-    board = board[board[PARAMS].notna()]
+    board = board[board[PARAMS].notna()].copy()
+    board[AVERAGE] = board[AVERAGE] * scale
     fig = go.Figure()
     label = "design" if "design" in board else None
     groups = board.groupby(label, sort=True) if label else [("trials", board)]
     for name, g in groups:
         text = [f"trial {r.trial}" + (f" · d_s={int(r.d_s)}" if "d_s" in g and pd.notna(r.d_s) else "") for r in g.itertuples()]
         fig.add_trace(go.Scatter(x=g[PARAMS], y=g[AVERAGE], mode="markers", name=str(name), text=text,
-                                 hovertemplate="%{text}<br>params %{x:,}<br>dev average %{y:.4f}<extra></extra>",
+                                 hovertemplate="%{text}<br>params %{x:,}<br>dev average %{y:" + (".4f" if scale == 1.0 else ".2f") + "}<extra></extra>",
                                  marker={"size": 10, "symbol": ["star" if p else "circle" for p in g["pareto"]]}))
     front = board[board["pareto"]].sort_values(PARAMS)
     fig.add_trace(go.Scatter(x=front[PARAMS], y=front[AVERAGE], mode="lines", name="Pareto front",
                              line={"shape": "hv", "color": "black", "dash": "dash"}, hoverinfo="skip"))
     fig.update_layout(title=f"Dev average vs task-specific parameters — {study.study_name}",
-                      xaxis_title="task-specific parameters Σ_t (head_t + adapter_t)", yaxis_title=AVERAGE)
+                      xaxis_title="task-specific parameters Σ_t (head_t + adapter_t)", yaxis_title=_axis(scale))
     return fig
 
 
@@ -310,12 +320,13 @@ FIGURES = {
 }
 
 
-def figures(study: optuna.Study) -> tuple[dict[str, go.Figure], dict[str, str]]:
-    """(figures that can be drawn, {name: why not} for the others)."""
+def figures(study: optuna.Study, scale: float = 1.0) -> tuple[dict[str, go.Figure], dict[str, str]]:
+    """(figures that can be drawn, {name: why not} for the others); scores × ``scale`` (the explorer passes 100 for a
+    ``pals-study`` study, whose objective is a fraction)."""
     out, missing = {}, {}
     for name, fn in FIGURES.items():
         try:
-            out[name] = fn(study)
+            out[name] = fn(study, scale)
         except FigureUnavailable as e:
             missing[name] = str(e)
         except (RuntimeError, ValueError) as e:  # Optuna refuses (e.g. importances of constant targets)

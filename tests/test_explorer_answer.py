@@ -223,6 +223,27 @@ def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_p
     assert x.tickmode == "linear" and x.dtick == 1 and x.tick0 == 0
 
 
+
+def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
+    """The Studies tab shows a pals-study study's scores 0–100 in its table; its figures say the same numbers."""
+    import optuna
+    from studies import report
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="scale", direction="maximize")
+    for i, value in enumerate((0.61, 0.72)):
+        t = study.ask({"lr": optuna.distributions.FloatDistribution(1e-5, 1e-3, log=True)})
+        t.report(value - 0.1, step=10)
+        t.set_user_attr("params_task_specific", 1000 * (i + 1))
+        study.tell(t, value)
+    figs, _ = report.figures(study, 100.0)
+    trials = [tr for tr in figs["history"].data if tr.mode == "markers"]
+    assert sorted(round(y, 6) for y in trials[0].y) == [61.0, 72.0]
+    assert "0–100" in figs["history"].layout.yaxis.title.text
+    assert sorted(round(y, 6) for tr in figs["learning_curves"].data for y in tr.y) == [51.0, 62.0]
+    assert max(y for tr in figs["pareto"].data for y in tr.y) == pytest.approx(72.0)
+    plain, _ = report.figures(study)  # pals-study report's own HTML keeps the stored fractions
+    assert max(y for tr in plain["history"].data if tr.mode == "markers" for y in tr.y) == pytest.approx(0.72)
+
+
 def test_designs_spending_the_same_share_rank_by_predicted_step_time():
     inp = parse_inputs(RawInputs())
     picks = recommend.candidates(calc.table(inp), inp.budget, slowdowns=lambda cs: calc.slowdowns(inp, cs))

@@ -285,3 +285,26 @@ def test_a_glue_sts_b_score_outside_0_5_is_a_data_error_naming_file_and_line(tmp
     with pytest.raises(GlueDataError, match=r"dev.tsv:3: score .* is outside stsb's range \[0, 5\]"):
         read_tsv(GLUE_TASKS["stsb"], f)
     assert glue_record("stsb").range == (0.0, 5.0)
+
+
+def test_a_files_digest_is_remembered_until_the_file_changes(tmp_path):
+    """sha256_of is read once per change (the explorer redraws often): an edit of the same size, or a file added to a
+    save_to_disk folder, gives the new digest."""
+    import hashlib
+    import os
+
+    from pals_core.tasks import sha256_of
+
+    f = tmp_path / "t.csv"
+    f.write_text("text,label\nhello,a\n")
+    first = sha256_of(f)
+    assert first == hashlib.sha256(f.read_bytes()).hexdigest() == sha256_of(f)
+    f.write_text("text,label\nhellO,a\n")  # same size
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1000))
+    assert sha256_of(f) == hashlib.sha256(f.read_bytes()).hexdigest() != first
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    (folder / "a.arrow").write_bytes(b"1")
+    before = sha256_of(folder)
+    (folder / "b.arrow").write_bytes(b"2")
+    assert sha256_of(folder) != before

@@ -217,17 +217,27 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
 _READERS = {"csv": _read_csv, "tsv": _read_tsv, "jsonl": _read_jsonl, "parquet": _read_parquet, "arrow": _read_arrow}
 
 
+_DIGESTS: dict[tuple, str] = {}  # (path, each file's name, size and mtime) → sha256: a file is read once per change
+
+
 def sha256_of(path: "str | Path") -> str:
-    """sha256 of a file, or of a save_to_disk folder's files (names and contents, in name order)."""
+    """sha256 of a file, or of a save_to_disk folder's files (names and contents, in name order).
+
+    Remembered per process by each file's size and modification time (nanoseconds), so the explorer's redraws and a
+    run's start do not read a large task file again unless it changed."""
     import hashlib
 
     p = Path(path)
-    h = hashlib.sha256()
     files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
+    key = (str(p.resolve()), *((str(q), (st := q.stat()).st_size, st.st_mtime_ns) for q in files))
+    if key in _DIGESTS:
+        return _DIGESTS[key]
+    h = hashlib.sha256()
     for q in files:
         if p.is_dir():
             h.update(str(q.relative_to(p)).encode() + b"\0")
         with open(q, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
-    return h.hexdigest()
+    _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
