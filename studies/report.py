@@ -286,6 +286,9 @@ def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure
                                  line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"}))
     fig.update_layout(title=f"Dev average during training — {study.study_name}", xaxis_title="training step",
                       yaxis_title=_axis(scale))
+    steps = sorted({s for t in trials for s in t.intermediate_values})
+    if len(steps) <= 15:  # the evaluation steps themselves, never a fractional step between them
+        fig.update_xaxes(tickmode="array", tickvals=steps)
     return fig
 
 

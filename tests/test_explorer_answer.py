@@ -239,6 +239,7 @@ def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
     assert sorted(round(y, 6) for y in trials[0].y) == [61.0, 72.0]
     assert "0–100" in figs["history"].layout.yaxis.title.text
     assert sorted(round(y, 6) for tr in figs["learning_curves"].data for y in tr.y) == [51.0, 62.0]
+    assert list(figs["learning_curves"].layout.xaxis.tickvals) == [10]  # whole evaluation steps only
     assert max(y for tr in figs["pareto"].data for y in tr.y) == pytest.approx(72.0)
     plain, _ = report.figures(study)  # pals-study report's own HTML keeps the stored fractions
     assert max(y for tr in plain["history"].data if tr.mode == "markers" for y in tr.y) == pytest.approx(0.72)
