@@ -107,7 +107,7 @@ def test_released_formulas_of_the_conditional_layernorm_and_the_adapter_layer():
         torch.testing.assert_close(adapter.attention_norm(1, model.bert.encoder.layer[1].attention.output.LayerNorm, probe),
                                    model.bert.encoder.layer[1].attention.output.LayerNorm(probe))
         # the adapter layer, by hand
-        from pals_core.trunks.bert import self_attention
+        from pals_core.families.bert.trunk import self_attention
 
         sa = layer.attention.self
         ctx = self_attention(sa, h, sa.query(h), sa.key(h), sa.value(h), adapter.adapt_attention_mask(3, mask, h))

@@ -43,9 +43,10 @@ CHECKPOINTS = {  # tiny random checkpoints of each family but BERT (the trainer'
                        bos_token_id=101, eos_token_id=102, cls_token_id=101, sep_token_id=102,
                        classifier_pooling="mean"),
     "mpnet": dict(SMALL),
+    "albert": dict(SMALL, embedding_size=8),  # one layer's weights run by both layers
 }
 FAMILIES = ("bert", *CHECKPOINTS)
-TOKEN_TYPES = {"bert", "electra"}  # the families whose graph reads token_type_ids (in the others' it is unused)
+TOKEN_TYPES = {"bert", "electra", "albert"}  # the families whose graph reads token_type_ids (in the others' it is unused)
 SIZES = {"pals": 4, "pals_unshared": 4, "low_rank": 4, "houlsby": 3, "lora": 4, "proj_attn_top": 4, "proj_ffn_top": 4,
          "ca_mtl": 4}
 WORDS = {"billing": ["invoice", "charge", "bill"], "refund": ["money", "back", "return"], "other": ["hello", "time"]}

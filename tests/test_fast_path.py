@@ -41,7 +41,7 @@ CONDITIONS = {
     "eval": Conditions(train=False, hidden_dropout=0.0),
 }
 FAMILY_PRESETS = ("bert-tiny", "minilm-l6-h384", "roberta-base", "distilbert-base-uncased", "electra-small-discriminator",
-                  "deberta-v3-small", "ModernBERT-base", "mpnet-base")
+                  "deberta-v3-small", "ModernBERT-base", "mpnet-base", "albert-base-v2")
 LOCATIONS = ("all", "top", "bottom", (0, 1))
 TASKS = parse_tasks({"rte": 2, "stsb": 1, "mnli": 3})
 BATCH, SEQ = 3, 11

@@ -29,6 +29,7 @@ HARD_LIMITS = [
     # MPNet numbers positions from its hard-coded padding index 1 + 1, whatever pad_token_id says
     ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20), 18),
     ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20, pad_token_id=0), 18),
+    ("albert", dict(_BERT_LIKE, embedding_size=8, max_position_embeddings=16), 16),
 ]
 IDS = [f"{t}-pad{f.get('pad_token_id', 'default')}" for t, f, _ in HARD_LIMITS]
 

@@ -22,9 +22,9 @@ plus the logits — an estimate (the allocator's temporaries are not modelled): 
 small DeBERTa-v3 and ModernBERT ones; no test holds it to a tolerance yet. Adapted layers keep four more (B, n, d)
 tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
 
-The forward is the family's: ``families/<family>.py`` holds its ``Replay`` (embeddings, layer i with an adapter's
-hooks, what follows the last layer, the head, and the trainable tensors each part holds); ``replay_forward`` below
-runs it for one task's path. A family without a ``Replay`` has no memory or step time (the rows say "—").
+The forward is the family's: ``pals_core/families/<f>/description.py`` holds its ``Replay`` (embeddings, layer i
+with an adapter's hooks, what follows the last layer, the head, and the trainable tensors each part holds);
+``replay_forward`` below runs it for one task's path. A family without a ``Replay`` has no memory or step time (the rows say "—").
 
 bf16 / mixed precision (``precision="bf16"``): an estimate. Autocast keeps fp32 master weights, gradients
 and AdamW state; matmul outputs, and so most saved activations, are bf16 (2 bytes) while LayerNorm
@@ -61,7 +61,7 @@ class MemoryTrain:
 # ----------------------------------------------------------------------------------- the forward
 
 def replay_of(m):
-    """The family's ``Replay`` (``families/<family>.py``); ``ValueError`` where the family has none."""
+    """The family's ``Replay`` (``pals_core/families/<f>/description.py``); ``ValueError`` where the family has none."""
     from .families import FAMILIES, get_family
 
     replay = get_family(m.family).replay

@@ -3,7 +3,7 @@
 A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.budget.families``, chosen
 by the config's ``model_type``), the common shape fields and the family's own flags (``options``).
 For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md §2);
-every other family's count is in its module under ``families/``.
+every other family's count is in its folder's ``description.py`` (``pals_core/families/<f>/``).
 """
 from __future__ import annotations
 
@@ -14,47 +14,11 @@ from .shape import BaseModel  # noqa: F401  (re-exported: budget.models.BaseMode
 
 
 # The shape fields of the published config.json of common checkpoints (Hugging Face hub), read through their
-# family like any user's config.json; tests/test_families.py builds each with AutoModel.from_config and checks
-# the published parameter count.
-_ROBERTA = dict(model_type="roberta", max_position_embeddings=514, type_vocab_size=1)
-_DEBERTA_V3 = dict(model_type="deberta-v2", vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
-                   relative_attention=True, position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p",
-                   share_att_key=True, position_biased_input=False, norm_rel_ebd="layer_norm")
-_MODERNBERT = dict(model_type="modernbert", vocab_size=50368, max_position_embeddings=8192, global_attn_every_n_layers=3,
-                   local_attention=128, mlp_bias=False, attention_bias=False, norm_bias=False, classifier_bias=False,
-                   classifier_pooling="mean")
-PRESET_CONFIGS: dict[str, dict] = {
-    "bert-base-uncased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=30522),
-    "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, vocab_size=30522),
-    "minilm-l6-h384": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522),
-    "bert-base-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=28996),
-    "bert-base-multilingual-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-                                         vocab_size=119547),
-    "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, vocab_size=30522),
-    "roberta-base": dict(_ROBERTA, vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
-    "roberta-large": dict(_ROBERTA, vocab_size=50265, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                          intermediate_size=4096),
-    "xlm-roberta-base": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=768, num_hidden_layers=12,
-                             num_attention_heads=12, intermediate_size=3072),
-    "xlm-roberta-large": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=1024, num_hidden_layers=24,
-                              num_attention_heads=16, intermediate_size=4096),
-    "distilbert-base-uncased": dict(model_type="distilbert", vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
-                                    max_position_embeddings=512),
-    "electra-small-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=128, hidden_size=256,
-                                        num_hidden_layers=12, num_attention_heads=4, intermediate_size=1024, type_vocab_size=2),
-    "electra-base-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=768, hidden_size=768,
-                                       num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, type_vocab_size=2),
-    "electra-large-discriminator": dict(model_type="electra", vocab_size=30522, embedding_size=1024, hidden_size=1024,
-                                        num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, type_vocab_size=2),
-    "deberta-v3-small": dict(_DEBERTA_V3, hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072),
-    "deberta-v3-base": dict(_DEBERTA_V3, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
-    "deberta-v3-large": dict(_DEBERTA_V3, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
-    "ModernBERT-base": dict(_MODERNBERT, hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
-    "ModernBERT-large": dict(_MODERNBERT, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, intermediate_size=2624),
-    "mpnet-base": dict(model_type="mpnet", vocab_size=30527, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                       intermediate_size=3072, max_position_embeddings=514, relative_attention_num_buckets=32),
-}
-
+# family like any user's config.json: each family folder's ``presets.py`` (pals_core/families/<f>/), in the order of
+# ``pals_core.families.PACKAGES``; tests/test_families.py builds each with AutoModel.from_config and checks the
+# published parameter count. ``ALIASES``: other names of the same checkpoints (the hub's).
+PRESET_CONFIGS: dict[str, dict] = {}
+ALIASES: dict[str, str] = {}
 
 
 def _presets() -> dict[str, BaseModel]:
@@ -73,31 +37,17 @@ def __getattr__(name: str):
         return _presets()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-ALIASES = {
-    "bert-base": "bert-base-uncased",
-    "bert-large": "bert-large-uncased",
-    "minilm": "minilm-l6-h384",
-    "all-minilm-l6-v2": "minilm-l6-h384",
-    "sentence-transformers/all-MiniLM-L6-v2": "minilm-l6-h384",
-    "google-bert/bert-base-uncased": "bert-base-uncased",
-    "google-bert/bert-large-uncased": "bert-large-uncased",
-    "FacebookAI/roberta-base": "roberta-base",
-    "FacebookAI/roberta-large": "roberta-large",
-    "FacebookAI/xlm-roberta-base": "xlm-roberta-base",
-    "FacebookAI/xlm-roberta-large": "xlm-roberta-large",
-    "distilbert/distilbert-base-uncased": "distilbert-base-uncased",
-    "google/electra-small-discriminator": "electra-small-discriminator",
-    "google/electra-base-discriminator": "electra-base-discriminator",
-    "google/electra-large-discriminator": "electra-large-discriminator",
-    "microsoft/deberta-v3-small": "deberta-v3-small",
-    "microsoft/deberta-v3-base": "deberta-v3-base",
-    "microsoft/deberta-v3-large": "deberta-v3-large",
-    "answerdotai/ModernBERT-base": "ModernBERT-base",
-    "answerdotai/ModernBERT-large": "ModernBERT-large",
-    "microsoft/mpnet-base": "mpnet-base",
-    "all-mpnet-base-v2": "mpnet-base",
-    "sentence-transformers/all-mpnet-base-v2": "mpnet-base",
-}
+
+def _add_folder_presets() -> None:
+    """The presets of the family folders (``pals_core/families/<f>/presets.py``: data only, read at import)."""
+    from ..families import preset_configs
+
+    configs, aliases = preset_configs()
+    PRESET_CONFIGS.update(configs)
+    ALIASES.update(aliases)
+
+
+_add_folder_presets()
 DEFAULT_MODEL = "bert-base-uncased"
 
 

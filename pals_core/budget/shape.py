@@ -1,5 +1,6 @@
 """``BaseModel``: the calculator's view of an encoder's shape (pure Python). Presets and config.json reading are in
-``models.py``; each family's counts in ``families/`` (both read this module, which reads neither)."""
+``models.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
+this module, which reads neither)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,5 +1,5 @@
 """Which base model a run trains: the embedded MiniLM (default), a local HF folder of any supported family
-(BERT, RoBERTa / XLM-R / CamemBERT, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet; read with its own
+(BERT, RoBERTa / XLM-R / CamemBERT, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet, ALBERT; read with its own
 tokenizer), or ``"tiny"``.
 
 ``"tiny"`` is a randomly initialised BERT (hidden 32, 2 layers, 2 heads, d_ff 64) with MiniLM's

@@ -1,35 +1,47 @@
-"""The torch half of each encoder family (``pals_core.budget.families`` is the pure-Python half), one module per
-family, registered here once by the family's name (``TRUNKS``). ``trunk_for(model)`` wraps a Hugging Face base
-model in its family's ``Trunk``; ``build_base(config)`` builds one from a config (``AutoModel.from_config``).
+"""The torch half of each encoder family (``pals_core.budget.families`` is the pure-Python half): each family
+folder's ``trunk.py`` (``pals_core/families/<f>/``), registered by the family's name on first use (``TRUNKS``).
+``trunk_for(model)`` wraps a Hugging Face base model in its family's ``Trunk``; ``build_base(config)`` builds one
+from a config (``AutoModel.from_config``). ``base.py`` holds the family-neutral ``Trunk``.
 """
 from __future__ import annotations
 
 import os
-from typing import Union
+from typing import Optional, Union
 
 import torch
 from torch import nn
 
 from ..budget.families import get_family_for
 from .base import State, Trunk, make_mask
-from .bert import BertTrunk, ElectraTrunk, RobertaTrunk
-from .deberta_v2 import DebertaV2Trunk
-from .distilbert import DistilBertTrunk
-from .modernbert import ModernBertTrunk
-from .mpnet import MPNetTrunk
 
-TRUNKS: dict[str, type[Trunk]] = {t.family: t for t in (BertTrunk, RobertaTrunk, DistilBertTrunk, ElectraTrunk,
-                                                        DebertaV2Trunk, ModernBertTrunk, MPNetTrunk)}
+_TRUNKS: Optional[dict[str, type[Trunk]]] = None
+
+
+def _trunks() -> dict[str, type[Trunk]]:
+    """Family name → ``Trunk`` class, every folder's ``trunk.TRUNK(S)`` (read on first use: a folder's trunk imports
+    this package's ``base``, so it cannot be read while this module is still being imported)."""
+    global _TRUNKS
+    if _TRUNKS is None:
+        from ..families import trunks
+
+        _TRUNKS = {t.family: t for t in trunks()}
+    return _TRUNKS
+
+
+def __getattr__(name: str):
+    if name == "TRUNKS":
+        return _trunks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def trunk_class(config) -> type[Trunk]:
     """The ``Trunk`` of a transformers config's ``model_type``; ``ValueError`` for an unsupported one."""
     family = get_family_for(getattr(config, "model_type", None))
     try:
-        return TRUNKS[family.name]
+        return _trunks()[family.name]
     except KeyError:
         raise ValueError(f"{family.title} is priced by the calculator but has no torch trunk yet "
-                         f"(trunks: {', '.join(TRUNKS)})") from None
+                         f"(trunks: {', '.join(_trunks())})") from None
 
 
 def build_base(config) -> nn.Module:

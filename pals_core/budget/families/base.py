@@ -7,8 +7,9 @@ DeBERTa's layer 0 carries the optional convolution), what follows the last layer
 head its ``…ForSequenceClassification`` puts on top — how a ``config.json`` maps onto a ``BaseModel``, and
 which methods cannot apply to it (one line each) — and its ``Replay``: its forward replayed op by op on symbolic
 tensors (``budget.activations``), which gives the bytes autograd saves (memory, docs/design.md §9) and the work of every op
-(time, docs/design.md §10). Its torch mirror is ``pals_core/trunks/<family>.py``; ``tests/test_exactness.py`` holds both to
-the parameter and to the FLOP, ``tests/test_memory.py`` to the saved byte.
+(time, docs/design.md §10). The record lives in its family's folder, ``pals_core/families/<f>/description.py``,
+beside its torch mirror ``trunk.py``; ``tests/test_exactness.py`` holds both to the parameter and to the FLOP,
+``tests/test_memory.py`` to the saved byte.
 
 Counting conventions (docs/design.md §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
 FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/design.md §5).
@@ -155,7 +156,7 @@ def bert_inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted:
 @dataclass(frozen=True)
 class Replay:
     """A family's forward replayed on symbolic tensors (``budget.activations.Trace``), op by op as its torch trunk
-    (``pals_core/trunks/<family>.py``) and the Hugging Face modules it wraps run it; ``budget.memory`` runs it.
+    (``pals_core/families/<f>/trunk.py``) and the Hugging Face modules it wraps run it; ``budget.memory`` runs it.
 
     ``layer(tr, m, i, h, trains, hooks)`` replays layer i with an adapter's ``ActivationHooks`` at the trunk's hook
     places; i = "top" is a copy of the last layer run on top of the trunk (``bert_layer_top``). The tensor counts

@@ -24,12 +24,14 @@ the table; ``pad_token_id`` itself is never read, so any value is priced).
 """
 from __future__ import annotations
 
-from ..activations import INT64
-from ..method import bert_layer_flops, bert_layer_params
-from ..shape import BaseModel
-from ..limits import MAX_WIDTH
-from .base import Family, Replay, activation_option, bert_inference_layer, embedding_tables, probability
-from .bert import LAYER_TENSORS, trace_embeddings as bert_embeddings, trace_layer as bert_layer, trace_pooler_head
+from ...budget.activations import INT64
+from ...budget.method import bert_layer_flops, bert_layer_params
+from ...budget.shape import BaseModel
+from ...budget.limits import MAX_WIDTH
+from ...budget.families.base import (Family, Replay, activation_option, bert_inference_layer, embedding_tables,
+                                     probability)
+from ..bert.description import LAYER_TENSORS, trace_pooler_head
+from ..bert.description import trace_embeddings as bert_embeddings, trace_layer as bert_layer
 
 BUCKETS = 32  # MPNetEncoder.compute_position_bias(num_buckets=32): the buckets every forward uses
 PADDING_IDX = 1  # MPNetEmbeddings.padding_idx, hard-coded
@@ -117,7 +119,7 @@ REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=trace_p
                 embedding_tensors=embedding_tensors, layer_tensors=lambda m, i: LAYER_TENSORS,
                 head_tensors=lambda m: 2, conditions=conditions, inference_layer=inference_layer)
 
-MPNET = Family("mpnet", "MPNet", ("mpnet",), read, embeddings, layer_params, layer_flops, token_types=False,
+FAMILY = Family("mpnet", "MPNet", ("mpnet",), read, embeddings, layer_params, layer_flops, token_types=False,
                attention=("eager",), pad_token_id=PADDING_IDX, padding_idx=PADDING_IDX, replay=REPLAY,
                reserved_positions=lambda m: PADDING_IDX + 1,
                notes="BERT's layers + a relative position bias (R·h, counted with the embeddings, 0 FLOPs); "

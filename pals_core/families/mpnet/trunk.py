@@ -15,9 +15,9 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..adapters.base import TaskAdapter
-from .base import State, make_mask
-from .bert import BertTrunk, after_attention
+from ...adapters.base import TaskAdapter
+from ...trunks.base import State, make_mask
+from ..bert.trunk import BertTrunk, after_attention
 
 
 class MPNetTrunk(BertTrunk):
@@ -58,3 +58,6 @@ class MPNetTrunk(BertTrunk):
         y = adapter.adapt_attention_output(i, attention.dropout(sa.o(ctx)))
         return after_attention(i, h, y, state.mask, adapter, attention.LayerNorm, layer.intermediate,
                                lambda g: out.dropout(out.dense(g)), out.LayerNorm)
+
+
+TRUNK = MPNetTrunk

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..activations import INT64
-from ..poly import Poly
-from ..method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
-from ..shape import BaseModel
-from ..limits import MAX_LAYERS
-from .base import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops, dense_head_params,
-                   embedding_size, flag, integer, probability)
-from .bert import LAYER_TENSORS, trace_dense_head
+from ...budget.activations import INT64
+from ...budget.poly import Poly
+from ...budget.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
+from ...budget.shape import BaseModel
+from ...budget.limits import MAX_LAYERS
+from ...budget.families.base import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops,
+                                     dense_head_params, embedding_size, flag, integer, probability)
+from ..bert.description import LAYER_TENSORS, trace_dense_head
 
 
 ATT_TYPES = ("c2p", "p2c")  # DebertaV2's disentangled attention terms
@@ -313,7 +313,7 @@ REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classif
                 conditions=conditions, inference_layer=inference_layer,
                 layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0, idle_params=idle_params)
 
-DEBERTA_V2 = Family("deberta-v2", "DeBERTa-v2 / v3", ("deberta-v2",), read, embeddings, layer_params, layer_flops,
+FAMILY = Family("deberta-v2", "DeBERTa-v2 / v3", ("deberta-v2",), read, embeddings, layer_params, layer_flops,
                     embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
                     head_flops=dense_head_flops,
                     refuses=(("ca_mtl", "CA-MTL's conditional attention bias is defined on BERT's attention scores, "

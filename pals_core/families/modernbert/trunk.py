@@ -10,7 +10,7 @@ carries the rest):
     h_{l+1} = adapt_layer_output(a + z + parallel_branch(h_l))
 
 Local layers attend within ``local_attention``/2 tokens each side through a sliding-window mask over the full
-n × n scores (sdpa / eager), so they cost the FLOPs of a global layer (``pals_core.budget.families.modernbert``).
+n × n scores (sdpa / eager), so they cost the FLOPs of a global layer (``pals_core/families/modernbert/description.py``).
 The adapters' own attention (PALs, top stacks) reads the global mask. Task head: ``ModernBertPredictionHead``
 (dense, activation, norm) + classifier on the first token or the mean of the tokens (``classifier_pooling``).
 """
@@ -25,8 +25,8 @@ from transformers.masking_utils import create_bidirectional_mask, create_bidirec
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.modernbert.modeling_modernbert import apply_rotary_pos_emb, eager_attention_forward
 
-from ..adapters.base import TaskAdapter
-from .base import State, Trunk
+from ...adapters.base import TaskAdapter
+from ...trunks.base import State, Trunk
 
 
 class ModernBertHead(nn.Module):
@@ -118,3 +118,6 @@ class ModernBertTrunk(Trunk):
         else:
             pooled = hidden[:, 0]
         return head(pooled, dropout)
+
+
+TRUNK = ModernBertTrunk

@@ -18,10 +18,10 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 """
 from __future__ import annotations
 
-from ..activations import INT64
-from ..method import linear, mm
-from ..shape import BaseModel
-from .base import Family, Replay, activation_option, flag, integer, probability
+from ...budget.activations import INT64
+from ...budget.method import linear, mm
+from ...budget.shape import BaseModel
+from ...budget.families.base import Family, Replay, activation_option, flag, integer, probability
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -209,7 +209,7 @@ REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classif
                 head_tensors=lambda m: 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2,
                 conditions=conditions, inference_layer=inference_layer)
 
-MODERNBERT = Family("modernbert", "ModernBERT", ("modernbert",), read, embeddings, layer_params, layer_flops,
+FAMILY = Family("modernbert", "ModernBERT", ("modernbert",), read, embeddings, layer_params, layer_flops,
                     final_params=norm, pooler=False, head_params=head_params, head_flops=head_flops, token_types=False,
                     pad_token_id=50283,
                     refuses=(("ca_mtl", "CA-MTL's conditional layer norm needs post-norm LayerNorms with biases; "

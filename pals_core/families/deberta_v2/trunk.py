@@ -17,9 +17,9 @@ from torch import nn
 from transformers.activations import ACT2FN
 from transformers.models.deberta_v2.modeling_deberta_v2 import scaled_size_sqrt
 
-from ..adapters.base import TaskAdapter
-from .base import DenseHead, State, Trunk, make_mask
-from .bert import after_attention
+from ...adapters.base import TaskAdapter
+from ...trunks.base import DenseHead, State, Trunk, make_mask
+from ..bert.trunk import after_attention
 
 
 class DebertaHead(DenseHead):
@@ -111,3 +111,6 @@ class DebertaV2Trunk(Trunk):
 
     def classify(self, head, pooler, dropout, hidden, attention_mask) -> torch.Tensor:
         return head(hidden[:, 0], dropout)
+
+
+TRUNK = DebertaV2Trunk

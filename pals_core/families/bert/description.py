@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..method import bert_layer_flops, bert_layer_params
-from ..shape import BaseModel
-from .base import Family, Replay, activation_option, embedding_tables
+from ...budget.method import bert_layer_flops, bert_layer_params
+from ...budget.shape import BaseModel
+from ...budget.families.base import Family, Replay, activation_option, embedding_tables
 
 
 def read_bert(config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2,
@@ -68,7 +68,7 @@ LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two Laye
 
 
 def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks, *, output_dropout: bool = True, score_bias=None):
-    """``BertLayer`` as the trunk runs it (``pals_core/trunks/bert.py``; DistilBERT's has no dropout after the
+    """``BertLayer`` as the trunk runs it (``pals_core/families/bert/trunk.py``; DistilBERT's has no dropout after the
     attention output: ``output_dropout=False``) with the adapter's hooks (identity hooks: the HF layer).
     ``score_bias``: a (B, h, n, n) tensor added to the scores before the mask (MPNet's relative position bias): the
     addition keeps nothing; when the bias requires grad the scores do."""
@@ -96,7 +96,7 @@ def trace_embeddings(tr, m: BaseModel, trains: bool, *, token_types: bool = True
     """Word + token-type + position lookups (each keeps its int64 ids when its table trains: the caller's token types;
     the positions a view of the (1, P) buffer, 8·P bytes — RoBERTa computes them from the ids, B·n), LayerNorm,
     dropout; ELECTRA's E → d projection when E ≠ d."""
-    from ..activations import INT64
+    from ...budget.activations import INT64
 
     e = m.width
     x = tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.vocab)
@@ -143,3 +143,4 @@ BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, la
 ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
                  lambda c, name: read_roberta(c, name), embeddings, layer_params, layer_flops, pad_token_id=1,
                  replay=ROBERTA_REPLAY, reserved_positions=lambda m: m.option("pad_token_id", 1) + 1)
+FAMILIES = (BERT, ROBERTA)  # two families, one layer: registered together

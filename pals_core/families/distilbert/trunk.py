@@ -7,9 +7,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..adapters.base import TaskAdapter
-from .base import DenseHead, State, Trunk, classify_first_token
-from .bert import after_attention, self_attention
+from ...adapters.base import TaskAdapter
+from ...trunks.base import DenseHead, State, Trunk, classify_first_token
+from ..bert.trunk import after_attention, self_attention
 
 
 class DistilBertTrunk(Trunk):
@@ -50,3 +50,6 @@ class DistilBertTrunk(Trunk):
         return DenseHead(self.config.hidden_size, num_labels, nn.ReLU(), dropout_in=False)
 
     classify = staticmethod(classify_first_token)
+
+
+TRUNK = DistilBertTrunk

@@ -21,8 +21,8 @@ from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.bert.modeling_bert import eager_attention_forward
 
-from ..adapters.base import Mask, TaskAdapter
-from .base import DenseHead, State, Trunk, classify_first_token
+from ...adapters.base import Mask, TaskAdapter
+from ...trunks.base import State, Trunk
 
 
 def self_attention(sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -89,23 +89,4 @@ class RobertaTrunk(BertTrunk):
         return self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
 
 
-class ElectraTrunk(BertTrunk):
-    family = "electra"
-
-    @property
-    def pooler(self) -> Optional[nn.Module]:
-        return None
-
-    def embedding_modules(self) -> list[nn.Module]:
-        project = getattr(self.model, "embeddings_project", None)
-        return [self.model.embeddings] + ([project] if project is not None else [])
-
-    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
-        h = self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-        project = getattr(self.model, "embeddings_project", None)
-        return project(h) if project is not None else h
-
-    def new_head(self, num_labels: int) -> nn.Module:
-        return DenseHead(self.config.hidden_size, num_labels, nn.GELU(), dropout_in=True)
-
-    classify = staticmethod(classify_first_token)
+TRUNKS = (BertTrunk, RobertaTrunk)

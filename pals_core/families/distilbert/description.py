@@ -8,10 +8,11 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
 from __future__ import annotations
 
-from ..shape import BaseModel
-from .base import (Family, Replay, activation_option, dense_head_flops, dense_head_params, embedding_tables,
-                   probability)
-from .bert import layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings, trace_layer
+from ...budget.shape import BaseModel
+from ...budget.families.base import (Family, Replay, activation_option, dense_head_flops, dense_head_params,
+                                     embedding_tables, probability)
+from ..bert.description import (layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings,
+                                trace_layer)
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -44,6 +45,6 @@ REPLAY = Replay(
                                                               input_dropout=0.0),
     embedding_tensors=lambda m: 4, layer_tensors=layer_tensors, head_tensors=lambda m: 4, conditions=conditions)
 
-DISTILBERT = Family("distilbert", "DistilBERT", ("distilbert",), read, embeddings, layer_params, layer_flops,
+FAMILY = Family("distilbert", "DistilBERT", ("distilbert",), read, embeddings, layer_params, layer_flops,
                     pooler=False, head_params=dense_head_params, head_flops=dense_head_flops, token_types=False,
                     replay=REPLAY)

@@ -7,10 +7,12 @@ per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
 from __future__ import annotations
 
-from ..method import linear, mm
-from ..shape import BaseModel
-from .base import Family, Replay, dense_head_flops, dense_head_params, embedding_size, embedding_tables
-from .bert import layer_flops, layer_params, layer_tensors, read_bert, trace_dense_head, trace_embeddings, trace_layer
+from ...budget.method import linear, mm
+from ...budget.shape import BaseModel
+from ...budget.families.base import (Family, Replay, dense_head_flops, dense_head_params, embedding_size,
+                                     embedding_tables)
+from ..bert.description import (layer_flops, layer_params, layer_tensors, read_bert, trace_dense_head,
+                                trace_embeddings, trace_layer)
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -37,6 +39,6 @@ REPLAY = Replay(
     embedding_tensors=lambda m: 5 + (2 if m.width != m.hidden else 0),  # + embeddings_project's weight and bias
     layer_tensors=layer_tensors, head_tensors=lambda m: 4)
 
-ELECTRA = Family("electra", "ELECTRA", ("electra",), read, embeddings, layer_params, layer_flops,
+FAMILY = Family("electra", "ELECTRA", ("electra",), read, embeddings, layer_params, layer_flops,
                  embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
                  head_flops=dense_head_flops, replay=REPLAY)

@@ -1,0 +1,1 @@
+"""DistilBERT (``model_type`` distilbert). ``description.py`` (pure Python), ``trunk.py`` (torch), ``presets.py``."""

@@ -1,0 +1,37 @@
+"""ELECTRA's torch half: BERT's trunk (``pals_core/families/bert/trunk.py``) on embeddings projected E → d
+(``embeddings_project``, when E ≠ d), no pooler; the head is ``ElectraClassificationHead`` (dense + GELU +
+out_proj on the first token, dropout before and after)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ...trunks.base import DenseHead, classify_first_token
+from ..bert.trunk import BertTrunk
+
+
+class ElectraTrunk(BertTrunk):
+    family = "electra"
+
+    @property
+    def pooler(self) -> Optional[nn.Module]:
+        return None
+
+    def embedding_modules(self) -> list[nn.Module]:
+        project = getattr(self.model, "embeddings_project", None)
+        return [self.model.embeddings] + ([project] if project is not None else [])
+
+    def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        h = self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        project = getattr(self.model, "embeddings_project", None)
+        return project(h) if project is not None else h
+
+    def new_head(self, num_labels: int) -> nn.Module:
+        return DenseHead(self.config.hidden_size, num_labels, nn.GELU(), dropout_in=True)
+
+    classify = staticmethod(classify_first_token)
+
+
+TRUNK = ElectraTrunk

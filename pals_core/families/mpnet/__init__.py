@@ -1,0 +1,1 @@
+"""MPNet (``model_type`` mpnet). ``description.py`` (pure Python), ``trunk.py`` (torch), ``presets.py``."""
