@@ -5,32 +5,45 @@ Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder)
 (a ratio) / ``extra`` / ``per_task`` (counts such as ``15M``),
 ``budget_of`` (what a ratio is taken against: ``base`` or ``non-embedding``, ``Budget.OF``; written with a ratio),
 ``methods`` (comma list), ``location`` (``every``, ``all``, ``top``, ``bottom`` or layers ``0,1``), ``heads``,
-``seq_len``, ``convention``; and the page's own ``view`` and ``design`` (the chosen row).
+``seq_len``, ``convention``, one key per machine constraint record (its ``Machine`` field: ``memory``,
+``max_slowdown``, ``memory_infer``, …; ``pals_core.budget.constraints.CONSTRAINTS``); and the page's own ``view`` and
+``design`` (the chosen row).
 
 ``to_query(raw, view, design)`` writes the sidebar's values; ``from_query(params)`` reads a link back into
 sidebar widget values, returning one error line per bad key (the page shows them with ``st.error``; a bad
-key is ignored, the rest of the link still applies). Every value is checked by the calculator's own parsers and
-limits (``Budget.parse``, the model family's ``check_seq_len``), and a number the sidebar's field cannot hold is
-refused with its range — never left to Streamlit, which would silently reset it to the field's minimum.
+key is ignored, the rest of the link still applies). There is no second parser here: every value is read by the
+CLIs' own (``READERS``): the budget keys together by ``solver.budget_from_flags`` (pals-budget's ``--budget`` /
+``--extra`` / ``--per-task`` / ``--budget-of``), ``tasks`` by ``parse_tasks``, ``methods`` by ``parse_methods``
+(pals-study ``--methods``), ``location`` and ``heads`` by ``AdapterConfig``'s flags, ``seq_len`` by
+``parse_positive_int`` and the model family's ``check_seq_len``, each bound by its ``Machine`` flag. A number the
+sidebar's field cannot hold is refused with its range — never left to Streamlit, which would silently reset it to
+the field's minimum.
 """
 from __future__ import annotations
 
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
-from pals_core.budget import CONVENTIONS, PRESETS, Budget, get_method, parse_tasks, resolve_layers
+from pals_core.budget import AdapterConfig, CONVENTIONS, PRESETS, Budget, parse_tasks, resolve_layers
+from pals_core.budget.config import format_location
+from pals_core.budget.constraints import CONSTRAINTS
+from pals_core.budget.flags import flags_of
+from pals_core.budget.methods import parse_methods
 from pals_core.budget.models import ALIASES
+from pals_core.budget.solver import budget_from_flags
 from pals_core.budget.units import parse_positive_int
 
-from .inputs import (BUDGET_KINDS, EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT,
-                     TASKS_FILE, TASKS_GLUE, TINY, RawInputs, check_sidebar_range, model_of, seq_len_for)
+from .inputs import (EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT, TASKS_FILE,
+                     TASKS_GLUE, TINY, RawInputs, bound_key, check_sidebar_range, model_of, parse_bound, seq_len_for)
 
 KEYS = ("model", "tasks", "tasks_file", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len",
-        "convention",
+        "convention", *(c.field for c in CONSTRAINTS),
         "view", "design")
 BUDGET_KEYS = {"ratio": "budget", "extra": "extra", "per-task": "per_task"}  # sidebar budget kind → URL key
+FLAG_KEYS = {"--budget-of": "budget_of", "--budget:": "budget", "--extra": "extra", "--per-task": "per_task"}
+"""The budget flags the CLIs' reader names in its errors → the address key a person wrote."""
 MODEL_KEYS = {EMBEDDED: "embedded-minilm", TINY: "tiny"}
 EVERY = "every"
 
@@ -73,6 +86,10 @@ def to_query(raw: RawInputs, view: Optional[str] = None, design: Optional[str] =
     else:
         q["location"] = raw.location
     q["heads"], q["seq_len"], q["convention"] = str(raw.heads), str(raw.seq_len), raw.convention
+    for c in CONSTRAINTS:  # each machine bound given, under its Machine field's name (as pals-budget's flag)
+        text = str((raw.bounds or {}).get(c.field) or "").strip()
+        if text:
+            q[c.field] = text
     if view:
         q["view"] = view
     if design:
@@ -87,129 +104,151 @@ def _one(value: Union[str, list]) -> str:
 def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = ()) -> FromLink:
     """Read a link. Unknown keys are errors too (a typo should not pass silently)."""
     out = FromLink()
-    w = out.widgets
+    link = {key: _one(value) for key, value in params.items()}
 
-    def bad(key: str, value: str, why: str) -> None:
-        out.errors.append(f"the link's {key}={value!r} was not used: {why}")
+    def bad(key: str, why: str) -> None:
+        out.errors.append(f"the link's {key}={link[key]!r} was not used: {why}")
 
-    for key in params:
+    for key in link:
         if key not in KEYS:
-            bad(key, _one(params[key]), f"unknown key (the address knows {', '.join(KEYS)})")
-    if "model" in params:
-        v = _one(params["model"])
-        name = ALIASES.get(v, v)
-        if name in PRESETS:
-            w["model"] = name
-        elif v in MODEL_KEYS.values():
-            w["model"] = next(k for k, key in MODEL_KEYS.items() if key == v)
-        elif os.path.isfile(os.path.join(v, "config.json")):
-            w["model"], w["model_path"] = LOCAL, v
-        else:
-            bad("model", v, f"not a preset ({', '.join(PRESETS)}), embedded-minilm, tiny, nor a folder holding config.json")
-    if "tasks_file" in params:
-        v = _one(params["tasks_file"])
-        if not os.path.isfile(os.path.expanduser(v)):
-            bad("tasks_file", v, "no such file on this server")
-        else:
-            w["task_mode"], w["tasks_file"] = TASKS_FILE, v
-    if "tasks" in params and w.get("task_mode") == TASKS_FILE:
-        bad("tasks", _one(params["tasks"]), "give tasks or tasks_file, not both (the tasks file's tasks are used)")
-    elif "tasks" in params:
-        v = _one(params["tasks"])
-        try:
-            tasks = parse_tasks(v)
-        except ValueError as e:
-            bad("tasks", v, str(e))
-        else:
-            if v.lstrip("+").isdigit():
-                w["task_mode"], w["task_count"] = TASKS_COUNT, len(tasks)
-            else:
-                w["task_mode"], w["glue_tasks"] = TASKS_GLUE, [t.name for t in tasks]
-    given = [k for k in BUDGET_KINDS if BUDGET_KEYS[k] in params]
-    if len(given) > 1:
-        bad(BUDGET_KEYS[given[1]], _one(params[BUDGET_KEYS[given[1]]]), "give one budget: budget, extra or per_task")
-        given = given[:1]
-    for kind in given:
-        key = BUDGET_KEYS[kind]
-        v = _one(params[key])
-        try:
-            Budget.parse(kind, v)  # the CLIs' reader, with the calculator's limits (limits.MAX_RATIO, MAX_COUNT)
-        except ValueError as e:
-            bad(key, v, str(e))
-        else:
-            w["budget_kind"], w[f"budget_{kind}"] = kind, v
-    if "budget_of" in params:
-        v = _one(params["budget_of"])
-        if v not in Budget.OF:
-            bad("budget_of", v, f"use {' or '.join(Budget.OF)}")
-        elif given and given[0] != "ratio":
-            bad("budget_of", v, "a ratio is taken of the base or the non-embedding parameters; extra and per_task are counts")
-        else:
-            w["budget_of"] = v
-    if "methods" in params:
-        v = _one(params["methods"])
-        try:
-            names = [get_method(m.strip()).name for m in v.split(",") if m.strip()]
-            if not names:
-                raise ValueError("no method given")
-        except ValueError as e:
-            bad("methods", v, str(e))
-        else:
-            w["methods"] = list(dict.fromkeys(names))
-    if "location" in params:
-        v = _one(params["location"])
-        if v == EVERY:
-            w["location"] = LOCATION_EVERY
-        elif v in LOCATION_CHOICES:
-            w["location"] = v
-        else:
+            bad(key, f"unknown key (the address knows {', '.join(KEYS)})")
+    for key, read in READERS:
+        if key in link:
             try:
-                resolve_layers(v, 10**6)  # the form (0-based integers); the model's depth is checked on the page
+                out.widgets.update(read(link[key], out.widgets))
             except ValueError as e:
-                bad("location", v, str(e))
-            else:
-                w["location"], w["location_custom"] = LOCATION_CUSTOM, v
-    for key in ("heads", "seq_len"):
-        if key in params:
-            v = _one(params[key])
-            try:
-                w[key] = _number(key, v, w)
-            except ValueError as e:
-                bad(key, v, str(e))
-    if "convention" in params:
-        v = _one(params["convention"])
-        if v in CONVENTIONS:
-            w["convention"] = v
+                bad(key, str(e))
+    _read_budget(link, out, bad)
+    if "view" in link:
+        if not views or link["view"] in views:
+            out.view = link["view"]
         else:
-            bad("convention", v, f"use {' or '.join(CONVENTIONS)}")
-    if "view" in params:
-        v = _one(params["view"])
-        if not views or v in views:
-            out.view = v
-        else:
-            bad("view", v, f"the views are {', '.join(views)}")
-    if "design" in params:
-        out.design = _one(params["design"])  # checked against the table on the page
+            bad("view", f"the views are {', '.join(views)}")
+    if "design" in link:
+        out.design = link["design"]  # checked against the table on the page
     return out
+
+
+def _model(v: str, widgets: dict) -> dict:
+    name = ALIASES.get(v, v)
+    if name in PRESETS:
+        return {"model": name}
+    if v in MODEL_KEYS.values():
+        return {"model": next(k for k, key in MODEL_KEYS.items() if key == v)}
+    if os.path.isfile(os.path.join(v, "config.json")):
+        return {"model": LOCAL, "model_path": v}
+    raise ValueError(f"not a preset ({', '.join(PRESETS)}), embedded-minilm, tiny, nor a folder holding config.json")
+
+
+def _tasks_file(v: str, widgets: dict) -> dict:
+    if not os.path.isfile(os.path.expanduser(v)):
+        raise ValueError("no such file on this server")
+    return {"task_mode": TASKS_FILE, "tasks_file": v}
+
+
+def _tasks(v: str, widgets: dict) -> dict:
+    if widgets.get("task_mode") == TASKS_FILE:
+        raise ValueError("give tasks or tasks_file, not both (the tasks file's tasks are used)")
+    tasks = parse_tasks(v)  # pals-budget --tasks
+    if v.lstrip("+").isdigit():
+        return {"task_mode": TASKS_COUNT, "task_count": len(tasks)}
+    return {"task_mode": TASKS_GLUE, "glue_tasks": [t.name for t in tasks]}
+
+
+def _methods(v: str, widgets: dict) -> dict:
+    return {"methods": parse_methods(v)}  # pals-study --methods
+
+
+def _location(v: str, widgets: dict) -> dict:
+    if v == EVERY:
+        return {"location": LOCATION_EVERY}
+    location = _design_flag("location").read(v)  # the design's --location
+    resolve_layers(location, 10**6)  # the form (0-based integers); the model's depth is checked on the page
+    if location in LOCATION_CHOICES:
+        return {"location": location}
+    return {"location": LOCATION_CUSTOM, "location_custom": format_location(location)}
+
+
+def _heads(v: str, widgets: dict) -> dict:
+    value = _design_flag("heads").read(v)  # the design's --heads
+    if value < 1:  # as the calculator refuses it (methods.check_config), before the sidebar's range
+        raise ValueError(f"adapter heads must be a positive integer, got {value}")
+    check_sidebar_range("heads", NUMBER_NAMES["heads"], value)
+    return {"heads": value}
 
 
 NUMBER_NAMES = {"heads": "adapter heads h_s", "seq_len": "sequence length"}
 
 
-def _number(key: str, text: str, widgets: dict) -> int:
-    """A link's ``heads`` or ``seq_len``: an integer the sidebar's field can hold (Streamlit would reset any other to
-    the field's minimum without a word), and a sequence length the link's model takes (its family's
-    ``check_seq_len``; a model that cannot be read is named by the page instead). ``ValueError`` in one line."""
-    value = parse_positive_int(text, key)
-    if key == "seq_len":  # the model's own limit first: it is the range that matters to the question
+def _seq_len(v: str, widgets: dict) -> dict:
+    """A link's ``seq_len``, read as ``pals-budget --seq-len`` reads it (``parse_positive_int``, then the link's model's
+    own limit, its family's ``check_seq_len``; a model that cannot be read is named by the page instead), then a
+    length the sidebar's field can hold (Streamlit would reset any other to the field's minimum without a word)."""
+    value = parse_positive_int(v, "seq_len")
+    try:
+        model = model_of(widgets.get("model", RawInputs.model), widgets.get("model_path", ""))
+    except (ValueError, TypeError, OSError):  # the page names what is wrong with the model
+        model = None
+    if model is not None:  # the model's own limit first: it is the range that matters to the question
+        seq_len_for(model, value)
+    check_sidebar_range("seq_len", NUMBER_NAMES["seq_len"], value)
+    return {"seq_len": value}
+
+
+def _convention(v: str, widgets: dict) -> dict:
+    if v not in CONVENTIONS:  # pals-budget --convention's choices
+        raise ValueError(f"use {' or '.join(CONVENTIONS)}")
+    return {"convention": v}
+
+
+def _bound(c) -> Callable[[str, dict], dict]:
+    def read(v: str, widgets: dict) -> dict:
+        parse_bound(c.field, v)  # the machine's --<field>: the flag pals-budget and pals-study read it with
+        return {bound_key(c): v}
+
+    return read
+
+
+READERS: tuple[tuple[str, Callable[[str, dict], dict]], ...] = (
+    ("model", _model), ("tasks_file", _tasks_file), ("tasks", _tasks), ("methods", _methods),
+    ("location", _location), ("heads", _heads), ("seq_len", _seq_len), ("convention", _convention),
+    *((c.field, _bound(c)) for c in CONSTRAINTS))
+"""Each key of the address (but the budget's, read together) and its reader: the value → sidebar widget values, or
+``ValueError`` in one line. In this order: ``seq_len`` is checked against the link's model."""
+
+
+def _design_flag(name: str):
+    return next(f for f in flags_of(AdapterConfig) if f.name == name)
+
+
+def _read_budget(link: dict, out: FromLink, bad) -> None:
+    """The budget keys, read together by the CLIs' reader (``solver.budget_from_flags``: one of --budget, --extra,
+    --per-task, and --budget-of for a ratio). A bad budget leaves the sidebar's; ``budget_of`` is checked against
+    ``Budget.OF`` first (pals-budget --budget-of's choices)."""
+    given = {kind: link[key] for kind, key in BUDGET_KEYS.items() if key in link}
+    of = link.get("budget_of")
+    if of is not None and of not in Budget.OF:
+        bad("budget_of", f"use {' or '.join(Budget.OF)}")
+        of = None
+    if not given and of is None:
+        return
+    try:
+        budget_from_flags(given.get("ratio"), given.get("extra"), given.get("per-task"), of=of)
+    except ValueError as e:
+        named = [key for flag, key in FLAG_KEYS.items() if flag in str(e) and key in link] or \
+            [BUDGET_KEYS[k] for k in given] or ["budget_of"]
+        bad(named[-1], str(e))  # the flag the CLIs' reader names: the last of a conflict is the one left out
+        if "conflicting" not in str(e) or len(given) < 2:
+            return
+        given = dict(list(given.items())[:1])  # the first budget still applies, as the sidebar holds one
         try:
-            model = model_of(widgets.get("model", RawInputs.model), widgets.get("model_path", ""))
-        except (ValueError, TypeError, OSError):  # the page names what is wrong with the model
-            model = None
-        if model is not None:
-            seq_len_for(model, value)
-    check_sidebar_range(key, NUMBER_NAMES[key], value)
-    return value
+            budget_from_flags(given.get("ratio"), given.get("extra"), given.get("per-task"), of=of)
+        except ValueError:
+            return
+    for kind, v in given.items():
+        out.widgets["budget_kind"], out.widgets[f"budget_{kind}"] = kind, v
+    if of is not None:
+        out.widgets["budget_of"] = of
 
 
 def link_budget(kind: str, value: float) -> str:

@@ -27,14 +27,19 @@ def label(key: Key) -> str:
     return design_label(*key)
 
 
-def table(inp: Inputs) -> list[Cost]:
+def table(inp: Inputs, machine=None) -> list[Cost]:
     """Every chosen method × location at the budget (or at the fixed d_s), feasible first.
 
-    Within-network methods go to ``inp.location`` (or all, top and bottom); the others take none."""
+    Within-network methods go to ``inp.location`` (or all, top and bottom); the others take none. With the
+    question's machine bounds (``Inputs.bounds``) the rows are solved on ``machine`` (the page's: device, batch,
+    precision; None = the default) within them too, as ``pals-budget`` solves them (``Cost.binding`` names the
+    constraint that sets d_s)."""
     within = [m for m in inp.methods if get_method(m).within]
     others = [m for m in inp.methods if not get_method(m).within]
+    bound = inp.machine(machine)
     common = dict(budget=inp.budget, heads=inp.heads, seq_len=inp.seq_len, convention=inp.convention,
-                  per_task_pooler=inp.per_task_pooler, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio)
+                  per_task_pooler=inp.per_task_pooler, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio,
+                  **({"machine": bound, "model_conditions": inp.conditions} if bound is not None else {}))
     out = Rows()
     for methods, location in ((within, inp.location), (others, None)):
         if methods:

@@ -1,28 +1,17 @@
 """A design → a ``pals-train`` run: its argument list, and the same as shell commands.
 
 The run is a ``TrainConfig`` (``pals_core.train.config``) — the trainer's own dataclass, whose fields, with the
-design's ``AdapterConfig``, generate the trainer's flags. ``launch_argv(cfg)`` is what the launcher hands to
-``subprocess.Popen`` (a list, never a shell string); ``command``/``accelerate_command``/``torchrun_command`` are
-what a person would type, quoted with ``shlex.join``. Parsing ``cfg.to_argv()`` with the trainer's parser gives
+design's ``AdapterConfig``, generate the trainer's flags. ``launch_argv(cfg)`` (``pals_core.supervise.runs``) is
+what the launcher hands to ``subprocess.Popen`` (a list, never a shell string); ``command``/``accelerate_command``/
+``torchrun_command`` are what a person would type, quoted with ``shlex.join``. Parsing ``cfg.to_argv()`` with the trainer's parser gives
 ``cfg`` back (``tests/test_declaration.py``), so the explorer launches exactly the design it priced.
 """
 from __future__ import annotations
 
 import shlex
-import sys
 
+from pals_core.supervise.runs import TRAIN_MODULE, command, launch_argv  # noqa: F401  (what the launcher runs)
 from pals_core.train.config import TrainConfig
-
-TRAIN_MODULE = "pals_core.train.cli"
-
-
-def launch_argv(cfg: TrainConfig, *, resume: bool = False) -> list[str]:
-    """What the launcher runs: this Python, ``-m pals_core.train.cli``, the run's flags."""
-    return [sys.executable, "-m", TRAIN_MODULE, *cfg.to_argv(), *(["--resume"] if resume else [])]
-
-
-def command(cfg: TrainConfig) -> str:
-    return shlex.join(["pals-train", *cfg.to_argv()])
 
 
 def accelerate_command(cfg: TrainConfig, gpus: int) -> str:

@@ -10,6 +10,7 @@ from typing import Mapping, Optional
 import streamlit as st
 
 from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
+from pals_core.budget.constraints import BY_FIELD
 from pals_core.budget.costs import embedding_params
 from pals_core.budget.families import get_family
 from pals_core.budget.series import budget_used, flops_ratio
@@ -33,8 +34,12 @@ BUDGET_KIND_KEY = {"ratio": "ratio", "extra": "extra", "per_task": "per-task"}
 
 
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH)
-def table(inp: Inputs) -> list[Cost]:
-    return calc.table(inp)
+def table(inp: Inputs, machine_key: tuple = ()) -> list[Cost]:
+    """The rows of a question; with its machine bounds, on the page's machine (``machine_key``: its batch, device
+    and precision, a cache key; ``machine_view.page_machine_key``)."""
+    from .machine_view import machine_of_key
+
+    return calc.table(inp, machine_of_key(machine_key) if inp.bounds else None)
 
 
 def budget_kind(b: Budget) -> str:
@@ -50,7 +55,10 @@ def budget_text(b: Budget) -> str:
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def first_fits(inp: Inputs) -> list[recommend.FirstFit]:
     """Nothing fits: the smallest budget of the question's kind at which each design first fits."""
-    return recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in table(inp)}, inp.budget)
+    from .machine_view import page_machine_key
+
+    rows = table(inp, page_machine_key() if inp.bounds else ())
+    return recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in rows}, inp.budget)
 
 
 def budget_sentence(inp: Inputs) -> str:
@@ -69,8 +77,9 @@ def budget_sentence(inp: Inputs) -> str:
     trains = " (the model the launcher trains)" if inp.trainable else " (a shape: the launcher trains another model)"
     longest = get_family(inp.model.family).max_tokens(inp.model)
     shorter = f" (the model's longest; the default is {DEFAULT_SEQ_LEN})" if inp.seq_len == longest < DEFAULT_SEQ_LEN else ""
+    bounds = "".join(f" · {BY_FIELD[name].text(value)}" for name, value in inp.bounds)  # the machine's, as pals-budget
     return (f"**{inp.model.name}**{trains}, {human(n_base)} parameters, {inp.convention} count · **{len(inp.tasks)} tasks** "
-            f"({names}) · budget {cap} · n = {inp.seq_len}{shorter}{fixed}")
+            f"({names}) · budget {cap} · n = {inp.seq_len}{shorter}{fixed}{bounds}")
 
 
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
@@ -180,6 +189,8 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
     cells = {key_of(c): recommend.measured_label(measured.get(key_of(c)), c) for c in ordered if key_of(c) in measured}
     frame = figures.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
+    if inp.bounds:  # which constraint sets each d_s (or which a design breaks): params or a constraint record's name
+        frame["binds"] = [c.binding or "—" for c in ordered]
     if link_for is not None:  # a design's row links to its measured results, where they exist ("": an empty cell)
         frame.insert(frame.columns.get_loc("measured dev avg"), "measured results",  # the link, then the score
                      [link_for(d) if key_of(c) in measured else "" for d, c in zip(frame["design"], ordered)])

@@ -14,21 +14,28 @@ reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trai
 The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
 as ``pals-budget --tasks-file`` prices them (``pals_core.budget.tasks_of_records``: declared labels, or the train
 file's label column). The label columns are read once per version of the files (``files_stamp``), not per redraw.
+
+The machine bounds are the constraint records' (``pals_core.budget.constraints.CONSTRAINTS``: training memory, step
+time, serving memory, …): one text field each, read by its ``Machine`` flag's parser (``parse_bound``); the rows are
+then solved on the page's machine with them (``Inputs.machine``), as ``pals-budget --memory … --memory-infer …``.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from pals_core.budget import (AdapterConfig, CONVENTIONS, DEFAULT_SEQ_LEN, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget,
                               Task, default_seq_len, from_hf_config, get_method, parse_tasks, resolve_layers)
 from pals_core.budget.activations import Conditions
+from pals_core.budget.constraints import CONSTRAINTS, Constraint, get_constraint
 from pals_core.budget.families import get_family
+from pals_core.budget.flags import flags_of
+from pals_core.budget.machine import Machine
 from pals_core.budget.models import conditions_for_model, conditions_from_config
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
@@ -82,6 +89,7 @@ class RawInputs:
     d_s: str = ""
     n_top: int = AdapterConfig.default("n_top")
     ffn_ratio: int = AdapterConfig.default("ffn_ratio")
+    bounds: dict = field(default_factory=dict)  # constraint field (``CONSTRAINTS``) → its bound as typed; "" = none
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,14 @@ class Inputs:
     train_model: Optional[str] = None  # its ``pals-train --model`` value: None = the embedded MiniLM
     tasks_file: Optional[str] = None  # the tasks file the tasks come from (as typed); None = GLUE or N tasks
     records: tuple[TaskRecord, ...] = ()  # the tasks' records (GLUE built-ins, the file's); () for N anonymous tasks
+    bounds: tuple[tuple[str, Any], ...] = ()  # (constraint field, its ``Machine`` value) of every bound given
+
+    def machine(self, page: Optional[Machine] = None) -> Optional[Machine]:
+        """The page's machine (``machine_view.page_machine``: device, batch, precision; None = the default) with this
+        question's bounds, or None when it sets none (the rows are then priced on parameters only)."""
+        if not self.bounds:
+            return None
+        return replace(page if page is not None else Machine(), **dict(self.bounds))
 
 
 def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
@@ -290,6 +306,32 @@ def parse_budget(kind: str, text: str) -> Budget:
     return Budget.parse(kind, text)
 
 
+def bound_key(c: Constraint) -> str:
+    """The sidebar widget of a constraint's bound (its address key is its ``Machine`` field, ``c.field``)."""
+    return f"machine_{c.field}"
+
+
+def parse_bound(name: str, text: str) -> Any:
+    """A bound as typed for the constraint whose ``Machine`` field is ``name`` → the field's value, read by that
+    field's flag (``pals-budget --memory-infer 2GB`` reads it the same way); ``ValueError`` in one line."""
+    field = get_constraint(name).field
+    return next(f for f in flags_of(Machine) if f.name == field).read(str(text).strip())
+
+
+def parse_bounds(bounds: dict) -> tuple[tuple[str, Any], ...]:
+    """Every bound given (a field left empty sets none), in ``CONSTRAINTS`` order."""
+    for name in bounds:
+        get_constraint(name)  # a key that is no constraint: named
+    out = []
+    for c in CONSTRAINTS:
+        text = str(bounds.get(c.field) or "").strip()
+        if text:
+            value = parse_bound(c.field, text)
+            if value is not None:  # "none" sets none, as on the command line
+                out.append((c.field, value))
+    return tuple(out)
+
+
 def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:
     if choice == LOCATION_EVERY:
         return None
@@ -343,5 +385,7 @@ def parse_inputs(raw: RawInputs) -> Inputs:
             raise ValueError(f"fixed d_s {raw.d_s!r} is not an integer (leave it empty to solve the budget)") from None
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
+    bounds = parse_bounds(raw.bounds or {})
     return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, seq_len, raw.convention,
-                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model, tasks_file, records)
+                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model, tasks_file, records,
+                  bounds)

@@ -43,6 +43,18 @@ def page_machine() -> Machine:
                    precision=st.session_state.get("machine_precision") or "fp32")
 
 
+def page_machine_key() -> tuple:
+    """The page's machine as a cache key (batch, device, precision): the rows are solved on it when the question
+    sets machine bounds."""
+    m = page_machine()
+    return m.batch, m.device, m.precision
+
+
+def machine_of_key(key: tuple) -> Optional[Machine]:
+    """``page_machine_key``'s machine back (None for an empty key: the default machine)."""
+    return Machine(batch=key[0], device=key[1], precision=key[2]) if key else None
+
+
 def priced(inp: Inputs, costs: list[Cost], machine: Machine) -> list[Cost]:
     """Copies of the table's rows with the machine figures filled in (designs of unmodelled families are skipped),
     under the question's model conditions (``Inputs.conditions``: its config's dropout and attention)."""
@@ -124,7 +136,8 @@ def render(inp: Inputs, costs: list[Cost], chosen: Optional[Cost]) -> None:
                                key="machine_batch"))
     precision = c.selectbox("Precision", list(PRECISIONS), key="machine_precision",
                             help="fp32: exact memory; bf16: a mixed-precision estimate")
-    machine = Machine(batch=batch, device=device, precision=precision)
+    machine = inp.machine(Machine(batch=batch, device=device, precision=precision)) or \
+        Machine(batch=batch, device=device, precision=precision)  # with the question's bounds: the fits they decide
     rows = priced(inp, costs, machine)
     if not rows:
         st.info("Memory and step time are modelled for BERT-family models only.")

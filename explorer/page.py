@@ -134,7 +134,7 @@ def main() -> None:
     scores: dict = {}
     try:
         inp = parse_inputs(raw)
-        costs = design_view.table(inp)
+        costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
     except ValueError as e:
         inp, costs = None, None
         st.error(f"Bad input: {one_line(e)}")

@@ -3,8 +3,10 @@
 Returns the raw widget values; ``inputs.parse_inputs`` checks them. Widget keys are stable (tests and the
 page's address address them): model, model_path, config_upload, task_mode, glue_tasks, task_count,
 tasks_file, tasks_example, tasks_upload, budget_kind, budget_ratio / budget_extra / budget_per-task, methods,
-location, location_custom, heads, seq_len, convention, per_task_pooler, d_s, n_top, ffn_ratio. Every widget reads its value from
-``st.session_state`` (filled with ``RawInputs``' defaults, or from a link, before the first draw).
+location, location_custom, heads, seq_len, convention, per_task_pooler, d_s, n_top, ffn_ratio, and one text field per
+machine constraint record (``pals_core.budget.constraints.CONSTRAINTS``: ``machine_<field>``, e.g. machine_memory,
+machine_memory_infer; ``inputs.bound_key``). Every widget reads its value from ``st.session_state`` (filled with
+``RawInputs``' defaults, or from a link, before the first draw).
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ from dataclasses import fields
 import streamlit as st
 
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
+from pals_core.budget.constraints import CONSTRAINTS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
-                     SIDEBAR_RANGES, TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, example_tasks_path,
-                     one_line, save_upload)
+                     SIDEBAR_RANGES, TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, bound_key,
+                     example_tasks_path, one_line, save_upload)
 
 BUDGET_LABELS = {
     "ratio": "Budget ratio B: N_total ≤ B × N_base",
@@ -39,6 +42,7 @@ def defaults() -> dict:
     out.update({f"budget_{kind}": BUDGET_DEFAULTS[kind] for kind in BUDGET_KINDS})
     out["glue_tasks"] = list(out["glue_tasks"])
     out["methods"] = list(out["methods"])
+    out.update({bound_key(c): "" for c in CONSTRAINTS})  # no bound
     return out
 
 
@@ -93,6 +97,17 @@ def _tasks_file(sb, raw: RawInputs) -> None:
         sb.error(st.session_state["_upload_error"])
 
 
+def _bounds(sb, raw: RawInputs) -> None:
+    """A text field per machine constraint (its record's label and help; empty = no bound), open when one is set."""
+    keys = {c.field: bound_key(c) for c in CONSTRAINTS}
+    with sb.expander("Machine bounds", expanded=any(str(st.session_state.get(k) or "").strip() for k in keys.values())):
+        st.caption("Each bound lowers d_s like the budget, priced on the Memory & step time view's device, batch and "
+                   "precision (as pals-budget's flags of the same name).")
+        raw.bounds = {c.field: st.text_input(c.label, key=keys[c.field], placeholder="none",
+                                             help=f"{c.help} (pals-budget --{c.field.replace('_', '-')})")
+                      for c in CONSTRAINTS}
+
+
 def render() -> RawInputs:
     """Draw the sidebar and return what it holds."""
     sb = st.sidebar
@@ -138,6 +153,7 @@ def render() -> RawInputs:
     raw.convention = sb.radio("Counting convention", CONVENTIONS, key="convention", horizontal=True,
                               help="exact = every torch parameter; paper = without biases and LayerNorms (the paper's tables).")
     raw.per_task_pooler = sb.checkbox("A pooler per task (+d² + d each)", key="per_task_pooler")
+    _bounds(sb, raw)
     with sb.expander("Advanced"):
         raw.d_s = st.text_input("Fixed d_s (empty = solve the budget)", key="d_s",
                                 help="Evaluate every sized method at this adapter size instead of the largest that fits.")

@@ -2,8 +2,9 @@
 
 Layout only: the leaderboard, counts and figures all come from ``studies.report``; the storage from
 ``studies.storage``. ``render(storage_url)`` can be called from any streamlit page (``app.py``'s Studies tab).
-Starting, stopping and resuming study workers from the page is ``explorer.study_workers`` (the rules of training
-runs, ``explorer.registry``); this file only draws the form and the workers' table.
+Starting, stopping and resuming study workers from the page is ``studies.workers`` (the argument list) and
+``pals_core.supervise.workers`` (the process rules of training runs), both through ``explorer.study_workers``; this
+file only draws the form and the workers' table.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Atomic file writes (and strict JSON): the one writer every part of the project uses (run files, task weights, reports, the
-explorer's registry). A file is written under a temporary name in its own folder, flushed to disk and moved into
-place with ``os.replace``, so a reader never sees half a file and a kill never leaves one. Pure Python."""
+"""Atomic file writes (and strict JSON): the one writer and reader every part of the project uses (run files, task
+weights, reports, the process records of ``pals_core.supervise``). A file is written under a temporary name in its
+own folder, flushed to disk and moved into place with ``os.replace``, so a reader never sees half a file and a kill
+never leaves one. Pure Python."""
 from __future__ import annotations
 
 import json
@@ -68,9 +69,23 @@ def atomic_write_json(path: PathLike, obj: Any) -> None:
     atomic_write_text(path, dumps(obj) + "\n")
 
 
-def read_json(path: PathLike) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_json(path: PathLike, *, or_none: bool = False) -> Any:
+    """The JSON value in ``path``.
+
+    ``or_none=False`` (a file this program needs: a checkpoint's state, a run's config): ``OSError`` /
+    ``ValueError`` as ``open``/``json`` raise them. ``or_none=True`` (a file another process writes, or a person
+    may have edited: a run folder's launch.json, progress.json, exit.json, cancel.json): the JSON *object* in it,
+    or None when it is absent, unreadable, half-written, nested too deeply, or not an object — absence is a state
+    there, not an error, and nothing in such a file may break its reader."""
+    if not or_none:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError, RecursionError):  # ValueError: not JSON, not UTF-8; RecursionError: [[[[…
+        return None
+    return data if isinstance(data, dict) else None
 
 
 MAX_JSON_BYTES = 16 << 20  # a config.json or a device profile is a few kB; 16 MiB is no longer one

@@ -28,10 +28,10 @@ import sys
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from pals_core.budget import AdapterConfig, get_method
+from pals_core.budget import AdapterConfig
 from pals_core.budget.flags import add_flags, given_values
 from pals_core.budget.machine import Machine, default_device
-from pals_core.budget.methods import label_of
+from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
 from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
 
@@ -88,9 +88,9 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study): design "
               "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design")
     add_flags(p, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES,
-              title="machine (Machine; shared with pals-budget, where the profile is --device): memory and step-time "
-              "budgets bound every trial's d_s like the parameter budget, priced at --batch-size sequences of --max-len "
-              "tokens; stored in the study")
+              title="machine (Machine; shared with pals-budget, where the profile is --device): each constraint "
+              "(budget.constraints: training memory, step time, serving memory) bounds every trial's d_s like the "
+              "parameter budget, priced at --batch-size sequences of --max-len tokens; stored in the study")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,9 +206,10 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     if args.methods is not None:
         if not d.searches_design:
             raise StudyError(f"--methods is for design studies; {definition!r} trains one fixed design (use --method)")
-        kw["methods"] = [get_method(m.strip()).name for m in args.methods.split(",") if m.strip()]
-        if not kw["methods"]:
-            raise StudyError("--methods lists no method")
+        try:
+            kw["methods"] = parse_methods(args.methods)  # the explorer's address reads methods with it too
+        except ValueError as e:
+            raise StudyError(f"--methods: {e}") from None
     machine_given = given_values(args, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES)
     if machine_given:
         kw["machine"] = _machine(machine_given)

@@ -17,6 +17,7 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from pals_core.budget import AdapterConfig
+from pals_core.budget.constraints import BY_NAME
 
 from .definitions import Context, Definition, get_definition
 from .errors import StudyError
@@ -73,9 +74,8 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
     adapter = AdapterConfig.from_dict(settings.adapter)
     cost = cost_of(shape, settings.calc_tasks(), adapter, budget, bound)
     if not cost.feasible:
-        needs = {"memory": f"{(cost.memory_train or {}).get('total', 0) / 1e9:.4g} GB of training memory",
-                 "time": f"{cost.time_ratio or 0:.3f}× the base model's step time"}.get(
-            cost.binding, f"{cost.params_task_specific:,} extra parameters")
+        bound = BY_NAME.get(cost.binding)  # the machine constraint it breaks (its record says what it needs)
+        needs = bound.needs(cost) if bound is not None else f"{cost.params_task_specific:,} extra parameters"
         raise StudyError(f"the design {adapter.method} d_s={adapter.d_s} needs {needs}: over {within}")
     return Context(settings, [], adapter, bound=bound)
 
@@ -90,8 +90,7 @@ def machine_text(s: StudySettings) -> str:
     if m is None:
         return ""
     return " · ".join([f"device {m.device}", f"batch {m.batch} × {s.max_len} tokens", m.precision]
-                      + ([f"memory ≤ {m.memory}"] if m.memory is not None else [])
-                      + ([f"step ≤ {m.max_slowdown:g}× base"] if m.max_slowdown is not None else []))
+                      + [c.text(getattr(m, c.field)) for c, _ in m.bounds()])
 
 
 def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:

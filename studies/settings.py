@@ -13,8 +13,9 @@ line. Defaults are laptop-sized: a few dozen steps on small GLUE slices.
 ``data``). Older settings load as they are (the fields they lack take their defaults); settings written by a newer
 pals-study than this one are refused, since this one would not know what they ask for.
 
-``machine`` holds the study's ``pals_core.budget.machine.Machine`` settings (device profile, precision, memory and
-step-time budgets; None when none was given): the trials' designs must fit them as they fit the parameter budget.
+``machine`` holds the study's ``pals_core.budget.machine.Machine`` settings (device profile, precision, and the bound
+of each constraint record, ``pals_core.budget.constraints.CONSTRAINTS``: training memory, step time, serving memory;
+None when none was given): the trials' designs must fit them as they fit the parameter budget.
 Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — the step every trial trains — so
 ``Machine.batch`` is not a study flag; its ``device`` is ``--device-profile`` (``pals-study run --device`` is the
 worker's torch device). The profile is resolved when the study is created (``local`` or ``h100``, see
@@ -67,7 +68,7 @@ class StudySettings:
     # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
     adapter: Optional[dict] = None
     max_d_s: Optional[int] = None  # design studies: cap on d_s (None: the hidden size d)
-    # Machine fields but batch ({device, precision, memory, max_slowdown}); None: no machine setting given
+    # Machine fields but batch ({device, precision, <one per constraint record>}); None: no machine setting given
     machine: Optional[dict] = None
     version: int = SETTINGS_VERSION
 

@@ -10,6 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.pop("COLUMNS", None)  # tables fit 100 columns off a terminal; pytest-xdist workers inherit COLUMNS=80
 
 
 def pytest_report_header(config) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from explorer import registry
+from pals_core.atomic import atomic_write_json, read_json
 from pals_core.budget import AdapterConfig
 from pals_core.train.config import TrainConfig
 
@@ -35,12 +36,17 @@ def _spec(glue_dir, **kw) -> TrainConfig:
 
 
 def test_atomic_json_and_tolerant_reads(tmp_path):
-    registry.write_json_atomic(tmp_path / "a.json", {"x": 1})
-    assert registry.read_json(tmp_path / "a.json") == {"x": 1}
+    atomic_write_json(tmp_path / "a.json", {"x": 1})
+    assert read_json(tmp_path / "a.json", or_none=True) == {"x": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left behind
     (tmp_path / "half.json").write_text('{"status": "runn')
-    assert registry.read_json(tmp_path / "half.json") is None
-    assert registry.read_json(tmp_path / "missing.json") is None
+    (tmp_path / "list.json").write_text('[1, 2]')
+    for name in ("half.json", "missing.json", "list.json"):  # a file another process writes: absent is a state
+        assert read_json(tmp_path / name, or_none=True) is None
+    with pytest.raises(ValueError):  # a file the program needs: its problem is an error
+        read_json(tmp_path / "half.json")
+    with pytest.raises(FileNotFoundError):
+        read_json(tmp_path / "missing.json")
 
 
 def test_run_names_are_checked(tmp_path):
@@ -104,7 +110,7 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     assert stopped.status == "stopped" and stopped.cancelled
     assert json.loads((run.path / "progress.json").read_text())["status"] == "stopped"  # the trainer's own word
     assert stopped.exit_code == 143  # our child this time: its exit status is known (SIGTERM → 143)
-    assert stopped.row()["status"] == "stopped" and registry.cancel(stopped) is False
+    assert stopped.row()["status"] == "stopped" and not registry.cancel(stopped)
 
 
 # ------------------------------------------------------------------ nothing run or signalled on a folder's word
@@ -198,7 +204,7 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
                 (d / f).write_text(json.dumps(body))
             run = registry.load_run(d)
             assert not run.alive and run.owner is None, name
-            assert run.status == "died" and registry.cancel(run) is False, name
+            assert run.status == "died" and not registry.cancel(run), name
             assert not (d / "cancel.json").exists()
         assert registry.load_run(tmp_path / "progress-pid").stale
         assert "stale" in registry.load_run(tmp_path / "progress-pid").error

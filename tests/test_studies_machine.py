@@ -167,7 +167,7 @@ def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
                                       "--precision", "bf16", "--device-profile", "t4"])
     settings, given = requested_settings("design", args)
     assert "machine" in given and settings.machine == {"device": "t4", "precision": "bf16", "memory": "24GiB",
-                                                       "max_slowdown": 1.5}
+                                                       "max_slowdown": 1.5, "memory_infer": None}
     assert settings.machine_obj() == Machine(batch=settings.batch_size, device="t4", precision="bf16", memory="24GiB",
                                              max_slowdown=1.5)
     assert "--device-profile" in settings_flags(settings)
@@ -190,7 +190,8 @@ def test_the_studies_form_passes_its_machine_to_pals_study(tmp_path):
     want, _ = requested_settings("design", build_parser().parse_args(
         ["create", "design", "--model", "tiny", "--tasks", "rte,mrpc", "--budget", "1.5", "--steps", "4",
          "--memory", "24GiB", "--max-slowdown", "1.5", "--precision", "bf16", "--device-profile", "t4"]))
-    assert got.machine == want.machine == {"device": "t4", "precision": "bf16", "memory": "24GiB", "max_slowdown": 1.5}
+    assert got.machine == want.machine == {"device": "t4", "precision": "bf16", "memory": "24GiB", "max_slowdown": 1.5,
+                                           "memory_infer": None}
     plain = settings_from_form("design", **form, machine={"memory": "", "max_slowdown": "", "precision": "fp32",
                                                           "device": ""})
     assert plain.machine == settings_from_form("design", **form).machine

@@ -16,9 +16,11 @@ from optuna.trial import TrialState
 from streamlit.testing.v1 import AppTest
 
 from explorer import registry, study_workers
+from pals_core.atomic import atomic_write_json, read_json
 from pals_core.train import lock as run_lock
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+pytestmark = pytest.mark.slow  # every test starts real pals-study workers (torch, training): seconds each
 
 
 @pytest.fixture
@@ -61,7 +63,7 @@ def _wait_training(w: study_workers.Worker, timeout: float = 90.0) -> None:
     end = time.time() + timeout
     while time.time() < end:
         for p in w.path.rglob("progress.json"):
-            progress = registry.read_json(p) or {}
+            progress = read_json(p, or_none=True) or {}
             if progress.get("status") == "running" and (progress.get("step") or 0) > 0:
                 return
         assert study_workers.load_worker(w.path).alive, study_workers.load_worker(w.path).log_tail(30)
@@ -108,7 +110,7 @@ def test_stop_then_resume_rebuilds_the_argv(env):
         # resume: the argument list comes from the stored settings, the same as the first launch
         record = json.loads((w.path / "worker.json").read_text())
         record["argv"] = [sys.executable, "-c", "raise SystemExit(7)"]  # a record, never run
-        registry.write_json_atomic(w.path / "worker.json", record)
+        atomic_write_json(w.path / "worker.json", record)
         assert study_workers.resume_argv(study_workers.load_worker(w.path)) == first_argv
         resumed = study_workers.resume(stopped)
         assert resumed.alive and run_lock.cmdline(resumed.owner) == first_argv
@@ -135,13 +137,13 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
         record = {"id": "forged", "pid": bystander.pid, "pid_start": run_lock.start_time(bystander.pid),
                   "argv": run_lock.cmdline(bystander.pid), "started": time.time(), "storage": url,
                   "study_name": "forged", "trials": 1, "settings": _settings().as_dict()}
-        registry.write_json_atomic(folder / "worker.json", record)
+        atomic_write_json(folder / "worker.json", record)
         w = study_workers.load_worker(folder)
         assert w.owner is None and not w.alive
         assert not study_workers.stop(w)
         # a foreign argv that would write a file: resume runs the study's entry point from the settings instead
         record["argv"] = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
-        registry.write_json_atomic(folder / "worker.json", record)
+        atomic_write_json(folder / "worker.json", record)
         argv = study_workers.resume_argv(study_workers.load_worker(folder))
         assert argv[1:4] == ["-m", "studies.cli", "run"] and str(marker) not in " ".join(argv)
         done = _wait(study_workers.resume(study_workers.load_worker(folder)).path, lambda w: not w.alive)
@@ -150,7 +152,7 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
         # settings that do not validate, or a storage that is not a URL: nothing starts
         for bad in ({"settings": {"definition": "design", "steps": -3}}, {"storage": "; rm -rf /"},
                     {"study_name": "\x00"}, {"trials": "1; reboot"}):
-            registry.write_json_atomic(folder / "worker.json", {**record, **bad})
+            atomic_write_json(folder / "worker.json", {**record, **bad})
             with pytest.raises(ValueError):
                 study_workers.resume(study_workers.load_worker(folder))
         assert json.loads((folder / "worker.json").read_text())["pid"] == bystander.pid  # nothing was started
@@ -180,7 +182,8 @@ def test_the_studies_view_starts_a_study_from_its_form(env):
     assert any("Started worker" in s.value for s in at.success)
     workers = study_workers.list_workers()
     assert len(workers) == 1 and workers[0].get("study_name") == "from-the-page"
-    assert workers[0].settings.machine == {"device": "t4", "precision": "fp32", "memory": "24GiB", "max_slowdown": None}
+    assert study_workers.settings_of(workers[0]).machine == {"device": "t4", "precision": "fp32", "memory": "24GiB", "max_slowdown": None,
+                                                                 "memory_infer": None}
     assert any(workers[0].id in m.value and "from-the-page" in m.value for m in at.markdown)
     done = _wait(workers[0].path, lambda w: not w.alive)
     assert done.exit_code == 0, done.log_tail(30)

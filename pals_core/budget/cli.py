@@ -12,6 +12,7 @@ import sys
 from typing import Optional, Sequence
 
 from .config import AdapterConfig
+from .constraints import CONSTRAINTS
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
 from .display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
 from .families import get_family
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "label count (declared labels, else the train file's label column)")
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
-    add_flags(p, Machine, title="machine (memory, docs/design.md §9; step time, docs/design.md §10)")
+    add_flags(p, Machine, title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
+                                "record of budget.constraints, §20)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument("--seq-len", metavar="n", help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
                                                   "or the model's longest when that is shorter)")
@@ -213,7 +215,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
             "seq_len": seq_len,
             "machine": {"batch": machine.batch, "device": machine.profile().name, "precision": machine.precision,
-                        "memory": machine.memory_bytes, "max_slowdown": machine.max_slowdown},
+                        **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS}},
             "rows": [c.as_row() for c in costs],
             "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
         }, indent=2)
@@ -221,8 +223,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
               f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
               f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
-              + (f" · memory ≤ {machine.memory}" if machine.memory else "")
-              + (f" · step ≤ {machine.max_slowdown:g}× base" if machine.max_slowdown else ""))
+              + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field)))
     return (_table(sort_rows(costs), header, None if args.wide else terminal_width())
             + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused))
 

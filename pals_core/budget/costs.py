@@ -176,7 +176,8 @@ class Cost:
     memory_infer: Optional[int] = None
     time_step_s: Optional[float] = None
     time_ratio: Optional[float] = None  # step time / the base model's with one task head
-    binding: Optional[str] = None  # the constraint that sets d_s (params, memory, time) or that a fixed design breaks
+    # what sets d_s (params, or a constraint record's name: memory, time, memory_infer), or what a fixed design breaks
+    binding: Optional[str] = None
     adds_tasks_later: bool = False  # a task can join a trained run without changing the others (adding_tasks_refused)
 
     @property

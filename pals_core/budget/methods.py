@@ -24,6 +24,15 @@ def get_method(name: str) -> Method:
         raise ValueError(f"unknown method {name!r} (methods: {', '.join(METHODS)})") from None
 
 
+def parse_methods(text: str) -> list[str]:
+    """A comma-separated list of methods (``pals-study --methods``, the explorer's address ``methods``) → their names,
+    each once, in order; ``ValueError`` in one line for an unknown one or an empty list."""
+    names = [get_method(m.strip()).name for m in str(text).split(",") if m.strip()]
+    if not names:
+        raise ValueError("no method given")
+    return list(dict.fromkeys(names))
+
+
 def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
     """'all' → every layer; 'top' → the last ⌊L/2⌋; 'bottom' → the first ⌊L/2⌋; indices or 'i,j,…'."""
     if location is None or location == "all":

@@ -1,0 +1,79 @@
+"""The processes this Python process launched, kept with their ``Popen`` until they are reaped.
+
+A child's exit status is collected by its own ``Popen.poll`` here and nowhere else (a dropped ``Popen`` is reaped
+by the next ``Popen`` anywhere in the process, and its status lost); it is then kept in the folder's ``exit.json``,
+so a restarted server (or ``pals-runs``) still knows how the process ended.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from pals_core.atomic import atomic_write_json, read_json
+from pals_core.train import lock as run_lock
+
+EXIT_FILE = "exit.json"
+_CHILDREN: dict[int, tuple[subprocess.Popen, Path]] = {}  # pid → (our child, its folder); kept until reaped
+
+
+def child(pid: Any, folder: Path) -> Optional[subprocess.Popen]:
+    """This process's child ``pid`` launched for ``folder``, if it is one."""
+    entry = _CHILDREN.get(pid) if isinstance(pid, int) else None
+    if entry is None or entry[1] != Path(folder).resolve():
+        return None
+    return entry[0]
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")  # the hub is not reachable from here: fail fast, never hang
+    return env
+
+
+def spawn(folder: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
+    """Start ``argv`` (a list, no shell) detached in its own session, output appended to ``folder/log.txt``; keep
+    its ``Popen`` so that its exit status is ours to collect. Returns (pid, its start time in clock ticks, the
+    wall-clock time it was started)."""
+    started = time.time()
+    with open(Path(folder) / "log.txt", "ab") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=_child_env(), close_fds=True)
+    _CHILDREN[proc.pid] = (proc, Path(folder).resolve())  # kept for the process's life: a few bytes a launch
+    return proc.pid, run_lock.start_time(proc.pid), started
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def record_exit(folder: Path, pid: Any) -> Optional[int]:
+    """The exit status of the process launched as ``pid`` for ``folder``: collected now by our own ``Popen`` (and
+    then kept in ``exit.json``), else the one ``exit.json`` kept for this same pid (a restart)."""
+    if not _is_int(pid):
+        return None
+    proc = child(pid, folder)
+    exit_code = None if proc is None else proc.poll()
+    exit_file = read_json(Path(folder) / EXIT_FILE, or_none=True)
+    if exit_code is not None and (exit_file or {}).get("pid") != pid:
+        try:
+            atomic_write_json(Path(folder) / EXIT_FILE, {"pid": pid, "exit_code": exit_code, "seen": time.time()})
+        except OSError:
+            pass
+    elif exit_code is None and exit_file and exit_file.get("pid") == pid and _is_int(exit_file.get("exit_code")):
+        exit_code = exit_file["exit_code"]
+    return exit_code
+
+
+def reap_children() -> list[int]:
+    """Collect every child that has ended (no zombie waits for someone to look): its exit status goes to its
+    folder's exit.json (``record_exit``). Returns the pids collected now."""
+    done = []
+    for pid, (proc, folder) in list(_CHILDREN.items()):
+        if proc.returncode is None and proc.poll() is not None:
+            record_exit(folder, pid)
+            done.append(pid)
+    return done
