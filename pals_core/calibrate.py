@@ -14,7 +14,6 @@ thread, wall time otherwise):
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .atomic import atomic_write_text
+from .budget.flags import OneLineParser
 from .budget.timing import DeviceProfile, local_profile_path
 
 
@@ -93,7 +93,7 @@ def measure(threads: Optional[int] = None, name: str = "local") -> DeviceProfile
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="pals-calibrate", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="pals-calibrate", description=__doc__.splitlines()[0])
     p.add_argument("--threads", default=None, help="torch threads to measure with (default: the count in force)")
     p.add_argument("--out", default=None, help=f"profile file to write (default: ${'PALS_LOCAL_PROFILE'} or {local_profile_path()})")
     try:

@@ -31,21 +31,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .budget.flags import OneLineParser, UsageError
+
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
 
 
-class UsageError(ValueError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-predict", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="pals-predict", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
     p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write: .csv .tsv .jsonl .parquet")

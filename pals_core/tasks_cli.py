@@ -14,18 +14,11 @@ import json
 import sys
 from typing import Optional, Sequence
 
-
-class UsageError(Exception):
-    """Bad input: reported as one line on stderr, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's two-line usage dump
-        raise UsageError(message)
+from .budget.flags import OneLineParser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-tasks", description=__doc__.splitlines()[0],
+    p = OneLineParser(prog="pals-tasks", description=__doc__.splitlines()[0],
                 epilog="Example: pals-tasks examples/tasks/tasks.yaml --max-len 64")
     p.add_argument("tasks_file", metavar="FILE", help="a tasks file (YAML/JSON with a top-level 'tasks:' mapping)")
     p.add_argument("--model", default=None, help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "

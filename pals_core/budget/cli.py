@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from .flags import OneLineParser, UsageError
 from .config import AdapterConfig
 from .constraints import CONSTRAINTS
 from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
@@ -28,15 +29,6 @@ from .tasks import parse_tasks, tasks_of_records
 from .units import parse_positive_int
 
 
-class UsageError(Exception):
-    """Bad input: reported as one line on stderr, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's two-line usage dump
-        raise UsageError(message)
-
-
 class _Help(argparse.HelpFormatter):
     """argparse's help at the width argparse gives it (the terminal's columns less 2, 80 columns off a terminal), read
     by ``terminal_width``: argparse's own reading imports shutil and its compression modules at every start-up."""
@@ -47,7 +39,7 @@ class _Help(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
+    p = OneLineParser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
                 "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
                 "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
                 epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from .config import AdapterConfig, format_location
 from .families import get_family
-from .method import Method, Part, linear, mm
+from .method import Method, Part, linear
 from .methods import check_config, label_of
 from .shape import BaseModel
 from .poly import Poly

@@ -29,6 +29,18 @@ import math
 import typing
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+
+class UsageError(ValueError):
+    """A command line that cannot run: every CLI reports it as one line on stderr and exits 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse for every CLI of the project: a bad flag is one line (``UsageError``), never argparse's usage dump."""
+
+    def error(self, message: str) -> None:
+        raise UsageError(message)
+
+
 NONE = "none"
 CHOICES: dict[str, Callable[[], Sequence[str]]] = {}
 """Named lists of allowed values (``metadata["choices"] = "method"``), registered by the module that owns them

@@ -22,22 +22,14 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..budget.flags import OneLineParser, UsageError
 from . import ExportFailed, ExportRefused
 
 FORMATS = ("onnx", "peft", "hf")
 
 
-class UsageError(ValueError):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-export", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="pals-export", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
     p.add_argument("--format", required=True, choices=FORMATS, help="onnx (every design) | peft | hf (LoRA, IA³)")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write (new, or empty)")

@@ -21,20 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from ..budget.flags import OneLineParser, UsageError
 from . import runs, workers
 from .roots import RUNS_ENV, runs_root, workers_root
 
 DEFAULT_GRACE_S = 60.0  # a trainer checkpoints on SIGTERM: a large model needs a while
 Item = Union[runs.Run, workers.Worker]
-
-
-class UsageError(ValueError):
-    """Bad input or a refusal: one line on stderr, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's two-line usage dump
-        raise UsageError(message)
 
 
 def _seconds(text: str) -> float:
@@ -49,8 +41,8 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pals-runs", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="{list,cancel,resume}")
+    p = OneLineParser(prog="pals-runs", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser, metavar="{list,cancel,resume}")
     root_help = f"the runs folder (default: ${RUNS_ENV}, else ./runs — the explorer's)"
     ls = sub.add_parser("list", help="every launched run and study worker, newest first")
     ls.add_argument("--root", metavar="DIR", help=root_help)

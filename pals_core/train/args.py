@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..budget.config import AdapterConfig
-from ..budget.flags import add_flags, given_values
+from ..budget.flags import OneLineParser, UsageError, add_flags, given_values
 from ..budget.solver import add_budget_flags, budget_from_args
 from .config import TrainConfig
 from .extend import DESIGN_FROM_BASE, extension_config
@@ -14,18 +14,9 @@ from .extend import DESIGN_FROM_BASE, extension_config
 _S = argparse.SUPPRESS
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print the usage too)
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Flags generated from the dataclasses: ``AdapterConfig`` (design), the budget, ``TrainConfig`` (run)."""
-    p = _Parser(prog="pals-train", description="Multi-task training on GLUE or your own tasks (--tasks-file) with task-specific adapters "
+    p = OneLineParser(prog="pals-train", description="Multi-task training on GLUE or your own tasks (--tasks-file) with task-specific adapters "
                 "(BERT and PALs, Stickland & Murray 2019). Writes config.json, progress.json, metrics.jsonl, "
                 "checkpoints/ and summary.json to --out.", argument_default=_S)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
