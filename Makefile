@@ -5,6 +5,10 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 HOST    ?= 127.0.0.1
 PORT    ?= 8501
+# The tests run on 2 pytest-xdist workers (the machine and CI have 2 cores); worksteal hands a worker that is done
+# half of the other's queue, so one long test at the end of a file does not leave a core idle.
+WORKERS ?= 2
+PYTEST  := $(BIN)/python -m pytest -n $(WORKERS) --dist worksteal
 
 .PHONY: setup app test test-fast lint format bench budget clean
 
@@ -22,10 +26,10 @@ app: $(STAMP)
 	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra
+	$(PYTEST) -q -ra
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres"
+	$(PYTEST) -q -m "not slow and not browser and not postgres"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -29,10 +29,10 @@ from transformers import AutoConfig  # noqa: E402
 
 from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
 from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
-from pals_core.budget.models import conditions_from_config
-from pals_core.budget.config import design_label  # noqa: E402
-from pals_core.budget.memory import memory_train  # noqa: E402
-from pals_core.budget.timing import step_seconds  # noqa: E402
+from pals_core.families.models import conditions_from_config
+from pals_core.pricing.config import design_label  # noqa: E402
+from pals_core.footprint.memory import memory_train  # noqa: E402
+from pals_core.footprint.timing import step_seconds  # noqa: E402
 from pals_core.calibrate import measure  # noqa: E402
 from pals_core.memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402
 

@@ -6,7 +6,7 @@ Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder)
 ``budget_of`` (what a ratio is taken against: ``base`` or ``non-embedding``, ``Budget.OF``; written with a ratio),
 ``methods`` (comma list), ``location`` (``every``, ``all``, ``top``, ``bottom`` or layers ``0,1``), ``heads``,
 ``seq_len``, ``convention``, one key per machine constraint record (its ``Machine`` field: ``memory``,
-``max_slowdown``, ``memory_infer``, …; ``pals_core.budget.constraints.CONSTRAINTS``); and the page's own ``view`` and
+``max_slowdown``, ``memory_infer``, …; ``pals_core.footprint.constraints.CONSTRAINTS``); and the page's own ``view`` and
 ``design`` (the chosen row).
 
 ``to_query(raw, view, design)`` writes the sidebar's values; ``from_query(params)`` reads a link back into
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Union
 
 from pals_core.budget import AdapterConfig, CONVENTIONS, PRESETS, Budget, parse_tasks, resolve_layers
-from pals_core.budget.config import format_location
-from pals_core.budget.constraints import CONSTRAINTS
-from pals_core.budget.flags import flags_of
+from pals_core.pricing.config import format_location
+from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.flags import flags_of
 from pals_core.budget.methods import parse_methods
-from pals_core.budget.models import ALIASES
+from pals_core.families.models import ALIASES
 from pals_core.budget.solver import budget_from_flags
-from pals_core.budget.units import parse_positive_int
+from pals_core.pricing.units import parse_positive_int
 
 from .inputs import (EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT, TASKS_FILE,
                      TASKS_GLUE, TINY, RawInputs, bound_key, check_sidebar_range, model_of, parse_bound, seq_len_for)

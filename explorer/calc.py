@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from pals_core.budget import (AdapterConfig, BaseModel, Cost, Design, Task, at_size, breakdown, design, get_method, rows,
                               solve, sort_rows)
-from pals_core.budget.config import design_label
+from pals_core.pricing.config import design_label
 from pals_core.budget.table import Rows
 from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
                                      size_curve, sizes_up_to, task_scaling)

@@ -10,11 +10,11 @@ from typing import Mapping, Optional
 import streamlit as st
 
 from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
-from pals_core.budget.constraints import BY_FIELD
+from pals_core.footprint.constraints import BY_FIELD
 from pals_core.budget.costs import embedding_params
 from pals_core.budget.families import get_family
 from pals_core.budget.series import budget_used, flops_ratio
-from pals_core.budget.units import human
+from pals_core.pricing.units import human
 
 from . import calc, figures, recommend
 from .address import link_budget

@@ -6,7 +6,7 @@ with ``st.error``. Every check is the calculator's own (``pals_core.budget``); t
 routes the widget values to it.
 
 The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
-implementation: ``pals_core.budget.activations.Conditions``) from the same source as its shape — a preset's
+implementation: ``pals_core.pricing.activations.Conditions``) from the same source as its shape — a preset's
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
 the trainer reads (``pals_core.train.models.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
@@ -15,7 +15,7 @@ The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_cor
 as ``pals-budget --tasks-file`` prices them (``pals_core.budget.tasks_of_records``: declared labels, or the train
 file's label column). The label columns are read once per version of the files (``files_stamp``), not per redraw.
 
-The machine bounds are the constraint records' (``pals_core.budget.constraints.CONSTRAINTS``: training memory, step
+The machine bounds are the constraint records' (``pals_core.footprint.constraints.CONSTRAINTS``: training memory, step
 time, serving memory, …): one text field each, read by its ``Machine`` flag's parser (``parse_bound``); the rows are
 then solved on the page's machine with them (``Inputs.machine``), as ``pals-budget --memory … --memory-infer …``.
 """
@@ -31,12 +31,12 @@ from typing import Any, Iterable, Optional
 
 from pals_core.budget import (AdapterConfig, CONVENTIONS, DEFAULT_SEQ_LEN, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget,
                               Task, default_seq_len, from_hf_config, get_method, parse_tasks, resolve_layers)
-from pals_core.budget.activations import Conditions
-from pals_core.budget.constraints import CONSTRAINTS, Constraint, get_constraint
+from pals_core.pricing.activations import Conditions
+from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
 from pals_core.budget.families import get_family
-from pals_core.budget.flags import flags_of
+from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.budget.models import conditions_for_model, conditions_from_config
+from pals_core.families.models import conditions_for_model, conditions_from_config
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
 from pals_core.tasks.glue import glue_name

@@ -16,8 +16,8 @@ import streamlit as st
 
 from pals_core.budget import Cost, display
 from pals_core.budget.machine import Machine, default_device, resources, supported
-from pals_core.budget.memory import PRECISIONS
-from pals_core.budget.timing import builtin_devices, local_profile_path
+from pals_core.footprint.memory import PRECISIONS
+from pals_core.footprint.timing import builtin_devices, local_profile_path
 
 from . import figures
 from .calc import design_of, key_of, label

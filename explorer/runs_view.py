@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from pals_core.budget import Cost
-from pals_core.budget.config import design_label
+from pals_core.pricing.config import design_label
 
 from . import figures, measured, registry
 from .calc import key_of

@@ -4,7 +4,7 @@ Returns the raw widget values; ``inputs.parse_inputs`` checks them. Widget keys 
 page's address address them): model, model_path, config_upload, task_mode, glue_tasks, task_count,
 tasks_file, tasks_example, tasks_upload, budget_kind, budget_ratio / budget_extra / budget_per-task, methods,
 location, location_custom, heads, seq_len, convention, per_task_pooler, d_s, n_top, ffn_ratio, and one text field per
-machine constraint record (``pals_core.budget.constraints.CONSTRAINTS``: ``machine_<field>``, e.g. machine_memory,
+machine constraint record (``pals_core.footprint.constraints.CONSTRAINTS``: ``machine_<field>``, e.g. machine_memory,
 machine_memory_infer; ``inputs.bound_key``). Every widget reads its value from ``st.session_state`` (filled with
 ``RawInputs``' defaults, or from a link, before the first draw).
 """
@@ -15,7 +15,7 @@ from dataclasses import fields
 import streamlit as st
 
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
-from pals_core.budget.constraints import CONSTRAINTS
+from pals_core.footprint.constraints import CONSTRAINTS
 
 from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
                      SIDEBAR_RANGES, TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, bound_key,

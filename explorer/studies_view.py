@@ -134,14 +134,14 @@ def _fill_form(start: FormStart) -> None:
 
 
 def _machine_inputs() -> dict[str, str]:
-    """The study's machine: one text field per constraint record (``pals_core.budget.constraints.CONSTRAINTS``:
+    """The study's machine: one text field per constraint record (``pals_core.footprint.constraints.CONSTRAINTS``:
     training memory, step time, serving memory, …; key ``study_start_<field>``, its record's label and help), then
     precision and device profile (``Machine`` field → text, as ``pals-study run``'s flags; help text from their
     declaration). An empty bound = none. Read by pals-study's parser on Start, which says what is wrong."""
-    from pals_core.budget.constraints import CONSTRAINTS
-    from pals_core.budget.flags import flags_of
+    from pals_core.footprint.constraints import CONSTRAINTS
+    from pals_core.flags import flags_of
     from pals_core.budget.machine import Machine
-    from pals_core.budget.memory import PRECISIONS
+    from pals_core.footprint.memory import PRECISIONS
     from studies.settings import MACHINE_NAMES
 
     from .machine_view import devices

@@ -24,7 +24,7 @@ from typing import Optional
 import streamlit as st
 
 from pals_core.budget import GLUE_LABELS, Cost, Task, display, get_method, glue_task
-from pals_core.budget.limits import MAX_D_S
+from pals_core.pricing.limits import MAX_D_S
 from pals_core.tasks import read_tasks_file
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY as TINY_MODEL

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .budget.config import AdapterConfig
+from .pricing.config import AdapterConfig
 
 _LAZY = {
     "MultiTaskBert": "pals_core.model",

@@ -1,6 +1,6 @@
 """``pals-calibrate``: measure this machine's ``local`` device profile (docs/design.md §10) in a few seconds.
 
-With torch at the thread count in force (``--threads N`` sets it), each figure of ``budget.timing.DeviceProfile``
+With torch at the thread count in force (``--threads N`` sets it), each figure of ``footprint.timing.DeviceProfile``
 from one micro-benchmark (the fastest of several repeats — robust on a shared machine; process CPU time with one
 thread, wall time otherwise):
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .atomic import atomic_write_text
-from .budget.flags import OneLineParser
-from .budget.timing import DeviceProfile, local_profile_path
+from .flags import OneLineParser
+from .footprint.timing import DeviceProfile, local_profile_path
 
 
 def _clock(threads: int) -> Callable[[], float]:

@@ -15,7 +15,7 @@ import torch
 from torch.utils.flop_counter import (FlopCounterMode, flop_registry, register_flop_formula, sdpa_backward_flop_count,
                                       sdpa_flop_count)
 
-from .budget.families import get_family
+from .families.registry import get_family
 
 _aten = torch.ops.aten
 

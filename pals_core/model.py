@@ -24,11 +24,14 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 
-from .adapters import BuildContext, TaskAdapter, get_adapter  # noqa: E402
+from .adapters import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
-from .trunks import State, build_base, load_base, trunk_class, trunk_for  # noqa: E402
+from .families.registry import get_family_for  # noqa: E402
+from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
+from .methods.adapters import get_adapter  # noqa: E402
+from .trunks import State  # noqa: E402
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
 
@@ -44,8 +47,6 @@ def _hf_config(hf_config) -> PretrainedConfig:
     """A transformers config, or its dict (``model_type`` picks the family; none = BERT)."""
     if isinstance(hf_config, Mapping):
         fields = dict(hf_config)
-        from .budget.families import get_family_for
-
         model_type = fields.pop("model_type", "bert")
         get_family_for(model_type)
         return AutoConfig.for_model(model_type, **fields)
@@ -134,8 +135,6 @@ class MultiTaskModel(nn.Module):
         import json
 
         with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            from .budget.families import get_family_for
-
             get_family_for(json.load(f).get("model_type", "bert"))  # refuse an unsupported family before transformers
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
@@ -371,7 +370,7 @@ class MultiTaskModel(nn.Module):
 
     @property
     def family(self) -> str:
-        """The trunk's family (``pals_core.budget.families``)."""
+        """The trunk's family (``pals_core.families.registry``)."""
         return self.shape.family
 
     def extra_repr(self) -> str:

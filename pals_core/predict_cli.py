@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .budget.flags import OneLineParser, UsageError
+from .flags import OneLineParser, UsageError
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")

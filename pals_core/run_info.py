@@ -48,7 +48,7 @@ class RunInfo:
 
     def build_model(self):
         """The run's model with the checkpoint's weights (trunk, adapters, heads)."""
-        from .budget.config import AdapterConfig
+        from .pricing.config import AdapterConfig
         from .train.checkpoint import load_model
         from .train.models import build_model
 

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from .budget.flags import OneLineParser, UsageError
+from .flags import OneLineParser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:

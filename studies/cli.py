@@ -29,11 +29,11 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from pals_core.budget import AdapterConfig
-from pals_core.budget.flags import add_flags, given_values
+from pals_core.flags import add_flags, given_values
 from pals_core.budget.machine import Machine, default_device
 from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
-from pals_core.budget.units import parse_count, parse_positive_float, parse_positive_int
+from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
 
 from pals_core.data.samplers import SAMPLERS
 from pals_core.train.models import TINY
@@ -89,7 +89,7 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
               "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design")
     add_flags(p, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES,
               title="machine (Machine; shared with pals-budget, where the profile is --device): each constraint "
-              "(budget.constraints: training memory, step time, serving memory) bounds every trial's d_s like the "
+              "(footprint.constraints: training memory, step time, serving memory) bounds every trial's d_s like the "
               "parameter budget, priced at --batch-size sequences of --max-len tokens; stored in the study")
 
 

@@ -19,7 +19,7 @@ from typing import Optional, Union
 
 import optuna
 
-from pals_core.budget.config import design_label
+from pals_core.pricing.config import design_label
 
 from .definitions import Context, Definition
 from .space import cost_of

@@ -17,7 +17,7 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from pals_core.budget import AdapterConfig
-from pals_core.budget.constraints import BY_NAME
+from pals_core.footprint.constraints import BY_NAME
 
 from .definitions import Context, Definition, get_definition
 from .errors import StudyError

@@ -14,7 +14,7 @@ line. Defaults are laptop-sized: a few dozen steps on small GLUE slices.
 pals-study than this one are refused, since this one would not know what they ask for.
 
 ``machine`` holds the study's ``pals_core.budget.machine.Machine`` settings (device profile, precision, and the bound
-of each constraint record, ``pals_core.budget.constraints.CONSTRAINTS``: training memory, step time, serving memory;
+of each constraint record, ``pals_core.footprint.constraints.CONSTRAINTS``: training memory, step time, serving memory;
 None when none was given): the trials' designs must fit them as they fit the parameter budget.
 Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — the step every trial trains — so
 ``Machine.batch`` is not a study flag; its ``device`` is ``--device-profile`` (``pals-study run --device`` is the
@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig, Budget, parse_tasks
 from pals_core.budget.tasks import Task
-from pals_core.budget.flags import flags_of
+from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
 
 SETTINGS_ATTR = "pals_settings"

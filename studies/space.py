@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
-from pals_core.budget.activations import Conditions
-from pals_core.budget.config import design_label
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import design_label
 from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget import (METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks,
                               rows, solve)
@@ -92,7 +92,7 @@ def model_shape(model: Optional[str]) -> BaseModel:
 
 def usable_methods() -> list[str]:
     """Methods the calculator prices and ``MultiTaskBert`` can build (both registries), in the calculator's order."""
-    from pals_core.adapters.registry import ADAPTERS
+    from pals_core.methods.adapters import ADAPTERS
 
     return [name for name in METHODS if name in ADAPTERS]
 

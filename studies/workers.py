@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from pals_core.budget.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
+from pals_core.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
 from pals_core.budget.machine import Machine
 from pals_core.supervise import workers as supervised
 from pals_core.supervise.proof import STUDY_WORKER
@@ -110,7 +110,7 @@ def settings_from_form(definition: str, *, tasks: str, model: Optional[str], bud
     (``--tasks-file``). ``machine``: ``Machine`` field → the text typed for it (empty or the field's default: not
     given), passed as pals-study's machine flags (``--memory``, ``--max-slowdown``, ``--precision``,
     ``--device-profile``)."""
-    from pals_core.budget.flags import flags_of
+    from pals_core.flags import flags_of
 
     from .cli import build_parser, requested_settings
     from .settings import MACHINE_NAMES

@@ -33,5 +33,12 @@ def glue_dir() -> pathlib.Path:
 def token_cache(tmp_path_factory) -> str:
     """One tokenisation cache for every test that trains on real rows without testing the cache itself: an entry is
     keyed by the tokenizer, max_len and the texts (a whole file), so tests share it safely, and a GLUE file is
-    tokenised once per session instead of once per test (seconds each)."""
+    tokenised once per session instead of once per test (seconds each). Under pytest-xdist the workers of one run
+    share it (their base folders sit in the run's own): an entry is written atomically (a temporary folder, then
+    ``os.replace``), so a file is tokenised once per run, not once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER") and base.name.startswith("popen-"):
+        shared = base.parent / "tokcache"
+        shared.mkdir(exist_ok=True)
+        return str(shared)
     return str(tmp_path_factory.mktemp("tokcache"))

@@ -10,10 +10,11 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
-def first_fast(*values) -> list:
-    """Parameters of a test that starts a real console script each (a second or two): the first in every run, the
-    others in the slow set (``make test``)."""
-    return [values[0], *(pytest.param(*v if isinstance(v, tuple) else (v,), marks=pytest.mark.slow) for v in values[1:])]
+def slow_cases(*values) -> list:
+    """Parameters of a test that starts a real console script each (1.5-2 s of a process importing torch): all in
+    the slow set (``make test``), which keeps ``make test-fast`` under a minute on 2 cores (issue #28). The fast set
+    keeps pals-train's in-process refusals (tests/test_run_folders.py, tests/test_seeds.py)."""
+    return [pytest.param(*v if isinstance(v, tuple) else (v,), marks=pytest.mark.slow) for v in values]
 
 
 def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -21,7 +22,7 @@ def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, cwd=cwd)
 
 
-@pytest.mark.parametrize("extra", first_fast(["--method", "pals", "--d-s", "24", "--seeds", "0"], ["--method", "separate"],
+@pytest.mark.parametrize("extra", slow_cases(["--method", "pals", "--d-s", "24", "--seeds", "0"], ["--method", "separate"],
                                               ["--method", "separate", "--seeds", "0,1"]))
 def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra):
     """`mkdir f; echo precious > f/summary.json; pals-train … --seeds 0 --out f` overwrote the user's files."""
@@ -36,7 +37,7 @@ def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir,
     assert sorted(p.name for p in f.iterdir()) == ["progress.json", "summary.json"]
 
 
-@pytest.mark.parametrize("flag, seed", first_fast(("--seed", str(2 ** 63)), ("--seed", str(2 ** 64)),
+@pytest.mark.parametrize("flag, seed", slow_cases(("--seed", str(2 ** 63)), ("--seed", str(2 ** 64)),
                                                  ("--seeds", f"0,{2 ** 63}")))
 def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed):
     out = pals_train("--model", "tiny", "--tasks", "rte", "--steps", "2", "--method", "shared", flag, seed,
@@ -45,7 +46,7 @@ def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, 
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("budget", first_fast(["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]))
+@pytest.mark.parametrize("budget", slow_cases(["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]))
 def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget):
     out = pals_train("--model", "tiny", "--tasks", "rte,stsb", "--steps", "2", "--method", "separate", *budget,
                      "--out", str(tmp_path / "sep"), "--glue-dir", str(glue_dir), cwd=tmp_path)
@@ -109,7 +110,7 @@ def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, c
     2·10¹² parameters); every one is one line now."""
     import json
 
-    from pals_core.budget.cli import main
+    from pals_core.budget_cli import main
 
     f = tmp_path / "config.json"
     f.write_text(json.dumps({**SMALL[family], **fields}))
@@ -118,7 +119,7 @@ def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, c
     assert err.count("\n") == 1 and needle in err, err
 
 
-@pytest.mark.parametrize("rate", first_fast(2.0, float("nan"), -0.5))
+@pytest.mark.parametrize("rate", slow_cases(2.0, float("nan"), -0.5))
 def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_path, rate):
     """pals-budget refused it; pals-train and pals-study read the same config through the same reader now."""
     import json
@@ -153,6 +154,7 @@ def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FOLDER", "default.json"]
 
 
+@pytest.mark.slow  # a pals-train process that reads an MPNet config (~3 s)
 def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path):
     """An MPNet folder without its tokenizer files ended in a tokenizers traceback after the run folder was made."""
     import json

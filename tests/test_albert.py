@@ -22,8 +22,8 @@ from transformers import AutoConfig, AutoModel
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import (METHODS, PRESETS, at_size, base_params, design, from_hf_config, get_method, load_model,
                               parse_tasks)
-from pals_core.budget.memory import activation_bytes, memory_train
-from pals_core.budget.models import PRESET_CONFIGS, conditions_from_config
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.families.models import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
 from pals_core.flops import count_forward_flops, count_predict_all_flops
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
@@ -58,7 +58,7 @@ def test_the_folder_is_registered_by_its_one_line():
     from pals_core.budget.families import get_family_for
     from pals_core.families import PACKAGES
     from pals_core.families.albert import presets, trunk
-    from pals_core.trunks import TRUNKS
+    from pals_core.families.trunks import TRUNKS
 
     assert PACKAGES.count("albert") == 1
     assert get_family_for("albert") is FAMILY and TRUNKS["albert"] is trunk.TRUNK
@@ -109,7 +109,7 @@ def test_ca_mtl_is_refused_in_one_line_with_the_reason():
     with pytest.raises(ValueError, match="does not apply") as e:
         MultiTaskBert.from_base_config(_hf_config(dict(SHAPE)), AdapterConfig(method="ca_mtl", d_s=8), TASKS)
     assert "\n" not in str(e.value) and CA_MTL_REASON in str(e.value)
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", "albert-base-v2", "--method", "ca_mtl",
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", "albert-base-v2", "--method", "ca_mtl",
                           "--budget", "1.13"], capture_output=True, text=True, timeout=60)
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and out.stdout == "" and len(lines) == 1 and CA_MTL_REASON in lines[0]
@@ -127,7 +127,7 @@ def test_pals_budget_prices_an_albert_config_json_without_torch(tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps(dict(PRESET_CONFIGS["albert-base-v2"], architectures=["AlbertForMaskedLM"])))
     code = ("import sys\n"
-            "from pals_core.budget.cli import run\n"
+            "from pals_core.budget_cli import run\n"
             f"out = run(['--model', {str(path)!r}, '--tasks', 'rte,stsb', '--budget', '1.13', '--method', 'pals', '--json'])\n"
             "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
             "assert not heavy, heavy\n"

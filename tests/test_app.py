@@ -615,7 +615,7 @@ def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
     """Issue 11 item 7: the page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
     from pals_core.budget import base_params
     from pals_core.budget.costs import embedding_params
-    from pals_core.budget.units import human
+    from pals_core.pricing.units import human
 
     app.sidebar.selectbox(key="model").set_value("xlm-roberta-base").run()
     before = metric(app, "solved d_s")

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from pals_core.budget import (METHODS, PRESETS, AdapterConfig, BaseModel, Budget, at_size, base_params, design,
                               forward_flops, paper_reproduction, parse_tasks, resolve_layers, rows, solve)
-from pals_core.budget.units import parse_count
+from pals_core.pricing.units import parse_count
 
 BERT = PRESETS["bert-base-uncased"]
 TINY = BaseModel("t", hidden=10, layers=4, heads=2, intermediate=20, vocab=50, positions=16, token_types=2)

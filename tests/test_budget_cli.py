@@ -6,16 +6,16 @@ import sys
 
 import pytest
 
-from pals_core.budget.cli import main
+from pals_core.budget_cli import main
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "pals_core.budget.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "pals_core.budget_cli", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_budget_never_imports_torch():
     code = ("import sys, pals_core.budget, pals_core\n"
-            "from pals_core.budget.cli import run\n"
+            "from pals_core.budget_cli import run\n"
             "run(['--tasks', '8', '--budget', '1.13']); run(['--paper'])\n"
             "heavy = [m for m in ('torch', 'transformers', 'numpy', 'pandas') if m in sys.modules]\n"
             "assert not heavy, heavy")
@@ -174,12 +174,12 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(columns):
     import os
 
     env = {**os.environ, "COLUMNS": columns}
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--tasks", "8", "--budget", "1.13"],
+    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert max(len(line) for line in p.stdout.splitlines()) <= int(columns)
     assert "method" in p.stdout and "fits" in p.stdout and "× base" in p.stdout
-    wide = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--tasks", "8", "--budget", "1.13", "--wide"],
+    wide = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13", "--wide"],
                           capture_output=True, text=True, env=env, timeout=60)
     header = next(line for line in wide.stdout.splitlines() if line.startswith("method"))
     assert all(c in header for c in ("all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total"))

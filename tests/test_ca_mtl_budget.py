@@ -3,8 +3,8 @@ import pytest
 
 from pals_core.budget import (AdapterConfig, BaseModel, Budget, at_size, base_params, breakdown, check_config, design,
                               parse_tasks, rows, solve)
-from pals_core.budget.method import bert_layer_flops
-from pals_core.budget.cli import main as budget_main
+from pals_core.pricing.method import bert_layer_flops
+from pals_core.budget_cli import main as budget_main
 
 # d = 10, L = 4, d_ff = 20, V + P + Y = 68
 TINY = BaseModel("t", hidden=10, layers=4, heads=2, intermediate=20, vocab=50, positions=16, token_types=2)

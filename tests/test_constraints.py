@@ -1,4 +1,4 @@
-"""The machine constraints are records (``pals_core.budget.constraints.CONSTRAINTS``, docs/design.md §20): each is read
+"""The machine constraints are records (``pals_core.footprint.constraints.CONSTRAINTS``, docs/design.md §20): each is read
 the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the solver sizes d_s to the
 tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is one line, exit 2.
 The address reads every key with the CLIs' own parsers (no second parser)."""
@@ -17,13 +17,13 @@ from transformers import BertConfig
 from explorer import address, calc
 from explorer.inputs import TINY, RawInputs, bound_key, parse_bound, parse_inputs
 from pals_core.budget import AdapterConfig, Budget, design, evaluate, from_hf_config, parse_tasks, rows
-from pals_core.budget.activations import Conditions
-from pals_core.budget.cli import build_parser, run
-from pals_core.budget.constraints import BY_FIELD, CONSTRAINTS, PARAMS
-from pals_core.budget.flags import flags_of, given_values
+from pals_core.pricing.activations import Conditions
+from pals_core.budget_cli import build_parser, run
+from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
+from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
-from pals_core.budget.memory import inference_activation_bytes, memory_infer
-from pals_core.budget.models import PRESETS
+from pals_core.footprint.memory import inference_activation_bytes, memory_infer
+from pals_core.families.models import PRESETS
 from pals_core.memory_probe import inference_peak_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def test_a_bound_reads_the_same_from_the_cli_the_sidebar_and_the_address(field, 
 
 @pytest.mark.parametrize("field,text", [(f, t) for f in BAD for t in BAD[f]])
 def test_a_bad_bound_is_one_line_everywhere(field, text, capsys):
-    from pals_core.budget.cli import main
+    from pals_core.budget_cli import main
 
     flag = f"--{field.replace('_', '-')}"
     assert main(["--budget", "1.1", f"{flag}={text}"]) == 2

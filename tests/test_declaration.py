@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pals_core.budget import METHODS, AdapterConfig, Budget, get_method
-from pals_core.budget.cli import build_parser as budget_parser
-from pals_core.budget.config import NAMED_LOCATIONS
-from pals_core.budget.flags import flags_of, given_values
+from pals_core.budget_cli import build_parser as budget_parser
+from pals_core.pricing.config import NAMED_LOCATIONS
+from pals_core.flags import flags_of, given_values
 from pals_core.tasks.glue import GLUE_TASKS
 from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
@@ -140,7 +140,7 @@ def tiny_config(tmp_path_factory):
 
 
 def _priced(tiny_config, cfg: AdapterConfig) -> dict:
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", str(tiny_config), "--tasks",
+    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", str(tiny_config), "--tasks",
                         ",".join(TASKS), *cfg.to_argv(), "--json"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     [row] = json.loads(p.stdout)["rows"]
@@ -178,7 +178,7 @@ def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_
 
 @pytest.mark.parametrize("method", [m for m in METHODS if not get_method(m).sized])
 def test_sizeless_methods_are_priced_without_a_budget(method):
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--method", method, "--tasks", "3", "--json"],
+    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--method", method, "--tasks", "3", "--json"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     [row] = json.loads(p.stdout)["rows"]

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pals_core.budget import PRESETS, AdapterConfig, Budget, design, from_hf_config, parse_tasks, resolve_layers, rows
-from pals_core.budget.limits import MAX_D_S, MAX_LAYERS, MAX_RATIO
+from pals_core.pricing.limits import MAX_D_S, MAX_LAYERS, MAX_RATIO
 from explorer.inputs import UPLOAD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ TASKS = parse_tasks("8")
 
 
 def budget_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pals_core.budget.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pals_core.budget_cli", *map(str, args)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 

@@ -22,7 +22,7 @@ import torch
 from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.adapters import ADAPTERS
+from pals_core.methods.adapters import ADAPTERS
 from pals_core.budget import METHODS, at_size, design, from_hf_config, get_method, parse_tasks, rows
 from pals_core.budget.families import get_family
 from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas

@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import figures, inputs
 from explorer.inputs import TASKS_FILE
 from pals_core.budget import display
-from pals_core.budget.cli import run as pals_budget
+from pals_core.budget_cli import run as pals_budget
 from pals_core.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]

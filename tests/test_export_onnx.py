@@ -340,8 +340,8 @@ def test_a_model_built_in_memory_traces_to_a_graph_too(tmp_path):
         assert all(np.abs(g - want[t].numpy()).max() < 1e-5 for g, t in zip(got, outputs))
 
 
-@pytest.mark.parametrize("family, method", [pytest.param(*c, marks=() if c in FAST else pytest.mark.slow)
-                                            for c in CASES])
+@pytest.mark.slow  # 3-10 s a design (training, tracing, onnxruntime); the fast suite exports through the tests above
+@pytest.mark.parametrize("family, method", CASES)
 def test_every_design_exports_to_onnx_with_torchs_logits(family, method, data, checkpoints, tmp_path):
     run = trained_run(tmp_path / "run", data, checkpoints(family), adapter_for(method))
     model = MultiTaskModel.from_run(run)

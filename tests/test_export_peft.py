@@ -163,8 +163,9 @@ def check_run(run: Path, out: Path, dev: dict) -> None:
             assert np.abs(got - want).max() < 1e-5, (name, task, np.abs(got - want).max())
 
 
-# --- fast: one LoRA run of BERT, one IA³ run of RoBERTa ----------------------------------------------------------
+# --- one LoRA run of BERT, one IA³ run of RoBERTa (slow: a training and two exports each, ~6 s) -----------------
 
+@pytest.mark.slow
 def test_lora_on_bert_top_layers_exports_to_peft_and_hf_with_the_runs_logits(data, checkpoints, tmp_path):
     f, dev = data
     run = trained_run(tmp_path, f, checkpoints("bert"), AdapterConfig(method="lora", d_s=4, location="top", lora_alpha=8))
@@ -176,6 +177,7 @@ def test_lora_on_bert_top_layers_exports_to_peft_and_hf_with_the_runs_logits(dat
     assert (tmp_path / "out" / "peft" / "intent" / "adapter_model.safetensors").is_file()
 
 
+@pytest.mark.slow
 def test_ia3_on_roberta_with_per_task_poolers_exports_to_peft_and_hf_with_the_runs_logits(data, checkpoints, tmp_path):
     f, dev = data
     run = trained_run(tmp_path, f, checkpoints("roberta"), AdapterConfig(method="ia3", per_task_pooler=True))

@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModel
 from pals_core.budget import PRESETS, base_params, from_hf_config, load_model
 from pals_core.budget.costs import embedding_params
 from pals_core.budget.families import FAMILIES, MODEL_TYPES
-from pals_core.budget.models import PRESET_CONFIGS
+from pals_core.families.models import PRESET_CONFIGS
 
 # Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
 PUBLISHED = {
@@ -77,7 +77,7 @@ def test_unsupported_model_type_is_refused_never_priced_as_bert(tmp_path):
     assert all(t in str(e.value) for t in MODEL_TYPES)
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", str(path), "--budget", "1.1"],
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", str(path), "--budget", "1.1"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
@@ -106,7 +106,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
     assert budget_from_flags("1.13", of="non-embedding") == budget
     with pytest.raises(ValueError, match="applies to a ratio budget"):
         budget_from_flags(extra="15M", of="non-embedding")
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", "xlm-roberta-base", "--budget", "1.13",
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", "xlm-roberta-base", "--budget", "1.13",
                           "--budget-of", "non-embedding", "--method", "pals", "--json"], capture_output=True, text=True)
     row = json.loads(out.stdout)
     assert row["budget"]["of"] == "non-embedding" and row["rows"][0]["d_s"] == cost.d_s

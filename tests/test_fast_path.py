@@ -21,13 +21,13 @@ from dataclasses import replace
 import pytest
 
 from pals_core.budget import METHODS, PRESETS, AdapterConfig, Budget, design, parse_tasks, rows
-from pals_core.budget.activations import Conditions
-from pals_core.budget.cli import build_parser, main, terminal_width
+from pals_core.pricing.activations import Conditions
+from pals_core.budget_cli import build_parser, main, terminal_width
 from pals_core.budget.families import get_family
 from pals_core.budget.machine import Machine
-from pals_core.budget.memory import activation_bytes, trace_forward
-from pals_core.budget.models import conditions_for_model
-from pals_core.budget.timing import DeviceProfile, load_profile, step_seconds, work_seconds
+from pals_core.footprint.memory import activation_bytes, trace_forward
+from pals_core.families.models import conditions_for_model
+from pals_core.footprint.timing import DeviceProfile, load_profile, step_seconds, work_seconds
 from pairwise import grid
 
 CPU = DeviceProfile("cpu-test", "cpu", matmul_flops=8e10, bandwidth=1.6e10, kernel_overhead_s=6e-6,
@@ -134,7 +134,7 @@ def test_the_console_entry_answers_as_main(capsys):
     argv = ["--tasks", "8", "--budget", "1.13", "--wide"]
     assert main(argv) == 0
     want = capsys.readouterr().out
-    code = "import sys; from pals_core.budget.cli import console; sys.exit(console())"
+    code = "import sys; from pals_core.budget_cli import console; sys.exit(console())"
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr

@@ -12,9 +12,9 @@ from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import Budget, load_model, parse_tasks, rows
-from pals_core.budget.cli import main, run
+from pals_core.budget_cli import main, run
 from pals_core.budget.machine import Machine, parse_memory
-from pals_core.budget.timing import DeviceProfile, builtin_devices, load_profile
+from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
 
 torch.set_num_threads(1)
@@ -191,8 +191,8 @@ def test_family_presets_take_memory_and_slowdown_budgets(preset):
 
 def test_presets_read_their_family_conditions():
     """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
-    from pals_core.budget.activations import Conditions
-    from pals_core.budget.models import conditions_for_model
+    from pals_core.pricing.activations import Conditions
+    from pals_core.families.models import conditions_for_model
 
     assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
     assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0
@@ -207,9 +207,9 @@ def test_time_model_prices_narrow_attention_heads():
     cpu = DeviceProfile("cpu", "cpu", matmul_flops=8e10, bandwidth=1.6e10, kernel_overhead_s=6e-6, rng_s_per_element=7e-9,
                         special_s_per_element=8e-10, flash_forward=(2.4e-9, 1.9e-11), flash_backward=(9e-9, 1.7e-11))
     [pals] = rows(load_model("minilm"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
-    from pals_core.budget.timing import step_seconds
+    from pals_core.footprint.timing import step_seconds
     from pals_core.budget.costs import design
-    from pals_core.budget.activations import Conditions
+    from pals_core.pricing.activations import Conditions
     m, tasks = load_model("minilm"), parse_tasks(8)
     base = step_seconds(design(m, tasks[:1], AdapterConfig(method="shared"), seq_len=128), None, 4, Conditions(), cpu)
     t = step_seconds(design(m, tasks, AdapterConfig(method="pals", d_s=pals.d_s), seq_len=128), pals.d_s, 4, Conditions(), cpu)

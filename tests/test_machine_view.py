@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pals_core.budget import PRESETS, AdapterConfig, Budget, design, parse_tasks, solve
-from pals_core.budget.activations import Conditions
+from pals_core.pricing.activations import Conditions
 from pals_core.budget.machine import Machine, resources
 
 from test_app import APP, fig, page_errors, show
@@ -68,7 +68,7 @@ TINY_MODERNBERT = dict(model_type="modernbert", hidden_size=24, num_hidden_layer
 def _cli_row(tmp_path, config: dict, name: str) -> dict:
     """``pals-budget --model <config.json> --json`` at the view's defaults (8 GLUE tasks, ratio 1.13, h100, B = 32):
     its pals @ all row."""
-    from pals_core.budget.cli import run
+    from pals_core.budget_cli import run
 
     path = tmp_path / name / "config.json"
     path.parent.mkdir()
@@ -130,7 +130,7 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
     from explorer import calc
     from explorer.inputs import EMBEDDED, LOCAL, TINY, UPLOAD, RawInputs, parse_inputs
     from pals_core.budget.machine import time_ratio
-    from pals_core.budget.models import conditions_for_model, conditions_from_config
+    from pals_core.families.models import conditions_for_model, conditions_from_config
     from pals_core.train.models import model_conditions
 
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))

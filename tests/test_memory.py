@@ -22,9 +22,9 @@ from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import METHODS, design, evaluate, from_hf_config, get_method, parse_tasks
-from pals_core.budget.activations import Conditions
-from pals_core.budget.models import conditions_from_config
-from pals_core.budget.memory import activation_bytes, memory_train
+from pals_core.pricing.activations import Conditions
+from pals_core.families.models import conditions_from_config
+from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.budget.families import get_family
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.model import _hf_config

@@ -13,7 +13,7 @@ from pals_core.methods import PACKAGES
 
 
 def test_both_registries_hold_the_same_methods_in_the_order_of_the_one_list():
-    from pals_core.adapters import ADAPTERS
+    from pals_core.methods.adapters import ADAPTERS
 
     assert list(ADAPTERS) == list(METHODS)
     assert len(PACKAGES) == len(set(PACKAGES))
@@ -36,5 +36,5 @@ def test_a_module_file_imported_first_registers():
     """Every module.py imports the torch base the same way; CA-MTL's also imports its cost.py (one interpreter:
     importing torch costs seconds)."""
     _fresh("from pals_core.methods.ca_mtl import module\n"
-           "from pals_core.adapters import ADAPTERS\n"
+           "from pals_core.methods.adapters import ADAPTERS\n"
            "assert [s.name for s in module.ADAPTERS] == ['ca_mtl'] and ADAPTERS['ca_mtl'] is module.ADAPTERS[0]\n")

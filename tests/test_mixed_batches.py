@@ -41,7 +41,7 @@ def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, t
     from pals_core.train.rundir import RunDir
     from pals_core.train.trainer import _Run, resolve
 
-    cfg = resolve(config(tmp_path / "run", token_cache, "mt_uncertainty", grad_clip=None))
+    cfg = resolve(config(tmp_path / "run", token_cache, "mt_uncertainty", grad_clip=None, tasks=["rte", "stsb"]))
     r = _Run(cfg, RunDir(cfg.out), False, None)
     r.setup(resume=False)
     r.model.train()

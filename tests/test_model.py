@@ -71,7 +71,7 @@ def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
     """The encoder's copy of BertLayer.forward, with a TaskAdapter whose hooks are all at their defaults, computes
     bit for bit what the plain transformers BertLayer computes (padding present, so the mask matters)."""
     from pals_core.adapters import TaskAdapter
-    from pals_core.trunks import trunk_for
+    from pals_core.families.trunks import trunk_for
 
     torch.manual_seed(0)
     trunk = BertModel(BertConfig(**TINY, attn_implementation=attn), add_pooling_layer=False).eval()

@@ -69,8 +69,18 @@ def pals_predict(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def predict_here(capsys, *args: str) -> tuple[int, str]:
+    """pals-predict's main() in this process: (exit status, stderr). The same command as the installed script, without
+    the seconds a new process takes to import torch; one test runs the installed script itself."""
+    from pals_core.predict_cli import main
+
+    capsys.readouterr()
+    code = main([*args, "--no-progress"])
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.slow
-def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained, tmp_path):
+def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained, tmp_path, capsys):
     run, f, summary = trained
     records = read_tasks_file(f)
     out = pals_predict(str(run), "--input", records["intent"].dev, "--out", str(tmp_path / "intent.csv"),
@@ -86,14 +96,16 @@ def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained
     probs = np.array([[float(got[f"intent_prob_{name}"][i]) for name in labels] for i in range(len(y))])
     assert np.allclose(probs.sum(axis=1), 1.0) and np.allclose(probs.max(axis=1), [float(p) for p in got["intent_prob"]])
 
-    out = pals_predict(str(run), "--input", records["score"].dev, "--out", str(tmp_path / "score.jsonl"), "--tasks", "score")
-    assert out.returncode == 0, out.stderr
+    code, err = predict_here(capsys, str(run), "--input", records["score"].dev, "--out", str(tmp_path / "score.jsonl"),
+                             "--tasks", "score")
+    assert code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "score.jsonl").read_text().splitlines()]
     values = np.array([r["score"] for r in rows], dtype=np.float32)
     assert task_scores(records["score"], {"": (values, np.array([r["y"] for r in rows]))}, 1) == summary["scores"]["score"]
 
-    out = pals_predict(str(run), "--input", records["tags"].dev, "--out", str(tmp_path / "tags.parquet"), "--tasks", "tags")
-    assert out.returncode == 0, out.stderr
+    code, err = predict_here(capsys, str(run), "--input", records["tags"].dev, "--out", str(tmp_path / "tags.parquet"),
+                             "--tasks", "tags")
+    assert code == 0, err
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "tags.parquet").to_pydict()
@@ -122,7 +134,7 @@ def test_from_run_predicts_texts_with_labels_and_probabilities(trained):
 
 
 @pytest.mark.slow
-def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, tmp_path):
+def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, tmp_path, capsys):
     run, f, _ = trained
     records = read_tasks_file(f)
     dev = read_columns(records["intent"].dev, ["message"]).values["message"]
@@ -132,12 +144,12 @@ def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, t
         w.writerow(["text", "task"])
         for i, t in enumerate(dev):
             w.writerow([t, ("intent", "tags")[i % 2]])
-    mixed = pals_predict(str(run), "--input", str(requests), "--out", str(tmp_path / "mixed.jsonl"),
-                         "--task-column", "task", "--text", "text")
-    assert mixed.returncode == 0, mixed.stderr
-    alone = pals_predict(str(run), "--input", str(requests), "--out", str(tmp_path / "alone.jsonl"),
-                         "--tasks", "intent,tags", "--text", "text")
-    assert alone.returncode == 0, alone.stderr
+    code, err = predict_here(capsys, str(run), "--input", str(requests), "--out", str(tmp_path / "mixed.jsonl"),
+                             "--task-column", "task", "--text", "text")
+    assert code == 0, err
+    code, err = predict_here(capsys, str(run), "--input", str(requests), "--out", str(tmp_path / "alone.jsonl"),
+                             "--tasks", "intent,tags", "--text", "text")
+    assert code == 0, err
     m = [json.loads(x) for x in (tmp_path / "mixed.jsonl").read_text().splitlines()]
     a = [json.loads(x) for x in (tmp_path / "alone.jsonl").read_text().splitlines()]
     for x, y in zip(m, a):
@@ -157,12 +169,12 @@ def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, t
     (["--input", "{dev}", "--text", "message"], "task 'score' reads a pair of texts: give --text-pair"),
     (["--input", "{dev}", "--task-column", "message"], "is not one of"),
 ])
-def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle):
+def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle, capsys):
     run, f, _ = trained
     dev = read_tasks_file(f)["intent"].dev
-    out = pals_predict(str(run), *[a.format(dev=dev) for a in args], "--out", str(tmp_path / "p.csv"))
-    assert out.returncode == 2 and needle in out.stderr, out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    code, err = predict_here(capsys, str(run), *[a.format(dev=dev) for a in args], "--out", str(tmp_path / "p.csv"))
+    assert code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "p.csv").exists()
 
 

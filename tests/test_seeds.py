@@ -142,7 +142,7 @@ def lines(p):
 
 @needs_glue
 @pytest.mark.slow
-def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, token_cache):
+def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, token_cache, capsys, monkeypatch):
     cache = token_cache
     ref = tmp_path / "ref"
     p = cli(*COMMON, "--seeds", "0,1", "--jobs", "2", "--out", str(ref), cache=cache)
@@ -184,12 +184,18 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
     for key in ("seeds", "average", "scores", "params"):
         assert a[key] == b[key], key
 
-    # resuming with other settings, or starting over an existing run, is refused with one line
+    # resuming with other settings, or starting over an existing run, is refused with one line (the command's own
+    # main() in this process: a refusal happens before any training, so a process of its own would only add seconds)
+    from pals_core.train.cli import main
+
+    monkeypatch.setenv("PALS_GLUE_DIR", str(GLUE))
     for argv in (["--resume", "--out", str(out_dir), "--lr", "0.5"], [*COMMON, "--seeds", "0,1", "--out", str(out_dir)],
                  ["--resume", "--out", str(out_dir), "--seeds", "0,1,2"]):
-        bad = cli(*argv, cache=cache)
-        _, err = bad.communicate(timeout=300)
-        assert bad.returncode == 2 and len(err.strip().splitlines()) == 1, err
+        capsys.readouterr()
+        code = main([*argv, "--cache-dir", cache])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert read(out_dir / "summary.json")["seeds"] == [0, 1]  # the refused commands left the finished run as it was
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -10,7 +10,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from pals_core.budget import from_hf_config
-from pals_core.budget.cli import main as pals_budget
+from pals_core.budget_cli import main as pals_budget
 from pals_core.budget.families import get_family
 
 torch.set_num_threads(1)

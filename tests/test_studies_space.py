@@ -6,7 +6,7 @@ import optuna
 import pytest
 
 from pals_core.budget import AdapterConfig, Budget, get_method
-from pals_core.budget.config import design_label
+from pals_core.pricing.config import design_label
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import resolve
 from studies.definitions import DEFINITIONS, Context, get_definition

@@ -253,7 +253,7 @@ def test_pals_budget_prices_each_head_from_its_label_count(tmp_path):
 def test_pals_budget_never_imports_torch_for_a_tasks_file(tmp_path):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
     f = write_tasks(tmp_path, {"intent": {"train": "intent.csv", "text": "message", "label": "intent"}})
-    code = ("import sys; from pals_core.budget.cli import run; "
+    code = ("import sys; from pals_core.budget_cli import run; "
             f"run(['--tasks-file', {str(f)!r}, '--budget', '1.13']); "
             "assert not [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules], sys.modules.keys()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pals_core.budget.config import AdapterConfig
+from pals_core.pricing.config import AdapterConfig
 from pals_core.data.glue import read_tsv
 from pals_core.data.load import load_tasks, load_tokenizer
 from pals_core.tasks import read_tasks_file

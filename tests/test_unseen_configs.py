@@ -13,7 +13,7 @@ from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is pr
 
 ``test_every_method_on_another_activation`` runs a pairwise covering set of configurations × methods (every method
 on every activation and in every family, tests/pairwise.py); ``PALS_FULL_GRID=1`` runs the full product.
-``test_every_activation_keeps_what_the_table_says`` holds ``budget.activations.ACTIVATIONS`` to torch for every
+``test_every_activation_keeps_what_the_table_says`` holds ``pricing.activations.ACTIVATIONS`` to torch for every
 activation transformers names (SPEC §9; README "What a config may hold").
 """
 from __future__ import annotations
@@ -31,12 +31,12 @@ from transformers.activations import ACT2CLS, ACT2FN
 
 from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
-from pals_core.budget.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
-from pals_core.budget.models import conditions_from_config
-from pals_core.budget.cli import main as pals_budget
+from pals_core.pricing.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
+from pals_core.families.models import conditions_from_config
+from pals_core.budget_cli import main as pals_budget
 from pals_core.budget.families import get_family
-from pals_core.budget.memory import activation_bytes, memory_train
-from pals_core.budget.poly import Poly
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.pricing.poly import Poly
 from pals_core.flops import count_forward_flops
 from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
 from pairwise import grid
@@ -357,7 +357,7 @@ def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):
     """The real process: exit 2, one stderr line naming the option and its value, no traceback."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_config_json("modernbert", _fields("modernbert", dict(head_dim=4)))))
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget.cli", "--model", str(path)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", str(path)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "head_dim 4" in out.stderr and "Traceback" not in out.stderr

@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from ..budget.config import AdapterConfig
+from ..pricing.config import AdapterConfig
 
 
 Mask = Any

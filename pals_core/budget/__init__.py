@@ -1,21 +1,24 @@
 """The closed-form parameter and FLOP calculator and its budget solver. Pure Python: no torch.
 
-Method-independent here (``Method``/``Part`` and the counting helpers in ``method.py``, the registry
-``METHODS`` and the design checks in ``methods.py``); each method's own parts live in
-``pals_core/methods/<name>/cost.py``.
+It stands above what it prices (docs/design.md §15): the vocabulary of a price (``Method``/``Part``, ``Poly``,
+``AdapterConfig``, ``BaseModel``: ``pals_core.pricing``), the families (``pals_core.families``: ``PRESETS``,
+``load_model``), the methods (``pals_core.methods``: ``METHODS``, each method's parts in ``<name>/cost.py``) and
+memory and time (``pals_core.footprint``); this package holds the cost model (``costs``), the solver (``solver``),
+the design checks (``methods``), a machine's pricing (``machine``) and the rows (``table``), and hands on the
+public names of the floors below. The command ``pals-budget`` is ``pals_core/budget_cli.py``.
 
     >>> from pals_core.budget import load_model, parse_tasks, rows, Budget
     >>> r = rows(load_model("bert-base-uncased"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
     >>> r[0].d_s
     192
 """
-from .config import AdapterConfig
+from ..pricing.config import AdapterConfig
 from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, default_seq_len,
                     design, evaluate, forward_flops, head_params, pooler_params)
-from .method import Method, Part
+from ..pricing.method import Method, Part
 from .methods import METHODS, check_config, get_method, location_label, resolve_layers
-from .models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
-from .poly import Poly
+from ..families.models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
+from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
 from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks, tasks_of_records

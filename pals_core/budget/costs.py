@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Optional, Sequence
 
-from .config import AdapterConfig, format_location
-from .families import get_family
-from .method import Method, Part, linear
+from ..pricing.config import AdapterConfig, format_location
+from ..families.registry import get_family
+from ..pricing.method import Method, Part, linear
 from .methods import check_config, label_of
-from .shape import BaseModel
-from .poly import Poly
+from ..pricing.shape import BaseModel
+from ..pricing.poly import Poly
 from .tasks import Task
 
 CONVENTIONS = ("exact", "paper")

@@ -3,7 +3,7 @@ constraint of ``constraints.CONSTRAINTS`` (training memory, step time, serving m
 One declaration: each field is a flag of every CLI that adds it (``flags.add_flags``). ``resources`` prices a design
 on it and checks every bound; ``constrain`` is the solver's side of the bounds (each record's ``size``).
 
-    memory_train, memory_infer   (``budget.memory``)           time_step_s, time_ratio   (``budget.timing``)
+    memory_train, memory_infer   (``footprint.memory``)           time_step_s, time_ratio   (``footprint.timing``)
     time_ratio = step time of the design / step time of the base model with one task head (the whole model trained)
 """
 from __future__ import annotations
@@ -12,14 +12,17 @@ from dataclasses import field, make_dataclass, replace
 from functools import lru_cache
 from typing import Optional
 
-from .activations import Conditions
+from ..families.models import conditions_for_model
+from ..families.registry import get_family, replay_of
+from ..footprint.constraints import CONSTRAINTS, PARAMS, Constraint, Pricing, largest_root, train_memory_poly
+from ..footprint.memory import PRECISIONS, memory_infer, memory_train
+from ..footprint.timing import DeviceProfile, builtin_devices, design_step_poly, load_profile, local_profile_path, step_seconds
+from ..pricing.activations import Conditions
+from ..pricing.config import AdapterConfig
+from ..pricing.poly import Poly
+from ..pricing.units import MIN_BARE_BYTES, parse_memory
+from .costs import design, evaluate
 
-from .models import conditions_for_model
-from .constraints import CONSTRAINTS, PARAMS, Constraint, Pricing, largest_root, train_memory_poly
-from .memory import PRECISIONS, memory_infer, memory_train
-from .poly import Poly
-from .units import MIN_BARE_BYTES, parse_memory
-from .timing import DeviceProfile, builtin_devices, design_step_poly, load_profile, local_profile_path, step_seconds
 
 def _positive_int(text) -> int:
     value = int(str(text).strip())
@@ -85,9 +88,6 @@ def _on_device(base: Conditions, backend: str, float_bytes: int) -> Conditions:
 
 def _base_design(ds):
     """The base model with one task head (``shared``, nothing frozen): the reference of ``time_ratio``."""
-    from .config import AdapterConfig
-    from .costs import design
-
     return design(ds.model, ds.tasks[:1], AdapterConfig(method="shared"), convention=ds.convention, seq_len=ds.seq_len)
 
 
@@ -123,8 +123,6 @@ def exact(ds):
     """The same design counted in the exact convention (memory holds every parameter), remembered per design."""
     if ds.convention == "exact":
         return ds
-    from .costs import design
-
     key = (ds.model, ds.tasks, repr(ds.config), ds.seq_len)
     found = _EXACT.get(key)
     if found is None:
@@ -141,8 +139,6 @@ _EXACT: dict = {}
 def resources(cost, ds, machine: Machine, model_cond: Conditions, profile: Optional[DeviceProfile] = None) -> None:
     """Fill ``cost``'s memory_train, memory_infer, time_step_s and time_ratio (at ``cost.d_s``); ``profile``: the
     machine's device profile, when the caller holds it already."""
-    from .costs import evaluate
-
     profile = profile or machine.profile()
     cond = machine.conditions(model_cond, profile)
     s = cost.d_s
@@ -176,17 +172,13 @@ def time_poly(ds, machine: Machine, cond: Conditions, profile: Optional[DevicePr
 
 
 def supported(ds) -> bool:
-    """The design's family has a ``Replay`` (``budget.families``): its memory and step time are modelled."""
-    from .families import get_family
-
+    """The design's family has a ``Replay`` (``pals_core.families.registry``): its memory and step time are modelled."""
     return get_family(getattr(ds.model, "family", "bert")).replay is not None
 
 
 def check_supported(ds, machine: Machine) -> None:
     given = [c for c, _ in machine.bounds()]
     if not supported(ds) and given:
-        from .memory import replay_of
-
         try:
             replay_of(ds.model)
         except ValueError as e:
@@ -198,8 +190,6 @@ def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: boo
     """Fill ``cost``'s machine figures; for a ``solved`` sized design, lower d_s to what the memory and time budgets
     allow too (closed form: both are quadratics in d_s) and say which constraint binds. ``profile``: the machine's
     device profile, when the caller holds it (a table reads it once for all its rows)."""
-    from .costs import evaluate
-
     check_supported(ds, machine)
     if not supported(ds):
         return cost

@@ -1,27 +1,16 @@
-"""Every adapter method the calculator prices (``METHODS``, name → ``Method``) and the checks of a design.
+"""The checks of a design against its method and base model (``check_config``, ``resolve_layers``, labels).
 
-The methods are found from the one list ``pals_core.methods.PACKAGES``: each package's ``cost.py``
-declares its ``Method`` records in ``METHODS`` (``pals_core/budget/method.py`` says what a record
-holds); the order of that list is the order of every table. Loading them imports no torch.
+The methods themselves (``METHODS``, ``get_method``: every package's ``cost.py``) are collected a floor below, in
+``pals_core.methods.registry``; this module hands them on to the calculator.
 """
 from __future__ import annotations
 
-from ..methods import collect
-from .config import AdapterConfig, design_label, format_location
-from .flags import register_choices
-from .method import Method
-from .shape import BaseModel
-
-
-METHODS: dict[str, Method] = collect("cost", "METHODS", "declared")
-register_choices("method", lambda: list(METHODS))  # AdapterConfig's --method choices
-
-
-def get_method(name: str) -> Method:
-    try:
-        return METHODS[name]
-    except KeyError:
-        raise ValueError(f"unknown method {name!r} (methods: {', '.join(METHODS)})") from None
+from ..families.registry import get_family
+from ..methods.registry import METHODS, get_method  # noqa: F401  (METHODS handed on: budget.methods.METHODS)
+from ..pricing.config import AdapterConfig, design_label, format_location
+from ..pricing.limits import MAX_D_S, check_at_most
+from ..pricing.method import Method
+from ..pricing.shape import BaseModel
 
 
 def parse_methods(text: str) -> list[str]:
@@ -76,8 +65,6 @@ def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -
     Raises ``ValueError`` naming the problem (before any weights are built). ``check_size=False``
     leaves d_s unchecked (the solver picks it)."""
     method = get_method(cfg.method)
-    from .families import get_family
-
     refusal = get_family(m.family).refusal(method.name)
     if refusal is not None:
         raise ValueError(f"method {method.name!r} does not apply to {get_family(m.family).title}: {refusal}")
@@ -88,8 +75,6 @@ def check_config(m: BaseModel, cfg: AdapterConfig, *, check_size: bool = True) -
             raise ValueError(f"method {method.name!r} needs an adapter size d_s")
         if not isinstance(cfg.d_s, int) or isinstance(cfg.d_s, bool) or cfg.d_s < 1:
             raise ValueError(f"d_s must be a positive integer, got {cfg.d_s!r}")
-        from .limits import MAX_D_S, check_at_most
-
         check_at_most("d_s", cfg.d_s, MAX_D_S)
     elif cfg.d_s is not None:
         raise ValueError(f"method {method.name!r} has no adapter size; do not give d_s")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .config import AdapterConfig
+from ..pricing.config import AdapterConfig
 from .costs import design
-from .models import PRESETS
+from ..families.models import PRESETS
 from .solver import Budget, at_size, solve
 from .tasks import PAPER_TASKS, glue_task
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
-from .config import AdapterConfig
+from ..pricing.config import AdapterConfig
 from .costs import Cost, Design, design, evaluate, forward_flops
 from .solver import Budget, limits
 from .tasks import Task

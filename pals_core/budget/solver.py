@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .costs import Cost, Design, evaluate
-from .limits import MAX_D_S
-from .units import human, parse_count, parse_positive_float
+from ..pricing.limits import MAX_COUNT, MAX_D_S, MAX_RATIO, check_at_most
+from ..pricing.units import human, parse_count, parse_positive_float
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,6 @@ class Budget:
             raise ValueError(f"extra-parameter budget must not be negative, got {self.extra}")
         if self.per_task is not None and self.per_task <= 0:
             raise ValueError(f"per-task budget must be positive, got {self.per_task}")
-        from .limits import MAX_COUNT, MAX_RATIO, check_at_most
-
         if self.ratio is not None:
             check_at_most("budget ratio", self.ratio, MAX_RATIO)
         else:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, NamedTuple, Optional
 
-from .config import AdapterConfig
+from ..pricing.config import AdapterConfig
 from .costs import design, forward_flops
-from .families import get_family
+from ..families.registry import get_family
 from .methods import get_method
-from .shape import BaseModel
+from ..pricing.shape import BaseModel
 from .table import designs_for
 from .tasks import parse_tasks
 

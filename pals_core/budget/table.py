@@ -4,16 +4,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from .activations import Conditions
-
-from .models import conditions_for_model
-from .config import AdapterConfig, design_label
+from ..families.models import conditions_for_model
+from ..pricing.activations import Conditions
+from ..pricing.config import AdapterConfig, design_label
+from ..pricing.shape import BaseModel
 from .costs import Cost, Design, design
-from .methods import METHODS, get_method
-from .shape import BaseModel
 from .machine import Machine, constrain
+from .methods import METHODS, get_method
 from .solver import Budget, at_size, solve
 from .tasks import Task
+
 
 WITHIN_LOCATIONS = ("all", "top", "bottom")
 

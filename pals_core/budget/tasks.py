@@ -68,7 +68,7 @@ def _count(n: int) -> list[Task]:
 def tasks_of_records(records) -> list[Task]:
     """The calculator's tasks of ``TaskRecord``s: each name with its C_t (declared labels, or the train file's
     label column read — never the text; regression 1)."""
-    from ..tasks import num_labels
+    from ..tasks import num_labels  # the rows reader: loaded for a tasks file only (pals-budget's start-up)
 
     tasks = [Task(r.name, num_labels(r)) for r in records]
     if not tasks:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..budget.flags import OneLineParser, UsageError
+from ..flags import OneLineParser, UsageError
 from . import ExportFailed, ExportRefused
 
 FORMATS = ("onnx", "peft", "hf")

@@ -3,17 +3,19 @@ layer: BERT and RoBERTa), registered by one line in ``PACKAGES`` below (docs/des
 
 A family folder holds three modules:
 
-    description.py   pure Python (imports only the calculator's pure parts and other folders' descriptions):
-                     ``FAMILY`` (or ``FAMILIES``), its ``pals_core.budget.families.base.Family`` record — counts,
+    description.py   pure Python (imports only ``pals_core.pricing`` and other folders' descriptions):
+                     ``FAMILY`` (or ``FAMILIES``), its ``pals_core.pricing.family.Family`` record — counts,
                      FLOPs, the forward replayed on symbolic tensors, the config reader, refusals
     trunk.py         torch: ``TRUNK`` (or ``TRUNKS``), its ``pals_core.trunks.base.Trunk`` subclass
     presets.py       data only: ``CONFIGS`` (preset name → the published config.json's shape fields) and ``ALIASES``
 
-The three registries read them by name from ``PACKAGES``: the calculator's (``pals_core.budget.families``) imports
-only ``description`` — so pricing never imports torch — the torch side (``pals_core.trunks``) ``trunk``, the presets
-(``pals_core.budget.models``) ``presets``. This module imports nothing of the project itself; the shared machinery
-stays where its half lives (``budget/families/base.py``: the ``Family`` record, ``Replay``, config-field readers;
-``trunks/base.py``: ``Trunk``, ``State``, ``DenseHead``).
+The three collectors, which stand above the folders they read, load them by name from ``PACKAGES``: the
+calculator's (``registry``: ``FAMILIES``, ``get_family_for``) only ``description`` — so pricing never imports torch —
+the torch side (``trunks``: ``TRUNKS``, ``trunk_for``) ``trunk``, the presets (``models``: ``PRESETS``,
+``load_model``) ``presets``. This module imports nothing of the project itself (its loaders import the folders by
+name when called); the shared machinery stands a floor below the folders (``pals_core/pricing/family.py``: the
+``Family`` record, ``Replay``, config-field readers; ``pals_core/trunks/base.py``: ``Trunk``, ``State``,
+``DenseHead``).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def descriptions() -> list:
     return _each("description", "FAMILIES", "FAMILY")
 
 
-def trunks() -> list:
+def trunk_classes() -> list:
     """Every folder's torch ``Trunk`` classes (``trunk.TRUNKS`` or ``TRUNK``); imports torch."""
     return _each("trunk", "TRUNKS", "TRUNK")
 
@@ -61,4 +63,4 @@ def preset_configs() -> tuple[dict[str, dict], dict[str, str]]:
     return configs, aliases
 
 
-__all__ = ["PACKAGES", "descriptions", "preset_configs", "trunks"]
+__all__ = ["PACKAGES", "descriptions", "preset_configs", "trunk_classes"]

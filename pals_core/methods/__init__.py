@@ -1,12 +1,14 @@
 """The adapter methods, one package per method (or per family of variants that share code).
 
 Each package holds ``cost.py`` — the exact parameter and FLOP parts as polynomials in d_s (pure
-Python, no torch; its ``METHODS`` tuple holds the ``pals_core.budget.method.Method`` records) — and
+Python, no torch; its ``METHODS`` tuple holds the ``pals_core.pricing.method.Method`` records) — and
 ``module.py`` — the torch ``TaskAdapter`` holding exactly those parameters (its ``ADAPTERS`` tuple
 holds the ``pals_core.adapters.AdapterSpec`` builders). ``PACKAGES`` below is the one place a method
-is registered: the calculator (``pals_core.budget.METHODS``) reads every ``cost.py`` from it, the
-torch side (``pals_core.adapters.ADAPTERS``) every ``module.py``, in this order (the order of every
-table and list). Adding a method = a new package + one line here.
+is registered: the two collectors, which stand above the packages they read, load them by name
+from it — ``registry`` (``METHODS``, pure) every ``cost.py``, ``adapters`` (``ADAPTERS``, torch) every
+``module.py`` — in this order (the order of every table and list). This module imports nothing of the
+project itself (``collect`` imports the packages by name when called). Adding a method = a new package +
+one line here.
 """
 from importlib import import_module
 

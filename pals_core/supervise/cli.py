@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from ..budget.flags import OneLineParser, UsageError
+from ..flags import OneLineParser, UsageError
 from . import runs, workers
 from .roots import RUNS_ENV, runs_root, workers_root
 

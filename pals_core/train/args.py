@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..budget.config import AdapterConfig
-from ..budget.flags import OneLineParser, UsageError, add_flags, given_values
+from ..pricing.config import AdapterConfig
+from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..budget.solver import add_budget_flags, budget_from_args
 from .config import TrainConfig
 from .extend import DESIGN_FROM_BASE, extension_config

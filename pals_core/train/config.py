@@ -14,8 +14,8 @@ import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Optional
 
-from ..budget.config import AdapterConfig
-from ..budget.flags import to_argv
+from ..pricing.config import AdapterConfig
+from ..flags import to_argv
 from ..budget.solver import Budget
 from ..data.glue import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
@@ -48,7 +48,7 @@ def _grad_clip(text: str) -> Optional[float]:
 @dataclass
 class TrainConfig:
     """One run. Each field is declared once here — type, default, help — and becomes a ``pals-train`` flag
-    (``pals_core.budget.flags``); the design's fields are ``AdapterConfig``'s, the budget is ``Budget``."""
+    (``pals_core.flags``); the design's fields are ``AdapterConfig``'s, the budget is ``Budget``."""
 
     tasks: list[str] = field(metadata={"help": "tasks, comma-separated: GLUE's cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte, or "
                                                "names in --tasks-file (none = all of the file's)",

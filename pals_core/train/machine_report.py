@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Optional
 
 from ..budget import Task, design, evaluate
-from pals_core.budget.models import conditions_from_config
+from pals_core.families.models import conditions_from_config
 from ..budget.machine import Machine, resources, supported
-from ..budget.timing import local_profile_path
+from ..footprint.timing import local_profile_path
 
 GPU_PROFILES = {"h100": "h100", "a100": "a100", "l4": "l4", "t4": "t4"}
 
@@ -46,7 +46,7 @@ def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, se
     cond = conditions_from_config(hf_config)
     if device is None:  # memory needs no profile: price it on the run's backend
         cond = replace(cond, backend="cuda" if cuda else "cpu")
-        from ..budget.memory import memory_infer, memory_train
+        from ..footprint.memory import memory_infer, memory_train
 
         out["memory_train"] = memory_train(ds, adapter.d_s, cost, batch=batch, cond=cond).as_dict()
         out["memory_infer"] = memory_infer(ds, adapter.d_s, cost, batch=batch, cond=cond)

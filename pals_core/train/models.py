@@ -33,9 +33,9 @@ def model_shape(model: Optional[str]) -> BaseModel:
 
 
 def model_conditions(model: Optional[str]):
-    """The dropout and attention implementation the trained model's config gives it (``budget.activations.Conditions``:
+    """The dropout and attention implementation the trained model's config gives it (``pricing.activations.Conditions``:
     what the calculator's memory and step time replay)."""
-    from ..budget.models import conditions_for_model, conditions_from_config
+    from ..families.models import conditions_for_model, conditions_from_config
 
     if model == TINY:
         return conditions_from_config(tiny_config_dict())

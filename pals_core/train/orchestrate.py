@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from . import separate as sep
 from . import seeds as sd
-from ..budget.flags import given_values
+from ..flags import given_values
 from .args import one_line
 from .config import RESUME_FREE, TrainConfig, data_differences
 

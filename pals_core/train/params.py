@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
-from ..budget.families import get_family
+from ..families.registry import get_family
 from ..budget.methods import label_of
 from .extend import added_task_names, base_data, check_design
 

@@ -1,4 +1,4 @@
-"""The torch half of a family (``pals_core.budget.families`` is the other): embed, run layer i with a task
+"""The torch half of a family (``pals_core.families.registry`` is the other): embed, run layer i with a task
 adapter's hooks, finish, classify — around the Hugging Face base model ``AutoModel.from_config`` builds.
 
 A ``Trunk`` holds no parameters of its own: the HF model stays ``MultiTaskModel.bert`` (parameter names

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...budget.families.base import Family, Replay, embedding_tables, integer, probability
-from ...budget.method import bert_layer_flops, bert_layer_params, linear, mm
-from ...budget.shape import BaseModel
+from ...pricing.family import Family, Replay, embedding_tables, integer, probability
+from ...pricing.method import bert_layer_flops, bert_layer_params, linear, mm
+from ...pricing.shape import BaseModel
 from ..bert.description import LAYER_TENSORS, read_bert, trace_embeddings, trace_pooler_head
 
 CA_MTL_REASON = ("CA-MTL freezes the embeddings and encoder layers 0..F-1 and re-initialises the weights of its top "

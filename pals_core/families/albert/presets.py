@@ -1,7 +1,7 @@
 """The shape fields of ALBERT v2's published config.json files (Hugging Face hub: albert/albert-*-v2), read through
 the family like any user's config.json. ``AutoModel.from_config`` builds albert-base-v2 with 11,683,584 parameters,
 albert-large-v2 17,683,968, albert-xlarge-v2 58,724,864 and albert-xxlarge-v2 222,595,584 (tests/test_albert.py).
-Data only: no imports (``pals_core.budget.models`` reads it at import time)."""
+Data only: no imports (``pals_core.families.models`` reads it at import time)."""
 
 _ALBERT_V2 = dict(model_type="albert", vocab_size=30000, embedding_size=128, max_position_embeddings=512,
                   type_vocab_size=2, hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,

@@ -5,7 +5,7 @@
 
 Refused (one line): ``is_decoder`` / ``add_cross_attention`` (a causal decoder, cross-attention layers: not the
 encoder the trunk runs), ``type_vocab_size`` 0 (the embeddings look up token type 0), an activation the memory replay
-does not model (``hidden_act``: ``budget.activations.ACTIVATIONS``; other activations are a memory option).
+does not model (``hidden_act``: ``pricing.activations.ACTIVATIONS``; other activations are a memory option).
 RoBERTa's P = ``max_position_embeddings`` (514: positions start after the padding index) and Y = 1.
 ``RobertaForSequenceClassification``'s head is dense(d, d) + tanh + out_proj(d, C) on <s>: the same maps as
 the pooler (dense + tanh on the first token) followed by Linear(d, C). Here the dense is the base model's
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...budget.method import bert_layer_flops, bert_layer_params
-from ...budget.shape import BaseModel
-from ...budget.families.base import Family, Replay, activation_option, embedding_tables
+from ...pricing.activations import INT64
+from ...pricing.method import bert_layer_flops, bert_layer_params
+from ...pricing.shape import BaseModel
+from ...pricing.family import Family, Replay, activation_option, embedding_tables
 
 
 def read_bert(config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2,
@@ -96,8 +97,6 @@ def trace_embeddings(tr, m: BaseModel, trains: bool, *, token_types: bool = True
     """Word + token-type + position lookups (each keeps its int64 ids when its table trains: the caller's token types;
     the positions a view of the (1, P) buffer, 8·P bytes — RoBERTa computes them from the ids, B·n), LayerNorm,
     dropout; ELECTRA's E → d projection when E ≠ d."""
-    from ...budget.activations import INT64
-
     e = m.width
     x = tr.embedding(tr.new(tr.tokens, False, item_bytes=INT64), e, trains, m.vocab)
     if token_types:
@@ -118,7 +117,7 @@ def trace_pooler_head(tr, m: BaseModel, h, pooler_trains: bool):
 
 def trace_dense_head(tr, m: BaseModel, first, *, act: str, input_dropout: float):
     """out(dropout(act(dense(dropout_in(x₀))))) on the first token x₀ (B, d) (a view of h, or the pooled mean) — a
-    head holding its own dense layer; ``act`` names its activation (``budget.activations.ACTIVATIONS``: what it keeps)."""
+    head holding its own dense layer; ``act`` names its activation (``pricing.activations.ACTIVATIONS``: what it keeps)."""
     x = tr.dropout(first, input_dropout)
     y = tr.activation(tr.linear(x, m.hidden, True, rows=tr.batch), act)
     return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True, rows=tr.batch)

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...budget.activations import INT64
-from ...budget.poly import Poly
-from ...budget.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
-from ...budget.shape import BaseModel
-from ...budget.limits import MAX_LAYERS
-from ...budget.families.base import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops,
+from ...pricing.activations import INT64
+from ...pricing.poly import Poly
+from ...pricing.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
+from ...pricing.shape import BaseModel
+from ...pricing.limits import MAX_LAYERS
+from ...pricing.family import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops,
                                      dense_head_params, embedding_size, flag, integer, probability)
 from ..bert.description import LAYER_TENSORS, trace_dense_head
 

@@ -1,6 +1,6 @@
 """The shape fields of DeBERTa-v3's published config.json files (Hugging Face hub), read through the family like any
 user's config.json; tests/test_families.py builds each with ``AutoModel.from_config`` and checks the published
-parameter count. Data only: no imports (``pals_core.budget.models`` reads it at import time)."""
+parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
 
 _DEBERTA_V3 = dict(model_type="deberta-v2", vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
                    relative_attention=True, position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p",

@@ -8,8 +8,8 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
 from __future__ import annotations
 
-from ...budget.shape import BaseModel
-from ...budget.families.base import (Family, Replay, activation_option, dense_head_flops, dense_head_params,
+from ...pricing.shape import BaseModel
+from ...pricing.family import (Family, Replay, activation_option, dense_head_flops, dense_head_params,
                                      embedding_tables, probability)
 from ..bert.description import (layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings,
                                 trace_layer)

@@ -7,9 +7,9 @@ per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
 from __future__ import annotations
 
-from ...budget.method import linear, mm
-from ...budget.shape import BaseModel
-from ...budget.families.base import (Family, Replay, dense_head_flops, dense_head_params, embedding_size,
+from ...pricing.method import linear, mm
+from ...pricing.shape import BaseModel
+from ...pricing.family import (Family, Replay, dense_head_flops, dense_head_params, embedding_size,
                                      embedding_tables)
 from ..bert.description import (layer_flops, layer_params, layer_tensors, read_bert, trace_dense_head,
                                 trace_embeddings, trace_layer)

@@ -18,10 +18,10 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 """
 from __future__ import annotations
 
-from ...budget.activations import INT64
-from ...budget.method import linear, mm
-from ...budget.shape import BaseModel
-from ...budget.families.base import Family, Replay, activation_option, flag, integer, probability
+from ...pricing.activations import INT64
+from ...pricing.method import linear, mm
+from ...pricing.shape import BaseModel
+from ...pricing.family import Family, Replay, activation_option, flag, integer, probability
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")

@@ -1,6 +1,6 @@
 """The shape fields of ModernBERT's published config.json files (Hugging Face hub), read through the family like any
 user's config.json; tests/test_families.py builds each with ``AutoModel.from_config`` and checks the published
-parameter count. Data only: no imports (``pals_core.budget.models`` reads it at import time)."""
+parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
 
 _MODERNBERT = dict(model_type="modernbert", vocab_size=50368, max_position_embeddings=8192, global_attn_every_n_layers=3,
                    local_attention=128, mlp_bias=False, attention_bias=False, norm_bias=False, classifier_bias=False,

@@ -24,11 +24,11 @@ the table; ``pad_token_id`` itself is never read, so any value is priced).
 """
 from __future__ import annotations
 
-from ...budget.activations import INT64
-from ...budget.method import bert_layer_flops, bert_layer_params
-from ...budget.shape import BaseModel
-from ...budget.limits import MAX_WIDTH
-from ...budget.families.base import (Family, Replay, activation_option, bert_inference_layer, embedding_tables,
+from ...pricing.activations import INT64
+from ...pricing.method import bert_layer_flops, bert_layer_params
+from ...pricing.shape import BaseModel
+from ...pricing.limits import MAX_WIDTH
+from ...pricing.family import (Family, Replay, activation_option, bert_inference_layer, embedding_tables,
                                      probability)
 from ..bert.description import LAYER_TENSORS, trace_pooler_head
 from ..bert.description import trace_embeddings as bert_embeddings, trace_layer as bert_layer

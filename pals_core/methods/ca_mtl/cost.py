@@ -46,12 +46,12 @@ nothing: every layer runs once per task (``Method.conditions_input``).
 """
 from __future__ import annotations
 
-from ...budget.activations import ActivationHooks, Sym
-from ...budget.config import AdapterConfig
-from ...budget.families import get_family
-from ...budget.method import Method, Part, layer_norm, linear, mm
-from ...budget.models import BaseModel
-from ...budget.poly import Poly, S
+from ...pricing.activations import ActivationHooks, Sym
+from ...pricing.config import AdapterConfig
+from ...families.registry import get_family
+from ...pricing.method import Method, Part, layer_norm, linear, mm
+from ...pricing.shape import BaseModel
+from ...pricing.poly import Poly, S
 
 
 def z_dim(m: BaseModel, cfg: AdapterConfig) -> int:

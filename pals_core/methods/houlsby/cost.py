@@ -5,9 +5,9 @@ W: d→d_s, U: d_s→d (with biases).
 """
 from __future__ import annotations
 
-from ...budget.activations import ActivationHooks
-from ...budget.method import Method, Part, linear, mm
-from ...budget.poly import S
+from ...pricing.activations import ActivationHooks
+from ...pricing.method import Method, Part, linear, mm
+from ...pricing.poly import S
 
 
 def _params(m, layers, cfg, paper):

@@ -8,9 +8,9 @@ the layers below the lowest adapted layer, as for every within-network method.
 """
 from __future__ import annotations
 
-from ...budget.activations import ActivationHooks, Sym
-from ...budget.method import Method, Part, no_parts
-from ...budget.poly import Poly
+from ...pricing.activations import ActivationHooks, Sym
+from ...pricing.method import Method, Part, no_parts
+from ...pricing.poly import Poly
 
 
 def _params(m, layers, cfg, paper):

@@ -4,9 +4,9 @@
 """
 from __future__ import annotations
 
-from ...budget.activations import ActivationHooks
-from ...budget.method import Method, Part, no_parts
-from ...budget.poly import Poly
+from ...pricing.activations import ActivationHooks
+from ...pricing.method import Method, Part, no_parts
+from ...pricing.poly import Poly
 
 
 def _params(m, layers, cfg, paper):

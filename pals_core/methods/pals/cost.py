@@ -12,9 +12,9 @@ change; the activation memory does (``PalsActivations``).
 """
 from __future__ import annotations
 
-from ...budget.activations import ActivationHooks
-from ...budget.method import Method, Part, attention_scores, linear, mm
-from ...budget.poly import S
+from ...pricing.activations import ActivationHooks
+from ...pricing.method import Method, Part, attention_scores, linear, mm
+from ...pricing.poly import S
 
 
 def _pals_params(m, layers, cfg, paper):

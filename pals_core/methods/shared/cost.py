@@ -2,7 +2,7 @@
 (and, with ``per_task_pooler``, its pooler), counted by ``pals_core.budget.costs``."""
 from __future__ import annotations
 
-from ...budget.method import Method, no_parts
+from ...pricing.method import Method, no_parts
 
 METHODS = (
     Method("shared", "Shared BERT", "All layers shared; only a head (and optionally a pooler) per task.",

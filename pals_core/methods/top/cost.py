@@ -7,17 +7,18 @@ and a LayerNorm(S):   params 2·d·S + S + d + N·(4·(S² + S) + 2·S)   (paper
     params 2·d·S + S + d + N·(2·r·S² + r·S + S + 2·S)   (paper: 2·d·S + 2·N·S·f)
     FLOPs 2n·d·S + 2n·S·d + N·4n·S·f
 ``bert_layer_top``: one more layer of the trunk's own family, a copy of its last layer: its parameters and FLOPs
-are the family's (``pals_core.budget.families``); for BERT 4d² + 2·d·d_ff + 9d + d_ff and 2n·(4d² + 2·d·d_ff) + 4n²·d.
+are the family's (``pals_core.families.registry``); for BERT 4d² + 2·d·d_ff + 9d + d_ff and 2n·(4d² + 2·d·d_ff) + 4n²·d.
 Top methods adapt no layer: the whole trunk is shared when running all tasks.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ...budget.activations import ActivationHooks
-from ...budget.families import get_family
-from ...budget.method import Method, Part, attention_scores, layer_norm, linear, mm
-from ...budget.poly import Poly, S
+from ...pricing.activations import ActivationHooks
+from ...families.registry import get_family, replay_of
+from ...pricing.method import Method, Part, attention_scores, layer_norm, linear, mm
+from ...pricing.poly import Poly, S
+from ..pals.cost import small_attention
 
 
 def _top_stack(m, cfg, paper, block: Callable[[], list]):
@@ -84,8 +85,6 @@ class ProjAttnTopActivations(ProjectedTopActivations):
         return self.cfg.proj_attn_top_residual
 
     def block(self, x):
-        from ..pals.cost import small_attention
-
         return small_attention(self, x, output=True)
 
 
@@ -99,15 +98,11 @@ class BertLayerTopActivations(ActivationHooks):
     """One more layer of the trunk's family (a copy of its last layer, run as the trunk runs it), all of it trained."""
 
     def adapt_top(self, h):
-        from ...budget.memory import replay_of
-
         plain = ActivationHooks(self.trace, self.model, self.cfg, (), None)
         return replay_of(self.model).layer(self.trace, self.model, "top", h, True, plain)
 
 
 def _bert_layer_top_tensors(m, layers, cfg):
-    from ...budget.memory import replay_of
-
     return replay_of(m).layer_tensors(m, "top"), 0
 
 

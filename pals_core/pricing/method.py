@@ -72,7 +72,7 @@ FlopFn = Callable[[BaseModel, Sequence[int], AdapterConfig, int], list]
 
 @dataclass(frozen=True)
 class Method:
-    """One adapter method as the calculator prices it (a peft-style registry entry, ``budget.METHODS``)."""
+    """One adapter method as the calculator prices it (a peft-style registry entry, ``pals_core.methods.registry.METHODS``)."""
 
     name: str
     title: str
@@ -93,7 +93,7 @@ class Method:
     validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
     # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
     conditions_input: bool = False
-    # Memory (docs/design.md §9): the symbolic twin of the method's TaskAdapter (``budget.activations.ActivationHooks``
+    # Memory (docs/design.md §9): the symbolic twin of the method's TaskAdapter (``pricing.activations.ActivationHooks``
     # subclass: what its hooks make autograd save); None = identity hooks
     activations: Optional[Callable[..., Any]] = None
     # (model, layers, cfg) -> (parameter tensors per task, tensors shared by all tasks): AdamW keeps a step per tensor

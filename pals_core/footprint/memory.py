@@ -36,8 +36,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from .activations import ActivationHooks, Conditions, Sym, Trace
-from .poly import Poly, S
+from ..pricing.activations import ActivationHooks, Conditions, Sym, Trace
+from ..families.registry import get_family, replay_of
+from ..pricing.poly import Poly, S
 
 PRECISIONS = ("fp32", "bf16")
 FP32 = 4
@@ -59,17 +60,6 @@ class MemoryTrain:
 
 
 # ----------------------------------------------------------------------------------- the forward
-
-def replay_of(m):
-    """The family's ``Replay`` (``pals_core/families/<f>/description.py``); ``ValueError`` where the family has none."""
-    from .families import FAMILIES, get_family
-
-    replay = get_family(m.family).replay
-    if replay is None:
-        modelled = ", ".join(name for name, f in FAMILIES.items() if f.replay is not None)
-        raise ValueError(f"memory and step time are modelled for {modelled} models, not {m.family!r}")
-    return replay
-
 
 def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool,
                    records: bool = True) -> Sym:
@@ -117,7 +107,7 @@ class Record:
     parts after it (``makes``: name, bytes, grad; MPNet's position bias, made with the embeddings). ``fresh``: the
     bytes of the "new" storages (nothing outside the part can reach them, so they are counted without being looked
     up), ``links`` the other kept items.
-    ``times``: its step time's coefficients (a, b, c) per device profile and precision (``budget.timing.step_poly``,
+    ``times``: its step time's coefficients (a, b, c) per device profile and precision (``footprint.timing.step_poly``,
     on first use)."""
 
     __slots__ = ("kept", "work", "nbytes", "grad", "makes", "fresh", "links", "times")
@@ -253,8 +243,6 @@ def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
 def trainable_tensors(ds) -> int:
     """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor), as the family's ``Replay`` counts
     them: the embedding layer, each layer, what follows the last one, the pooler (2), each task's head and adapter."""
-    from .families import get_family
-
     m, cfg = ds.model, ds.config
     replay, pooler = replay_of(m), get_family(m.family).pooler
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)

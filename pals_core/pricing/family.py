@@ -6,7 +6,7 @@ model holds — the embeddings, each layer i (layers may differ: ModernBERT's la
 DeBERTa's layer 0 carries the optional convolution), what follows the last layer, the pooler, the task
 head its ``…ForSequenceClassification`` puts on top — how a ``config.json`` maps onto a ``BaseModel``, and
 which methods cannot apply to it (one line each) — and its ``Replay``: its forward replayed op by op on symbolic
-tensors (``budget.activations``), which gives the bytes autograd saves (memory, docs/design.md §9) and the work of every op
+tensors (``pricing.activations``), which gives the bytes autograd saves (memory, docs/design.md §9) and the work of every op
 (time, docs/design.md §10). The record lives in its family's folder, ``pals_core/families/<f>/description.py``,
 beside its torch mirror ``trunk.py``; ``tests/test_exactness.py`` holds both to the parameter and to the FLOP,
 ``tests/test_memory.py`` to the saved byte.
@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ..method import layer_norm, linear, mm
-from ..shape import BaseModel
+from .activations import check_activation
+from .limits import MAX_WIDTH
+from .method import layer_norm, linear, mm
+from .shape import BaseModel
 
 
 def no_count(*_) -> int:
@@ -56,9 +58,7 @@ def pooler_params(m: BaseModel, paper: bool) -> int:
 def activation_option(config: dict, name: str, field: str, option: str = "hidden_act", default: str = "gelu") -> dict:
     """The activation ``config[field]`` names, as the ``option`` of a ``BaseModel`` when it is not ``default`` ({}
     otherwise); refused (``ValueError``, one line) when the memory replay does not know what it keeps or it holds
-    parameters (``budget.activations.ACTIVATIONS``)."""
-    from ..activations import check_activation
-
+    parameters (``pricing.activations.ACTIVATIONS``)."""
     value = check_activation(config.get(field, default), field, f"config {name!r}")
     return {} if value == default else {option: value}
 
@@ -86,8 +86,6 @@ def integer(config: dict, name: str, field: str, default: int, *, low: Optional[
             high: Optional[int] = None) -> int:
     """An integer field as transformers needs it: a JSON integer (absent or null: ``default``) within [low, high]
     (``high`` defaults to the calculator's ``limits.MAX_WIDTH``). A string ("64"), a float or a bool is refused."""
-    from ..limits import MAX_WIDTH
-
     value = config.get(field, _MISSING)
     if value is _MISSING or value is None:
         return default
@@ -155,8 +153,8 @@ def bert_inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted:
 
 @dataclass(frozen=True)
 class Replay:
-    """A family's forward replayed on symbolic tensors (``budget.activations.Trace``), op by op as its torch trunk
-    (``pals_core/families/<f>/trunk.py``) and the Hugging Face modules it wraps run it; ``budget.memory`` runs it.
+    """A family's forward replayed on symbolic tensors (``pricing.activations.Trace``), op by op as its torch trunk
+    (``pals_core/families/<f>/trunk.py``) and the Hugging Face modules it wraps run it; ``footprint.memory`` runs it.
 
     ``layer(tr, m, i, h, trains, hooks)`` replays layer i with an adapter's ``ActivationHooks`` at the trunk's hook
     places; i = "top" is a copy of the last layer run on top of the trunk (``bert_layer_top``). The tensor counts

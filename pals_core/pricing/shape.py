@@ -1,10 +1,12 @@
 """``BaseModel``: the calculator's view of an encoder's shape (pure Python). Presets and config.json reading are in
-``models.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
+``pals_core/families/models.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
 this module, which reads neither)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
+
+from .limits import MAX_LAYERS, MAX_WIDTH, check_at_most
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class BaseModel:
     vocab: int = 30522  # V
     positions: int = 512  # P
     token_types: int = 2  # Y
-    family: str = "bert"  # a key of pals_core.budget.families.FAMILIES
+    family: str = "bert"  # a key of pals_core.families.registry.FAMILIES
     embedding: Optional[int] = None  # E, the width of the embedding tables when it differs from d (ELECTRA, DeBERTa)
     options: tuple = ()  # the family's own config flags, sorted (name, value) pairs (see its module)
 
@@ -36,8 +38,6 @@ class BaseModel:
         if self.embedding is not None and (not isinstance(self.embedding, int) or isinstance(self.embedding, bool)
                                            or self.embedding < 1):
             raise ValueError(f"model {self.name!r}: embedding size must be a positive integer, got {self.embedding!r}")
-        from .limits import MAX_LAYERS, MAX_WIDTH, check_at_most
-
         check_at_most(f"model {self.name!r}: layers", self.layers, MAX_LAYERS)
         for field in ("hidden", "heads", "intermediate", "vocab", "positions", "token_types", "embedding"):
             if getattr(self, field) is None:

@@ -3,7 +3,7 @@
 FLOPs alone miss what dominates adapters on real hardware: narrow matmuls move as many bytes as they compute,
 every op costs a kernel launch (or an autograd node on CPU), dropout draws a random number per element, and
 attention costs per score element — B·h·n² of them per layer, as many for PALs' twelve narrow heads as for the
-trunk's. The symbolic forward of ``budget.activations`` lists every op of the path with its shapes and which
+trunk's. The symbolic forward of ``pricing.activations`` lists every op of the path with its shapes and which
 gradients it needs; each op costs, on a ``DeviceProfile`` P,
 
     matmul  (M×K by K×N; forward, + dX if its input needs grad, + dW if its weight trains), each of them
@@ -18,7 +18,7 @@ gradients it needs; each op costs, on a ``DeviceProfile`` P,
     embeddings: gather forward; backward zero-fills each trained table (rows·d) and scatter-adds into it
 
 ``time_ratio`` = step time of the design / step time of the base model with one task head (``shared``, the whole
-model trained). Profiles: datasheet figures for GPUs (``pals_core/budget/devices/*.json``, estimates: fp32 runs
+model trained). Profiles: datasheet figures for GPUs (``pals_core/footprint/devices/*.json``, estimates: fp32 runs
 on the CUDA cores, bf16 on the tensor cores) and ``local``, measured on this machine by ``pals-calibrate``.
 """
 from __future__ import annotations
@@ -31,9 +31,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Union
 
-from .activations import Conditions, Trace
+from ..pricing.activations import Conditions, Trace
 from .memory import trace_forward
-from .poly import S_FLOAT, FloatPoly
+from ..pricing.poly import S_FLOAT, FloatPoly
 
 DEVICES_DIR = Path(__file__).with_name("devices")
 LOCAL_ENV = "PALS_LOCAL_PROFILE"  # where pals-calibrate writes (and --device local reads) the local profile

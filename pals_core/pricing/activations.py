@@ -1,7 +1,7 @@
 """What autograd saves for backward in one training-mode forward, replayed symbolically (docs/design.md §9). Pure Python.
 
 A ``Trace`` follows the forward of one task's path op by op, as the torch modules run it (each family's ``Replay`` in
-``budget/families`` says the order), with symbolic tensors (``Sym``: a storage — or a view of one, which keeps its
+``pals_core/families/<f>/description.py`` says the order), with symbolic tensors (``Sym``: a storage — or a view of one, which keeps its
 base's whole storage — its size in bytes as a ``Poly`` in d_s, and whether it requires grad). Each op
 records the storages its backward formula keeps, by the rules of torch's derivatives (checked against
 ``torch.autograd.graph.saved_tensors_hooks`` by ``tests/test_memory.py``):
@@ -127,15 +127,15 @@ class Trace:
         self.tokens = batch * seq_len
         self.saved: dict[int, Sym] = {}
         self.shared: dict = {}  # tensors a family computes once per forward and its layers read (``Replay.prepare``)
-        self.work: list[tuple] = []  # what each op computes, for the time model (``budget.timing``)
+        self.work: list[tuple] = []  # what each op computes, for the time model (``footprint.timing``)
         self._total = [0, 0, 0]  # Σ of the saved storages' bytes (a, b, c of a Poly), kept as they are saved
-        self.times: dict = {}  # its step time per (device profile, precision) (``budget.timing.step_poly``)
+        self.times: dict = {}  # its step time per (device profile, precision) (``footprint.timing.step_poly``)
 
     def log(self, kind: str, *args) -> None:
         """One op's work: ("mm", rows, x_bytes, out, dx, dw) · ("ew", bytes, fwd passes, bwd passes, grad)
         · ("special", bytes, grad) · ("rng", bytes) · ("attn", kernel, heads, width, grad)
         · ("embed", table_rows, width, trains) · ("block", record): a recorded part of the forward replayed
-        (``budget.memory.Record``), its ops in ``record.work``."""
+        (``footprint.memory.Record``), its ops in ``record.work``."""
         self.work.append((kind, *args))
 
     # --- bookkeeping -------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ class ActivationHooks:
         """What the hooks do at adapted layer i, as a hashable key (``()`` for ``layer_local`` hooks), or None.
 
         Adapted layers of one kind, input and trainability with the same key are replayed once and the record applied
-        at each (``budget.memory.adapted_layer``: per-layer memory and time derived once per model × method and summed
+        at each (``footprint.memory.adapted_layer``: per-layer memory and time derived once per model × method and summed
         per location); None: the layer is replayed in place. A key promises that the hooks act at layer i as at every
         layer of that key, carry no state from one layer to the next, and that any tensor they share between layers is
         in ``trace.shared``. ``tests/test_fast_path.py`` holds the records to the full replay."""

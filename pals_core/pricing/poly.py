@@ -85,7 +85,7 @@ S = Poly(0, 1, 0)
 class FloatPoly:
     """``a·s² + b·s + c`` with float coefficients: the step-time model's seconds as a polynomial in d_s.
 
-    ``budget.timing.work_seconds`` prices every op by formulas at most quadratic in d_s; run on ``S_FLOAT``
+    ``footprint.timing.work_seconds`` prices every op by formulas at most quadratic in d_s; run on ``S_FLOAT``
     instead of a number, the very same formulas give the coefficients (rounding apart: the trace's sum at an integer
     s stays the reference), so a design's step time is derived once and then evaluated at any size."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional, Sequence, Union
 
-from .flags import to_argv
+from ..flags import to_argv
 
 Location = Union[str, Sequence[int], None]
 NAMED_LOCATIONS = ("all", "top", "bottom")

@@ -11,22 +11,21 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from .flags import OneLineParser, UsageError
-from .config import AdapterConfig
-from .constraints import CONSTRAINTS
-from .costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
-from .display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
-from .families import get_family
-from .flags import add_flags, given_values
-from .machine import Machine
-from .methods import METHODS, get_method
-from .models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
-from .series import flops_ratio
-from .solver import add_budget_flags, budget_from_args
-from .table import rows, sort_rows
-from ..tasks import resolve_records
-from .tasks import parse_tasks, tasks_of_records
-from .units import parse_positive_int
+from .budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
+from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
+from .budget.machine import Machine
+from .budget.methods import METHODS, get_method
+from .budget.series import flops_ratio
+from .budget.solver import add_budget_flags, budget_from_args
+from .budget.table import rows, sort_rows
+from .budget.tasks import parse_tasks, tasks_of_records
+from .families.models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from .families.registry import get_family
+from .flags import OneLineParser, UsageError, add_flags, given_values
+from .footprint.constraints import CONSTRAINTS
+from .pricing.config import AdapterConfig
+from .pricing.units import parse_positive_int
+from .tasks import resolve_records
 
 
 class _Help(argparse.HelpFormatter):
@@ -51,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
     add_flags(p, Machine, title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
-                                "record of budget.constraints, §20)")
+                                "record of footprint.constraints, §20)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument("--seq-len", metavar="n", help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
                                                   "or the model's longest when that is shorter)")
@@ -136,7 +135,7 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
 
 
 def _paper_text() -> str:
-    from .paper import paper_reproduction  # the reproduction of the paper: loaded for --paper only
+    from .budget.paper import paper_reproduction  # the reproduction of the paper: loaded for --paper only
 
     out = ["Reproduction of Stickland & Murray (2019): BERT-base, 8 GLUE tasks, paper convention, h_s = 12", ""]
     rows_ = paper_reproduction()
@@ -154,7 +153,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
-            from .paper import paper_reproduction  # loaded for --paper only
+            from .budget.paper import paper_reproduction  # loaded for --paper only
 
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()

@@ -1,6 +1,6 @@
 """Base-model shapes: presets and Hugging Face ``config.json`` files (pure Python).
 
-A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.budget.families``, chosen
+A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.families.registry``, chosen
 by the config's ``model_type``), the common shape fields and the family's own flags (``options``).
 For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md §2);
 every other family's count is in its folder's ``description.py`` (``pals_core/families/<f>/``).
@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 
-from .activations import Conditions
-from .shape import BaseModel  # noqa: F401  (re-exported: budget.models.BaseModel)
+from ..pricing.activations import Conditions
+from ..pricing.family import probability
+from ..pricing.shape import BaseModel  # noqa: F401  (re-exported: families.models.BaseModel)
+from . import preset_configs
+from .registry import MODEL_TYPES, get_family_for
 
 
 # The shape fields of the published config.json of common checkpoints (Hugging Face hub), read through their
@@ -21,33 +24,16 @@ PRESET_CONFIGS: dict[str, dict] = {}
 ALIASES: dict[str, str] = {}
 
 
-def _presets() -> dict[str, BaseModel]:
-    """``PRESETS``: each stored config read through its family (built on first use: the families import this module)."""
-    presets = globals().get("PRESETS")
-    if presets is None:
-        from .families import get_family_for
-
-        presets = {name: get_family_for(c.get("model_type", "bert")).read(c, name) for name, c in PRESET_CONFIGS.items()}
-        globals()["PRESETS"] = presets
-    return presets
-
-
-def __getattr__(name: str):
-    if name == "PRESETS":
-        return _presets()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _add_folder_presets() -> None:
     """The presets of the family folders (``pals_core/families/<f>/presets.py``: data only, read at import)."""
-    from ..families import preset_configs
-
     configs, aliases = preset_configs()
     PRESET_CONFIGS.update(configs)
     ALIASES.update(aliases)
 
 
 _add_folder_presets()
+PRESETS: dict[str, BaseModel] = {name: get_family_for(c.get("model_type", "bert")).read(c, name)
+                                 for name, c in PRESET_CONFIGS.items()}  # each stored config read through its family
 DEFAULT_MODEL = "bert-base-uncased"
 
 
@@ -59,8 +45,6 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
     trunk runs and is priced for (``Family.attention``), and a ``pad_token_id`` (default: the family's; a family
     whose padding row is fixed: that row, ``Family.padding_idx``) outside the vocabulary (transformers cannot build
     the embeddings); the family's ``read`` refuses the options it does not model."""
-    from .families import get_family_for
-
     family = get_family_for(config.get("model_type", "bert"))
     attention = config.get("_attn_implementation") or config.get("attn_implementation")
     if attention is not None and attention not in family.attention:
@@ -92,7 +76,7 @@ def read_config(path: str) -> dict:
     not JSON, nested too deeply or not an object (``atomic.read_json_file``); when it names custom modelling code
     (``auto_map``: transformers would run the checkpoint's own classes, not the family's) or no ``model_type``
     (transformers' ``AutoConfig`` refuses it too)."""
-    from ..atomic import read_json_file
+    from ..atomic import read_json_file  # a file someone gives: not loaded at start-up (pals-budget's speed)
 
     config = read_json_file(path, "model config")
     if not isinstance(config, dict):
@@ -109,7 +93,7 @@ def read_config(path: str) -> dict:
 def load_model(spec: str) -> BaseModel:
     """A preset name, or a path to a HF ``config.json`` (or to a folder holding one)."""
     key = ALIASES.get(spec, spec)
-    presets = _presets()
+    presets = PRESETS
     if key in presets:
         return presets[key]
     path = config_path(spec)
@@ -124,9 +108,6 @@ def conditions_from_config(config: dict, **kw) -> Conditions:
     """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (docs/design.md §9):
     BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT, MPNet);
     ``kw`` overrides any field."""
-    from .families import MODEL_TYPES
-    from .families.base import probability
-
     impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
     fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
     model_type = config.get("model_type", "bert")

@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from .activations import Conditions
+from ..pricing.activations import Conditions
 from .memory import activation_bytes, inference_activation_bytes, trainable_tensors
-from .poly import Poly
+from ..pricing.poly import Poly
 from .timing import DeviceProfile, design_step_poly
-from .units import parse_memory
+from ..pricing.units import parse_memory
 
 PARAMS = "params"
 """The binding name of the parameter budget (``solver.Budget``): the solver's own size, before any machine bound."""
