@@ -1,4 +1,5 @@
 """PALs Explorer: `streamlit run app.py` (or `make app`). The page lives in explorer/page.py."""
+
 from explorer.page import main
 
 main()

@@ -10,6 +10,7 @@
 Usage: python benchmarks/bench_app.py [--reps N] [--browser-reps N] [--no-browser]
 Chromium: /usr/bin/chromium (``apt-get install chromium``), or $PALS_CHROMIUM.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,10 @@ def server_side(reps: int) -> None:
                 at.run()
                 seen.append(times[-1])
             assert not at.exception, at.exception
-            print(f"redraw, view {view:<10} new budget: {med(new):6.1f} ms wall, {med(new_cpu):5.1f} ms CPU   "
-                  f"same question: {med(seen):5.1f} ms wall   (median of {reps})")
+            print(
+                f"redraw, view {view:<10} new budget: {med(new):6.1f} ms wall, {med(new_cpu):5.1f} ms CPU   "
+                f"same question: {med(seen):5.1f} ms wall   (median of {reps})"
+            )
     finally:
         page.main = inner
 
@@ -83,7 +86,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-LATENCY_JS = """
+LATENCY_JS = (
+    """
 async ([want]) => {
   const box = [...document.querySelectorAll('input')].find(i => i.getAttribute('aria-label') === %r);
   const value = () => {
@@ -102,7 +106,9 @@ async ([want]) => {
   });
   return performance.now() - t0;
 }
-""" % BUDGET_BOX
+"""
+    % BUDGET_BOX
+)
 
 
 def browser(reps: int) -> None:
@@ -110,14 +116,37 @@ def browser(reps: int) -> None:
 
     from pals_core.budget import PRESETS, AdapterConfig, Budget, design, parse_tasks, solve
 
-    ds = design(PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
+    ds = design(
+        PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False
+    )
     port = _free_port()
     tmp = tempfile.mkdtemp(prefix="bench-app-")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PALS_RUNS_DIR": f"{tmp}/runs",
-           "PALS_STUDY_STORAGE": f"sqlite:///{tmp}/none.db"}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-                             "--server.port", str(port), "--server.headless", "true"], cwd=ROOT, env=env,
-                            stdout=open(f"{tmp}/server.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PALS_RUNS_DIR": f"{tmp}/runs",
+        "PALS_STUDY_STORAGE": f"sqlite:///{tmp}/none.db",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(f"{tmp}/server.log", "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -127,8 +156,10 @@ def browser(reps: int) -> None:
             except OSError:
                 time.sleep(0.2)
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                                  "--disable-background-networking"])
+            b = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{url}/?design=pals%20%40%20all")
             page.get_by_test_id("stMetricValue").first.wait_for(timeout=60_000)
@@ -145,8 +176,10 @@ def browser(reps: int) -> None:
                     lat.append(ms)
                 page.wait_for_timeout(300)
             b.close()
-        print(f"browser: Enter after a new budget → new d_s on screen     : {statistics.median(lat):7.1f} ms median of {reps}"
-              f"  (min {min(lat):.0f}, max {max(lat):.0f})")
+        print(
+            f"browser: Enter after a new budget → new d_s on screen     : {statistics.median(lat):7.1f} ms median of {reps}"
+            f"  (min {min(lat):.0f}, max {max(lat):.0f})"
+        )
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
 

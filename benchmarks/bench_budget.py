@@ -12,6 +12,7 @@ locations × d_s 1..1024 × tasks 1..32): ≥ 10⁵ configurations per second.
 The processes run with bytecode written and read (``PYTHONDONTWRITEBYTECODE`` is dropped for them, one warm-up run
 each first), as an installed package runs: a stale ``.pyc`` recompiled at every start-up is not the calculator's time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,38 +68,67 @@ def main() -> None:
     exe = shutil.which("pals-budget", path=os.path.dirname(sys.executable)) or "pals-budget"
     question = ["--tasks", "8", "--budget", "1.13"]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.rounds} alternating rounds")
-    got = side_by_side({"python -c pass": [sys.executable, "-c", "pass"],
-                        "pals-budget --tasks 8 --budget 1.13": [exe, *question],
-                        "console() entry, same question": [sys.executable, "-c", CONSOLE, *question],
-                        "the stdlib modules it needs, alone": [sys.executable, "-c", STDLIB]}, args.rounds)
+    got = side_by_side(
+        {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "pals-budget --tasks 8 --budget 1.13": [exe, *question],
+            "console() entry, same question": [sys.executable, "-c", CONSOLE, *question],
+            "the stdlib modules it needs, alone": [sys.executable, "-c", STDLIB],
+        },
+        args.rounds,
+    )
     floor_wall, floor_cpu = got["python -c pass"]
     for label, (wall, cpu) in got.items():
-        verdict = "" if label == "python -c pass" else f"  {wall / floor_wall:.2f}× the interpreter" + (
-            "" if label.startswith("the stdlib") else
-            f" (target ≤ {TARGET:g}×: {'met' if wall <= TARGET * floor_wall else 'NOT met'})")
+        verdict = (
+            ""
+            if label == "python -c pass"
+            else f"  {wall / floor_wall:.2f}× the interpreter"
+            + (
+                ""
+                if label.startswith("the stdlib")
+                else f" (target ≤ {TARGET:g}×: {'met' if wall <= TARGET * floor_wall else 'NOT met'})"
+            )
+        )
         print(f"{label:36s}: {wall * 1000:6.1f} ms wall, {cpu * 1000:6.1f} ms CPU (medians){verdict}")
 
     model = PRESETS["bert-base-uncased"]
     t = time.perf_counter()
     n = sum(1 for _ in sweep(model))
     dt = time.perf_counter() - t
-    print(f"sweep: {n:,} configurations (all methods × locations × d_s 1..1024 (÷h_s for attention) × T 1..32) "
-          f"in {dt:.2f} s → {n / dt:,.0f} configs/s (target ≥ 100,000)")
+    print(
+        f"sweep: {n:,} configurations (all methods × locations × d_s 1..1024 (÷h_s for attention) × T 1..32) "
+        f"in {dt:.2f} s → {n / dt:,.0f} configs/s (target ≥ 100,000)"
+    )
     t = time.perf_counter()
     n_all = sum(1 for _ in sweep(model, heads=1))
     dt_all = time.perf_counter() - t
-    print(f"sweep with h_s = 1 (every d_s valid): {n_all:,} configurations in {dt_all:.2f} s → {n_all / dt_all:,.0f} configs/s")
+    print(
+        f"sweep with h_s = 1 (every d_s valid): {n_all:,} configurations in {dt_all:.2f} s → {n_all / dt_all:,.0f} configs/s"
+    )
 
     # every encoder family (issue 11): its largest preset as a whole process, beside the interpreter
-    names = ("xlm-roberta-large", "deberta-v3-large", "ModernBERT-large", "electra-small-discriminator",
-             "distilbert-base-uncased", "mpnet-base")
-    fam = side_by_side({"python -c pass": [sys.executable, "-c", "pass"],
-                        **{name: [exe, "--model", name, *question] for name in names}}, max(5, args.rounds // 3))
+    names = (
+        "xlm-roberta-large",
+        "deberta-v3-large",
+        "ModernBERT-large",
+        "electra-small-discriminator",
+        "distilbert-base-uncased",
+        "mpnet-base",
+    )
+    fam = side_by_side(
+        {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            **{name: [exe, "--model", name, *question] for name in names},
+        },
+        max(5, args.rounds // 3),
+    )
     floor_wall = fam["python -c pass"][0]
     for name in names:
         wall, cpu = fam[name]
-        print(f"pals-budget --model {name:<28}: {wall * 1000:6.1f} ms wall ({wall / floor_wall:.2f}×), "
-              f"{cpu * 1000:6.1f} ms CPU")
+        print(
+            f"pals-budget --model {name:<28}: {wall * 1000:6.1f} ms wall ({wall / floor_wall:.2f}×), "
+            f"{cpu * 1000:6.1f} ms CPU"
+        )
     by_family = {}
     for name, m in PRESETS.items():
         by_family.setdefault(m.family, name)
@@ -109,8 +139,10 @@ def main() -> None:
         dt_f = time.perf_counter() - t
         total_n, total_dt = total_n + n_f, total_dt + dt_f
         print(f"sweep {family:<11} ({name}): {n_f:,} configurations in {dt_f:.2f} s → {n_f / dt_f:,.0f} configs/s")
-    print(f"sweep, every family: {total_n:,} configurations in {total_dt:.2f} s → {total_n / total_dt:,.0f} configs/s "
-          f"(target ≥ 100,000)")
+    print(
+        f"sweep, every family: {total_n:,} configurations in {total_dt:.2f} s → {total_n / total_dt:,.0f} configs/s "
+        f"(target ≥ 100,000)"
+    )
 
 
 if __name__ == "__main__":

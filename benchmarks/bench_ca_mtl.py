@@ -19,6 +19,7 @@ built model (the trainer's ``params``). Prints one table with the ratios side by
     PALS_GLUE_DIR=/path/to/glue .venv/bin/python benchmarks/bench_ca_mtl.py            # ≈ 10 min CPU
     .venv/bin/python benchmarks/bench_ca_mtl.py --steps 40 --max-eval 100             # a quick look
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,42 +92,74 @@ def main(argv=None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="bench_ca_mtl_")
     results = {}
     for label, (cfg, sampling) in designs.items():
-        tc = TrainConfig(tasks=names, adapter=cfg, model=None, glue_dir=args.glue_dir, out=os.path.join(out, label),
-                         steps=args.steps, batch_size=args.batch_size, max_len=args.max_len, lr=args.lr,
-                         eval_every=args.steps, max_train_examples=args.max_train, max_eval_examples=args.max_eval,
-                         seed=args.seed, num_threads=args.threads, sampling=sampling)
+        tc = TrainConfig(
+            tasks=names,
+            adapter=cfg,
+            model=None,
+            glue_dir=args.glue_dir,
+            out=os.path.join(out, label),
+            steps=args.steps,
+            batch_size=args.batch_size,
+            max_len=args.max_len,
+            lr=args.lr,
+            eval_every=args.steps,
+            max_train_examples=args.max_train,
+            max_eval_examples=args.max_eval,
+            seed=args.seed,
+            num_threads=args.threads,
+            sampling=sampling,
+        )
         cpu0, wall0 = time.process_time(), time.perf_counter()
         summary = train(tc, progress=False)
         cost = at_size(design(shape, tasks, cfg), cfg.d_s)
         assert summary["params"]["trained"] == cost.params_trained, (label, summary["params"], cost.params_trained)
         assert summary["params"]["total"] == cost.params_total
         results[label] = {
-            "config": cfg.as_dict(), "sampling": sampling, "params_total": cost.params_total, "params_trained": cost.params_trained,
+            "config": cfg.as_dict(),
+            "sampling": sampling,
+            "params_total": cost.params_total,
+            "params_trained": cost.params_trained,
             "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
-            "scores": summary["scores"], "average": summary["average"], "train_time_s": summary["train_time_s"],
-            "eval_time_s": summary["eval_time_s"], "wall_s": time.perf_counter() - wall0,
-            "cpu_s": time.process_time() - cpu0, "task_steps": summary["task_steps"],
+            "scores": summary["scores"],
+            "average": summary["average"],
+            "train_time_s": summary["train_time_s"],
+            "eval_time_s": summary["eval_time_s"],
+            "wall_s": time.perf_counter() - wall0,
+            "cpu_s": time.process_time() - cpu0,
+            "task_steps": summary["task_steps"],
         }
-        print(f"[{label}] done: dev average {100 * summary['average']:.2f}, {results[label]['wall_s']:.0f} s wall", flush=True)
+        print(
+            f"[{label}] done: dev average {100 * summary['average']:.2f}, {results[label]['wall_s']:.0f} s wall",
+            flush=True,
+        )
 
     from pals_core.data.metrics import main_score
 
     ref = results["pals"]
-    print(f"\nMiniLM (d = {d}, L = {shape.layers}) · tasks {', '.join(names)} · {args.steps} steps × batch "
-          f"{args.batch_size}, max_len {args.max_len}, lr {args.lr:g}, seed {args.seed} · "
-          f"≤ {args.max_train} train / {args.max_eval} dev examples per task")
-    head = f"{'run':<15} {'d_s':>4} {'total':>11} {'trained':>11} {'trained×':>8} {'FLOPs×':>7} " + \
-        " ".join(f"{t:>6}" for t in names) + f" {'avg':>6} {'Δavg':>6} {'train s':>8} {'time×':>6} {'CPU s':>7}"
+    print(
+        f"\nMiniLM (d = {d}, L = {shape.layers}) · tasks {', '.join(names)} · {args.steps} steps × batch "
+        f"{args.batch_size}, max_len {args.max_len}, lr {args.lr:g}, seed {args.seed} · "
+        f"≤ {args.max_train} train / {args.max_eval} dev examples per task"
+    )
+    head = (
+        f"{'run':<15} {'d_s':>4} {'total':>11} {'trained':>11} {'trained×':>8} {'FLOPs×':>7} "
+        + " ".join(f"{t:>6}" for t in names)
+        + f" {'avg':>6} {'Δavg':>6} {'train s':>8} {'time×':>6} {'CPU s':>7}"
+    )
     print(head)
     print("-" * len(head))
     for label, r in results.items():
         scores = " ".join(f"{100 * main_score(t, r['scores'][t]):6.2f}" for t in names)
-        print(f"{label:<15} {r['config']['d_s']:>4} {r['params_total']:>11,} {r['params_trained']:>11,} "
-              f"{r['params_trained'] / ref['params_trained']:>8.3f} {r['flops_ratio']:>7.3f} {scores} "
-              f"{100 * r['average']:6.2f} {100 * (r['average'] - ref['average']):+6.2f} {r['train_time_s']:>8.1f} "
-              f"{r['train_time_s'] / ref['train_time_s']:>6.2f} {r['cpu_s']:>7.0f}")
-    print("trained× and time× are relative to pals; FLOPs× is the forward FLOPs of one task's path over the plain "
-          "model's (calculator); scores ×100 (CoLA MCC, STS-B Pearson, else accuracy)")
+        print(
+            f"{label:<15} {r['config']['d_s']:>4} {r['params_total']:>11,} {r['params_trained']:>11,} "
+            f"{r['params_trained'] / ref['params_trained']:>8.3f} {r['flops_ratio']:>7.3f} {scores} "
+            f"{100 * r['average']:6.2f} {100 * (r['average'] - ref['average']):+6.2f} {r['train_time_s']:>8.1f} "
+            f"{r['train_time_s'] / ref['train_time_s']:>6.2f} {r['cpu_s']:>7.0f}"
+        )
+    print(
+        "trained× and time× are relative to pals; FLOPs× is the forward FLOPs of one task's path over the plain "
+        "model's (calculator); scores ×100 (CoLA MCC, STS-B Pearson, else accuracy)"
+    )
     path = os.path.join(out, "results.json")
     with open(path + ".tmp", "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=2)

@@ -19,6 +19,7 @@ GLUE batches built exactly as the trainer builds them (task sampler, data stream
 
     PALS_GLUE_DIR=/path/to/glue python benchmarks/bench_cpu_step.py --threads 1,2 --batch 16,32 [--parts 1,2,4,3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,9 @@ def trainer_rows(data, steps: int, batch: int, seed: int = 0) -> list[tuple[str,
 
 
 def loss_of(model, task: str, b: dict) -> torch.Tensor:
-    logits = model(task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                   token_type_ids=b["token_type_ids"])
+    logits = model(
+        task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
+    )
     if GLUE_TASKS[task].regression:
         return F.mse_loss(logits.float().squeeze(-1), b["labels"].float())
     return F.cross_entropy(logits.float(), b["labels"])
@@ -149,9 +151,17 @@ def optimizer_variants(data, rows, kinds) -> dict:
     for k in kinds:
         ratios = [a / b for a, b in zip(per[k], per[ref])]
         cpu_ratios = [a / b for a, b in zip(cpu[k], cpu[ref])]
-        diff = max(float((p.detach() - q.detach()).abs().max()) for p, q in zip(models[k].parameters(), models[ref].parameters()))
-        out[k] = {"step_ms": 1000 * statistics.median(per[k]), "ratio": statistics.median(ratios), "max_param_diff": diff,
-                  "cpu_ms": 1000 * statistics.median(cpu[k]), "cpu_ratio": statistics.median(cpu_ratios)}
+        diff = max(
+            float((p.detach() - q.detach()).abs().max())
+            for p, q in zip(models[k].parameters(), models[ref].parameters())
+        )
+        out[k] = {
+            "step_ms": 1000 * statistics.median(per[k]),
+            "ratio": statistics.median(ratios),
+            "max_param_diff": diff,
+            "cpu_ms": 1000 * statistics.median(cpu[k]),
+            "cpu_ratio": statistics.median(cpu_ratios),
+        }
     return out
 
 
@@ -168,13 +178,15 @@ def adamw_alone(kinds, reps: int) -> dict:
         opts[k].step()  # warm-up (state allocation)
     t: dict[str, list[float]] = {k: [] for k in kinds}
     for i in range(reps):
-        for k in (kinds if i % 2 == 0 else list(reversed(kinds))):
+        for k in kinds if i % 2 == 0 else list(reversed(kinds)):
             c0 = time.process_time()
             opts[k].step()
             t[k].append(1000 * (time.process_time() - c0))
     ref = kinds[0]
-    return {k: {"ms": statistics.median(v), "ratio": statistics.median([a / b for a, b in zip(v, t[ref])])}
-            for k, v in t.items()}
+    return {
+        k: {"ms": statistics.median(v), "ratio": statistics.median([a / b for a, b in zip(v, t[ref])])}
+        for k, v in t.items()
+    }
 
 
 def eval_variants(data, n: int, batch: int, rounds: int) -> dict:
@@ -189,21 +201,30 @@ def eval_variants(data, n: int, batch: int, rounds: int) -> dict:
             for t, d in sets:
                 order = np.argsort(d.lengths[:n], kind="stable") if sort else np.arange(min(n, len(d)))
                 for s in range(0, len(order), batch):
-                    b = d.batch(order[s:s + batch])
-                    model(task=t, input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                          token_type_ids=b["token_type_ids"])
+                    b = d.batch(order[s : s + batch])
+                    model(
+                        task=t,
+                        input_ids=b["input_ids"],
+                        attention_mask=b["attention_mask"],
+                        token_type_ids=b["token_type_ids"],
+                    )
         return time.process_time() - c0
 
-    variants = {"file order, no_grad": (False, torch.no_grad), "length order, no_grad": (True, torch.no_grad),
-                "length order, inference_mode": (True, torch.inference_mode)}
+    variants = {
+        "file order, no_grad": (False, torch.no_grad),
+        "length order, no_grad": (True, torch.no_grad),
+        "length order, inference_mode": (True, torch.inference_mode),
+    }
     times: dict[str, list[float]] = {k: [] for k in variants}
     run(True, torch.no_grad)  # warm-up
     for i in range(rounds):
-        for k in (list(variants) if i % 2 == 0 else list(reversed(variants))):
+        for k in list(variants) if i % 2 == 0 else list(reversed(variants)):
             times[k].append(run(*variants[k]))
     ref = "length order, no_grad"
-    return {k: {"cpu_s": statistics.median(v), "ratio": statistics.median([a / b for a, b in zip(v, times[ref])])}
-            for k, v in times.items()}
+    return {
+        k: {"cpu_s": statistics.median(v), "ratio": statistics.median([a / b for a, b in zip(v, times[ref])])}
+        for k, v in times.items()
+    }
 
 
 def main() -> int:
@@ -215,13 +236,19 @@ def main() -> int:
     p.add_argument("--variant-steps", type=int, default=9)
     p.add_argument("--eval-rows", type=int, default=256)
     p.add_argument("--glue-dir", default=os.environ.get("PALS_GLUE_DIR"))
-    p.add_argument("--parts", default="1,2,4,3", help="which parts to run (1 phases, 2 optimizer variants, 3 evaluation, 4 AdamW alone)")
+    p.add_argument(
+        "--parts",
+        default="1,2,4,3",
+        help="which parts to run (1 phases, 2 optimizer variants, 3 evaluation, 4 AdamW alone)",
+    )
     args = p.parse_args()
     data = load_tasks(TASKS, load_tokenizer(tokenizer_path(None)), glue_dir=args.glue_dir, max_len=args.max_len)
     threads = [int(x) for x in args.threads.split(",")]
     batches = [int(x) for x in args.batch.split(",")]
-    print(f"MiniLM-L6-H384 (shared design), tasks {','.join(TASKS)}, max_len {args.max_len}, torch {torch.__version__}, "
-          f"load average {os.getloadavg()[0]:.2f} at start")
+    print(
+        f"MiniLM-L6-H384 (shared design), tasks {','.join(TASKS)}, max_len {args.max_len}, torch {torch.__version__}, "
+        f"load average {os.getloadavg()[0]:.2f} at start"
+    )
     parts = {int(x) for x in args.parts.split(",")}
     if 1 in parts:
         print("\n1. phases of one training step (wall ms, median; the trainer's code path)")
@@ -230,37 +257,56 @@ def main() -> int:
             for bs in batches:
                 ph = phases(data, trainer_rows(data, args.steps, bs), args.max_len)
                 total = sum(v for k, v in ph.items() if not k.startswith("fwd+bwd padded"))
-                cells = " · ".join(f"{k} {v:.1f} ({100 * v / total:.1f}%)" for k, v in ph.items() if not k.startswith("fwd+bwd"))
+                cells = " · ".join(
+                    f"{k} {v:.1f} ({100 * v / total:.1f}%)" for k, v in ph.items() if not k.startswith("fwd+bwd")
+                )
                 fb = ph["forward+loss"] + ph["backward"]
-                print(f"  {th} thread(s), batch {bs}: step {total:.0f} ms → {1000 / total:.3f} steps/s | {cells}", flush=True)
-                print(f"      forward+backward padded to {args.max_len}: {ph['fwd+bwd padded to max_len']:.0f} ms vs dynamic "
-                      f"{fb:.0f} ms ({ph['fwd+bwd padded to max_len'] / fb:.2f}×)")
+                print(
+                    f"  {th} thread(s), batch {bs}: step {total:.0f} ms → {1000 / total:.3f} steps/s | {cells}",
+                    flush=True,
+                )
+                print(
+                    f"      forward+backward padded to {args.max_len}: {ph['fwd+bwd padded to max_len']:.0f} ms vs dynamic "
+                    f"{fb:.0f} ms ({ph['fwd+bwd padded to max_len'] / fb:.2f}×)"
+                )
     if 2 in parts:
-        print("\n2. optimizer variants, alternating steps on the same batches (per whole training step; median of the "
-              "per-step ratios to the default; CPU = process CPU time, steadier than wall time on a loaded machine)")
+        print(
+            "\n2. optimizer variants, alternating steps on the same batches (per whole training step; median of the "
+            "per-step ratios to the default; CPU = process CPU time, steadier than wall time on a loaded machine)"
+        )
         kinds = ["default", "foreach", "fused"]
         for th in threads:
             torch.set_num_threads(th)
             for bs in batches:
                 res = optimizer_variants(data, trainer_rows(data, args.variant_steps, bs, seed=1), kinds)
-                cells = " · ".join(f"{k}: wall {v['step_ms']:.0f} ms, ratio {v['ratio']:.3f}; CPU {v['cpu_ms']:.0f} ms "
-                                   f"({1000 / v['cpu_ms']:.3f} steps/CPU-s), ratio {v['cpu_ratio']:.3f}; "
-                                   f"max |Δθ| {v['max_param_diff']:.1e}" for k, v in res.items())
+                cells = " · ".join(
+                    f"{k}: wall {v['step_ms']:.0f} ms, ratio {v['ratio']:.3f}; CPU {v['cpu_ms']:.0f} ms "
+                    f"({1000 / v['cpu_ms']:.3f} steps/CPU-s), ratio {v['cpu_ratio']:.3f}; "
+                    f"max |Δθ| {v['max_param_diff']:.1e}"
+                    for k, v in res.items()
+                )
                 print(f"  {th} thread(s), batch {bs}: {cells}", flush=True)
     if 4 in parts:
         print("\n4. AdamW step alone on MiniLM's 22.7M parameters (process CPU ms, median of 30, alternating)")
         for th in threads:
             torch.set_num_threads(th)
             res = adamw_alone(["default", "foreach", "fused"], 30)
-            print(f"  {th} thread(s): " + " · ".join(f"{k} {v['ms']:.1f} ms ({v['ratio']:.3f}×)" for k, v in res.items()),
-                  flush=True)
+            print(
+                f"  {th} thread(s): " + " · ".join(f"{k} {v['ms']:.1f} ms ({v['ratio']:.3f}×)" for k, v in res.items()),
+                flush=True,
+            )
     if 3 in parts:
-        print(f"\n3. evaluation, {args.eval_rows} SST-2 + {args.eval_rows} MRPC dev rows, batch 128 (process CPU s, median of 3)")
+        print(
+            f"\n3. evaluation, {args.eval_rows} SST-2 + {args.eval_rows} MRPC dev rows, batch 128 (process CPU s, median of 3)"
+        )
         for th in threads:
             torch.set_num_threads(th)
             res = eval_variants(data, args.eval_rows, 128, 3)
-            print(f"  {th} thread(s): " + " · ".join(f"{k} {v['cpu_s']:.2f} s ({v['ratio']:.3f}×)" for k, v in res.items()),
-                  flush=True)
+            print(
+                f"  {th} thread(s): "
+                + " · ".join(f"{k} {v['cpu_s']:.2f} s ({v['ratio']:.3f}×)" for k, v in res.items()),
+                flush=True,
+            )
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

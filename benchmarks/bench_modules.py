@@ -17,6 +17,7 @@ round-robin, ``--reps`` rounds, the order rotating each round; a ratio is the me
 (variant / reference in the same round), so slow drifts of the machine cancel. Ratios of the
 per-variant minima and of wall times are printed beside it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,11 +49,18 @@ class Variant:
     diagnostic: bool = False
 
 
-STEP_VARIANTS = [Variant("pals", "pals", "all"), Variant("low_rank", "low_rank", "all"),
-                 Variant("houlsby", "houlsby", "all"), Variant("lora", "lora", "all"),
-                 Variant("pals h_s=4", "pals", "all", heads=4, diagnostic=True)]
-SHARED_OPS_VARIANTS = [Variant("proj_attn_top", "proj_attn_top"), Variant("pals @ top", "pals", "top"),
-                       Variant("proj_attn_top h_s=4", "proj_attn_top", heads=4, diagnostic=True)]
+STEP_VARIANTS = [
+    Variant("pals", "pals", "all"),
+    Variant("low_rank", "low_rank", "all"),
+    Variant("houlsby", "houlsby", "all"),
+    Variant("lora", "lora", "all"),
+    Variant("pals h_s=4", "pals", "all", heads=4, diagnostic=True),
+]
+SHARED_OPS_VARIANTS = [
+    Variant("proj_attn_top", "proj_attn_top"),
+    Variant("pals @ top", "pals", "top"),
+    Variant("proj_attn_top h_s=4", "proj_attn_top", heads=4, diagnostic=True),
+]
 
 
 @dataclass
@@ -73,7 +81,7 @@ def round_robin(variants: dict[str, Callable[[], None]], reps: int, warmup: int)
     names = list(variants)
     t = Timings({k: [] for k in names}, {k: [] for k in names})
     for r in range(reps):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             c, w = time.process_time(), time.perf_counter()
             variants[name]()
             t.cpu[name].append(time.process_time() - c)
@@ -89,8 +97,15 @@ def inputs(vocab: int, batch: int, n: int, seed: int = 0) -> dict[str, torch.Ten
 
 def solve(args, shape, tasks, v: Variant):
     """The calculator's row for this variant at the budget: d_s, flops_per_seq, flops_all_tasks_per_seq."""
-    [row] = rows(shape, tasks, budget=Budget(ratio=args.budget), methods=[v.method], location=v.location,
-                 heads=v.heads, seq_len=args.seq_len)
+    [row] = rows(
+        shape,
+        tasks,
+        budget=Budget(ratio=args.budget),
+        methods=[v.method],
+        location=v.location,
+        heads=v.heads,
+        seq_len=args.seq_len,
+    )
     return row, AdapterConfig(method=v.method, d_s=row.d_s, location=v.location, heads=v.heads)
 
 
@@ -112,12 +127,17 @@ def bench_steps(args, shape, tasks) -> list[dict]:
 
         steps[label] = step
     t = round_robin(steps, args.reps, args.warmup)
-    print(f"\n1. training step (fwd+bwd), batch {args.batch}, n = {args.seq_len}, {args.reps} rounds; "
-          f"sizes solved for {len(tasks)} GLUE tasks at {args.budget}×")
-    print(f"   shared: {statistics.median(t.cpu['shared']):.2f} s CPU per step (median; min "
-          f"{min(t.cpu['shared']):.2f} s)")
-    print(f"   {'variant':<22} {'d_s':>4} {'FLOP ratio':>10} {'step ratio':>10} {'(minima)':>9} {'(wall)':>7} "
-          f"{'overhead measured/FLOP':>23} {'target ≤ 1.25':>14}")
+    print(
+        f"\n1. training step (fwd+bwd), batch {args.batch}, n = {args.seq_len}, {args.reps} rounds; "
+        f"sizes solved for {len(tasks)} GLUE tasks at {args.budget}×"
+    )
+    print(
+        f"   shared: {statistics.median(t.cpu['shared']):.2f} s CPU per step (median; min {min(t.cpu['shared']):.2f} s)"
+    )
+    print(
+        f"   {'variant':<22} {'d_s':>4} {'FLOP ratio':>10} {'step ratio':>10} {'(minima)':>9} {'(wall)':>7} "
+        f"{'overhead measured/FLOP':>23} {'target ≤ 1.25':>14}"
+    )
     out = []
     for v in STEP_VARIANTS:
         row, cfg = plan[v.label]
@@ -125,20 +145,36 @@ def bench_steps(args, shape, tasks) -> list[dict]:
         paired, mins, wall = t.ratio(v.label, "shared")
         rel = (paired - 1) / (fr - 1)
         verdict = "diagnostic" if v.diagnostic else ("met" if rel <= 1.25 else "NOT met")
-        print(f"   {v.label:<22} {cfg.d_s:>4} {fr:>10.4f} {paired:>10.4f} {mins:>9.4f} {wall:>7.3f} {rel:>23.2f} "
-              f"{verdict:>14}")
-        out.append({"variant": v.label, "d_s": cfg.d_s, "heads": v.heads, "flop_ratio": fr, "step_ratio": paired,
-                    "step_ratio_minima": mins, "wall_ratio_minima": wall, "overhead_measured_over_flop": rel})
+        print(
+            f"   {v.label:<22} {cfg.d_s:>4} {fr:>10.4f} {paired:>10.4f} {mins:>9.4f} {wall:>7.3f} {rel:>23.2f} "
+            f"{verdict:>14}"
+        )
+        out.append(
+            {
+                "variant": v.label,
+                "d_s": cfg.d_s,
+                "heads": v.heads,
+                "flop_ratio": fr,
+                "step_ratio": paired,
+                "step_ratio_minima": mins,
+                "wall_ratio_minima": wall,
+                "overhead_measured_over_flop": rel,
+            }
+        )
     return out
 
 
 def bench_shared_ops(args, shape, tasks) -> list[dict]:
     names = {t.name: t.num_labels for t in tasks}
     batch = inputs(shape.vocab, args.batch, args.seq_len, seed=1)
-    print(f"\n2. predict_all on {len(tasks)} tasks vs {len(tasks)} separate passes (eval, no grad), batch {args.batch}, "
-          f"n = {args.seq_len}, {args.reps} rounds")
-    print(f"   {'variant':<22} {'d_s':>4} {'analytic speed-up':>18} {'measured':>9} {'(minima)':>9} {'(wall)':>7} "
-          f"{'of analytic':>12} {'target ≥ 80 %':>14}")
+    print(
+        f"\n2. predict_all on {len(tasks)} tasks vs {len(tasks)} separate passes (eval, no grad), batch {args.batch}, "
+        f"n = {args.seq_len}, {args.reps} rounds"
+    )
+    print(
+        f"   {'variant':<22} {'d_s':>4} {'analytic speed-up':>18} {'measured':>9} {'(minima)':>9} {'(wall)':>7} "
+        f"{'of analytic':>12} {'target ≥ 80 %':>14}"
+    )
     out = []
     for v in SHARED_OPS_VARIANTS:
         row, cfg = solve(args, shape, tasks, v)
@@ -158,10 +194,21 @@ def bench_shared_ops(args, shape, tasks) -> list[dict]:
         t = round_robin({"together": together, "separately": separately}, args.reps, args.warmup)
         paired, mins, wall = t.ratio("separately", "together")
         verdict = "diagnostic" if v.diagnostic else ("met" if paired >= 0.8 * analytic else "NOT met")
-        print(f"   {v.label:<22} {cfg.d_s:>4} {analytic:>17.3f}× {paired:>8.3f}× {mins:>8.3f}× {wall:>6.2f}× "
-              f"{paired / analytic:>12.1%} {verdict:>14}")
-        out.append({"variant": v.label, "d_s": cfg.d_s, "heads": v.heads, "analytic_speedup": analytic,
-                    "speedup": paired, "speedup_minima": mins, "wall_speedup_minima": wall})
+        print(
+            f"   {v.label:<22} {cfg.d_s:>4} {analytic:>17.3f}× {paired:>8.3f}× {mins:>8.3f}× {wall:>6.2f}× "
+            f"{paired / analytic:>12.1%} {verdict:>14}"
+        )
+        out.append(
+            {
+                "variant": v.label,
+                "d_s": cfg.d_s,
+                "heads": v.heads,
+                "analytic_speedup": analytic,
+                "speedup": paired,
+                "speedup_minima": mins,
+                "wall_speedup_minima": wall,
+            }
+        )
     return out
 
 
@@ -182,8 +229,10 @@ def main() -> None:
     with open(os.path.join(default_checkpoint(), "config.json"), encoding="utf-8") as f:
         shape = from_hf_config(json.load(f), name="all-MiniLM-L6-v2")
     tasks = parse_tasks(args.tasks)
-    print(f"torch {torch.__version__}, CPU, {args.threads} thread(s), MiniLM-L6-H384 (embedded); "
-          f"tasks: {', '.join(t.name for t in tasks)}")
+    print(
+        f"torch {torch.__version__}, CPU, {args.threads} thread(s), MiniLM-L6-H384 (embedded); "
+        f"tasks: {', '.join(t.name for t in tasks)}"
+    )
     result = {"args": vars(args)}
     if args.only in (None, "steps"):
         result["steps"] = bench_steps(args, shape, tasks)

@@ -20,6 +20,7 @@ Clock: the process's CPU time with one thread for torch and onnxruntime alike; v
 (``bench_modules.round_robin``), a ratio is the median over rounds of the per-round ratio, so slow drifts of a
 shared machine cancel. ``--json`` writes the figures (benchmarks/results/serving.json is the committed one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,19 @@ from pals_core import AdapterConfig, MultiTaskModel  # noqa: E402
 from pals_core.budget import Task, from_hf_config, rows  # noqa: E402
 from pals_core.model import default_checkpoint  # noqa: E402
 
-BERT_BASE = {"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
-             "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
-             "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0}
+BERT_BASE = {
+    "model_type": "bert",
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+}
 
 
 def shapes() -> dict[str, dict]:
@@ -69,8 +80,15 @@ def build(config: dict, cfg: AdapterConfig, tasks: dict[str, int]) -> MultiTaskM
 
 def calculator_speedup(config: dict, cfg: AdapterConfig, tasks, seq_len: int) -> float:
     shape = from_hf_config(config, name="bench")
-    [row] = rows(shape, tasks, d_s=cfg.d_s, methods=[cfg.method], location=cfg.location, seq_len=seq_len,
-                 freeze_trunk=cfg.freeze_trunk)
+    [row] = rows(
+        shape,
+        tasks,
+        d_s=cfg.d_s,
+        methods=[cfg.method],
+        location=cfg.location,
+        seq_len=seq_len,
+        freeze_trunk=cfg.freeze_trunk,
+    )
     return len(tasks) * row.flops_per_seq / row.flops_all_tasks_per_seq
 
 
@@ -78,12 +96,19 @@ def no_grad(fn):
     def run():
         with torch.no_grad():
             fn()
+
     return run
 
 
 def bench_shared(model, batch, names, args) -> dict:
-    t = round_robin({"together": no_grad(lambda: model.predict_all(**batch)),
-                     "separately": no_grad(lambda: [model(task=n, **batch) for n in names])}, args.reps, args.warmup)
+    t = round_robin(
+        {
+            "together": no_grad(lambda: model.predict_all(**batch)),
+            "separately": no_grad(lambda: [model(task=n, **batch) for n in names]),
+        },
+        args.reps,
+        args.warmup,
+    )
     paired, mins, _ = t.ratio("separately", "together")
     return {"speedup": paired, "speedup_minima": mins}
 
@@ -96,8 +121,11 @@ def bench_mixed(model, batch, names, args) -> dict:
         for n, idx in groups.items():
             model(task=n, **{k: v[idx] for k, v in batch.items()})
 
-    t = round_robin({"mixed": no_grad(lambda: model.forward_mixed(**batch, tasks=tasks)), "grouped": no_grad(grouped)},
-                    args.reps, args.warmup)
+    t = round_robin(
+        {"mixed": no_grad(lambda: model.forward_mixed(**batch, tasks=tasks)), "grouped": no_grad(grouped)},
+        args.reps,
+        args.warmup,
+    )
     paired, mins, _ = t.ratio("grouped", "mixed")
     return {"mixed_speedup_over_grouped": paired, "minima": mins}
 
@@ -115,8 +143,11 @@ def bench_onnx(model, batch, args) -> dict:
         session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         names = {i.name for i in session.get_inputs()}
         feed = {k: v.numpy() for k, v in batch.items() if k in names}
-        t = round_robin({"torch": no_grad(lambda: model.predict_all(**batch)),
-                         "onnxruntime": lambda: session.run(None, feed)}, args.reps, args.warmup)
+        t = round_robin(
+            {"torch": no_grad(lambda: model.predict_all(**batch)), "onnxruntime": lambda: session.run(None, feed)},
+            args.reps,
+            args.warmup,
+        )
     paired, mins, _ = t.ratio("torch", "onnxruntime")
     return {"onnxruntime_speedup_over_torch": paired, "minima": mins}
 
@@ -137,8 +168,14 @@ def bench_peft(config: dict, cfg: AdapterConfig, names: list[str], batch, args) 
         peft.add_adapter(n, peft_config(ours, n, prefix))
     peft.eval()
     tasks = [names[i % len(names)] for i in range(batch["input_ids"].shape[0])]
-    t = round_robin({"ours": no_grad(lambda: ours.forward_mixed(**batch, tasks=tasks)),
-                     "peft": no_grad(lambda: peft(**batch, adapter_names=tasks))}, args.reps, args.warmup)
+    t = round_robin(
+        {
+            "ours": no_grad(lambda: ours.forward_mixed(**batch, tasks=tasks)),
+            "peft": no_grad(lambda: peft(**batch, adapter_names=tasks)),
+        },
+        args.reps,
+        args.warmup,
+    )
     paired, mins, _ = t.ratio("peft", "ours")
     return {"ours_speedup_over_peft": paired, "minima": mins}
 
@@ -161,10 +198,14 @@ def main() -> None:
     hf_logging.set_verbosity_error()
     skip = set(filter(None, args.skip.split(",")))
     cfg = design(args.d_s)
-    print(f"torch {torch.__version__}, CPU, {args.threads} thread(s); lora @ top, d_s {args.d_s}, trunk frozen; "
-          f"batch {args.batch}, n = {args.seq_len}, {args.reps} rounds (CPU time, round-robin)")
-    header = (f"{'shape':<10} {'T':>2}  {'predict_all vs T passes':>24} {'(calculator)':>12} {'of calc.':>8}  "
-              f"{'mixed vs grouped':>16}  {'ort vs torch':>12}  {'ours vs peft':>12}")
+    print(
+        f"torch {torch.__version__}, CPU, {args.threads} thread(s); lora @ top, d_s {args.d_s}, trunk frozen; "
+        f"batch {args.batch}, n = {args.seq_len}, {args.reps} rounds (CPU time, round-robin)"
+    )
+    header = (
+        f"{'shape':<10} {'T':>2}  {'predict_all vs T passes':>24} {'(calculator)':>12} {'of calc.':>8}  "
+        f"{'mixed vs grouped':>16}  {'ort vs torch':>12}  {'ours vs peft':>12}"
+    )
     print(header)
     out = []
     for shape_name in args.shapes.split(","):
@@ -175,8 +216,11 @@ def main() -> None:
             model = build(config, cfg, {t.name: t.num_labels for t in tasks})
             batch = inputs(config["vocab_size"], args.batch, args.seq_len)
             t0 = time.perf_counter()
-            row = {"shape": shape_name, "tasks": T, "calculator_speedup": calculator_speedup(config, cfg, tasks,
-                                                                                             args.seq_len)}
+            row = {
+                "shape": shape_name,
+                "tasks": T,
+                "calculator_speedup": calculator_speedup(config, cfg, tasks, args.seq_len),
+            }
             row.update(bench_shared(model, batch, names, args))
             row.update(bench_mixed(model, batch, names, args))
             if "onnx" not in skip:
@@ -186,10 +230,13 @@ def main() -> None:
             row["seconds"] = time.perf_counter() - t0
             out.append(row)
             of = row["speedup"] / row["calculator_speedup"]
-            print(f"{shape_name:<10} {T:>2}  {row['speedup']:>23.3f}× {row['calculator_speedup']:>11.3f}× {of:>8.1%}  "
-                  f"{row['mixed_speedup_over_grouped']:>15.3f}×  "
-                  f"{row.get('onnxruntime_speedup_over_torch', float('nan')):>11.3f}×  "
-                  f"{row.get('ours_speedup_over_peft', float('nan')):>11.3f}×", flush=True)
+            print(
+                f"{shape_name:<10} {T:>2}  {row['speedup']:>23.3f}× {row['calculator_speedup']:>11.3f}× {of:>8.1%}  "
+                f"{row['mixed_speedup_over_grouped']:>15.3f}×  "
+                f"{row.get('onnxruntime_speedup_over_torch', float('nan')):>11.3f}×  "
+                f"{row.get('ours_speedup_over_peft', float('nan')):>11.3f}×",
+                flush=True,
+            )
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

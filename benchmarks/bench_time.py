@@ -12,6 +12,7 @@
 2. Training memory: the calculator's ``memory_train.activations`` beside the bytes autograd saves, the optimizer
    figure beside AdamW's state, and on a CUDA device the predicted peak beside ``torch.cuda.max_memory_allocated``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,19 +40,56 @@ from pals_core.memory_probe import batch_inputs, cuda_step_peak_bytes, saved_act
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)
 # the same width and depth in the other families' layouts (DeBERTa-v3's relative attention, ModernBERT's GLU and RoPE)
 MODELS = {
-    "minilm": (dict(MINILM, model_type="bert"), ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-               "MiniLM shape (d = 384, L = 6, h = 12)"),
-    "deberta": (dict(MINILM, model_type="deberta-v2", type_vocab_size=0, relative_attention=True, position_buckets=256,
-                     max_relative_positions=-1, pos_att_type="p2c|c2p", share_att_key=True, position_biased_input=False,
-                     norm_rel_ebd="layer_norm"), ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-                "DeBERTa-v3 layout at the MiniLM shape (d = 384, L = 6, h = 12, k = 256)"),
-    "modernbert": (dict(MINILM, model_type="modernbert", intermediate_size=576, local_attention=128, pad_token_id=0,
-                        bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
-                   ("mlp_dropout", "attention_dropout"),
-                   "ModernBERT layout at the MiniLM width (d = 384, L = 6, h = 12, GLU d_ff = 576, window 128)"),
+    "minilm": (
+        dict(MINILM, model_type="bert"),
+        ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+        "MiniLM shape (d = 384, L = 6, h = 12)",
+    ),
+    "deberta": (
+        dict(
+            MINILM,
+            model_type="deberta-v2",
+            type_vocab_size=0,
+            relative_attention=True,
+            position_buckets=256,
+            max_relative_positions=-1,
+            pos_att_type="p2c|c2p",
+            share_att_key=True,
+            position_biased_input=False,
+            norm_rel_ebd="layer_norm",
+        ),
+        ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+        "DeBERTa-v3 layout at the MiniLM shape (d = 384, L = 6, h = 12, k = 256)",
+    ),
+    "modernbert": (
+        dict(
+            MINILM,
+            model_type="modernbert",
+            intermediate_size=576,
+            local_attention=128,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            cls_token_id=1,
+            sep_token_id=2,
+        ),
+        ("mlp_dropout", "attention_dropout"),
+        "ModernBERT layout at the MiniLM width (d = 384, L = 6, h = 12, GLU d_ff = 576, window 128)",
+    ),
 }
-DESIGNS = [("shared", None), ("pals", "all"), ("pals", "top"), ("low_rank", "all"), ("houlsby", "all"), ("lora", "all"),
-           ("ia3", "all"), ("lhuc", "all"), ("proj_attn_top", None), ("proj_ffn_top", None), ("bert_layer_top", None)]
+DESIGNS = [
+    ("shared", None),
+    ("pals", "all"),
+    ("pals", "top"),
+    ("low_rank", "all"),
+    ("houlsby", "all"),
+    ("lora", "all"),
+    ("ia3", "all"),
+    ("lhuc", "all"),
+    ("proj_attn_top", None),
+    ("proj_ffn_top", None),
+    ("bert_layer_top", None),
+]
 
 
 def main() -> None:
@@ -65,8 +103,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     profile = measure(1)
-    print(f"local profile: {profile.matmul_flops / 1e9:.1f} GFLOP/s, {profile.bandwidth / 1e9:.1f} GB/s, "
-          f"{profile.kernel_overhead_s * 1e6:.1f} µs/op, rng {profile.rng_s_per_element * 1e9:.2f} ns/elt")
+    print(
+        f"local profile: {profile.matmul_flops / 1e9:.1f} GFLOP/s, {profile.bandwidth / 1e9:.1f} GB/s, "
+        f"{profile.kernel_overhead_s * 1e6:.1f} µs/op, rng {profile.rng_s_per_element * 1e9:.2f} ns/elt"
+    )
     fields, dropouts, title = MODELS[args.model]
     fields = dict(fields, **{name: args.dropout for name in dropouts})
     hf = AutoConfig.for_model(fields.pop("model_type"), **fields)
@@ -80,8 +120,17 @@ def main() -> None:
         ds = design(shape, tasks, cfg, seq_len=n)
         torch.manual_seed(0)
         model = MultiTaskBert.from_base_config(hf, cfg, {t.name: t.num_labels for t in tasks}).train()
-        entries.append(dict(label=design_label(method, loc), d_s=row.d_s, ds=ds, model=model, flops=row.flops_per_seq,
-                            predicted=step_seconds(ds, row.d_s, B, cond, profile), times=[]))
+        entries.append(
+            dict(
+                label=design_label(method, loc),
+                d_s=row.d_s,
+                ds=ds,
+                model=model,
+                flops=row.flops_per_seq,
+                predicted=step_seconds(ds, row.d_s, B, cond, profile),
+                times=[],
+            )
+        )
     base = entries[0]
     inputs = batch_inputs(base["model"], B, n)
 
@@ -96,15 +145,19 @@ def main() -> None:
     ratios = {e["label"]: [] for e in entries}
     wall0 = time.perf_counter()
     for r in range(args.rounds):
-        order = entries[r % len(entries):] + entries[:r % len(entries)]
+        order = entries[r % len(entries) :] + entries[: r % len(entries)]
         got = {e["label"]: step(e["model"]) for e in order}
         for e in entries:
             e["times"].append(got[e["label"]])
             ratios[e["label"]].append(got[e["label"]] / got[base["label"]])
-    print(f"\n{title}, 8 GLUE tasks, budget {args.budget}×, B = {B}, n = {n}, dropout {args.dropout}, "
-          f"{cond.attention}, 1 thread; {args.rounds} interleaved rounds ({time.perf_counter() - wall0:.0f} s wall)")
-    print(f"{'design':22s} {'d_s':>4s} {'FLOPs ratio':>11s} {'predicted':>9s} {'measured':>9s} {'pred/meas':>9s} "
-          f"{'step s (pred)':>13s} {'step s (meas)':>13s}")
+    print(
+        f"\n{title}, 8 GLUE tasks, budget {args.budget}×, B = {B}, n = {n}, dropout {args.dropout}, "
+        f"{cond.attention}, 1 thread; {args.rounds} interleaved rounds ({time.perf_counter() - wall0:.0f} s wall)"
+    )
+    print(
+        f"{'design':22s} {'d_s':>4s} {'FLOPs ratio':>11s} {'predicted':>9s} {'measured':>9s} {'pred/meas':>9s} "
+        f"{'step s (pred)':>13s} {'step s (meas)':>13s}"
+    )
     worst = 0.0
     for e in entries:
         measured = statistics.median(ratios[e["label"]])
@@ -112,8 +165,10 @@ def main() -> None:
         flops = e["flops"] / base["flops"]
         if e is not base:
             worst = max(worst, abs(predicted / measured - 1))
-        print(f"{e['label']:22s} {str(e['d_s'] or '—'):>4s} {flops:11.3f} {predicted:9.3f} {measured:9.3f} "
-              f"{predicted / measured:9.3f} {e['predicted']:13.3f} {statistics.median(e['times']):13.3f}")
+        print(
+            f"{e['label']:22s} {str(e['d_s'] or '—'):>4s} {flops:11.3f} {predicted:9.3f} {measured:9.3f} "
+            f"{predicted / measured:9.3f} {e['predicted']:13.3f} {statistics.median(e['times']):13.3f}"
+        )
     print(f"largest |predicted / measured − 1| = {100 * worst:.1f} % (target ≤ 10 %)")
 
     print("\nTraining memory (B = {}, n = {}): calculator vs torch".format(B, n))
@@ -122,7 +177,7 @@ def main() -> None:
         ds, s = e["ds"], e["d_s"]
         mem = memory_train(ds, s, evaluate(ds, s), batch=B, cond=cond)
         got = saved_activation_bytes(e["model"], "cola", B, n)
-        print(f"{e['label']:22s} {mem.activations:18,d} {got:12,d} {mem.total / 2 ** 20:10.1f}")
+        print(f"{e['label']:22s} {mem.activations:18,d} {got:12,d} {mem.total / 2**20:10.1f}")
     if torch.cuda.is_available():
         gpu_cond = replace(cond, backend="cuda")
         print("\nCUDA peak (torch.cuda.max_memory_allocated) vs predicted total (cuda backend)")
@@ -130,8 +185,10 @@ def main() -> None:
             ds, s = e["ds"], e["d_s"]
             mem = memory_train(ds, s, evaluate(ds, s), batch=B, cond=gpu_cond)
             peak = cuda_step_peak_bytes(e["model"].cuda(), "cola", B, n)
-            print(f"{e['label']:22s} predicted {mem.total / 2 ** 20:9.1f} MiB  measured {peak / 2 ** 20:9.1f} MiB  "
-                  f"ratio {mem.total / peak:.3f}")
+            print(
+                f"{e['label']:22s} predicted {mem.total / 2**20:9.1f} MiB  measured {peak / 2**20:9.1f} MiB  "
+                f"ratio {mem.total / peak:.3f}"
+            )
     else:
         print("\n(no CUDA device: the torch.cuda.max_memory_allocated comparison is skipped)")
 

@@ -12,6 +12,7 @@ every batch shape, and the order alternates (bare first, then trainer first, …
     PALS_GLUE_DIR=/path/to/glue python benchmarks/bench_trainer.py                 # MiniLM, CPU
     PALS_GLUE_DIR=/path/to/glue python benchmarks/bench_trainer.py --steps 200 --device cuda
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,15 @@ from pals_core.train.trainer import train  # noqa: E402
 
 def batches_like_the_trainer(cfg: TrainConfig, data) -> list[tuple[str, dict]]:
     sizes = {t: len(data[t].train) for t in cfg.tasks}
-    sampler = make_sampler(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps, alpha_start=cfg.alpha_start,
-                           alpha_end=cfg.alpha_end, alpha_shape=cfg.alpha_shape)
+    sampler = make_sampler(
+        cfg.sampling,
+        sizes,
+        cfg.steps,
+        cfg.epoch_steps,
+        alpha_start=cfg.alpha_start,
+        alpha_end=cfg.alpha_end,
+        alpha_shape=cfg.alpha_shape,
+    )
     rng = np.random.default_rng([cfg.seed, 1])
     streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(cfg.tasks)}
     out = []
@@ -66,11 +74,18 @@ def bare_loop(cfg: TrainConfig, batches, device: torch.device) -> tuple[float, f
     t0, c0 = time.perf_counter(), time.process_time()
     for task, b in batches:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(task=task, input_ids=b["input_ids"].to(device), attention_mask=b["attention_mask"].to(device),
-                           token_type_ids=b["token_type_ids"].to(device))
+            logits = model(
+                task=task,
+                input_ids=b["input_ids"].to(device),
+                attention_mask=b["attention_mask"].to(device),
+                token_type_ids=b["token_type_ids"].to(device),
+            )
         labels = b["labels"].to(device)
-        loss = (F.mse_loss(logits.float().squeeze(-1), labels.float()) if GLUE_TASKS[task].regression
-                else F.cross_entropy(logits.float(), labels))
+        loss = (
+            F.mse_loss(logits.float().squeeze(-1), labels.float())
+            if GLUE_TASKS[task].regression
+            else F.cross_entropy(logits.float(), labels)
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
@@ -100,10 +115,14 @@ def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
         loss = r.train_step(parts)
         task, b = parts[0]
         c1 = time.process_time()
-        logits = net(task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                     token_type_ids=b["token_type_ids"])
-        loss = (F.mse_loss(logits.float().squeeze(-1), b["labels"].float()) if GLUE_TASKS[task].regression
-                else F.cross_entropy(logits.float(), b["labels"]))
+        logits = net(
+            task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
+        )
+        loss = (
+            F.mse_loss(logits.float().squeeze(-1), b["labels"].float())
+            if GLUE_TASKS[task].regression
+            else F.cross_entropy(logits.float(), b["labels"])
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
@@ -131,11 +150,22 @@ def main() -> None:
     device = torch.device(args.device)
     work = tempfile.mkdtemp(prefix="bench-trainer-")
     try:
+
         def config(i: int) -> TrainConfig:
-            return TrainConfig(tasks=args.tasks.split(","), adapter=AdapterConfig(method="pals", d_s=args.d_s, heads=args.heads),
-                               model=args.model, out=os.path.join(work, f"run{i}"), steps=args.steps,
-                               batch_size=args.batch_size, max_len=args.max_len, eval_every=args.steps,
-                               max_eval_examples=16, device=args.device, num_threads=args.threads, seed=0)
+            return TrainConfig(
+                tasks=args.tasks.split(","),
+                adapter=AdapterConfig(method="pals", d_s=args.d_s, heads=args.heads),
+                model=args.model,
+                out=os.path.join(work, f"run{i}"),
+                steps=args.steps,
+                batch_size=args.batch_size,
+                max_len=args.max_len,
+                eval_every=args.steps,
+                max_eval_examples=16,
+                device=args.device,
+                num_threads=args.threads,
+                seed=0,
+            )
 
         cfg = config(0)
         tok = load_tokenizer(tokenizer_path(cfg.model))
@@ -148,6 +178,7 @@ def main() -> None:
         w, _ = bare_loop(cfg, batches, device)  # warm-up: kernels for every batch shape, allocator, caches
         print(f"  warm-up bare loop: {seqs / w:7.1f} seq/s (not counted)")
         for i in range(args.repeats):
+
             def run_bare() -> None:
                 w, c = bare_loop(cfg, batches, device)
                 wall["bare"].append(w)
@@ -158,22 +189,30 @@ def main() -> None:
                 wall["trainer"].append(s["train_time_s"])
                 cpu["trainer"].append(s["train_cpu_s"])
 
-            for step in ((run_bare, run_trainer) if i % 2 == 0 else (run_trainer, run_bare)):  # alternate the order
+            for step in (run_bare, run_trainer) if i % 2 == 0 else (run_trainer, run_bare):  # alternate the order
                 step()
-            print(f"  repeat {i + 1}: bare {seqs / wall['bare'][-1]:7.1f} seq/s ({seqs / cpu['bare'][-1]:7.1f} per CPU-s)   "
-                  f"trainer {seqs / wall['trainer'][-1]:7.1f} seq/s ({seqs / cpu['trainer'][-1]:7.1f} per CPU-s)")
-        print(f"model {cfg.model or 'MiniLM-L6-H384'} · PALs d_s={args.d_s}, h_s={args.heads} · tasks {args.tasks} · "
-              f"{args.steps} steps × batch {args.batch_size} (max_len {args.max_len}, {tokens / seqs:.1f} real tokens/seq) · "
-              f"{args.device}, {args.threads} threads · best of {args.repeats} alternating repeats")
+            print(
+                f"  repeat {i + 1}: bare {seqs / wall['bare'][-1]:7.1f} seq/s ({seqs / cpu['bare'][-1]:7.1f} per CPU-s)   "
+                f"trainer {seqs / wall['trainer'][-1]:7.1f} seq/s ({seqs / cpu['trainer'][-1]:7.1f} per CPU-s)"
+            )
+        print(
+            f"model {cfg.model or 'MiniLM-L6-H384'} · PALs d_s={args.d_s}, h_s={args.heads} · tasks {args.tasks} · "
+            f"{args.steps} steps × batch {args.batch_size} (max_len {args.max_len}, {tokens / seqs:.1f} real tokens/seq) · "
+            f"{args.device}, {args.threads} threads · best of {args.repeats} alternating repeats"
+        )
         for label, times in (("wall time", wall), ("CPU time", cpu)):
             b, t = min(times["bare"]), min(times["trainer"])
             mb, mt = statistics.median(times["bare"]), statistics.median(times["trainer"])
-            print(f"whole runs, {label:9s}: bare loop {seqs / b:8.1f} seq/s · trainer {seqs / t:8.1f} seq/s · "
-                  f"trainer overhead {100 * (t / b - 1):+.2f} % (median vs median {100 * (mt / mb - 1):+.2f} %)")
+            print(
+                f"whole runs, {label:9s}: bare loop {seqs / b:8.1f} seq/s · trainer {seqs / t:8.1f} seq/s · "
+                f"trainer overhead {100 * (t / b - 1):+.2f} % (median vs median {100 * (mt / mb - 1):+.2f} %)"
+            )
         if device.type == "cpu":
             b, t = interleaved(config(args.repeats + 1), args.steps)
-            print(f"step by step, CPU time: bare step {1e3 * b:8.2f} ms · trainer step (sampling + batch + Accelerate) "
-                  f"{1e3 * t:8.2f} ms · trainer overhead {100 * (t / b - 1):+.2f} %")
+            print(
+                f"step by step, CPU time: bare step {1e3 * b:8.2f} ms · trainer step (sampling + batch + Accelerate) "
+                f"{1e3 * t:8.2f} ms · trainer overhead {100 * (t / b - 1):+.2f} %"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

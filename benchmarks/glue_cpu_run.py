@@ -17,6 +17,7 @@ same command again); each writes its run directory under --out, and the table go
     PALS_GLUE_DIR=/path/to/glue python benchmarks/glue_cpu_run.py --out runs/glue-cpu
     PALS_GLUE_DIR=/path/to/glue python benchmarks/glue_cpu_run.py --out /tmp/smoke --steps 20 --eval-every 10 --max-eval-examples 64
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,15 +56,30 @@ def table(tasks: list[str], base: dict, summaries: dict[str, dict]) -> str:
             lines.append(f"| {t} | {m}{star} | {100 * base[t][m]:.2f} | " + " | ".join(cells) + " |")
     avg = [f"**{100 * s['average']:.2f}**" for s in summaries.values()]
     lines.append(f"| **average** | Table 3 | {100 * dev_average(base):.2f} | " + " | ".join(avg) + " |")
-    beats = ["yes" if all(main_score(t, s["scores"][t]) > main_score(t, base[t]) for t in tasks) else
-             "no: " + ", ".join(t for t in tasks if main_score(t, s["scores"][t]) <= main_score(t, base[t]))
-             for s in summaries.values()]
+    beats = [
+        "yes"
+        if all(main_score(t, s["scores"][t]) > main_score(t, base[t]) for t in tasks)
+        else "no: " + ", ".join(t for t in tasks if main_score(t, s["scores"][t]) <= main_score(t, base[t]))
+        for s in summaries.values()
+    ]
     lines.append("| beats majority on every task | | | " + " | ".join(beats) + " |")
-    lines.append("| d_s | | | " + " | ".join(str(s["config"]["adapter"]["d_s"] or "—") for s in summaries.values()) + " |")
-    lines.append("| task-specific params | | | " + " | ".join(f"{s['params']['task_specific']:,}" for s in summaries.values()) + " |")
-    lines.append("| total / base | | | " + " | ".join(f"{s['params']['ratio']:.4f}×" for s in summaries.values()) + " |")
-    lines.append("| best step / steps | | | " + " | ".join(f"{s['best_step']} / {s['steps']}" for s in summaries.values()) + " |")
-    lines.append("| wall time | | | " + " | ".join(f"{s['wall_time_s'] / 60:.1f} min" for s in summaries.values()) + " |")
+    lines.append(
+        "| d_s | | | " + " | ".join(str(s["config"]["adapter"]["d_s"] or "—") for s in summaries.values()) + " |"
+    )
+    lines.append(
+        "| task-specific params | | | "
+        + " | ".join(f"{s['params']['task_specific']:,}" for s in summaries.values())
+        + " |"
+    )
+    lines.append(
+        "| total / base | | | " + " | ".join(f"{s['params']['ratio']:.4f}×" for s in summaries.values()) + " |"
+    )
+    lines.append(
+        "| best step / steps | | | " + " | ".join(f"{s['best_step']} / {s['steps']}" for s in summaries.values()) + " |"
+    )
+    lines.append(
+        "| wall time | | | " + " | ".join(f"{s['wall_time_s'] / 60:.1f} min" for s in summaries.values()) + " |"
+    )
     return "\n".join(lines)
 
 
@@ -89,24 +105,42 @@ def main() -> int:
     summaries = {}
     for method in args.methods.split(","):
         adapter = AdapterConfig(method=method)
-        cfg = TrainConfig(tasks=tasks, adapter=adapter, model=None, glue_dir=args.glue_dir or os.environ.get("PALS_GLUE_DIR"),
-                          out=os.path.join(args.out, method), steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                          max_len=args.max_len, sampling=args.sampling, epoch_steps=args.epoch_steps,
-                          eval_every=args.eval_every, max_eval_examples=args.max_eval_examples, seed=args.seed,
-                          device="cpu", num_threads=args.threads, budget=args.budget if method != "shared" else None)
+        cfg = TrainConfig(
+            tasks=tasks,
+            adapter=adapter,
+            model=None,
+            glue_dir=args.glue_dir or os.environ.get("PALS_GLUE_DIR"),
+            out=os.path.join(args.out, method),
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            max_len=args.max_len,
+            sampling=args.sampling,
+            epoch_steps=args.epoch_steps,
+            eval_every=args.eval_every,
+            max_eval_examples=args.max_eval_examples,
+            seed=args.seed,
+            device="cpu",
+            num_threads=args.threads,
+            budget=args.budget if method != "shared" else None,
+        )
         print(f"== {method}: {cfg.out}", file=sys.stderr, flush=True)
         summaries[method] = train(cfg, resume=True)
     base = majority(tasks, args.glue_dir, args.max_eval_examples)
     text = table(tasks, base, summaries)
     cfg0 = next(iter(summaries.values()))["config"]
-    header = (f"MiniLM-L6-H384 · tasks {', '.join(tasks)} · {cfg0['steps']} steps × batch {cfg0['batch_size']} · "
-              f"{cfg0['sampling']} sampling (epoch {cfg0['epoch_steps']} steps) · lr {cfg0['lr']:g} · max_len {cfg0['max_len']} · "
-              f"seed {cfg0['seed']} · scores ×100 on the full dev sets, best checkpoint; * = enters the average")
+    header = (
+        f"MiniLM-L6-H384 · tasks {', '.join(tasks)} · {cfg0['steps']} steps × batch {cfg0['batch_size']} · "
+        f"{cfg0['sampling']} sampling (epoch {cfg0['epoch_steps']} steps) · lr {cfg0['lr']:g} · max_len {cfg0['max_len']} · "
+        f"seed {cfg0['seed']} · scores ×100 on the full dev sets, best checkpoint; * = enters the average"
+    )
     print(header)
     print(text)
     atomic_write_text(os.path.join(args.out, "results.md"), header + "\n\n" + text + "\n")
-    atomic_write_text(os.path.join(args.out, "results.json"),
-                      json.dumps({"majority": base, "runs": summaries}, indent=2, default=float) + "\n")
+    atomic_write_text(
+        os.path.join(args.out, "results.json"),
+        json.dumps({"majority": base, "runs": summaries}, indent=2, default=float) + "\n",
+    )
     return 0
 
 

@@ -30,6 +30,7 @@ scores, Holm-corrected over the pairs on the average and, apart, over the per-ta
     PALS_GLUE_DIR=/path/to/glue python benchmarks/paper_claim.py --model tiny --steps 10 \\
         --max-train-examples 64 --max-eval-examples 32 --out /tmp/pc --results /tmp/pc-results  # a dry run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,9 @@ ADAPTERS = ("pals", "low_rank", "houlsby")  # sized at the budget by the calcula
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="runs/paper_claim", help="run folders (checkpoints live here)")
-    p.add_argument("--results", default="benchmarks/results/paper_claim", help="summaries and the table (no checkpoints)")
+    p.add_argument(
+        "--results", default="benchmarks/results/paper_claim", help="summaries and the table (no checkpoints)"
+    )
     p.add_argument("--model", default=None, help="default: the embedded MiniLM; 'tiny' for a dry run")
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--designs", default=",".join(DESIGNS))
@@ -76,9 +79,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=float, default=0.1)
-    p.add_argument("--sampling", default="uniform",
-                   help="uniform: every task 20 %% of the steps — CoLA needs ~600 steps of 16 at lr 1e-4 to leave the "
-                        "majority class (BENCHMARKS.md, the CoLA pilot)")
+    p.add_argument(
+        "--sampling",
+        default="uniform",
+        help="uniform: every task 20 %% of the steps — CoLA needs ~600 steps of 16 at lr 1e-4 to leave the "
+        "majority class (BENCHMARKS.md, the CoLA pilot)",
+    )
     p.add_argument("--epoch-steps", type=int, default=1200)
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--max-len", type=int, default=128)
@@ -89,17 +95,35 @@ def parse() -> argparse.Namespace:
     p.add_argument("--device", default="auto")
     p.add_argument("--glue-dir", default=os.environ.get("PALS_GLUE_DIR"))
     p.add_argument("--cache-dir", default=None)
-    p.add_argument("--report", action="store_true",
-                   help="train nothing: tabulate the seeds every design has finished so far (results-partial.md/json)")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="train nothing: tabulate the seeds every design has finished so far (results-partial.md/json)",
+    )
     return p.parse_args()
 
 
 def base_config(a: argparse.Namespace, tasks: list[str]) -> TrainConfig:
-    return TrainConfig(tasks=tasks, adapter=AdapterConfig(method="shared"), model=a.model, glue_dir=a.glue_dir,
-                       out=a.out, steps=a.steps, batch_size=a.batch_size, lr=a.lr, warmup=a.warmup, sampling=a.sampling,
-                       epoch_steps=a.epoch_steps, eval_every=a.eval_every, max_len=a.max_len,
-                       max_train_examples=a.max_train_examples, max_eval_examples=a.max_eval_examples,
-                       device=a.device, num_threads=a.threads, cache_dir=a.cache_dir)
+    return TrainConfig(
+        tasks=tasks,
+        adapter=AdapterConfig(method="shared"),
+        model=a.model,
+        glue_dir=a.glue_dir,
+        out=a.out,
+        steps=a.steps,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        warmup=a.warmup,
+        sampling=a.sampling,
+        epoch_steps=a.epoch_steps,
+        eval_every=a.eval_every,
+        max_len=a.max_len,
+        max_train_examples=a.max_train_examples,
+        max_eval_examples=a.max_eval_examples,
+        device=a.device,
+        num_threads=a.threads,
+        cache_dir=a.cache_dir,
+    )
 
 
 def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: list[int]) -> sd.SeedsPlan:
@@ -108,18 +132,35 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
     adapter = AdapterConfig(method="shared" if design == "separate" else design, heads=a.heads)
     cfg = replace(base, out=out, adapter=adapter, seed=seeds[0])
     if design in ADAPTERS:
-        cfg = replace(cfg, adapter=replace(adapter, d_s=solve_d_s(model_shape(a.model), [
-            Task(t, GLUE_TASKS[t].num_labels) for t in base.tasks], adapter, Budget(ratio=a.budget))))
+        cfg = replace(
+            cfg,
+            adapter=replace(
+                adapter,
+                d_s=solve_d_s(
+                    model_shape(a.model),
+                    [Task(t, GLUE_TASKS[t].num_labels) for t in base.tasks],
+                    adapter,
+                    Budget(ratio=a.budget),
+                ),
+            ),
+        )
     plan = sd.SeedsPlan(resolve(cfg), seeds, separate=design == "separate")
     if sd.is_seeds_dir(out):
         old = sd.read_plan(out)
         x, y = old.template.resumable_view(), plan.template.resumable_view()
         diff = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
         if diff or old.seeds != seeds or old.separate != plan.separate:
-            raise SystemExit(f"paper_claim: {out} holds runs with other settings ({', '.join(diff) or 'seeds'}); "
-                             f"choose another --out")
-        return replace(old, template=replace(old.template, **{k: getattr(plan.template, k) for k in
-                                                             ("num_threads", "device", "glue_dir", "cache_dir")}))
+            raise SystemExit(
+                f"paper_claim: {out} holds runs with other settings ({', '.join(diff) or 'seeds'}); "
+                f"choose another --out"
+            )
+        return replace(
+            old,
+            template=replace(
+                old.template,
+                **{k: getattr(plan.template, k) for k in ("num_threads", "device", "glue_dir", "cache_dir")},
+            ),
+        )
     sd.write_plan(plan)
     return plan
 
@@ -150,8 +191,15 @@ def copy_summaries(out: Path, results: Path) -> int:
 def majority(a: argparse.Namespace, tasks: list[str]) -> dict:
     from pals_core.data.load import load_tasks, load_tokenizer
 
-    data = load_tasks(tasks, load_tokenizer(tokenizer_path(a.model)), glue_dir=a.glue_dir, max_len=a.max_len,
-                      max_train=a.max_train_examples, max_eval=a.max_eval_examples, cache_dir=a.cache_dir)
+    data = load_tasks(
+        tasks,
+        load_tokenizer(tokenizer_path(a.model)),
+        glue_dir=a.glue_dir,
+        max_len=a.max_len,
+        max_train=a.max_train_examples,
+        max_eval=a.max_eval_examples,
+        cache_dir=a.cache_dir,
+    )
     return {t: majority_scores(t, d.train.labels, {s: e.labels for s, e in d.dev.items()}) for t, d in data.items()}
 
 
@@ -176,8 +224,12 @@ def table(tasks: list[str], base: dict, aggs: dict[str, dict]) -> str:
         lines.append(f"| {label} | {100 * maj:.2f} | " + " | ".join(cell(per_seed(aggs[d], t)) for d in names) + " |")
     lines.append("| d_s | — | " + " | ".join(str(aggs[d]["params"].get("d_s") or "—") for d in names) + " |")
     lines.append("| total / base | — | " + " | ".join(f"{aggs[d]['params']['ratio']:.4f}×" for d in names) + " |")
-    lines.append("| task-specific params | — | " + " | ".join(f"{aggs[d]['params']['task_specific']:,}" for d in names) + " |")
-    lines.append("| wall time (all seeds) | — | " + " | ".join(f"{aggs[d]['wall_time_s'] / 60:.1f} min" for d in names) + " |")
+    lines.append(
+        "| task-specific params | — | " + " | ".join(f"{aggs[d]['params']['task_specific']:,}" for d in names) + " |"
+    )
+    lines.append(
+        "| wall time (all seeds) | — | " + " | ".join(f"{aggs[d]['wall_time_s'] / 60:.1f} min" for d in names) + " |"
+    )
     return "\n".join(lines)
 
 
@@ -185,13 +237,26 @@ def beats_majority(tasks: list[str], base: dict, aggs: dict[str, dict]) -> list[
     out = []
     for d, agg in aggs.items():
         by_mean = [t for t in tasks if seed_stats(per_seed(agg, t))["mean"] <= main_score(t, base[t])]
-        lower = [t for t in tasks if (s := seed_stats(per_seed(agg, t)))["ci95"] is None
-                 or s["mean"] - s["ci95"] <= main_score(t, base[t])]
-        out.append(f"- {d}: " + ("beats the majority class on every task by the mean" if not by_mean else
-                                 f"does NOT beat the majority class on {', '.join(by_mean)} (mean)") +
-                   ("; one seed so far, so no interval yet" if len(agg["runs"]) < 2 else
-                    "; the whole 95 % interval is above it on every task" if not lower else
-                    f"; interval not clear of it on {', '.join(lower)}"))
+        lower = [
+            t
+            for t in tasks
+            if (s := seed_stats(per_seed(agg, t)))["ci95"] is None or s["mean"] - s["ci95"] <= main_score(t, base[t])
+        ]
+        out.append(
+            f"- {d}: "
+            + (
+                "beats the majority class on every task by the mean"
+                if not by_mean
+                else f"does NOT beat the majority class on {', '.join(by_mean)} (mean)"
+            )
+            + (
+                "; one seed so far, so no interval yet"
+                if len(agg["runs"]) < 2
+                else "; the whole 95 % interval is above it on every task"
+                if not lower
+                else f"; interval not clear of it on {', '.join(lower)}"
+            )
+        )
     return out
 
 
@@ -201,21 +266,29 @@ def differences(tasks: list[str], aggs: dict[str, dict]) -> list[str]:
     per-task scores — so that 5 % is the chance of any false "supported" line in a family, not of each."""
     lines = []
     for family, rows in (("the dev average", [None]), ("the per-task scores", tasks)):
-        tests = [(a, b, t, compare(per_seed(aggs[a], t), per_seed(aggs[b], t)))
-                 for a, b in itertools.combinations(list(aggs), 2) for t in rows
-                 if len(aggs[a]["runs"]) >= 2 and len(aggs[b]["runs"]) >= 2]
+        tests = [
+            (a, b, t, compare(per_seed(aggs[a], t), per_seed(aggs[b], t)))
+            for a, b in itertools.combinations(list(aggs), 2)
+            for t in rows
+            if len(aggs[a]["runs"]) >= 2 and len(aggs[b]["runs"]) >= 2
+        ]
         if not tests:
             continue
         adjusted = holm([c["p"] for *_, c in tests])
         lines.append(f"On {family} ({len(tests)} comparison{'s' * (len(tests) > 1)}, Holm-corrected):")
         supported = [(a, b, t, c, q) for (a, b, t, c), q in zip(tests, adjusted) if q < 0.05]
         for a, b, t, c, q in sorted(supported, key=lambda r: r[4]):
-            lines.append(f"- {a} {'>' if c['diff'] > 0 else '<'} {b} on {t or 'the average'}: {interval(c)} points, "
-                         f"Welch p = {c['p']:.3g}, Holm p = {q:.3g}")
+            lines.append(
+                f"- {a} {'>' if c['diff'] > 0 else '<'} {b} on {t or 'the average'}: {interval(c)} points, "
+                f"Welch p = {c['p']:.3g}, Holm p = {q:.3g}"
+            )
         if not supported:
             lines.append("- none: at these seeds no difference between two designs is supported")
-        nominal = [f"{a} vs {b}{f' on {t}' if t else ''} (p = {c['p']:.3g})"
-                   for (a, b, t, c), q in zip(tests, adjusted) if c["p"] < 0.05 <= q]
+        nominal = [
+            f"{a} vs {b}{f' on {t}' if t else ''} (p = {c['p']:.3g})"
+            for (a, b, t, c), q in zip(tests, adjusted)
+            if c["p"] < 0.05 <= q
+        ]
         if nominal:
             lines.append("- p < 0.05 before the correction only, so not supported: " + "; ".join(nominal))
     return lines or ["- none: no two designs have two finished seeds yet"]
@@ -234,31 +307,44 @@ def against_references(aggs: dict[str, dict]) -> list[str]:
     if not refs or len(rows) < 2:
         return []
     diffs = {(d, r): compare(per_seed(aggs[d], None), per_seed(aggs[r], None)) for d in rows for r in refs if d != r}
-    lines = ["Against the references, dev average (difference in points, 95 % Welch interval):", "",
-             "| design | " + " | ".join(f"− {r}" for r in refs) + " |", "|---|" + "---|" * len(refs)]
+    lines = [
+        "Against the references, dev average (difference in points, 95 % Welch interval):",
+        "",
+        "| design | " + " | ".join(f"− {r}" for r in refs) + " |",
+        "|---|" + "---|" * len(refs),
+    ]
     for d in rows:
         lines.append(f"| {d} | " + " | ".join("—" if d == r else interval(diffs[d, r]) for r in refs) + " |")
     if ("pals", "separate") in diffs:
         c = diffs["pals", "separate"]
-        verdict = (f"PALs is ahead of separate models, by {100 * c['low']:.2f} to {100 * c['high']:.2f} points" if c["low"] > 0 else
-                   f"separate models are ahead, by {-100 * c['high']:.2f} to {-100 * c['low']:.2f} points: at this "
-                   "scale the claim does not hold" if c["high"] < 0 else
-                   f"the seeds cannot tell them apart; they rule out PALs trailing by more than {-100 * c['low']:.2f} "
-                   f"points or leading by more than {100 * c['high']:.2f}")
-        lines += ["", f"The paper's claim (PALs at 1.13× matches separate models at T×): PALs − separate = "
-                      f"{interval(c)} points: {verdict}. This is the one comparison the sweep was designed to make, "
-                      "so its interval stands uncorrected; the Holm correction below is for the pairs looked at "
-                      "afterwards."]
+        verdict = (
+            f"PALs is ahead of separate models, by {100 * c['low']:.2f} to {100 * c['high']:.2f} points"
+            if c["low"] > 0
+            else f"separate models are ahead, by {-100 * c['high']:.2f} to {-100 * c['low']:.2f} points: at this "
+            "scale the claim does not hold"
+            if c["high"] < 0
+            else f"the seeds cannot tell them apart; they rule out PALs trailing by more than {-100 * c['low']:.2f} "
+            f"points or leading by more than {100 * c['high']:.2f}"
+        )
+        lines += [
+            "",
+            f"The paper's claim (PALs at 1.13× matches separate models at T×): PALs − separate = "
+            f"{interval(c)} points: {verdict}. This is the one comparison the sweep was designed to make, "
+            "so its interval stands uncorrected; the Holm correction below is for the pairs looked at "
+            "afterwards.",
+        ]
     return lines + [""]
 
 
 def header(a: argparse.Namespace, tasks: list[str], seeds: str) -> str:
     model = "MiniLM-L6-H384 (embedded)" if a.model is None else a.model
-    return (f"{model} · tasks {', '.join(tasks)} · seeds {seeds} · {a.steps} steps × batch "
-            f"{a.batch_size} · {a.sampling} sampling (epoch {a.epoch_steps}) · lr {a.lr:g} · warm-up {a.warmup:g} · "
-            f"max_len {a.max_len} · budget {a.budget:g}× for pals, low_rank, houlsby · scores ×100 on the "
-            f"{'full ' if a.max_eval_examples is None else ''}dev sets (best checkpoint of each run), mean ± ci95 over "
-            f"seeds (95 % t-interval half-width)")
+    return (
+        f"{model} · tasks {', '.join(tasks)} · seeds {seeds} · {a.steps} steps × batch "
+        f"{a.batch_size} · {a.sampling} sampling (epoch {a.epoch_steps}) · lr {a.lr:g} · warm-up {a.warmup:g} · "
+        f"max_len {a.max_len} · budget {a.budget:g}× for pals, low_rank, houlsby · scores ×100 on the "
+        f"{'full ' if a.max_eval_examples is None else ''}dev sets (best checkpoint of each run), mean ± ci95 over "
+        f"seeds (95 % t-interval half-width)"
+    )
 
 
 def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict, results: Path) -> int:
@@ -276,15 +362,29 @@ def report(a: argparse.Namespace, tasks: list[str], plans: dict, sep_plans: dict
         print("paper_claim: no design has a finished seed yet")
         return 0
     maj = majority(a, tasks)
-    text = "\n".join([header(a, tasks, "finished so far: " + "; ".join(counts)), "",
-                      "PARTIAL — the sweep is still running: a design with one finished seed has no interval; with two, "
-                      "the 95 % t-interval has 1 degree of freedom (t = 12.71) and is wide.", "",
-                      table(tasks, maj, aggs), "", "Beats the majority class:", *beats_majority(tasks, maj, aggs), "",
-                      *against_references(aggs), "Differences the seeds support:", *differences(tasks, aggs)])
+    text = "\n".join(
+        [
+            header(a, tasks, "finished so far: " + "; ".join(counts)),
+            "",
+            "PARTIAL — the sweep is still running: a design with one finished seed has no interval; with two, "
+            "the 95 % t-interval has 1 degree of freedom (t = 12.71) and is wide.",
+            "",
+            table(tasks, maj, aggs),
+            "",
+            "Beats the majority class:",
+            *beats_majority(tasks, maj, aggs),
+            "",
+            *against_references(aggs),
+            "Differences the seeds support:",
+            *differences(tasks, aggs),
+        ]
+    )
     print(text)
     atomic_write_text(results / "results-partial.md", text + "\n")
-    atomic_write_text(results / "results-partial.json", json.dumps({"majority": maj, "designs": aggs,
-                                                                  "settings": vars(a)}, indent=2, default=float) + "\n")
+    atomic_write_text(
+        results / "results-partial.json",
+        json.dumps({"majority": maj, "designs": aggs, "settings": vars(a)}, indent=2, default=float) + "\n",
+    )
     return 0
 
 
@@ -305,14 +405,18 @@ def main() -> int:
         leaves += lv
         sep_plans[d] = sp
     leaves = schedule(leaves)
-    print(f"paper_claim: {len(plans)} designs × {len(seeds)} seeds = {len(leaves)} training runs, "
-          f"{a.jobs} at a time × {a.threads} thread(s); d_s: " +
-          ", ".join(f"{d} {p.template.adapter.d_s}" for d, p in plans.items() if p.template.adapter.d_s), flush=True)
+    print(
+        f"paper_claim: {len(plans)} designs × {len(seeds)} seeds = {len(leaves)} training runs, "
+        f"{a.jobs} at a time × {a.threads} thread(s); d_s: "
+        + ", ".join(f"{d} {p.template.adapter.d_s}" for d, p in plans.items() if p.template.adapter.d_s),
+        flush=True,
+    )
     if a.report:
         return report(a, tasks, plans, sep_plans, results)
     from pals_core.train.trainer import TrainingStopped
 
     try:
+
         def finished_some() -> None:
             for sp in sep_plans.values():
                 sd.write_finished_separate(sp)  # a separate seed's summary as soon as its tasks are done
@@ -329,16 +433,30 @@ def main() -> int:
     aggs = {d: sd.finish_seeds(plan, sep_plans[d], done) for d, plan in plans.items()}
     copy_summaries(out, results)
     maj = majority(a, tasks)
-    text = "\n".join([header(a, tasks, ",".join(map(str, seeds))), "", table(tasks, maj, aggs), "", "Beats the majority class:",
-                      *beats_majority(tasks, maj, aggs), "", *against_references(aggs), "Differences the seeds support:",
-                      *differences(tasks, aggs),
-                      "", f"wall time: {sum(g['wall_time_s'] for g in aggs.values()) / 3600:.1f} h of training "
-                      f"summed over every run (each run's own clock; --jobs {a.jobs} ran side by side); this "
-                      f"invocation {(time.monotonic() - started) / 60:.1f} min (a resumed sweep's is its last part)"])
+    text = "\n".join(
+        [
+            header(a, tasks, ",".join(map(str, seeds))),
+            "",
+            table(tasks, maj, aggs),
+            "",
+            "Beats the majority class:",
+            *beats_majority(tasks, maj, aggs),
+            "",
+            *against_references(aggs),
+            "Differences the seeds support:",
+            *differences(tasks, aggs),
+            "",
+            f"wall time: {sum(g['wall_time_s'] for g in aggs.values()) / 3600:.1f} h of training "
+            f"summed over every run (each run's own clock; --jobs {a.jobs} ran side by side); this "
+            f"invocation {(time.monotonic() - started) / 60:.1f} min (a resumed sweep's is its last part)",
+        ]
+    )
     print(text)
     atomic_write_text(results / "results.md", text + "\n")
-    atomic_write_text(results / "results.json", json.dumps({"majority": maj, "designs": aggs, "settings": vars(a)},
-                                                          indent=2, default=float) + "\n")
+    atomic_write_text(
+        results / "results.json",
+        json.dumps({"majority": maj, "designs": aggs, "settings": vars(a)}, indent=2, default=float) + "\n",
+    )
     return 0
 
 

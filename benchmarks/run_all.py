@@ -1,8 +1,9 @@
 """Run every benchmark script in turn (each prints its own side-by-side ratios).
 
-    .venv/bin/python benchmarks/run_all.py            # all
-    .venv/bin/python benchmarks/run_all.py budget app # those whose file name contains a word
+.venv/bin/python benchmarks/run_all.py            # all
+.venv/bin/python benchmarks/run_all.py budget app # those whose file name contains a word
 """
+
 from __future__ import annotations
 
 import pathlib

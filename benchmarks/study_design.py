@@ -8,6 +8,7 @@ files (CSV + plotly HTML, small: plotly.js comes from its CDN).
     PALS_GLUE_DIR=/path/to/glue .venv/bin/python benchmarks/study_design.py --trials 6
     # → benchmarks/results/study_design/{trials.csv, leaderboard.csv, history.html, pareto.html, …}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,10 +30,13 @@ def majority_baseline(tasks: list[str], max_train: int, max_eval: int) -> dict:
     from pals_core.data.metrics import main_score, majority_scores
     from pals_core.train.models import tokenizer_path
 
-    data = load_tasks(tasks, load_tokenizer(tokenizer_path(None)), max_len=64, max_train=max_train or None,
-                      max_eval=max_eval or None)
-    scores = {t: main_score(t, majority_scores(t, d.train.labels, {s: e.labels for s, e in d.dev.items()}))
-              for t, d in data.items()}
+    data = load_tasks(
+        tasks, load_tokenizer(tokenizer_path(None)), max_len=64, max_train=max_train or None, max_eval=max_eval or None
+    )
+    scores = {
+        t: main_score(t, majority_scores(t, d.train.labels, {s: e.labels for s, e in d.dev.items()}))
+        for t, d in data.items()
+    }
     return {"scores": scores, "average": sum(scores.values()) / len(scores)}
 
 
@@ -58,19 +62,50 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="pals-study-bench-")
     storage = args.storage or f"sqlite:///{os.path.join(work, 'studies.db')}"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    run = [EXE, "run", "design", "--trials", args.trials, "--storage", storage, "--out", os.path.join(work, "runs"),
-           "--tasks", args.tasks, "--budget", args.budget, "--steps", args.steps, "--eval-every", args.eval_every,
-           "--max-train-examples", args.max_train_examples, "--max-eval-examples", args.max_eval_examples,
-           "--batch-size", args.batch_size,
-           "--methods", args.methods, "--sampler-seed", args.sampler_seed, "--threads", args.threads, "--no-checkpoints"]
+    run = [
+        EXE,
+        "run",
+        "design",
+        "--trials",
+        args.trials,
+        "--storage",
+        storage,
+        "--out",
+        os.path.join(work, "runs"),
+        "--tasks",
+        args.tasks,
+        "--budget",
+        args.budget,
+        "--steps",
+        args.steps,
+        "--eval-every",
+        args.eval_every,
+        "--max-train-examples",
+        args.max_train_examples,
+        "--max-eval-examples",
+        args.max_eval_examples,
+        "--batch-size",
+        args.batch_size,
+        "--methods",
+        args.methods,
+        "--sampler-seed",
+        args.sampler_seed,
+        "--threads",
+        args.threads,
+        "--no-checkpoints",
+    ]
     print("$ " + " ".join(run), flush=True)
     t0 = time.perf_counter()
     subprocess.run(run, check=True, env=env)
     wall = time.perf_counter() - t0
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = cpu.ru_utime + cpu.ru_stime
-    subprocess.run([EXE, "report", "design", "--storage", storage, "--out", args.results], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [EXE, "report", "design", "--storage", storage, "--out", args.results],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
     import optuna
 
@@ -78,25 +113,36 @@ def main() -> int:
 
     study = optuna.load_study(study_name="design", storage=storage)
     df = report.trials_frame(study)
-    print(f"\nstudy 'design': {len(df)} trials in {wall:.0f} s wall ({wall / 60:.1f} min), {cpu_s / 60:.1f} min CPU · "
-          f"tasks {args.tasks} · "
-          f"budget {args.budget}× · {args.steps} steps per trial")
+    print(
+        f"\nstudy 'design': {len(df)} trials in {wall:.0f} s wall ({wall / 60:.1f} min), {cpu_s / 60:.1f} min CPU · "
+        f"tasks {args.tasks} · "
+        f"budget {args.budget}× · {args.steps} steps per trial"
+    )
     cols = ["trial", "state", "design", "d_s", "ratio", "flops_ratio", report.PARAMS, report.AVERAGE, "wall time s"]
     print(report.format_table(df, cols, max_rows=100))
     board = report.leaderboard(study)
     if not board.empty:
         b = board.iloc[0]
-        print(f"\nbest: trial {b['trial']} {b['design']}" + (f" d_s={b['d_s']}" if "d_s" in b and b['d_s'] is not None
-                                                              and str(b['d_s']) != '<NA>' else "")
-              + f" · dev average {b[report.AVERAGE]:.4f} · {b['ratio']:.4f}× the base model's parameters "
-                f"· {b['flops_ratio']:.3f}× its FLOPs")
+        print(
+            f"\nbest: trial {b['trial']} {b['design']}"
+            + (f" d_s={b['d_s']}" if "d_s" in b and b["d_s"] is not None and str(b["d_s"]) != "<NA>" else "")
+            + f" · dev average {b[report.AVERAGE]:.4f} · {b['ratio']:.4f}× the base model's parameters "
+            f"· {b['flops_ratio']:.3f}× its FLOPs"
+        )
         front = board[board["pareto"]]
-        print("Pareto front (dev average vs task-specific parameters): "
-              + ", ".join(f"{r.design} ({int(r.d_s) if str(r.d_s) != '<NA>' else '—'}): "
-                          f"{r._3:.4f} @ {int(r._4):,}" for r in front.itertuples()))
+        print(
+            "Pareto front (dev average vs task-specific parameters): "
+            + ", ".join(
+                f"{r.design} ({int(r.d_s) if str(r.d_s) != '<NA>' else '—'}): {r._3:.4f} @ {int(r._4):,}"
+                for r in front.itertuples()
+            )
+        )
     base = majority_baseline(args.tasks.split(","), int(args.max_train_examples), int(args.max_eval_examples))
-    print(f"\nmajority-class baseline on the same dev slices: dev average {base['average']:.4f} ("
-          + ", ".join(f"{t} {v:.4f}" for t, v in base["scores"].items()) + ")")
+    print(
+        f"\nmajority-class baseline on the same dev slices: dev average {base['average']:.4f} ("
+        + ", ".join(f"{t} {v:.4f}" for t, v in base["scores"].items())
+        + ")"
+    )
     print(f"\nfiles in {os.path.relpath(args.results, ROOT)}:")
     for f in sorted(os.listdir(args.results)):
         print(f"  {f}  {os.path.getsize(os.path.join(args.results, f)):,} bytes")

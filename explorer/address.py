@@ -19,6 +19,7 @@ CLIs' own (``READERS``): the budget keys together by ``solver.budget_from_flags`
 sidebar's field cannot hold is refused with its range — never left to Streamlit, which would silently reset it to
 the field's minimum.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,41 @@ from pals_core.families.models import ALIASES
 from pals_core.budget.solver import budget_from_flags
 from pals_core.pricing.units import parse_positive_int
 
-from .inputs import (EMBEDDED, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, LOCATION_EVERY, TASKS_COUNT, TASKS_FILE,
-                     TASKS_GLUE, TINY, RawInputs, bound_key, check_sidebar_range, model_of, parse_bound, seq_len_for)
+from .inputs import (
+    EMBEDDED,
+    LOCAL,
+    LOCATION_CHOICES,
+    LOCATION_CUSTOM,
+    LOCATION_EVERY,
+    TASKS_COUNT,
+    TASKS_FILE,
+    TASKS_GLUE,
+    TINY,
+    RawInputs,
+    bound_key,
+    check_sidebar_range,
+    model_of,
+    parse_bound,
+    seq_len_for,
+)
 
-KEYS = ("model", "tasks", "tasks_file", "budget", "budget_of", "extra", "per_task", "methods", "location", "heads", "seq_len",
-        "convention", *(c.field for c in CONSTRAINTS),
-        "view", "design")
+KEYS = (
+    "model",
+    "tasks",
+    "tasks_file",
+    "budget",
+    "budget_of",
+    "extra",
+    "per_task",
+    "methods",
+    "location",
+    "heads",
+    "seq_len",
+    "convention",
+    *(c.field for c in CONSTRAINTS),
+    "view",
+    "design",
+)
 BUDGET_KEYS = {"ratio": "budget", "extra": "extra", "per-task": "per_task"}  # sidebar budget kind → URL key
 FLAG_KEYS = {"--budget-of": "budget_of", "--budget:": "budget", "--extra": "extra", "--per-task": "per_task"}
 """The budget flags the CLIs' reader names in its errors → the address key a person wrote."""
@@ -210,9 +240,16 @@ def _bound(c) -> Callable[[str, dict], dict]:
 
 
 READERS: tuple[tuple[str, Callable[[str, dict], dict]], ...] = (
-    ("model", _model), ("tasks_file", _tasks_file), ("tasks", _tasks), ("methods", _methods),
-    ("location", _location), ("heads", _heads), ("seq_len", _seq_len), ("convention", _convention),
-    *((c.field, _bound(c)) for c in CONSTRAINTS))
+    ("model", _model),
+    ("tasks_file", _tasks_file),
+    ("tasks", _tasks),
+    ("methods", _methods),
+    ("location", _location),
+    ("heads", _heads),
+    ("seq_len", _seq_len),
+    ("convention", _convention),
+    *((c.field, _bound(c)) for c in CONSTRAINTS),
+)
 """Each key of the address (but the budget's, read together) and its reader: the value → sidebar widget values, or
 ``ValueError`` in one line. In this order: ``seq_len`` is checked against the link's model."""
 
@@ -235,8 +272,11 @@ def _read_budget(link: dict, out: FromLink, bad) -> None:
     try:
         budget_from_flags(given.get("ratio"), given.get("extra"), given.get("per-task"), of=of)
     except ValueError as e:
-        named = [key for flag, key in FLAG_KEYS.items() if flag in str(e) and key in link] or \
-            [BUDGET_KEYS[k] for k in given] or ["budget_of"]
+        named = (
+            [key for flag, key in FLAG_KEYS.items() if flag in str(e) and key in link]
+            or [BUDGET_KEYS[k] for k in given]
+            or ["budget_of"]
+        )
         bad(named[-1], str(e))  # the flag the CLIs' reader names: the last of a conflict is the one left out
         if "conflicting" not in str(e) or len(given) < 2:
             return

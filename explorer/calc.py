@@ -2,17 +2,38 @@
 number is read from ``pals_core.budget`` (rows, design, breakdown, series). Pure Python; the page
 wraps these functions in ``st.cache_data``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from pals_core.budget import (AdapterConfig, BaseModel, Cost, Design, Task, at_size, breakdown, design, get_method, rows,
-                              solve, sort_rows)
+from pals_core.budget import (
+    AdapterConfig,
+    BaseModel,
+    Cost,
+    Design,
+    Task,
+    at_size,
+    breakdown,
+    design,
+    get_method,
+    rows,
+    solve,
+    sort_rows,
+)
 from pals_core.pricing.config import design_label
 from pals_core.budget.table import Rows
-from pals_core.budget.series import (ScalingPoint, SizePoint, per_task_limit, per_task_params, per_task_view,
-                                     size_curve, sizes_up_to, task_scaling)
+from pals_core.budget.series import (
+    ScalingPoint,
+    SizePoint,
+    per_task_limit,
+    per_task_params,
+    per_task_view,
+    size_curve,
+    sizes_up_to,
+    task_scaling,
+)
 
 from .inputs import Inputs
 
@@ -37,9 +58,16 @@ def table(inp: Inputs, machine=None) -> list[Cost]:
     within = [m for m in inp.methods if get_method(m).within]
     others = [m for m in inp.methods if not get_method(m).within]
     bound = inp.machine(machine)
-    common = dict(budget=inp.budget, heads=inp.heads, seq_len=inp.seq_len, convention=inp.convention,
-                  per_task_pooler=inp.per_task_pooler, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio,
-                  **({"machine": bound, "model_conditions": inp.conditions} if bound is not None else {}))
+    common = dict(
+        budget=inp.budget,
+        heads=inp.heads,
+        seq_len=inp.seq_len,
+        convention=inp.convention,
+        per_task_pooler=inp.per_task_pooler,
+        n_top=inp.n_top,
+        ffn_ratio=inp.ffn_ratio,
+        **({"machine": bound, "model_conditions": inp.conditions} if bound is not None else {}),
+    )
     out = Rows()
     for methods, location in ((within, inp.location), (others, None)):
         if methods:
@@ -68,14 +96,22 @@ def slowdowns(inp: Inputs, costs: Sequence[Cost], machine=None) -> dict[Key, flo
 
 def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None) -> AdapterConfig:
     method, location = key
-    return AdapterConfig(method=method, d_s=d_s if get_method(method).sized else None, location=location,
-                         heads=inp.heads, n_top=inp.n_top, ffn_ratio=inp.ffn_ratio, per_task_pooler=inp.per_task_pooler)
+    return AdapterConfig(
+        method=method,
+        d_s=d_s if get_method(method).sized else None,
+        location=location,
+        heads=inp.heads,
+        n_top=inp.n_top,
+        ffn_ratio=inp.ffn_ratio,
+        per_task_pooler=inp.per_task_pooler,
+    )
 
 
 def design_of(inp: Inputs, key: Key) -> Design:
     """The calculator's design for one table row (its d_s left open)."""
-    return design(inp.model, inp.tasks, config_for(inp, key), convention=inp.convention, seq_len=inp.seq_len,
-                  check_size=False)
+    return design(
+        inp.model, inp.tasks, config_for(inp, key), convention=inp.convention, seq_len=inp.seq_len, check_size=False
+    )
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ what the launcher hands to ``subprocess.Popen`` (a list, never a shell string); 
 ``torchrun_command`` are what a person would type, quoted with ``shlex.join``. Parsing ``cfg.to_argv()`` with the trainer's parser gives
 ``cfg`` back (``tests/test_declaration.py``), so the explorer launches exactly the design it priced.
 """
+
 from __future__ import annotations
 
 import shlex

@@ -3,6 +3,7 @@ does), the chosen design's numbers, the table of every method × location (sorta
 
 Calculator rows are cached with ``st.cache_data`` and figures with ``st.cache_resource`` (keyed by the validated
 question), and only the view on screen draws its figures, so a new question redraws at once."""
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -76,10 +77,14 @@ def budget_sentence(inp: Inputs) -> str:
     fixed = f" · every sized method evaluated at d_s = {inp.d_s}" if inp.d_s else ""
     trains = " (the model the launcher trains)" if inp.trainable else " (a shape: the launcher trains another model)"
     longest = get_family(inp.model.family).max_tokens(inp.model)
-    shorter = f" (the model's longest; the default is {DEFAULT_SEQ_LEN})" if inp.seq_len == longest < DEFAULT_SEQ_LEN else ""
+    shorter = (
+        f" (the model's longest; the default is {DEFAULT_SEQ_LEN})" if inp.seq_len == longest < DEFAULT_SEQ_LEN else ""
+    )
     bounds = "".join(f" · {BY_FIELD[name].text(value)}" for name, value in inp.bounds)  # the machine's, as pals-budget
-    return (f"**{inp.model.name}**{trains}, {human(n_base)} parameters, {inp.convention} count · **{len(inp.tasks)} tasks** "
-            f"({names}) · budget {cap} · n = {inp.seq_len}{shorter}{fixed}{bounds}")
+    return (
+        f"**{inp.model.name}**{trains}, {human(n_base)} parameters, {inp.convention} count · **{len(inp.tasks)} tasks** "
+        f"({names}) · budget {cap} · n = {inp.seq_len}{shorter}{fixed}{bounds}"
+    )
 
 
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
@@ -91,12 +96,18 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
     first = fits[0]
     kind = budget_kind(inp.budget)
     what = f" at d_s = {first.d_s}" if first.d_s is not None else ""
-    st.error(f"**Nothing fits a budget of {budget_text(inp.budget)}.** The first design to fit is **{label(first.key)}**"
-             f"{what}, from a budget of **{budget_text(first.budget)}**. The table says where each design starts to fit.",
-             icon="⛔")
+    st.error(
+        f"**Nothing fits a budget of {budget_text(inp.budget)}.** The first design to fit is **{label(first.key)}**"
+        f"{what}, from a budget of **{budget_text(first.budget)}**. The table says where each design starts to fit.",
+        icon="⛔",
+    )
     value = link_budget(kind, getattr(first.budget, kind))
-    st.button(f"Use the budget {value}", key="use_first_fit", on_click=_set_state,
-              args=(f"budget_{BUDGET_KIND_KEY[kind]}", value))
+    st.button(
+        f"Use the budget {value}",
+        key="use_first_fit",
+        on_click=_set_state,
+        args=(f"budget_{BUDGET_KIND_KEY[kind]}", value),
+    )
 
 
 def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
@@ -109,9 +120,11 @@ def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
     if not rows:
         return ""
     c = rows[0]
-    return (f" On {machine.profile().name} (batch {machine.batch}, n = {inp.seq_len}, {machine.precision}; set in "
-            f"Memory & step time): {display.gib_text(c.memory_train['total'])} GiB to train, a step "
-            f"{display.step_ratio_text(c.time_ratio)}× the base model's.")
+    return (
+        f" On {machine.profile().name} (batch {machine.batch}, n = {inp.seq_len}, {machine.precision}; set in "
+        f"Memory & step time): {display.gib_text(c.memory_train['total'])} GiB to train, a step "
+        f"{display.step_ratio_text(c.time_ratio)}× the base model's."
+    )
 
 
 def _set_state(key: str, value) -> None:
@@ -126,14 +139,21 @@ def choose_design(costs: list[Cost], default: Key, wanted: Optional[str] = None)
         if wanted in by_label:
             st.session_state["_design_pick"] = wanted
         else:
-            st.error(f"the link's design={wanted!r} was not used: it is not a row of this table "
-                     f"({', '.join(list(by_label)[:6])}, …)")
+            st.error(
+                f"the link's design={wanted!r} was not used: it is not a row of this table "
+                f"({', '.join(list(by_label)[:6])}, …)"
+            )
     # the selection follows the recommendation until the person picks a design (kept while it is a row)
     pick = st.session_state.get("_design_pick")
     st.session_state["design"] = pick if pick in by_label else label(default)
-    choice = st.selectbox("Chosen design", list(by_label), key="design", on_change=_remember_pick,
-                          format_func=lambda s: s if by_label[s].feasible else f"{s} (over budget)",
-                          help="Drives the highlight in every plot, the breakdown and the training launcher.")
+    choice = st.selectbox(
+        "Chosen design",
+        list(by_label),
+        key="design",
+        on_change=_remember_pick,
+        format_func=lambda s: s if by_label[s].feasible else f"{s} (over budget)",
+        help="Drives the highlight in every plot, the breakdown and the training launcher.",
+    )
     return by_label[choice]
 
 
@@ -149,19 +169,33 @@ def render_metrics(c: Cost, inp: Inputs) -> None:
         size = "—" if c.d_s is None else str(c.d_s)
     else:
         size = "does not fit"
-    row.metric("solved d_s" if inp.d_s is None else "fixed d_s", size,
-               help="The largest valid adapter size within the budget (a multiple of h_s for attention methods).",
-               width="content")
-    row.metric("% of budget used", display.share_text(budget_used(c, inp.budget)),
-               help="Task-specific parameters over what the budget allows (per task: the largest task's share over "
-                    "the cap), rounded down: a design that fits never shows 100.0 % unless it spends it all.",
-               width="content")
-    row.metric("params per task", human(display.params_per_task(c)),
-               help=f"Head + adapter of the largest task ({display.count_text(display.params_per_task(c))}), with its "
-                    "1/T share of modules all tasks share (CA-MTL).", width="content")
+    row.metric(
+        "solved d_s" if inp.d_s is None else "fixed d_s",
+        size,
+        help="The largest valid adapter size within the budget (a multiple of h_s for attention methods).",
+        width="content",
+    )
+    row.metric(
+        "% of budget used",
+        display.share_text(budget_used(c, inp.budget)),
+        help="Task-specific parameters over what the budget allows (per task: the largest task's share over "
+        "the cap), rounded down: a design that fits never shows 100.0 % unless it spends it all.",
+        width="content",
+    )
+    row.metric(
+        "params per task",
+        human(display.params_per_task(c)),
+        help=f"Head + adapter of the largest task ({display.count_text(display.params_per_task(c))}), with its "
+        "1/T share of modules all tasks share (CA-MTL).",
+        width="content",
+    )
     row.metric("total × base", f"{display.ratio_text(c.ratio)}×", help="N_total / N_base", width="content")
-    row.metric("FLOPs × base", f"{display.ratio_text(flops_ratio(c))}×",
-               help="One sequence through one task's path vs the plain model.", width="content")
+    row.metric(
+        "FLOPs × base",
+        f"{display.ratio_text(flops_ratio(c))}×",
+        help="One sequence through one task's path vs the plain model.",
+        width="content",
+    )
 
 
 def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]) -> list[Cost]:
@@ -174,12 +208,24 @@ def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]
     if how == "method":
         return sorted(costs, key=lambda c: (c.method, c.location or ""))
     # ranked designs first; then the rest that fit, fullest first; then those over budget, closest to fitting first
-    return sorted(costs, key=lambda c: (rank.get(key_of(c), 10**6), not c.feasible,
-                                        budget_used(c, inp.budget) * (1 if not c.feasible else -1)))
+    return sorted(
+        costs,
+        key=lambda c: (
+            rank.get(key_of(c), 10**6),
+            not c.feasible,
+            budget_used(c, inp.budget) * (1 if not c.feasible else -1),
+        ),
+    )
 
 
-def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: list[recommend.Pick],
-                        measured: Mapping[Key, recommend.Score], link_for=None) -> None:
+def render_designs_view(
+    inp: Inputs,
+    costs: list[Cost],
+    chosen: Cost,
+    picks: list[recommend.Pick],
+    measured: Mapping[Key, recommend.Score],
+    link_for=None,
+) -> None:
     """``link_for(design label)``: the page's address showing that design's measured results (Runs & measured)."""
     rank = {p.key: i + 1 for i, p in enumerate(picks)}
     how = st.selectbox("Sort by", list(SORTS), format_func=SORTS.get, key="sort")
@@ -192,44 +238,74 @@ def render_designs_view(inp: Inputs, costs: list[Cost], chosen: Cost, picks: lis
     if inp.bounds:  # which constraint sets each d_s (or which a design breaks): params or a constraint record's name
         frame["binds"] = [c.binding or "—" for c in ordered]
     if link_for is not None:  # a design's row links to its measured results, where they exist ("": an empty cell)
-        frame.insert(frame.columns.get_loc("measured dev avg"), "measured results",  # the link, then the score
-                     [link_for(d) if key_of(c) in measured else "" for d, c in zip(frame["design"], ordered)])
-    st.dataframe(frame, hide_index=True, width="stretch", key="main_table", column_config={
-        "rank": st.column_config.TextColumn(help="The recommendation's ranking: each method's largest fitting design"),
-        "design": st.column_config.TextColumn(pinned=True),
-        "% of budget used": st.column_config.ProgressColumn("% budget", format=figures.TABLE_FORMATS["% of budget used"]
-                                                            + "%%", min_value=0.0, max_value=100.0, width="small",
-                                                            help="% of the budget used, rounded down"),
-        "measured dev avg": st.column_config.TextColumn(help="Mean dev average (0–100) of finished runs of this design",
-                                                        width="large"),
-        "params / task": st.column_config.NumberColumn(format="localized"),
-        "add tasks later": st.column_config.TextColumn(
-            help="yes: a new task can be trained onto a finished run of this design (pals-train --from RUN --add-tasks "
-                 "F) and every other task keeps bit-identical outputs — the trunk is frozen and nothing the tasks share "
-                 "trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"),
-        "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
-        "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
-        "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
-        "measured results": st.column_config.LinkColumn(display_text="open", help="This design's finished runs",
-                                                        width="small"),
-    })
-    st.download_button("Download the table (CSV)", data=lambda: figures.table_csv(frame), file_name="pals-designs.csv",
-                       mime="text/csv", key="csv", on_click="ignore")
-    st.caption("rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
-               "parameters over what the budget allows, rounded down; params / task = the largest task's head + adapter "
-               "(with its share of modules all tasks share); the numbers are pals-budget's, to the digit; measured = "
-               "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
-               "another d_s is labelled so and does not rank the design.")
+        frame.insert(
+            frame.columns.get_loc("measured dev avg"),
+            "measured results",  # the link, then the score
+            [link_for(d) if key_of(c) in measured else "" for d, c in zip(frame["design"], ordered)],
+        )
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        key="main_table",
+        column_config={
+            "rank": st.column_config.TextColumn(
+                help="The recommendation's ranking: each method's largest fitting design"
+            ),
+            "design": st.column_config.TextColumn(pinned=True),
+            "% of budget used": st.column_config.ProgressColumn(
+                "% budget",
+                format=figures.TABLE_FORMATS["% of budget used"] + "%%",
+                min_value=0.0,
+                max_value=100.0,
+                width="small",
+                help="% of the budget used, rounded down",
+            ),
+            "measured dev avg": st.column_config.TextColumn(
+                help="Mean dev average (0–100) of finished runs of this design", width="large"
+            ),
+            "params / task": st.column_config.NumberColumn(format="localized"),
+            "add tasks later": st.column_config.TextColumn(
+                help="yes: a new task can be trained onto a finished run of this design (pals-train --from RUN --add-tasks "
+                "F) and every other task keeps bit-identical outputs — the trunk is frozen and nothing the tasks share "
+                "trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"
+            ),
+            "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
+            "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
+            "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
+            "measured results": st.column_config.LinkColumn(
+                display_text="open", help="This design's finished runs", width="small"
+            ),
+        },
+    )
+    st.download_button(
+        "Download the table (CSV)",
+        data=lambda: figures.table_csv(frame),
+        file_name="pals-designs.csv",
+        mime="text/csv",
+        key="csv",
+        on_click="ignore",
+    )
+    st.caption(
+        "rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
+        "parameters over what the budget allows, rounded down; params / task = the largest task's head + adapter "
+        "(with its share of modules all tasks share); the numbers are pals-budget's, to the digit; measured = "
+        "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
+        "another d_s is labelled so and does not rank the design."
+    )
     if not picks:
         st.info("No design fits this budget, so there is no design space to draw: raise the budget (see 'fits from').")
         return
     st.plotly_chart(fig_space(inp, key_of(chosen), picks[0].key if picks else None), config=CHART, key="fig_space")
-    st.caption("Each marker is a design that fits (colour = method; ● all layers, ▲ top, ▼ bottom, ■ your layers, ◆ no "
-               "location). Right = spends more of the budget; down = adds less compute. The dotted line is the Pareto "
-               "front: designs no other design beats on both. The ring marks the chosen design.")
+    st.caption(
+        "Each marker is a design that fits (colour = method; ● all layers, ▲ top, ▼ bottom, ■ your layers, ◆ no "
+        "location). Right = spends more of the budget; down = adds less compute. The dotted line is the Pareto "
+        "front: designs no other design beats on both. The ring marks the chosen design."
+    )
 
 
 # Figures are built once per question and shared read-only (st.cache_resource: no copy, no re-validation).
+
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def fig_space(inp: Inputs, chosen: Key, recommended: Optional[Key]):
@@ -244,8 +320,9 @@ def fig_sizes(inp: Inputs, location: Optional[str], chosen: Key):
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def fig_scaling(inp: Inputs, location: Optional[str], chosen: Key):
     costs = calc.at_location(table(inp), location)
-    return figures.scaling_figure(calc.scaling(inp, costs), len(inp.tasks), chosen,
-                                  over=[key_of(c) for c in costs if not c.feasible])
+    return figures.scaling_figure(
+        calc.scaling(inp, costs), len(inp.tasks), chosen, over=[key_of(c) for c in costs if not c.feasible]
+    )
 
 
 def curve_location(costs: list[Cost], chosen: Cost) -> Optional[str]:
@@ -259,12 +336,14 @@ def curve_location(costs: list[Cost], chosen: Cost) -> Optional[str]:
 def render_sizes_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     loc = curve_location(costs, chosen)
     st.plotly_chart(fig_sizes(inp, loc, key_of(chosen)), config=CHART, key="fig_sizes")
-    st.caption("How each method's cost grows with its adapter size (log scale, so every method shows). The dashed black "
-               "line is the budget per task"
-               + (" (the largest task's head + adapter)" if inp.budget.per_task is not None else " (the budget over T tasks)")
-               + "; each marker is the size the solver chose, where the curve meets the line. "
-               + (f"Within-network methods at {loc} (the chosen design's location). " if loc else "")
-               + "Designs over the budget are grey; the chosen design is thick, its marker ringed.")
+    st.caption(
+        "How each method's cost grows with its adapter size (log scale, so every method shows). The dashed black "
+        "line is the budget per task"
+        + (" (the largest task's head + adapter)" if inp.budget.per_task is not None else " (the budget over T tasks)")
+        + "; each marker is the size the solver chose, where the curve meets the line. "
+        + (f"Within-network methods at {loc} (the chosen design's location). " if loc else "")
+        + "Designs over the budget are grey; the chosen design is thick, its marker ringed."
+    )
 
 
 def render_scaling_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
@@ -281,16 +360,22 @@ def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
     t = len(inp.tasks)
     groups = figures.scaling_groups(calc.scaling(inp, drawn), t)
     names = lambda keys: ", ".join(label(k) for k in keys)  # noqa: E731
-    parts = [f"To run every task on one input, the layers below the lowest adapted layer run once and the rest once per "
-             f"task. At your T = {t}:"]
+    parts = [
+        f"To run every task on one input, the layers below the lowest adapted layer run once and the rest once per "
+        f"task. At your T = {t}:"
+    ]
     if groups["below"]:
         parts.append(f"below the dashed separate-models line, sharing saves compute — {names(groups['below'])};")
     if groups["same"]:
-        parts.append(f"on the line (within {figures.SAME_AS_SEPARATE:.1%}), as much as T separate models — "
-                     f"{names(groups['same'])} (they share no layer, and add almost no FLOPs of their own);")
+        parts.append(
+            f"on the line (within {figures.SAME_AS_SEPARATE:.1%}), as much as T separate models — "
+            f"{names(groups['same'])} (they share no layer, and add almost no FLOPs of their own);"
+        )
     if groups["above"]:
-        parts.append(f"above it, more than T separate models — {names(groups['above'])} (the FLOPs their adapters "
-                     "add outweigh what they share);")
+        parts.append(
+            f"above it, more than T separate models — {names(groups['above'])} (the FLOPs their adapters "
+            "add outweigh what they share);"
+        )
     parts[-1] = parts[-1].rstrip(";") + "."
     where = f" Within-network methods at {loc}." if loc else ""
     top = calc.task_counts(t)[-1]
@@ -305,19 +390,27 @@ def breakdown_frame(inp: Inputs, cost: Cost):
 def breakdowns(inp: Inputs, chosen: Key):
     """(frame of the chosen design, its figure, the comparison of every fitting design), one colour per part."""
     costs = table(inp)
-    rows = {label(key_of(c)): figures.breakdown_places(calc.breakdown_rows(inp, c), top=get_method(c.method).top)
-            for c in costs if c.feasible or key_of(c) == chosen}
+    rows = {
+        label(key_of(c)): figures.breakdown_places(calc.breakdown_rows(inp, c), top=get_method(c.method).top)
+        for c in costs
+        if c.feasible or key_of(c) == chosen
+    }
     frame = breakdown_frame(inp, next(c for c in costs if key_of(c) == chosen))
     colors = figures.part_colors([*rows.values(), frame])
     title = f"{label(chosen)}: one task's parameters by place and part"
-    return (frame, figures.breakdown_figure(frame, title, colors),
-            figures.breakdown_compare_figure(rows, colors, label(chosen)))
+    return (
+        frame,
+        figures.breakdown_figure(frame, title, colors),
+        figures.breakdown_compare_figure(rows, colors, label(chosen)),
+    )
 
 
 def render_breakdown_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     method = get_method(chosen.method)
-    st.markdown(f"#### Where one task's parameters go — {label(key_of(chosen))}"
-                + ("" if chosen.d_s is None else f", d_s = {chosen.d_s}"))
+    st.markdown(
+        f"#### Where one task's parameters go — {label(key_of(chosen))}"
+        + ("" if chosen.d_s is None else f", d_s = {chosen.d_s}")
+    )
     st.markdown(f"{method.description}  \nPaper-convention count per task: `{method.paper_formula}`")
     frame, fig, compare = breakdowns(inp, key_of(chosen))
     if frame.empty or frame["params"].sum() == 0:
@@ -325,13 +418,21 @@ def render_breakdown_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     st.plotly_chart(fig, config=CHART, key="fig_breakdown")
     by_part = frame.groupby("part", sort=False)["params"].sum().reset_index()
     by_part["share"] = by_part["params"] / max(1, by_part["params"].sum())
-    st.dataframe(by_part, hide_index=True, key="breakdown_table", column_config={
-        "params": st.column_config.NumberColumn(format="localized"),
-        "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)})
+    st.dataframe(
+        by_part,
+        hide_index=True,
+        key="breakdown_table",
+        column_config={
+            "params": st.column_config.NumberColumn(format="localized"),
+            "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0),
+        },
+    )
     st.plotly_chart(compare, config=CHART, key="fig_breakdown_all")
     over = [label(key_of(c)) for c in costs if not c.feasible and key_of(c) != key_of(chosen)]
-    st.caption("Sizes as solved at this budget; the same colour is the same part in both charts. Parts shared by all "
-               "tasks count in full here." + (f" Over budget, left out: {', '.join(over)}." if over else ""))
+    st.caption(
+        "Sizes as solved at this budget; the same colour is the same part in both charts. Parts shared by all "
+        "tasks count in full here." + (f" Over budget, left out: {', '.join(over)}." if over else "")
+    )
 
 
 @st.cache_resource(show_spinner=False)

@@ -14,6 +14,7 @@ One style everywhere: a colour per method (``method_color``: its place in the me
 method gets its own colour with no edit here), a marker and a line dash per location (``location_symbol``),
 the chosen design drawn larger with a black ring, designs over the budget grey and kept off the axes' scale.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,10 +32,23 @@ from .calc import Curves, Key, key_of, label
 from .measured import BASELINES
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
-_PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + ["#000080", "#8B008B", "#FF1493", "#006400", "#B8860B", "#4B0082"]
+_PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + [
+    "#000080",
+    "#8B008B",
+    "#FF1493",
+    "#006400",
+    "#B8860B",
+    "#4B0082",
+]
 _DASH = {"all": "solid", "top": "dash", "bottom": "dot", None: "solid"}
 _SYMBOL = {"all": "circle", "top": "triangle-up", "bottom": "triangle-down", None: "diamond"}
-SYMBOL_TEXT = {"all": "● all layers", "top": "▲ top", "bottom": "▼ bottom", "custom": "■ your layers", None: "◆ no location"}
+SYMBOL_TEXT = {
+    "all": "● all layers",
+    "top": "▲ top",
+    "bottom": "▼ bottom",
+    "custom": "■ your layers",
+    None: "◆ no location",
+}
 OK_FILL, BAD_FILL = "#e6f4ea", "#fde0dc"
 FRONT_COLOR, BUDGET_COLOR, OVER_COLOR, CHOSEN_COLOR = "#222222", "#000000", "#b0b0b0", "#000000"
 GIGA = 1e9
@@ -83,18 +97,37 @@ class _Fig:
         self.layout.setdefault("annotations", []).append(kw)
 
     def add_hline(self, y: float, line: dict, annotation_text: str = "", **_) -> None:
-        self.layout.setdefault("shapes", []).append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y,
-                                                         line=line))
+        self.layout.setdefault("shapes", []).append(
+            dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
+        )
         if annotation_text:
-            self.add_annotation(text=annotation_text, xref="paper", x=1, xanchor="right", yref="y", y=y,
-                                yanchor="top", showarrow=False, font=dict(size=11, color="#555"))
+            self.add_annotation(
+                text=annotation_text,
+                xref="paper",
+                x=1,
+                xanchor="right",
+                yref="y",
+                y=y,
+                yanchor="top",
+                showarrow=False,
+                font=dict(size=11, color="#555"),
+            )
 
     def add_vline(self, x: float, line: dict, annotation_text: str = "", **_) -> None:
-        self.layout.setdefault("shapes", []).append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=x, x1=x,
-                                                         line=line))
+        self.layout.setdefault("shapes", []).append(
+            dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=x, x1=x, line=line)
+        )
         if annotation_text:
-            self.add_annotation(text=annotation_text, yref="paper", y=1, yanchor="bottom", xref="x", x=x,
-                                showarrow=False, font=dict(size=11, color="#555"))
+            self.add_annotation(
+                text=annotation_text,
+                yref="paper",
+                y=1,
+                yanchor="bottom",
+                xref="x",
+                x=x,
+                showarrow=False,
+                font=dict(size=11, color="#555"),
+            )
 
     def figure(self) -> "Figure":
         return Figure({"data": self.data, "layout": self.layout})
@@ -154,11 +187,18 @@ def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, **kw) -
     if "<br>" not in title and len(title) > TITLE_CHARS and ": " in title:  # a long title is not cut at 1000 px
         head, tail = title.split(": ", 1)
         title = f"{head}<br><sup>{tail[0].upper()}{tail[1:]}</sup>"
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
-                      xaxis=dict(title=dict(text=x), **_AXIS), yaxis=dict(title=dict(text=y), **_AXIS),
-                      legend=dict(font=dict(size=11), groupclick="togglegroup", tracegroupgap=LEGEND_GAP_PX),
-                      margin=dict(l=10, r=10, t=60, b=10), hovermode="closest", height=height, plot_bgcolor="white",
-                      paper_bgcolor="white", **kw)
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        xaxis=dict(title=dict(text=x), **_AXIS),
+        yaxis=dict(title=dict(text=y), **_AXIS),
+        legend=dict(font=dict(size=11), groupclick="togglegroup", tracegroupgap=LEGEND_GAP_PX),
+        margin=dict(l=10, r=10, t=60, b=10),
+        hovermode="closest",
+        height=height,
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        **kw,
+    )
     return fig.figure()
 
 
@@ -167,13 +207,14 @@ def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     vals = []
     for k in range(int(math.floor(math.log10(max(lo, 1e-12)))), int(math.ceil(math.log10(max(hi, 1e-12)))) + 1):
         for m in (1, 2, 5):
-            v = m * 10 ** k
+            v = m * 10**k
             if lo <= v <= hi:
                 vals.append(v)
     return vals, [human(v) for v in vals]
 
 
 # --- parameters per task vs d_s ------------------------------------------------------------------
+
 
 def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figure:
     """Per-task parameters (log) vs d_s, one curve per design; the budget line; each design's solved size.
@@ -192,33 +233,70 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
     above = []
     if curves.limit is not None:  # first, so that every marker is drawn above it
         what = "largest task" if curves.view == "max" else "mean per task"
-        fig.add_trace(dict(type="scatter", x=[0, x1], y=[curves.limit, curves.limit], mode="lines", name="budget",
-                                 line=dict(color=BUDGET_COLOR, dash="dash", width=2),
-                                 hovertemplate=f"budget: %{{y:,.0f}} params/task ({what})<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[0, x1],
+                y=[curves.limit, curves.limit],
+                mode="lines",
+                name="budget",
+                line=dict(color=BUDGET_COLOR, dash="dash", width=2),
+                hovertemplate=f"budget: %{{y:,.0f}} params/task ({what})<extra></extra>",
+            )
+        )
     for c in curves.curves:
         name, is_chosen = label(c.key), c.key == chosen
         color = method_color(c.key[0]) if c.feasible else OVER_COLOR
         width = 4 if is_chosen else 2
         shown = name + ("" if c.feasible else " (over budget)")
         if c.points:
-            fig.add_trace(dict(type="scatter", x=[p.d_s for p in c.points], y=[p.params_per_task for p in c.points], mode="lines",
-                                     name=shown, legendgroup=name,
-                                     line=dict(color=color, width=width, dash=location_dash(c.key[1]) if c.feasible else "dot"),
-                                     hovertemplate=f"{name}<br>d_s %{{x}}<br>%{{y:,.0f}} params/task<extra></extra>"))
+            fig.add_trace(
+                dict(
+                    type="scatter",
+                    x=[p.d_s for p in c.points],
+                    y=[p.params_per_task for p in c.points],
+                    mode="lines",
+                    name=shown,
+                    legendgroup=name,
+                    line=dict(color=color, width=width, dash=location_dash(c.key[1]) if c.feasible else "dot"),
+                    hovertemplate=f"{name}<br>d_s %{{x}}<br>%{{y:,.0f}} params/task<extra></extra>",
+                )
+            )
         else:
-            fig.add_trace(dict(type="scatter", x=[0, x1], y=[c.flat, c.flat], mode="lines", name=f"{shown} (no d_s)",
-                                     legendgroup=name, line=dict(color=color, dash="longdashdot", width=width),
-                                     hovertemplate=f"{name}: %{{y:,.0f}} params/task<extra></extra>"))
+            fig.add_trace(
+                dict(
+                    type="scatter",
+                    x=[0, x1],
+                    y=[c.flat, c.flat],
+                    mode="lines",
+                    name=f"{shown} (no d_s)",
+                    legendgroup=name,
+                    line=dict(color=color, dash="longdashdot", width=width),
+                    hovertemplate=f"{name}: %{{y:,.0f}} params/task<extra></extra>",
+                )
+            )
             if c.flat and c.flat > y_hi:
                 above.append(f"{name} {human(c.flat)}")
         if c.marked_d_s is not None:
-            fig.add_trace(dict(type="scatter",
-                x=[c.marked_d_s], y=[c.marked_params], mode="markers", name=f"chosen: {name}", legendgroup=name,
-                showlegend=False, marker=dict(color=color, size=16 if is_chosen else 12,
-                                              symbol=location_symbol(c.key[1]) if c.feasible else "x",
-                                              line=dict(color=CHOSEN_COLOR if is_chosen else "white", width=2.5 if is_chosen else 1)),
-                hovertemplate=f"{name}<br>solved d_s = %{{x}}<br>%{{y:,.0f}} params/task"
-                              f"{'' if c.feasible else ' (over budget)'}<extra></extra>"))
+            fig.add_trace(
+                dict(
+                    type="scatter",
+                    x=[c.marked_d_s],
+                    y=[c.marked_params],
+                    mode="markers",
+                    name=f"chosen: {name}",
+                    legendgroup=name,
+                    showlegend=False,
+                    marker=dict(
+                        color=color,
+                        size=16 if is_chosen else 12,
+                        symbol=location_symbol(c.key[1]) if c.feasible else "x",
+                        line=dict(color=CHOSEN_COLOR if is_chosen else "white", width=2.5 if is_chosen else 1),
+                    ),
+                    hovertemplate=f"{name}<br>solved d_s = %{{x}}<br>%{{y:,.0f}} params/task"
+                    f"{'' if c.feasible else ' (over budget)'}<extra></extra>",
+                )
+            )
     notes = []
     if above:
         notes.append("↑ above the chart: " + ", ".join(above))
@@ -226,26 +304,60 @@ def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figur
     if same:
         notes.append("drawn on top of each other (within 2 %): " + "; ".join(" ≈ ".join(g) for g in same))
     if notes:
-        fig.add_annotation(text=" · ".join(notes), xref="paper", yref="paper", x=0, y=1.0,
-                           xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=11, color="#555"))
+        fig.add_annotation(
+            text=" · ".join(notes),
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=1.0,
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            font=dict(size=11, color="#555"),
+        )
     vals, texts = _log_ticks(y_lo / 1.5, y_hi)
     fig.update_yaxes(type="log", range=[math.log10(y_lo / 1.5), math.log10(y_hi)], tickvals=vals, ticktext=texts)
     fig.update_xaxes(range=[0, x1])
     ylab = "params of the largest task (log)" if curves.view == "max" else "task-specific params per task (log)"
-    return _layout(fig, "Parameters per task vs adapter size d_s: each curve meets the budget line at its solved size",
-                   "adapter size d_s", ylab)
+    return _layout(
+        fig,
+        "Parameters per task vs adapter size d_s: each curve meets the budget line at its solved size",
+        "adapter size d_s",
+        ylab,
+    )
 
 
 def _style_legend(fig: _Fig, methods: Iterable[str], locations: Iterable[Optional[str]]) -> None:
     """Legend entries that say what colour and marker mean: a square of each method's colour (clicking it hides
     the method's points) and a grey marker of each location's symbol."""
     for method in methods:
-        fig.add_trace(dict(type="scatter", x=[None], y=[None], mode="markers", name=method, legendgroup=method,
-                                 marker=dict(color=method_color(method), size=11, symbol="square")))
-    for loc in sorted(set(locations), key=lambda l: ("all", "top", "bottom", None).index(l) if l in ("all", "top", "bottom", None) else 4):
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=method,
+                legendgroup=method,
+                marker=dict(color=method_color(method), size=11, symbol="square"),
+            )
+        )
+    for loc in sorted(
+        set(locations),
+        key=lambda l: ("all", "top", "bottom", None).index(l) if l in ("all", "top", "bottom", None) else 4,
+    ):
         text = SYMBOL_TEXT.get(loc, SYMBOL_TEXT["custom"])
-        fig.add_trace(dict(type="scatter", x=[None], y=[None], mode="markers", name=text, legendgroup="locations",
-                                 marker=dict(color="#666666", size=11, symbol=location_symbol(loc))))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=text,
+                legendgroup="locations",
+                marker=dict(color="#666666", size=11, symbol=location_symbol(loc)),
+            )
+        )
 
 
 def coinciding(curves: Curves, within: float = 0.02) -> list[list[str]]:
@@ -259,8 +371,9 @@ def coinciding(curves: Curves, within: float = 0.02) -> list[list[str]]:
             ref = g[0]
             half = len(ref.points) // 2  # compared where the curves are drawn large (biases matter at tiny d_s)
             if [p.d_s for p in ref.points] == [p.d_s for p in c.points] and all(
-                    abs(a.params_per_task - b.params_per_task) <= within * max(a.params_per_task, 1)
-                    for a, b in zip(ref.points[half:], c.points[half:])):
+                abs(a.params_per_task - b.params_per_task) <= within * max(a.params_per_task, 1)
+                for a, b in zip(ref.points[half:], c.points[half:])
+            ):
                 g.append(c)
                 break
         else:
@@ -270,9 +383,19 @@ def coinciding(curves: Curves, within: float = 0.02) -> list[list[str]]:
 
 # --- labels that can be read --------------------------------------------------------------------------
 
-def readable_labels(points: Sequence[tuple[float, float]], texts: Sequence[str], *, first: Sequence[int] = (),
-                    width: float = 520.0, height: float = 260.0, x_log: bool = False, char_px: float = 6.4,
-                    line_px: float = 15.0, marker_px: float = 6.0) -> list[Optional[str]]:
+
+def readable_labels(
+    points: Sequence[tuple[float, float]],
+    texts: Sequence[str],
+    *,
+    first: Sequence[int] = (),
+    width: float = 520.0,
+    height: float = 260.0,
+    x_log: bool = False,
+    char_px: float = 6.4,
+    line_px: float = 15.0,
+    marker_px: float = 6.0,
+) -> list[Optional[str]]:
     """Where each point's text is written (a plotly ``textposition``: above the marker, shifted left or right at the
     plot's edges so that it stays on the figure), or None: not written, read on hover. No two written labels
     overlap and none covers another marker (but the ``first``'s: the chosen design is always named). Greedy:
@@ -289,8 +412,9 @@ def readable_labels(points: Sequence[tuple[float, float]], texts: Sequence[str],
         return [(v - lo) / ((hi - lo) or 1.0) * px for v in values]
 
     px, py = scaled(xs, width), scaled(ys, height)
-    nearest = [min((math.hypot(px[i] - px[j], py[i] - py[j]) for j in range(n) if j != i), default=math.inf)
-               for i in range(n)]
+    nearest = [
+        min((math.hypot(px[i] - px[j], py[i] - py[j]) for j in range(n) if j != i), default=math.inf) for i in range(n)
+    ]
     order = list(dict.fromkeys([*first, *sorted(range(n), key=lambda i: -nearest[i])]))
     boxes: list[tuple[float, float, float, float]] = []
     out: list[Optional[str]] = [None] * n
@@ -305,8 +429,10 @@ def readable_labels(points: Sequence[tuple[float, float]], texts: Sequence[str],
         box = (left, py[i] + marker_px, left + w, py[i] + marker_px + line_px)  # y up: above the marker
         if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in boxes):
             continue
-        if i not in first and any(j != i and box[0] - marker_px < px[j] < box[2] + marker_px
-                                  and box[1] - marker_px < py[j] < box[3] for j in range(n)):
+        if i not in first and any(
+            j != i and box[0] - marker_px < px[j] < box[2] + marker_px and box[1] - marker_px < py[j] < box[3]
+            for j in range(n)
+        ):
             continue  # the chosen design's label is written even over a marker
         boxes.append(box)
         out[i] = place
@@ -319,8 +445,9 @@ UNUSED_FLOOR = 1e-4  # a design that spends all of the budget is drawn at 0.01 %
 LABEL_BELOW = 0.97  # designs spending less of the budget than this are few: their names are written beside them
 
 
-def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[Key] = None,
-                        recommended: Optional[Key] = None) -> go.Figure:
+def design_space_figure(
+    costs: Sequence[Cost], budget: Budget, chosen: Optional[Key] = None, recommended: Optional[Key] = None
+) -> go.Figure:
     """Budget left unused (x, log, reversed: right = spends more) vs forward FLOP overhead in % (y), every design
     that fits. One trace per method (marker = location); the Pareto front (trace ``Pareto front``) joins the designs
     no other fitting design beats on both (spends more for no more compute); the chosen design is ringed (trace
@@ -350,25 +477,52 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
         place[key_of(group[0])] = "top right" if at_edge else ("top center" if i % 2 == 0 else "bottom center")
         text[key_of(group[0])] = ", ".join(label(key_of(c)) for c in group)
     for method, cs in by_method.items():
-        fig.add_trace(dict(type="scatter",
-            x=[left(c) for c in cs], y=[over(c) for c in cs], mode="markers+text", name=method, legendgroup=method,
-            showlegend=False, textfont=dict(size=11, color="#444"),
-            textposition=[place.get(key_of(c), "top center") for c in cs],
-            texttemplate=[text.get(key_of(c), "") for c in cs],
-            marker=dict(color=method_color(method), size=13, symbol=[location_symbol(c.location) for c in cs],
-                        line=dict(color="white", width=1)),
-            text=[label(key_of(c)) for c in cs],
-            customdata=[["—" if c.d_s is None else f"{c.d_s:,}", display.share_text(used[key_of(c)]),
-                         display.overhead_text(flops_ratio(c))] for c in cs],
-            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>spends %{customdata[1]} of the budget"
-                          "<br>%{customdata[2]} FLOPs<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[left(c) for c in cs],
+                y=[over(c) for c in cs],
+                mode="markers+text",
+                name=method,
+                legendgroup=method,
+                showlegend=False,
+                textfont=dict(size=11, color="#444"),
+                textposition=[place.get(key_of(c), "top center") for c in cs],
+                texttemplate=[text.get(key_of(c), "") for c in cs],
+                marker=dict(
+                    color=method_color(method),
+                    size=13,
+                    symbol=[location_symbol(c.location) for c in cs],
+                    line=dict(color="white", width=1),
+                ),
+                text=[label(key_of(c)) for c in cs],
+                customdata=[
+                    [
+                        "—" if c.d_s is None else f"{c.d_s:,}",
+                        display.share_text(used[key_of(c)]),
+                        display.overhead_text(flops_ratio(c)),
+                    ]
+                    for c in cs
+                ],
+                hovertemplate="%{text}<br>d_s %{customdata[0]}<br>spends %{customdata[1]} of the budget"
+                "<br>%{customdata[2]} FLOPs<extra></extra>",
+            )
+        )
     front = [feasible[i] for i in pareto_front([(used[key_of(c)], over(c)) for c in feasible])]
     front.sort(key=lambda c: used[key_of(c)])
     if front:
-        fig.add_trace(dict(type="scatter",
-            x=[left(c) for c in front], y=[over(c) for c in front], mode="lines", name="Pareto front",
-            text=[label(key_of(c)) for c in front], line=dict(color=FRONT_COLOR, width=1.5, dash="dot"),
-            hovertemplate="Pareto: %{text}<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[left(c) for c in front],
+                y=[over(c) for c in front],
+                mode="lines",
+                name="Pareto front",
+                text=[label(key_of(c)) for c in front],
+                line=dict(color=FRONT_COLOR, width=1.5, dash="dot"),
+                hovertemplate="Pareto: %{text}<extra></extra>",
+            )
+        )
     for key, text in ((recommended, "recommended"), (chosen, "chosen")):
         pick = next((c for c in feasible if key_of(c) == key), None)
         if pick is None or (text == "recommended" and key == chosen):
@@ -376,31 +530,55 @@ def design_space_figure(costs: Sequence[Cost], budget: Budget, chosen: Optional[
         if text == "chosen" and key == recommended:
             text = "chosen = recommended"
         if text.startswith("chosen"):
-            fig.add_trace(dict(type="scatter",
-                x=[left(pick)], y=[over(pick)], mode="markers", name=f"chosen: {label(key)}",
-                marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
-                hovertemplate=f"chosen: {label(key)}<extra></extra>"))
+            fig.add_trace(
+                dict(
+                    type="scatter",
+                    x=[left(pick)],
+                    y=[over(pick)],
+                    mode="markers",
+                    name=f"chosen: {label(key)}",
+                    marker=dict(symbol="circle-open", size=28, color=CHOSEN_COLOR, line=dict(width=3)),
+                    hovertemplate=f"chosen: {label(key)}<extra></extra>",
+                )
+            )
         toward = -1 if text.startswith("chosen") else 1
         if left(pick) > 0.5:  # at the plot's left edge: written to its right, never cut by the edge
             toward = 1
-        fig.add_annotation(x=math.log10(left(pick)), y=over(pick), text=f"{text}: {label(key)}", showarrow=True,
-                           arrowhead=2, ax=50 * toward, ay=-45 if toward < 0 or text == "recommended" else -70,
-                           xanchor="left" if toward > 0 else "right", font=dict(size=12),
-                           bgcolor="rgba(255,255,255,0.85)")
+        fig.add_annotation(
+            x=math.log10(left(pick)),
+            y=over(pick),
+            text=f"{text}: {label(key)}",
+            showarrow=True,
+            arrowhead=2,
+            ax=50 * toward,
+            ay=-45 if toward < 0 or text == "recommended" else -70,
+            xanchor="left" if toward > 0 else "right",
+            font=dict(size=12),
+            bgcolor="rgba(255,255,255,0.85)",
+        )
     bad = [label(key_of(c)) for c in costs if not c.feasible]
     lo = min([left(c) for c in feasible] or [UNUSED_FLOOR])
-    fig.update_xaxes(type="log", autorange=False, range=[0.1, math.log10(lo) - 0.3],
-                     tickvals=[1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001],
-                     ticktext=["100%", "30%", "10%", "3%", "1%", "0.3%", "0.1%", "0.03%", "≤0.01%"])
+    fig.update_xaxes(
+        type="log",
+        autorange=False,
+        range=[0.1, math.log10(lo) - 0.3],
+        tickvals=[1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001],
+        ticktext=["100%", "30%", "10%", "3%", "1%", "0.3%", "0.1%", "0.03%", "≤0.01%"],
+    )
     fig.update_yaxes(rangemode="tozero", ticksuffix="%")
     title = "Design space<br><sup>right: spends more of the budget · lower: adds less compute</sup>"
     if bad:
         title += f"<br><sup>over budget, not drawn: {', '.join(bad[:6])}{', …' if len(bad) > 6 else ''}</sup>"
-    return _layout(fig, title, "budget left unused (log; right = more of the budget spent)",
-                   "forward FLOPs added, one task's path (%)")
+    return _layout(
+        fig,
+        title,
+        "budget left unused (log; right = more of the budget spent)",
+        "forward FLOPs added, one task's path (%)",
+    )
 
 
 # --- where the parameters go ----------------------------------------------------------------------
+
 
 def breakdown_frame(parts: Iterable[dict], top: bool = False) -> pd.DataFrame:
     """The ``breakdown`` rows with a readable place (``breakdown_places``) as a table."""
@@ -443,9 +621,9 @@ def _part_totals(frame, by: str) -> dict[str, dict[str, int]]:
 def _lab(color: str) -> tuple[float, float, float]:
     """A '#rrggbb' or 'rgb(r,g,b)' colour in CIE L*a*b* (D65): distances there are what eyes tell apart."""
     if color.startswith("#"):
-        rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        rgb = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     else:
-        rgb = [float(v) / 255 for v in color[color.index("(") + 1:color.index(")")].split(",")[:3]]
+        rgb = [float(v) / 255 for v in color[color.index("(") + 1 : color.index(")")].split(",")[:3]]
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
     x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
     y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
@@ -468,8 +646,12 @@ def _distinct(colors: Sequence[str], apart: float = 18.0) -> list[str]:
     return out
 
 
-_PART_PALETTE = _distinct(qualitative.Safe + qualitative.Alphabet + qualitative.Dark24)  # parts take the farthest free one
-NEIGHBOUR_WEIGHT = 1.6  # a part's colour keeps this much farther from its neighbours' (stacked with it) than from others'
+_PART_PALETTE = _distinct(
+    qualitative.Safe + qualitative.Alphabet + qualitative.Dark24
+)  # parts take the farthest free one
+NEIGHBOUR_WEIGHT = (
+    1.6  # a part's colour keeps this much farther from its neighbours' (stacked with it) than from others'
+)
 
 
 def part_colors(frames: Iterable) -> dict[str, str]:
@@ -488,8 +670,13 @@ def part_colors(frames: Iterable) -> dict[str, str]:
         free = [c for c in _PART_PALETTE if c not in out.values()] or list(_PART_PALETTE)
 
         def spread(c: str) -> float:  # the nearest colour taken, a neighbour's counted NEIGHBOUR_WEIGHT times nearer
-            return min((color_distance(c, t) / (NEIGHBOUR_WEIGHT if q in neighbours[p] else 1.0)  # noqa: B023 (used at once)
-                        for q, t in out.items()), default=math.inf)
+            return min(
+                (
+                    color_distance(c, t) / (NEIGHBOUR_WEIGHT if q in neighbours[p] else 1.0)  # noqa: B023 (used at once)
+                    for q, t in out.items()
+                ),
+                default=math.inf,
+            )
 
         out[p] = max(free, key=spread)  # ties: the palette's order
     return out
@@ -500,14 +687,23 @@ def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[s
     colors = colors or part_colors([frame])
     fig = _Fig()
     for part, by_place in _part_totals(frame, "place").items():
-        fig.add_trace(dict(type="bar", x=list(by_place), y=list(by_place.values()), name=part, marker=dict(color=colors[part]),
-                             hovertemplate=f"{part}<br>%{{x}}: %{{y:,}} params<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="bar",
+                x=list(by_place),
+                y=list(by_place.values()),
+                name=part,
+                marker=dict(color=colors[part]),
+                hovertemplate=f"{part}<br>%{{x}}: %{{y:,}} params<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack")
     return _layout(fig, title, "", "parameters (one task)")
 
 
-def breakdown_compare_figure(frames: dict[str, pd.DataFrame], colors: Optional[Mapping[str, str]] = None,
-                             chosen: Optional[str] = None) -> go.Figure:
+def breakdown_compare_figure(
+    frames: dict[str, pd.DataFrame], colors: Optional[Mapping[str, str]] = None, chosen: Optional[str] = None
+) -> go.Figure:
     """One stacked bar per fitting design (the paper's Table 1 as a picture), one colour per part (one task)."""
     colors = colors or part_colors(frames.values())
     fig = _Fig()
@@ -517,19 +713,36 @@ def breakdown_compare_figure(frames: dict[str, pd.DataFrame], colors: Optional[M
         ys = [int(totals[d].get(part, 0)) for d in designs]
         if not any(ys):
             continue
-        fig.add_trace(dict(type="bar", y=designs, x=ys, orientation="h", name=part, marker=dict(color=colors[part]),
-                             hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} params<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="bar",
+                y=designs,
+                x=ys,
+                orientation="h",
+                name=part,
+                marker=dict(color=colors[part]),
+                hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} params<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(autorange="reversed", ticktext=[f"<b>{d}</b>" if d == chosen else d for d in designs],
-                     tickvals=designs)
-    return _layout(fig, "Every fitting design: one task's parameters by part (bold: the chosen design)",
-                   "parameters (one task)", "", height=max(360, 80 + 26 * len(designs)))
+    fig.update_yaxes(
+        autorange="reversed", ticktext=[f"<b>{d}</b>" if d == chosen else d for d in designs], tickvals=designs
+    )
+    return _layout(
+        fig,
+        "Every fitting design: one task's parameters by part (bold: the chosen design)",
+        "parameters (one task)",
+        "",
+        height=max(360, 80 + 26 * len(designs)),
+    )
 
 
 # --- all tasks on one input ------------------------------------------------------------------------
 
-def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: Optional[Key] = None,
-                   over: Iterable[Key] = ()) -> go.Figure:
+
+def scaling_figure(
+    series: dict[Key, list[ScalingPoint]], current: int, chosen: Optional[Key] = None, over: Iterable[Key] = ()
+) -> go.Figure:
     """All-task forward GFLOPs per input vs number of tasks, one line per design, and T separate fine-tuned models."""
     fig = _Fig()
     first: Optional[list[ScalingPoint]] = None
@@ -537,19 +750,41 @@ def scaling_figure(series: dict[Key, list[ScalingPoint]], current: int, chosen: 
     for key, pts in series.items():
         first = first or pts
         name = label(key) + (" (over budget)" if key in over else "")
-        fig.add_trace(dict(type="scatter",
-            x=[p.tasks for p in pts], y=[p.flops_all_tasks / GIGA for p in pts], mode="lines", name=name,
-            line=dict(color=OVER_COLOR if key in over else method_color(key[0]), dash=location_dash(key[1]),
-                      width=4 if key == chosen else 2),
-            hovertemplate=f"{name}<br>%{{x}} tasks: %{{y:,.1f}} GFLOPs<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[p.tasks for p in pts],
+                y=[p.flops_all_tasks / GIGA for p in pts],
+                mode="lines",
+                name=name,
+                line=dict(
+                    color=OVER_COLOR if key in over else method_color(key[0]),
+                    dash=location_dash(key[1]),
+                    width=4 if key == chosen else 2,
+                ),
+                hovertemplate=f"{name}<br>%{{x}} tasks: %{{y:,.1f}} GFLOPs<extra></extra>",
+            )
+        )
     if first:
-        fig.add_trace(dict(type="scatter", x=[p.tasks for p in first], y=[p.flops_separate / GIGA for p in first], mode="lines",
-                                 name="separate fine-tuned models", line=dict(color="black", dash="dash", width=3),
-                                 hovertemplate="separate models<br>%{x} tasks: %{y:,.1f} GFLOPs<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[p.tasks for p in first],
+                y=[p.flops_separate / GIGA for p in first],
+                mode="lines",
+                name="separate fine-tuned models",
+                line=dict(color="black", dash="dash", width=3),
+                hovertemplate="separate models<br>%{x} tasks: %{y:,.1f} GFLOPs<extra></extra>",
+            )
+        )
     fig.add_vline(x=current, line=dict(color="grey", dash="dot"), annotation_text=f"your T = {current}")
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Running every task on one input: below the separate-models line, sharing saves compute",
-                   "number of tasks T", "forward GFLOPs per sequence, all tasks")
+    return _layout(
+        fig,
+        "Running every task on one input: below the separate-models line, sharing saves compute",
+        "number of tasks T",
+        "forward GFLOPs per sequence, all tasks",
+    )
 
 
 SAME_AS_SEPARATE = 0.005  # within 0.5 % of T separate models' FLOPs: "as much as separate models"
@@ -571,13 +806,23 @@ def scaling_groups(series: Mapping[Key, Sequence[ScalingPoint]], tasks: int) -> 
 
 # --- the paper check ---------------------------------------------------------------------------------
 
+
 def paper_frame(rows: Sequence[PaperRow]) -> pd.DataFrame:
     out = []
     for r in rows:
         fmt = (lambda v: f"{v:.2f}×") if r.quantity == "ratio" else (lambda v: f"{v:.0f}")
-        out.append({"configuration": r.label, "budget": r.budget, "compares": r.quantity, "paper": fmt(r.paper),
-                    "calculator": fmt(r.ours), "task-specific params": human(r.params_task_specific),
-                    "× BERT": f"{r.ratio:.3f}", "reproduces": "yes" if r.reproduces else f"NO: {r.difference}"})
+        out.append(
+            {
+                "configuration": r.label,
+                "budget": r.budget,
+                "compares": r.quantity,
+                "paper": fmt(r.paper),
+                "calculator": fmt(r.ours),
+                "task-specific params": human(r.params_task_specific),
+                "× BERT": f"{r.ratio:.3f}",
+                "reproduces": "yes" if r.reproduces else f"NO: {r.difference}",
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -585,33 +830,55 @@ def paper_figure(rows: Sequence[PaperRow]) -> go.Figure:
     """The paper-reproduction table; rows that disagree with the paper are filled red."""
     frame = paper_frame(rows)
     fills = [OK_FILL if r.reproduces else BAD_FILL for r in rows]
-    fig = go.Figure(go.Table(
-        columnwidth=[3, 1.2, 1, 1, 1.2, 1.4, 1, 2.6],
-        header=dict(values=[f"<b>{c}</b>" for c in frame.columns], fill_color="#eeeeee", align="left"),
-        cells=dict(values=[frame[c].tolist() for c in frame.columns], fill_color=[fills] * len(frame.columns),
-                   align="left", height=28, font=dict(size=13))))
-    fig.update_layout(margin=dict(l=0, r=0, t=40, b=0), height=90 + 30 * len(rows),
-                      title=dict(text="Stickland & Murray (2019), BERT-base, 8 GLUE tasks, paper convention, h_s = 12",
-                                 x=0, xanchor="left"))
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[3, 1.2, 1, 1, 1.2, 1.4, 1, 2.6],
+            header=dict(values=[f"<b>{c}</b>" for c in frame.columns], fill_color="#eeeeee", align="left"),
+            cells=dict(
+                values=[frame[c].tolist() for c in frame.columns],
+                fill_color=[fills] * len(frame.columns),
+                align="left",
+                height=28,
+                font=dict(size=13),
+            ),
+        )
+    )
+    fig.update_layout(
+        margin=dict(l=0, r=0, t=40, b=0),
+        height=90 + 30 * len(rows),
+        title=dict(
+            text="Stickland & Murray (2019), BERT-base, 8 GLUE tasks, paper convention, h_s = 12", x=0, xanchor="left"
+        ),
+    )
     return fig
 
 
 # --- tables --------------------------------------------------------------------------------------
 
+
 def _dash(value) -> object:
     return "—" if value is None else value
 
 
-TABLE_FORMATS = {"% of budget used": f"%.{display.SHARE_DIGITS}f", "total × base": f"%.{display.RATIO_DIGITS}f",
-                 "FLOPs × base": f"%.{display.RATIO_DIGITS}f", "GFLOPs / input, all tasks": "%.2f",
-                 "train step GFLOPs": "%.2f"}
+TABLE_FORMATS = {
+    "% of budget used": f"%.{display.SHARE_DIGITS}f",
+    "total × base": f"%.{display.RATIO_DIGITS}f",
+    "FLOPs × base": f"%.{display.RATIO_DIGITS}f",
+    "GFLOPs / input, all tasks": "%.2f",
+    "train step GFLOPs": "%.2f",
+}
 """The design table's number columns and how they are written (the page's column formats and the CSV): each value
 is rounded once (``pals_core.budget.display``) and printed with exactly its decimals."""
 
 
-def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Optional[Mapping[Key, int]] = None,
-                measured: Optional[Mapping[Key, str]] = None, first_fit: Optional[Mapping[Key, str]] = None,
-                hidden: Optional[int] = None) -> pd.DataFrame:
+def table_frame(
+    costs: Sequence[Cost],
+    budget: Optional[Budget] = None,
+    rank: Optional[Mapping[Key, int]] = None,
+    measured: Optional[Mapping[Key, str]] = None,
+    first_fit: Optional[Mapping[Key, str]] = None,
+    hidden: Optional[int] = None,
+) -> pd.DataFrame:
     """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
     shares in % (rounded down, as the answer says them), ratios to four decimals, scores 0–100; '—' where a value
     does not apply. Every number is rounded once, by ``pals_core.budget.display`` (pals-budget prints the same
@@ -626,26 +893,30 @@ def table_frame(costs: Sequence[Cost], budget: Optional[Budget] = None, rank: Op
         row = {
             "rank": str((rank or {}).get(k, "—")),
             "design": label(k),
-            "d_s": "—" if c.d_s is None else (f"{c.d_s:,} > d = {hidden:,}" if hidden is not None
-                                              and wider_than_model(c, hidden) else str(c.d_s)),
+            "d_s": "—"
+            if c.d_s is None
+            else (f"{c.d_s:,} > d = {hidden:,}" if hidden is not None and wider_than_model(c, hidden) else str(c.d_s)),
             "fits": "yes" if c.feasible else "no",
         }
         if first_fit is not None:
             row["fits from"] = first_fit.get(k, "—")
         if budget is not None:
             row["% of budget used"] = display.share(budget_used(c, budget))
-        row.update({
-            "measured dev avg": (measured or {}).get(k, "—"),
-            "total × base": display.ratio(c.ratio),
-            "FLOPs × base": display.ratio(flops_ratio(c)),
-            "params / task": display.params_per_task(c),
-            "task-specific (all tasks)": c.params_task_specific,
-            "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
-            "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
-            # whether a task can join a trained run later without changing the others (pals-train --from)
-            "add tasks later": "yes" if c.adds_tasks_later else "no",
-            "method": c.method, "location": c.location or "—",
-        })
+        row.update(
+            {
+                "measured dev avg": (measured or {}).get(k, "—"),
+                "total × base": display.ratio(c.ratio),
+                "FLOPs × base": display.ratio(flops_ratio(c)),
+                "params / task": display.params_per_task(c),
+                "task-specific (all tasks)": c.params_task_specific,
+                "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
+                "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
+                # whether a task can join a trained run later without changing the others (pals-train --from)
+                "add tasks later": "yes" if c.adds_tasks_later else "no",
+                "method": c.method,
+                "location": c.location or "—",
+            }
+        )
         out.append(row)
     return pd.DataFrame(out)
 
@@ -656,8 +927,10 @@ def table_csv(frame: pd.DataFrame) -> str:
     out = frame.copy()
     for column, fmt in TABLE_FORMATS.items():
         if column in out.columns:
-            out[column] = [fmt % v if isinstance(v, (int, float)) and math.isfinite(v) else ("∞" if v == math.inf else "—")
-                           for v in out[column]]
+            out[column] = [
+                fmt % v if isinstance(v, (int, float)) and math.isfinite(v) else ("∞" if v == math.inf else "—")
+                for v in out[column]
+            ]
     return out.to_csv(index=False)
 
 
@@ -667,8 +940,19 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
     ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
     from .measured import score_text, smoke
 
-    cols = ["run", "status", "note", "method", "location", "d_s", "tasks", "steps", "dev average",
-            "task-specific params", "wall time (s)"]
+    cols = [
+        "run",
+        "status",
+        "note",
+        "method",
+        "location",
+        "d_s",
+        "tasks",
+        "steps",
+        "dev average",
+        "task-specific params",
+        "wall time (s)",
+    ]
     out = []
     for r in runs:
         row = {k: r.get(k) for k in cols}
@@ -687,6 +971,7 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
 
 # --- measured --------------------------------------------------------------------------------------
 
+
 def measured_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None) -> go.Figure:
     """Measured trade-off: dev average (0–100; mean ± 95 % interval where there are seeds) vs task-specific
     parameters (log), one colour per method, a marker per location; references: the majority class (a line),
@@ -699,33 +984,54 @@ def measured_figure(results: Sequence, majority: Optional[float] = None, chosen:
     _style_legend(fig, by_method, {r.location for rs in by_method.values() for r in rs})
     for method, rs in by_method.items():
         ref = method in BASELINES
-        fig.add_trace(dict(type="scatter",
-            x=[r.params for r in rs], y=[r.score.mean for r in rs], mode="markers+text" if ref else "markers", name=method,
-            legendgroup=method, showlegend=False,
-            text=[method] * len(rs) if ref else None, textposition="top center",
-            error_y=dict(type="data", array=[r.score.ci95 or 0 for r in rs], visible=any(r.score.ci95 for r in rs)),
-            marker=dict(color=method_color(method), size=[18 if r.key == chosen else 12 for r in rs],
-                        symbol=[location_symbol(r.location) for r in rs],
-                        line=dict(color=["black" if r.key == chosen else "white" for r in rs], width=2)),
-            customdata=[[r.design, r.score.text(), r.steps or "—", r.path] for r in rs],
-            hovertemplate="%{customdata[0]}<br>dev avg %{customdata[1]}<br>%{x:,} task-specific params"
-                          "<br>%{customdata[2]} steps<br>%{customdata[3]}<extra></extra>"))
+        fig.add_trace(
+            dict(
+                type="scatter",
+                x=[r.params for r in rs],
+                y=[r.score.mean for r in rs],
+                mode="markers+text" if ref else "markers",
+                name=method,
+                legendgroup=method,
+                showlegend=False,
+                text=[method] * len(rs) if ref else None,
+                textposition="top center",
+                error_y=dict(type="data", array=[r.score.ci95 or 0 for r in rs], visible=any(r.score.ci95 for r in rs)),
+                marker=dict(
+                    color=method_color(method),
+                    size=[18 if r.key == chosen else 12 for r in rs],
+                    symbol=[location_symbol(r.location) for r in rs],
+                    line=dict(color=["black" if r.key == chosen else "white" for r in rs], width=2),
+                ),
+                customdata=[[r.design, r.score.text(), r.steps or "—", r.path] for r in rs],
+                hovertemplate="%{customdata[0]}<br>dev avg %{customdata[1]}<br>%{x:,} task-specific params"
+                "<br>%{customdata[2]} steps<br>%{customdata[3]}<extra></extra>",
+            )
+        )
     if majority is not None:
-        fig.add_hline(y=majority, line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
-                      annotation_text=f"majority class {majority:.1f}", annotation_position="bottom right")
+        fig.add_hline(
+            y=majority,
+            line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
+            annotation_text=f"majority class {majority:.1f}",
+            annotation_position="bottom right",
+        )
     fig.update_xaxes(type="log")
     ys = [r.score.mean for rs in by_method.values() for r in rs] + ([majority] if majority is not None else [])
     if ys:
         fig.update_yaxes(range=[max(-100.0, min(ys) - 5), min(100.0, max(ys) + 5)])
-    return _layout(fig, "Measured: dev score vs task-specific parameters (higher and further left is better)",
-                   "task-specific parameters (log)", "dev average, 0–100 (paper Table 3 metric)")
+    return _layout(
+        fig,
+        "Measured: dev score vs task-specific parameters (higher and further left is better)",
+        "task-specific parameters (log)",
+        "dev average, 0–100 (paper Table 3 metric)",
+    )
 
 
 RANKING_TITLE = "Measured designs ranked: dev average with 95 % intervals (bars that overlap: no clear winner)"
 
 
-def measured_ranking_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None,
-                            title: str = RANKING_TITLE) -> go.Figure:
+def measured_ranking_figure(
+    results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None, title: str = RANKING_TITLE
+) -> go.Figure:
     """Measured results ranked: one row per result (best on top), its dev average (0–100) with the 95 % t-interval over
     seeds as a bar where it was repeated, the majority class as a dashed line. Designs the trade-off plot draws on
     one spot (the same budget) are read apart here."""
@@ -736,19 +1042,35 @@ def measured_ranking_figure(results: Sequence, majority: Optional[float] = None,
         name = f"{r.design} · {r.runs_label()}"
         count[name] = count.get(name, 0) + 1
         rows.append(name if count[name] == 1 else f"{name} ({count[name]})")  # two results of one design: two rows
-    fig.add_trace(dict(type="scatter", x=[r.score.mean for r in ranked], y=rows, mode="markers+text", showlegend=False,
-                       text=[r.score.value() for r in ranked], cliponaxis=False,
-                       textposition=["top right" if r.score.ci95 else "middle right" for r in ranked],  # clear of a bar
-                       error_x=dict(type="data", array=[r.score.ci95 or 0 for r in ranked],
-                                    visible=any(r.score.ci95 for r in ranked)),
-                       marker=dict(color=[method_color(r.method) for r in ranked], symbol=[location_symbol(r.location) for r in ranked],
-                                   size=[16 if r.key == chosen else 11 for r in ranked],
-                                   line=dict(color=["black" if r.key == chosen else "white" for r in ranked], width=2)),
-                       customdata=[[r.path, r.steps or "—"] for r in ranked],
-                       hovertemplate="%{y}<br>dev avg %{text}<br>%{customdata[1]} steps<br>%{customdata[0]}<extra></extra>"))
+    fig.add_trace(
+        dict(
+            type="scatter",
+            x=[r.score.mean for r in ranked],
+            y=rows,
+            mode="markers+text",
+            showlegend=False,
+            text=[r.score.value() for r in ranked],
+            cliponaxis=False,
+            textposition=["top right" if r.score.ci95 else "middle right" for r in ranked],  # clear of a bar
+            error_x=dict(
+                type="data", array=[r.score.ci95 or 0 for r in ranked], visible=any(r.score.ci95 for r in ranked)
+            ),
+            marker=dict(
+                color=[method_color(r.method) for r in ranked],
+                symbol=[location_symbol(r.location) for r in ranked],
+                size=[16 if r.key == chosen else 11 for r in ranked],
+                line=dict(color=["black" if r.key == chosen else "white" for r in ranked], width=2),
+            ),
+            customdata=[[r.path, r.steps or "—"] for r in ranked],
+            hovertemplate="%{y}<br>dev avg %{text}<br>%{customdata[1]} steps<br>%{customdata[0]}<extra></extra>",
+        )
+    )
     if majority is not None:
-        fig.add_vline(x=majority, line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
-                      annotation_text=f"majority class {majority:.1f}")
+        fig.add_vline(
+            x=majority,
+            line=dict(color=REFERENCE_COLOR["majority"], dash="dash"),
+            annotation_text=f"majority class {majority:.1f}",
+        )
     xs = [v for r in ranked for v in (r.score.mean - (r.score.ci95 or 0), r.score.mean + (r.score.ci95 or 0))]
     xs += [majority] if majority is not None else []
     if xs:

@@ -19,6 +19,7 @@ The machine bounds are the constraint records' (``pals_core.footprint.constraint
 time, serving memory, …): one text field each, read by its ``Machine`` flag's parser (``parse_bound``); the rows are
 then solved on the page's machine with them (``Inputs.machine``), as ``pals-budget --memory … --memory-infer …``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from pals_core.budget import (AdapterConfig, CONVENTIONS, DEFAULT_SEQ_LEN, METHODS, PAPER_TASKS, PRESETS, BaseModel, Budget,
-                              Task, default_seq_len, from_hf_config, get_method, parse_tasks, resolve_layers)
+from pals_core.budget import (
+    AdapterConfig,
+    CONVENTIONS,
+    DEFAULT_SEQ_LEN,
+    METHODS,
+    PAPER_TASKS,
+    PRESETS,
+    BaseModel,
+    Budget,
+    Task,
+    default_seq_len,
+    from_hf_config,
+    get_method,
+    parse_tasks,
+    resolve_layers,
+)
 from pals_core.pricing.activations import Conditions
 from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
 from pals_core.budget.families import get_family
@@ -205,6 +220,7 @@ def files_stamp(records: Iterable[TaskRecord], tasks_file: Optional[str] = None)
     """The version of a question's files: (path, mtime, size) of the tasks file and of every train / dev file (each
     file of a save_to_disk folder); None for one that is not there. A cache keyed by it is read again when one
     changes."""
+
     def stat(p: Path) -> Optional[tuple]:
         try:
             st = p.stat()
@@ -279,9 +295,11 @@ def save_upload(data: bytes, root: Path) -> Path:
         for role in ("train", "dev"):
             p = getattr(r, role)
             if p and Path(p).is_relative_to(folder):
-                raise ValueError(f"the uploaded file's task {r.name!r} gives its {role} file as a relative path "
-                                 f"({Path(p).relative_to(folder)}): paths in an uploaded tasks file must be absolute "
-                                 "— or type the file's path instead")
+                raise ValueError(
+                    f"the uploaded file's task {r.name!r} gives its {role} file as a relative path "
+                    f"({Path(p).relative_to(folder)}): paths in an uploaded tasks file must be absolute "
+                    "— or type the file's path instead"
+                )
     return path
 
 
@@ -372,8 +390,12 @@ def parse_inputs(raw: RawInputs) -> Inputs:
     location = parse_location(raw.location, raw.location_custom, model)
     if raw.convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {raw.convention!r} (exact or paper)")
-    for what, value in (("adapter heads h_s", raw.heads), ("sequence length", raw.seq_len), ("N_top", raw.n_top),
-                        ("FFN ratio", raw.ffn_ratio)):
+    for what, value in (
+        ("adapter heads h_s", raw.heads),
+        ("sequence length", raw.seq_len),
+        ("N_top", raw.n_top),
+        ("FFN ratio", raw.ffn_ratio),
+    ):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} must be a positive integer, got {value!r}")
     seq_len = seq_len_for(model, raw.seq_len)
@@ -386,6 +408,23 @@ def parse_inputs(raw: RawInputs) -> Inputs:
         if d_s < 1:
             raise ValueError(f"fixed d_s must be a positive integer, got {d_s}")
     bounds = parse_bounds(raw.bounds or {})
-    return Inputs(model, tuple(tasks), budget, methods, location, conditions, raw.heads, seq_len, raw.convention,
-                  bool(raw.per_task_pooler), d_s, raw.n_top, raw.ffn_ratio, trainable, train_model, tasks_file, records,
-                  bounds)
+    return Inputs(
+        model,
+        tuple(tasks),
+        budget,
+        methods,
+        location,
+        conditions,
+        raw.heads,
+        seq_len,
+        raw.convention,
+        bool(raw.per_task_pooler),
+        d_s,
+        raw.n_top,
+        raw.ffn_ratio,
+        trainable,
+        train_model,
+        tasks_file,
+        records,
+        bounds,
+    )

@@ -5,6 +5,7 @@ Device, batch and precision are inputs of this view; every figure comes from the
 ``memory_infer``, ``time_step_s``, ``time_ratio``). Two figures: the training-memory breakdown per design (stacked
 bars) and the step time against the task-specific parameters, beside the table. No maths of its own.
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,11 @@ def page_machine() -> Machine:
     """The page's one machine — this view's device, batch and precision (``local`` when calibrated, else ``h100``,
     as pals-budget) — which the answer's step time and memory use too, so every figure names the same device."""
     device = st.session_state.get("machine_device") or default_device()
-    return Machine(batch=int(st.session_state.get("machine_batch") or DEFAULT_BATCH), device=device,
-                   precision=st.session_state.get("machine_precision") or "fp32")
+    return Machine(
+        batch=int(st.session_state.get("machine_batch") or DEFAULT_BATCH),
+        device=device,
+        precision=st.session_state.get("machine_precision") or "fp32",
+    )
 
 
 def page_machine_key() -> tuple:
@@ -70,26 +74,48 @@ def priced(inp: Inputs, costs: list[Cost], machine: Machine) -> list[Cost]:
 
 
 COLUMNS = {  # how the table writes each number (one rounding: pals_core.budget.display, as pals-budget)
-    "train GiB": f"%.{display.GIB_DIGITS}f", "step × base": f"%.{display.STEP_DIGITS}f",
-    "task-specific params": "localized", "serve GiB": f"%.{display.GIB_DIGITS}f", "step s": "%.4g",
-    **{f"{p} GiB": f"%.{display.GIB_DIGITS}f" for p in PARTS}}
+    "train GiB": f"%.{display.GIB_DIGITS}f",
+    "step × base": f"%.{display.STEP_DIGITS}f",
+    "task-specific params": "localized",
+    "serve GiB": f"%.{display.GIB_DIGITS}f",
+    "step s": "%.4g",
+    **{f"{p} GiB": f"%.{display.GIB_DIGITS}f" for p in PARTS},
+}
 
 
 def frame(rows: list[Cost]) -> pd.DataFrame:
     """One row per design: what it needs to train (GiB) and how slow a step is, first; the parts of the memory after.
     Numbers as the answer and pals-budget write them (``display``); '—' where a value does not apply."""
-    return pd.DataFrame([{
-        "design": label(key_of(c)), "d_s": "—" if c.d_s is None else f"{c.d_s:,}",
-        "train GiB": display.gib(c.memory_train["total"]),
-        "step × base": None if c.time_ratio is None else display.step_ratio(c.time_ratio),
-        "task-specific params": c.params_task_specific, "serve GiB": display.gib(c.memory_infer),
-        "step s": c.time_step_s, **{f"{p} GiB": display.gib(c.memory_train[p]) for p in PARTS}} for c in rows])
+    return pd.DataFrame(
+        [
+            {
+                "design": label(key_of(c)),
+                "d_s": "—" if c.d_s is None else f"{c.d_s:,}",
+                "train GiB": display.gib(c.memory_train["total"]),
+                "step × base": None if c.time_ratio is None else display.step_ratio(c.time_ratio),
+                "task-specific params": c.params_task_specific,
+                "serve GiB": display.gib(c.memory_infer),
+                "step s": c.time_step_s,
+                **{f"{p} GiB": display.gib(c.memory_train[p]) for p in PARTS},
+            }
+            for c in rows
+        ]
+    )
 
 
 def fig_memory(rows: list[Cost]) -> go.Figure:
     names = [label(key_of(c)) for c in rows]
-    fig = go.Figure([go.Bar(name=p, x=names, y=[c.memory_train[p] / display.GIB for c in rows],
-                            hovertemplate="%{x}<br>" + p + ": %{y:.2f} GiB<extra></extra>") for p in PARTS])
+    fig = go.Figure(
+        [
+            go.Bar(
+                name=p,
+                x=names,
+                y=[c.memory_train[p] / display.GIB for c in rows],
+                hovertemplate="%{x}<br>" + p + ": %{y:.2f} GiB<extra></extra>",
+            )
+            for p in PARTS
+        ]
+    )
     fig.update_layout(barmode="stack", yaxis_title="training memory, GiB", height=380, margin=dict(t=30, b=10))
     return fig
 
@@ -103,26 +129,59 @@ def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
     xs, ys = [c.params_task_specific for c in rows], [c.time_ratio for c in rows]
     first = [i for i, d in enumerate(names) if d == chosen]
     places = figures.readable_labels(list(zip(xs, ys)), names, first=first)
-    same = [[names[j] for j in range(len(rows)) if j != i and (xs[j], display.step_ratio(ys[j]))
-             == (xs[i], display.step_ratio(ys[i]))] for i in range(len(rows))]
-    fig = go.Figure(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=names, textposition=[p or "top center" for p in places],
-        cliponaxis=False, texttemplate=[d if p else "" for d, p in zip(names, places)],
-        textfont=dict(size=11, color="#444"),
-        marker=dict(size=[15 if d == chosen else 10 for d in names],
-                    color=[figures.method_color(c.method) for c in rows],
-                    symbol=[figures.location_symbol(c.location) for c in rows],
-                    line=dict(color=["black" if d == chosen else "white" for d in names], width=1.5)),
-        customdata=[["—" if c.d_s is None else f"{c.d_s:,}", display.step_ratio_text(c.time_ratio),
-                     display.gib_text(c.memory_train["total"]), "<br>same point: " + ", ".join(also) if also else ""]
-                    for c, also in zip(rows, same)],
-        hovertemplate="%{text}<br>d_s %{customdata[0]}<br>%{x:,} task-specific params<br>a step %{customdata[1]}× the "
-                      "base model's<br>%{customdata[2]} GiB to train%{customdata[3]}<extra></extra>"))
+    same = [
+        [
+            names[j]
+            for j in range(len(rows))
+            if j != i and (xs[j], display.step_ratio(ys[j])) == (xs[i], display.step_ratio(ys[i]))
+        ]
+        for i in range(len(rows))
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="markers+text",
+            text=names,
+            textposition=[p or "top center" for p in places],
+            cliponaxis=False,
+            texttemplate=[d if p else "" for d, p in zip(names, places)],
+            textfont=dict(size=11, color="#444"),
+            marker=dict(
+                size=[15 if d == chosen else 10 for d in names],
+                color=[figures.method_color(c.method) for c in rows],
+                symbol=[figures.location_symbol(c.location) for c in rows],
+                line=dict(color=["black" if d == chosen else "white" for d in names], width=1.5),
+            ),
+            customdata=[
+                [
+                    "—" if c.d_s is None else f"{c.d_s:,}",
+                    display.step_ratio_text(c.time_ratio),
+                    display.gib_text(c.memory_train["total"]),
+                    "<br>same point: " + ", ".join(also) if also else "",
+                ]
+                for c, also in zip(rows, same)
+            ],
+            hovertemplate="%{text}<br>d_s %{customdata[0]}<br>%{x:,} task-specific params<br>a step %{customdata[1]}× the "
+            "base model's<br>%{customdata[2]} GiB to train%{customdata[3]}<extra></extra>",
+        )
+    )
     hidden = sum(p is None for p in places)
-    fig.update_layout(xaxis_title="task-specific parameters", yaxis_title="training step time / base model's",
-                      height=400, margin=dict(t=40, b=10), showlegend=False,
-                      title=dict(text=f"{hidden} of {len(rows)} labels left out where points crowd: hover a point for its "
-                                      "design" if hidden else "", font=dict(size=12, color="#555"), x=0, xanchor="left"))
+    fig.update_layout(
+        xaxis_title="task-specific parameters",
+        yaxis_title="training step time / base model's",
+        height=400,
+        margin=dict(t=40, b=10),
+        showlegend=False,
+        title=dict(
+            text=f"{hidden} of {len(rows)} labels left out where points crowd: hover a point for its design"
+            if hidden
+            else "",
+            font=dict(size=12, color="#555"),
+            x=0,
+            xanchor="left",
+        ),
+    )
     return fig
 
 
@@ -130,25 +189,48 @@ def render(inp: Inputs, costs: list[Cost], chosen: Optional[Cost]) -> None:
     names = devices()
     a, b, c = st.columns(3)
     default = default_device()
-    device = a.selectbox("Device", names, index=names.index(default) if default in names else 0, key="machine_device",
-                         help="the answer's step time and memory use this device too")
-    batch = int(b.number_input("Batch (sequences per step)", min_value=1, max_value=4096, value=DEFAULT_BATCH, step=1,
-                               key="machine_batch"))
-    precision = c.selectbox("Precision", list(PRECISIONS), key="machine_precision",
-                            help="fp32: exact memory; bf16: a mixed-precision estimate")
-    machine = inp.machine(Machine(batch=batch, device=device, precision=precision)) or \
-        Machine(batch=batch, device=device, precision=precision)  # with the question's bounds: the fits they decide
+    device = a.selectbox(
+        "Device",
+        names,
+        index=names.index(default) if default in names else 0,
+        key="machine_device",
+        help="the answer's step time and memory use this device too",
+    )
+    batch = int(
+        b.number_input(
+            "Batch (sequences per step)", min_value=1, max_value=4096, value=DEFAULT_BATCH, step=1, key="machine_batch"
+        )
+    )
+    precision = c.selectbox(
+        "Precision",
+        list(PRECISIONS),
+        key="machine_precision",
+        help="fp32: exact memory; bf16: a mixed-precision estimate",
+    )
+    machine = inp.machine(Machine(batch=batch, device=device, precision=precision)) or Machine(
+        batch=batch, device=device, precision=precision
+    )  # with the question's bounds: the fits they decide
     rows = priced(inp, costs, machine)
     if not rows:
         st.info("Memory and step time are modelled for BERT-family models only.")
         return
     df = frame(rows)
-    st.caption(f"{machine.profile().name} · B = {batch} · n = {inp.seq_len} · {precision}. Training memory = weights + "
-               "gradients + AdamW state + the activations autograd saves (exact in fp32); step time from the device "
-               "profile (pals-calibrate measures `local`).")
+    st.caption(
+        f"{machine.profile().name} · B = {batch} · n = {inp.seq_len} · {precision}. Training memory = weights + "
+        "gradients + AdamW state + the activations autograd saves (exact in fp32); step time from the device "
+        "profile (pals-calibrate measures `local`)."
+    )
     st.plotly_chart(fig_memory(rows), width="stretch", key="fig_memory")
-    st.plotly_chart(fig_time(rows, label(key_of(chosen)) if chosen is not None else None), width="stretch",
-                    key="fig_step_time")
-    st.dataframe(df, hide_index=True, width="stretch", key="machine_table", column_config={
-        "design": st.column_config.TextColumn(pinned=True),
-        **{k: st.column_config.NumberColumn(format=f) for k, f in COLUMNS.items()}})
+    st.plotly_chart(
+        fig_time(rows, label(key_of(chosen)) if chosen is not None else None), width="stretch", key="fig_step_time"
+    )
+    st.dataframe(
+        df,
+        hide_index=True,
+        width="stretch",
+        key="machine_table",
+        column_config={
+            "design": st.column_config.TextColumn(pinned=True),
+            **{k: st.column_config.NumberColumn(format=f) for k, f in COLUMNS.items()},
+        },
+    )

@@ -24,6 +24,7 @@ A ``summary.json`` that cannot be read (not JSON, nested past Python's depth, a 
 permission) is no result: ``scan`` passes over it, and ``unreadable`` names it with its reason for the page to show
 on its own row.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,6 +59,8 @@ def score_text(fraction) -> str:
 def smoke(steps) -> bool:
     """Whether a run of ``steps`` training steps is a smoke run (fewer than ``SMOKE_STEPS``)."""
     return isinstance(steps, int) and not isinstance(steps, bool) and 0 <= steps < SMOKE_STEPS
+
+
 REFERENCES = ("separate",)  # methods the trainer runs as references beside the adapters
 BASELINES = ("shared", "separate")  # the reference points a design is placed against: no adapter, T models
 
@@ -156,7 +159,9 @@ def _summary_files(root: Path, depth: int = DEPTH) -> list[Path]:
     broken symbolic link of that name too: it is an unreadable summary)."""
     patterns = ["/".join(["*"] * n) for n in range(1, depth + 1)]
     found = {d / "summary.json" for pattern in patterns for d in root.glob(pattern) if d.is_dir()}
-    return sorted((f for f in found if os.path.lexists(f)), key=lambda p: (len(p.parts), str(p)))  # lexists: a broken link too
+    return sorted(
+        (f for f in found if os.path.lexists(f)), key=lambda p: (len(p.parts), str(p))
+    )  # lexists: a broken link too
 
 
 def unreadable(roots: Iterable[Path], depth: int = DEPTH) -> list[Unreadable]:
@@ -183,12 +188,14 @@ def _config(summary: dict, folder: Path) -> Optional[dict]:
         if isinstance(run, dict) and isinstance(run.get("config"), dict):
             return run["config"]
         sub = folder / str(run) if isinstance(run, str) else None
-        for candidate in ([sub / "summary.json", sub / "config.json"] if sub else []):
+        for candidate in [sub / "summary.json", sub / "config.json"] if sub else []:
             data = _read(candidate) if candidate.is_file() else None
             if data:
                 return data.get("config", data)
     for seed in summary.get("seeds") or []:
-        data = _read(folder / f"seed-{seed}" / "config.json") or (_read(folder / f"seed-{seed}" / "summary.json") or {}).get("config")
+        data = _read(folder / f"seed-{seed}" / "config.json") or (
+            _read(folder / f"seed-{seed}" / "summary.json") or {}
+        ).get("config")
         if data:
             return data
     return None
@@ -234,7 +241,9 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
     except ValueError:
         within = False  # a reference the calculator does not price (separate fine-tuned models)
     if within:
-        location = "all" if location is None else (location if isinstance(location, str) else ",".join(map(str, location)))
+        location = (
+            "all" if location is None else (location if isinstance(location, str) else ",".join(map(str, location)))
+        )
     else:
         location = None
     tasks = config.get("tasks") or []
@@ -242,15 +251,25 @@ def parse(summary: dict, folder: Path) -> Optional[Result]:
     params = summary.get("params") if isinstance(summary.get("params"), dict) else {}
     ts = params.get("task_specific")
     d_s = adapter.get("d_s")
-    return Result(str(folder), method, location, d_s if isinstance(d_s, int) else None, config.get("model"), tasks,
-                  int(ts) if isinstance(ts, (int, float)) else None, score,
-                  summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
-                  next((s for s in (summary.get("steps"), config.get("steps")) if isinstance(s, int)), None),
-                  config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
-                  _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
-                  _ints(summary.get("planned")) if isinstance(avg, dict) else (),
-                  per_seed if len(per_seed) == score.n else (), json.dumps(recipe(config), sort_keys=True, default=str),
-                  tuple(task_keys({**config, "tasks": list(tasks)})), _untrained(summary))
+    return Result(
+        str(folder),
+        method,
+        location,
+        d_s if isinstance(d_s, int) else None,
+        config.get("model"),
+        tasks,
+        int(ts) if isinstance(ts, (int, float)) else None,
+        score,
+        summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
+        next((s for s in (summary.get("steps"), config.get("steps")) if isinstance(s, int)), None),
+        config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
+        _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
+        _ints(summary.get("planned")) if isinstance(avg, dict) else (),
+        per_seed if len(per_seed) == score.n else (),
+        json.dumps(recipe(config), sort_keys=True, default=str),
+        tuple(task_keys({**config, "tasks": list(tasks)})),
+        _untrained(summary),
+    )
 
 
 def _untrained(summary: dict) -> tuple[str, ...]:
@@ -262,8 +281,11 @@ def _untrained(summary: dict) -> tuple[str, ...]:
     out: list[str] = []
     for run in summary.get("runs") or []:
         folder = run.get("dir") if isinstance(run, dict) else None
-        data = _read(Path(folder) / "summary.json") if isinstance(folder, str) and os.path.isfile(
-            os.path.join(folder, "summary.json")) else None
+        data = (
+            _read(Path(folder) / "summary.json")
+            if isinstance(folder, str) and os.path.isfile(os.path.join(folder, "summary.json"))
+            else None
+        )
         names = (data or {}).get("untrained")
         out += [str(n) for n in names] if isinstance(names, list) else []
     return tuple(dict.fromkeys(out))
@@ -294,7 +316,9 @@ def scan(roots: Iterable[Path]) -> list[Result]:
     identical copy under a later root is skipped)."""
     out: list[Result] = []
     seen: set[Path] = set()
-    contents: set[str] = set()  # a summary copied elsewhere (a sweep's run and its copy under benchmarks/results) is one result
+    contents: set[str] = (
+        set()
+    )  # a summary copied elsewhere (a sweep's run and its copy under benchmarks/results) is one result
     for root in roots:
         root = Path(root)
         if not root.is_dir():
@@ -325,8 +349,9 @@ def question_keys(records: Sequence[TaskRecord], glue_dir: Optional[str] = None)
     return [data[r.name]["fingerprint"] for r in records]
 
 
-def same_question(results: Sequence[Result], train_model: Optional[str], trainable: bool,
-                  tasks: Sequence[str]) -> list[Result]:
+def same_question(
+    results: Sequence[Result], train_model: Optional[str], trainable: bool, tasks: Sequence[str]
+) -> list[Result]:
     """Results on the question's model (only a model the trainer builds can have any) and exactly its tasks:
     ``tasks`` are fingerprints (``question_keys``; a bare GLUE name stands for ``glue:<name>``), compared as a set
     with the runs' ``task_keys``, whatever the tasks were called."""
@@ -358,12 +383,15 @@ def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
             continue
         old = out.get(r.key)
         if old is None or (not r.smoke, r.score.n, r.score.mean) > (not old.smoke, old.n, old.mean):
-            out[r.key] = replace(r.score, d_s=r.d_s, steps=r.steps if r.smoke else None)  # the size measured travels with it
+            out[r.key] = replace(
+                r.score, d_s=r.d_s, steps=r.steps if r.smoke else None
+            )  # the size measured travels with it
     return out
 
 
-def majority_average(tasks: Sequence["TaskRecord | str"], glue_dir: Optional[str] = None,
-                     seed: int = 0) -> Optional[float]:
+def majority_average(
+    tasks: Sequence["TaskRecord | str"], glue_dir: Optional[str] = None, seed: int = 0
+) -> Optional[float]:
     """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
@@ -381,12 +409,15 @@ def majority_average(tasks: Sequence["TaskRecord | str"], glue_dir: Optional[str
         return None
     scores = {}
     for r in records:
-        splits, names = raw_splits(r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto",
-                                   seed=seed)
+        splits, names = raw_splits(
+            r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto", seed=seed
+        )
         c = 1 if r.regression else len(names)
         train = label_array(splits.pop("train").labels, r.kind, c)
-        dev = {key[len("dev_"):] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
-               for key, s in splits.items()}
+        dev = {
+            key[len("dev_") :] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
+            for key, s in splits.items()
+        }
         scores[r.name] = majority_scores(r, train, dev, c)
     avg = dev_average(scores, {r.name: r for r in records})
     return None if avg is None else SCALE * avg

@@ -6,6 +6,7 @@ Only the view on screen is drawn (a segmented control, not tabs: tabs would draw
 The question lives in the URL (``address``): a link opens the same view, a bad value in it is an ``st.error``.
 Bad input is shown with ``st.error`` and its reason; nothing reaches the person as a traceback (unexpected
 errors are caught here too, and logged to the server console)."""
+
 from __future__ import annotations
 
 import importlib
@@ -68,8 +69,12 @@ def _studies_module():
 def render_studies(inp: Optional[Inputs] = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
-    url = st.text_input("Optuna storage URL", value=os.environ.get(STUDY_STORAGE_ENV) or DEFAULT_STORAGE,
-                        key="study_storage", help=f"Default: ${STUDY_STORAGE_ENV}, else {DEFAULT_STORAGE}.")
+    url = st.text_input(
+        "Optuna storage URL",
+        value=os.environ.get(STUDY_STORAGE_ENV) or DEFAULT_STORAGE,
+        key="study_storage",
+        help=f"Default: ${STUDY_STORAGE_ENV}, else {DEFAULT_STORAGE}.",
+    )
     module = _studies_module()
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
@@ -122,9 +127,11 @@ def main() -> None:
     st.session_state.setdefault("view", "designs")
     raw = sidebar.render()
     st.title("PALs Explorer")
-    st.caption("Which adapter design should you use for your tasks within your parameter budget — how large, what it "
-               "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
-               "the calculator `pals_core.budget`.")
+    st.caption(
+        "Which adapter design should you use for your tasks within your parameter budget — how large, what it "
+        "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
+        "the calculator `pals_core.budget`."
+    )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Optional[Inputs] = None
@@ -141,24 +148,36 @@ def main() -> None:
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         machine = machine_view.page_machine()  # one machine for the answer and every view
-        picks = recommend.candidates(costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs, machine),
-                                     hidden=inp.model.hidden)
+        picks = recommend.candidates(
+            costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs, machine), hidden=inp.model.hidden
+        )
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
         if refused:  # designs this model cannot have: named with their reason, never priced
-            st.warning(f"{len(refused)} design(s) cannot be built on this model and are not in the table:\n"
-                       + "\n".join(f"- **{label}**: {reason}" for label, reason in refused))
+            st.warning(
+                f"{len(refused)} design(s) cannot be built on this model and are not in the table:\n"
+                + "\n".join(f"- **{label}**: {reason}" for label, reason in refused)
+            )
         design_view.render_answer(inp, costs, picks)
         default = picks[0].key if picks else design_view.first_fits(inp)[0].key
         chosen = design_view.choose_design(costs, default, link.design if link else None)
         design_view.render_metrics(chosen, inp)
-    view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, key="view", required=True,
-                                label_visibility="collapsed")
+    view = st.segmented_control(
+        "View", list(VIEWS), format_func=VIEWS.get, key="view", required=True, label_visibility="collapsed"
+    )
     if view in NEEDS_DESIGN and chosen is None:
         st.info("Fix the question in the sidebar to see this view.")
     elif view == "designs":
-        _guard("The design table", design_view.render_designs_view, inp, costs, chosen, picks, scores,
-               lambda design: "?" + urlencode(address.to_query(raw, "runs", design)))
+        _guard(
+            "The design table",
+            design_view.render_designs_view,
+            inp,
+            costs,
+            chosen,
+            picks,
+            scores,
+            lambda design: "?" + urlencode(address.to_query(raw, "runs", design)),
+        )
     elif view == "tasks":
         _guard("The task panel", tasks_view.render, inp)
     elif view == "sizes":

@@ -12,6 +12,7 @@ is measured is not hidden behind a larger, unmeasured location of it. Candidates
 Every number is the calculator's (``budget_used``, ``flops_ratio``, ``time_ratio``) or a run's summary.
 When nothing fits, ``smallest_fit`` says the smallest budget of the same kind at which the first design fits.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,9 +81,13 @@ class Pick:
         return key_of(self.cost)
 
 
-def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Score] = {},
-               slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
-               hidden: Optional[int] = None) -> list[Pick]:
+def candidates(
+    costs: Sequence[Cost],
+    budget: Budget,
+    measured: Mapping[Key, Score] = {},
+    slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
+    hidden: Optional[int] = None,
+) -> list[Pick]:
     """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
     predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method.
     ``hidden`` (the model's d): a design whose d_s is wider is ranked after every design of sensible size, and its
@@ -93,9 +98,14 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
             continue
         score = measured.get(key_of(c))
         own = score if score is not None and score.d_s == c.d_s and not score.smoke else None
-        p = Pick(c, budget_used(c, budget), flops_ratio(c), own,
-                 oversized=hidden is not None and wider_than_model(c, hidden),
-                 other_size=score if own is None else None)
+        p = Pick(
+            c,
+            budget_used(c, budget),
+            flops_ratio(c),
+            own,
+            oversized=hidden is not None and wider_than_model(c, hidden),
+            other_size=score if own is None else None,
+        )
         old = best.get(c.method)
         if old is None or _within_method(p) > _within_method(old):
             best[c.method] = p
@@ -113,7 +123,13 @@ def candidates(costs: Sequence[Cost], budget: Budget, measured: Mapping[Key, Sco
 
 def _within_method(p: Pick) -> tuple:
     """Which of a method's fitting designs is its candidate: measured first (best mean), then the largest share."""
-    return (not p.oversized, p.measured is not None, p.measured.mean if p.measured is not None else 0.0, p.used, -p.flops)
+    return (
+        not p.oversized,
+        p.measured is not None,
+        p.measured.mean if p.measured is not None else 0.0,
+        p.used,
+        -p.flops,
+    )
 
 
 def share(used: float) -> str:
@@ -130,27 +146,40 @@ def rank_key(p: Pick) -> tuple:
 
 def reason(p: Pick, picks: Sequence[Pick]) -> str:
     """One sentence: why this design is first."""
-    head = (f"**{label(p.key)}**" + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
-            + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
-            + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else ""))
+    head = (
+        f"**{label(p.key)}**"
+        + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
+        + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
+        + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else "")
+    )
     if p.measured is not None:
-        return (head + f", and has the best measured dev average here: {p.measured.text()}" + _clear_of(p, picks) + "."
-                + _oversized(p))
+        return (
+            head
+            + f", and has the best measured dev average here: {p.measured.text()}"
+            + _clear_of(p, picks)
+            + "."
+            + _oversized(p)
+        )
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[:3] == rank_key(p)[:3]]
     if tied:
         nxt = others[0]
-        why = (f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and slows a training step "
-               f"the least of those (next: {label(nxt.key)}, {share(nxt.used)} for {display.overhead_text(nxt.flops)} "
-               "FLOPs" + (f", {display.step_ratio_text(nxt.time)}× step" if nxt.time is not None else "") + ")")
+        why = (
+            f": it spends as much of the budget as any method (to within {SAME_SHARE:.1%}) and slows a training step "
+            f"the least of those (next: {label(nxt.key)}, {share(nxt.used)} for {display.overhead_text(nxt.flops)} "
+            "FLOPs" + (f", {display.step_ratio_text(nxt.time)}× step" if nxt.time is not None else "") + ")"
+        )
     else:
         why = ": the largest share of the budget of any method" + (
-            "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})")
+            "" if not others else f" (next: {label(others[0].key)}, {share(others[0].used)})"
+        )
     warning = _oversized(p) + _other_size(p)
     if any(q.measured is not None for q in picks):
         return head + why + "." + warning
-    return (head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the "
-            "ranking." + warning)
+    return (
+        head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the "
+        "ranking." + warning
+    )
 
 
 def measured_label(score: Optional[Score], cost: Cost) -> Optional[str]:
@@ -170,18 +199,24 @@ def _other_size(p: Pick) -> str:
         return ""
     if s.smoke:
         size = "" if s.d_s == p.cost.d_s else f" at d_s {s.d_s}"
-        return (f" A smoke run of {label(p.key)}{size} ({s.steps} steps) scored {s.value()}: a check that training "
-                "runs, so it does not rank this design.")
-    return (f" A run of {label(p.key)} at d_s {s.d_s} measured {s.value()} "
-            f"({s.runs()}): another size, so it does not rank this design.")
+        return (
+            f" A smoke run of {label(p.key)}{size} ({s.steps} steps) scored {s.value()}: a check that training "
+            "runs, so it does not rank this design."
+        )
+    return (
+        f" A run of {label(p.key)} at d_s {s.d_s} measured {s.value()} "
+        f"({s.runs()}): another size, so it does not rank this design."
+    )
 
 
 def _oversized(p: Pick) -> str:
     """The warning a design wider than its model carries wherever it is named."""
     if not p.oversized:
         return ""
-    return (f" Beware: its d_s = {p.cost.d_s:,} is wider than the model it adapts — no design of a sensible size fits "
-            "this budget better; a smaller budget or another method buys the same at a sensible size.")
+    return (
+        f" Beware: its d_s = {p.cost.d_s:,} is wider than the model it adapts — no design of a sensible size fits "
+        "this budget better; a smaller budget or another method buys the same at a sensible size."
+    )
 
 
 def _clear_of(p: Pick, picks: Sequence[Pick]) -> str:
@@ -192,11 +227,19 @@ def _clear_of(p: Pick, picks: Sequence[Pick]) -> str:
         return ""
     close = [q for q in rivals if p.measured.overlaps(q.measured)]
     if not close:
-        return f", its 95 % interval clear of every other measured design's (next: {label(rivals[0].key)}, " \
-               f"{rivals[0].measured.value()})"
-    return ("; the seeds do not separate it from " + ", ".join(f"{label(q.key)} ({q.measured.value()})" for q in close)
-            + (" (intervals overlap)" if all(q.measured.ci95 is not None for q in close) and p.measured.ci95 is not None
-               else " (a single run has no interval)"))
+        return (
+            f", its 95 % interval clear of every other measured design's (next: {label(rivals[0].key)}, "
+            f"{rivals[0].measured.value()})"
+        )
+    return (
+        "; the seeds do not separate it from "
+        + ", ".join(f"{label(q.key)} ({q.measured.value()})" for q in close)
+        + (
+            " (intervals overlap)"
+            if all(q.measured.ci95 is not None for q in close) and p.measured.ci95 is not None
+            else " (a single run has no interval)"
+        )
+    )
 
 
 @dataclass(frozen=True)

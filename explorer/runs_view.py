@@ -1,6 +1,7 @@
 """The runs: live progress and ETA, cancel, resume, errors with the log tail, the table of runs; and the
 measured trade-off (dev score vs task-specific parameters) for the question's model and tasks. Read from disk on every draw (``registry``), and
 redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -49,8 +50,11 @@ def _title(run: Run) -> str:
     r = run.row()
     size = f" d_s={r['d_s']}" if r.get("d_s") is not None else ""
     if not r.get("method"):  # no settings of its own: a sweep's folder of runs, or a foreign / damaged folder
-        return f"**{run.id}** — " + ("a folder of several runs (no design of its own)" if _holds_runs(run.path)
-                                     else "no config.json: its design is unknown")
+        return f"**{run.id}** — " + (
+            "a folder of several runs (no design of its own)"
+            if _holds_runs(run.path)
+            else "no config.json: its design is unknown"
+        )
     return f"**{run.id}** — {design_label(str(r['method']), r.get('location'))}{size} · {r.get('tasks') or '—'}"
 
 
@@ -59,17 +63,23 @@ def _active(run: Run) -> None:
     step, total = p.get("step") or 0, p.get("total") or 0
     frac = min(1.0, step / total) if total else 0.0
     avg = p.get("average")
-    text = (f"{run.status} · step {step:,}/{f'{total:,}' if total else '?'} · elapsed {duration(p.get('elapsed_s'))} · "
-            f"ETA {duration(p.get('eta_s'))}"
-            + (f" · dev avg {measured.score_text(avg)} (0–100)" if isinstance(avg, (int, float)) else ""))
+    text = (
+        f"{run.status} · step {step:,}/{f'{total:,}' if total else '?'} · elapsed {duration(p.get('elapsed_s'))} · "
+        f"ETA {duration(p.get('eta_s'))}"
+        + (f" · dev avg {measured.score_text(avg)} (0–100)" if isinstance(avg, (int, float)) else "")
+    )
     with st.container(border=True):
         st.markdown(_title(run) + (f" · smoke run ({total} steps)" if measured.smoke(total) else ""))
         st.progress(frac, text=text)
         if p.get("scores"):
-            st.caption("Last evaluation, 0–100: " + " · ".join(f"{t}: {measured.score_text(v)}"
-                                                               for t, v in p["scores"].items()))
+            st.caption(
+                "Last evaluation, 0–100: "
+                + " · ".join(f"{t}: {measured.score_text(v)}" for t, v in p["scores"].items())
+            )
         if run.owner is None:
-            st.caption("A process holds this folder that the explorer cannot prove is its trainer: not cancellable here.")
+            st.caption(
+                "A process holds this folder that the explorer cannot prove is its trainer: not cancellable here."
+            )
         elif st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the process training this run"):
             if registry.cancel(run):
                 st.toast(f"Cancelling {run.id}")
@@ -87,8 +97,10 @@ def _problem(run: Run) -> None:
         with st.expander("Log tail", expanded=run.status in ("failed", "died")):
             st.code(tail or "(log.txt is empty)", language="text")
         if ((run.path / "config.json").is_file() or run.launch_config is not None) and st.button(
-                "Resume (--resume)", key=f"resume::{run.id}",
-                help="pals-train --resume in this folder, with the settings of its config.json"):
+            "Resume (--resume)",
+            key=f"resume::{run.id}",
+            help="pals-train --resume in this folder, with the settings of its config.json",
+        ):
             try:
                 registry.resume(run)
             except (ValueError, OSError) as e:
@@ -97,11 +109,25 @@ def _problem(run: Run) -> None:
                 st.rerun(scope="app")
 
 
-PARAM_NAMES = {"total": "parameters in all", "task_specific": "task-specific", "trained": "trained",
-               "base": "base model", "per_task": "per task", "d_s": "d_s"}
-METRIC_NAMES = {"accuracy": "accuracy", "accuracy_m": "accuracy (matched)", "accuracy_mm": "accuracy (mismatched)",
-                "f1": "F1", "macro_f1": "macro F1", "micro_f1": "micro F1", "mcc": "Matthews corr.", "pearson": "Pearson",
-                "spearman": "Spearman"}
+PARAM_NAMES = {
+    "total": "parameters in all",
+    "task_specific": "task-specific",
+    "trained": "trained",
+    "base": "base model",
+    "per_task": "per task",
+    "d_s": "d_s",
+}
+METRIC_NAMES = {
+    "accuracy": "accuracy",
+    "accuracy_m": "accuracy (matched)",
+    "accuracy_mm": "accuracy (mismatched)",
+    "f1": "F1",
+    "macro_f1": "macro F1",
+    "micro_f1": "micro F1",
+    "mcc": "Matthews corr.",
+    "pearson": "Pearson",
+    "spearman": "Spearman",
+}
 
 
 def score_rows(scores: dict, untrained: Sequence[str] = ()) -> list[dict]:
@@ -121,9 +147,11 @@ def score_rows(scores: dict, untrained: Sequence[str] = ()) -> list[dict]:
 
 def untrained_note(tasks: Sequence[str]) -> str:
     """What a run with tasks no step trained (summary.json ``untrained``) must say wherever its scores are shown."""
-    return (f"**Untrained: {', '.join(tasks)}** received no training step in this run (the task sampler never drew "
-            "them), so their scores are an untrained head's and the dev average counts them as such — more steps, or "
-            "another sampling, trains them.")
+    return (
+        f"**Untrained: {', '.join(tasks)}** received no training step in this run (the task sampler never drew "
+        "them), so their scores are an untrained head's and the dev average counts them as such — more steps, or "
+        "another sampling, trains them."
+    )
 
 
 def _details(runs: Sequence[Run]) -> None:
@@ -136,14 +164,19 @@ def _details(runs: Sequence[Run]) -> None:
     if untrained:
         st.warning(untrained_note(untrained), icon="⚠️")
     if measured.smoke(s.get("steps")):
-        st.info(f"A smoke run: {s['steps']} steps (fewer than {measured.SMOKE_STEPS}) check that training runs; its "
-                "scores are no measurement of the design and rank nothing.")
+        st.info(
+            f"A smoke run: {s['steps']} steps (fewer than {measured.SMOKE_STEPS}) check that training runs; its "
+            "scores are no measurement of the design and rank nothing."
+        )
     if isinstance(s.get("scores"), dict):
         st.dataframe(score_rows(s["scores"], untrained), hide_index=True, key="run_scores")
     params = s.get("params") if isinstance(s.get("params"), dict) else None
     if params:
-        st.caption(" · ".join(f"{PARAM_NAMES.get(k, k.replace('_', ' '))}: {v:,}" for k, v in params.items()
-                              if isinstance(v, int)))
+        st.caption(
+            " · ".join(
+                f"{PARAM_NAMES.get(k, k.replace('_', ' '))}: {v:,}" for k, v in params.items() if isinstance(v, int)
+            )
+        )
     if run.launch and run.launch.get("command"):
         st.code(run.launch["command"], language="bash", wrap_lines=True)
     with st.expander("Log tail"):
@@ -211,20 +244,26 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         st.info("Fix the question in the sidebar: measured results are shown for its model and tasks.")
         return
     if not inp.trainable:
-        st.info(f"{inp.model.name} is a shape only: no run trains it. Pick a model the trainer builds (embedded MiniLM, "
-                "tiny, a local checkpoint folder) to see what runs on it scored.")
+        st.info(
+            f"{inp.model.name} is a shape only: no run trains it. Pick a model the trainer builds (embedded MiniLM, "
+            "tiny, a local checkpoint folder) to see what runs on it scored."
+        )
         return
     tasks = tuple(t.name for t in inp.tasks)
     source = f" of {inp.tasks_file}" if inp.tasks_file else ""
     _unread_note()
     if not results:
-        st.info(f"No finished run of {inp.model.name} on exactly {', '.join(tasks)}{source} yet (in "
-                f"`{registry.runs_root()}` or benchmarks/results). Launch one from the Train view.")
+        st.info(
+            f"No finished run of {inp.model.name} on exactly {', '.join(tasks)}{source} yet (in "
+            f"`{registry.runs_root()}` or benchmarks/results). Launch one from the Train view."
+        )
         return
     if inp.tasks_file:
-        st.caption(f"Runs on the tasks of `{inp.tasks_file}` as they are now — the same records and the same rows "
-                   "(their files' sha256), whatever the tasks were called; a run on an earlier version of a file is not "
-                   "here.")
+        st.caption(
+            f"Runs on the tasks of `{inp.tasks_file}` as they are now — the same records and the same rows "
+            "(their files' sha256), whatever the tasks were called; a run on an earlier version of a file is not "
+            "here."
+        )
     base, why_not = None, None
     if inp.records:
         glue_dir = glue_folder()
@@ -239,42 +278,69 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
     key = key_of(chosen) if chosen is not None else None
     untrained = [r for r in results if r.untrained]
     if untrained:
-        st.warning("Results with tasks no training step reached (their dev average counts an untrained head's score): "
-                   + "; ".join(f"**{r.design}** ({r.runs_label()}): {', '.join(r.untrained)}" for r in untrained),
-                   icon="⚠️")
+        st.warning(
+            "Results with tasks no training step reached (their dev average counts an untrained head's score): "
+            + "; ".join(f"**{r.design}** ({r.runs_label()}): {', '.join(r.untrained)}" for r in untrained),
+            icon="⚠️",
+        )
     real = [r for r in results if not r.smoke]
     smoke = [r for r in results if r.smoke]
-    majority_line = ("the majority class (dashed line, from the tasks' own train and dev rows)" if base is not None
-                     else f"no majority-class line: {why_not}")
+    majority_line = (
+        "the majority class (dashed line, from the tasks' own train and dev rows)"
+        if base is not None
+        else f"no majority-class line: {why_not}"
+    )
     if real:
         st.plotly_chart(figures.measured_figure(real, base, key), config=CHART, key="fig_measured")
-        st.caption("Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters "
-                   "each run added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). "
-                   f"References: {majority_line}; `shared` (heads only) and `separate` (one fine-tuned model per task). "
-                   "The ringed marker is the chosen design."
-                   + (f" Smoke runs (fewer than {measured.SMOKE_STEPS} steps) are drawn apart, below." if smoke else ""))
+        st.caption(
+            "Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters "
+            "each run added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). "
+            f"References: {majority_line}; `shared` (heads only) and `separate` (one fine-tuned model per task). "
+            "The ringed marker is the chosen design."
+            + (f" Smoke runs (fewer than {measured.SMOKE_STEPS} steps) are drawn apart, below." if smoke else "")
+        )
         st.plotly_chart(figures.measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
     if smoke:
-        st.markdown(f"**Smoke runs** — fewer than {measured.SMOKE_STEPS} training steps: a check that training runs, "
-                    "not a measurement of the design. They rank nothing and are drawn on their own scale"
-                    + (", apart from the measured above." if real else "; no measured run (of "
-                       f"{measured.SMOKE_STEPS} steps or more) is here yet."))
-        st.plotly_chart(figures.measured_ranking_figure(smoke, base, key, title="Smoke runs (not measurements): dev "
-                                                        "average after a few steps"),
-                        config=CHART, key="fig_measured_smoke")
+        st.markdown(
+            f"**Smoke runs** — fewer than {measured.SMOKE_STEPS} training steps: a check that training runs, "
+            "not a measurement of the design. They rank nothing and are drawn on their own scale"
+            + (
+                ", apart from the measured above."
+                if real
+                else f"; no measured run (of {measured.SMOKE_STEPS} steps or more) is here yet."
+            )
+        )
+        st.plotly_chart(
+            figures.measured_ranking_figure(
+                smoke, base, key, title="Smoke runs (not measurements): dev average after a few steps"
+            ),
+            config=CHART,
+            key="fig_measured_smoke",
+        )
         if not real:
             st.caption(f"References: {majority_line}.")
-    frame = pd.DataFrame([{"design": r.design, "seed": r.seeds_label(),
-                           "dev average (0–100)": r.score.text(), "note": r.note(),
-                           **{f"− {b} (95 %)": _difference(measured.against(r, results, b)) for b in measured.BASELINES},
-                           "task-specific params": "—" if r.params is None else f"{r.params:,}",
-                           "steps": "—" if r.steps is None else f"{r.steps:,}", "folder": r.path}
-                          for r in sorted(results, key=lambda r: (r.smoke, -r.score.mean))])  # the ranking's order
+    frame = pd.DataFrame(
+        [
+            {
+                "design": r.design,
+                "seed": r.seeds_label(),
+                "dev average (0–100)": r.score.text(),
+                "note": r.note(),
+                **{f"− {b} (95 %)": _difference(measured.against(r, results, b)) for b in measured.BASELINES},
+                "task-specific params": "—" if r.params is None else f"{r.params:,}",
+                "steps": "—" if r.steps is None else f"{r.steps:,}",
+                "folder": r.path,
+            }
+            for r in sorted(results, key=lambda r: (r.smoke, -r.score.mean))
+        ]
+    )  # the ranking's order
     st.dataframe(frame, hide_index=True, width="stretch", key="measured_table")
-    st.caption("− shared / − separate: the design's dev average less that reference's, trained alike (same steps, batch, "
-               "learning rate, sampling, …), in points, with the 95 % Welch interval of the difference over their seeds "
-               "(both need two seeds or more). An interval that holds 0 is a difference the seeds cannot tell from noise; "
-               "its ends are the largest gaps they do not rule out. Each row is one test, uncorrected for the others.")
+    st.caption(
+        "− shared / − separate: the design's dev average less that reference's, trained alike (same steps, batch, "
+        "learning rate, sampling, …), in points, with the 95 % Welch interval of the difference over their seeds "
+        "(both need two seeds or more). An interval that holds 0 is a difference the seeds cannot tell from noise; "
+        "its ends are the largest gaps they do not rule out. Each row is one test, uncorrected for the others."
+    )
 
 
 def glue_folder() -> Optional[str]:
@@ -312,8 +378,10 @@ def _unread_note() -> None:
     lines = [f"- `{u.folder}`: {u.reason}" for u in bad[:SHOWN_UNREADABLE]]
     if len(bad) > SHOWN_UNREADABLE:
         lines.append(f"- and {len(bad) - SHOWN_UNREADABLE} more")
-    st.warning(f"{len(bad)} summary.json could not be read and {'is' if len(bad) == 1 else 'are'} not among the "
-               "measured results (unreadable):\n" + "\n".join(lines))
+    st.warning(
+        f"{len(bad)} summary.json could not be read and {'is' if len(bad) == 1 else 'are'} not among the "
+        "measured results (unreadable):\n" + "\n".join(lines)
+    )
 
 
 def _difference(c: Optional[dict]) -> str:

@@ -8,6 +8,7 @@ machine constraint record (``pals_core.footprint.constraints.CONSTRAINTS``: ``ma
 machine_memory_infer; ``inputs.bound_key``). Every widget reads its value from ``st.session_state`` (filled with
 ``RawInputs``' defaults, or from a link, before the first draw).
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -17,9 +18,25 @@ import streamlit as st
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
 from pals_core.footprint.constraints import CONSTRAINTS
 
-from .inputs import (BUDGET_DEFAULTS, BUDGET_KINDS, LOCAL, LOCATION_CHOICES, LOCATION_CUSTOM, MODEL_CHOICES,
-                     SIDEBAR_RANGES, TASK_MODES, TASKS_FILE, TASKS_GLUE, TRAINABLE, UPLOAD, RawInputs, bound_key,
-                     example_tasks_path, one_line, save_upload)
+from .inputs import (
+    BUDGET_DEFAULTS,
+    BUDGET_KINDS,
+    LOCAL,
+    LOCATION_CHOICES,
+    LOCATION_CUSTOM,
+    MODEL_CHOICES,
+    SIDEBAR_RANGES,
+    TASK_MODES,
+    TASKS_FILE,
+    TASKS_GLUE,
+    TRAINABLE,
+    UPLOAD,
+    RawInputs,
+    bound_key,
+    example_tasks_path,
+    one_line,
+    save_upload,
+)
 
 BUDGET_LABELS = {
     "ratio": "Budget ratio B: N_total ≤ B × N_base",
@@ -31,8 +48,26 @@ BUDGET_HELP = {
     "extra": "N_total − N_base ≤ this, summed over every task. Accepts 15M, 1.9M, 250k, 1500000.",
     "per-task": "Every task's own head + adapter must fit under this. Accepts 15M, 1.9M, 250k.",
 }
-WIDGETS = ("model", "model_path", "task_mode", "glue_tasks", "task_count", "tasks_file", "budget_kind", "budget_of",
-           "methods", "location", "location_custom", "heads", "seq_len", "convention", "per_task_pooler", "d_s", "n_top", "ffn_ratio")
+WIDGETS = (
+    "model",
+    "model_path",
+    "task_mode",
+    "glue_tasks",
+    "task_count",
+    "tasks_file",
+    "budget_kind",
+    "budget_of",
+    "methods",
+    "location",
+    "location_custom",
+    "heads",
+    "seq_len",
+    "convention",
+    "per_task_pooler",
+    "d_s",
+    "n_top",
+    "ffn_ratio",
+)
 
 
 def defaults() -> dict:
@@ -84,15 +119,30 @@ def _save_upload() -> None:
 
 def _tasks_file(sb, raw: RawInputs) -> None:
     """The tasks-file source: a path, the example, or an upload (saved on the server, so a link can name it)."""
-    raw.tasks_file = sb.text_input("Tasks file (YAML or JSON)", key="tasks_file", placeholder="path/to/tasks.yaml",
-                                   help="A `tasks:` mapping of name → {train, dev, text, label, kind, …} or {glue: rte}; "
-                                        "paths relative to the file's folder. Priced as `pals-budget --tasks-file`.")
-    sb.button("Open the example tasks", key="tasks_example", on_click=_open_example,
-              help="examples/tasks/tasks.yaml: a few small tasks of each kind.")
-    sb.file_uploader("…or upload one", type=["yaml", "yml", "json"], key="tasks_upload", on_change=_save_upload,
-                     help="Kept on the server under <runs folder>/uploads/ so that links and runs can name it.")
-    sb.caption("Paths in an uploaded file must be absolute: it is not stored beside its data. For data beside the "
-               "file, type the file's path instead.")
+    raw.tasks_file = sb.text_input(
+        "Tasks file (YAML or JSON)",
+        key="tasks_file",
+        placeholder="path/to/tasks.yaml",
+        help="A `tasks:` mapping of name → {train, dev, text, label, kind, …} or {glue: rte}; "
+        "paths relative to the file's folder. Priced as `pals-budget --tasks-file`.",
+    )
+    sb.button(
+        "Open the example tasks",
+        key="tasks_example",
+        on_click=_open_example,
+        help="examples/tasks/tasks.yaml: a few small tasks of each kind.",
+    )
+    sb.file_uploader(
+        "…or upload one",
+        type=["yaml", "yml", "json"],
+        key="tasks_upload",
+        on_change=_save_upload,
+        help="Kept on the server under <runs folder>/uploads/ so that links and runs can name it.",
+    )
+    sb.caption(
+        "Paths in an uploaded file must be absolute: it is not stored beside its data. For data beside the "
+        "file, type the file's path instead."
+    )
     if st.session_state.get("_upload_error"):
         sb.error(st.session_state["_upload_error"])
 
@@ -101,11 +151,19 @@ def _bounds(sb, raw: RawInputs) -> None:
     """A text field per machine constraint (its record's label and help; empty = no bound), open when one is set."""
     keys = {c.field: bound_key(c) for c in CONSTRAINTS}
     with sb.expander("Machine bounds", expanded=any(str(st.session_state.get(k) or "").strip() for k in keys.values())):
-        st.caption("Each bound lowers d_s like the budget, priced on the Memory & step time view's device, batch and "
-                   "precision (as pals-budget's flags of the same name).")
-        raw.bounds = {c.field: st.text_input(c.label, key=keys[c.field], placeholder="none",
-                                             help=f"{c.help} (pals-budget --{c.field.replace('_', '-')})")
-                      for c in CONSTRAINTS}
+        st.caption(
+            "Each bound lowers d_s like the budget, priced on the Memory & step time view's device, batch and "
+            "precision (as pals-budget's flags of the same name)."
+        )
+        raw.bounds = {
+            c.field: st.text_input(
+                c.label,
+                key=keys[c.field],
+                placeholder="none",
+                help=f"{c.help} (pals-budget --{c.field.replace('_', '-')})",
+            )
+            for c in CONSTRAINTS
+        }
 
 
 def render() -> RawInputs:
@@ -113,9 +171,14 @@ def render() -> RawInputs:
     sb = st.sidebar
     sb.header("Your question")
     raw = RawInputs()
-    raw.model = sb.selectbox("Base model", MODEL_CHOICES, key="model", format_func=_model_label,
-                             help="A model the trainer can build (priced exactly as it will train), a preset shape, or a "
-                                  "Hugging Face config.json of your own.")
+    raw.model = sb.selectbox(
+        "Base model",
+        MODEL_CHOICES,
+        key="model",
+        format_func=_model_label,
+        help="A model the trainer can build (priced exactly as it will train), a preset shape, or a "
+        "Hugging Face config.json of your own.",
+    )
     if raw.model == LOCAL:
         raw.model_path = sb.text_input("Checkpoint folder (holds config.json)", key="model_path")
     elif raw.model == UPLOAD:
@@ -126,38 +189,83 @@ def render() -> RawInputs:
     if raw.task_mode == TASKS_FILE:
         _tasks_file(sb, raw)
     elif raw.task_mode == TASKS_GLUE:
-        raw.glue_tasks = sb.multiselect("GLUE tasks", list(GLUE_LABELS), key="glue_tasks",
-                                        help="Default: the paper's eight tasks. STS-B is a regression (1 output), MNLI has 3.")
+        raw.glue_tasks = sb.multiselect(
+            "GLUE tasks",
+            list(GLUE_LABELS),
+            key="glue_tasks",
+            help="Default: the paper's eight tasks. STS-B is a regression (1 output), MNLI has 3.",
+        )
     else:
-        raw.task_count = int(sb.number_input("Number of tasks", *SIDEBAR_RANGES["task_count"], step=1, key="task_count",
-                                             help="8 = the paper's GLUE tasks; another N = N binary tasks."))
+        raw.task_count = int(
+            sb.number_input(
+                "Number of tasks",
+                *SIDEBAR_RANGES["task_count"],
+                step=1,
+                key="task_count",
+                help="8 = the paper's GLUE tasks; another N = N binary tasks.",
+            )
+        )
     raw.budget_kind = sb.radio("Budget", BUDGET_KINDS, key="budget_kind", horizontal=True)
-    raw.budget_value = sb.text_input(BUDGET_LABELS[raw.budget_kind], key=f"budget_{raw.budget_kind}",
-                                     help=BUDGET_HELP[raw.budget_kind])
+    raw.budget_value = sb.text_input(
+        BUDGET_LABELS[raw.budget_kind], key=f"budget_{raw.budget_kind}", help=BUDGET_HELP[raw.budget_kind]
+    )
     if raw.budget_kind == "ratio":
-        raw.budget_of = sb.radio("Ratio of", list(Budget.OF), key="budget_of", horizontal=True,
-                                 help="base: N_total ≤ B × N_base; non-embedding: N_total − N_emb ≤ B × (N_base − N_emb) "
-                                      "(in XLM-R the embeddings are 69 % of the model)")
-    raw.methods = sb.multiselect("Methods", list(METHODS), key="methods",
-                                 help="; ".join(_method_label(m) for m in METHODS))
-    raw.location = sb.selectbox("Location of within-network adapters", LOCATION_CHOICES, key="location",
-                                help="all = every layer; top / bottom = the last / first ⌊L/2⌋ layers; or your own list. "
-                                     "Methods on top of BERT take none.")
+        raw.budget_of = sb.radio(
+            "Ratio of",
+            list(Budget.OF),
+            key="budget_of",
+            horizontal=True,
+            help="base: N_total ≤ B × N_base; non-embedding: N_total − N_emb ≤ B × (N_base − N_emb) "
+            "(in XLM-R the embeddings are 69 % of the model)",
+        )
+    raw.methods = sb.multiselect(
+        "Methods", list(METHODS), key="methods", help="; ".join(_method_label(m) for m in METHODS)
+    )
+    raw.location = sb.selectbox(
+        "Location of within-network adapters",
+        LOCATION_CHOICES,
+        key="location",
+        help="all = every layer; top / bottom = the last / first ⌊L/2⌋ layers; or your own list. "
+        "Methods on top of BERT take none.",
+    )
     if raw.location == LOCATION_CUSTOM:
         raw.location_custom = sb.text_input("Adapted layers (0-based)", key="location_custom", placeholder="0,1,2")
     c1, c2 = sb.columns(2)
-    raw.heads = int(c1.number_input("Adapter heads h_s", *SIDEBAR_RANGES["heads"], step=1, key="heads",
-                                    help="Attention heads inside PALs / projected attention; d_s is a multiple of h_s."))
-    raw.seq_len = int(c2.number_input("Sequence length n", *SIDEBAR_RANGES["seq_len"], step=1, key="seq_len",
-                                      help="Tokens per sequence, for FLOPs."))
-    raw.convention = sb.radio("Counting convention", CONVENTIONS, key="convention", horizontal=True,
-                              help="exact = every torch parameter; paper = without biases and LayerNorms (the paper's tables).")
+    raw.heads = int(
+        c1.number_input(
+            "Adapter heads h_s",
+            *SIDEBAR_RANGES["heads"],
+            step=1,
+            key="heads",
+            help="Attention heads inside PALs / projected attention; d_s is a multiple of h_s.",
+        )
+    )
+    raw.seq_len = int(
+        c2.number_input(
+            "Sequence length n",
+            *SIDEBAR_RANGES["seq_len"],
+            step=1,
+            key="seq_len",
+            help="Tokens per sequence, for FLOPs.",
+        )
+    )
+    raw.convention = sb.radio(
+        "Counting convention",
+        CONVENTIONS,
+        key="convention",
+        horizontal=True,
+        help="exact = every torch parameter; paper = without biases and LayerNorms (the paper's tables).",
+    )
     raw.per_task_pooler = sb.checkbox("A pooler per task (+d² + d each)", key="per_task_pooler")
     _bounds(sb, raw)
     with sb.expander("Advanced"):
-        raw.d_s = st.text_input("Fixed d_s (empty = solve the budget)", key="d_s",
-                                help="Evaluate every sized method at this adapter size instead of the largest that fits.")
+        raw.d_s = st.text_input(
+            "Fixed d_s (empty = solve the budget)",
+            key="d_s",
+            help="Evaluate every sized method at this adapter size instead of the largest that fits.",
+        )
         raw.n_top = int(st.number_input("N_top: layers of the top stacks", min_value=1, max_value=64, key="n_top"))
-        raw.ffn_ratio = int(st.number_input("FFN ratio r (f = r·d_s, proj_ffn_top)", min_value=1, max_value=64,
-                                            key="ffn_ratio"))
+        raw.ffn_ratio = int(
+            st.number_input("FFN ratio r (f = r·d_s, proj_ffn_top)", min_value=1, max_value=64, key="ffn_ratio")
+        )
     return raw

@@ -6,6 +6,7 @@ Starting, stopping and resuming study workers from the page is ``studies.workers
 ``pals_core.supervise.workers`` (the process rules of training runs), both through ``explorer.study_workers``; this
 file only draws the form and the workers' table.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,7 +45,9 @@ def settings_line(attrs: dict) -> str:
     try:
         return _settings_text(StudySettings.from_dict(attrs[SETTINGS_ATTR]))
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # settings another program wrote, or edited
-        return f"This study's PALs settings cannot be read ({' '.join(str(e).split())}); its trials are shown as stored."
+        return (
+            f"This study's PALs settings cannot be read ({' '.join(str(e).split())}); its trials are shown as stored."
+        )
 
 
 def _settings_text(s) -> str:
@@ -55,14 +58,18 @@ def _settings_text(s) -> str:
     train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
     dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
     methods = ", ".join(s.methods) if s.methods else "every method"
-    return (f"**{s.definition}** on **{model}** · tasks **{', '.join(s.tasks)}** · budget **{s.budget_obj().describe()}** · "
-            f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, lr {s.lr:g}, "
-            f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}"
-            + (f" · machine: **{machine_text(s)}**" if s.machine is not None else ""))
+    return (
+        f"**{s.definition}** on **{model}** · tasks **{', '.join(s.tasks)}** · budget **{s.budget_obj().describe()}** · "
+        f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, lr {s.lr:g}, "
+        f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}"
+        + (f" · machine: **{machine_text(s)}**" if s.machine is not None else "")
+    )
 
 
 def render_settings(study) -> None:
-    st.markdown("**Settings** (fixed for every trial; workers that join inherit them): " + settings_line(study.user_attrs))
+    st.markdown(
+        "**Settings** (fixed for every trial; workers that join inherit them): " + settings_line(study.user_attrs)
+    )
 
 
 MODELS = {"tiny random BERT (smoke study)": "tiny", "embedded MiniLM": None}
@@ -112,8 +119,9 @@ def from_question(inp) -> FormStart:
     else:
         model = "embedded MiniLM"
         if choice != EMBEDDED:
-            notes.append(f"{inp.model.name} is a shape only: a study trains a model the trainer builds (the embedded "
-                         "MiniLM)")
+            notes.append(
+                f"{inp.model.name} is a shape only: a study trains a model the trainer builds (the embedded MiniLM)"
+            )
     b = inp.budget
     kind = "ratio" if b.ratio is not None else ("extra" if b.extra is not None else "per_task")
     return FormStart(tasks, tasks_file, model, path, kind, float(getattr(b, kind)), b.of, tuple(notes))
@@ -149,10 +157,13 @@ def _machine_inputs() -> dict[str, str]:
     help_of = {f.name: f.help for f in flags_of(Machine, MACHINE_NAMES)}
     out = {}
     for col, c in zip(st.columns(len(CONSTRAINTS)), CONSTRAINTS):
-        out[c.field] = col.text_input(c.label, value="", placeholder="none", key=f"study_start_{c.field}",
-                                      help=help_of[c.field])
+        out[c.field] = col.text_input(
+            c.label, value="", placeholder="none", key=f"study_start_{c.field}", help=help_of[c.field]
+        )
     a, b = st.columns(2)
-    out["precision"] = a.selectbox("Precision", list(PRECISIONS), key="study_start_precision", help=help_of["precision"])
+    out["precision"] = a.selectbox(
+        "Precision", list(PRECISIONS), key="study_start_precision", help=help_of["precision"]
+    )
     names = ["default"] + devices()
     device = b.selectbox("Device profile", names, key="study_start_device", help=help_of["device"])
     out["device"] = "" if device == "default" else device
@@ -174,33 +185,48 @@ def render_start_form(storage_url: str, inp=None) -> None:
         c = st.columns(4)
         definition = c[0].selectbox("Definition", list(DEFINITIONS), key="study_start_definition")
         name = c[1].text_input("Study name", value="", key="study_start_name", help="Default: the definition's name.")
-        tasks = c[2].text_input("Tasks", key="study_start_tasks",
-                                help=f"Names out of {start.tasks_file}" if start.tasks_file else "GLUE tasks, comma-separated")
+        tasks = c[2].text_input(
+            "Tasks",
+            key="study_start_tasks",
+            help=f"Names out of {start.tasks_file}" if start.tasks_file else "GLUE tasks, comma-separated",
+        )
         model = c[3].selectbox("Model", list(models), key="study_start_model")
         c = st.columns(4)
         if start.budget_kind == "ratio":
             of = "" if start.budget_of == "base" else f" {start.budget_of}"
-            budget = c[0].number_input(f"Budget (×{of} base)", min_value=1.0, step=0.01, format="%.4f",
-                                       key="study_start_budget")
+            budget = c[0].number_input(
+                f"Budget (×{of} base)", min_value=1.0, step=0.01, format="%.4f", key="study_start_budget"
+            )
         else:
             what = "Extra parameters, all tasks" if start.budget_kind == "extra" else "Cap per task (head + adapter)"
             budget = c[0].text_input(what, key="study_start_budget_count", help="e.g. 15M, 250k")
         steps = c[1].number_input("Steps per trial", min_value=1, value=60, step=1, key="study_start_steps")
         trials = c[2].number_input("Trials (study total)", min_value=1, value=10, step=1, key="study_start_trials")
-        examples = c[3].number_input("Examples per task (0 = default)", min_value=0, value=0, step=16,
-                                     key="study_start_examples")
+        examples = c[3].number_input(
+            "Examples per task (0 = default)", min_value=0, value=0, step=16, key="study_start_examples"
+        )
         machine = _machine_inputs()
-        st.caption("Tasks, model and budget start from your question in the sidebar"
-                   + (f" (tasks of `{start.tasks_file}`)" if start.tasks_file else "")
-                   + ("; " + "; ".join(start.notes) if start.notes else "") + ".")
+        st.caption(
+            "Tasks, model and budget start from your question in the sidebar"
+            + (f" (tasks of `{start.tasks_file}`)" if start.tasks_file else "")
+            + ("; " + "; ".join(start.notes) if start.notes else "")
+            + "."
+        )
         submitted = st.form_submit_button("Start")
     if submitted:
         try:
-            settings = study_workers.settings_from_form(definition, tasks=tasks, model=models[model], budget=budget,
-                                                        budget_kind=start.budget_kind, budget_of=start.budget_of,
-                                                        tasks_file=start.tasks_file,
-                                                        steps=int(steps), max_examples=int(examples) or None,
-                                                        machine=machine)
+            settings = study_workers.settings_from_form(
+                definition,
+                tasks=tasks,
+                model=models[model],
+                budget=budget,
+                budget_kind=start.budget_kind,
+                budget_of=start.budget_of,
+                tasks_file=start.tasks_file,
+                steps=int(steps),
+                max_examples=int(examples) or None,
+                machine=machine,
+            )
             worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
         except (ValueError, OSError) as e:  # StudyError is a ValueError
             st.error(f"Could not start the study: {e}")
@@ -265,8 +291,10 @@ def _creating(storage_url: str) -> bool:
     """Whether a worker started from this page is alive on this storage (it creates the file in a moment)."""
     from . import study_workers
 
-    return any(w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
-               for w in study_workers.list_workers())
+    return any(
+        w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
+        for w in study_workers.list_workers()
+    )
 
 
 def pals_study(study) -> bool:
@@ -298,7 +326,9 @@ def board_on_scale(board: pd.DataFrame, scaled: bool) -> pd.DataFrame:
         if board[column].dtype == object:
             board[column] = board[column].map(lambda v: "—" if v is None or (isinstance(v, float) and v != v) else v)
     tasks = [c for c in board.columns if str(c).startswith("score ")]  # each task's score beside the average
-    at = list(board.columns).index(report.AVERAGE) + 1 + (report.CI95 in board.columns) if report.AVERAGE in board else 0
+    at = (
+        list(board.columns).index(report.AVERAGE) + 1 + (report.CI95 in board.columns) if report.AVERAGE in board else 0
+    )
     rest = [c for c in board.columns if c not in tasks]
     return board[rest[:at] + tasks + rest[at:]]
 
@@ -310,14 +340,19 @@ def render(storage_url: str, inp=None) -> None:
     missing = missing_sqlite_file(storage_url)
     creating = missing is not None and _creating(storage_url)
     if missing is not None and not creating:
-        st.info(f"**No study here yet** (`{masked(storage_url)}` will be created by the first worker). Start one with "
-                "the form below — it starts from your question in the sidebar: its tasks, model and budget — or from a "
-                f"shell: `pals-study run design --storage {masked(storage_url)} --trials 10`. A study trains many designs "
-                "(short runs) and ranks them by dev average; its leaderboard and figures appear here.", icon="🧪")
+        st.info(
+            f"**No study here yet** (`{masked(storage_url)}` will be created by the first worker). Start one with "
+            "the form below — it starts from your question in the sidebar: its tasks, model and budget — or from a "
+            f"shell: `pals-study run design --storage {masked(storage_url)} --trials 10`. A study trains many designs "
+            "(short runs) and ranks them by dev average; its leaderboard and figures appear here.",
+            icon="🧪",
+        )
     render_start_form(storage_url, inp)
     render_workers()
-    st.caption(f"Storage `{masked(storage_url)}` — add trials with "
-               f"`pals-study run design --storage {masked(storage_url)} --trials N` (from any number of machines).")
+    st.caption(
+        f"Storage `{masked(storage_url)}` — add trials with "
+        f"`pals-study run design --storage {masked(storage_url)} --trials N` (from any number of machines)."
+    )
     if missing is not None:
         if creating:
             st.info("A worker started here is creating this storage; press Refresh in a moment.")
@@ -353,17 +388,27 @@ def render(storage_url: str, inp=None) -> None:
     c = s["counts"]
     cols = st.columns(5)
     cols[0].metric("complete", c["COMPLETE"])
-    cols[1].metric("pruned", c["PRUNED"], help=f"and {c['SURPLUS']} surplus trial(s), given up untrained: the study's "
-                   "target was taken by other workers' trials" if c.get("SURPLUS") else None)
+    cols[1].metric(
+        "pruned",
+        c["PRUNED"],
+        help=f"and {c['SURPLUS']} surplus trial(s), given up untrained: the study's "
+        "target was taken by other workers' trials"
+        if c.get("SURPLUS")
+        else None,
+    )
     cols[2].metric("failed", c["FAIL"])
     cols[3].metric("running", c["RUNNING"] + c["WAITING"])
     best = s["best"]
     value = None if best is None else best[report.AVERAGE]
-    cols[4].metric("best dev average" + (" (0–100)" if scaled else ""),
-                   "—" if value is None or value != value else (f"{100 * value:.2f}" if scaled else f"{value:.4f}"))
+    cols[4].metric(
+        "best dev average" + (" (0–100)" if scaled else ""),
+        "—" if value is None or value != value else (f"{100 * value:.2f}" if scaled else f"{value:.4f}"),
+    )
     if best is not None and best.get("design"):
-        st.markdown(f"Best so far: trial **{best['trial']}**, **{best['design']}**"
-                    + (f", d_s = {best['d_s']}" if not pd.isna(best.get("d_s")) else ""))
+        st.markdown(
+            f"Best so far: trial **{best['trial']}**, **{best['design']}**"
+            + (f", d_s = {best['d_s']}" if not pd.isna(best.get("d_s")) else "")
+        )
     _unread_warning(study)
     st.markdown("**Leaderboard** (completed trials, best first; `pareto` = on the accuracy-vs-parameters front)")
     board = report.leaderboard(study)
@@ -371,15 +416,27 @@ def render(storage_url: str, inp=None) -> None:
         st.info("No completed trial yet.")
     else:
         scores = score_columns(board) if scaled else []
-        st.dataframe(board_on_scale(board, scaled), hide_index=True, width="stretch", column_config={
-            **{c: st.column_config.NumberColumn(format="%.2f") for c in scores},
-            report.AVERAGE: st.column_config.NumberColumn("dev average (0–100)" if scaled else report.AVERAGE,
-                                                          format="%.2f" if scaled else "%.4f"),
-            **({report.PARAMS: st.column_config.NumberColumn(format="localized")} if report.PARAMS in board.columns
-               else {})})
+        st.dataframe(
+            board_on_scale(board, scaled),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                **{c: st.column_config.NumberColumn(format="%.2f") for c in scores},
+                report.AVERAGE: st.column_config.NumberColumn(
+                    "dev average (0–100)" if scaled else report.AVERAGE, format="%.2f" if scaled else "%.4f"
+                ),
+                **(
+                    {report.PARAMS: st.column_config.NumberColumn(format="localized")}
+                    if report.PARAMS in board.columns
+                    else {}
+                ),
+            },
+        )
         if scaled:
-            st.caption("Scores on the page's one scale, 0–100 (the study stores fractions), in the table and the "
-                       "figures below.")
+            st.caption(
+                "Scores on the page's one scale, 0–100 (the study stores fractions), in the table and the "
+                "figures below."
+            )
     figs, missing_figs = report.figures(study, 100.0 if scaled else 1.0)
     for key, title in FIGURE_TITLES.items():
         if key in figs:

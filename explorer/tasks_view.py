@@ -9,6 +9,7 @@ and n, so a redraw reads nothing; one task's bad file is its own error line, the
 The p95 is offered as the page's sequence length (the one n the memory and step-time views price): one button
 sets the sidebar's n to the largest p95 of the tasks (capped at the model's longest input).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,10 +70,15 @@ def summary_row(p: dict) -> dict:
     tok = p.get("tokens") or {}
     labels = p.get("labels") or []
     return {
-        "task": p["name"], "kind": p["kind"], "train rows": p["train_rows"], "dev rows": p["dev_rows"],
+        "task": p["name"],
+        "kind": p["kind"],
+        "train rows": p["train_rows"],
+        "dev rows": p["dev_rows"],
         "labels (C_t)": 1 if p["kind"] == "regression" else len(labels),
         "majority class on dev": f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})",
-        "tokens p50": tok.get("p50", "—"), "tokens p95": tok.get("p95", "—"), "tokens max": tok.get("max", "—"),
+        "tokens p50": tok.get("p50", "—"),
+        "tokens p95": tok.get("p95", "—"),
+        "tokens max": tok.get("max", "—"),
         f"truncated at n = {tok.get('max_len', '—')}": pct(tok["truncated"]) if tok else "—",
     }
 
@@ -85,12 +91,24 @@ def distribution_figure(p: dict) -> go.Figure:
     for split in ("train", "dev"):
         counts = p["distribution"][split]
         shares = [100 * c / rows[split] if rows[split] else 0.0 for c in counts.values()]
-        fig.add_trace(go.Bar(x=list(counts), y=shares, customdata=list(counts.values()), name=f"{split} ({rows[split]} rows)",
-                             marker_color=SPLIT_COLORS[split],
-                             hovertemplate="%{x}: %{customdata} rows (%{y:.1f}%)<extra>" + split + "</extra>"))
-    fig.update_layout(barmode="group", height=230, margin=dict(l=10, r=10, t=30, b=10),
-                      title=dict(text=f"{p['name']} · {p['kind']}", font=dict(size=14)),
-                      legend=dict(orientation="h", y=-0.25), yaxis=dict(title="% of rows", ticksuffix="%"))
+        fig.add_trace(
+            go.Bar(
+                x=list(counts),
+                y=shares,
+                customdata=list(counts.values()),
+                name=f"{split} ({rows[split]} rows)",
+                marker_color=SPLIT_COLORS[split],
+                hovertemplate="%{x}: %{customdata} rows (%{y:.1f}%)<extra>" + split + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=230,
+        margin=dict(l=10, r=10, t=30, b=10),
+        title=dict(text=f"{p['name']} · {p['kind']}", font=dict(size=14)),
+        legend=dict(orientation="h", y=-0.25),
+        yaxis=dict(title="% of rows", ticksuffix="%"),
+    )
     return fig
 
 
@@ -135,12 +153,16 @@ def render(inp: Optional[Inputs]) -> None:
         st.info("Fix the question in the sidebar to see its tasks.")
         return
     if not inp.records:
-        st.info(f"{len(inp.tasks)} anonymous binary tasks have no rows to read. Choose **{TASKS_FILE}** in the sidebar "
-                "(or open the example tasks) to see your own tasks' data here.")
+        st.info(
+            f"{len(inp.tasks)} anonymous binary tasks have no rows to read. Choose **{TASKS_FILE}** in the sidebar "
+            "(or open the example tasks) to see your own tasks' data here."
+        )
         return
     if inp.tasks_file is None and not st.session_state.get(GLUE_FLAG):
         st.info("GLUE's tasks hold up to 400,000 rows each: reading and tokenising them takes a while.")
-        st.button("Read the GLUE tasks' rows", key="profile_glue", on_click=lambda: st.session_state.update({GLUE_FLAG: True}))
+        st.button(
+            "Read the GLUE tasks' rows", key="profile_glue", on_click=lambda: st.session_state.update({GLUE_FLAG: True})
+        )
         return
     model, model_name = tokenizer_model(inp)
     max_len = max(8, inp.seq_len)
@@ -153,13 +175,22 @@ def render(inp: Optional[Inputs]) -> None:
     if not profiles:
         return
     where = f" of `{inp.tasks_file}`" if inp.tasks_file else ""
-    st.caption(f"{len(profiles)} task(s){where}, read as the trainer reads them; tokens counted with {model_name}'s "
-               f"tokenizer, special tokens included, untruncated. The majority class predicts the most frequent training "
-               "label on every dev row (regression: the training mean; multilabel: each label most rows carry) — the "
-               "score any design must beat.")
-    st.dataframe([summary_row(p) for p in profiles], hide_index=True, width="stretch", key="tasks_table",
-                 column_config={c: st.column_config.NumberColumn(format="localized")  # counts: 392,702
-                                for c in ("train rows", "dev rows")})
+    st.caption(
+        f"{len(profiles)} task(s){where}, read as the trainer reads them; tokens counted with {model_name}'s "
+        f"tokenizer, special tokens included, untruncated. The majority class predicts the most frequent training "
+        "label on every dev row (regression: the training mean; multilabel: each label most rows carry) — the "
+        "score any design must beat."
+    )
+    st.dataframe(
+        [summary_row(p) for p in profiles],
+        hide_index=True,
+        width="stretch",
+        key="tasks_table",
+        column_config={
+            c: st.column_config.NumberColumn(format="localized")  # counts: 392,702
+            for c in ("train rows", "dev rows")
+        },
+    )
     offer = p95_of(profiles, inp)
     if offer is not None:
         p95, n = offer
@@ -167,14 +198,21 @@ def render(inp: Optional[Inputs]) -> None:
         if n == inp.seq_len:
             st.caption(f"The page prices memory and step time at n = {n}: the largest p95 of these tasks{capped}.")
         else:
-            st.button(f"Use p95 = {n} as seq_len", key="use_p95", on_click=_set_seq_len, args=(n,),
-                      help=f"Price memory and step time at n = {n} tokens (now {inp.seq_len}): 95 % of the rows of "
-                           f"every task fit{capped}.")
-    st.caption("Dev rows: " + " · ".join(f"{p['name']} from {short_source(p.get('dev_source') or '')}" for p in profiles))
+            st.button(
+                f"Use p95 = {n} as seq_len",
+                key="use_p95",
+                on_click=_set_seq_len,
+                args=(n,),
+                help=f"Price memory and step time at n = {n} tokens (now {inp.seq_len}): 95 % of the rows of "
+                f"every task fit{capped}.",
+            )
+    st.caption(
+        "Dev rows: " + " · ".join(f"{p['name']} from {short_source(p.get('dev_source') or '')}" for p in profiles)
+    )
     classes = [p for p in profiles if p["kind"] != "regression"]
     for i in range(0, len(classes), 3):
         cols = st.columns(3)
-        for col, p in zip(cols, classes[i:i + 3]):
+        for col, p in zip(cols, classes[i : i + 3]):
             col.plotly_chart(distribution_figure(p), config=CHART, key=f"fig_labels::{p['name']}")
     for p in profiles:
         if p["kind"] == "regression":

@@ -14,6 +14,7 @@ train_ds::<design>, train_steps, train_batch, train_lr, train_max_len, train_eva
 train_max_eval, train_seed, train_threads, train_freeze, train_name, train_gpus,
 train_confirm_over, launch.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,11 @@ MODELS = {
     "tiny (random tiny BERT: a smoke test)": TINY_MODEL,
     "a local checkpoint folder…": "path",
 }
-FROM_SIDEBAR = {EMBEDDED: "MiniLM-L6 (embedded, pretrained)", TINY: "tiny (random tiny BERT: a smoke test)",
-                LOCAL: "a local checkpoint folder…"}
+FROM_SIDEBAR = {
+    EMBEDDED: "MiniLM-L6 (embedded, pretrained)",
+    TINY: "tiny (random tiny BERT: a smoke test)",
+    LOCAL: "a local checkpoint folder…",
+}
 SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model", "a d_s of my own"
 
 
@@ -92,7 +96,7 @@ def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[
     task_list = training_tasks(inp, tasks)
     key = key_of(chosen)
     trained = calc.on_model(inp, key, shape, task_list, d_s)
-    same = (shape == inp.model and [t.name for t in inp.tasks] == list(tasks) and inp.convention == "exact")
+    same = shape == inp.model and [t.name for t in inp.tasks] == list(tasks) and inp.convention == "exact"
     as_priced = None
     if not same and chosen.d_s is not None and d_s is None and trained.d_s != chosen.d_s:
         try:
@@ -103,18 +107,42 @@ def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[
 
 
 def compare_table(inp: Inputs, chosen: Cost, p: Priced) -> list[dict]:
-    rows = [{"": "priced (the question)", "model": inp.model.name, "tasks": len(inp.tasks), "count": inp.convention,
-             "d_s": "—" if chosen.d_s is None else str(chosen.d_s), "total × base": f"{display.ratio_text(chosen.ratio)}×",
-             "fits": "yes" if chosen.feasible else "no"}]
+    rows = [
+        {
+            "": "priced (the question)",
+            "model": inp.model.name,
+            "tasks": len(inp.tasks),
+            "count": inp.convention,
+            "d_s": "—" if chosen.d_s is None else str(chosen.d_s),
+            "total × base": f"{display.ratio_text(chosen.ratio)}×",
+            "fits": "yes" if chosen.feasible else "no",
+        }
+    ]
     if p.as_priced is not None:
         c = p.as_priced
-        rows.append({"": "that d_s on the training model", "model": p.model_name, "tasks": len(c.params_per_task),
-                     "count": "exact", "d_s": str(c.d_s), "total × base": f"{display.ratio_text(c.ratio)}×",
-                     "fits": "yes" if c.feasible else "no"})
+        rows.append(
+            {
+                "": "that d_s on the training model",
+                "model": p.model_name,
+                "tasks": len(c.params_per_task),
+                "count": "exact",
+                "d_s": str(c.d_s),
+                "total × base": f"{display.ratio_text(c.ratio)}×",
+                "fits": "yes" if c.feasible else "no",
+            }
+        )
     c = p.trained
-    rows.append({"": "what trains", "model": p.model_name, "tasks": len(c.params_per_task), "count": "exact",
-                 "d_s": "—" if c.d_s is None else str(c.d_s), "total × base": f"{display.ratio_text(c.ratio)}×",
-                 "fits": "yes" if c.feasible else "no"})
+    rows.append(
+        {
+            "": "what trains",
+            "model": p.model_name,
+            "tasks": len(c.params_per_task),
+            "count": "exact",
+            "d_s": "—" if c.d_s is None else str(c.d_s),
+            "total × base": f"{display.ratio_text(c.ratio)}×",
+            "fits": "yes" if c.feasible else "no",
+        }
+    )
     return rows
 
 
@@ -134,7 +162,10 @@ def _int_or_none(text: str, what: str) -> Optional[int]:
 def _default_model(inp: Inputs) -> None:
     """The launcher trains the sidebar's model when the trainer can build it (reset when the sidebar's changes)."""
     want = FROM_SIDEBAR.get(st.session_state.get("model"), next(iter(MODELS)))
-    if st.session_state.get("_train_model_for") != st.session_state.get("model") or "train_model" not in st.session_state:
+    if (
+        st.session_state.get("_train_model_for") != st.session_state.get("model")
+        or "train_model" not in st.session_state
+    ):
         st.session_state["_train_model_for"] = st.session_state.get("model")
         st.session_state["train_model"] = want
         if want == FROM_SIDEBAR[LOCAL]:
@@ -153,23 +184,43 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     needs_glue = not own or any(r.glue is not None for r in inp.records)
     glue_dir = ""
     if needs_glue:
-        glue_dir = c1.text_input("GLUE folder (--glue-dir)", value=glue_env, key="train_glue_dir",
-                                 help="The official GLUE TSV layout: <folder>/RTE/train.tsv, … Default: $PALS_GLUE_DIR."
-                                      + (" Only the tasks file's GLUE tasks read it." if own else ""))
+        glue_dir = c1.text_input(
+            "GLUE folder (--glue-dir)",
+            value=glue_env,
+            key="train_glue_dir",
+            help="The official GLUE TSV layout: <folder>/RTE/train.tsv, … Default: $PALS_GLUE_DIR."
+            + (" Only the tasks file's GLUE tasks read it." if own else ""),
+        )
     if own:
         choices = [r.name for r in inp.records]
-        tasks = c1.multiselect("Tasks to train", choices, default=choices, key="train_file_tasks",
-                               help=f"The tasks of {inp.tasks_file} (--tasks-file); fewer = --tasks, a subset of the file.")
+        tasks = c1.multiselect(
+            "Tasks to train",
+            choices,
+            default=choices,
+            key="train_file_tasks",
+            help=f"The tasks of {inp.tasks_file} (--tasks-file); fewer = --tasks, a subset of the file.",
+        )
     else:
         avail = available_tasks(glue_dir)
         choices = trainable_tasks()
         wanted = [t.name for t in inp.tasks if t.name in choices]
-        default = [t for t in wanted if avail is None or t in avail] or [t for t in ("rte", "mrpc") if avail is None or t in avail]
-        tasks = c1.multiselect("Tasks to train", choices, default=default, key="train_tasks",
-                               help="Tasks with train and dev files in the GLUE folder" + (f": {', '.join(avail)}." if avail else "."))
+        default = [t for t in wanted if avail is None or t in avail] or [
+            t for t in ("rte", "mrpc") if avail is None or t in avail
+        ]
+        tasks = c1.multiselect(
+            "Tasks to train",
+            choices,
+            default=default,
+            key="train_tasks",
+            help="Tasks with train and dev files in the GLUE folder" + (f": {', '.join(avail)}." if avail else "."),
+        )
     _default_model(inp)
-    model_label = c1.selectbox("Model", list(MODELS), key="train_model",
-                               help="The sidebar's model when the trainer can build it. Another model gets its own d_s.")
+    model_label = c1.selectbox(
+        "Model",
+        list(MODELS),
+        key="train_model",
+        help="The sidebar's model when the trainer can build it. Another model gets its own d_s.",
+    )
     model = MODELS[model_label]
     use_path = model == "path"
     if use_path:
@@ -178,16 +229,29 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     if method.sized:
         mode = c2.radio("Adapter size", [SIZE_SOLVED, SIZE_DS], key="train_size_mode")
         if mode == SIZE_DS:
-            d_s = int(c2.number_input("d_s", min_value=1, max_value=MAX_D_S, value=min(int(chosen.d_s or 1), MAX_D_S),
-                                      step=inp.heads if method.attention else 1, key=f"train_ds::{label(key_of(chosen))}"))
+            d_s = int(
+                c2.number_input(
+                    "d_s",
+                    min_value=1,
+                    max_value=MAX_D_S,
+                    value=min(int(chosen.d_s or 1), MAX_D_S),
+                    step=inp.heads if method.attention else 1,
+                    key=f"train_ds::{label(key_of(chosen))}",
+                )
+            )
     else:
         c2.markdown(f"`{chosen.method}` has no adapter size.")
     steps = int(c2.number_input("Steps", min_value=1, max_value=1_000_000, value=200, step=50, key="train_steps"))
     batch = int(c2.number_input("Batch size", min_value=1, max_value=4096, value=16, step=1, key="train_batch"))
     lr_text = c2.text_input("Learning rate", value="2e-5", key="train_lr")
-    max_len = int(c3.number_input("Max length (tokens)", min_value=8, max_value=512, value=min(512, max(8, inp.seq_len)),
-                                  key="train_max_len"))
-    eval_every = int(c3.number_input("Evaluate every (steps)", min_value=1, max_value=1_000_000, value=100, key="train_eval_every"))
+    max_len = int(
+        c3.number_input(
+            "Max length (tokens)", min_value=8, max_value=512, value=min(512, max(8, inp.seq_len)), key="train_max_len"
+        )
+    )
+    eval_every = int(
+        c3.number_input("Evaluate every (steps)", min_value=1, max_value=1_000_000, value=100, key="train_eval_every")
+    )
     max_train_text = c3.text_input("Max train examples per task (empty = all)", value="", key="train_max_train")
     max_eval_text = c3.text_input("Max dev examples per task (empty = all)", value="500", key="train_max_eval")
     seed = int(c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="train_seed"))
@@ -208,11 +272,23 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
         adapter = replace(calc.config_for(inp, key_of(chosen), priced.trained.d_s), freeze_trunk=freeze)
         tasks_file = os.path.abspath(os.path.expanduser(inp.tasks_file)) if own else None
         cfg = TrainConfig(  # no GLUE task: no GLUE folder (``--glue-dir none``), whatever $PALS_GLUE_DIR says
-            glue_dir=(glue_dir.strip() or None) if needs_glue else None, tasks=list(tasks), adapter=adapter, model=model or None, tasks_file=tasks_file,
-            out=str(registry.runs_root() / (name or "check")), budget=None, steps=steps, batch_size=batch, lr=lr,
-            max_len=max_len, eval_every=eval_every, max_train_examples=_int_or_none(max_train_text, "max train examples"),
-            max_eval_examples=_int_or_none(max_eval_text, "max dev examples"), seed=seed,
-            num_threads=_int_or_none(threads_text, "CPU threads"))
+            glue_dir=(glue_dir.strip() or None) if needs_glue else None,
+            tasks=list(tasks),
+            adapter=adapter,
+            model=model or None,
+            tasks_file=tasks_file,
+            out=str(registry.runs_root() / (name or "check")),
+            budget=None,
+            steps=steps,
+            batch_size=batch,
+            lr=lr,
+            max_len=max_len,
+            eval_every=eval_every,
+            max_train_examples=_int_or_none(max_train_text, "max train examples"),
+            max_eval_examples=_int_or_none(max_eval_text, "max dev examples"),
+            seed=seed,
+            num_threads=_int_or_none(threads_text, "CPU threads"),
+        )
         cfg = commands.check_with_trainer(cfg)
         if name:
             registry.new_run_id(cfg, name)  # checks the name
@@ -280,8 +356,10 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
     if inp is None or chosen is None:
         st.info("Fix the question in the sidebar to train a design; the runs are in the Runs & measured view.")
         return
-    st.caption(f"Design: **{label(key_of(chosen))}** — a real multi-task run of `pals-train` in the background; "
-               f"its files go to `{registry.runs_root()}/<run id>/` ($PALS_RUNS_DIR).")
+    st.caption(
+        f"Design: **{label(key_of(chosen))}** — a real multi-task run of `pals-train` in the background; "
+        f"its files go to `{registry.runs_root()}/<run id>/` ($PALS_RUNS_DIR)."
+    )
     notice = st.container()  # what stops a launch is said above the form, where a first visit reads first
     spec, priced, error, name = build_spec(inp, chosen)
     if error:
@@ -289,26 +367,36 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         return
     c = priced.trained
     if not priced.same_question:
-        st.markdown(f"**Re-priced for training** on {priced.model_name} with {len(spec.tasks)} task(s), exact count"
-                    + (f": d_s **{chosen.d_s} → {c.d_s}**" if chosen.d_s is not None and c.d_s is not None else "")
-                    + f", {display.ratio_text(c.ratio)}× (the question priced {display.ratio_text(chosen.ratio)}× on {inp.model.name}).")
+        st.markdown(
+            f"**Re-priced for training** on {priced.model_name} with {len(spec.tasks)} task(s), exact count"
+            + (f": d_s **{chosen.d_s} → {c.d_s}**" if chosen.d_s is not None and c.d_s is not None else "")
+            + f", {display.ratio_text(c.ratio)}× (the question priced {display.ratio_text(chosen.ratio)}× on {inp.model.name})."
+        )
         st.dataframe(compare_table(inp, chosen, priced), hide_index=True, key="train_compare")
     confirmed = True
     if not c.feasible:
-        st.warning(f"**Over the budget.** On {priced.model_name} this run holds {display.ratio_text(c.ratio)}× the base model's "
-                   f"parameters: more than the question's budget allows. Launching it trains a design that does not fit.",
-                   icon="⚠️")
+        st.warning(
+            f"**Over the budget.** On {priced.model_name} this run holds {display.ratio_text(c.ratio)}× the base model's "
+            f"parameters: more than the question's budget allows. Launching it trains a design that does not fit.",
+            icon="⚠️",
+        )
         confirmed = st.checkbox("Train it anyway: I know this design is over the budget", key="train_confirm_over")
     problem = data_problem(spec)
     if problem:
         with notice:
-            st.warning(f"**This run has no data to read yet:** {problem}. Type the folder that holds GLUE's TSV files "
-                       "in **GLUE folder** below (`--glue-dir`; by default `$PALS_GLUE_DIR`, where the tests find it) — or "
-                       "train on the example tasks that come with the project: three small tasks of one's own (a CSV "
-                       "intent classification, a JSON Lines regression, a Parquet multi-label task), nothing to "
-                       "download.", icon="⚠️")
-            if st.button("Use the example tasks (examples/tasks/tasks.yaml)", key="train_use_examples",
-                         on_click=use_example_tasks):
+            st.warning(
+                f"**This run has no data to read yet:** {problem}. Type the folder that holds GLUE's TSV files "
+                "in **GLUE folder** below (`--glue-dir`; by default `$PALS_GLUE_DIR`, where the tests find it) — or "
+                "train on the example tasks that come with the project: three small tasks of one's own (a CSV "
+                "intent classification, a JSON Lines regression, a Parquet multi-label task), nothing to "
+                "download.",
+                icon="⚠️",
+            )
+            if st.button(
+                "Use the example tasks (examples/tasks/tasks.yaml)",
+                key="train_use_examples",
+                on_click=use_example_tasks,
+            ):
                 st.rerun(scope="app")  # the sidebar's question changed: the whole page follows it
     out = str(registry.runs_root() / (name or "<run id>"))
     st.markdown("The same run from a shell:")
@@ -318,8 +406,13 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         gpus = int(st.number_input("GPUs", min_value=1, max_value=64, value=2, key="train_gpus"))
         st.code(commands.accelerate_command(shown, gpus), language="bash", wrap_lines=True)
         st.code(commands.torchrun_command(shown, gpus), language="bash", wrap_lines=True)
-    if st.button("Launch training", type="primary", key="launch", disabled=not confirmed or problem is not None,
-                 help=f"First: {problem}" if problem else None):
+    if st.button(
+        "Launch training",
+        type="primary",
+        key="launch",
+        disabled=not confirmed or problem is not None,
+        help=f"First: {problem}" if problem else None,
+    ):
         try:
             check_data(spec)
             run = registry.launch(spec, name=name)

@@ -1,6 +1,7 @@
 """PALs Explorer core: calculator (``pals_core.budget``, pure Python), adapter modules, multi-task
 model and trainer (torch). Torch is imported only when a torch-side name is first used, so
 ``import pals_core.budget`` stays instant."""
+
 from __future__ import annotations
 
 from importlib import import_module

@@ -2,6 +2,7 @@
 weights, reports, the process records of ``pals_core.supervise``). A file is written under a temporary name in its
 own folder, flushed to disk and moved into place with ``os.replace``, so a reader never sees half a file and a kill
 never leaves one. Pure Python."""
+
 from __future__ import annotations
 
 import json

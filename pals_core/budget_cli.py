@@ -2,6 +2,7 @@
 
 Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md §8.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,33 +33,62 @@ class _Help(argparse.HelpFormatter):
     """argparse's help at the width argparse gives it (the terminal's columns less 2, 80 columns off a terminal), read
     by ``terminal_width``: argparse's own reading imports shutil and its compression modules at every start-up."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: Optional[int] = None) -> None:
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: Optional[int] = None
+    ) -> None:
         super().__init__(prog, indent_increment, max_help_position, terminal_width(80) - 2 if width is None else width)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="pals-budget", description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
-                "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
-                "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
-                epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
-                       "pals-budget --method lhuc | pals-budget --paper", formatter_class=_Help)
-    p.add_argument("--tasks", help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
-                                   "with --tasks-file, names out of the file (default: all of them)")
-    p.add_argument("--tasks-file", metavar="FILE", help="your own tasks (YAML/JSON): each head priced from its task's "
-                                                        "label count (declared labels, else the train file's label column)")
+    p = OneLineParser(
+        prog="pals-budget",
+        description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
+        "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
+        "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
+        epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
+        "pals-budget --method lhuc | pals-budget --paper",
+        formatter_class=_Help,
+    )
+    p.add_argument(
+        "--tasks",
+        help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
+        "with --tasks-file, names out of the file (default: all of them)",
+    )
+    p.add_argument(
+        "--tasks-file",
+        metavar="FILE",
+        help="your own tasks (YAML/JSON): each head priced from its task's "
+        "label count (declared labels, else the train file's label column)",
+    )
     add_budget_flags(p)
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
-    add_flags(p, Machine, title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
-                                "record of footprint.constraints, §20)")
+    add_flags(
+        p,
+        Machine,
+        title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
+        "record of footprint.constraints, §20)",
+    )
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
-    p.add_argument("--seq-len", metavar="n", help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
-                                                  "or the model's longest when that is shorter)")
-    p.add_argument("--convention", default="exact", choices=CONVENTIONS, help="exact (every torch parameter) or paper (no biases/LayerNorms)")
+    p.add_argument(
+        "--seq-len",
+        metavar="n",
+        help=f"tokens per sequence for FLOPs, memory and time (default {DEFAULT_SEQ_LEN}, "
+        "or the model's longest when that is shorter)",
+    )
+    p.add_argument(
+        "--convention",
+        default="exact",
+        choices=CONVENTIONS,
+        help="exact (every torch parameter) or paper (no biases/LayerNorms)",
+    )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width (the table "
-                                                       "otherwise leaves out the least needed columns to fit it)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column, whatever the terminal's width (the table "
+        "otherwise leaves out the least needed columns to fit it)",
+    )
     return p
 
 
@@ -66,8 +96,23 @@ def _gib(n) -> str:
     return "—" if n is None else gib_text(n)
 
 
-COLUMNS = ["method", "location", "d_s", "params/task", "extra total", "× base", "FLOPs × base", "all tasks GFLOPs",
-           "train GiB", "act. GiB", "serve GiB", "step s", "step × base", "binds", "fits"]
+COLUMNS = [
+    "method",
+    "location",
+    "d_s",
+    "params/task",
+    "extra total",
+    "× base",
+    "FLOPs × base",
+    "all tasks GFLOPs",
+    "train GiB",
+    "act. GiB",
+    "serve GiB",
+    "step s",
+    "step × base",
+    "binds",
+    "fits",
+]
 NUMERIC = set(COLUMNS[2:13])
 DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total", "FLOPs × base", "binds"]
 """Columns left out, in this order, until the table fits the terminal (``--wide``: none)."""
@@ -113,24 +158,43 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
     lines = []
     for c in costs:
         mem = c.memory_train or {}
-        lines.append([  # every number through pals_core.budget.display: the explorer writes the same digits
-            c.method, c.location or "—", "—" if c.d_s is None else str(c.d_s), count_text(params_per_task(c)),
-            count_text(c.params_task_specific), ratio_text(c.ratio), ratio_text(flops_ratio(c)),
-            f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
-            _gib(mem.get("total")), _gib(mem.get("activations")), _gib(c.memory_infer),
-            "—" if c.time_step_s is None else f"{c.time_step_s:.4g}",
-            "—" if c.time_ratio is None else step_ratio_text(c.time_ratio),
-            c.binding or "—", "yes" if c.feasible else "NO"])
+        lines.append(
+            [  # every number through pals_core.budget.display: the explorer writes the same digits
+                c.method,
+                c.location or "—",
+                "—" if c.d_s is None else str(c.d_s),
+                count_text(params_per_task(c)),
+                count_text(c.params_task_specific),
+                ratio_text(c.ratio),
+                ratio_text(flops_ratio(c)),
+                f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
+                _gib(mem.get("total")),
+                _gib(mem.get("activations")),
+                _gib(c.memory_infer),
+                "—" if c.time_step_s is None else f"{c.time_step_s:.4g}",
+                "—" if c.time_ratio is None else step_ratio_text(c.time_ratio),
+                c.binding or "—",
+                "yes" if c.feasible else "NO",
+            ]
+        )
     shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width)
     keep = [cols.index(c) for c in shown]
     lines = [[r[i] for i in keep] for r in lines]
     widths = [max(len(h), *(len(r[j]) for r in lines)) for j, h in enumerate(shown)]
-    fmt = lambda r: "  ".join((v.rjust(w) if h in NUMERIC else v.ljust(w)).rstrip() if j == len(r) - 1 else
-                              (v.rjust(w) if h in NUMERIC else v.ljust(w))
-                              for j, (v, w, h) in enumerate(zip(r, widths, shown)))
+    fmt = lambda r: "  ".join(
+        (v.rjust(w) if h in NUMERIC else v.ljust(w)).rstrip()
+        if j == len(r) - 1
+        else (v.rjust(w) if h in NUMERIC else v.ljust(w))
+        for j, (v, w, h) in enumerate(zip(r, widths, shown))
+    )
     head = textwrap.wrap(header, width) if width else [header]
-    note = textwrap.wrap(f"(not shown to fit {width} columns: {', '.join(hidden)}; --wide or --json for every "
-                         "column)", width) if hidden else []
+    note = (
+        textwrap.wrap(
+            f"(not shown to fit {width} columns: {', '.join(hidden)}; --wide or --json for every column)", width
+        )
+        if hidden
+        else []
+    )
     return "\n".join([*head, "", fmt(shown), fmt(["-" * w for w in widths]), *map(fmt, lines), *note])
 
 
@@ -191,32 +255,59 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
     machine = Machine(**given_values(args, Machine))
     machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
-    costs = rows(model, tasks, budget=budget, methods=methods, location=location, d_s=d_s, adapter=template,
-                 seq_len=seq_len, convention=args.convention, machine=machine,
-                 model_conditions=conditions_for_model(args.model))
+    costs = rows(
+        model,
+        tasks,
+        budget=budget,
+        methods=methods,
+        location=location,
+        d_s=d_s,
+        adapter=template,
+        seq_len=seq_len,
+        convention=args.convention,
+        machine=machine,
+        model_conditions=conditions_for_model(args.model),
+    )
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
     if args.json:
-        return json.dumps({
-            "model": {"name": model.name, "family": model.family, "hidden": model.hidden, "layers": model.layers, "heads": model.heads,
-                      "intermediate": model.intermediate, "params": n_base},
-            "tasks": [t.as_dict() for t in tasks],
-            "convention": args.convention,
-            "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
-            "seq_len": seq_len,
-            "machine": {"batch": machine.batch, "device": machine.profile().name, "precision": machine.precision,
-                        **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS}},
-            "rows": [c.as_row() for c in costs],
-            "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
-        }, indent=2)
+        return json.dumps(
+            {
+                "model": {
+                    "name": model.name,
+                    "family": model.family,
+                    "hidden": model.hidden,
+                    "layers": model.layers,
+                    "heads": model.heads,
+                    "intermediate": model.intermediate,
+                    "params": n_base,
+                },
+                "tasks": [t.as_dict() for t in tasks],
+                "convention": args.convention,
+                "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
+                "seq_len": seq_len,
+                "machine": {
+                    "batch": machine.batch,
+                    "device": machine.profile().name,
+                    "precision": machine.precision,
+                    **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
+                },
+                "rows": [c.as_row() for c in costs],
+                "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
+            },
+            indent=2,
+        )
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
-    header = (f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-              f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
-              f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
-              + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field)))
-    return (_table(sort_rows(costs), header, None if args.wide else terminal_width())
-            + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused))
+    header = (
+        f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
+        f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
+        f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
+        + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
+    )
+    return _table(sort_rows(costs), header, None if args.wide else terminal_width()) + "".join(
+        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -12,6 +12,7 @@ thread, wall time otherwise):
 - flash_forward / flash_backward: ``F.scaled_dot_product_attention`` (B = 2, h = 12, n = 128) at head widths 8 and
   32, forward and forward + backward, per score element: a + b·d_h fitted through the two widths
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def measure(threads: Optional[int] = None, name: str = "local") -> DeviceProfile
     torch.manual_seed(0)
     with torch.no_grad():
         a = torch.randn(1024, 1024)
-        flops = 2 * 1024 ** 3 / _fastest(lambda: a @ a, clock)
+        flops = 2 * 1024**3 / _fastest(lambda: a @ a, clock)
         x, y = torch.randn(1 << 22), torch.randn(1 << 22)
         bandwidth = 3 * x.numel() * 4 / _fastest(lambda: x + y, clock, repeats=15)  # the most contention-prone figure
         rng = max(_fastest(lambda: x.bernoulli_(0.9), clock) - x.numel() * 4 / bandwidth, 0.0) / x.numel()
@@ -86,16 +87,29 @@ def measure(threads: Optional[int] = None, name: str = "local") -> DeviceProfile
         slope = max((per[32] - per[8]) / 24, 0.0)
         return max(per[8] - 8 * slope, 0.0), slope
 
-    return DeviceProfile(name=name, kind="cpu", matmul_flops=flops, bandwidth=bandwidth, kernel_overhead_s=overhead,
-                         rng_s_per_element=rng, special_s_per_element=special, flash_forward=fit(fwd),
-                         flash_backward=fit(bwd), threads=threads,
-                         source=f"pals-calibrate on this machine, torch {torch.__version__}, {threads} thread(s)")
+    return DeviceProfile(
+        name=name,
+        kind="cpu",
+        matmul_flops=flops,
+        bandwidth=bandwidth,
+        kernel_overhead_s=overhead,
+        rng_s_per_element=rng,
+        special_s_per_element=special,
+        flash_forward=fit(fwd),
+        flash_backward=fit(bwd),
+        threads=threads,
+        source=f"pals-calibrate on this machine, torch {torch.__version__}, {threads} thread(s)",
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = OneLineParser(prog="pals-calibrate", description=__doc__.splitlines()[0])
     p.add_argument("--threads", default=None, help="torch threads to measure with (default: the count in force)")
-    p.add_argument("--out", default=None, help=f"profile file to write (default: ${'PALS_LOCAL_PROFILE'} or {local_profile_path()})")
+    p.add_argument(
+        "--out",
+        default=None,
+        help=f"profile file to write (default: ${'PALS_LOCAL_PROFILE'} or {local_profile_path()})",
+    )
     try:
         args = p.parse_args(argv)
         threads = None
@@ -107,8 +121,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if threads < 1:
                 raise ValueError(f"--threads must be a positive integer, got {args.threads!r}")
         if args.out is not None and not args.out.strip():  # "" used to mean the default profile, silently
-            raise ValueError("--out is empty: give the profile's path, or leave --out out for the default "
-                             f"({local_profile_path()})")
+            raise ValueError(
+                f"--out is empty: give the profile's path, or leave --out out for the default ({local_profile_path()})"
+            )
         out = Path(args.out).expanduser() if args.out is not None else local_profile_path()
         if out.is_dir():
             raise ValueError(f"--out {out} is a folder; give the profile file's path (e.g. {out / 'local.json'})")
@@ -121,8 +136,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         print(f"pals-calibrate: error: cannot write the profile: {e}", file=sys.stderr)
         return 2
-    print(f"{out}: {profile.matmul_flops / 1e9:.1f} GFLOP/s matmul, {profile.bandwidth / 1e9:.1f} GB/s, "
-          f"{profile.kernel_overhead_s * 1e6:.1f} µs per op, {profile.threads} thread(s)")
+    print(
+        f"{out}: {profile.matmul_flops / 1e9:.1f} GFLOP/s matmul, {profile.bandwidth / 1e9:.1f} GB/s, "
+        f"{profile.kernel_overhead_s * 1e6:.1f} µs per op, {profile.threads} thread(s)"
+    )
     return 0
 
 

@@ -4,6 +4,7 @@
 The trunks use transformers 5 internals (``masking_utils.create_bidirectional_mask`` with ``inputs_embeds=``), so a
 transformers 4.x would fail deep inside a forward pass; it is refused in one line at start instead.
 """
+
 from __future__ import annotations
 
 from importlib import metadata
@@ -26,5 +27,7 @@ def check_transformers(installed: "str | None" = None) -> None:
     except InvalidVersion:
         ok = False
     if not ok:
-        raise DependencyError(f"transformers {version} is installed; PALs Explorer is tested on transformers{TRANSFORMERS} "
-                              f"(pip install 'transformers{TRANSFORMERS}')")
+        raise DependencyError(
+            f"transformers {version} is installed; PALs Explorer is tested on transformers{TRANSFORMERS} "
+            f"(pip install 'transformers{TRANSFORMERS}')"
+        )

@@ -20,6 +20,7 @@ there); help, default, parsing and checks stay the declaration's. Pass the same 
 ``given_values`` and ``to_argv``.
 Pure Python: the calculator's CLI uses it too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,11 +81,15 @@ class Flag:
             value = self.parse(text)
         except (TypeError, ValueError) as e:
             detail = str(e)
-            raise ValueError(f"{self.flag} {text!r}: {detail}" if detail else f"{self.flag} {text!r} is not valid") from None
+            raise ValueError(
+                f"{self.flag} {text!r}: {detail}" if detail else f"{self.flag} {text!r} is not valid"
+            ) from None
         if self.choices is not None and value is not None:
             allowed = list(self.choices())
             if value not in allowed:
-                raise ValueError(f"unknown {self.name.replace('_', ' ')} {text!r} ({self.flag}: {', '.join(map(str, allowed))})")
+                raise ValueError(
+                    f"unknown {self.name.replace('_', ' ')} {text!r} ({self.flag}: {', '.join(map(str, allowed))})"
+                )
         return value
 
     def write(self, value: Any) -> list[str]:
@@ -182,16 +187,34 @@ def _flags_of(cls: type, renamed: tuple[tuple[str, str], ...]) -> tuple[Flag, ..
             continue
         if "help" not in meta:
             raise TypeError(f"{cls.__name__}.{f.name} has no help text (metadata['help'])")
-        parse, fmt, boolean, optional = _infer(hints[f.name]) if "parse" not in meta else (
-            meta["parse"], meta.get("format", str), False, meta.get("optional", True))
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        parse, fmt, boolean, optional = (
+            _infer(hints[f.name])
+            if "parse" not in meta
+            else (meta["parse"], meta.get("format", str), False, meta.get("optional", True))
+        )
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        )
         choices = meta.get("choices")
         if isinstance(choices, str):
             choices = (lambda key: lambda: CHOICES[key]())(choices)
-        out.append(Flag(f.name, meta.get("flag", "--" + f.name.replace("_", "-")), meta["help"], default, parse,
-                        meta.get("format", fmt), boolean, optional, choices, meta.get("metavar"),
-                        bool(meta.get("always", False))))
+        out.append(
+            Flag(
+                f.name,
+                meta.get("flag", "--" + f.name.replace("_", "-")),
+                meta["help"],
+                default,
+                parse,
+                meta.get("format", fmt),
+                boolean,
+                optional,
+                choices,
+                meta.get("metavar"),
+                bool(meta.get("always", False)),
+            )
+        )
         if f.name in names:
             flag = names[f.name]
             out[-1] = dataclasses.replace(out[-1], flag=flag, renamed=flag.lstrip("-").replace("-", "_"))
@@ -210,8 +233,14 @@ def _metavar(flag: Flag) -> str:
     return {_int: "N", _float: "X"}.get(flag.parse, flag.name.upper())
 
 
-def add_flags(parser: Any, cls: type, *, skip: Iterable[str] = (), title: Optional[str] = None,
-              names: Optional[Mapping[str, str]] = None) -> list[Flag]:
+def add_flags(
+    parser: Any,
+    cls: type,
+    *,
+    skip: Iterable[str] = (),
+    title: Optional[str] = None,
+    names: Optional[Mapping[str, str]] = None,
+) -> list[Flag]:
     """Add one flag per field of ``cls`` to ``parser`` (or a new argument group titled ``title``).
 
     Flags default to ``argparse.SUPPRESS``: an absent flag is absent from the namespace; values stay strings
@@ -225,16 +254,19 @@ def add_flags(parser: Any, cls: type, *, skip: Iterable[str] = (), title: Option
             help_text = f"{help_text}; one of: {', '.join(map(str, f.choices()))}"
         help_text = help_text.replace("%", "%%")
         if f.boolean:
-            target.add_argument(f.flag, dest=f.dest, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
-                                help=help_text)
+            target.add_argument(
+                f.flag, dest=f.dest, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text
+            )
         else:
-            target.add_argument(f.flag, dest=f.dest, default=argparse.SUPPRESS, metavar=f.metavar or _metavar(f),
-                                help=help_text)
+            target.add_argument(
+                f.flag, dest=f.dest, default=argparse.SUPPRESS, metavar=f.metavar or _metavar(f), help=help_text
+            )
     return flags
 
 
-def given_values(namespace: Any, cls: type, *, skip: Iterable[str] = (),
-                 names: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+def given_values(
+    namespace: Any, cls: type, *, skip: Iterable[str] = (), names: Optional[Mapping[str, str]] = None
+) -> dict[str, Any]:
     """The typed values of the flags of ``cls`` present in ``namespace`` (a dict or an argparse Namespace), by field."""
     ns = namespace if isinstance(namespace, dict) else vars(namespace)
     skip = set(skip)

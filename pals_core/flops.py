@@ -7,13 +7,19 @@ the CPU kernel of ``F.scaled_dot_product_attention``
 ``register_cpu_sdpa_formulas()`` (idempotent; called by every counter here) registers torch's own
 ``sdpa_flop_count`` for it, and the backward formula for its backward kernel.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import torch
-from torch.utils.flop_counter import (FlopCounterMode, flop_registry, register_flop_formula, sdpa_backward_flop_count,
-                                      sdpa_flop_count)
+from torch.utils.flop_counter import (
+    FlopCounterMode,
+    flop_registry,
+    register_flop_formula,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+)
 
 from .families.registry import get_family
 
@@ -24,15 +30,18 @@ def register_cpu_sdpa_formulas() -> None:
     """Register FLOP formulas for the CPU sdpa kernels (forward and backward) once."""
     forward = _aten._scaled_dot_product_flash_attention_for_cpu
     if forward not in flop_registry:
+
         @register_flop_formula(forward)
         def _sdpa_cpu(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
             return sdpa_flop_count(query_shape, key_shape, value_shape)
 
     backward = getattr(_aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
     if backward is not None and backward not in flop_registry:
+
         @register_flop_formula(backward)
-        def _sdpa_cpu_backward(grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None,
-                               **kwargs) -> int:
+        def _sdpa_cpu_backward(
+            grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs
+        ) -> int:
             return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
 
 
@@ -47,7 +56,7 @@ def count_flops(fn: Callable[..., Any], *args, **kwargs) -> int:
 def _inputs(model, n: int, batch: int) -> dict[str, torch.Tensor]:
     get_family(model.shape.family).check_seq_len(model.shape, n)
     device = next(model.bert.parameters()).device
-    ids = (torch.arange(batch * n, device=device).view(batch, n) % model.shape.vocab)
+    ids = torch.arange(batch * n, device=device).view(batch, n) % model.shape.vocab
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
 
 

@@ -7,6 +7,7 @@
   storage until it is freed) during ``predict_all`` under ``torch.inference_mode``.
 - ``cuda_step_peak_bytes``: ``torch.cuda.max_memory_allocated`` over one training step on a CUDA device.
 """
+
 from __future__ import annotations
 
 import weakref

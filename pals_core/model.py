@@ -10,6 +10,7 @@ task, an adapter, an optional pooler and a head — exactly the parameters the c
 ``predict_all(…)`` runs every task on one batch and computes the layers below the lowest adapted
 layer once (the whole trunk for top methods) — the paper's shared-operations argument (docs/design.md §5).
 """
+
 from __future__ import annotations
 
 import copy
@@ -125,8 +126,14 @@ class MultiTaskModel(nn.Module):
         return cls(build_base(hf), config, tasks).eval()
 
     @classmethod
-    def from_pretrained(cls, path: Optional[Union[str, os.PathLike]], config: AdapterConfig, tasks: TaskSpec, *,
-                        dtype: torch.dtype = torch.float32) -> "MultiTaskModel":
+    def from_pretrained(
+        cls,
+        path: Optional[Union[str, os.PathLike]],
+        config: AdapterConfig,
+        tasks: TaskSpec,
+        *,
+        dtype: torch.dtype = torch.float32,
+    ) -> "MultiTaskModel":
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
         MiniLM. Nothing is downloaded."""
         path = default_checkpoint() if path is None else os.fspath(path)
@@ -142,8 +149,9 @@ class MultiTaskModel(nn.Module):
         return cls(trunk, config, tasks).eval()
 
     @classmethod
-    def from_run(cls, run_dir: Union[str, os.PathLike], *, step: Optional[int] = None,
-                 device: Union[str, torch.device] = "cpu") -> "MultiTaskModel":
+    def from_run(
+        cls, run_dir: Union[str, os.PathLike], *, step: Optional[int] = None, device: Union[str, torch.device] = "cpu"
+    ) -> "MultiTaskModel":
         """The model a ``pals-train`` run trained, in eval mode: its design and tasks (config.json), the weights of
         the checkpoint summary.json reports as best (``step``: another kept checkpoint), its tokenizer, max length
         and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
@@ -156,8 +164,17 @@ class MultiTaskModel(nn.Module):
         return model
 
     def _context(self, task: Optional[str] = None, num_labels: Optional[int] = None) -> BuildContext:
-        return BuildContext(self.base_config, self.config, self.layers, self.bert, task, num_labels,
-                            getattr(self, "shared_adapter", None), self.trunk, self.shape)
+        return BuildContext(
+            self.base_config,
+            self.config,
+            self.layers,
+            self.bert,
+            task,
+            num_labels,
+            getattr(self, "shared_adapter", None),
+            self.trunk,
+            self.shape,
+        )
 
     def add_task(self, name: str, num_labels: int) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
@@ -167,8 +184,10 @@ class MultiTaskModel(nn.Module):
             raise ValueError(f"task {name!r} exists already")
         parse_tasks({name: num_labels})  # positive integer check
         ref = next(self.bert.parameters())
-        modules = {"adapters": self._spec.build(self._context(name, num_labels)),
-                   "heads": self.trunk.new_head(num_labels)}
+        modules = {
+            "adapters": self._spec.build(self._context(name, num_labels)),
+            "heads": self.trunk.new_head(num_labels),
+        }
         for layer in modules["heads"].modules():
             if isinstance(layer, nn.Linear):
                 nn.init.normal_(layer.weight, std=self.base_config.initializer_range)
@@ -208,16 +227,26 @@ class MultiTaskModel(nn.Module):
     def _top(self, adapter: TaskAdapter, h: torch.Tensor, state: State) -> torch.Tensor:
         return adapter.adapt_top(self.trunk.finish(h), state.mask)
 
-    def encode(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-               token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def encode(
+        self,
+        task: str,
+        input_ids: torch.Tensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
         """Final hidden states (B, n, d) on ``task``'s path (trunk, its adapters, its top stack)."""
         adapter: TaskAdapter = self.adapters[self._check_task(task)]
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
         h = self.trunk.run(0, self.shape.layers, adapter.adapt_embeddings(h), state, adapter)
         return self._top(adapter, h, state)
 
-    def forward(self, task: str, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-                token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        self,
+        task: str,
+        input_ids: torch.Tensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
         """Logits (B, C_t) of one task (C_t = 1: a regression score)."""
         return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
 
@@ -231,14 +260,19 @@ class MultiTaskModel(nn.Module):
         """Layers every task computes identically (the calculator's ``shared_depth``, docs/design.md §5)."""
         return shared_depth(self.method, self.layers, self.shape.layers)
 
-    def predict_all(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-                    token_type_ids: Optional[torch.Tensor] = None, tasks: Optional[Sequence[str]] = None
-                    ) -> dict[str, torch.Tensor]:
+    def predict_all(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        tasks: Optional[Sequence[str]] = None,
+    ) -> dict[str, torch.Tensor]:
         """Logits of every task (or of ``tasks``) on one batch, with shared operations (docs/design.md §5): the
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
         ``forward`` on each task. Given texts (a model of ``from_run``): ``predict_texts(texts, text_pair)``."""
-        if isinstance(input_ids, str) or (isinstance(input_ids, (list, tuple)) and input_ids
-                                           and isinstance(input_ids[0], str)):  # texts: a run's model (from_run)
+        if isinstance(input_ids, str) or (
+            isinstance(input_ids, (list, tuple)) and input_ids and isinstance(input_ids[0], str)
+        ):  # texts: a run's model (from_run)
             return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
@@ -254,12 +288,19 @@ class MultiTaskModel(nn.Module):
         for t in names:  # the per-task remainder; each iteration is one batched pass
             adapter = self.adapters[t]
             x = adapter.adapt_embeddings(h) if self.conditions_input else h
-            out[t] = self._classify(t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state),
-                                    attention_mask)
+            out[t] = self._classify(
+                t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state), attention_mask
+            )
         return out
 
-    def forward_mixed(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-                      token_type_ids: Optional[torch.Tensor] = None, *, tasks: Sequence[str]) -> list[torch.Tensor]:
+    def forward_mixed(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        *,
+        tasks: Sequence[str],
+    ) -> list[torch.Tensor]:
         """Rows of several tasks in one batch, row i through task ``tasks[i]``'s path, the trunk once: the embeddings
         and the layers every task computes alike (``shared_depth``) as for one task; above them every layer runs its
         own weights on the whole batch while each adapter hook applies each task's adapter to that task's rows
@@ -291,14 +332,26 @@ class MultiTaskModel(nn.Module):
 
     # --- texts in, labels out (a model loaded with from_run) -------------------------------------------------
 
-    def predict(self, texts: Union[str, Sequence[str]], task: str, text_pair: Optional[Sequence[str]] = None, *,
-                batch_size: Optional[int] = None):
+    def predict(
+        self,
+        texts: Union[str, Sequence[str]],
+        task: str,
+        text_pair: Optional[Sequence[str]] = None,
+        *,
+        batch_size: Optional[int] = None,
+    ):
         """``task``'s outputs on ``texts`` (and ``text_pair`` for a pair task): labels and probabilities
         (``outputs.TaskOutputs``), tokenised and batched exactly as the run evaluated its dev set."""
         return self.predict_texts(texts, text_pair, tasks=[task], batch_size=batch_size)[self._check_task(task)]
 
-    def predict_texts(self, texts: Union[str, Sequence[str]], text_pair: Optional[Sequence[str]] = None, *,
-                      tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None) -> dict:
+    def predict_texts(
+        self,
+        texts: Union[str, Sequence[str]],
+        text_pair: Optional[Sequence[str]] = None,
+        *,
+        tasks: Optional[Sequence[str]] = None,
+        batch_size: Optional[int] = None,
+    ) -> dict:
         """Every task's (or ``tasks``') outputs on ``texts``, the trunk run once per batch (``predict_all``)."""
         from .run_info import predict_texts
 

@@ -2,6 +2,7 @@
 (classification: softmax), the value (regression: the one output), the label set (multilabel: each label whose
 sigmoid exceeds 0.5, i.e. whose logit is positive — the threshold the dev metrics use).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -20,6 +20,7 @@ the same tokenising, batching and outputs, from the folder alone.
 
 Exit status: 0 written · 2 bad input (one line on stderr).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, metavar="N", help="rows per forward (default: the run's eval batch)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto = CUDA when present")
     p.add_argument("--step", type=int, metavar="N", help="the checkpoint of step N (default: the best)")
-    p.add_argument("--engine", default="auto", choices=ENGINES,
-                   help="torch (a run folder) | onnx (a pals-export --format onnx folder) | auto: by the folder")
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=ENGINES,
+        help="torch (a run folder) | onnx (a pals-export --format onnx folder) | auto: by the folder",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -61,8 +66,10 @@ def _text_columns(info, names: Sequence[str], text: Optional[str], pair: Optiona
     own = {info.records[t].text for t in names}
     if text is None:
         if len(own) != 1:
-            raise UsageError(f"the tasks read different text columns ({'; '.join(sorted(map(', '.join, own)))}): "
-                             "give --text (and --text-pair)")
+            raise UsageError(
+                f"the tasks read different text columns ({'; '.join(sorted(map(', '.join, own)))}): "
+                "give --text (and --text-pair)"
+            )
         cols = next(iter(own))
         text, pair = cols[0], pair if pair is not None else (cols[1] if len(cols) > 1 else None)
     for t in names:
@@ -99,8 +106,10 @@ def engine_of(run_dir: str, engine: str) -> str:
     if engine == "torch" and exported:
         raise UsageError(f"{run_dir} is an ONNX export (pals-export): it holds no torch weights; use --engine onnx")
     if engine == "onnx" and not is_onnx_export(root):
-        raise UsageError(f"{run_dir} holds no ONNX export (model.onnx, export.json): "
-                         f"pals-export {run_dir} --format onnx --out DIR, then pals-predict DIR")
+        raise UsageError(
+            f"{run_dir} holds no ONNX export (model.onnx, export.json): "
+            f"pals-export {run_dir} --format onnx --out DIR, then pals-predict DIR"
+        )
     return engine
 
 
@@ -112,8 +121,10 @@ def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
         runner = OnnxRunner(run_dir, device=device)
         if step is not None and step != runner.run.step:
             which = f"step {runner.run.step}" if runner.run.step >= 0 else "each task's best step"
-            raise UsageError(f"{run_dir} is an ONNX export of {which}: --step {step} needs the run folder (or an "
-                             "export of that step)")
+            raise UsageError(
+                f"{run_dir} is an ONNX export of {which}: --step {step} needs the run folder (or an "
+                "export of that step)"
+            )
         return runner
     from .model import MultiTaskModel
 
@@ -144,10 +155,14 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress) -> d
     logits = {t: np.zeros((len(texts), model.tasks[t]), dtype=np.float32) for t in names}
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             b = data.batch(rows)
-            out = model.forward_mixed(b["input_ids"].to(device), b["attention_mask"].to(device),
-                                      b["token_type_ids"].to(device), tasks=[task_of[r] for r in rows])
+            out = model.forward_mixed(
+                b["input_ids"].to(device),
+                b["attention_mask"].to(device),
+                b["token_type_ids"].to(device),
+                tasks=[task_of[r] for r in rows],
+            )
             for r, row_logits in zip(rows, out):
                 logits[task_of[r]][r] = row_logits.float().cpu().numpy()
             progress(len(rows))
@@ -186,8 +201,9 @@ def write_table(path: Path, columns: dict[str, list]) -> None:
     if suffix == ".jsonl":
         names = list(columns)
         rows = zip(*(columns[c] for c in names))
-        atomic_write_text(path, "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False, default=str) + "\n"
-                                        for r in rows))
+        atomic_write_text(
+            path, "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False, default=str) + "\n" for r in rows)
+        )
         return
     import pyarrow as pa
 
@@ -201,8 +217,10 @@ def write_table(path: Path, columns: dict[str, list]) -> None:
 
         delimiter = "\t" if suffix == ".tsv" else ","
         quoting = "needed" if delimiter == "," else "none"
-        atomic_write(path, lambda tmp: pacsv.write_csv(table, tmp, pacsv.WriteOptions(delimiter=delimiter,
-                                                                                     quoting_style=quoting)))
+        atomic_write(
+            path,
+            lambda tmp: pacsv.write_csv(table, tmp, pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting)),
+        )
 
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
@@ -253,8 +271,10 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     write_table(out, {**kept, **predicted})
     note = f" · input column(s) {', '.join(renamed)} kept as '<name> (input)'" if renamed else ""
     step = f"step {info.step}" if info.step >= 0 else "each task's best step"
-    return (f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "
-            f"{n / seconds:,.0f} rows/s ({seconds:.2f} s on {where_it_ran(model)}){note}")
+    return (
+        f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "
+        f"{n / seconds:,.0f} rows/s ({seconds:.2f} s on {where_it_ran(model)}){note}"
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

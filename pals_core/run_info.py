@@ -5,6 +5,7 @@ Texts are tokenised as the trainer tokenised its rows (``data.load``: truncation
 longest-first) and batched as it evaluated its dev sets (``train.evaluate.predict``: sorted by length, the run's
 ``eval_batch_size``, padded per batch), so a run's dev file predicted here scores exactly what summary.json says.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,11 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
     root = Path(run_dir)
     config_file = root / "config.json"
     if not config_file.is_file():
-        hint = (" (a --seeds or separate-models folder: give one of its runs, e.g. seed-0/ or task-<name>/)"
-                if (root / "seeds.json").is_file() or (root / "separate.json").is_file() else "")
+        hint = (
+            " (a --seeds or separate-models folder: give one of its runs, e.g. seed-0/ or task-<name>/)"
+            if (root / "seeds.json").is_file() or (root / "separate.json").is_file()
+            else ""
+        )
         raise ValueError(f"{root} holds no pals-train run (no config.json){hint}")
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -95,8 +99,9 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
     return RunInfo(root, config, folder, int(step), records, labels, counts)
 
 
-def encode_texts(info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[str]] = None,
-                 paired: Optional[Sequence[bool]] = None):
+def encode_texts(
+    info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, paired: Optional[Sequence[bool]] = None
+):
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were: row i with its
     second text ``pairs[i]`` where ``paired[i]`` (default: every row when ``pairs`` is given), alone otherwise."""
     from .data.encoded import Encoded
@@ -110,8 +115,14 @@ def encode_texts(info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[s
         idx = [i for i in range(n) if paired[i] == with_pair]
         if not idx:
             continue
-        out = tok([texts[i] for i in idx], [pairs[i] for i in idx] if with_pair else None, truncation=True,
-                  max_length=info.max_len, return_token_type_ids=True, return_attention_mask=False)
+        out = tok(
+            [texts[i] for i in idx],
+            [pairs[i] for i in idx] if with_pair else None,
+            truncation=True,
+            max_length=info.max_len,
+            return_token_type_ids=True,
+            return_attention_mask=False,
+        )
         for j, i in enumerate(idx):
             rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
     lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
@@ -122,9 +133,15 @@ def encode_texts(info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[s
     return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
 
 
-def predict_texts(model, texts: Union[str, Sequence[str]], pairs: Optional[Sequence[str]] = None, *,
-                  tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None,
-                  progress=None) -> dict[str, TaskOutputs]:
+def predict_texts(
+    model,
+    texts: Union[str, Sequence[str]],
+    pairs: Optional[Sequence[str]] = None,
+    *,
+    tasks: Optional[Sequence[str]] = None,
+    batch_size: Optional[int] = None,
+    progress=None,
+) -> dict[str, TaskOutputs]:
     """Every task's (``tasks``') outputs on ``texts``: one ``predict_all`` per batch (the trunk once), batches in
     order of length as the run's evaluation made them; ``progress(n)`` is told of each batch's rows."""
     import torch
@@ -151,10 +168,14 @@ def predict_texts(model, texts: Union[str, Sequence[str]], pairs: Optional[Seque
         order = np.argsort(data.lengths, kind="stable")
         with torch.no_grad():
             for start in range(0, len(order), size):
-                rows = order[start:start + size]
+                rows = order[start : start + size]
                 b = data.batch(rows)
-                out = model.predict_all(b["input_ids"].to(device), b["attention_mask"].to(device),
-                                        b["token_type_ids"].to(device), tasks=group)
+                out = model.predict_all(
+                    b["input_ids"].to(device),
+                    b["attention_mask"].to(device),
+                    b["token_type_ids"].to(device),
+                    tasks=group,
+                )
                 for t in group:
                     logits[t][rows] = out[t].float().cpu().numpy()
                 if progress is not None:

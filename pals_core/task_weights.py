@@ -6,6 +6,7 @@ names (``adapter.*``, ``head.*``, ``pooler.*``) and, in the safetensors metadata
 ``AdapterConfig``, the task name, ``num_labels`` and the base shape, so ``load_task`` can attach it to
 any ``MultiTaskBert`` with the same design and trunk shape (adding the task if the model lacks it).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,10 +57,16 @@ def read_task_file(path: Union[str, os.PathLike]) -> TaskFile:
     except Exception as e:  # safetensors raises its own error types for non-safetensors input
         raise ValueError(f"{path} is not a safetensors file: {e}") from None
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a PALs Explorer task file (format {meta.get('format')!r}, expected {FORMAT!r})")
+        raise ValueError(
+            f"{path} is not a PALs Explorer task file (format {meta.get('format')!r}, expected {FORMAT!r})"
+        )
     try:
-        return TaskFile(meta["task"], int(meta["num_labels"]), AdapterConfig.from_dict(json.loads(meta["adapter_config"])),
-                        json.loads(meta["base"]))
+        return TaskFile(
+            meta["task"],
+            int(meta["num_labels"]),
+            AdapterConfig.from_dict(json.loads(meta["adapter_config"])),
+            json.loads(meta["base"]),
+        )
     except (KeyError, ValueError, TypeError) as e:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
 
@@ -79,8 +86,11 @@ def save_task(model, task: str, path: Union[str, os.PathLike]) -> None:
 
 
 def _design_differences(model, saved: AdapterConfig) -> list[str]:
-    diff = [f"{k}: file {getattr(saved, k)!r}, model {getattr(model.config, k)!r}"
-            for k in _DESIGN_FIELDS if getattr(saved, k) != getattr(model.config, k)]
+    diff = [
+        f"{k}: file {getattr(saved, k)!r}, model {getattr(model.config, k)!r}"
+        for k in _DESIGN_FIELDS
+        if getattr(saved, k) != getattr(model.config, k)
+    ]
     if not diff:
         _, layers = check_config(model.shape, saved)
         if layers != model.layers:

@@ -7,6 +7,7 @@ tokenizer, with the ``--max-len`` / ``--seq-len`` that keeps 95 % of rows whole.
 
 Bad input (a missing file, a bad record or row, an unknown model) is one line on stderr and exit status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,21 +19,39 @@ from .flags import OneLineParser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="pals-tasks", description=__doc__.splitlines()[0],
-                epilog="Example: pals-tasks examples/tasks/tasks.yaml --max-len 64")
+    p = OneLineParser(
+        prog="pals-tasks",
+        description=__doc__.splitlines()[0],
+        epilog="Example: pals-tasks examples/tasks/tasks.yaml --max-len 64",
+    )
     p.add_argument("tasks_file", metavar="FILE", help="a tasks file (YAML/JSON with a top-level 'tasks:' mapping)")
-    p.add_argument("--model", default=None, help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
-                                                 "(default: the embedded all-MiniLM-L6-v2)")
-    p.add_argument("--max-len", type=int, default=128, metavar="N",
-                   help="the length to judge truncation against (pals-train --max-len; default 128)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
+        "(default: the embedded all-MiniLM-L6-v2)",
+    )
+    p.add_argument(
+        "--max-len",
+        type=int,
+        default=128,
+        metavar="N",
+        help="the length to judge truncation against (pals-train --max-len; default 128)",
+    )
     p.add_argument("--glue-dir", metavar="DIR", help="GLUE folder for {glue: …} tasks (default: $PALS_GLUE_DIR)")
-    p.add_argument("--seed", type=int, default=0, metavar="K",
-                   help="seed that draws the dev rows of a task without a dev file, as pals-train --seed K (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="seed that draws the dev rows of a task without a dev file, as pals-train --seed K (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     return p
 
 
 # ------------------------------------------------------------------------------------ formatting
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
@@ -47,13 +66,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
 def _labels_lines(p: dict) -> list[str]:
     dist = p["distribution"]
     if p["kind"] == "regression":
-        rows = [[split, *(f"{d[k]:.3g}" for k in ("mean", "std", "min", "max"))]
-                for split, d in dist.items()]
+        rows = [[split, *(f"{d[k]:.3g}" for k in ("mean", "std", "min", "max"))] for split, d in dist.items()]
         return _table(["target", "mean", "std", "min", "max"], rows)
     n = {"train": p["train_rows"], "dev": p["dev_rows"]}
     what = "rows with label" if p["kind"] == "multilabel" else "label"
-    rows = [[name] + [f"{dist[s][name]:,} ({_pct(dist[s][name] / n[s]) if n[s] else '0.0'} %)" for s in ("train", "dev")]
-            for name in p["labels"]]
+    rows = [
+        [name] + [f"{dist[s][name]:,} ({_pct(dist[s][name] / n[s]) if n[s] else '0.0'} %)" for s in ("train", "dev")]
+        for name in p["labels"]
+    ]
     return _table([what, "train", "dev"], rows)
 
 
@@ -76,16 +96,21 @@ def _tokens_line(p: dict) -> str:
     t = p["tokens"]
     if t is None:
         return "  tokens: not counted (no tokenizer)"
-    return (f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
-            f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}")
+    return (
+        f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
+        f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
+    )
 
 
 def format_profiles(profiles: Sequence[dict], header: str, limit: Optional[int] = None) -> str:
     """The readable report: one block per task, then the suggested length (at most ``limit`` tokens)."""
     lines = [header]
     for p in profiles:
-        lines += ["", f"{p['name']}  ({p['kind']}) · train {p['train_rows']:,} rows · dev {p['dev_rows']:,} rows "
-                      f"from {p['dev_source']}"]
+        lines += [
+            "",
+            f"{p['name']}  ({p['kind']}) · train {p['train_rows']:,} rows · dev {p['dev_rows']:,} rows "
+            f"from {p['dev_source']}",
+        ]
         lines += _labels_lines(p)
         lines += [_majority_line(p), _tokens_line(p)]
     lines += ["", suggestion(profiles, limit)]
@@ -106,13 +131,16 @@ def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
     if n is None:
         return "suggested length: none (no tokens counted)"
     worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
-    why = (f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are cut"
-           if n == worst["tokens"]["p95"] else
-           f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are cut")
+    why = (
+        f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are cut"
+        if n == worst["tokens"]["p95"]
+        else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are cut"
+    )
     return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}"
 
 
 # ------------------------------------------------------------------------------------------ main
+
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
@@ -128,10 +156,21 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
     model = args.model or "all-MiniLM-L6-v2 (embedded)"
     if args.json:
-        return json.dumps({"tasks_file": args.tasks_file, "model": model, "max_len": args.max_len, "seed": args.seed,
-                           "tasks": profiles, "suggested_max_len": suggested_len(profiles, limit)}, indent=2)
-    header = (f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"
-              f" · max-len {args.max_len} · dev rows of tasks without a dev file drawn by seed {args.seed}")
+        return json.dumps(
+            {
+                "tasks_file": args.tasks_file,
+                "model": model,
+                "max_len": args.max_len,
+                "seed": args.seed,
+                "tasks": profiles,
+                "suggested_max_len": suggested_len(profiles, limit),
+            },
+            indent=2,
+        )
+    header = (
+        f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"
+        f" · max-len {args.max_len} · dev rows of tasks without a dev file drawn by seed {args.seed}"
+    )
     return format_profiles(profiles, header, limit)
 
 

@@ -19,6 +19,7 @@ the heads) and files' sha256. A worker on another machine gives its own copy wit
 the stored path) and is refused, naming the file, when that copy is not what the study was created on. Only the GLUE
 tasks among a study's tasks need ``--glue-dir``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,16 @@ from .definitions import DEFINITIONS, get_definition
 from .errors import StudyError
 from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, MACHINE_SKIP, StudySettings
 from .naming import RUN_KEY_ATTR, check_study_name, report_folder, trial_root
-from .storage import (DEFAULT_HEARTBEAT_S, DEFAULT_MAX_RETRY, DEFAULT_STORAGE, NoStudies, load, masked, open_storage,
-                      study_names)
+from .storage import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_RETRY,
+    DEFAULT_STORAGE,
+    NoStudies,
+    load,
+    masked,
+    open_storage,
+    study_names,
+)
 
 PROG = "pals-study"
 DEFAULT_OUT = "studies_out"
@@ -55,20 +64,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _storage_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
-                   help=f"Optuna RDB storage: sqlite:///file.db, postgresql://user:pw@host/db, mysql+pymysql://… "
-                        f"(default {DEFAULT_STORAGE})")
+    p.add_argument(
+        "--storage",
+        default=DEFAULT_STORAGE,
+        metavar="URL",
+        help=f"Optuna RDB storage: sqlite:///file.db, postgresql://user:pw@host/db, mysql+pymysql://… "
+        f"(default {DEFAULT_STORAGE})",
+    )
 
 
 def _settings_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("study settings (stored in the study; workers that join it inherit them)")
-    g.add_argument("--tasks", help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)}); with --tasks-file, "
-                   "names out of the file (default: all of them)")
-    g.add_argument("--tasks-file", metavar="FILE",
-                   help="your own tasks: a YAML/JSON tasks file (README: Your own tasks); the study stores its path, its "
-                        "tasks' records and their files' sha256, and a worker whose copy differs is refused "
-                        "(on another machine give that machine's copy)")
-    g.add_argument("--model", help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM")
+    g.add_argument(
+        "--tasks",
+        help=f"GLUE tasks, comma-separated (default {','.join(DEFAULT_TASKS)}); with --tasks-file, "
+        "names out of the file (default: all of them)",
+    )
+    g.add_argument(
+        "--tasks-file",
+        metavar="FILE",
+        help="your own tasks: a YAML/JSON tasks file (README: Your own tasks); the study stores its path, its "
+        "tasks' records and their files' sha256, and a worker whose copy differs is refused "
+        "(on another machine give that machine's copy)",
+    )
+    g.add_argument(
+        "--model",
+        help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM",
+    )
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
     g.add_argument("--batch-size", help="default 16")
@@ -78,24 +100,43 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lr", help="learning rate where not searched (default 1e-4)")
     g.add_argument("--warmup", help="warm-up fraction where not searched (default 0.1)")
     g.add_argument("--sampling", choices=sorted(SAMPLERS), help="task sampling where not searched (default annealed)")
-    g.add_argument("--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)")
+    g.add_argument(
+        "--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)"
+    )
     g.add_argument("--seed", help="training seed, the same for every trial (default 0)")
-    g.add_argument("--seeds", help="repeat every trial over these training seeds, e.g. 0,1,2, and optimise the mean dev "
-                   "average (the report shows the 95 %% t-interval); pruning looks at the first seed's run")
-    g.add_argument("--methods", help="design studies: methods to search, comma-separated (default: every method that fits)")
+    g.add_argument(
+        "--seeds",
+        help="repeat every trial over these training seeds, e.g. 0,1,2, and optimise the mean dev "
+        "average (the report shows the 95 %% t-interval); pruning looks at the first seed's run",
+    )
+    g.add_argument(
+        "--methods", help="design studies: methods to search, comma-separated (default: every method that fits)"
+    )
     g.add_argument("--max-d-s", metavar="N", help="design studies: largest d_s sampled (default: the hidden size d)")
     add_budget_flags(p, title="study budget (one of)", defaults_help=f"; default --budget {DEFAULT_BUDGET_RATIO}")
-    add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study): design "
-              "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design")
-    add_flags(p, Machine, skip=MACHINE_SKIP, names=MACHINE_NAMES,
-              title="machine (Machine; shared with pals-budget, where the profile is --device): each constraint "
-              "(footprint.constraints: training memory, step time, serving memory) bounds every trial's d_s like the "
-              "parameter budget, priced at --batch-size sequences of --max-len tokens; stored in the study")
+    add_flags(
+        p,
+        AdapterConfig,
+        title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study): design "
+        "studies search --method/--location/--d-s and keep the others for every trial; other studies train this design",
+    )
+    add_flags(
+        p,
+        Machine,
+        skip=MACHINE_SKIP,
+        names=MACHINE_NAMES,
+        title="machine (Machine; shared with pals-budget, where the profile is --device): each constraint "
+        "(footprint.constraints: training memory, step time, serving memory) bounds every trial's d_s like the "
+        "parameter budget, priced at --batch-size sequences of --max-len tokens; stored in the study",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Optuna studies over adapter design, task-sampling schedule and optimiser, "
-                                            "on one machine or many (one shared storage).")
+    p = _Parser(
+        prog=PROG,
+        description="Optuna studies over adapter design, task-sampling schedule and optimiser, "
+        "on one machine or many (one shared storage).",
+    )
     sub = p.add_subparsers(dest="command", metavar="{run,create,report,list}")
     sub.required = True
     names = ", ".join(DEFINITIONS)
@@ -104,20 +145,37 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("name", metavar="NAME", help=f"study definition: {names}")
     _storage_arg(r)
     r.add_argument("--study-name", help="name of the study in the storage (default NAME)")
-    r.add_argument("--trials", default="10", help="finished trials the study should hold, over all workers (default 10)")
+    r.add_argument(
+        "--trials", default="10", help="finished trials the study should hold, over all workers (default 10)"
+    )
     r.add_argument("--timeout", metavar="S", help="start no new trial after S seconds")
     r.add_argument("--glue-dir", help="GLUE TSV folder (default $PALS_GLUE_DIR)")
-    r.add_argument("--out", default=DEFAULT_OUT, help=f"run folders go to OUT/<study>/<run key>/trial-NNNN (default {DEFAULT_OUT})")
+    r.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"run folders go to OUT/<study>/<run key>/trial-NNNN (default {DEFAULT_OUT})"
+    )
     r.add_argument("--device", default="auto", help="auto | cpu | cuda (pick GPUs with CUDA_VISIBLE_DEVICES)")
     r.add_argument("--threads", help="torch CPU threads of this worker (default: torch's choice)")
     r.add_argument("--sampler-seed", help="seed of this worker's sampler (default random; give each worker its own)")
-    r.add_argument("--heartbeat", default=str(DEFAULT_HEARTBEAT_S), metavar="S",
-                   help=f"seconds between a running trial's heartbeats (default {DEFAULT_HEARTBEAT_S})")
-    r.add_argument("--grace", metavar="S", help="a trial silent this long is failed and retried (default 2 × heartbeat)")
-    r.add_argument("--max-retry", default=str(DEFAULT_MAX_RETRY), help=f"retries of a dead worker's trial (default {DEFAULT_MAX_RETRY})")
+    r.add_argument(
+        "--heartbeat",
+        default=str(DEFAULT_HEARTBEAT_S),
+        metavar="S",
+        help=f"seconds between a running trial's heartbeats (default {DEFAULT_HEARTBEAT_S})",
+    )
+    r.add_argument(
+        "--grace", metavar="S", help="a trial silent this long is failed and retried (default 2 × heartbeat)"
+    )
+    r.add_argument(
+        "--max-retry",
+        default=str(DEFAULT_MAX_RETRY),
+        help=f"retries of a dead worker's trial (default {DEFAULT_MAX_RETRY})",
+    )
     r.add_argument("--progress", action="store_true", help="show the trainer's progress bars")
-    r.add_argument("--no-checkpoints", action="store_true",
-                   help="delete a finished trial's checkpoints (its config, metrics and summary stay); saves disk")
+    r.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="delete a finished trial's checkpoints (its config, metrics and summary stay); saves disk",
+    )
     _settings_args(r)
 
     c = sub.add_parser("create", help="create a study once, before starting parallel workers")
@@ -131,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     _storage_arg(rep)
     rep.add_argument("--out", help="folder for the files (default studies_out/<study>/report)")
     rep.add_argument("--top", default="10", help="rows of the printed leaderboard (default 10)")
-    rep.add_argument("--inline-js", action="store_true", help="embed plotly.js in each HTML file (offline viewing, ~4.5 MB each)")
+    rep.add_argument(
+        "--inline-js", action="store_true", help="embed plotly.js in each HTML file (offline viewing, ~4.5 MB each)"
+    )
 
     ls = sub.add_parser("list", help="the studies in a storage")
     _storage_arg(ls)
@@ -139,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- settings from arguments ----------------------------------------------------------------------
+
 
 def _int(text: str, flag: str) -> int:
     try:
@@ -173,8 +234,14 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     budget = budget_from_args(args)
     if budget is not None:
         kw["budget"] = budget.as_dict()
-    for flag, name in (("steps", "steps"), ("eval_every", "eval_every"), ("batch_size", "batch_size"),
-                       ("max_len", "max_len"), ("epoch_steps", "epoch_steps"), ("max_d_s", "max_d_s")):
+    for flag, name in (
+        ("steps", "steps"),
+        ("eval_every", "eval_every"),
+        ("batch_size", "batch_size"),
+        ("max_len", "max_len"),
+        ("epoch_steps", "epoch_steps"),
+        ("max_d_s", "max_d_s"),
+    ):
         v = getattr(args, flag)
         if v is not None:
             kw[name] = parse_positive_int(v, "--" + flag.replace("_", "-"))
@@ -216,8 +283,10 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     design_given = given_values(args, AdapterConfig)
     fixed = sorted(k for k in ("method", "location", "d_s") if k in design_given)
     if fixed and d.searches_design:
-        raise StudyError(f"{'/'.join('--' + k.replace('_', '-') for k in fixed)} fix the design; {definition!r} searches it "
-                         "(use --methods)")
+        raise StudyError(
+            f"{'/'.join('--' + k.replace('_', '-') for k in fixed)} fix the design; {definition!r} searches it "
+            "(use --methods)"
+        )
     template = AdapterConfig(**design_given)
     settings = StudySettings(definition=definition, **{**d.defaults, **kw})
     given = set(kw) | ({"adapter"} if design_given else set())
@@ -258,6 +327,7 @@ def _machine(given: dict) -> dict:
 
 # --- commands ---------------------------------------------------------------------------------------
 
+
 def _open(args, study_name: str, *, worker: bool):
     from .runner import make_pruner, make_sampler, open_study
 
@@ -296,15 +366,19 @@ def _describe(definition, settings, ctx) -> str:
     from .runner import budget_text, machine_text
     from .tasks import describe_tasks
 
-    lines = [f"study definition {definition.name!r}: {definition.title}",
-             f"tasks {describe_tasks(settings)} · model {settings.model or 'embedded MiniLM'} · budget "
-             f"{budget_text(settings)} · {settings.steps} steps, dev evaluation every {settings.eval_every}"]
+    lines = [
+        f"study definition {definition.name!r}: {definition.title}",
+        f"tasks {describe_tasks(settings)} · model {settings.model or 'embedded MiniLM'} · budget "
+        f"{budget_text(settings)} · {settings.steps} steps, dev evaluation every {settings.eval_every}",
+    ]
     if settings.machine is not None:
         lines.append(f"machine: {machine_text(settings)}")
     if ctx.designs:
         within = "the budget" + (" and the machine" if settings.machine is not None else "")
-        lines.append(f"feasible designs (d_s range within {within}): " + ", ".join(
-            c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs))
+        lines.append(
+            f"feasible designs (d_s range within {within}): "
+            + ", ".join(c.key + (f" {c.step}..{c.d_max}" if c.sized else "") for c in ctx.designs)
+        )
     elif ctx.fixed_adapter is not None:
         a = ctx.fixed_adapter
         lines.append(f"fixed design: {label_of(a)}" + (f" d_s={a.d_s}" if a.d_s else ""))
@@ -347,37 +421,74 @@ def cmd_run(args) -> int:
     target = parse_positive_int(args.trials, "--trials")
     if done(study, target):  # nothing to do: answer before loading torch and the model code
         c = counts(study)
-        print(f"study {name!r} already holds {c['COMPLETE'] + c['PRUNED']} finished trials (--trials {target}); "
-              f"this worker ran 0")
+        print(
+            f"study {name!r} already holds {c['COMPLETE'] + c['PRUNED']} finished trials (--trials {target}); "
+            f"this worker ran 0"
+        )
         return 0
     shape = model_shape(settings.model)
     ctx = make_context(definition, settings, shape)
     print(_describe(definition, settings, ctx), flush=True)
-    objective = Objective(definition, ctx, shape, trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
-                          str(glue) if glue is not None else None, device=args.device, threads=threads,
-                          progress=args.progress, keep_checkpoints=not args.no_checkpoints, target=target)
+    objective = Objective(
+        definition,
+        ctx,
+        shape,
+        trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
+        str(glue) if glue is not None else None,
+        device=args.device,
+        threads=threads,
+        progress=args.progress,
+        keep_checkpoints=not args.no_checkpoints,
+        target=target,
+    )
     result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     print(f"study {name!r}: {_counts_text(result.counts)} · this worker ran {result.ran}")
     from .report import format_table, leaderboard
 
-    print(format_table(leaderboard(study, top=5), ["rank", "trial", "dev average", "± ci95", "seeds", "task-specific parameters", "design",
-                                                    "d_s", "lr", "warmup", "alpha_start", "alpha_end", "alpha_shape",
-                                                    "epoch_steps", "pareto"]))
+    print(
+        format_table(
+            leaderboard(study, top=5),
+            [
+                "rank",
+                "trial",
+                "dev average",
+                "± ci95",
+                "seeds",
+                "task-specific parameters",
+                "design",
+                "d_s",
+                "lr",
+                "warmup",
+                "alpha_start",
+                "alpha_end",
+                "alpha_shape",
+                "epoch_steps",
+                "pareto",
+            ],
+        )
+    )
     print(f"report: {PROG} report {name} --storage {args.storage}")
     if result.stopped:
-        print(f"{PROG}: stopped by a signal; the interrupted trial is queued again and resumes from its checkpoint",
-              file=sys.stderr)
+        print(
+            f"{PROG}: stopped by a signal; the interrupted trial is queued again and resumes from its checkpoint",
+            file=sys.stderr,
+        )
         return 130
     if result.gave_up:
-        print(f"{PROG}: stopped after {result.failed_here} failed trials in a row; last: {result.last_error}", file=sys.stderr)
+        print(
+            f"{PROG}: stopped after {result.failed_here} failed trials in a row; last: {result.last_error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
 def _counts_text(c: dict) -> str:
     """'3 complete, 1 pruned, 0 failed, 0 running, 0 waiting' (and the surplus trials given up, if any)."""
-    text = (f"{c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
-            f"{c['WAITING']} waiting")
+    text = (
+        f"{c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
+        f"{c['WAITING']} waiting"
+    )
     return text + (f", {c['SURPLUS']} surplus (given up untrained: the target was reached)" if c.get("SURPLUS") else "")
 
 
@@ -395,9 +506,11 @@ def cmd_report(args) -> int:
         from .tasks import describe_tasks
 
         d, st = load_definition(study), load_settings(study)
-        print(f"{d.name}: {d.title} · tasks {describe_tasks(st)} · model {st.model or 'embedded MiniLM'} · "
-              f"budget {budget_text(st)} · {st.steps} steps per trial"
-              + (f" · machine: {machine_text(st)}" if st.machine is not None else ""))
+        print(
+            f"{d.name}: {d.title} · tasks {describe_tasks(st)} · model {st.model or 'embedded MiniLM'} · "
+            f"budget {budget_text(st)} · {st.steps} steps per trial"
+            + (f" · machine: {machine_text(st)}" if st.machine is not None else "")
+        )
     except (StudyError, ValueError, TypeError, KeyError, AttributeError) as e:  # plain Optuna's, or edited settings
         print(f"study settings not shown: {' '.join(str(e).split())}; its trials are reported as Optuna holds them")
     print(f"study {args.name!r}: {_counts_text(c)}")

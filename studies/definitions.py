@@ -10,6 +10,7 @@
 Optuna's define-by-run spaces must keep one distribution per parameter name, so the size of each design has its
 own name (``d_s_pals_top``), and its range [step, d_max] is fixed for the study by the calculator.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -93,15 +94,31 @@ def _optimizer(trial: optuna.Trial, ctx: Context) -> dict:
     }
 
 
-DEFINITIONS: dict[str, Definition] = {d.name: d for d in (
-    Definition("design", "Adapter method × location × size within the budget (dev average)", ("maximize",), True, _design),
-    Definition("design-pareto", "Adapter design: dev average vs task-specific parameters (Pareto front)",
-               ("maximize", "minimize"), True, _design),
-    # p_i ∝ N_i^α only differs between tasks of different sizes: no cap on training rows by default
-    Definition("alpha-schedule", "Task-sampling schedule: α start, α end, shape, epoch length", ("maximize",), False,
-               _alpha_schedule, {"max_train_examples": None}),
-    Definition("optimizer", "Learning rate and warm-up", ("maximize",), False, _optimizer),
-)}
+DEFINITIONS: dict[str, Definition] = {
+    d.name: d
+    for d in (
+        Definition(
+            "design", "Adapter method × location × size within the budget (dev average)", ("maximize",), True, _design
+        ),
+        Definition(
+            "design-pareto",
+            "Adapter design: dev average vs task-specific parameters (Pareto front)",
+            ("maximize", "minimize"),
+            True,
+            _design,
+        ),
+        # p_i ∝ N_i^α only differs between tasks of different sizes: no cap on training rows by default
+        Definition(
+            "alpha-schedule",
+            "Task-sampling schedule: α start, α end, shape, epoch length",
+            ("maximize",),
+            False,
+            _alpha_schedule,
+            {"max_train_examples": None},
+        ),
+        Definition("optimizer", "Learning rate and warm-up", ("maximize",), False, _optimizer),
+    )
+}
 
 
 def get_definition(name: str) -> Definition:

@@ -1,4 +1,5 @@
 """The one error type of ``studies``: bad input or an unusable storage, reported as one line (CLI exit 2)."""
+
 from __future__ import annotations
 
 

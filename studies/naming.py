@@ -8,6 +8,7 @@ that pals-study creates also gets a random ``run key`` (a user attribute), and i
 key, so the old one's leftovers are never in its way. Studies created before the key existed keep
 ``OUT/<folder name>/trial-NNNN``.
 """
+
 from __future__ import annotations
 
 import hashlib

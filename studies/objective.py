@@ -9,6 +9,7 @@ every trial can be inspected or resumed; a retry of a trial whose worker died re
 directory when it is on this machine. A study on a tasks file trains from this worker's copy of it
 (``StudySettings.tasks_file``, checked against the study's data when the worker joined).
 """
+
 from __future__ import annotations
 
 import os
@@ -60,8 +61,9 @@ def surplus(trial: optuna.Trial, target: int) -> bool:
     number."""
     from optuna.trial import TrialState
 
-    ahead = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
-                                                            TrialState.RUNNING, TrialState.WAITING))
+    ahead = trial.study.get_trials(
+        deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    )
     return sum(1 for t in ahead if t.number < trial.number and not is_surplus(t)) >= target
 
 
@@ -86,8 +88,12 @@ class Objective:
     def run_dir(self, trial: optuna.Trial, original: Optional[int]) -> tuple[str, bool]:
         """(directory, resume?): a retry (of trial ``original``) resumes in its directory if that is on this machine."""
         previous = trial.user_attrs.get("run_dir")
-        if original is not None and previous and trial.user_attrs.get("host") == socket.gethostname() \
-                and any(os.path.exists(os.path.join(previous, m)) for m in (RESUMABLE_MARKER, SEEDS_MARKER)):
+        if (
+            original is not None
+            and previous
+            and trial.user_attrs.get("host") == socket.gethostname()
+            and any(os.path.exists(os.path.join(previous, m)) for m in (RESUMABLE_MARKER, SEEDS_MARKER))
+        ):
             return previous, True
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
 
@@ -101,8 +107,10 @@ class Objective:
         self.surplus = False
         if self.target is not None and surplus(trial, self.target):
             self.surplus = True
-            reason = (f"given up untrained: the study already had {self.target} trials finished or under way "
-                      "(--trials), another worker took the last place")
+            reason = (
+                f"given up untrained: the study already had {self.target} trials finished or under way "
+                "(--trials), another worker took the last place"
+            )
             trial.set_user_attr(SURPLUS_ATTR, reason)
             raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials: {reason}")
         s = self.ctx.settings
@@ -110,29 +118,49 @@ class Objective:
         adapter = plan.pop("adapter")
         cost = cost_of(self.shape, s.calc_tasks(), adapter, s.budget_obj(), self.ctx.bound)
         if not cost.feasible:  # the space is built from the solver, so this is a bug, not a bad trial
-            raise RuntimeError(f"design {adapter} exceeds the study's budget ({cost.binding or 'params'}): "
-                               f"{cost.params_task_specific:,} extra parameters")
+            raise RuntimeError(
+                f"design {adapter} exceeds the study's budget ({cost.binding or 'params'}): "
+                f"{cost.params_task_specific:,} extra parameters"
+            )
         original = retried_from(trial)
         run_dir, resume = self.run_dir(trial, original)
         attrs = {
-            "method": adapter.method, "location": cost.location, "d_s": adapter.d_s,
+            "method": adapter.method,
+            "location": cost.location,
+            "d_s": adapter.d_s,
             "design": design_label(adapter.method, cost.location),
-            "params_task_specific": cost.params_task_specific, "params_total": cost.params_total,
-            "ratio": cost.ratio, "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
-            "run_dir": run_dir, "host": socket.gethostname(), "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "params_task_specific": cost.params_task_specific,
+            "params_total": cost.params_total,
+            "ratio": cost.ratio,
+            "flops_ratio": cost.flops_per_seq / cost.flops_base_per_seq,
+            "run_dir": run_dir,
+            "host": socket.gethostname(),
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
             "resumed": resume,
-            "retry_of": original, "error": None,
+            "retry_of": original,
+            "error": None,
         }
         if cost.memory_train is not None:  # the study's machine: what this design costs on it (the calculator's)
             attrs.update(memory_train=cost.memory_train["total"], time_ratio=cost.time_ratio)
         for k, v in attrs.items():
             trial.set_user_attr(k, v)
         cfg = TrainConfig(
-            tasks=list(s.tasks), tasks_file=s.tasks_file, adapter=adapter, model=s.model, glue_dir=self.glue_dir,
+            tasks=list(s.tasks),
+            tasks_file=s.tasks_file,
+            adapter=adapter,
+            model=s.model,
+            glue_dir=self.glue_dir,
             out=run_dir,
-            steps=s.steps, batch_size=s.batch_size, max_len=s.max_len, eval_every=s.eval_every,
-            max_train_examples=s.max_train_examples, max_eval_examples=s.max_eval_examples, seed=s.seed,
-            device=self.device, num_threads=self.threads, **self._training_fields(plan),
+            steps=s.steps,
+            batch_size=s.batch_size,
+            max_len=s.max_len,
+            eval_every=s.eval_every,
+            max_train_examples=s.max_train_examples,
+            max_eval_examples=s.max_eval_examples,
+            seed=s.seed,
+            device=self.device,
+            num_threads=self.threads,
+            **self._training_fields(plan),
         )
         multi = self.definition.multi_objective
 
@@ -142,7 +170,9 @@ class Objective:
                 return
             trial.report(float(average), int(step))
             if step < s.steps and trial.should_prune():  # the last evaluation ends a run anyway: keep it complete
-                raise optuna.TrialPruned(f"dev average {average:.4f} at step {step} is below the median of earlier trials")
+                raise optuna.TrialPruned(
+                    f"dev average {average:.4f} at step {step} is below the median of earlier trials"
+                )
 
         try:
             if s.seeds:
@@ -167,8 +197,10 @@ class Objective:
             trial.set_user_attr("seeds", list(summary["seeds"]))
             trial.set_user_attr("average_std", summary["average"]["std"])
             trial.set_user_attr("average_ci95", summary["average"]["ci95"])
-            trial.set_user_attr("scores_ci95", {t: (m.get(records[t].main_metric) or {}).get("ci95")
-                                                for t, m in summary["scores"].items()})
+            trial.set_user_attr(
+                "scores_ci95",
+                {t: (m.get(records[t].main_metric) or {}).get("ci95") for t, m in summary["scores"].items()},
+            )
             trial.set_user_attr("best_step", [r["best_step"] for r in summary["runs"]])
             average = float(summary["average"]["mean"])
         else:

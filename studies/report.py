@@ -15,6 +15,7 @@ Everything shown about a study is computed here (the explorer view only lays it 
 - figures: optimisation history and parameter importances (Optuna's, fANOVA), learning curves of the
   reported dev averages, and the accuracy-vs-parameters Pareto front.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,11 +64,22 @@ def _map(values) -> Callable[[Any], bool]:
 
 
 ATTR_TYPES: dict[str, Callable[[Any], bool]] = {
-    "design": _text, "method": _text, "location": _text, "d_s": _integer, "ratio": _number, "flops_ratio": _number,
-    "params_task_specific": _number, "average_ci95": _number,
+    "design": _text,
+    "method": _text,
+    "location": _text,
+    "d_s": _integer,
+    "ratio": _number,
+    "flops_ratio": _number,
+    "params_task_specific": _number,
+    "average_ci95": _number,
     "seeds": lambda v: isinstance(v, list) and all(_integer(k) for k in v),
-    "scores": _map(_number), "main_metrics": _map(_text), "last_step": _integer, "wall_time_s": _number,
-    "run_dir": _text, "error": _text, "surplus": _text,
+    "scores": _map(_number),
+    "main_metrics": _map(_text),
+    "last_step": _integer,
+    "wall_time_s": _number,
+    "run_dir": _text,
+    "error": _text,
+    "surplus": _text,
 }
 """The trial user attributes the report reads, with the type each must have to be used (None is always "not
 recorded"). A trial of another program, or an edited storage, may hold anything under these names."""
@@ -116,9 +128,13 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     metrics = study_metrics(study)
     for t in study.get_trials(deepcopy=False):
         a, bad = trial_attrs(t)
-        row = {"trial": t.number, "state": t.state.name,
-               AVERAGE: t.values[0] if t.values else _last_reported(t),
-               CI95: a.get("average_ci95"), "seeds": len(a["seeds"]) if a.get("seeds") else None}
+        row = {
+            "trial": t.number,
+            "state": t.state.name,
+            AVERAGE: t.values[0] if t.values else _last_reported(t),
+            CI95: a.get("average_ci95"),
+            "seeds": len(a["seeds"]) if a.get("seeds") else None,
+        }
         for k in _ATTR_COLUMNS:
             row[k] = a.get(k)
         row[PARAMS] = _params_of(a)
@@ -155,7 +171,8 @@ def unread_text(frame: pd.DataFrame) -> str:
         return ""
     bad = frame[frame[BAD_ATTRS].notna()]
     return "user attributes of the wrong type, not shown: " + "; ".join(
-        f"trial {t}: {a}" for t, a in zip(bad["trial"], bad[BAD_ATTRS]))
+        f"trial {t}: {a}" for t, a in zip(bad["trial"], bad[BAD_ATTRS])
+    )
 
 
 def _last_reported(t: FrozenTrial) -> Optional[float]:
@@ -221,6 +238,7 @@ def format_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, max_
 
 # --- figures ------------------------------------------------------------------------------------
 
+
 def _target(study: optuna.Study, scale: float = 1.0):
     """The dev average of a trial, times ``scale`` (100 puts a ``pals-study`` study on the explorer's 0–100 scale);
     None where Optuna's own single objective serves as it is."""
@@ -256,8 +274,10 @@ def importance_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
     variance: the same on any scale)."""
     done = _completed(study)
     if len(done) < MIN_IMPORTANCE_TRIALS:
-        raise FigureUnavailable(f"parameter importances need at least {MIN_IMPORTANCE_TRIALS} completed trials "
-                                f"({len(done)} so far): fANOVA on fewer says nothing")
+        raise FigureUnavailable(
+            f"parameter importances need at least {MIN_IMPORTANCE_TRIALS} completed trials "
+            f"({len(done)} so far): fANOVA on fewer says nothing"
+        )
     common = set(done[0].params)
     for t in done[1:]:
         common &= set(t.params)
@@ -265,8 +285,9 @@ def importance_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
     if not varying:
         raise FigureUnavailable("no parameter varies across the completed trials yet")
     evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
-    fig = optuna.visualization.plot_param_importances(study, evaluator=evaluator, params=varying,
-                                                      target=_target(study, scale), target_name=_axis(scale))
+    fig = optuna.visualization.plot_param_importances(
+        study, evaluator=evaluator, params=varying, target=_target(study, scale), target_name=_axis(scale)
+    )
     fig.update_layout(title=f"Parameter importances for the {AVERAGE} — {study.study_name}")
     return fig
 
@@ -281,11 +302,18 @@ def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure
     fig = go.Figure()
     for t in trials:
         steps = sorted(t.intermediate_values)
-        fig.add_trace(go.Scatter(x=steps, y=[t.intermediate_values[s] * scale for s in steps], mode="lines+markers",
-                                 name=f"trial {t.number} ({t.state.name.lower()})",
-                                 line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"}))
-    fig.update_layout(title=f"Dev average during training — {study.study_name}", xaxis_title="training step",
-                      yaxis_title=_axis(scale))
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[t.intermediate_values[s] * scale for s in steps],
+                mode="lines+markers",
+                name=f"trial {t.number} ({t.state.name.lower()})",
+                line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"},
+            )
+        )
+    fig.update_layout(
+        title=f"Dev average during training — {study.study_name}", xaxis_title="training step", yaxis_title=_axis(scale)
+    )
     steps = sorted({s for t in trials for s in t.intermediate_values})
     if len(steps) <= 15:  # the evaluation steps themselves, never a fractional step between them
         fig.update_xaxes(tickmode="array", tickvals=steps)
@@ -303,15 +331,39 @@ def pareto_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
     label = "design" if "design" in board else None
     groups = board.groupby(label, sort=True) if label else [("trials", board)]
     for name, g in groups:
-        text = [f"trial {r.trial}" + (f" · d_s={int(r.d_s)}" if "d_s" in g and pd.notna(r.d_s) else "") for r in g.itertuples()]
-        fig.add_trace(go.Scatter(x=g[PARAMS], y=g[AVERAGE], mode="markers", name=str(name), text=text,
-                                 hovertemplate="%{text}<br>params %{x:,}<br>dev average %{y:" + (".4f" if scale == 1.0 else ".2f") + "}<extra></extra>",
-                                 marker={"size": 10, "symbol": ["star" if p else "circle" for p in g["pareto"]]}))
+        text = [
+            f"trial {r.trial}" + (f" · d_s={int(r.d_s)}" if "d_s" in g and pd.notna(r.d_s) else "")
+            for r in g.itertuples()
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=g[PARAMS],
+                y=g[AVERAGE],
+                mode="markers",
+                name=str(name),
+                text=text,
+                hovertemplate="%{text}<br>params %{x:,}<br>dev average %{y:"
+                + (".4f" if scale == 1.0 else ".2f")
+                + "}<extra></extra>",
+                marker={"size": 10, "symbol": ["star" if p else "circle" for p in g["pareto"]]},
+            )
+        )
     front = board[board["pareto"]].sort_values(PARAMS)
-    fig.add_trace(go.Scatter(x=front[PARAMS], y=front[AVERAGE], mode="lines", name="Pareto front",
-                             line={"shape": "hv", "color": "black", "dash": "dash"}, hoverinfo="skip"))
-    fig.update_layout(title=f"Dev average vs task-specific parameters — {study.study_name}",
-                      xaxis_title="task-specific parameters Σ_t (head_t + adapter_t)", yaxis_title=_axis(scale))
+    fig.add_trace(
+        go.Scatter(
+            x=front[PARAMS],
+            y=front[AVERAGE],
+            mode="lines",
+            name="Pareto front",
+            line={"shape": "hv", "color": "black", "dash": "dash"},
+            hoverinfo="skip",
+        )
+    )
+    fig.update_layout(
+        title=f"Dev average vs task-specific parameters — {study.study_name}",
+        xaxis_title="task-specific parameters Σ_t (head_t + adapter_t)",
+        yaxis_title=_axis(scale),
+    )
     return fig
 
 
@@ -338,6 +390,7 @@ def figures(study: optuna.Study, scale: float = 1.0) -> tuple[dict[str, go.Figur
 
 
 # --- files ---------------------------------------------------------------------------------------
+
 
 def write_report(study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn") -> dict[str, str]:
     """Write ``trials.csv``, ``leaderboard.csv`` and one HTML file per drawable figure into ``out_dir``.

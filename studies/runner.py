@@ -5,6 +5,7 @@ A worker is one process running trials one at a time until the study holds ``tar
 whose heartbeat went stale (their worker died) and ``RetryHeartbeatStaleTrialCallback`` queues their retries,
 which are run first. Workers share nothing but the storage.
 """
+
 from __future__ import annotations
 
 import time
@@ -63,11 +64,14 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
         check_machine(shape, settings.calc_tasks(), bound)
     within = f"the budget {budget_text(settings)}" + (f" and the machine ({machine_text(settings)})" if bound else "")
     if definition.searches_design:
-        designs = feasible_designs(shape, settings.calc_tasks(), budget, settings.methods, settings.template(), settings.max_d_s,
-                                   bound)
+        designs = feasible_designs(
+            shape, settings.calc_tasks(), budget, settings.methods, settings.template(), settings.max_d_s, bound
+        )
         if not designs:
-            raise StudyError(f"no design of {', '.join(settings.methods or ['any method'])} fits {within} "
-                             f"for {len(settings.tasks)} tasks")
+            raise StudyError(
+                f"no design of {', '.join(settings.methods or ['any method'])} fits {within} "
+                f"for {len(settings.tasks)} tasks"
+            )
         return Context(settings, designs, bound=bound)
     if settings.adapter is None:
         raise StudyError(f"study {definition.name!r} needs a fixed adapter design")
@@ -89,8 +93,10 @@ def machine_text(s: StudySettings) -> str:
     m = s.machine_obj()
     if m is None:
         return ""
-    return " · ".join([f"device {m.device}", f"batch {m.batch} × {s.max_len} tokens", m.precision]
-                      + [c.text(getattr(m, c.field)) for c, _ in m.bounds()])
+    return " · ".join(
+        [f"device {m.device}", f"batch {m.batch} × {s.max_len} tokens", m.precision]
+        + [c.text(getattr(m, c.field)) for c, _ in m.bounds()]
+    )
 
 
 def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:
@@ -107,22 +113,41 @@ def make_pruner(definition: Definition) -> optuna.pruners.BasePruner:
     return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
 
 
-def open_study(storage, study_name: str, definition: Definition, requested: StudySettings, given: Iterable[str],
-               *, sampler=None, pruner=None, create: bool = True) -> tuple[optuna.Study, StudySettings]:
+def open_study(
+    storage,
+    study_name: str,
+    definition: Definition,
+    requested: StudySettings,
+    given: Iterable[str],
+    *,
+    sampler=None,
+    pruner=None,
+    create: bool = True,
+) -> tuple[optuna.Study, StudySettings]:
     """Create the study (if ``create`` and absent) or join it. The stored settings win; an option given on this
     command line that contradicts them is an error (another worker would train a different problem)."""
     names = optuna.study.get_all_study_names(storage)
     if study_name not in names and not create:
-        raise StudyError(f"no study named {study_name!r} in this storage (studies there: {', '.join(sorted(names)) or 'none'})")
-    study = optuna.create_study(storage=storage, study_name=study_name, directions=list(definition.directions),
-                                load_if_exists=True, sampler=sampler, pruner=pruner)
+        raise StudyError(
+            f"no study named {study_name!r} in this storage (studies there: {', '.join(sorted(names)) or 'none'})"
+        )
+    study = optuna.create_study(
+        storage=storage,
+        study_name=study_name,
+        directions=list(definition.directions),
+        load_if_exists=True,
+        sampler=sampler,
+        pruner=pruner,
+    )
     attrs = study.user_attrs
     existing_def = attrs.get(DEFINITION_ATTR)
     if existing_def is not None and existing_def != definition.name:
         raise StudyError(f"study {study_name!r} is a {existing_def!r} study, not {definition.name!r}")
     if [d.name.lower() for d in study.directions] != list(definition.directions):
-        raise StudyError(f"study {study_name!r} exists with {len(study.directions)} objective(s); "
-                         f"{definition.name!r} has {len(definition.directions)} (use another --study-name)")
+        raise StudyError(
+            f"study {study_name!r} exists with {len(study.directions)} objective(s); "
+            f"{definition.name!r} has {len(definition.directions)} (use another --study-name)"
+        )
     if SETTINGS_ATTR not in attrs:
         from .naming import RUN_KEY_ATTR, new_run_key
 
@@ -132,13 +157,17 @@ def open_study(storage, study_name: str, definition: Definition, requested: Stud
         return study, requested
     stored = _settings_of(study_name, attrs[SETTINGS_ATTR])
     if "tasks_file" in set(given) and stored.tasks_file is None:
-        raise StudyError(f"study {study_name!r} was created on the GLUE tasks {','.join(stored.tasks)}, not on a tasks "
-                         "file; drop --tasks-file to join it, or start another --study-name")
+        raise StudyError(
+            f"study {study_name!r} was created on the GLUE tasks {','.join(stored.tasks)}, not on a tasks "
+            "file; drop --tasks-file to join it, or start another --study-name"
+        )
     clash = [k for k in requested.differences(stored) if k in set(given) - {"tasks_file", "data"}]
     if clash:
         k = clash[0]
-        raise StudyError(f"study {study_name!r} was created with {k} = {getattr(stored, k)!r}, not {getattr(requested, k)!r}; "
-                         "drop the option to join it, or start another --study-name")
+        raise StudyError(
+            f"study {study_name!r} was created with {k} = {getattr(stored, k)!r}, not {getattr(requested, k)!r}; "
+            "drop the option to join it, or start another --study-name"
+        )
     return study, stored
 
 
@@ -201,8 +230,14 @@ class WorkerResult:
     counts: dict = field(default_factory=dict)
 
 
-def run_worker(study: optuna.Study, objective: Callable, target: int, *, timeout: Optional[float] = None,
-               log: Callable[[str], None] = lambda s: None) -> WorkerResult:
+def run_worker(
+    study: optuna.Study,
+    objective: Callable,
+    target: int,
+    *,
+    timeout: Optional[float] = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> WorkerResult:
     """Run trials until the study holds ``target`` finished trials and no waiting retry (or ``timeout`` s)."""
     result = WorkerResult()
     start = time.monotonic()

@@ -21,6 +21,7 @@ Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — 
 worker's torch device). The profile is resolved when the study is created (``local`` or ``h100``, see
 ``machine.default_device``) and stored, so every worker and every resume bounds d_s the same way.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,7 +63,9 @@ class StudySettings:
     sampling: str = "annealed"
     epoch_steps: Optional[int] = None  # None: the trainer's default (2400, the paper's epoch)
     seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
-    seeds: Optional[list[int]] = None  # repeat every trial over these training seeds and optimise the mean (None: `seed` once)
+    seeds: Optional[list[int]] = (
+        None  # repeat every trial over these training seeds and optimise the mean (None: `seed` once)
+    )
     methods: Optional[list[str]] = None  # design study: methods searched (None: every method the calculator knows)
     # The design settings every trial shares (AdapterConfig.as_dict()): alpha-schedule / optimizer studies train this
     # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
@@ -99,7 +102,9 @@ class StudySettings:
         if self.machine is not None:
             self.machine = machine_fields(self.machine)
         if self.eval_every > self.steps:
-            raise ValueError(f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score")
+            raise ValueError(
+                f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score"
+            )
 
     def _check_task_data(self) -> None:
         """``tasks_file`` is an absolute path and ``data`` holds a checked record, C_t and fingerprint for each task."""
@@ -116,9 +121,16 @@ class StudySettings:
             entry = self.data[name]
             record = TaskRecord.from_dict(entry.get("record") or {}).check()
             c = entry.get("num_labels")
-            if record.name != name or isinstance(c, bool) or not isinstance(c, int) or c < 1 \
-                    or not isinstance(entry.get("fingerprint"), str):
-                raise ValueError(f"data of task {name!r}: a record of that name, num_labels ≥ 1 and a fingerprint expected")
+            if (
+                record.name != name
+                or isinstance(c, bool)
+                or not isinstance(c, int)
+                or c < 1
+                or not isinstance(entry.get("fingerprint"), str)
+            ):
+                raise ValueError(
+                    f"data of task {name!r}: a record of that name, num_labels ≥ 1 and a fingerprint expected"
+                )
 
     def records(self) -> list:
         """The study's ``TaskRecord``s in ``tasks`` order: as stored (tasks file), else GLUE's built-in ones."""
@@ -155,8 +167,10 @@ class StudySettings:
         d = dict(d)
         version = d.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or version > SETTINGS_VERSION:
-            raise ValueError(f"study settings of version {version!r}: written by a newer pals-study than this one "
-                             f"(it reads up to {SETTINGS_VERSION}); update it")
+            raise ValueError(
+                f"study settings of version {version!r}: written by a newer pals-study than this one "
+                f"(it reads up to {SETTINGS_VERSION}); update it"
+            )
         if "heads" in d and "heads" not in (d.get("adapter") or {}):  # studies stored before h_s moved into `adapter`
             d["adapter"] = {**(d.get("adapter") or {}), "heads": d["heads"]}
         return cls(**{k: v for k, v in d.items() if k in known})

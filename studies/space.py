@@ -10,6 +10,7 @@ A study with machine settings (``MachineBound``: ``--memory``, ``--max-slowdown`
 those budgets too — ``pals_core.budget.machine.constrain``, the same closed form ``pals-budget --memory`` uses —
 priced at the study's batch and sequence length; a family whose memory and time are not modelled is refused.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -18,8 +19,19 @@ from typing import Iterable, Optional, Sequence
 from pals_core.pricing.activations import Conditions
 from pals_core.pricing.config import design_label
 from pals_core.budget.machine import Machine, check_supported, constrain
-from pals_core.budget import (METHODS, AdapterConfig, BaseModel, Budget, Cost, at_size, design, get_method, parse_tasks,
-                              rows, solve)
+from pals_core.budget import (
+    METHODS,
+    AdapterConfig,
+    BaseModel,
+    Budget,
+    Cost,
+    at_size,
+    design,
+    get_method,
+    parse_tasks,
+    rows,
+    solve,
+)
 from pals_core.budget.tasks import Task
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
@@ -54,8 +66,9 @@ def check_machine(shape: BaseModel, tasks: Tasks, bound: Optional[MachineBound])
     calculator does not model, or its sequence length is longer than the model takes: such a design is refused,
     never priced as another family or another length."""
     if bound is not None:
-        check_supported(design(shape, calc_tasks(tasks), AdapterConfig(method="shared"), seq_len=bound.seq_len),
-                        bound.machine)
+        check_supported(
+            design(shape, calc_tasks(tasks), AdapterConfig(method="shared"), seq_len=bound.seq_len), bound.machine
+        )
 
 
 @dataclass(frozen=True)
@@ -103,9 +116,15 @@ def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None)
     return min(d_s, cap) // step * step
 
 
-def feasible_designs(shape: BaseModel, tasks: Tasks, budget: Budget, methods: Optional[Iterable[str]] = None,
-                     template: Optional[AdapterConfig] = None, max_d_s: Optional[int] = None,
-                     bound: Optional[MachineBound] = None) -> list[DesignChoice]:
+def feasible_designs(
+    shape: BaseModel,
+    tasks: Tasks,
+    budget: Budget,
+    methods: Optional[Iterable[str]] = None,
+    template: Optional[AdapterConfig] = None,
+    max_d_s: Optional[int] = None,
+    bound: Optional[MachineBound] = None,
+) -> list[DesignChoice]:
     """Every method × location that fits ``budget`` (and ``bound``'s memory and step-time budgets) at its smallest
     size, with its largest size (exact convention).
 
@@ -119,8 +138,14 @@ def feasible_designs(shape: BaseModel, tasks: Tasks, budget: Budget, methods: Op
     template = template if template is not None else AdapterConfig()
     check_machine(shape, tasks, bound)
     out = []
-    for cost in rows(shape, calc_tasks(tasks), budget=budget, methods=names, adapter=template,
-                     **(bound.rows_kwargs() if bound is not None else {})):
+    for cost in rows(
+        shape,
+        calc_tasks(tasks),
+        budget=budget,
+        methods=names,
+        adapter=template,
+        **(bound.rows_kwargs() if bound is not None else {}),
+    ):
         if not cost.feasible:
             continue
         m = get_method(cost.method)
@@ -134,8 +159,13 @@ def feasible_designs(shape: BaseModel, tasks: Tasks, budget: Budget, methods: Op
     return out
 
 
-def cost_of(shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Optional[Budget] = None,
-            bound: Optional[MachineBound] = None) -> Cost:
+def cost_of(
+    shape: BaseModel,
+    tasks: Tasks,
+    cfg: AdapterConfig,
+    budget: Optional[Budget] = None,
+    bound: Optional[MachineBound] = None,
+) -> Cost:
     """The calculator's cost of one concrete design (exact convention), checked against ``budget`` — and with a
     ``bound`` priced on its machine (memory_train, time_ratio) and checked against its budgets (``binding`` names
     the first one broken)."""
@@ -145,11 +175,13 @@ def cost_of(shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Optional
     return constrain(at_size(ds, cfg.d_s, budget), ds, bound.machine, bound.conditions, solved=False)
 
 
-def largest_size(shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Budget,
-                 bound: Optional[MachineBound] = None) -> Cost:
+def largest_size(
+    shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Budget, bound: Optional[MachineBound] = None
+) -> Cost:
     """The solver's largest d_s of ``cfg`` (its method and location) within ``budget`` and ``bound``'s budgets."""
-    ds = design(shape, calc_tasks(tasks), cfg, check_size=False,
-                **({"seq_len": bound.seq_len} if bound is not None else {}))
+    ds = design(
+        shape, calc_tasks(tasks), cfg, check_size=False, **({"seq_len": bound.seq_len} if bound is not None else {})
+    )
     cost = solve(ds, budget)
     return cost if bound is None else constrain(cost, ds, bound.machine, bound.conditions, solved=True)
 

@@ -6,6 +6,7 @@ killed) is marked FAIL by the next worker that asks for a trial, and ``RetryHear
 copy of it (same parameters, same user attributes — its run directory) as WAITING, which that worker runs next.
 SQLite serialises writers: connections wait up to ``SQLITE_TIMEOUT_S`` for the lock instead of failing.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,10 @@ def _parse(url: str) -> sqlalchemy.engine.URL:
     try:
         return sqlalchemy.engine.make_url(url)
     except (sqlalchemy.exc.ArgumentError, ValueError):
-        raise StudyError(f"storage URL {url!r} is not a database URL "
-                         "(e.g. sqlite:///pals_studies.db, postgresql://user:password@host/db, mysql+pymysql://…)") from None
+        raise StudyError(
+            f"storage URL {url!r} is not a database URL "
+            "(e.g. sqlite:///pals_studies.db, postgresql://user:password@host/db, mysql+pymysql://…)"
+        ) from None
 
 
 def _sqlite_path(u: sqlalchemy.engine.URL) -> Optional[str]:
@@ -83,8 +86,14 @@ def _has_optuna_tables(url: str, kwargs: dict) -> bool:
         engine.dispose()
 
 
-def open_storage(url: str, *, heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S, grace: Optional[int] = None,
-                 max_retry: Optional[int] = DEFAULT_MAX_RETRY, create: bool = True) -> RDBStorage:
+def open_storage(
+    url: str,
+    *,
+    heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S,
+    grace: Optional[int] = None,
+    max_retry: Optional[int] = DEFAULT_MAX_RETRY,
+    create: bool = True,
+) -> RDBStorage:
     """An ``RDBStorage`` on ``url``; with ``heartbeat`` set, stale trials are failed and retried (up to ``max_retry``).
 
     ``create=False`` is reading: it creates neither a SQLite file nor a table (a database without Optuna's
@@ -116,16 +125,20 @@ def open_storage(url: str, *, heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S, gr
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             if hb:
                 hb["heartbeat_stale_trial_callback"] = RetryHeartbeatStaleTrialCallback(
-                    max_retry=max_retry, inherit_intermediate_values=True)
+                    max_retry=max_retry, inherit_intermediate_values=True
+                )
             if not create and not _has_optuna_tables(url, kwargs):
                 raise NoStudies(f"storage {masked(url)} holds no studies (no Optuna tables); nothing was changed")
             return RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=not create, **hb)
     except sqlalchemy.exc.NoSuchModuleError:
-        raise StudyError(f"storage URL {masked(url)!r}: unknown database kind {u.drivername!r} "
-                         "(sqlite, postgresql, mysql)") from None
+        raise StudyError(
+            f"storage URL {masked(url)!r}: unknown database kind {u.drivername!r} (sqlite, postgresql, mysql)"
+        ) from None
     except ImportError as e:
-        raise StudyError(f"storage {masked(url)}: database driver missing ({one_line(e.__cause__ or e)}); "
-                         f"{DRIVER_HINTS.get(u.get_backend_name(), 'install the driver named in the URL')}") from None
+        raise StudyError(
+            f"storage {masked(url)}: database driver missing ({one_line(e.__cause__ or e)}); "
+            f"{DRIVER_HINTS.get(u.get_backend_name(), 'install the driver named in the URL')}"
+        ) from None
     except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError, ValueError, OSError) as e:
         raise StudyError(f"cannot open storage {masked(url)}: {one_line(e)}") from None
 

@@ -10,6 +10,7 @@ report`` shows what was trained without reading any file.
 GLUE tasks — by name, or ``{glue: rte}`` in a tasks file — keep their files in each worker's ``--glue-dir``:
 they are checked there (``check_files``), never hashed into the study.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,13 +71,17 @@ def check_same_data(settings, tasks_file: str, study_name: str) -> None:
     try:
         now = study_data(_records(settings.tasks, tasks_file))
     except StudyError as e:
-        raise StudyError(f"{e} (study {study_name!r} was created on {settings.tasks_file}: give this machine's copy "
-                         "with --tasks-file)") from None
+        raise StudyError(
+            f"{e} (study {study_name!r} was created on {settings.tasks_file}: give this machine's copy "
+            "with --tasks-file)"
+        ) from None
     diffs = data_differences(settings.data, now)
     if diffs:
         more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-        raise StudyError(f"{tasks_file}: not the data study {study_name!r} was created on: {diffs[0]}{more}; "
-                         "restore it, or create another --study-name")
+        raise StudyError(
+            f"{tasks_file}: not the data study {study_name!r} was created on: {diffs[0]}{more}; "
+            "restore it, or create another --study-name"
+        )
 
 
 def glue_names(records: Sequence[TaskRecord]) -> list[str]:

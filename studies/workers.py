@@ -6,6 +6,7 @@ the worker's folder; its flags are rebuilt from ``StudySettings`` (``worker_argv
 worker.json's settings, storage, name and trials, each validated; the recorded ``argv`` is a record, never run.
 The process side (detached start, proof, SIGTERM, exit status) is ``pals_core.supervise``'s.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,10 +44,26 @@ def settings_flags(settings: StudySettings) -> list[str]:
     if s.model is not None:
         argv += ["--model", s.model]
     argv += s.budget_obj().to_argv()
-    argv += ["--steps", str(s.steps), "--eval-every", str(s.eval_every), "--batch-size", str(s.batch_size),
-             "--max-len", str(s.max_len),
-             "--max-train-examples", str(s.max_train_examples or 0), "--max-eval-examples", str(s.max_eval_examples or 0),
-             "--lr", repr(float(s.lr)), "--warmup", repr(float(s.warmup)), "--sampling", s.sampling]
+    argv += [
+        "--steps",
+        str(s.steps),
+        "--eval-every",
+        str(s.eval_every),
+        "--batch-size",
+        str(s.batch_size),
+        "--max-len",
+        str(s.max_len),
+        "--max-train-examples",
+        str(s.max_train_examples or 0),
+        "--max-eval-examples",
+        str(s.max_eval_examples or 0),
+        "--lr",
+        repr(float(s.lr)),
+        "--warmup",
+        repr(float(s.warmup)),
+        "--sampling",
+        s.sampling,
+    ]
     if s.epoch_steps is not None:
         argv += ["--epoch-steps", str(s.epoch_steps)]
     argv += ["--seeds", ",".join(map(str, s.seeds))] if s.seeds is not None else ["--seed", str(s.seed)]
@@ -73,8 +90,9 @@ def _study_name(name: Any) -> str:
         raise ValueError(str(e)) from None
 
 
-def worker_argv(settings: StudySettings, storage: str, study_name: str, trials: int, out: Path,
-                threads: Optional[int] = None) -> list[str]:
+def worker_argv(
+    settings: StudySettings, storage: str, study_name: str, trials: int, out: Path, threads: Optional[int] = None
+) -> list[str]:
     """``[python, -m, studies.cli, run, <definition>, --storage, URL, --study-name, NAME, --trials, N, --out, OUT,
     …settings]``. Raises ``ValueError`` unless ``pals-study``'s parser reads these flags back as ``settings``."""
     from .cli import build_parser, requested_settings
@@ -84,8 +102,18 @@ def worker_argv(settings: StudySettings, storage: str, study_name: str, trials: 
         raise ValueError(f"storage {storage!r} is not a database URL (sqlite:///file.db, postgresql://…)")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
-    args = ["run", settings.definition, "--storage", storage, "--study-name", study_name, "--trials", str(trials),
-            "--out", str(out)]
+    args = [
+        "run",
+        settings.definition,
+        "--storage",
+        storage,
+        "--study-name",
+        study_name,
+        "--trials",
+        str(trials),
+        "--out",
+        str(out),
+    ]
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
@@ -100,10 +128,19 @@ def worker_argv(settings: StudySettings, storage: str, study_name: str, trials: 
     return [sys.executable, "-m", STUDY_MODULE, *args]
 
 
-def settings_from_form(definition: str, *, tasks: str, model: Optional[str], budget, steps: int,
-                       max_examples: Optional[int] = None, machine: Optional[dict[str, str]] = None,
-                       budget_kind: str = "ratio", budget_of: str = "base",
-                       tasks_file: Optional[str] = None) -> StudySettings:
+def settings_from_form(
+    definition: str,
+    *,
+    tasks: str,
+    model: Optional[str],
+    budget,
+    steps: int,
+    max_examples: Optional[int] = None,
+    machine: Optional[dict[str, str]] = None,
+    budget_kind: str = "ratio",
+    budget_of: str = "base",
+    tasks_file: Optional[str] = None,
+) -> StudySettings:
     """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``budget``: a
     ratio (a number; of the base model's parameters, or ``budget_of`` "non-embedding"), or with ``budget_kind``
     "extra" / "per_task" a count as typed ("15M"); ``tasks_file``: the tasks file whose tasks ``tasks`` names
@@ -142,7 +179,7 @@ def absolute_storage(url: str) -> str:
     """A relative SQLite URL (``sqlite:///file.db``) made absolute, so a resume from another folder finds the same
     file; other URLs as given."""
     if isinstance(url, str) and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
-        return "sqlite:///" + os.path.abspath(url[len("sqlite:///"):])
+        return "sqlite:///" + os.path.abspath(url[len("sqlite:///") :])
     return url
 
 
@@ -155,8 +192,14 @@ def settings_of(worker: Worker) -> Optional[StudySettings]:
         return None
 
 
-def start(settings: StudySettings, storage: str, study_name: str, trials: int, root: Optional[Path] = None,
-          threads: Optional[int] = None) -> Worker:
+def start(
+    settings: StudySettings,
+    storage: str,
+    study_name: str,
+    trials: int,
+    root: Optional[Path] = None,
+    threads: Optional[int] = None,
+) -> Worker:
     """Start a ``pals-study run`` worker in the background (its own session) and record it on disk."""
     root = (Path(root) if root is not None else workers_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -164,8 +207,13 @@ def start(settings: StudySettings, storage: str, study_name: str, trials: int, r
     name = f"{folder_name(_study_name(study_name))[:60]}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     path = root / name
     argv = worker_argv(settings, storage, study_name, trials, path, threads)  # checked before any folder
-    record = {"storage": storage, "study_name": study_name, "trials": trials, "threads": threads,
-              "settings": settings.as_dict()}
+    record = {
+        "storage": storage,
+        "study_name": study_name,
+        "trials": trials,
+        "threads": threads,
+        "settings": settings.as_dict(),
+    }
     return supervised.start(path, record, argv)
 
 
@@ -176,8 +224,14 @@ def resume_argv(worker: Worker) -> list[str]:
     settings = settings_of(worker)
     if settings is None:
         raise ValueError(f"worker {worker.id} holds no readable study settings: nothing to resume")
-    return worker_argv(settings, record.get("storage"), record.get("study_name"), record.get("trials"),
-                       Path(worker.path).resolve(), record.get("threads"))
+    return worker_argv(
+        settings,
+        record.get("storage"),
+        record.get("study_name"),
+        record.get("trials"),
+        Path(worker.path).resolve(),
+        record.get("threads"),
+    )
 
 
 def resume(worker: Worker) -> Worker:

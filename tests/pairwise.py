@@ -13,6 +13,7 @@ is only not run on every commit).
 The choice is deterministic (greedy set cover, ties to the earliest case): the same grid gives the same cases, the
 same test ids, on every machine and every run, so a failure is reproducible and ``pytest --lf`` finds it again.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,9 @@ def pairs_of(case: tuple, skip: Collection[tuple[int, int]] = ()) -> set[tuple[i
     return {(i, case[i], j, case[j]) for i, j in combinations(range(len(case)), 2) if (i, j) not in skip}
 
 
-def all_pairs(cases: Iterable[tuple], skip: Collection[tuple[int, int]] = ()) -> set[tuple[int, Hashable, int, Hashable]]:
+def all_pairs(
+    cases: Iterable[tuple], skip: Collection[tuple[int, int]] = ()
+) -> set[tuple[int, Hashable, int, Hashable]]:
     """Every pair of levels that occurs together in at least one of ``cases`` (the pairs a covering set must keep)."""
     out: set[tuple[int, Hashable, int, Hashable]] = set()
     for case in cases:
@@ -57,8 +60,13 @@ def _features(case: tuple, skip: Collection[tuple[int, int]], also: Also | None)
     return out
 
 
-def pairwise(cases: Sequence[Case], *, keep: Iterable[Case] = (), skip: Collection[tuple[int, int]] = (),
-             also: Also | None = None) -> list[Case]:
+def pairwise(
+    cases: Sequence[Case],
+    *,
+    keep: Iterable[Case] = (),
+    skip: Collection[tuple[int, int]] = (),
+    also: Also | None = None,
+) -> list[Case]:
     """A subset of ``cases`` (all of the same length, hashable levels) covering every pair ``all_pairs(cases, skip)``
     holds and every single level.
 
@@ -105,7 +113,12 @@ def pairwise(cases: Sequence[Case], *, keep: Iterable[Case] = (), skip: Collecti
     return [cases[k] for k in sorted(kept)]
 
 
-def grid(cases: Sequence[Case], *, keep: Iterable[Case] = (), skip: Collection[tuple[int, int]] = (),
-         also: Also | None = None) -> list[Case]:
+def grid(
+    cases: Sequence[Case],
+    *,
+    keep: Iterable[Case] = (),
+    skip: Collection[tuple[int, int]] = (),
+    also: Also | None = None,
+) -> list[Case]:
     """The cases a test runs: ``pairwise(cases, keep=, skip=, also=)``, or every case when ``PALS_FULL_GRID=1``."""
     return list(dict.fromkeys(cases)) if full_grid() else pairwise(cases, keep=keep, skip=skip, also=also)

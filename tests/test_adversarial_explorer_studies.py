@@ -4,6 +4,7 @@ tab read a study another program wrote (or one with mistyped trial attributes); 
 
 Everything real: the page through ``streamlit.testing.v1.AppTest``, a run trained by ``pals_core.train`` (tiny
 model, GLUE RTE slices), Optuna studies in SQLite files, ``pals-study`` workers."""
+
 from __future__ import annotations
 
 import csv
@@ -58,15 +59,19 @@ def address(at) -> dict:
 
 # --- 1. a link's number out of range -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query,key,needle", [
-    ({"heads": "5000"}, "heads", "adapter heads h_s 5,000 is outside the sidebar's range, 1 to 4,096"),
-    ({"seq_len": "200000"}, "seq_len", "sequence length 200000 exceeds bert-base-uncased's 512 positions"),
-    ({"model": "tiny", "seq_len": "513"}, "seq_len", "sequence length 513 exceeds tiny's 512 positions"),
-    ({"tasks": "20000"}, "tasks", "number of tasks 20000 is unreasonably large (at most 10000)"),
-    ({"budget": "1e9"}, "budget", "budget ratio 1e+09 is above the largest the calculator prices (10,000)"),
-    ({"extra": "2e15"}, "extra", "extra budget 2e+15 is above the largest the calculator prices (1e+15)"),
-    ({"per_task": "5e15"}, "per_task", "per-task budget 5e+15 is above the largest the calculator prices (1e+15)"),
-])
+
+@pytest.mark.parametrize(
+    "query,key,needle",
+    [
+        ({"heads": "5000"}, "heads", "adapter heads h_s 5,000 is outside the sidebar's range, 1 to 4,096"),
+        ({"seq_len": "200000"}, "seq_len", "sequence length 200000 exceeds bert-base-uncased's 512 positions"),
+        ({"model": "tiny", "seq_len": "513"}, "seq_len", "sequence length 513 exceeds tiny's 512 positions"),
+        ({"tasks": "20000"}, "tasks", "number of tasks 20000 is unreasonably large (at most 10000)"),
+        ({"budget": "1e9"}, "budget", "budget ratio 1e+09 is above the largest the calculator prices (10,000)"),
+        ({"extra": "2e15"}, "extra", "extra budget 2e+15 is above the largest the calculator prices (1e+15)"),
+        ({"per_task": "5e15"}, "per_task", "per-task budget 5e+15 is above the largest the calculator prices (1e+15)"),
+    ],
+)
 def test_a_number_out_of_range_in_a_link_is_named_not_clamped(runs_dir, query, key, needle):
     at = open_at(query)
     errors = page_errors(at)
@@ -101,6 +106,7 @@ def test_the_sidebar_fields_hold_the_ranges_the_address_checks(runs_dir):
 
 # --- 2. one unreadable summary.json --------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory, glue_dir) -> Path:
     """One finished run: the tiny model with PALs on 8 RTE rows, 2 steps."""
@@ -109,9 +115,19 @@ def good_run(tmp_path_factory, glue_dir) -> Path:
     from pals_core.train.trainer import train
 
     out = tmp_path_factory.mktemp("trained") / "good"
-    train(TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny",
-                      glue_dir=str(glue_dir), steps=2, max_train_examples=8, max_eval_examples=8, out=str(out)),
-          progress=False)
+    train(
+        TrainConfig(
+            tasks=["rte"],
+            adapter=AdapterConfig(method="pals", d_s=8, heads=2),
+            model="tiny",
+            glue_dir=str(glue_dir),
+            steps=2,
+            max_train_examples=8,
+            max_eval_examples=8,
+            out=str(out),
+        ),
+        progress=False,
+    )
     return out
 
 
@@ -133,13 +149,25 @@ def _bad_summary(folder: Path, kind: str) -> None:
         path.chmod(0)
 
 
-BAD = {"invalid": "summary.json is not valid JSON", "deep": "summary.json is nested too deeply",
-       "folder": "summary.json is a directory", "fifo": "summary.json is not a regular file",
-       "loop": "summary.json cannot be read", "permission": "summary.json cannot be read: Permission denied"}
+BAD = {
+    "invalid": "summary.json is not valid JSON",
+    "deep": "summary.json is nested too deeply",
+    "folder": "summary.json is a directory",
+    "fifo": "summary.json is not a regular file",
+    "loop": "summary.json cannot be read",
+    "permission": "summary.json cannot be read: Permission denied",
+}
 
 
-@pytest.mark.parametrize("kind", [k if k != "permission" else pytest.param(k, marks=pytest.mark.skipif(
-    os.geteuid() == 0, reason="root reads a file of mode 000")) for k in BAD])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        k
+        if k != "permission"
+        else pytest.param(k, marks=pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000"))
+        for k in BAD
+    ],
+)
 def test_an_unreadable_summary_is_its_own_row(runs_dir, good_run, kind):
     shutil.copytree(good_run, runs_dir / "good")
     _bad_summary(runs_dir / "bad", kind)
@@ -166,6 +194,7 @@ def test_an_unreadable_summary_is_its_own_row(runs_dir, good_run, kind):
 
 # --- 3. report and Studies tab on studies pals-study did not write -------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def foreign_studies(tmp_path_factory) -> str:
     """A SQLite storage holding: ``plain`` (Optuna's own, minimising x), ``typed`` (a pals-study design study with
@@ -175,16 +204,45 @@ def foreign_studies(tmp_path_factory) -> str:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     plain = optuna.create_study(study_name="plain", storage=url)
     plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
-    assert pals_study(["create", "design", "--study-name", "typed", "--storage", url, "--model", "tiny",
-                       "--tasks", "rte", "--steps", "2"]) == 0
+    assert (
+        pals_study(
+            [
+                "create",
+                "design",
+                "--study-name",
+                "typed",
+                "--storage",
+                url,
+                "--model",
+                "tiny",
+                "--tasks",
+                "rte",
+                "--steps",
+                "2",
+            ]
+        )
+        == 0
+    )
     typed = optuna.load_study(study_name="typed", storage=url)
     good = typed.ask()
-    for k, v in {"design": "pals @ all", "method": "pals", "location": "all", "d_s": 8, "ratio": 1.01,
-                 "params_task_specific": 1050, "scores": {"rte": 0.5}, "main_metrics": {"rte": "accuracy"}}.items():
+    for k, v in {
+        "design": "pals @ all",
+        "method": "pals",
+        "location": "all",
+        "d_s": 8,
+        "ratio": 1.01,
+        "params_task_specific": 1050,
+        "scores": {"rte": 0.5},
+        "main_metrics": {"rte": "accuracy"},
+    }.items():
         good.set_user_attr(k, v)
     typed.tell(good, 0.5)
-    for i, attrs in enumerate(({"scores": "abc", "ratio": [1, 2], "params_task_specific": "abc"},
-                               {"seeds": 7, "main_metrics": 5, "d_s": "x", "design": ["pals"], "average_ci95": "wide"})):
+    for i, attrs in enumerate(
+        (
+            {"scores": "abc", "ratio": [1, 2], "params_task_specific": "abc"},
+            {"seeds": 7, "main_metrics": 5, "d_s": "x", "design": ["pals"], "average_ci95": "wide"},
+        )
+    ):
         t = typed.ask()
         for k, v in attrs.items():
             t.set_user_attr(k, v)
@@ -229,16 +287,23 @@ def test_report_on_settings_no_pals_study_wrote(foreign_studies, tmp_path, capsy
 
 @pytest.mark.slow  # the installed script in a process of its own; test_report_on_a_plain_optuna_study in every run
 def test_the_console_script_reports_a_plain_study_without_traceback(foreign_studies, tmp_path):
-    p = subprocess.run([EXE, "report", "plain", "--storage", foreign_studies, "--out", str(tmp_path / "r")],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [EXE, "report", "plain", "--storage", foreign_studies, "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("name,rows,needle", [
-    ("plain", 3, "holds no PALs settings"),
-    ("typed", 3, "trial 1: ratio, params_task_specific, scores"),
-    ("edited", 2, "settings cannot be read"),
-])
+@pytest.mark.parametrize(
+    "name,rows,needle",
+    [
+        ("plain", 3, "holds no PALs settings"),
+        ("typed", 3, "trial 1: ratio, params_task_specific, scores"),
+        ("edited", 2, "settings cannot be read"),
+    ],
+)
 def test_the_studies_tab_shows_the_rows_it_can_read(foreign_studies, runs_dir, monkeypatch, name, rows, needle):
     monkeypatch.setenv("PALS_STUDY_STORAGE", foreign_studies)
     at = show(open_at({}), "studies")
@@ -252,9 +317,15 @@ def test_the_studies_tab_shows_the_rows_it_can_read(foreign_studies, runs_dir, m
 
 # --- 4. a surplus trial is not a failure ---------------------------------------------------------------------------
 
+
 def _env(glue_dir: Path) -> dict:
-    return {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "PALS_GLUE_DIR": str(glue_dir),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 @pytest.mark.slow
@@ -263,13 +334,30 @@ def test_a_trial_beyond_the_target_is_pruned_not_failed(tmp_path, glue_dir, caps
     with a fresh heartbeat. Worker 2 then finds the place taken: its trial is given up untrained — PRUNED with the
     reason, counted apart, never FAIL."""
     url = f"sqlite:///{tmp_path / 'studies.db'}"
-    tiny = ["--model", "tiny", "--tasks", "rte", "--steps", "2", "--max-train-examples", "8", "--max-eval-examples",
-            "8", "--max-len", "16", "--batch-size", "4"]
+    tiny = [
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--steps",
+        "2",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--max-len",
+        "16",
+        "--batch-size",
+        "4",
+    ]
     assert pals_study(["create", "design", "--storage", url, *tiny]) == 0
     study = optuna.load_study(study_name="design", storage=url)
-    first = subprocess.Popen([EXE, "run", "design", "--storage", url, "--trials", "1", "--out", str(tmp_path / "w1"),
-                              "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env=_env(glue_dir))
+    first = subprocess.Popen(
+        [EXE, "run", "design", "--storage", url, "--trials", "1", "--out", str(tmp_path / "w1"), "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(glue_dir),
+    )
     try:
         deadline = time.monotonic() + 180
         while not any(t.state == TrialState.RUNNING and "error" in t.user_attrs for t in study.get_trials()):
@@ -280,8 +368,25 @@ def test_a_trial_beyond_the_target_is_pruned_not_failed(tmp_path, glue_dir, caps
         first.wait(timeout=60)
     assert [t.state for t in study.get_trials()] == [TrialState.RUNNING], "worker 1 finished before it was stopped"
 
-    assert pals_study(["run", "design", "--storage", url, "--trials", "1", "--out", str(tmp_path / "w2"),
-                       "--threads", "1", "--glue-dir", str(glue_dir)]) == 0
+    assert (
+        pals_study(
+            [
+                "run",
+                "design",
+                "--storage",
+                url,
+                "--trials",
+                "1",
+                "--out",
+                str(tmp_path / "w2"),
+                "--threads",
+                "1",
+                "--glue-dir",
+                str(glue_dir),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     trials = study.get_trials()
     states = [t.state for t in trials]

@@ -1,4 +1,5 @@
 """The second adversarial round (issue #26): each finding, a test that failed before its fix."""
+
 from __future__ import annotations
 
 import subprocess
@@ -18,38 +19,85 @@ def slow_cases(*values) -> list:
 
 
 def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return subprocess.run(
+        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
-@pytest.mark.parametrize("extra", slow_cases(["--method", "pals", "--d-s", "24", "--seeds", "0"], ["--method", "separate"],
-                                              ["--method", "separate", "--seeds", "0,1"]))
+@pytest.mark.parametrize(
+    "extra",
+    slow_cases(
+        ["--method", "pals", "--d-s", "24", "--seeds", "0"],
+        ["--method", "separate"],
+        ["--method", "separate", "--seeds", "0,1"],
+    ),
+)
 def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra):
     """`mkdir f; echo precious > f/summary.json; pals-train … --seeds 0 --out f` overwrote the user's files."""
     f = tmp_path / "f"
     f.mkdir()
     (f / "summary.json").write_text("precious\n")
     (f / "progress.json").write_text("mine\n")
-    out = pals_train("--model", "tiny", "--tasks", "rte", "--steps", "2", *extra, "--out", str(f),
-                     "--glue-dir", str(glue_dir), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--steps",
+        "2",
+        *extra,
+        "--out",
+        str(f),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "is not empty and holds no pals-train run" in out.stderr
     assert (f / "summary.json").read_text() == "precious\n" and (f / "progress.json").read_text() == "mine\n"
     assert sorted(p.name for p in f.iterdir()) == ["progress.json", "summary.json"]
 
 
-@pytest.mark.parametrize("flag, seed", slow_cases(("--seed", str(2 ** 63)), ("--seed", str(2 ** 64)),
-                                                 ("--seeds", f"0,{2 ** 63}")))
+@pytest.mark.parametrize(
+    "flag, seed", slow_cases(("--seed", str(2**63)), ("--seed", str(2**64)), ("--seeds", f"0,{2**63}"))
+)
 def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed):
-    out = pals_train("--model", "tiny", "--tasks", "rte", "--steps", "2", "--method", "shared", flag, seed,
-                     "--out", str(tmp_path / "run"), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--steps",
+        "2",
+        "--method",
+        "shared",
+        flag,
+        seed,
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "2**63 − 1" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("budget", slow_cases(["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]))
 def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget):
-    out = pals_train("--model", "tiny", "--tasks", "rte,stsb", "--steps", "2", "--method", "separate", *budget,
-                     "--out", str(tmp_path / "sep"), "--glue-dir", str(glue_dir), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte,stsb",
+        "--steps",
+        "2",
+        "--method",
+        "separate",
+        *budget,
+        "--out",
+        str(tmp_path / "sep"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "does not apply" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "sep").exists()
 
@@ -60,9 +108,29 @@ def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path):
     scores are an untrained head's, and the log and summary.json say so."""
     import json
 
-    out = pals_train("--model", "tiny", "--method", "shared", "--tasks", "rte,mrpc", "--sampling", "round_robin",
-                     "--steps", "1", "--max-train-examples", "8", "--max-eval-examples", "8", "--batch-size", "4",
-                     "--out", str(tmp_path / "run"), "--glue-dir", str(glue_dir), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--method",
+        "shared",
+        "--tasks",
+        "rte,mrpc",
+        "--sampling",
+        "round_robin",
+        "--steps",
+        "1",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--batch-size",
+        "4",
+        "--out",
+        str(tmp_path / "run"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["task_steps"] == {"rte": 1, "mrpc": 0} and s["untrained"] == ["mrpc"]
@@ -82,29 +150,67 @@ def test_the_transformers_range_is_declared_once_and_checked_at_start():
             check_transformers(old)
 
 
-SMALL = {"bert": dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, vocab_size=3000),
-         "modernbert": dict(model_type="modernbert", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
-                            intermediate_size=96, vocab_size=3000, pad_token_id=0),
-         "deberta-v2": dict(model_type="deberta-v2", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
-                            intermediate_size=96, vocab_size=3000),
-         "mpnet": dict(model_type="mpnet", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
-                       intermediate_size=96, vocab_size=3000)}
+SMALL = {
+    "bert": dict(
+        model_type="bert",
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=3000,
+    ),
+    "modernbert": dict(
+        model_type="modernbert",
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=96,
+        vocab_size=3000,
+        pad_token_id=0,
+    ),
+    "deberta-v2": dict(
+        model_type="deberta-v2",
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=96,
+        vocab_size=3000,
+    ),
+    "mpnet": dict(
+        model_type="mpnet",
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=96,
+        vocab_size=3000,
+    ),
+}
 
 
-@pytest.mark.parametrize("family, fields, needle", [
-    ("bert", {"hidden_dropout_prob": "0.1"}, "hidden_dropout_prob is '0.1', not a number"),
-    ("bert", {"attention_probs_dropout_prob": 2.0}, "not a probability in [0, 1)"),
-    ("bert", {"classifier_dropout": -0.5}, "not a probability in [0, 1)"),
-    ("bert", {"pad_token_id": 0.5}, "pad_token_id is 0.5; it takes an integer"),
-    ("modernbert", {"mlp_bias": "false"}, "mlp_bias is 'false'; it takes true or false"),
-    ("modernbert", {"local_attention": "64"}, "local_attention is '64'; it takes an integer"),
-    ("deberta-v2", {"relative_attention": "yes"}, "relative_attention is 'yes'; it takes true or false"),
-    ("deberta-v2", {"conv_kernel_size": 3, "conv_groups": 0}, "conv_groups 0 is out of range"),
-    ("deberta-v2", {"pos_att_type": 5}, "pos_att_type is 5"),
-    ("deberta-v2", {"relative_attention": True, "max_relative_positions": 10 ** 9}, "max_relative_positions 1,000,000,000 is out of range"),
-    ("mpnet", {"relative_attention_num_buckets": 10 ** 12}, "relative_attention_num_buckets 1000000000000 is not an integer from 32"),
-])
+@pytest.mark.parametrize(
+    "family, fields, needle",
+    [
+        ("bert", {"hidden_dropout_prob": "0.1"}, "hidden_dropout_prob is '0.1', not a number"),
+        ("bert", {"attention_probs_dropout_prob": 2.0}, "not a probability in [0, 1)"),
+        ("bert", {"classifier_dropout": -0.5}, "not a probability in [0, 1)"),
+        ("bert", {"pad_token_id": 0.5}, "pad_token_id is 0.5; it takes an integer"),
+        ("modernbert", {"mlp_bias": "false"}, "mlp_bias is 'false'; it takes true or false"),
+        ("modernbert", {"local_attention": "64"}, "local_attention is '64'; it takes an integer"),
+        ("deberta-v2", {"relative_attention": "yes"}, "relative_attention is 'yes'; it takes true or false"),
+        ("deberta-v2", {"conv_kernel_size": 3, "conv_groups": 0}, "conv_groups 0 is out of range"),
+        ("deberta-v2", {"pos_att_type": 5}, "pos_att_type is 5"),
+        (
+            "deberta-v2",
+            {"relative_attention": True, "max_relative_positions": 10**9},
+            "max_relative_positions 1,000,000,000 is out of range",
+        ),
+        (
+            "mpnet",
+            {"relative_attention_num_buckets": 10**12},
+            "relative_attention_num_buckets 1000000000000 is not an integer from 32",
+        ),
+    ],
+)
 def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, capsys, family, fields, needle):
     """Several were priced before (mlp_bias "false" *with* biases; MPNet buckets 10¹² and DeBERTa positions 10⁹ at
     2·10¹² parameters); every one is one line now."""
@@ -127,12 +233,37 @@ def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({**SMALL["bert"], "hidden_dropout_prob": rate}))
-    train = pals_train("--model", str(folder), "--tasks", "rte", "--method", "shared", "--steps", "2",
-                       "--out", str(tmp_path / "run"), cwd=tmp_path)
+    train = pals_train(
+        "--model",
+        str(folder),
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--steps",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
     assert train.returncode == 2 and "not a probability in [0, 1)" in train.stderr, train.stderr
-    study = subprocess.run([str(BIN / "pals-study"), "create", "design", "--model", str(folder),
-                            "--storage", f"sqlite:///{tmp_path / 's.db'}", "--study-name", "s"],
-                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    study = subprocess.run(
+        [
+            str(BIN / "pals-study"),
+            "create",
+            "design",
+            "--model",
+            str(folder),
+            "--storage",
+            f"sqlite:///{tmp_path / 's.db'}",
+            "--study-name",
+            "s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert study.returncode == 2 and "not a probability in [0, 1)" in study.stderr, study.stderr
     assert len(study.stderr.strip().splitlines()) == 1 and "Traceback" not in study.stderr + train.stderr
 
@@ -162,18 +293,65 @@ def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tm
     folder = tmp_path / "mpnet"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(SMALL["mpnet"]))
-    out = pals_train("--model", str(folder), "--tasks", "rte", "--method", "shared", "--steps", "2",
-                     "--out", str(tmp_path / "run"), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        str(folder),
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--steps",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "holds no tokenizer" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def _accelerate(out: Path, *extra: str) -> list[str]:
-    return [str(BIN / "accelerate"), "launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
-            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "pals_core.train.cli", "--model", "tiny",
-            "--tasks", "rte,stsb", "--method", "pals", "--d-s", "8", "--heads", "2", "--steps", "40",
-            "--eval-every", "10", "--batch-size", "4", "--max-train-examples", "64", "--max-eval-examples", "16",
-            "--threads", "1", "--out", str(out), "--no-progress", *extra]
+    return [
+        str(BIN / "accelerate"),
+        "launch",
+        "--num_processes",
+        "2",
+        "--cpu",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "-m",
+        "pals_core.train.cli",
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte,stsb",
+        "--method",
+        "pals",
+        "--d-s",
+        "8",
+        "--heads",
+        "2",
+        "--steps",
+        "40",
+        "--eval-every",
+        "10",
+        "--batch-size",
+        "4",
+        "--max-train-examples",
+        "64",
+        "--max-eval-examples",
+        "16",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -191,8 +369,13 @@ def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(gl
     env = {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "OMP_NUM_THREADS": "1"}
     whole = subprocess.run(_accelerate(tmp_path / "whole"), capture_output=True, text=True, timeout=600, env=env)
     assert whole.returncode == 0, whole.stderr[-2000:]
-    proc = subprocess.Popen(_accelerate(tmp_path / "killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        _accelerate(tmp_path / "killed"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     checkpoints = tmp_path / "killed" / "checkpoints"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not any(checkpoints.glob("step-*")) and proc.poll() is None:
@@ -201,16 +384,35 @@ def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(gl
     proc.wait()
     assert any(checkpoints.glob("step-*")), "no checkpoint before the kill"
     assert not (tmp_path / "killed" / "summary.json").exists(), "the run finished before it could be killed"
-    resumed = subprocess.run(_accelerate(tmp_path / "killed", "--resume"), capture_output=True, text=True, timeout=600,
-                             env=env)
+    resumed = subprocess.run(
+        _accelerate(tmp_path / "killed", "--resume"), capture_output=True, text=True, timeout=600, env=env
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     a = json.loads((tmp_path / "whole" / "summary.json").read_text())
     b = json.loads((tmp_path / "killed" / "summary.json").read_text())
     assert b["steps"] == 40 and b["scores"] == a["scores"] and b["params"] == a["params"]
     cfg = tmp_path / "tiny.json"
     cfg.write_text(json.dumps(tiny_config_dict()))
-    budget = subprocess.run([str(BIN / "pals-budget"), "--model", str(cfg), "--tasks", "rte,stsb", "--method", "pals",
-                             "--d-s", "8", "--heads", "2", "--location", "all", "--json"], capture_output=True, text=True)
+    budget = subprocess.run(
+        [
+            str(BIN / "pals-budget"),
+            "--model",
+            str(cfg),
+            "--tasks",
+            "rte,stsb",
+            "--method",
+            "pals",
+            "--d-s",
+            "8",
+            "--heads",
+            "2",
+            "--location",
+            "all",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     row = json.loads(budget.stdout)["rows"][0]
     assert b["params"]["total"] == row["params_total"] and b["params"]["task_specific"] == row["params_task_specific"]
 
@@ -227,8 +429,24 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint
 
     from pals_core.train.cli import main
 
-    args = ["--model", "tiny", "--tasks", "rte", "--method", "shared", "--eval-every", "2", "--steps", "6",
-            "--max-train-examples", "8", "--max-eval-examples", "8", "--glue-dir", str(glue_dir)]
+    args = [
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--eval-every",
+        "2",
+        "--steps",
+        "6",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--glue-dir",
+        str(glue_dir),
+    ]
     assert main([*args, "--out", str(tmp_path / "probe"), "--no-progress"]) == 0  # the size of one checkpoint
     one = du(tmp_path / "probe" / "checkpoints" / "step-00000006")
     disk = tmp_path / "disk"

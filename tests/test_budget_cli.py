@@ -1,4 +1,5 @@
 """`pals-budget` as a user runs it: a real process, its output, its exit status."""
+
 import json
 import os
 import subprocess
@@ -10,15 +11,19 @@ from pals_core.budget_cli import main
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "pals_core.budget_cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_budget_never_imports_torch():
-    code = ("import sys, pals_core.budget, pals_core\n"
-            "from pals_core.budget_cli import run\n"
-            "run(['--tasks', '8', '--budget', '1.13']); run(['--paper'])\n"
-            "heavy = [m for m in ('torch', 'transformers', 'numpy', 'pandas') if m in sys.modules]\n"
-            "assert not heavy, heavy")
+    code = (
+        "import sys, pals_core.budget, pals_core\n"
+        "from pals_core.budget_cli import run\n"
+        "run(['--tasks', '8', '--budget', '1.13']); run(['--paper'])\n"
+        "heavy = [m for m in ('torch', 'transformers', 'numpy', 'pandas') if m in sys.modules]\n"
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
@@ -28,7 +33,7 @@ def test_table():
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
     dashes = next(i for i, l in enumerate(lines) if l.startswith("-----"))
-    body = [l.split() for l in lines[dashes + 1:] if not l.startswith("(")][:28]
+    body = [l.split() for l in lines[dashes + 1 :] if not l.startswith("(")][:28]
     assert len(body) == 28  # 8 within-network methods × 3 locations (incl. ca_mtl, ia3) + 4 others
     pals_all = next(r for r in body if r[:2] == ["pals", "all"])
     assert pals_all[2] == "192" and pals_all[-1] == "yes"
@@ -39,13 +44,31 @@ def test_json_schema():
     p = run("--tasks", "rte,stsb", "--extra", "2M", "--method", "pals", "--model", "minilm-l6-h384", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["model"] == {"name": "minilm-l6-h384", "family": "bert", "hidden": 384, "layers": 6, "heads": 12, "intermediate": 1536,
-                            "params": 22_713_216}
+    assert out["model"] == {
+        "name": "minilm-l6-h384",
+        "family": "bert",
+        "hidden": 384,
+        "layers": 6,
+        "heads": 12,
+        "intermediate": 1536,
+        "params": 22_713_216,
+    }
     assert out["tasks"] == [{"name": "rte", "num_labels": 2}, {"name": "stsb", "num_labels": 1}]
     assert out["convention"] == "exact" and out["budget"] == {"ratio": None, "extra": 2e6, "per_task": None}
     (row,) = out["rows"]
-    for key in ("method", "location", "d_s", "d_s_unconstrained", "params_task_specific", "params_total", "ratio",
-                "flops_per_seq", "flops_base_per_seq", "flops_all_tasks_per_seq", "feasible"):
+    for key in (
+        "method",
+        "location",
+        "d_s",
+        "d_s_unconstrained",
+        "params_task_specific",
+        "params_total",
+        "ratio",
+        "flops_per_seq",
+        "flops_base_per_seq",
+        "flops_all_tasks_per_seq",
+        "feasible",
+    ):
         assert key in row
     assert row["method"] == "pals" and row["location"] == "all" and row["d_s"] % 12 == 0 and row["feasible"]
     assert row["params_total"] == 22_713_216 + row["params_task_specific"] <= 22_713_216 + 2e6
@@ -53,9 +76,35 @@ def test_json_schema():
 
 def test_d_s_and_config_json(tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
-                               "intermediate_size": 100, "vocab_size": 99, "max_position_embeddings": 40, "type_vocab_size": 2}))
-    p = run("--model", str(cfg), "--tasks", "2", "--d-s", "16", "--method", "pals", "--heads", "4", "--location", "0,2", "--json")
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "bert",
+                "hidden_size": 64,
+                "num_hidden_layers": 3,
+                "num_attention_heads": 4,
+                "intermediate_size": 100,
+                "vocab_size": 99,
+                "max_position_embeddings": 40,
+                "type_vocab_size": 2,
+            }
+        )
+    )
+    p = run(
+        "--model",
+        str(cfg),
+        "--tasks",
+        "2",
+        "--d-s",
+        "16",
+        "--method",
+        "pals",
+        "--heads",
+        "4",
+        "--location",
+        "0,2",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     row = json.loads(p.stdout)["rows"][0]
     n_base = (99 + 40 + 2) * 64 + 128 + 3 * (4 * 64 * 64 + 2 * 64 * 100 + 9 * 64 + 100) + 64 * 64 + 64
@@ -71,19 +120,35 @@ def test_paper_flag():
     assert json.loads(run("--paper", "--json").stdout)["paper"][0]["ours"] == 204
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--budget", "0.9"], "below 1.0"), (["--budget", "-1"], "--budget"), (["--budget", "0"], "--budget"),
-    (["--budget", "nan"], "nan"), (["--budget", "inf"], "inf"), (["--budget", "abc"], "abc"),
-    (["--extra", "lots"], "lots"), (["--per-task", "-3"], "negative"), (["--tasks", "0", "--budget", "1.1"], "at least 1"),
-    (["--tasks", "foo", "--budget", "1.1"], "foo"), (["--method", "nope", "--budget", "1.1"], "nope"),
-    (["--model", "nope", "--budget", "1.1"], "nope"), (["--model", "/nonexistent/config.json", "--budget", "1.1"], "not found"),
-    (["--budget", "1.1", "--extra", "1M"], "conflicting"), (["--method", "pals", "--d-s", "100"], "divisible"),
-    (["--method", "proj_attn_top", "--location", "top", "--budget", "1.1"], "location"),
-    (["--method", "lhuc", "--d-s", "8"], "no adapter size"), (["--location", "40", "--budget", "1.1"], "out of range"),
-    (["--tasks", "8"], "give a budget"), (["--d-s", "x"], "integer"), (["--heads", "0", "--budget", "1.1"], "positive"),
-    (["--seq-len", "-4", "--budget", "1.1"], "positive"), (["--convention", "other", "--budget", "1.1"], "convention"),
-    (["--bogus"], "bogus"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--budget", "0.9"], "below 1.0"),
+        (["--budget", "-1"], "--budget"),
+        (["--budget", "0"], "--budget"),
+        (["--budget", "nan"], "nan"),
+        (["--budget", "inf"], "inf"),
+        (["--budget", "abc"], "abc"),
+        (["--extra", "lots"], "lots"),
+        (["--per-task", "-3"], "negative"),
+        (["--tasks", "0", "--budget", "1.1"], "at least 1"),
+        (["--tasks", "foo", "--budget", "1.1"], "foo"),
+        (["--method", "nope", "--budget", "1.1"], "nope"),
+        (["--model", "nope", "--budget", "1.1"], "nope"),
+        (["--model", "/nonexistent/config.json", "--budget", "1.1"], "not found"),
+        (["--budget", "1.1", "--extra", "1M"], "conflicting"),
+        (["--method", "pals", "--d-s", "100"], "divisible"),
+        (["--method", "proj_attn_top", "--location", "top", "--budget", "1.1"], "location"),
+        (["--method", "lhuc", "--d-s", "8"], "no adapter size"),
+        (["--location", "40", "--budget", "1.1"], "out of range"),
+        (["--tasks", "8"], "give a budget"),
+        (["--d-s", "x"], "integer"),
+        (["--heads", "0", "--budget", "1.1"], "positive"),
+        (["--seq-len", "-4", "--budget", "1.1"], "positive"),
+        (["--convention", "other", "--budget", "1.1"], "convention"),
+        (["--bogus"], "bogus"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, needle, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -104,15 +169,27 @@ def test_malformed_config(tmp_path):
 @pytest.mark.parametrize("rate,needle", [([0.1], "not a number"), ("x", "not a number"), (1.5, "[0, 1)")])
 def test_a_dropout_rate_that_is_no_probability_is_one_line(tmp_path, capsys, rate, needle):
     bad = tmp_path / "config.json"
-    bad.write_text(json.dumps(dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=64, vocab_size=3000, hidden_dropout_prob=rate)))
+    bad.write_text(
+        json.dumps(
+            dict(
+                model_type="bert",
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                vocab_size=3000,
+                hidden_dropout_prob=rate,
+            )
+        )
+    )
     assert main(["--model", str(bad), "--budget", "1.1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
 
 
-TINY_BERT = dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                 vocab_size=3000)
+TINY_BERT = dict(
+    model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, vocab_size=3000
+)
 
 
 def _one_line_refusal(capsys, argv, needle):
@@ -158,8 +235,15 @@ def test_deberta_with_a_convolution_is_priced_with_a_step_time(capsys):
     ('int' object is not callable) with a 25-line traceback."""
     import tempfile
 
-    cfg = {"model_type": "deberta-v2", "vocab_size": 128100, "hidden_size": 384, "num_hidden_layers": 12,
-           "num_attention_heads": 6, "intermediate_size": 1536, "conv_kernel_size": 3}
+    cfg = {
+        "model_type": "deberta-v2",
+        "vocab_size": 128100,
+        "hidden_size": 384,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 6,
+        "intermediate_size": 1536,
+        "conv_kernel_size": 3,
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(cfg, fh)
     assert main(["--model", fh.name, "--budget", "1.1", "--method", "pals", "--json"]) == 0
@@ -174,13 +258,23 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(columns):
     import os
 
     env = {**os.environ, "COLUMNS": columns}
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13"],
-                       capture_output=True, text=True, env=env, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     assert max(len(line) for line in p.stdout.splitlines()) <= int(columns)
     assert "method" in p.stdout and "fits" in p.stdout and "× base" in p.stdout
-    wide = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13", "--wide"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    wide = subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13", "--wide"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     header = next(line for line in wide.stdout.splitlines() if line.startswith("method"))
     assert all(c in header for c in ("all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total"))
     if int(columns) < 160:

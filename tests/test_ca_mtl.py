@@ -5,6 +5,7 @@ modules do — the released formulas (gain-only conditional LayerNorm, the adapt
 the base model (identity at initialisation no longer holds: the adapter layer starts from scratch and the
 generators are not zero), task conditioning, freezing, the attention bias layout — and MT-Uncertainty.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,14 +18,25 @@ import torch.nn.functional as F
 
 from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
 from pals_core.budget import at_size, design, from_hf_config, parse_tasks
-from pals_core.data.mt_uncertainty import (MTUncertaintySampler, fill_regression, most_uncertain, shares,
-                                           uncertainty_scores)
+from pals_core.data.mt_uncertainty import (
+    MTUncertaintySampler,
+    fill_regression,
+    most_uncertain,
+    shares,
+    uncertainty_scores,
+)
 from pals_core.data.samplers import SAMPLERS, make_sampler
 
 torch.set_num_threads(1)
 
-HF = BertConfig(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=60,
-                max_position_embeddings=40)
+HF = BertConfig(
+    hidden_size=24,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=40,
+    vocab_size=60,
+    max_position_embeddings=40,
+)
 TASKS = {"rte": 2, "mnli": 3, "stsb": 1}
 
 
@@ -38,7 +50,7 @@ def inputs(batch=3, n=10, seed=1):
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, HF.vocab_size, (batch, n), generator=g)
     mask = torch.ones_like(ids)
-    mask[0, n - 3:] = 0  # one padded sequence
+    mask[0, n - 3 :] = 0  # one padded sequence
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
 
 
@@ -71,7 +83,9 @@ def test_below_the_adapter_layer_the_base_model_is_kept():
     base = MultiTaskBert.from_base_config(HF, AdapterConfig(method="shared"), TASKS).eval()
     model = build()
     model.bert.load_state_dict({k: v for k, v in base.bert.state_dict().items() if ".layer.3." not in k}, strict=False)
-    assert not torch.equal(model.bert.encoder.layer[3].output.dense.weight, base.bert.encoder.layer[3].output.dense.weight)
+    assert not torch.equal(
+        model.bert.encoder.layer[3].output.dense.weight, base.bert.encoder.layer[3].output.dense.weight
+    )
     zero_generators(model)
     x = inputs()
     with torch.no_grad():
@@ -101,11 +115,15 @@ def test_released_formulas_of_the_conditional_layernorm_and_the_adapter_layer():
 
         probe = torch.randn(2, 5, HF.hidden_size)
         ln1 = layer.attention.output.LayerNorm
-        torch.testing.assert_close(adapter.attention_norm(2, model.bert.encoder.layer[2].attention.output.LayerNorm, probe),
-                                   cln(sh.norm_attention["2"], model.bert.encoder.layer[2].attention.output.LayerNorm, probe))
+        torch.testing.assert_close(
+            adapter.attention_norm(2, model.bert.encoder.layer[2].attention.output.LayerNorm, probe),
+            cln(sh.norm_attention["2"], model.bert.encoder.layer[2].attention.output.LayerNorm, probe),
+        )
         assert sh.norm_attention.keys() == {"2", "3"}  # the top half only
-        torch.testing.assert_close(adapter.attention_norm(1, model.bert.encoder.layer[1].attention.output.LayerNorm, probe),
-                                   model.bert.encoder.layer[1].attention.output.LayerNorm(probe))
+        torch.testing.assert_close(
+            adapter.attention_norm(1, model.bert.encoder.layer[1].attention.output.LayerNorm, probe),
+            model.bert.encoder.layer[1].attention.output.LayerNorm(probe),
+        )
         # the adapter layer, by hand
         from pals_core.families.bert.trunk import self_attention
 
@@ -124,8 +142,9 @@ def test_tasks_are_conditioned_and_predict_all_runs_each_path():
     model, x = build(location="top"), inputs()
     randomise_shared(model)
     with torch.no_grad():
-        model.heads["mnli"].load_state_dict({"weight": torch.cat([model.heads["rte"].weight, model.heads["rte"].weight[:1]]),
-                                             "bias": torch.zeros(3)})
+        model.heads["mnli"].load_state_dict(
+            {"weight": torch.cat([model.heads["rte"].weight, model.heads["rte"].weight[:1]]), "bias": torch.zeros(3)}
+        )
         model.heads["rte"].bias.zero_()
         a = model(task="rte", **x)
         b = model(task="mnli", **x)[:, :2]  # the same head rows, another task embedding
@@ -199,10 +218,13 @@ def test_shared_modules_are_registered_once():
     assert isinstance(model.shared_adapter, CaMtlShared)
     state = model.state_dict()  # saved once too, not under every task
     assert [k for k in state if k.startswith("adapters.")] == [f"adapters.{t}.embedding" for t in TASKS]
-    assert {k for k in state if k.startswith("shared_adapter.")} == {n for n in names if n.startswith("shared_adapter.")}
+    assert {k for k in state if k.startswith("shared_adapter.")} == {
+        n for n in names if n.startswith("shared_adapter.")
+    }
 
 
 # --- MT-Uncertainty ----------------------------------------------------------------------------------
+
 
 def test_scores_normalise_by_task_and_keep_the_most_uncertain():
     h = [np.array([0.1, 0.9]), np.array([0.5, 0.5]), np.array([np.nan, np.nan])]  # the last: regression
@@ -211,8 +233,9 @@ def test_scores_normalise_by_task_and_keep_the_most_uncertain():
     np.testing.assert_allclose(u[2], [0.1, 0.9])
     assert most_uncertain(u, 3) == [(0, 1), (2, 1), (1, 0)]  # 0.9 twice (ties interleave by row), then 0.5
     np.testing.assert_allclose(uncertainty_scores(h, step=1)[2], [0.5, 0.5])  # step 1: task 1, in turn
-    two = fill_regression([np.array([0.2, 0.4, 0.6]), np.array([np.nan] * 4), np.array([np.nan] * 2),
-                           np.array([0.7, 0.8])], step=3)
+    two = fill_regression(
+        [np.array([0.2, 0.4, 0.6]), np.array([np.nan] * 4), np.array([np.nan] * 2), np.array([0.7, 0.8])], step=3
+    )
     np.testing.assert_allclose(two[1], [0.7, 0.8, 0.7, 0.8])  # (3 + 0) mod 2 = 1: the second classification task
     np.testing.assert_allclose(two[2], [0.2, 0.4])  # (3 + 1) mod 2 = 0
     assert uncertainty_scores([np.array([np.nan])])[0].tolist() == [1.0]  # regression only: all alike
@@ -233,7 +256,9 @@ def test_mt_uncertainty_prefers_the_task_the_model_is_unsure_about():
     rng = np.random.default_rng(0)
     tasks = sampler.candidates(0, rng)
     assert tasks == ["rte", "mnli", "stsb"]
-    batches = [(t, {**inputs(batch=4, seed=i), "labels": torch.zeros(4, dtype=torch.long)}) for i, t in enumerate(tasks)]
+    batches = [
+        (t, {**inputs(batch=4, seed=i), "labels": torch.zeros(4, dtype=torch.long)}) for i, t in enumerate(tasks)
+    ]
     chosen = sampler.select(model, batches)
     assert [t for t, _ in chosen] == ["mnli"] and len(chosen[0][1]["labels"]) == 4
     assert model.training  # scoring ran in eval mode and put the model back
@@ -252,8 +277,10 @@ def test_mixed_batch_keeps_the_most_uncertain_rows_of_every_task():
         model.heads["mnli"].weight.zero_()
         model.heads["mnli"].bias.copy_(torch.tensor([9.0, -9.0, -9.0]))
     sampler = make_sampler("mt_uncertainty", {"rte": 10, "mnli": 10, "stsb": 10}, total_steps=10)
-    batches = [(t, {**inputs(batch=n, seed=i), "labels": torch.arange(n)})
-               for i, (t, n) in enumerate([("rte", 2), ("mnli", 4), ("stsb", 4)])]
+    batches = [
+        (t, {**inputs(batch=n, seed=i), "labels": torch.arange(n)})
+        for i, (t, n) in enumerate([("rte", 2), ("mnli", 4), ("stsb", 4)])
+    ]
     batches[2][1]["attention_mask"][:2, 7:] = 0  # stsb rows 0, 1 end after 7 tokens
     u = sampler.scores(model, batches, step=0)
     np.testing.assert_allclose(u[2], [1, 1, 1, 1], atol=1e-6)
@@ -281,6 +308,7 @@ def test_released_shares_on_the_constructed_four_task_case():
 
 # --- training ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, glue_dir, token_cache):
     """pals-train's trainer with --method ca_mtl --sampling mt_uncertainty on real GLUE rows: a run stopped
@@ -289,10 +317,24 @@ def test_trains_with_mt_uncertainty_and_resumes_to_the_same_numbers(tmp_path, gl
     from pals_core.train.trainer import train
 
     def cfg(out):
-        return TrainConfig(tasks=["rte", "stsb"], adapter=AdapterConfig(method="ca_mtl", d_s=8, location="top", frozen_layers=1),
-                           model="tiny", glue_dir=str(glue_dir), out=str(out), steps=8, batch_size=8, max_len=48,
-                           eval_every=4, lr=1e-3, max_train_examples=64, max_eval_examples=32, seed=5, num_threads=1,
-                           sampling="mt_uncertainty", cache_dir=token_cache)
+        return TrainConfig(
+            tasks=["rte", "stsb"],
+            adapter=AdapterConfig(method="ca_mtl", d_s=8, location="top", frozen_layers=1),
+            model="tiny",
+            glue_dir=str(glue_dir),
+            out=str(out),
+            steps=8,
+            batch_size=8,
+            max_len=48,
+            eval_every=4,
+            lr=1e-3,
+            max_train_examples=64,
+            max_eval_examples=32,
+            seed=5,
+            num_threads=1,
+            sampling="mt_uncertainty",
+            cache_dir=token_cache,
+        )
 
     class Stop(Exception):
         pass

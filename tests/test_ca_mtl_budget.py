@@ -1,8 +1,20 @@
 """CA-MTL in the calculator: hand-computed counts on a tiny model (pals_core/methods/ca_mtl/cost.py)."""
+
 import pytest
 
-from pals_core.budget import (AdapterConfig, BaseModel, Budget, at_size, base_params, breakdown, check_config, design,
-                              parse_tasks, rows, solve)
+from pals_core.budget import (
+    AdapterConfig,
+    BaseModel,
+    Budget,
+    at_size,
+    base_params,
+    breakdown,
+    check_config,
+    design,
+    parse_tasks,
+    rows,
+    solve,
+)
 from pals_core.pricing.method import bert_layer_flops
 from pals_core.budget_cli import main as budget_main
 
@@ -26,11 +38,18 @@ def cost(tasks=("rte", "stsb"), convention="exact", seq_len=16, **kw):
 def test_exact_counts_by_hand():
     ds, c = cost()
     film_d = 10 * 20 + 20  # Linear(d_z=10, 2d)
-    shared = ((10 * 10 + 10) + film_d  # task transformation, conditional alignment
-              + 4 * ((8 * 4) + (10 * 8 + 8))  # K = all 4 layers: the M × m = 8 × 4 blocks + Linear(d_z, 2m)
-              + 2 * 2 * film_d  # C = the top 2 layers: two gain-only conditional LayerNorms each
-              + (10 * 10 + 10) + film_d + (10 * 3 + 3) + (3 * 10 + 10)  # adapter layer 3: T, FiLM, D, U (d_s = 3)
-              + film_d + 2 * 10)  # its own conditional LayerNorm: generator, gain and bias
+    shared = (
+        (10 * 10 + 10)
+        + film_d  # task transformation, conditional alignment
+        + 4 * ((8 * 4) + (10 * 8 + 8))  # K = all 4 layers: the M × m = 8 × 4 blocks + Linear(d_z, 2m)
+        + 2 * 2 * film_d  # C = the top 2 layers: two gain-only conditional LayerNorms each
+        + (10 * 10 + 10)
+        + film_d
+        + (10 * 3 + 3)
+        + (3 * 10 + 10)  # adapter layer 3: T, FiLM, D, U (d_s = 3)
+        + film_d
+        + 2 * 10
+    )  # its own conditional LayerNorm: generator, gain and bias
     assert shared == 2333
     assert c.params_adapter_shared == shared
     assert c.params_adapter_per_task == 10  # one task embedding of d_z = d = 10
@@ -52,7 +71,9 @@ def test_released_bert_base_with_the_8_glue_tasks_is_129_235_232():
 
 def test_paper_convention_drops_biases_only():
     _, c = cost(convention="paper")
-    shared = 10 * 10 + 10 * 20 + 4 * (8 * 4 + 10 * 8) + 2 * 2 * 10 * 20 + (10 * 10 + 10 * 20 + 10 * 3 + 3 * 10) + 10 * 20
+    shared = (
+        10 * 10 + 10 * 20 + 4 * (8 * 4 + 10 * 8) + 2 * 2 * 10 * 20 + (10 * 10 + 10 * 20 + 10 * 3 + 3 * 10) + 10 * 20
+    )
     assert c.params_adapter_shared == shared == 2108
     assert c.params_adapter_per_task == 10
     frozen_paper = 68 * 10 + 1 * (4 * 100 + 2 * 200)
@@ -62,10 +83,15 @@ def test_paper_convention_drops_biases_only():
 def test_flops_by_hand():
     ds, c = cost(seq_len=16)
     n = 16
-    extra = (2 * 10 * 10 + 2 * 10 * 20  # z = W e (rows = 1), alignment generator
-             + 4 * (2 * 10 * 8)  # every layer: the attention-bias generator
-             + 2 * (2 * 2 * 10 * 20)  # the top half: two gain generators
-             + 2 * 10 * 10 + 2 * 2 * 10 * 20 + 2 * n * 10 * 3 * 2)  # adapter layer: T, FiLM + CLN₃ generators, D and U
+    extra = (
+        2 * 10 * 10
+        + 2 * 10 * 20  # z = W e (rows = 1), alignment generator
+        + 4 * (2 * 10 * 8)  # every layer: the attention-bias generator
+        + 2 * (2 * 2 * 10 * 20)  # the top half: two gain generators
+        + 2 * 10 * 10
+        + 2 * 2 * 10 * 20
+        + 2 * n * 10 * 3 * 2
+    )  # adapter layer: T, FiLM + CLN₃ generators, D and U
     assert extra == 5760
     assert c.flops_per_seq == c.flops_base_per_seq + extra
     # conditional alignment changes the embeddings per task: nothing is shared between tasks
@@ -97,13 +123,21 @@ def test_location_picks_the_conditional_layers_and_frozen_layers_are_configurabl
     assert frozen.params_trained == frozen.params_task_specific
 
 
-@pytest.mark.parametrize("kw,message", [
-    (dict(frozen_layers=5), "frozen_layers"), (dict(frozen_layers=-1), "frozen_layers"),
-    (dict(task_embedding_dim=0), "task_embedding_dim"), (dict(cond_attn_blocks=9), "cond_attn_blocks"),
-    (dict(cond_attn_max_len=0), "cond_attn_max_len"), (dict(cond_adapter_layers=5), "cond_adapter_layers"),
-    (dict(cond_norm_layers=5), "cond_norm_layers"), (dict(cond_norm_layers=-1), "cond_norm_layers"),
-    (dict(d_s=None), "needs an adapter size"), (dict(location="7"), "out of range"),
-])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(frozen_layers=5), "frozen_layers"),
+        (dict(frozen_layers=-1), "frozen_layers"),
+        (dict(task_embedding_dim=0), "task_embedding_dim"),
+        (dict(cond_attn_blocks=9), "cond_attn_blocks"),
+        (dict(cond_attn_max_len=0), "cond_attn_max_len"),
+        (dict(cond_adapter_layers=5), "cond_adapter_layers"),
+        (dict(cond_norm_layers=5), "cond_norm_layers"),
+        (dict(cond_norm_layers=-1), "cond_norm_layers"),
+        (dict(d_s=None), "needs an adapter size"),
+        (dict(location="7"), "out of range"),
+    ],
+)
 def test_bad_configs_name_the_field(kw, message):
     with pytest.raises(ValueError, match=message):
         check_config(TINY, cfg(**kw))
@@ -125,7 +159,10 @@ def test_budgets_size_the_bottleneck():
 def test_breakdown_lists_shared_parts_first():
     ds, _ = cost(location="top")
     parts = breakdown(ds, 3)
-    assert [(p["part"], p["shared"]) for p in parts[:2]] == [("task-embedding transformation", True), ("conditional alignment", True)]
+    assert [(p["part"], p["shared"]) for p in parts[:2]] == [
+        ("task-embedding transformation", True),
+        ("conditional alignment", True),
+    ]
     assert ("task embedding", False, 10) in [(p["part"], p["shared"], p["params"]) for p in parts]
     assert sum(p["params"] for p in parts if p["shared"]) == at_size(ds, 3).params_adapter_shared
 
@@ -142,11 +179,18 @@ def test_other_methods_keep_their_shared_operations():
             assert r.flops_all_tasks_per_seq == 4 * layer + pooler + 3 * head
         else:
             lowest = r.layers[0] if r.layers else TINY.layers
-            assert r.flops_all_tasks_per_seq == lowest * layer + 3 * ((4 - lowest) * layer + extra + pooler + head), r.method
+            assert r.flops_all_tasks_per_seq == lowest * layer + 3 * ((4 - lowest) * layer + extra + pooler + head), (
+                r.method
+            )
 
 
 def test_cli_lists_ca_mtl(capsys):
-    assert budget_main(["--model", "minilm", "--tasks", "rte,stsb", "--method", "ca_mtl", "--location", "top", "--d-s", "128"]) == 0
+    assert (
+        budget_main(
+            ["--model", "minilm", "--tasks", "rte,stsb", "--method", "ca_mtl", "--location", "top", "--d-s", "128"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     row = next(line.split() for line in out.splitlines() if line.startswith("ca_mtl"))
     assert row[:3] == ["ca_mtl", "top", "128"]

@@ -2,6 +2,7 @@
 the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the solver sizes d_s to the
 tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is one line, exit 2.
 The address reads every key with the CLIs' own parsers (no second parser)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -84,15 +85,16 @@ def test_memory_infer_binds_the_size():
     memory fits, the row says so (binds memory_infer), and the next size up would not fit."""
     common = ["--tasks", "8", "--budget", "1.13", "--method", "pals", "--device", "h100", "--batch", "64"]
     free = _json(common)["rows"][0]
-    limit = 0.8 * 2 ** 30
+    limit = 0.8 * 2**30
     assert free["memory_infer"] > limit  # the parameter budget alone serves in more than 0.8 GiB
     out = _json([*common, "--memory-infer", "0.8GiB"])
     row = out["rows"][0]
     assert out["machine"]["memory_infer"] == limit
     assert row["binding"] == "memory_infer" and row["feasible"] and row["memory_infer"] <= limit
     assert row["d_s"] < free["d_s"]
-    ds = design(PRESETS["bert-base-uncased"], parse_tasks("8"), AdapterConfig(method="pals", d_s=row["d_s"] + 12),
-                seq_len=128)
+    ds = design(
+        PRESETS["bert-base-uncased"], parse_tasks("8"), AdapterConfig(method="pals", d_s=row["d_s"] + 12), seq_len=128
+    )
     bigger = evaluate(ds, row["d_s"] + 12)
     resources(bigger, ds, Machine(batch=64, device="h100", memory_infer="0.8GiB"), Conditions())
     assert bigger.memory_infer > limit and not bigger.feasible
@@ -115,14 +117,25 @@ def test_the_tightest_constraint_binds():
 
 
 def test_the_explorer_solves_the_rows_pals_budget_solves():
-    raw = RawInputs(model="bert-base-uncased", methods=["pals", "lora"], location="all",
-                    bounds={"memory_infer": "0.8GiB", "max_slowdown": "1.2"})
+    raw = RawInputs(
+        model="bert-base-uncased",
+        methods=["pals", "lora"],
+        location="all",
+        bounds={"memory_infer": "0.8GiB", "max_slowdown": "1.2"},
+    )
     inp = parse_inputs(raw)
     machine = Machine(batch=64, device="h100")
     page = {(c.method, c.location): (c.d_s, c.binding, c.feasible) for c in calc.table(inp, machine)}
-    cli = rows(inp.model, inp.tasks, budget=inp.budget, methods=["pals", "lora"], location="all", seq_len=inp.seq_len,
-               machine=Machine(batch=64, device="h100", memory_infer="0.8GiB", max_slowdown=1.2),
-               model_conditions=inp.conditions)
+    cli = rows(
+        inp.model,
+        inp.tasks,
+        budget=inp.budget,
+        methods=["pals", "lora"],
+        location="all",
+        seq_len=inp.seq_len,
+        machine=Machine(batch=64, device="h100", memory_infer="0.8GiB", max_slowdown=1.2),
+        model_conditions=inp.conditions,
+    )
     assert page == {(c.method, c.location): (c.d_s, c.binding, c.feasible) for c in cli}
     assert {b for _, b, _ in page.values()} == {"memory_infer"}
     plain = calc.table(parse_inputs(dataclasses.replace(raw, bounds={})), machine)
@@ -130,16 +143,24 @@ def test_the_explorer_solves_the_rows_pals_budget_solves():
 
 
 def test_the_address_round_trips_the_bounds():
-    raw = RawInputs(model=TINY, glue_tasks=["rte", "mrpc"], methods=["pals"], location="top",
-                    bounds={"memory": "24GB", "memory_infer": "512MiB", "max_slowdown": "1.5"})
+    raw = RawInputs(
+        model=TINY,
+        glue_tasks=["rte", "mrpc"],
+        methods=["pals"],
+        location="top",
+        bounds={"memory": "24GB", "memory_infer": "512MiB", "max_slowdown": "1.5"},
+    )
     q = address.to_query(raw)
     assert {q[c.field] for c in CONSTRAINTS} == {"24GB", "512MiB", "1.5"}
     link = address.from_query(q)
     assert link.errors == []
     bounds = {c.field: link.widgets[bound_key(c)] for c in CONSTRAINTS}
-    back = dataclasses.replace(RawInputs(), **{k: v for k, v in link.widgets.items()
-                                               if k in {f.name for f in dataclasses.fields(RawInputs)}},
-                               budget_value=link.widgets["budget_ratio"], bounds=bounds)
+    back = dataclasses.replace(
+        RawInputs(),
+        **{k: v for k, v in link.widgets.items() if k in {f.name for f in dataclasses.fields(RawInputs)}},
+        budget_value=link.widgets["budget_ratio"],
+        bounds=bounds,
+    )
     assert parse_inputs(back) == parse_inputs(raw)
     assert "memory_infer" not in address.to_query(dataclasses.replace(raw, bounds={}))
 
@@ -154,7 +175,12 @@ def test_the_address_reads_with_the_clis_parsers():
     assert bad.widgets == {"budget_kind": "ratio", "budget_ratio": "1.1"}  # the first budget still applies
     assert len(bad.errors) == 4
     joined = "\n".join(bad.errors)
-    for needle in ("unknown method 'nope'", "--location 'x'", "--heads 'h'", "conflicting budgets: --budget and --extra"):
+    for needle in (
+        "unknown method 'nope'",
+        "--location 'x'",
+        "--heads 'h'",
+        "conflicting budgets: --budget and --extra",
+    ):
         assert needle in joined
 
 
@@ -162,8 +188,9 @@ def test_pals_study_stores_and_describes_the_serving_bound():
     from studies.cli import build_parser as study_parser, requested_settings
     from studies.runner import machine_text
 
-    args = study_parser().parse_args(["create", "design", "--model", "tiny", "--memory-infer", "2GB",
-                                      "--storage", "sqlite:///:memory:"])
+    args = study_parser().parse_args(
+        ["create", "design", "--model", "tiny", "--memory-infer", "2GB", "--storage", "sqlite:///:memory:"]
+    )
     settings, given = requested_settings("design", args)
     assert settings.machine["memory_infer"] == "2GB" and "machine" in given
     assert settings.machine_obj().memory_infer == "2GB"
@@ -180,30 +207,71 @@ def test_a_fixed_design_study_takes_the_serving_bound(tmp_path, capsys):
 
     common = ["--model", "tiny", "--tasks", "rte,mrpc", "--batch-size", "16", "--max-len", "64"]
     url = f"sqlite:///{tmp_path / 's.db'}"
-    assert main(["create", "optimizer", "--storage", url, "--method", "low_rank", "--memory-infer", "5.51MB",
-                 *common]) == 0
+    assert (
+        main(["create", "optimizer", "--storage", url, "--method", "low_rank", "--memory-infer", "5.51MB", *common])
+        == 0
+    )
     stored = optuna.load_study(study_name="optimizer", storage=url).user_attrs["pals_settings"]
-    [row] = rows(model_shape("tiny"), parse_tasks("rte,mrpc"), budget=Budget(ratio=1.1), methods=["low_rank"],
-                 location="all", machine=Machine(batch=16, device="h100", memory_infer="5.51MB"), seq_len=64,
-                 model_conditions=model_conditions("tiny"))
+    [row] = rows(
+        model_shape("tiny"),
+        parse_tasks("rte,mrpc"),
+        budget=Budget(ratio=1.1),
+        methods=["low_rank"],
+        location="all",
+        machine=Machine(batch=16, device="h100", memory_infer="5.51MB"),
+        seq_len=64,
+        model_conditions=model_conditions("tiny"),
+    )
     assert row.binding == "memory_infer" and stored["adapter"]["d_s"] == row.d_s
     assert stored["machine"]["memory_infer"] == "5.51MB"
     capsys.readouterr()
-    assert main(["create", "optimizer", "--storage", url, "--study-name", "big", "--method", "low_rank", "--d-s", "32",
-                 "--memory-infer", "5.5MB", *common]) == 2
+    assert (
+        main(
+            [
+                "create",
+                "optimizer",
+                "--storage",
+                url,
+                "--study-name",
+                "big",
+                "--method",
+                "low_rank",
+                "--d-s",
+                "32",
+                "--memory-infer",
+                "5.5MB",
+                *common,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "of serving memory" in err and "over the budget" in err and "\n" not in err
 
 
 # --- serving memory against torch ------------------------------------------------------------------------------------
 
-TINY_BERT = dict(hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37, vocab_size=41,
-                 max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY_BERT = dict(
+    hidden_size=24,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=37,
+    vocab_size=41,
+    max_position_embeddings=16,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
-@pytest.mark.parametrize("method,location,d_s,tasks", [
-    ("pals", "all", 8, {"rte": 2, "stsb": 1}), ("lora", "top", 6, {"mnli": 3, "cola": 2, "sst2": 2}),
-    ("houlsby", "all", 5, {"a": 4}), ("shared", None, None, {"rte": 2, "mnli": 3})])
+@pytest.mark.parametrize(
+    "method,location,d_s,tasks",
+    [
+        ("pals", "all", 8, {"rte": 2, "stsb": 1}),
+        ("lora", "top", 6, {"mnli": 3, "cola": 2, "sst2": 2}),
+        ("houlsby", "all", 5, {"a": 4}),
+        ("shared", None, None, {"rte": 2, "mnli": 3}),
+    ],
+)
 def test_serving_memory_against_torch(method, location, d_s, tasks):
     """``memory_infer`` = weights + the activations live at the peak of ``predict_all``. The weights are torch's to the
     byte (every task's head and adapter, the trunk once, at the serving precision); the activations are the
@@ -227,6 +295,7 @@ def test_serving_memory_against_torch(method, location, d_s, tasks):
 
 # --- the page --------------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def runs_dir(tmp_path, monkeypatch):
     d = tmp_path / "runs"
@@ -249,10 +318,18 @@ def test_the_page_takes_its_bounds_from_a_link(runs_dir):
     assert q["memory_infer"] == "0.6GiB" and "memory" not in q
     assert any("serving ≤ 0.6GiB" in m.value for m in at.markdown)
     table = next(d.value for d in at.dataframe if "binds" in d.value.columns)  # the rows solved within the bound
-    machine = Machine(batch=32, device=at.session_state["machine_device"] if "machine_device" in at.session_state
-                      else None)
-    want = rows(PRESETS["bert-base-uncased"], parse_tasks("8"), budget=Budget(ratio=1.13), methods=["pals"],
-                location="all", seq_len=128, machine=dataclasses.replace(machine, memory_infer="0.6GiB"),
-                model_conditions=parse_inputs(RawInputs()).conditions)
+    machine = Machine(
+        batch=32, device=at.session_state["machine_device"] if "machine_device" in at.session_state else None
+    )
+    want = rows(
+        PRESETS["bert-base-uncased"],
+        parse_tasks("8"),
+        budget=Budget(ratio=1.13),
+        methods=["pals"],
+        location="all",
+        seq_len=128,
+        machine=dataclasses.replace(machine, memory_infer="0.6GiB"),
+        model_conditions=parse_inputs(RawInputs()).conditions,
+    )
     assert list(table["binds"]) == [c.binding for c in want] == ["memory_infer"]
     assert list(table["d_s"]) == [str(c.d_s) for c in want]

@@ -6,6 +6,7 @@
 - For every method, the model a run builds holds exactly ``pals-budget``'s ``params_total`` for the same flags, and
   trains exactly its ``params_trained``; a real ``pals-train`` run with non-default fields reports the same total.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,11 @@ PARSERS = {
 
 INTS = st.integers(min_value=-3, max_value=10**6)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)
-LOCATIONS = st.one_of(st.none(), st.sampled_from(NAMED_LOCATIONS),
-                      st.lists(st.integers(min_value=0, max_value=47), min_size=1, max_size=6).map(tuple))
+LOCATIONS = st.one_of(
+    st.none(),
+    st.sampled_from(NAMED_LOCATIONS),
+    st.lists(st.integers(min_value=0, max_value=47), min_size=1, max_size=6).map(tuple),
+)
 PATHS = st.from_regex(r"[A-Za-z0-9_./-]{1,30}", fullmatch=True).filter(lambda p: p.lower() != "none")
 CUSTOM = {  # fields whose type the generic strategies below do not cover
     (AdapterConfig, "location"): LOCATIONS,
@@ -75,9 +79,12 @@ def configs(cls, **fixed):
 
 
 ADAPTERS = configs(AdapterConfig)
-BUDGETS = st.one_of(st.none(), st.floats(min_value=1.0, max_value=1e3).map(lambda r: Budget(ratio=r)),
-                    st.integers(min_value=0, max_value=10**12).map(lambda e: Budget(extra=float(e))),
-                    st.floats(min_value=1e-3, max_value=1e12).map(lambda p: Budget(per_task=p)))
+BUDGETS = st.one_of(
+    st.none(),
+    st.floats(min_value=1.0, max_value=1e3).map(lambda r: Budget(ratio=r)),
+    st.integers(min_value=0, max_value=10**12).map(lambda e: Budget(extra=float(e))),
+    st.floats(min_value=1e-3, max_value=1e12).map(lambda p: Budget(per_task=p)),
+)
 
 
 def test_every_design_field_is_a_flag_of_the_three_clis_with_the_same_help():
@@ -104,15 +111,22 @@ def test_design_to_argv_and_back_is_the_identity(cfg, cli):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs(TrainConfig, adapter=AdapterConfig()), ADAPTERS, BUDGETS)
 def test_run_to_argv_and_back_is_the_identity(run, adapter, budget):
-    assume(not (get_method(adapter.method).sized and adapter.d_s is None and budget is None))  # refused: nothing to size
+    assume(
+        not (get_method(adapter.method).sized and adapter.d_s is None and budget is None)
+    )  # refused: nothing to size
     run = dataclasses.replace(run, adapter=adapter, budget=budget)
     parsed, resume = config_from_args(vars(train_parser().parse_args(run.to_argv())))
     assert not resume and parsed == run
 
 
 def test_a_stored_run_round_trips_through_json():
-    run = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", location=(0, 2), heads=4),
-                      budget=Budget(extra=2e6), grad_clip=None, glue_dir="/g")
+    run = TrainConfig(
+        tasks=["rte"],
+        adapter=AdapterConfig(method="pals", location=(0, 2), heads=4),
+        budget=Budget(extra=2e6),
+        grad_clip=None,
+        glue_dir="/g",
+    )
     assert TrainConfig.from_dict(json.loads(json.dumps(run.as_dict()))) == run
     assert TrainConfig.from_dict({**run.as_dict(), "budget": 1.13}).budget == Budget(ratio=1.13)  # older configs
 
@@ -120,8 +134,19 @@ def test_a_stored_run_round_trips_through_json():
 # --- what trains is what was priced ------------------------------------------------------------------
 
 TASKS = {"rte": 2, "stsb": 1}
-NON_DEFAULT = dict(heads=2, n_top=2, ffn_ratio=3, per_task_pooler=True, lora_alpha=4.0, task_embedding_dim=6,
-                   frozen_layers=1, cond_norm_layers=2, cond_attn_max_len=20, cond_attn_blocks=3, cond_adapter_layers=2)
+NON_DEFAULT = dict(
+    heads=2,
+    n_top=2,
+    ffn_ratio=3,
+    per_task_pooler=True,
+    lora_alpha=4.0,
+    task_embedding_dim=6,
+    frozen_layers=1,
+    cond_norm_layers=2,
+    cond_attn_max_len=20,
+    cond_attn_blocks=3,
+    cond_adapter_layers=2,
+)
 
 
 def _designs():
@@ -140,8 +165,22 @@ def tiny_config(tmp_path_factory):
 
 
 def _priced(tiny_config, cfg: AdapterConfig) -> dict:
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", str(tiny_config), "--tasks",
-                        ",".join(TASKS), *cfg.to_argv(), "--json"], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pals_core.budget_cli",
+            "--model",
+            str(tiny_config),
+            "--tasks",
+            ",".join(TASKS),
+            *cfg.to_argv(),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     [row] = json.loads(p.stdout)["rows"]
     return row
@@ -157,29 +196,52 @@ def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label
     model = build_model(TINY, cfg, TASKS)  # what pals-train builds for these flags
     assert sum(p.numel() for p in model.parameters()) == row["params_total"]
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == row["params_trained"]
-    params = run_params(model, model_shape(TINY), [Task(t, n) for t, n in TASKS.items()], cfg)  # the trainer's own check
+    params = run_params(
+        model, model_shape(TINY), [Task(t, n) for t, n in TASKS.items()], cfg
+    )  # the trainer's own check
     assert params["total"] == row["params_total"]
 
 
 @pytest.mark.slow
 def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_config, tmp_path, glue_dir):
     cfg = AdapterConfig(method="proj_ffn_top", d_s=8, n_top=2, ffn_ratio=4, per_task_pooler=True)
-    run = TrainConfig(tasks=list(TASKS), adapter=cfg, model=TINY, glue_dir=str(glue_dir), out=str(tmp_path / "run"),
-                      steps=2, eval_every=2, batch_size=4, max_train_examples=16, max_eval_examples=16, num_threads=1)
-    p = subprocess.run([sys.executable, "-m", "pals_core.train.cli", *run.to_argv(), "--no-progress"],
-                       capture_output=True, text=True, timeout=300)
+    run = TrainConfig(
+        tasks=list(TASKS),
+        adapter=cfg,
+        model=TINY,
+        glue_dir=str(glue_dir),
+        out=str(tmp_path / "run"),
+        steps=2,
+        eval_every=2,
+        batch_size=4,
+        max_train_examples=16,
+        max_eval_examples=16,
+        num_threads=1,
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "pals_core.train.cli", *run.to_argv(), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     row = _priced(tiny_config, cfg)
-    assert summary["params"]["total"] == row["params_total"] and summary["params"]["ratio"] == pytest.approx(row["ratio"])
+    assert summary["params"]["total"] == row["params_total"] and summary["params"]["ratio"] == pytest.approx(
+        row["ratio"]
+    )
     stored = TrainConfig.from_dict(json.loads((tmp_path / "run" / "config.json").read_text()))
     assert stored.adapter == cfg  # every field of the design reached the run
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if not get_method(m).sized])
 def test_sizeless_methods_are_priced_without_a_budget(method):
-    p = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--method", method, "--tasks", "3", "--json"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", "--method", method, "--tasks", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     [row] = json.loads(p.stdout)["rows"]
     assert row["d_s"] is None and row["feasible"] and row["params_task_specific"] > 0

@@ -1,5 +1,6 @@
 """Models and values the calculator must refuse or handle with a reason (issue 16 items 10 and 11): a 1-layer model,
 top/bottom with no layer, sizes and budgets past their named limits — in the calculator, pals-budget and the page."""
+
 import json
 import subprocess
 import sys
@@ -15,17 +16,30 @@ from explorer.inputs import UPLOAD
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-ONE_LAYER = {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 1, "num_attention_heads": 12,
-             "intermediate_size": 3072, "vocab_size": 30522}
+ONE_LAYER = {
+    "model_type": "bert",
+    "hidden_size": 768,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "vocab_size": 30522,
+}
 TASKS = parse_tasks("8")
 
 
 def budget_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pals_core.budget_cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
 
 
 # ------------------------------------------------------------------------------------------ calculator
+
 
 def test_top_and_bottom_of_a_one_layer_model_adapt_nothing_and_are_refused():
     for loc in ("top", "bottom"):
@@ -61,7 +75,9 @@ def test_huge_budgets_and_sizes_are_refused_with_their_limits():
     assert all(f"({MAX_D_S:,})" in reason and "does not grow" not in reason for _, reason in costs.refused)
     with pytest.raises(ValueError, match=f"d_s 2e\\+06 is above the largest the calculator prices \\({MAX_D_S:,}\\)"):
         design(bert, TASKS, AdapterConfig(method="houlsby", d_s=2_000_000))
-    with pytest.raises(ValueError, match=f"layers 100,000 is above the largest the calculator prices \\({MAX_LAYERS:,}\\)"):
+    with pytest.raises(
+        ValueError, match=f"layers 100,000 is above the largest the calculator prices \\({MAX_LAYERS:,}\\)"
+    ):
         from_hf_config({**ONE_LAYER, "num_hidden_layers": 100_000})
 
 
@@ -72,8 +88,10 @@ def test_pals_budget_answers_degenerate_models_per_row_or_in_one_line(tmp_path):
     assert table.returncode == 0, table.stderr
     assert "not priced: pals @ top: location 'top' adapts no layer" in table.stdout
     assert any(line.split()[:2] == ["pals_unshared", "all"] for line in table.stdout.splitlines())
-    for args, needle in ((["--method", "pals", "--location", "top"], "adapts no layer"),
-                         (["--budget", "1e9"], "(10,000)")):
+    for args, needle in (
+        (["--method", "pals", "--location", "top"], "adapts no layer"),
+        (["--budget", "1e9"], "(10,000)"),
+    ):
         p = budget_cli("--model", cfg, "--tasks", "8", *(["--budget", "1.13"] if "--budget" not in args else []), *args)
         err = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(err) == 1 and needle in err[0], (p.returncode, p.stderr)
@@ -85,6 +103,7 @@ def test_pals_budget_answers_degenerate_models_per_row_or_in_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ the page
+
 
 @pytest.fixture
 def app(tmp_path, monkeypatch):
@@ -118,8 +137,11 @@ def test_the_page_launcher_takes_a_solved_d_s_above_65536(app):
 
 @pytest.mark.parametrize("case", ["brackets", "deep", "one-layer"])
 def test_the_page_answers_uploaded_configs(app, case):
-    body = {"brackets": b"[" * 100_000, "deep": json.dumps({**ONE_LAYER, "num_hidden_layers": 100_000}).encode(),
-            "one-layer": json.dumps(ONE_LAYER).encode()}[case]
+    body = {
+        "brackets": b"[" * 100_000,
+        "deep": json.dumps({**ONE_LAYER, "num_hidden_layers": 100_000}).encode(),
+        "one-layer": json.dumps(ONE_LAYER).encode(),
+    }[case]
     app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
     start = time.monotonic()
     app.sidebar.file_uploader(key="config_upload").upload("config.json", body, "application/json").run()

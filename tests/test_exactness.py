@@ -13,6 +13,7 @@ per-task pooler and convention levels that some valid case holds is run (base ×
 method needs), with every family × every method at one location (all layers) and every location on one base
 (odd-3L, PALs). ``PALS_FULL_GRID=1`` runs the full product (about 1,300 cases).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -33,58 +34,289 @@ torch.set_num_threads(1)
 
 # name: (HF config fields, tasks, d_s for attention methods (h_s = heads), d_s otherwise, h_s, n, per-task pooler)
 BASES = {
-    "odd-3L": (dict(hidden_size=30, num_hidden_layers=3, num_attention_heads=5, intermediate_size=47, vocab_size=53,
-                    max_position_embeddings=24, type_vocab_size=3), {"rte": 2, "stsb": 1}, 9, 7, 3, 11, False),
-    "4L-pooler": (dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=41,
-                       max_position_embeddings=16, type_vocab_size=2), {"mnli": 3, "cola": 2, "stsb": 1}, 10, 5, 5, 9, True),
-    "5L": (dict(hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=33, vocab_size=29,
-                max_position_embeddings=12, type_vocab_size=1), {"a": 4}, 6, 3, 2, 12, False),
-    "eager-2L": (dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=28, vocab_size=31,
-                      max_position_embeddings=16, attn_implementation="eager"), {"sst2": 2, "stsb": 1}, 14, 11, 7, 6, True),
-    "roberta-3L": (dict(model_type="roberta", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
-                        vocab_size=37, max_position_embeddings=20, type_vocab_size=1, pad_token_id=1),
-                   {"rte": 2, "stsb": 1}, 6, 5, 3, 9, True),
-    "distilbert-3L": (dict(model_type="distilbert", dim=21, n_layers=3, n_heads=3, hidden_dim=31, vocab_size=43,
-                           max_position_embeddings=16), {"mnli": 3, "stsb": 1}, 8, 7, 4, 10, False),
-    "electra-E10": (dict(model_type="electra", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                         intermediate_size=35, vocab_size=39, max_position_embeddings=16, type_vocab_size=2),
-                    {"cola": 2, "stsb": 1}, 9, 4, 3, 8, False),
+    "odd-3L": (
+        dict(
+            hidden_size=30,
+            num_hidden_layers=3,
+            num_attention_heads=5,
+            intermediate_size=47,
+            vocab_size=53,
+            max_position_embeddings=24,
+            type_vocab_size=3,
+        ),
+        {"rte": 2, "stsb": 1},
+        9,
+        7,
+        3,
+        11,
+        False,
+    ),
+    "4L-pooler": (
+        dict(
+            hidden_size=24,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=40,
+            vocab_size=41,
+            max_position_embeddings=16,
+            type_vocab_size=2,
+        ),
+        {"mnli": 3, "cola": 2, "stsb": 1},
+        10,
+        5,
+        5,
+        9,
+        True,
+    ),
+    "5L": (
+        dict(
+            hidden_size=16,
+            num_hidden_layers=5,
+            num_attention_heads=2,
+            intermediate_size=33,
+            vocab_size=29,
+            max_position_embeddings=12,
+            type_vocab_size=1,
+        ),
+        {"a": 4},
+        6,
+        3,
+        2,
+        12,
+        False,
+    ),
+    "eager-2L": (
+        dict(
+            hidden_size=20,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=28,
+            vocab_size=31,
+            max_position_embeddings=16,
+            attn_implementation="eager",
+        ),
+        {"sst2": 2, "stsb": 1},
+        14,
+        11,
+        7,
+        6,
+        True,
+    ),
+    "roberta-3L": (
+        dict(
+            model_type="roberta",
+            hidden_size=18,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            intermediate_size=29,
+            vocab_size=37,
+            max_position_embeddings=20,
+            type_vocab_size=1,
+            pad_token_id=1,
+        ),
+        {"rte": 2, "stsb": 1},
+        6,
+        5,
+        3,
+        9,
+        True,
+    ),
+    "distilbert-3L": (
+        dict(
+            model_type="distilbert",
+            dim=21,
+            n_layers=3,
+            n_heads=3,
+            hidden_dim=31,
+            vocab_size=43,
+            max_position_embeddings=16,
+        ),
+        {"mnli": 3, "stsb": 1},
+        8,
+        7,
+        4,
+        10,
+        False,
+    ),
+    "electra-E10": (
+        dict(
+            model_type="electra",
+            embedding_size=10,
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=35,
+            vocab_size=39,
+            max_position_embeddings=16,
+            type_vocab_size=2,
+        ),
+        {"cola": 2, "stsb": 1},
+        9,
+        4,
+        3,
+        8,
+        False,
+    ),
     # DeBERTa with its own position projections, absolute positions, token types, E ≠ d and the layer-0 convolution
-    "deberta-unshared": (dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                              intermediate_size=37, vocab_size=51, relative_attention=True, position_buckets=5,
-                              pos_att_type="p2c|c2p", share_att_key=False, position_biased_input=True, type_vocab_size=2,
-                              embedding_size=14, norm_rel_ebd="layer_norm", conv_kernel_size=3, conv_groups=2,
-                              max_position_embeddings=32), {"rte": 2, "stsb": 1}, 8, 5, 4, 11, False),
+    "deberta-unshared": (
+        dict(
+            model_type="deberta-v2",
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=37,
+            vocab_size=51,
+            relative_attention=True,
+            position_buckets=5,
+            pos_att_type="p2c|c2p",
+            share_att_key=False,
+            position_biased_input=True,
+            type_vocab_size=2,
+            embedding_size=14,
+            norm_rel_ebd="layer_norm",
+            conv_kernel_size=3,
+            conv_groups=2,
+            max_position_embeddings=32,
+        ),
+        {"rte": 2, "stsb": 1},
+        8,
+        5,
+        4,
+        11,
+        False,
+    ),
     # DeBERTa-v3 style: share_att_key, no absolute positions, no token types, c2p only over max_relative_positions
-    "deberta-shared": (dict(model_type="deberta-v2", hidden_size=18, num_hidden_layers=2, num_attention_heads=3,
-                            intermediate_size=23, vocab_size=47, relative_attention=True, max_relative_positions=7,
-                            pos_att_type=["c2p"], share_att_key=True, position_biased_input=False, type_vocab_size=0,
-                            max_position_embeddings=32), {"sst2": 2}, 6, 4, 3, 10, False),
+    "deberta-shared": (
+        dict(
+            model_type="deberta-v2",
+            hidden_size=18,
+            num_hidden_layers=2,
+            num_attention_heads=3,
+            intermediate_size=23,
+            vocab_size=47,
+            relative_attention=True,
+            max_relative_positions=7,
+            pos_att_type=["c2p"],
+            share_att_key=True,
+            position_biased_input=False,
+            type_vocab_size=0,
+            max_position_embeddings=32,
+        ),
+        {"sst2": 2},
+        6,
+        4,
+        3,
+        10,
+        False,
+    ),
     # ModernBERT: GLU, biases on the MLP and the norms, a local window (4) shorter than the sequence (11)
-    "modernbert-local": (dict(model_type="modernbert", hidden_size=24, num_hidden_layers=4, num_attention_heads=4,
-                              intermediate_size=19, vocab_size=53, local_attention=4, global_attn_every_n_layers=2,
-                              mlp_bias=True, norm_bias=True, classifier_pooling="mean", pad_token_id=0, eos_token_id=1,
-                              bos_token_id=2, cls_token_id=2, sep_token_id=1), {"mnli": 3, "stsb": 1}, 8, 5, 4, 11, False),
+    "modernbert-local": (
+        dict(
+            model_type="modernbert",
+            hidden_size=24,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=19,
+            vocab_size=53,
+            local_attention=4,
+            global_attn_every_n_layers=2,
+            mlp_bias=True,
+            norm_bias=True,
+            classifier_pooling="mean",
+            pad_token_id=0,
+            eos_token_id=1,
+            bos_token_id=2,
+            cls_token_id=2,
+            sep_token_id=1,
+        ),
+        {"mnli": 3, "stsb": 1},
+        8,
+        5,
+        4,
+        11,
+        False,
+    ),
     # MPNet: BERT's layers + the relative position bias (its R × h table beside the layers), per-task poolers (MPNet's
     # classification head exactly) and the shared pooler with a larger bucket table
-    "mpnet-3L": (dict(model_type="mpnet", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
-                      vocab_size=37, max_position_embeddings=20), {"rte": 2, "stsb": 1}, 6, 5, 3, 9, True),
-    "mpnet-R40": (dict(model_type="mpnet", hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=27,
-                       vocab_size=41, max_position_embeddings=24, relative_attention_num_buckets=40, hidden_act="relu"),
-                  {"mnli": 3}, 8, 5, 4, 12, False),
+    "mpnet-3L": (
+        dict(
+            model_type="mpnet",
+            hidden_size=18,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            intermediate_size=29,
+            vocab_size=37,
+            max_position_embeddings=20,
+        ),
+        {"rte": 2, "stsb": 1},
+        6,
+        5,
+        3,
+        9,
+        True,
+    ),
+    "mpnet-R40": (
+        dict(
+            model_type="mpnet",
+            hidden_size=20,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=27,
+            vocab_size=41,
+            max_position_embeddings=24,
+            relative_attention_num_buckets=40,
+            hidden_act="relu",
+        ),
+        {"mnli": 3},
+        8,
+        5,
+        4,
+        12,
+        False,
+    ),
     # ALBERT: factorised E → d embeddings (the mapping always there), one layer's weights run by all L layers, each
     # adapted layer with its own adapter; the shared pooler
-    "albert-E10": (dict(model_type="albert", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=35, vocab_size=39, max_position_embeddings=16, type_vocab_size=2),
-                   {"rte": 2, "stsb": 1}, 8, 5, 4, 9, True),
+    "albert-E10": (
+        dict(
+            model_type="albert",
+            embedding_size=10,
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=35,
+            vocab_size=39,
+            max_position_embeddings=16,
+            type_vocab_size=2,
+        ),
+        {"rte": 2, "stsb": 1},
+        8,
+        5,
+        4,
+        9,
+        True,
+    ),
 }
-EXPLICIT = {"odd-3L": [0, 2], "4L-pooler": [1, 2], "5L": [3], "eager-2L": [1], "roberta-3L": [0, 2], "distilbert-3L": [1],
-            "electra-E10": [0, 1], "deberta-unshared": [0, 2], "deberta-shared": [1], "modernbert-local": [0, 3],
-            "mpnet-3L": [0, 2], "mpnet-R40": [1], "albert-E10": [0, 2]}
+EXPLICIT = {
+    "odd-3L": [0, 2],
+    "4L-pooler": [1, 2],
+    "5L": [3],
+    "eager-2L": [1],
+    "roberta-3L": [0, 2],
+    "distilbert-3L": [1],
+    "electra-E10": [0, 1],
+    "deberta-unshared": [0, 2],
+    "deberta-shared": [1],
+    "modernbert-local": [0, 3],
+    "mpnet-3L": [0, 2],
+    "mpnet-R40": [1],
+    "albert-E10": [0, 2],
+}
 
 
 def _family(base: str):
     return get_family(from_hf_config(BASES[base][0]).family)
+
+
 BUILT = [m for m in METHODS if m in ADAPTERS]
 
 
@@ -99,8 +331,14 @@ def _locations(method: str) -> tuple:
 def _full_grid(conventions=(None,)) -> list[tuple]:
     """Every valid (family, base, method, location, per-task pooler, convention): the product less what a family
     refuses (checked to be refused below)."""
-    return [(_family(base).name, base, method, loc, BASES[base][6], conv) for base in BASES for method in BUILT
-            if not _family(base).refusal(method) for loc in _locations(method) for conv in conventions]
+    return [
+        (_family(base).name, base, method, loc, BASES[base][6], conv)
+        for base in BASES
+        for method in BUILT
+        if not _family(base).refusal(method)
+        for loc in _locations(method)
+        for conv in conventions
+    ]
 
 
 def _at_one_location(case: tuple) -> list[tuple]:
@@ -131,8 +369,9 @@ def _config(base: str, method: str, loc):
     m = get_method(method)
     d_s = (ds_attn if m.attention else ds_other) if m.sized else None
     location = EXPLICIT[base] if loc == "explicit" else loc
-    cfg = AdapterConfig(method=method, d_s=d_s, location=location, heads=heads, n_top=2, ffn_ratio=3,
-                        per_task_pooler=pooler)
+    cfg = AdapterConfig(
+        method=method, d_s=d_s, location=location, heads=heads, n_top=2, ffn_ratio=3, per_task_pooler=pooler
+    )
     return _hf_config(fields), cfg, tasks, n
 
 
@@ -145,13 +384,27 @@ def _model(base: str, method: str, loc) -> MultiTaskBert:
 
 def _cost(base: str, method: str, loc, convention: str):
     hf, cfg, tasks, n = _config(base, method, loc)
-    return at_size(design(from_hf_config(hf.to_dict()), parse_tasks(tasks), cfg, convention=convention, seq_len=n), cfg.d_s)
+    return at_size(
+        design(from_hf_config(hf.to_dict()), parse_tasks(tasks), cfg, convention=convention, seq_len=n), cfg.d_s
+    )
 
 
 def test_every_method_of_the_calculator_is_built():
     assert set(METHODS) <= set(ADAPTERS)
-    assert {"shared", "pals", "pals_unshared", "low_rank", "houlsby", "lora", "lhuc", "ia3", "proj_attn_top",
-            "proj_ffn_top", "bert_layer_top", "ca_mtl"} <= set(BUILT)
+    assert {
+        "shared",
+        "pals",
+        "pals_unshared",
+        "low_rank",
+        "houlsby",
+        "lora",
+        "lhuc",
+        "ia3",
+        "proj_attn_top",
+        "proj_ffn_top",
+        "bert_layer_top",
+        "ca_mtl",
+    } <= set(BUILT)
 
 
 @pytest.mark.parametrize("base,method,loc,convention", PARAM_CASES, ids=PARAM_IDS)
@@ -189,14 +442,16 @@ def test_a_method_a_family_refuses_is_refused_in_one_line(base):
 
 def test_rows_the_cli_prints_match_the_model():
     """The path of ``pals-budget --d-s N --json`` (``rows``) on a MiniLM-shaped model with 8 GLUE tasks."""
-    hf = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
-                    vocab_size=30522)
+    hf = BertConfig(
+        hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522
+    )
     tasks = parse_tasks(8)
     for method, loc in [("pals", "top"), ("lora", "all"), ("proj_attn_top", None)]:
         [row] = rows(from_hf_config(hf.to_dict()), tasks, methods=[method], location=loc, d_s=48, seq_len=16)
         with torch.device("meta"):
-            model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, d_s=48, location=loc),
-                                                   {t.name: t.num_labels for t in tasks})
+            model = MultiTaskBert.from_base_config(
+                hf, AdapterConfig(method=method, d_s=48, location=loc), {t.name: t.num_labels for t in tasks}
+            )
         assert sum(p.numel() for p in model.parameters()) == row.params_total
 
 
@@ -212,8 +467,10 @@ def test_eager_attention_runs_adapters_eagerly_too():
             model(task="sst2", input_ids=ids, attention_mask=torch.ones_like(ids))
         ops = {str(op) for op in counter.get_flop_counts()["Global"]}
         assert ops <= {"aten.addmm", "aten.mm", "aten.bmm"}, ops
-        assert counter.get_total_flops() == _cost("eager-2L", method, "all" if get_method(method).within else None,
-                                                  "exact").flops_per_seq
+        assert (
+            counter.get_total_flops()
+            == _cost("eager-2L", method, "all" if get_method(method).within else None, "exact").flops_per_seq
+        )
 
 
 def test_cpu_attention_is_counted_and_registration_is_idempotent():

@@ -1,5 +1,6 @@
 """The explorer's answer, pure parts: the address (URL ↔ question), the recommendation's ranking and the
 measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md §11)."""
+
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -12,14 +13,34 @@ from pals_core.budget import Budget
 from pals_core.budget.series import budget_used
 
 
-@pytest.mark.parametrize("raw", [
-    RawInputs(),
-    RawInputs(model=TINY, glue_tasks=["rte", "mrpc"], budget_kind="extra", budget_value="250k", methods=["pals", "lora"],
-              location="top", heads=2, seq_len=64, convention="paper"),
-    RawInputs(model=EMBEDDED, task_mode=TASKS_COUNT, task_count=20, budget_kind="per-task", budget_value="1.9M",
-              location=LOCATION_CUSTOM, location_custom="0,3", methods=["houlsby"]),
-    RawInputs(model="xlm-roberta-base", budget_kind="ratio", budget_value="1.2", budget_of="non-embedding"),
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        RawInputs(),
+        RawInputs(
+            model=TINY,
+            glue_tasks=["rte", "mrpc"],
+            budget_kind="extra",
+            budget_value="250k",
+            methods=["pals", "lora"],
+            location="top",
+            heads=2,
+            seq_len=64,
+            convention="paper",
+        ),
+        RawInputs(
+            model=EMBEDDED,
+            task_mode=TASKS_COUNT,
+            task_count=20,
+            budget_kind="per-task",
+            budget_value="1.9M",
+            location=LOCATION_CUSTOM,
+            location_custom="0,3",
+            methods=["houlsby"],
+        ),
+        RawInputs(model="xlm-roberta-base", budget_kind="ratio", budget_value="1.2", budget_of="non-embedding"),
+    ],
+)
 def test_the_address_round_trips_the_question(raw):
     link = address.from_query(address.to_query(raw, "sizes", "pals @ all"), ("designs", "sizes"))
     assert link.errors == [] and link.view == "sizes" and link.design == "pals @ all"
@@ -35,8 +56,13 @@ def test_budget_of_is_in_the_address():
     assert q["budget_of"] == "non-embedding"
     link = address.from_query(q)
     assert link.errors == [] and link.widgets["budget_of"] == "non-embedding"
-    budget = parse_inputs(replace(RawInputs(), **{k: v for k, v in link.widgets.items() if k != "budget_ratio"},
-                                  budget_value=link.widgets["budget_ratio"])).budget
+    budget = parse_inputs(
+        replace(
+            RawInputs(),
+            **{k: v for k, v in link.widgets.items() if k != "budget_ratio"},
+            budget_value=link.widgets["budget_ratio"],
+        )
+    ).budget
     assert budget == Budget(ratio=1.2, of="non-embedding") != parse_inputs(replace(raw, budget_of="base")).budget
     assert "budget_of" not in address.to_query(replace(raw, budget_kind="extra", budget_value="15M"))
     bad = address.from_query({"budget_of": "embedding", "heads": "4"})
@@ -60,12 +86,16 @@ def test_the_recommendation_ranks_measured_designs_first():
         same = [c for c in costs if c.method == p.cost.method and c.feasible]
         assert p.used == max(budget_used(c, inp.budget) for c in same)
     size = {calc.key_of(c): c.d_s for c in costs}  # a score is of the design measured: its size too
-    scores = {("lhuc", "all"): recommend.Score(71.0, 1.2, 3), ("pals", "top"): recommend.Score(70.0, None, 1,
-                                                                                              size[("pals", "top")])}
+    scores = {
+        ("lhuc", "all"): recommend.Score(71.0, 1.2, 3),
+        ("pals", "top"): recommend.Score(70.0, None, 1, size[("pals", "top")]),
+    }
     ranked = recommend.candidates(costs, inp.budget, scores)
     assert [p.key for p in ranked[:2]] == [("lhuc", "all"), ("pals", "top")]
-    assert "best measured dev average here: 71.0 ± 1.2 (3 runs); the seeds do not separate it from pals @ top (70.0) " \
-           "(a single run has no interval)." in recommend.reason(ranked[0], ranked)
+    assert (
+        "best measured dev average here: 71.0 ± 1.2 (3 runs); the seeds do not separate it from pals @ top (70.0) "
+        "(a single run has no interval)." in recommend.reason(ranked[0], ranked)
+    )
 
 
 def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_rest():
@@ -76,17 +106,23 @@ def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_r
     firsts = {p.cost.method: p.key for p in recommend.candidates(costs, inp.budget)}
     size = {calc.key_of(c): c.d_s for c in costs}  # each score measured at the size it ranks
     S = lambda m, mean, ci: recommend.Score(mean, ci, 3, size[firsts[m]])  # noqa: E731
-    overlap = {firsts["houlsby"]: S("houlsby", 63.81, 4.48), firsts["low_rank"]: S("low_rank", 63.80, 2.78),
-               firsts["pals"]: S("pals", 63.26, 0.98)}
+    overlap = {
+        firsts["houlsby"]: S("houlsby", 63.81, 4.48),
+        firsts["low_rank"]: S("low_rank", 63.80, 2.78),
+        firsts["pals"]: S("pals", 63.26, 0.98),
+    }
     ranked = recommend.candidates(costs, inp.budget, overlap)
     said = recommend.reason(ranked[0], ranked)
     assert ranked[0].key == firsts["houlsby"]
-    assert said.endswith(f"; the seeds do not separate it from {calc.label(firsts['low_rank'])} (63.8 ± 2.8), "
-                         f"{calc.label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap).")
+    assert said.endswith(
+        f"; the seeds do not separate it from {calc.label(firsts['low_rank'])} (63.8 ± 2.8), "
+        f"{calc.label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap)."
+    )
     clear = {firsts["houlsby"]: S("houlsby", 70.0, 1.0), firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, clear)
     assert recommend.reason(ranked[0], ranked).endswith(
-        f", its 95 % interval clear of every other measured design's (next: {calc.label(firsts['pals'])}, 63.3 ± 1.0).")
+        f", its 95 % interval clear of every other measured design's (next: {calc.label(firsts['pals'])}, 63.3 ± 1.0)."
+    )
     alone = {firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, alone)
     assert recommend.reason(ranked[0], ranked).endswith("best measured dev average here: 63.3 ± 1.0 (3 runs).")
@@ -99,7 +135,10 @@ def test_a_method_measured_at_another_location_is_ranked_by_that_measurement():
     costs = calc.table(inp)
     largest = next(p for p in recommend.candidates(costs, inp.budget) if p.cost.method == "pals")
     other = next(c for c in costs if c.method == "pals" and c.feasible and calc.key_of(c) != largest.key)
-    scores = {calc.key_of(other): recommend.Score(63.0, None, 1, other.d_s), ("shared", None): recommend.Score(62.6, None, 1)}
+    scores = {
+        calc.key_of(other): recommend.Score(63.0, None, 1, other.d_s),
+        ("shared", None): recommend.Score(62.6, None, 1),
+    }
     ranked = recommend.candidates(costs, inp.budget, scores)
     assert [p.key for p in ranked[:2]] == [calc.key_of(other), ("shared", None)]
     assert sum(p.cost.method == "pals" for p in ranked) == 1
@@ -119,9 +158,17 @@ def test_first_fits_are_the_smallest_budgets():
 def _summary(tmp, name, average, method="pals", d_s=8, model="tiny", tasks=("rte", "mrpc"), params=1234):
     d = tmp / name
     d.mkdir(parents=True)
-    config = {"tasks": list(tasks), "model": model, "seed": 0, "adapter": {"method": method, "d_s": d_s, "location": None}}
-    (d / "summary.json").write_text(json.dumps({"config": config, "average": average, "scores": {}, "steps": 50,
-                                                "params": {"task_specific": params}}))
+    config = {
+        "tasks": list(tasks),
+        "model": model,
+        "seed": 0,
+        "adapter": {"method": method, "d_s": d_s, "location": None},
+    }
+    (d / "summary.json").write_text(
+        json.dumps(
+            {"config": config, "average": average, "scores": {}, "steps": 50, "params": {"task_specific": params}}
+        )
+    )
     return d, config
 
 
@@ -131,9 +178,17 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
     agg.mkdir()
     for k in (0, 1, 2):
         _summary(agg, f"seed-{k}", 0.6 + k / 100)
-    (agg / "summary.json").write_text(json.dumps({  # docs/design.md §11
-        "seeds": [0, 1, 2], "runs": ["seed-0", "seed-1", "seed-2"], "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},
-        "scores": {}, "params": {"task_specific": 1234}}))
+    (agg / "summary.json").write_text(
+        json.dumps(
+            {  # docs/design.md §11
+                "seeds": [0, 1, 2],
+                "runs": ["seed-0", "seed-1", "seed-2"],
+                "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},
+                "scores": {},
+                "params": {"task_specific": 1234},
+            }
+        )
+    )
     _summary(tmp_path, "other-tasks", 0.7, tasks=("rte",))
     _summary(tmp_path, "other-model", 0.7, model=None)
     results = measured.scan([tmp_path])
@@ -158,8 +213,16 @@ def test_a_running_sweep_shows_its_finished_seeds_then_its_aggregate(tmp_path):
     _summary(design, "seed-0", 0.60)
     _summary(design, "seed-1", 0.62)
     assert sorted(r.score.mean for r in measured.scan([tmp_path])) == [pytest.approx(60.0), pytest.approx(62.0)]
-    (design / "summary.json").write_text(json.dumps({"seeds": [0, 1], "runs": ["seed-0", "seed-1"], "scores": {},
-                                                     "average": {"mean": 0.61, "std": 0.014, "ci95": 0.127}}))
+    (design / "summary.json").write_text(
+        json.dumps(
+            {
+                "seeds": [0, 1],
+                "runs": ["seed-0", "seed-1"],
+                "scores": {},
+                "average": {"mean": 0.61, "std": 0.014, "ci95": 0.127},
+            }
+        )
+    )
     [agg] = measured.scan([tmp_path])
     assert agg.score.n == 2 and agg.score.mean == pytest.approx(61.0) and agg.path.endswith("pals")
 
@@ -168,6 +231,7 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
     """A ``pals-train --seeds 0,1,2`` folder (its plan, seeds.json) with no aggregate yet: one finished seed stands
     for itself; from two on, the folder is one result over the seeds so far — its interval, "2 of 3 seeds so far"."""
     from pals_core.train.seeds import KIND, SEEDS_FILE
+
     design = tmp_path / "sweep" / "pals"
     design.mkdir(parents=True)
     (design / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": False, "template": {}}))
@@ -188,6 +252,7 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
 def test_majority_class_reference_from_the_glue_files(glue_dir):
     from pals_core.data.glue import read_tsv
     from pals_core.tasks.glue import GLUE_TASKS
+
     rte = GLUE_TASKS["rte"]
     dev = read_tsv(rte, glue_dir / rte.folder / "dev.tsv").labels
     train = read_tsv(rte, glue_dir / rte.folder / rte.train_file).labels
@@ -199,20 +264,44 @@ def test_majority_class_reference_from_the_glue_files(glue_dir):
 
 def test_run_scores_are_shown_0_to_100_with_metric_names():
     from explorer.runs_view import score_rows
-    rows = score_rows({"mnli": {"accuracy_m": 0.5, "accuracy_mm": 0.25}, "cola": {"mcc": {"mean": 0.1, "ci95": 0.02}},
-                       "rte": {"accuracy": None}})
-    assert rows == [{"task": "mnli", "accuracy (matched)": "50.00", "accuracy (mismatched)": "25.00", "Matthews corr.": "—",
-                     "accuracy": "—"},
-                    {"task": "cola", "accuracy (matched)": "—", "accuracy (mismatched)": "—", "Matthews corr.": "10.00",
-                     "accuracy": "—"},
-                    {"task": "rte", "accuracy (matched)": "—", "accuracy (mismatched)": "—", "Matthews corr.": "—",
-                     "accuracy": "—"}]
+
+    rows = score_rows(
+        {
+            "mnli": {"accuracy_m": 0.5, "accuracy_mm": 0.25},
+            "cola": {"mcc": {"mean": 0.1, "ci95": 0.02}},
+            "rte": {"accuracy": None},
+        }
+    )
+    assert rows == [
+        {
+            "task": "mnli",
+            "accuracy (matched)": "50.00",
+            "accuracy (mismatched)": "25.00",
+            "Matthews corr.": "—",
+            "accuracy": "—",
+        },
+        {
+            "task": "cola",
+            "accuracy (matched)": "—",
+            "accuracy (mismatched)": "—",
+            "Matthews corr.": "10.00",
+            "accuracy": "—",
+        },
+        {
+            "task": "rte",
+            "accuracy (matched)": "—",
+            "accuracy (mismatched)": "—",
+            "Matthews corr.": "—",
+            "accuracy": "—",
+        },
+    ]
 
 
 def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_path):
     """The Studies tab: trial numbers are whole numbers; parameter importances wait for enough trials."""
     import optuna
     from studies import report
+
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="few", direction="maximize")
     for i in range(3):
         t = study.ask({"lr": optuna.distributions.FloatDistribution(1e-5, 1e-3, log=True)})
@@ -223,11 +312,11 @@ def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_p
     assert x.tickmode == "linear" and x.dtick == 1 and x.tick0 == 0
 
 
-
 def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
     """The Studies tab shows a pals-study study's scores 0–100 in its table; its figures say the same numbers."""
     import optuna
     from studies import report
+
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="scale", direction="maximize")
     for i, value in enumerate((0.61, 0.72)):
         t = study.ask({"lr": optuna.distributions.FloatDistribution(1e-5, 1e-3, log=True)})
@@ -267,28 +356,40 @@ def test_a_summary_copied_under_benchmarks_results_is_one_result(tmp_path):
     _summary(results / "sweep" / "pals", "seed-1", 0.62)  # only committed (its run folder was cleaned away)
     found = measured.scan([runs, results])
     assert sorted((r.score.mean, Path(r.path).relative_to(tmp_path).parts[0]) for r in found) == [
-        (pytest.approx(60.0), "runs"), (pytest.approx(62.0), "results")]
+        (pytest.approx(60.0), "runs"),
+        (pytest.approx(62.0), "results"),
+    ]
 
 
 def _aggregate(tmp, name, averages, method, steps=4000):
     """A ``pals-train --seeds`` folder as the trainer writes it (``aggregate``), trained with ``steps``."""
     from pals_core.train.aggregate import aggregate
-    config = {"tasks": ["rte", "mrpc"], "model": "tiny", "steps": steps, "lr": 1e-4,
-              "adapter": {"method": method, "d_s": 8 if method == "pals" else None, "location": None}}
+
+    config = {
+        "tasks": ["rte", "mrpc"],
+        "model": "tiny",
+        "steps": steps,
+        "lr": 1e-4,
+        "adapter": {"method": method, "d_s": 8 if method == "pals" else None, "location": None},
+    }
     if method == "separate":  # what separate.summarise derives from the recipe: not a recipe of its own
         config.update(steps_per_task={"rte": steps // 2, "mrpc": steps // 2}, steps_rule="n_t = …")
-    summaries = [{"config": {**config, "seed": k}, "average": a, "scores": {}, "params": {"task_specific": 10}}
-                 for k, a in enumerate(averages)]
+    summaries = [
+        {"config": {**config, "seed": k}, "average": a, "scores": {}, "params": {"task_specific": 10}}
+        for k, a in enumerate(averages)
+    ]
     d = tmp / name
     d.mkdir(parents=True)
-    (d / "summary.json").write_text(json.dumps(aggregate(list(range(len(averages))), summaries,
-                                                         [f"seed-{k}" for k in range(len(averages))])))
+    (d / "summary.json").write_text(
+        json.dumps(aggregate(list(range(len(averages))), summaries, [f"seed-{k}" for k in range(len(averages))]))
+    )
 
 
 def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
     """The measured table's "− separate" / "− shared": Welch's interval of the difference of dev averages with the
     reference trained with the same recipe — none against a reference trained otherwise, or with one seed."""
     from pals_core.train.aggregate import compare
+
     _aggregate(tmp_path, "pals", [0.60, 0.61, 0.62], "pals")
     _aggregate(tmp_path, "separate", [0.70, 0.71, 0.72], "separate")
     _aggregate(tmp_path, "shared-longer", [0.50, 0.52, 0.54], "shared", steps=8000)  # another recipe
@@ -303,7 +404,6 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
     assert measured.against(results["separate"], list(results.values()), "separate") is None
 
 
-
 def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
     """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
     from explorer import figures
@@ -316,8 +416,8 @@ def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently
     assert any(c.method == "ca_mtl" for c in wide), [(c.method, c.d_s) for c in wide]
     picks = recommend.candidates(costs, Budget(ratio=1.5), hidden=shape.hidden)
     sensible = [p for p in picks if not p.oversized]
-    assert sensible and picks[:len(sensible)] == sensible  # every sensible size ranks first
-    for p in picks[len(sensible):]:
+    assert sensible and picks[: len(sensible)] == sensible  # every sensible size ranks first
+    for p in picks[len(sensible) :]:
         assert "is wider than the model it adapts" in recommend.reason(p, picks)
     frame = figures.table_frame(costs, Budget(ratio=1.5), hidden=shape.hidden)
     ca = frame[frame["method"] == "ca_mtl"]["d_s"].tolist()
@@ -342,10 +442,19 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     assert all(p.measured is None for p in picks)  # nothing ranks by a score of another size
     text = recommend.reason(h, picks)
     assert "best measured" not in text and "at d_s 63 measured 63.8 ± 4.5 (3 runs): another size" in text
-    assert recommend.measured_label(measured[("houlsby", "all")], houlsby) == "63.8 ± 4.5 (3 runs) at d_s 63, not this size"
+    assert (
+        recommend.measured_label(measured[("houlsby", "all")], houlsby)
+        == "63.8 ± 4.5 (3 runs) at d_s 63, not this size"
+    )
     same = {("houlsby", "all"): recommend.Score(63.8, 4.5, 3, d_s=houlsby.d_s)}
     ranked = recommend.candidates(costs, Budget(ratio=1.5), same, hidden=384)
-    assert ranked[0].key == ("houlsby", "all") and "best measured dev average here: 63.8" in recommend.reason(ranked[0], ranked)
-    frame = figures.table_frame(costs, Budget(ratio=1.5), None, {("houlsby", "all"): recommend.measured_label(
-        measured[("houlsby", "all")], houlsby)})
+    assert ranked[0].key == ("houlsby", "all") and "best measured dev average here: 63.8" in recommend.reason(
+        ranked[0], ranked
+    )
+    frame = figures.table_frame(
+        costs,
+        Budget(ratio=1.5),
+        None,
+        {("houlsby", "all"): recommend.measured_label(measured[("houlsby", "all")], houlsby)},
+    )
     assert frame[frame["design"] == "houlsby @ all"]["measured dev avg"].item().endswith("not this size")

@@ -1,4 +1,5 @@
 """The explorer's pure parts: inputs → calculator rows → figures, checked against the calculator itself."""
+
 import math
 
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from explorer import calc, figures
 from explorer import commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
-from pals_core.budget import (PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve)
+from pals_core.budget import PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve
 from pals_core.budget.series import budget_used, flops_ratio, pareto_front, per_task_limit
 from pals_core.train.config import TrainConfig
 
@@ -28,30 +29,40 @@ def test_default_inputs_are_the_paper_question():
     assert inp.budget == Budget(ratio=1.13) and inp.location is None
 
 
-@pytest.mark.parametrize("kind,text,expect", [
-    ("ratio", "1.13", Budget(ratio=1.13)), ("ratio", "1.2x", Budget(ratio=1.2)), ("ratio", " 1.5× ", Budget(ratio=1.5)),
-    ("extra", "15M", Budget(extra=15e6)), ("extra", "250k", Budget(extra=250e3)), ("extra", "1,500,000", Budget(extra=1.5e6)),
-    ("per-task", "1.9M", Budget(per_task=1.9e6)),
-])
+@pytest.mark.parametrize(
+    "kind,text,expect",
+    [
+        ("ratio", "1.13", Budget(ratio=1.13)),
+        ("ratio", "1.2x", Budget(ratio=1.2)),
+        ("ratio", " 1.5× ", Budget(ratio=1.5)),
+        ("extra", "15M", Budget(extra=15e6)),
+        ("extra", "250k", Budget(extra=250e3)),
+        ("extra", "1,500,000", Budget(extra=1.5e6)),
+        ("per-task", "1.9M", Budget(per_task=1.9e6)),
+    ],
+)
 def test_budget_text(kind, text, expect):
     assert parse_budget(kind, text) == expect
 
 
-@pytest.mark.parametrize("raw,needle", [
-    (dict(budget_value="abc"), "budget ratio"),
-    (dict(budget_value="0.9"), "below 1.0"),
-    (dict(budget_value=""), "enter a ratio budget"),
-    (dict(budget_kind="extra", budget_value="-5M"), "negative"),
-    (dict(budget_kind="per-task", budget_value="lots"), "not a number"),
-    (dict(glue_tasks=[]), "at least one GLUE task"),
-    (dict(methods=[]), "at least one method"),
-    (dict(location="layers i,j,…", location_custom="0,99"), "out of range"),
-    (dict(location="layers i,j,…", location_custom="a,b"), "not all, top, bottom"),
-    (dict(d_s="twelve"), "not an integer"),
-    (dict(model=UPLOAD), "upload a Hugging Face config.json"),
-    (dict(model=UPLOAD, config_bytes=b"{not json"), "not valid JSON"),
-    (dict(model=UPLOAD, config_bytes=b'{"hidden_size": 64}'), "lacks the field"),
-])
+@pytest.mark.parametrize(
+    "raw,needle",
+    [
+        (dict(budget_value="abc"), "budget ratio"),
+        (dict(budget_value="0.9"), "below 1.0"),
+        (dict(budget_value=""), "enter a ratio budget"),
+        (dict(budget_kind="extra", budget_value="-5M"), "negative"),
+        (dict(budget_kind="per-task", budget_value="lots"), "not a number"),
+        (dict(glue_tasks=[]), "at least one GLUE task"),
+        (dict(methods=[]), "at least one method"),
+        (dict(location="layers i,j,…", location_custom="0,99"), "out of range"),
+        (dict(location="layers i,j,…", location_custom="a,b"), "not all, top, bottom"),
+        (dict(d_s="twelve"), "not an integer"),
+        (dict(model=UPLOAD), "upload a Hugging Face config.json"),
+        (dict(model=UPLOAD, config_bytes=b"{not json"), "not valid JSON"),
+        (dict(model=UPLOAD, config_bytes=b'{"hidden_size": 64}'), "lacks the field"),
+    ],
+)
 def test_bad_inputs_name_the_problem(raw, needle):
     with pytest.raises(ValueError, match=None) as e:
         _inputs(**raw)
@@ -114,8 +125,13 @@ def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs
         dominated = any(u2 >= u and f2 <= f and (u2 > u or f2 < f) for u2, f2 in feasible)
         assert ((round(u, 12), round(100 * (f - 1), 9)) in on_front) == (not dominated)
     assert len(on_front) >= 2
-    points = [x for t in full(fig).data if t.name not in ("Pareto front",) and not t.name.startswith("chosen")
-              for x in t.x if x is not None]
+    points = [
+        x
+        for t in full(fig).data
+        if t.name not in ("Pareto front",) and not t.name.startswith("chosen")
+        for x in t.x
+        if x is not None
+    ]
     assert len(points) == sum(c.feasible for c in table)  # designs over budget are not drawn
     assert "recommended: pals @ all" in {a.text for a in full(fig).layout.annotations}
     assert "bert_layer_top" in full(fig).layout.title.text  # named as over budget instead
@@ -169,8 +185,13 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
 
     def r(method, loc, params, mean, ci=None, n=1):
         return Result(f"/r/{method}", method, loc, 8, None, ("rte",), params, Score(mean, ci, n), {}, 100)
-    results = [r("pals", "all", 1000, 60.0, 2.5, 3), r("lora", "top", 500, 55.0), r("shared", None, 10, 52.0),
-               r("separate", None, 10**7, 63.0, 1.0, 3)]
+
+    results = [
+        r("pals", "all", 1000, 60.0, 2.5, 3),
+        r("lora", "top", 500, 55.0),
+        r("shared", None, 10, 52.0),
+        r("separate", None, 10**7, 63.0, 1.0, 3),
+    ]
     fig = figures.measured_figure(results, majority=47.3, chosen=("pals", "all"))
     pts = {(t.name, x, y) for t in full(fig).data for x, y in zip(t.x, t.y) if x is not None}
     assert pts == {("pals", 1000, 60.0), ("lora", 500, 55.0), ("shared", 10, 52.0), ("separate", 10**7, 63.0)}
@@ -188,15 +209,37 @@ def test_measured_ranking_reads_apart_designs_at_one_budget():
 
     def r(method, params, mean, ci=None, n=1, path=None, seed=None):
         ref = method in ("shared", "separate")
-        return Result(path or f"/r/{method}", method, None if ref else "all", None if ref else 8, None, ("rte",), params,
-                      Score(mean, ci, n), {}, 100, seed)
-    results = [r("low_rank", 2_944_875, 62.5), r("pals", 2_809_485, 63.0, 1.2, 3), r("houlsby", 2_933_325, 62.1, seed=1),
-               r("separate", 9 * 10**7, 65.0), r("pals", 2_809_485, 61.0, path="/other")]
+        return Result(
+            path or f"/r/{method}",
+            method,
+            None if ref else "all",
+            None if ref else 8,
+            None,
+            ("rte",),
+            params,
+            Score(mean, ci, n),
+            {},
+            100,
+            seed,
+        )
+
+    results = [
+        r("low_rank", 2_944_875, 62.5),
+        r("pals", 2_809_485, 63.0, 1.2, 3),
+        r("houlsby", 2_933_325, 62.1, seed=1),
+        r("separate", 9 * 10**7, 65.0),
+        r("pals", 2_809_485, 61.0, path="/other"),
+    ]
     fig = full(figures.measured_ranking_figure(results, majority=34.4, chosen=("pals", "all")))
     [trace] = fig.data
     top_down = list(reversed(trace.y))  # plotly's first category is the bottom row
-    assert top_down == ["separate · 1 run", "pals @ all, d_s 8 · 3 runs", "low_rank @ all, d_s 8 · 1 run",
-                        "houlsby @ all, d_s 8 · seed 1", "pals @ all, d_s 8 · 1 run"]
+    assert top_down == [
+        "separate · 1 run",
+        "pals @ all, d_s 8 · 3 runs",
+        "low_rank @ all, d_s 8 · 1 run",
+        "houlsby @ all, d_s 8 · seed 1",
+        "pals @ all, d_s 8 · 1 run",
+    ]
     assert list(reversed(trace.text)) == ["65.0", "63.0 ± 1.2", "62.5", "62.1", "61.0"]
     assert list(trace.error_x.array) == [0, 0, 0, 1.2, 0] and trace.error_x.visible
     assert any(s.x0 == 34.4 for s in fig.layout.shapes)  # the majority class
@@ -207,34 +250,50 @@ def test_measured_ranking_reads_apart_designs_at_one_budget():
 
 
 def _run(adapter=None, **kw) -> TrainConfig:
-    base = dict(tasks=["rte"], adapter=adapter or AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir="/g",
-                out="runs/x")
+    base = dict(
+        tasks=["rte"],
+        adapter=adapter or AdapterConfig(method="pals", d_s=24),
+        model="tiny",
+        glue_dir="/g",
+        out="runs/x",
+    )
     return TrainConfig(**{**base, **kw})
 
 
 def test_launch_argv_and_commands():
-    cfg = _run(AdapterConfig(method="pals", d_s=204, location="top", per_task_pooler=True), tasks=["rte", "mrpc"],
-               steps=10, max_eval_examples=50)
+    cfg = _run(
+        AdapterConfig(method="pals", d_s=204, location="top", per_task_pooler=True),
+        tasks=["rte", "mrpc"],
+        steps=10,
+        max_eval_examples=50,
+    )
     argv = commands.launch_argv(cfg)
     assert argv[1:3] == ["-m", "pals_core.train.cli"]
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
-    assert commands.command(cfg).startswith("pals-train --method pals --d-s 204 --location top --per-task-pooler --tasks rte,mrpc")
+    assert commands.command(cfg).startswith(
+        "pals-train --method pals --d-s 204 --location top --per-task-pooler --tasks rte,mrpc"
+    )
     assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
-    assert commands.torchrun_command(cfg, 2).startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli")
+    assert commands.torchrun_command(cfg, 2).startswith(
+        "torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli"
+    )
     assert "--resume" in commands.launch_argv(cfg, resume=True)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(adapter=AdapterConfig(method="pals")), "needs --d-s"),
-    (dict(adapter=AdapterConfig(method="pals", d_s=100)), "not divisible"),
-    (dict(adapter=AdapterConfig(method="lhuc", d_s=8)), "no adapter size"),
-    (dict(adapter=AdapterConfig(method="proj_attn_top", d_s=24, location="top")), "takes no location"),
-    (dict(adapter=AdapterConfig(method="pals", d_s=24), tasks=["nope"]), "nope"),
-    (dict(adapter=AdapterConfig(method="pals", d_s=48), budget=Budget(ratio=1.0001)), "does not fit pals @ all"),
-    (dict(adapter=AdapterConfig(method="bert_layer_top"), budget=Budget(ratio=1.0001)), "over the budget"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        (dict(adapter=AdapterConfig(method="pals")), "needs --d-s"),
+        (dict(adapter=AdapterConfig(method="pals", d_s=100)), "not divisible"),
+        (dict(adapter=AdapterConfig(method="lhuc", d_s=8)), "no adapter size"),
+        (dict(adapter=AdapterConfig(method="proj_attn_top", d_s=24, location="top")), "takes no location"),
+        (dict(adapter=AdapterConfig(method="pals", d_s=24), tasks=["nope"]), "nope"),
+        (dict(adapter=AdapterConfig(method="pals", d_s=48), budget=Budget(ratio=1.0001)), "does not fit pals @ all"),
+        (dict(adapter=AdapterConfig(method="bert_layer_top"), budget=Budget(ratio=1.0001)), "over the budget"),
+    ],
+)
 def test_launcher_refuses_what_the_trainer_would(kw, needle):
     with pytest.raises(ValueError) as e:
         commands.check_with_trainer(_run(**kw))
@@ -242,8 +301,9 @@ def test_launcher_refuses_what_the_trainer_would(kw, needle):
 
 
 def test_launch_checked_by_the_trainers_own_parser(tmp_path):
-    resolved = commands.check_with_trainer(_run(out=str(tmp_path / "r"), budget=Budget(ratio=1.5),
-                                                adapter=AdapterConfig(method="pals")))
+    resolved = commands.check_with_trainer(
+        _run(out=str(tmp_path / "r"), budget=Budget(ratio=1.5), adapter=AdapterConfig(method="pals"))
+    )
     assert resolved.adapter.d_s is not None and resolved.adapter.d_s % 12 == 0  # solved on the tiny model
     with pytest.raises(ValueError, match="max_len"):
         commands.check_with_trainer(_run(out=str(tmp_path / "r"), max_len=4))
@@ -260,6 +320,7 @@ def test_every_figure_is_valid_plotly():
     import plotly.graph_objects as go
     from explorer.measured import Result
     from explorer.recommend import Score
+
     inp = _inputs()
     table = calc.table(inp)
     frame = figures.breakdown_frame(calc.breakdown_rows(inp, table[0]))
@@ -269,9 +330,12 @@ def test_every_figure_is_valid_plotly():
         figures.breakdown_figure(frame, "t"),
         figures.breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
         figures.scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
-        figures.measured_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0),
-        figures.measured_ranking_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)],
-                                        50.0, ("pals", "all")),
+        figures.measured_figure(
+            [Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0
+        ),
+        figures.measured_ranking_figure(
+            [Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0, ("pals", "all")
+        ),
     ]
     for f in built:
         go.Figure(f.to_dict())  # raises ValueError on an invalid property

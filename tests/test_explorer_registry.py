@@ -1,5 +1,6 @@
 """The run registry with the real trainer (``--model tiny``, real GLUE rows): launch, watch, a crash,
 a kill, cancel, resume. The folder on disk is the truth: every status here is read back from it."""
+
 import json
 import os
 import signal
@@ -28,9 +29,19 @@ def _wait(run_dir: Path, until, timeout: float = 90.0) -> registry.Run:
 
 
 def _spec(glue_dir, **kw) -> TrainConfig:
-    base = dict(tasks=["rte", "mrpc"], adapter=AdapterConfig(method="pals", d_s=24, location="top"), model="tiny",
-                glue_dir=str(glue_dir), steps=40, batch_size=8, eval_every=10, max_train_examples=64, max_eval_examples=32,
-                max_len=64, num_threads=1)
+    base = dict(
+        tasks=["rte", "mrpc"],
+        adapter=AdapterConfig(method="pals", d_s=24, location="top"),
+        model="tiny",
+        glue_dir=str(glue_dir),
+        steps=40,
+        batch_size=8,
+        eval_every=10,
+        max_train_examples=64,
+        max_eval_examples=32,
+        max_len=64,
+        num_threads=1,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -40,7 +51,7 @@ def test_atomic_json_and_tolerant_reads(tmp_path):
     assert read_json(tmp_path / "a.json", or_none=True) == {"x": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left behind
     (tmp_path / "half.json").write_text('{"status": "runn')
-    (tmp_path / "list.json").write_text('[1, 2]')
+    (tmp_path / "list.json").write_text("[1, 2]")
     for name in ("half.json", "missing.json", "list.json"):  # a file another process writes: absent is a state
         assert read_json(tmp_path / name, or_none=True) is None
     with pytest.raises(ValueError):  # a file the program needs: its problem is an error
@@ -83,8 +94,10 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     root = tmp_path / "runs"
     # 0. launched by another process that then exits (a server restart): the folder alone tells the status
     spec = _spec(glue_dir, steps=200)
-    code = (f"from explorer import registry; from pals_core.train.config import TrainConfig; "
-            f"registry.launch(TrainConfig.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')")
+    code = (
+        f"from explorer import registry; from pals_core.train.config import TrainConfig; "
+        f"registry.launch(TrainConfig.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     run = registry.load_run(root / "life")
     assert run.alive and os.getpgid(run.pid) == run.pid  # its own session: cancel reaches the whole group
@@ -95,7 +108,7 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     died = _wait(run.path, lambda r: not r.alive, timeout=20)
     assert died.status == "died" and json.loads((run.path / "progress.json").read_text())["status"] == "running"
     assert died.exit_code is None  # not our child: no exit code
-    assert died.stale and died.error.startswith("stale: progress.json still says \"running\"")
+    assert died.stale and died.error.startswith('stale: progress.json still says "running"')
     # 2. resume: a new process in the same folder, with --resume; the stale progress is not trusted
     resumed = registry.resume(died)
     assert resumed.status == "starting" and resumed.progress is None
@@ -114,6 +127,7 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
 
 
 # ------------------------------------------------------------------ nothing run or signalled on a folder's word
+
 
 def _zombie_or_gone(pid: int) -> bool:
     try:
@@ -143,9 +157,20 @@ def _config(glue_dir, out) -> dict:
     from pals_core import AdapterConfig
     from pals_core.train.config import TrainConfig
 
-    cfg = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny",
-                      glue_dir=str(glue_dir), out=str(out), steps=4, batch_size=4, max_len=32, eval_every=2,
-                      max_train_examples=16, max_eval_examples=8, num_threads=1)
+    cfg = TrainConfig(
+        tasks=["rte"],
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2),
+        model="tiny",
+        glue_dir=str(glue_dir),
+        out=str(out),
+        steps=4,
+        batch_size=4,
+        max_len=32,
+        eval_every=2,
+        max_train_examples=16,
+        max_eval_examples=8,
+        num_threads=1,
+    )
     cfg.validate()
     return cfg.as_dict()
 
@@ -155,13 +180,17 @@ def test_resume_runs_only_the_trainer_rebuilt_from_config_json(tmp_path):
     pwned = tmp_path / "pwned"
     run_dir = tmp_path / "runs" / "copied"
     run_dir.mkdir(parents=True)
-    (run_dir / "launch.json").write_text(json.dumps({"id": "copied", "pid": 999999, "pid_start": 1, "started": 1.0,
-                                                     "argv": ["/bin/sh", "-c", f"touch {pwned}"]}))
+    (run_dir / "launch.json").write_text(
+        json.dumps(
+            {"id": "copied", "pid": 999999, "pid_start": 1, "started": 1.0, "argv": ["/bin/sh", "-c", f"touch {pwned}"]}
+        )
+    )
     with pytest.raises(ValueError, match="neither a config.json nor readable launch settings"):
         registry.resume(registry.load_run(run_dir))
     launch = json.loads((run_dir / "launch.json").read_text())
-    (run_dir / "launch.json").write_text(json.dumps({**launch, "config": {"tasks": ["rte"], "adapter": {"method": "pals"},
-                                                                            "steps": "1;sh"}}))
+    (run_dir / "launch.json").write_text(
+        json.dumps({**launch, "config": {"tasks": ["rte"], "adapter": {"method": "pals"}, "steps": "1;sh"}})
+    )
     with pytest.raises(ValueError, match="neither a config.json nor readable launch settings"):
         registry.resume(registry.load_run(run_dir))  # launch settings that do not validate are not used
     (run_dir / "launch.json").write_text(json.dumps(launch))
@@ -191,11 +220,18 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
         cases = {
             "progress-pid": {"progress.json": {"status": "running", "step": 3, "pid": bystander.pid}},
             "init": {"progress.json": {"status": "running", "pid": 1}},
-            "launch-pid": {"launch.json": {"pid": bystander.pid, "pid_start": start, "started": 1.0,
-                                           "argv": ["sleep", "60"]},
-                           "progress.json": {"status": "running", "pid": bystander.pid}},
-            "launch-forged-argv": {"launch.json": {"pid": bystander.pid, "pid_start": start, "started": 1.0,
-                                                   "argv": [sys.executable, "-m", "pals_core.train.cli", "--out", "."]}},
+            "launch-pid": {
+                "launch.json": {"pid": bystander.pid, "pid_start": start, "started": 1.0, "argv": ["sleep", "60"]},
+                "progress.json": {"status": "running", "pid": bystander.pid},
+            },
+            "launch-forged-argv": {
+                "launch.json": {
+                    "pid": bystander.pid,
+                    "pid_start": start,
+                    "started": 1.0,
+                    "argv": [sys.executable, "-m", "pals_core.train.cli", "--out", "."],
+                }
+            },
         }
         for name, files in cases.items():
             d = tmp_path / name
@@ -215,8 +251,12 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
 
 
 def test_malformed_files_never_break_the_runs_list(tmp_path):
-    bad = {"a": '{"status": "running", "step": "x", "total": [], "scores": 5, "pid": "abc", "eta_s": "soon"}',
-           "b": "[", "c": '{"status": "finished", "average": {"x": 1}, "params": 3, "scores": [1]}', "d": "[" * 100000}
+    bad = {
+        "a": '{"status": "running", "step": "x", "total": [], "scores": 5, "pid": "abc", "eta_s": "soon"}',
+        "b": "[",
+        "c": '{"status": "finished", "average": {"x": 1}, "params": 3, "scores": [1]}',
+        "d": "[" * 100000,
+    }
     for name, text in bad.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / ("summary.json" if name == "c" else "progress.json")).write_text(text)

@@ -2,6 +2,7 @@
 a tasks file priced as ``pals-budget --tasks-file`` prices it, the task panel (rows, labels, majority class, token
 lengths and the p95 offered as n), a bad file or row as one error line, the launcher's ``--tasks-file``, and a run
 trained on a tasks file found in Runs & measured by what its tasks are (their fingerprints), not by their names."""
+
 from __future__ import annotations
 
 import csv
@@ -41,10 +42,13 @@ def app(runs_dir):
 
 @pytest.fixture(scope="module")
 def example() -> Path:
-    data = [EXAMPLE.parent / "data" / n for n in ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")]
+    data = [
+        EXAMPLE.parent / "data" / n for n in ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")
+    ]
     if not all(p.is_file() for p in data):  # the example's data is written by its own (deterministic) script
         import subprocess
         import sys
+
         subprocess.run([sys.executable, str(EXAMPLE.parent / "make_data.py")], check=True, cwd=ROOT)
     return EXAMPLE
 
@@ -88,16 +92,29 @@ def small_tasks(folder: Path, names=("intent", "score")) -> Path:
             w = csv.writer(f)
             w.writerow(["message", "intent"])
             for i in range(n):
-                w.writerow([f"my {words[i % 9]} {words[(i * 5) % 9]} please, ticket {i}", ["billing", "delivery", "account"][i % 3]])
-    (folder / "score.jsonl").write_text("".join(
-        json.dumps({"a": f"a review of item {i} " + "good " * (i % 4), "b": f"rated {i % 5}", "y": float(i % 5)}) + "\n"
-        for i in range(40)), encoding="utf-8")
+                w.writerow(
+                    [
+                        f"my {words[i % 9]} {words[(i * 5) % 9]} please, ticket {i}",
+                        ["billing", "delivery", "account"][i % 3],
+                    ]
+                )
+    (folder / "score.jsonl").write_text(
+        "".join(
+            json.dumps({"a": f"a review of item {i} " + "good " * (i % 4), "b": f"rated {i % 5}", "y": float(i % 5)})
+            + "\n"
+            for i in range(40)
+        ),
+        encoding="utf-8",
+    )
     a, b = names
     f = folder / "tasks.yaml"
-    f.write_text(f"""tasks:
+    f.write_text(
+        f"""tasks:
   {a}: {{train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}}
   {b}: {{train: score.jsonl, text: [a, b], label: y, kind: regression}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return f
 
 
@@ -115,7 +132,9 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
     assert len(table) == len(want) > 0
     for _, r in table.iterrows():
         c = want[(r["method"], r["location"])]
-        assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == ("—" if c.d_s is None else str(c.d_s))
+        assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == (
+            "—" if c.d_s is None else str(c.d_s)
+        )
     # the heads are d·C_t + C_t: 3 + 1 + 4 outputs, not three binary tasks
     shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
     assert shared.params_task_specific == sum(768 * t.num_labels + t.num_labels for t in tasks)
@@ -151,12 +170,20 @@ def test_the_task_panel_shows_each_task_and_offers_its_p95(app, example):
     assert list(table["task"]) == [p["name"] for p in want]
     for (_, r), p in zip(table.iterrows(), want):
         assert (r["train rows"], r["dev rows"], r["tokens p50"], r["tokens p95"], r["tokens max"]) == (
-            p["train_rows"], p["dev_rows"], p["tokens"]["p50"], p["tokens"]["p95"], p["tokens"]["max"])
+            p["train_rows"],
+            p["dev_rows"],
+            p["tokens"]["p50"],
+            p["tokens"]["p95"],
+            p["tokens"]["max"],
+        )
         assert r["majority class on dev"] == f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})"
         assert r["truncated at n = 128"] == f"{100 * p['tokens']['truncated']:.1f}%"
     for p in want:  # a bar chart of the labels for every task with labels, train and dev
         if p["kind"] != "regression":
-            bars = {t["name"].split()[0]: dict(zip(t["x"], t["customdata"])) for t in fig(app, f"fig_labels::{p['name']}")["data"]}
+            bars = {
+                t["name"].split()[0]: dict(zip(t["x"], t["customdata"]))
+                for t in fig(app, f"fig_labels::{p['name']}")["data"]
+            }
             assert bars == p["distribution"]
     p95 = max(p["tokens"]["p95"] for p in want)
     button = app.button(key="use_p95")
@@ -192,14 +219,21 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
     """An uploaded file is saved under <runs>/uploads/<sha>/tasks.yaml (the same bytes, the same path); relative data
     paths cannot resolve there and are refused in one line."""
     records = read_tasks_file(example)
-    absolute = {"tasks": {n: {**{k: v for k, v in r.as_dict().items() if v is not None and k not in ("name", "glue")}}
-                          for n, r in records.items()}}
+    absolute = {
+        "tasks": {
+            n: {**{k: v for k, v in r.as_dict().items() if v is not None and k not in ("name", "glue")}}
+            for n, r in records.items()
+        }
+    }
     data = json.dumps(absolute).encode()
     path = inputs.save_upload(data, tmp_path)
     assert path.parent.parent == tmp_path / inputs.UPLOADS and path.name == "tasks.yaml"
     assert inputs.save_upload(data, tmp_path) == path
     assert [(t.name, t.num_labels) for t in tasks_of_records(read_tasks_file(path).values())] == [
-        ("intent", 3), ("reviews", 1), ("tickets", 4)]
+        ("intent", 3),
+        ("reviews", 1),
+        ("tickets", 4),
+    ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)
 
@@ -227,8 +261,18 @@ def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_pat
     from pals_core.train.trainer import train
 
     f = small_tasks(tmp_path / "mine")
-    cfg = TrainConfig(tasks=[], tasks_file=str(f), adapter=AdapterConfig(method="pals", d_s=24), model="tiny",
-                      out=str(runs_dir / "mine-pals"), steps=6, batch_size=4, max_len=32, eval_every=6, seed=0)
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(f),
+        adapter=AdapterConfig(method="pals", d_s=24),
+        model="tiny",
+        out=str(runs_dir / "mine-pals"),
+        steps=6,
+        batch_size=4,
+        max_len=32,
+        eval_every=6,
+        seed=0,
+    )
     summary = train(cfg, progress=False)
     open_file(app, f, model=TINY)
     show(app, "runs")
@@ -247,14 +291,20 @@ def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_pat
     designs = table_with(app, "measured dev avg")
     row = designs[designs["design"] == "pals @ all"]
     size = "" if row["d_s"].item() == "24" else " at d_s 24, not this size"  # a score belongs to the size measured
-    assert list(row["measured dev avg"]) == [f"{100 * summary['average']:.1f} (1 run){size}, a smoke run (6 steps): "
-                                             "not ranked"]
+    assert list(row["measured dev avg"]) == [
+        f"{100 * summary['average']:.1f} (1 run){size}, a smoke run (6 steps): not ranked"
+    ]
     show(app, "runs")
     # the same tasks under other names, in another file: the same tasks (their fingerprints)
     renamed = tmp_path / "renamed" / "tasks.yaml"
     renamed.parent.mkdir()
-    renamed.write_text(f.read_text().replace("intent:", "intents:").replace("score:", "rating:")
-                       .replace("train: ", f"train: {f.parent}/").replace("dev: ", f"dev: {f.parent}/"))
+    renamed.write_text(
+        f.read_text()
+        .replace("intent:", "intents:")
+        .replace("score:", "rating:")
+        .replace("train: ", f"train: {f.parent}/")
+        .replace("dev: ", f"dev: {f.parent}/")
+    )
     app.sidebar.text_input(key="tasks_file").set_value(str(renamed)).run()
     assert [t.name for t in tasks_of_records(read_tasks_file(renamed).values())] == ["intents", "rating"]
     assert list(table_with(app, "folder")["folder"]) == [str(runs_dir / "mine-pals")]

@@ -10,6 +10,7 @@
   form starts from the sidebar's question; smoke runs are labelled and kept off the measured ranking's scale; a run
   with untrained tasks says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,7 +78,7 @@ def cli_rows(*args: str) -> dict[tuple[str, str], dict[str, str]]:
     i = next(i for i, line in enumerate(lines) if line.startswith("method"))
     head = re.split(r"\s{2,}", lines[i].strip())
     out = {}
-    for line in lines[i + 2:]:
+    for line in lines[i + 2 :]:
         if not line.strip() or line.startswith(("(", "not priced")):
             break
         cells = dict(zip(head, re.split(r"\s{2,}", line.strip())))
@@ -86,6 +87,7 @@ def cli_rows(*args: str) -> dict[tuple[str, str], dict[str, str]]:
 
 
 # --- item 3: numbers agree to the digit ------------------------------------------------------------------------
+
 
 def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
     """The issue's question (MiniLM, five GLUE tasks, 1.5×): the recommendation, the chosen design's metrics, its row
@@ -99,7 +101,8 @@ def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
     assert at.selectbox(key="design").value == design  # the chosen design starts at the recommendation
     method, _, location = design.partition(" @ ")
     cli = cli_rows("--model", QUESTION["model"], "--tasks", QUESTION["tasks"], "--budget", QUESTION["budget"])[
-        (method, location or "—")]
+        (method, location or "—")
+    ]
 
     share = re.search(r"spends (\d+\.\d%) of the budget", said).group(1)
     assert metric(at, "% of budget used") == share  # the answer and the metric: one rounding (down)
@@ -149,6 +152,7 @@ def test_a_share_of_the_budget_is_rounded_down():
 
 # --- item 4: readable figures -----------------------------------------------------------------------------------
 
+
 def test_crowded_points_keep_only_the_labels_that_can_be_read():
     """Twenty designs around one point (the Memory & step time scatter at 1.5×): no two written labels overlap, the
     chosen design's is written, the isolated points are labelled, the rest are left to hover."""
@@ -166,15 +170,16 @@ def test_parts_stacked_together_have_colours_that_differ():
     from explorer import calc
     from explorer.inputs import RawInputs, parse_inputs
 
-    inp = parse_inputs(RawInputs(model="minilm-l6-h384", glue_tasks=["cola", "sst2", "mrpc", "stsb", "rte"],
-                                 budget_value="1.5"))
+    inp = parse_inputs(
+        RawInputs(model="minilm-l6-h384", glue_tasks=["cola", "sst2", "mrpc", "stsb", "rte"], budget_value="1.5")
+    )
     bars = [figures.breakdown_places(calc.breakdown_rows(inp, c)) for c in calc.table(inp)]
     colors = figures.part_colors(bars)
     assert len(set(colors.values())) == len(colors)
     for bar in bars:
         parts = sorted({r["part"] for r in bar})
         for i, a in enumerate(parts):
-            for b in parts[i + 1:]:
+            for b in parts[i + 1 :]:
                 assert figures.color_distance(colors[a], colors[b]) >= 20, (a, b, colors[a], colors[b])
 
 
@@ -193,6 +198,7 @@ def test_a_legend_never_needs_a_scroll_box():
 
 
 # --- item 6: a first visit works --------------------------------------------------------------------------------
+
 
 def test_without_a_glue_folder_the_train_view_offers_the_example_tasks(env, monkeypatch):
     """No $PALS_GLUE_DIR and no hub: the Train view says so before anyone clicks Launch (which waits), and one button
@@ -222,17 +228,31 @@ def test_with_the_glue_folder_the_train_view_just_trains(env, glue_dir):
     assert at.text_input(key="train_glue_dir").value == str(glue_dir)
 
 
-def _summary(runs: Path, name: str, method: str, average: float, steps: int, location: str | None = "all",
-             untrained: list[str] | None = None, tasks=("rte", "mrpc")) -> None:
+def _summary(
+    runs: Path,
+    name: str,
+    method: str,
+    average: float,
+    steps: int,
+    location: str | None = "all",
+    untrained: list[str] | None = None,
+    tasks=("rte", "mrpc"),
+) -> None:
     adapter = {"method": method, **({"location": location} if location else {})}
     from pals_core.budget import AdapterConfig
 
     config = TrainConfig(tasks=list(tasks), adapter=AdapterConfig(**adapter), model="tiny", steps=steps)
     folder = runs / name
     folder.mkdir(parents=True)
-    summary = {"config": config.as_dict(), "average": average, "steps": steps, "best_step": steps,
-               "scores": {t: {"accuracy": average} for t in tasks}, "params": {"task_specific": 12_345 + len(name)},
-               "wall_time_s": 12.0}
+    summary = {
+        "config": config.as_dict(),
+        "average": average,
+        "steps": steps,
+        "best_step": steps,
+        "scores": {t: {"accuracy": average} for t in tasks},
+        "params": {"task_specific": 12_345 + len(name)},
+        "wall_time_s": 12.0,
+    }
     if untrained is not None:
         summary["untrained"] = untrained
     (folder / "summary.json").write_text(json.dumps(summary))
@@ -298,8 +318,10 @@ def test_a_run_with_untrained_tasks_says_so(env, glue_dir):
 def test_an_empty_study_storage_is_an_invitation_and_the_form_starts_from_the_question(env):
     at = open_at({"model": "embedded-minilm", "tasks": "cola,sst2,mrpc,stsb,rte", "budget": "1.5"}, "studies")
     assert page_errors(at) == []
-    assert any(i.value.startswith("**No study here yet**") and "start one with the form below" in i.value.lower()
-               for i in at.info)
+    assert any(
+        i.value.startswith("**No study here yet**") and "start one with the form below" in i.value.lower()
+        for i in at.info
+    )
     assert at.text_input(key="study_start_tasks").value == "cola,sst2,mrpc,stsb,rte"
     assert at.selectbox(key="study_start_model").value == "embedded MiniLM"
     assert at.number_input(key="study_start_budget").value == 1.5
@@ -315,8 +337,15 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
     assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets"
     assert at.selectbox(key="study_start_model").value == "tiny random BERT (smoke study)"
     assert at.text_input(key="study_start_budget_count").value == "250,000"
-    settings = study_workers.settings_from_form("design", tasks="intent,reviews", model="tiny", budget="250,000",
-                                                budget_kind="extra", tasks_file=str(example), steps=4)
+    settings = study_workers.settings_from_form(
+        "design",
+        tasks="intent,reviews",
+        model="tiny",
+        budget="250,000",
+        budget_kind="extra",
+        tasks_file=str(example),
+        steps=4,
+    )
     assert settings.tasks == ["intent", "reviews"] and settings.tasks_file == str(example)
     assert settings.budget_obj().extra == 250_000
 
@@ -330,5 +359,7 @@ def test_the_design_table_says_whether_tasks_can_be_added_later():
     tasks = [Task("a", 2), Task("b", 3)]
     frozen = table_frame(rows(shape, tasks, d_s=8, methods=["lora", "ca_mtl"], location="all", freeze_trunk=True))
     trained = table_frame(rows(shape, tasks, d_s=8, methods=["pals"], location="all", heads=2))
-    got = dict(zip(frozen["design"], frozen["add tasks later"])) | dict(zip(trained["design"], trained["add tasks later"]))
+    got = dict(zip(frozen["design"], frozen["add tasks later"])) | dict(
+        zip(trained["design"], trained["add tasks later"])
+    )
     assert got == {"lora @ all": "yes", "ca_mtl @ all": "no", "pals @ all": "no"}

@@ -4,6 +4,7 @@ to one graph — inputs input_ids / attention_mask (/ token_type_ids where the f
 sequence axes, one logits output per task — with the tokenizer and export.json beside it; onnxruntime's logits equal
 torch's on the run's dev rows within 1e-4, the task weights moved away from their identity first so that every
 adapter counts; ``pals-predict`` on the exported folder writes what it writes on the run folder."""
+
 from __future__ import annotations
 
 import csv
@@ -21,8 +22,15 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.budget import METHODS, design, from_hf_config, parse_tasks
 from pals_core.export.cli import main as pals_export
-from pals_core.export.onnx import (META_FILE, MODEL_FILE, OnnxRunner, export_onnx, is_onnx_export, load_models,
-                                   read_export)
+from pals_core.export.onnx import (
+    META_FILE,
+    MODEL_FILE,
+    OnnxRunner,
+    export_onnx,
+    is_onnx_export,
+    load_models,
+    read_export,
+)
 from pals_core.predict_cli import main as pals_predict
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import minilm_path, tiny_config_dict
@@ -31,24 +39,59 @@ from pals_core.train.trainer import train
 torch.set_num_threads(1)
 BIN = Path(sys.executable).parent
 V = 30522  # MiniLM's vocabulary: the tiny checkpoints use its tokenizer
-SMALL = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-             max_position_embeddings=130)
+SMALL = dict(
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    vocab_size=V,
+    max_position_embeddings=130,
+)
 CHECKPOINTS = {  # tiny random checkpoints of each family but BERT (the trainer's own "tiny")
     "roberta": dict(SMALL, type_vocab_size=1, pad_token_id=0),
     "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128),
     "electra": dict(SMALL, embedding_size=8),
-    "deberta-v2": dict(SMALL, relative_attention=True, position_buckets=16, pos_att_type="p2c|c2p", share_att_key=True,
-                       position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm"),
-    "modernbert": dict(SMALL, num_hidden_layers=3, intermediate_size=12, local_attention=8, pad_token_id=0,
-                       bos_token_id=101, eos_token_id=102, cls_token_id=101, sep_token_id=102,
-                       classifier_pooling="mean"),
+    "deberta-v2": dict(
+        SMALL,
+        relative_attention=True,
+        position_buckets=16,
+        pos_att_type="p2c|c2p",
+        share_att_key=True,
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+    ),
+    "modernbert": dict(
+        SMALL,
+        num_hidden_layers=3,
+        intermediate_size=12,
+        local_attention=8,
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        cls_token_id=101,
+        sep_token_id=102,
+        classifier_pooling="mean",
+    ),
     "mpnet": dict(SMALL),
     "albert": dict(SMALL, embedding_size=8),  # one layer's weights run by both layers
 }
 FAMILIES = ("bert", *CHECKPOINTS)
-TOKEN_TYPES = {"bert", "electra", "albert"}  # the families whose graph reads token_type_ids (in the others' it is unused)
-SIZES = {"pals": 4, "pals_unshared": 4, "low_rank": 4, "houlsby": 3, "lora": 4, "proj_attn_top": 4, "proj_ffn_top": 4,
-         "ca_mtl": 4}
+TOKEN_TYPES = {
+    "bert",
+    "electra",
+    "albert",
+}  # the families whose graph reads token_type_ids (in the others' it is unused)
+SIZES = {
+    "pals": 4,
+    "pals_unshared": 4,
+    "low_rank": 4,
+    "houlsby": 3,
+    "lora": 4,
+    "proj_attn_top": 4,
+    "proj_ffn_top": 4,
+    "ca_mtl": 4,
+}
 WORDS = {"billing": ["invoice", "charge", "bill"], "refund": ["money", "back", "return"], "other": ["hello", "time"]}
 
 
@@ -87,18 +130,31 @@ def own_tasks(folder: Path) -> Path:
             for i in range(n):
                 label = list(WORDS)[i % 3]
                 w.writerow([" ".join(WORDS[label][: 1 + i % 3]) + f" please {i}" + " now" * (i % 4), label])
-        (folder / f"score_{split}.jsonl").write_text("".join(
-            json.dumps({"a": f"sentence {'good ' * (i % 5)}{i}", "b": f"other {i % 7}", "y": (i % 5) + 0.5 * (i % 2)})
-            + "\n" for i in range(n)))
-        rows = [{"body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
-                 "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else [])} for i in range(n)]
+        (folder / f"score_{split}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {"a": f"sentence {'good ' * (i % 5)}{i}", "b": f"other {i % 7}", "y": (i % 5) + 0.5 * (i % 2)}
+                )
+                + "\n"
+                for i in range(n)
+            )
+        )
+        rows = [
+            {
+                "body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
+                "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else []),
+            }
+            for i in range(n)
+        ]
         pq.write_table(pa.Table.from_pylist(rows), folder / f"tags_{split}.parquet")
     f = folder / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}\n"
-                 "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
-                 "  tags: {train: tags_train.parquet, dev: tags_dev.parquet, text: body, label: tags, "
-                 "kind: multilabel}\n")
+    f.write_text(
+        "tasks:\n"
+        "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}\n"
+        "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
+        "  tags: {train: tags_train.parquet, dev: tags_dev.parquet, text: body, label: tags, "
+        "kind: multilabel}\n"
+    )
     return f
 
 
@@ -135,8 +191,22 @@ def checkpoints(tmp_path_factory):
 
 def trained_run(out: Path, tasks_file: Path, model: str, adapter: AdapterConfig, **kw) -> Path:
     """A real pals-train run of two steps (evaluated, so it has a best checkpoint)."""
-    cfg = TrainConfig(tasks=[], tasks_file=str(tasks_file), adapter=adapter, model=model, out=str(out), steps=2,
-                      batch_size=8, max_len=24, eval_every=2, lr=1e-3, eval_batch_size=4, seed=0, num_threads=1, **kw)
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(tasks_file),
+        adapter=adapter,
+        model=model,
+        out=str(out),
+        steps=2,
+        batch_size=8,
+        max_len=24,
+        eval_every=2,
+        lr=1e-3,
+        eval_batch_size=4,
+        seed=0,
+        num_threads=1,
+        **kw,
+    )
     train(cfg, progress=False)
     return out
 
@@ -193,6 +263,7 @@ def exported(pals_run, tmp_path_factory) -> tuple[Path, str]:
 
 # --- fast: one PALs run of BERT through the CLI, pals-predict on the export, two designs of the grid ----------------
 
+
 def test_the_export_is_one_graph_with_a_logits_output_per_task_and_the_tokenizer_beside_it(exported, pals_run):
     out, said = exported
     assert {MODEL_FILE, META_FILE, "tokenizer.json", "tokenizer_config.json"} <= {p.name for p in out.iterdir()}
@@ -247,8 +318,9 @@ def _predict(*args: str) -> int:
     return pals_predict([*args, "--no-progress"])
 
 
-def test_pals_predict_on_the_exported_folder_writes_what_the_torch_engine_writes(exported, pals_run, data, tmp_path,
-                                                                               capsys):
+def test_pals_predict_on_the_exported_folder_writes_what_the_torch_engine_writes(
+    exported, pals_run, data, tmp_path, capsys
+):
     out, _ = exported
     dev = data.parent / "score_dev.jsonl"
     text = ("--text", "a", "--text-pair", "b", "--probs")
@@ -265,35 +337,61 @@ def test_pals_predict_on_the_exported_folder_writes_what_the_torch_engine_writes
             assert o[k] == pytest.approx(t[k], abs=1e-5) if isinstance(t[k], float) else o[k] == t[k], k
     requests = tmp_path / "requests.csv"  # --task-column: each row through its own task
     with open(requests, "w", newline="") as fh:
-        csv.writer(fh).writerows([("text", "task"), *((f"invoice please {i}" + " now" * i, ("intent", "tags")[i % 2])
-                                                       for i in range(7))])
+        csv.writer(fh).writerows(
+            [("text", "task"), *((f"invoice please {i}" + " now" * i, ("intent", "tags")[i % 2]) for i in range(7))]
+        )
     for engine, folder in (("torch", pals_run), ("onnx", out)):
-        assert _predict(str(folder), "--input", str(requests), "--out", str(tmp_path / f"{engine}.csv"),
-                        "--task-column", "task", "--text", "text", "--engine", engine) == 0
+        assert (
+            _predict(
+                str(folder),
+                "--input",
+                str(requests),
+                "--out",
+                str(tmp_path / f"{engine}.csv"),
+                "--task-column",
+                "task",
+                "--text",
+                "text",
+                "--engine",
+                engine,
+            )
+            == 0
+        )
     assert (tmp_path / "torch.csv").read_text().splitlines()[0] == (tmp_path / "onnx.csv").read_text().splitlines()[0]
     from pals_core.tasks.readers import read_columns
 
     t, o = (read_columns(tmp_path / f"{e}.csv", None).values for e in ("torch", "onnx"))
     assert t["intent"] == o["intent"] and t["tags"] == o["tags"]
-    assert np.allclose([float(x or "nan") for x in t["intent_prob"]], [float(x or "nan") for x in o["intent_prob"]],
-                       atol=1e-5, equal_nan=True)
+    assert np.allclose(
+        [float(x or "nan") for x in t["intent_prob"]],
+        [float(x or "nan") for x in o["intent_prob"]],
+        atol=1e-5,
+        equal_nan=True,
+    )
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["{missing}", "--format", "onnx", "--out", "{new}"], "no such run folder"),
-    (["{run}", "--format", "onnx", "--out", "{full}"], "exists and is not empty"),
-    (["{run}", "--format", "tflite", "--out", "{new}"], "invalid choice: 'tflite'"),
-    (["{run}", "--format", "onnx", "--out", "{new}", "--opset", "12"], "--opset must be an integer from 17"),
-    (["{run}", "--format", "onnx", "--out", "{new}", "--step", "7"], "keeps no checkpoint of step 7"),
-    (["{data}", "--format", "onnx", "--out", "{new}"], "holds no pals-train run"),
-    (["{run}", "--format", "peft", "--out", "{new}"], "--format onnx"),  # ExportRefused: PALs has no peft form
-    (["{run}", "--format", "hf", "--out", "{new}", "--opset", "18"], "--opset is an ONNX setting"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["{missing}", "--format", "onnx", "--out", "{new}"], "no such run folder"),
+        (["{run}", "--format", "onnx", "--out", "{full}"], "exists and is not empty"),
+        (["{run}", "--format", "tflite", "--out", "{new}"], "invalid choice: 'tflite'"),
+        (["{run}", "--format", "onnx", "--out", "{new}", "--opset", "12"], "--opset must be an integer from 17"),
+        (["{run}", "--format", "onnx", "--out", "{new}", "--step", "7"], "keeps no checkpoint of step 7"),
+        (["{data}", "--format", "onnx", "--out", "{new}"], "holds no pals-train run"),
+        (["{run}", "--format", "peft", "--out", "{new}"], "--format onnx"),  # ExportRefused: PALs has no peft form
+        (["{run}", "--format", "hf", "--out", "{new}", "--opset", "18"], "--opset is an ONNX setting"),
+    ],
+)
 def test_pals_export_bad_input_is_one_line_exit_2(pals_run, data, tmp_path, capsys, args, needle):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    given = [a.format(missing=tmp_path / "nope", new=tmp_path / "new", full=tmp_path / "full", run=pals_run,
-                      data=data.parent) for a in args]
+    given = [
+        a.format(
+            missing=tmp_path / "nope", new=tmp_path / "new", full=tmp_path / "full", run=pals_run, data=data.parent
+        )
+        for a in args
+    ]
     assert pals_export(given) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert needle in err[-1] and err[-1].startswith("pals-export: error: ") and "Traceback" not in "\n".join(err)
@@ -301,13 +399,17 @@ def test_pals_export_bad_input_is_one_line_exit_2(pals_run, data, tmp_path, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
-@pytest.mark.parametrize("engine_args, needle", [
-    (["{export}", "--engine", "torch"], "is an ONNX export (pals-export): it holds no torch weights"),
-    (["{run}", "--engine", "onnx"], "holds no ONNX export"),
-    (["{export}", "--step", "1"], "is an ONNX export of step 2: --step 1 needs the run folder"),
-])
-def test_pals_predict_engine_mismatches_are_one_line_exit_2(exported, pals_run, data, tmp_path, capsys, engine_args,
-                                                           needle):
+@pytest.mark.parametrize(
+    "engine_args, needle",
+    [
+        (["{export}", "--engine", "torch"], "is an ONNX export (pals-export): it holds no torch weights"),
+        (["{run}", "--engine", "onnx"], "holds no ONNX export"),
+        (["{export}", "--step", "1"], "is an ONNX export of step 2: --step 1 needs the run folder"),
+    ],
+)
+def test_pals_predict_engine_mismatches_are_one_line_exit_2(
+    exported, pals_run, data, tmp_path, capsys, engine_args, needle
+):
     args = [a.format(export=exported[0], run=pals_run) for a in engine_args]
     assert _predict(*args, "--input", str(data.parent / "intent_dev.csv"), "--out", str(tmp_path / "p.csv")) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -332,11 +434,13 @@ def test_a_model_built_in_memory_traces_to_a_graph_too(tmp_path):
     for rows, n in ((3, 5), (2, 40)):  # below and above the bias's width (16)
         ids = torch.randint(3, 1000, (rows, n), generator=gen)
         mask = torch.ones_like(ids)
-        mask[0, n - 2:] = 0
+        mask[0, n - 2 :] = 0
         with torch.no_grad():
             want = model.predict_all(ids, mask, torch.zeros_like(ids))
-        got = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
-                                 "token_type_ids": np.zeros_like(ids.numpy())})
+        got = session.run(
+            None,
+            {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "token_type_ids": np.zeros_like(ids.numpy())},
+        )
         assert all(np.abs(g - want[t].numpy()).max() < 1e-5 for g, t in zip(got, outputs))
 
 
@@ -357,12 +461,17 @@ def test_every_design_exports_to_onnx_with_torchs_logits(family, method, data, c
 
 # --- slow: designs beyond the grid, a separate-models folder, the installed command ------------------------------
 
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family, adapter", [
-    ("bert", AdapterConfig(method="shared", per_task_pooler=True)),
-    ("roberta", adapter_for("houlsby", location="top", freeze_trunk=True)),
-    ("mpnet", adapter_for("lora", location="bottom", per_task_pooler=True)),
-], ids=["shared-poolers", "houlsby-top-frozen", "lora-bottom-poolers"])
+@pytest.mark.parametrize(
+    "family, adapter",
+    [
+        ("bert", AdapterConfig(method="shared", per_task_pooler=True)),
+        ("roberta", adapter_for("houlsby", location="top", freeze_trunk=True)),
+        ("mpnet", adapter_for("lora", location="bottom", per_task_pooler=True)),
+    ],
+    ids=["shared-poolers", "houlsby-top-frozen", "lora-bottom-poolers"],
+)
 def test_poolers_locations_and_frozen_trunks_export_too(family, adapter, data, checkpoints, tmp_path):
     run = trained_run(tmp_path / "run", data, checkpoints(family), adapter)
     model = MultiTaskModel.from_run(run)
@@ -377,9 +486,32 @@ def test_a_separate_models_folder_becomes_one_graph_of_every_tasks_model(data, t
     from pals_core.train.cli import main as pals_train
 
     sep = tmp_path / "sep"
-    assert pals_train(["--method", "separate", "--tasks-file", str(data), "--model", "tiny", "--out", str(sep),
-                       "--steps", "6", "--batch-size", "8", "--max-len", "24", "--eval-every", "3", "--threads", "1",
-                       "--no-progress"]) == 0
+    assert (
+        pals_train(
+            [
+                "--method",
+                "separate",
+                "--tasks-file",
+                str(data),
+                "--model",
+                "tiny",
+                "--out",
+                str(sep),
+                "--steps",
+                "6",
+                "--batch-size",
+                "8",
+                "--max-len",
+                "24",
+                "--eval-every",
+                "3",
+                "--threads",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert pals_export([str(sep), "--format", "onnx", "--out", str(tmp_path / "onnx")]) == 0
     meta = read_export(tmp_path / "onnx")
     assert meta["method"] == "separate" and meta["outputs"] == ["intent", "score", "tags"]
@@ -393,17 +525,35 @@ def test_a_separate_models_folder_becomes_one_graph_of_every_tasks_model(data, t
     capsys.readouterr()
     assert pals_export([str(sep), "--format", "onnx", "--out", str(tmp_path / "x"), "--step", "3"]) == 2
     assert "--step does not apply" in capsys.readouterr().err
-    assert _predict(str(tmp_path / "onnx"), "--input", str(data.parent / "tags_dev.parquet"), "--out",
-                    str(tmp_path / "p.jsonl"), "--tasks", "tags") == 0
+    assert (
+        _predict(
+            str(tmp_path / "onnx"),
+            "--input",
+            str(data.parent / "tags_dev.parquet"),
+            "--out",
+            str(tmp_path / "p.jsonl"),
+            "--tasks",
+            "tags",
+        )
+        == 0
+    )
     assert "each task's best step" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_the_installed_pals_export_command(pals_run, tmp_path):
-    out = subprocess.run([str(BIN / "pals-export"), str(pals_run), "--format", "onnx", "--out", str(tmp_path / "o"),
-                          "--no-check"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(BIN / "pals-export"), str(pals_run), "--format", "onnx", "--out", str(tmp_path / "o"), "--no-check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert f"{tmp_path / 'o'}: export.json, model.onnx" in out.stdout and "check:" not in out.stdout
-    bad = subprocess.run([str(BIN / "pals-export"), str(pals_run), "--format", "onnx", "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [str(BIN / "pals-export"), str(pals_run), "--format", "onnx", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not empty" in bad.stderr

@@ -4,6 +4,7 @@ multilabel), exported with ``export_peft`` / ``export_hf`` and loaded back with 
 ``PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)``
 and ``AutoModelForSequenceClassification.from_pretrained(DIR/<task>)``, tokenised by the exported tokenizer — give
 the run's own logits on its dev rows within 1e-5. Designs peft cannot express are refused, naming ONNX."""
+
 from __future__ import annotations
 
 import csv
@@ -33,18 +34,44 @@ pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is d
 V = 30522  # MiniLM's vocabulary: the tiny checkpoints use its tokenizer
 # initialiser scale 0.3 (BERT's 0.02 leaves a tiny random layer's sublayers, and so every adapter, all but invisible
 # beside the residual stream: an export that dropped the adapter would then pass)
-SMALL = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-             max_position_embeddings=130, initializer_range=0.3)
+SMALL = dict(
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    vocab_size=V,
+    max_position_embeddings=130,
+    initializer_range=0.3,
+)
 CHECKPOINTS = {  # tiny random checkpoints of each family
     "bert": SMALL,
     "roberta": dict(SMALL, type_vocab_size=1, pad_token_id=0),
-    "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128,
-                       initializer_range=0.3),
+    "distilbert": dict(
+        dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128, initializer_range=0.3
+    ),
     "electra": dict(SMALL, embedding_size=8),
-    "deberta-v2": dict(SMALL, relative_attention=True, position_buckets=16, pos_att_type="p2c|c2p", share_att_key=False,
-                       position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm"),
-    "modernbert": dict(SMALL, num_hidden_layers=3, intermediate_size=12, local_attention=8, pad_token_id=0,
-                       bos_token_id=101, eos_token_id=102, cls_token_id=101, sep_token_id=102, classifier_pooling="mean"),
+    "deberta-v2": dict(
+        SMALL,
+        relative_attention=True,
+        position_buckets=16,
+        pos_att_type="p2c|c2p",
+        share_att_key=False,
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+    ),
+    "modernbert": dict(
+        SMALL,
+        num_hidden_layers=3,
+        intermediate_size=12,
+        local_attention=8,
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        cls_token_id=101,
+        sep_token_id=102,
+        classifier_pooling="mean",
+    ),
     "mpnet": dict(SMALL),
 }
 POOLER_FAMILIES = ("bert", "roberta", "mpnet")  # a pooler in the base model: per-task poolers apply
@@ -57,22 +84,34 @@ def own_tasks(folder: Path) -> tuple[Path, dict]:
     folder.mkdir(parents=True, exist_ok=True)
     dev = {}
     for split, n in (("train", 32), ("dev", 8)):
-        intent = [(f"{WORDS[lab][i % len(WORDS[lab])]} please {i}", lab) for i, lab in
-                  ((i, list(WORDS)[i % 3]) for i in range(n))]
+        intent = [
+            (f"{WORDS[lab][i % len(WORDS[lab])]} please {i}", lab)
+            for i, lab in ((i, list(WORDS)[i % 3]) for i in range(n))
+        ]
         with open(folder / f"intent_{split}.csv", "w", newline="") as fh:
             csv.writer(fh).writerows([("message", "intent"), *intent])
         score = [{"a": f"sentence {'good ' * (i % 4)}{i}", "b": f"other {i % 5}", "y": (i % 4) + 0.5} for i in range(n)]
-        tags = [{"body": f"ticket {i} {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
-                 "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else [])} for i in range(n)]
+        tags = [
+            {
+                "body": f"ticket {i} {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
+                "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else []),
+            }
+            for i in range(n)
+        ]
         for name, rows in (("score", score), ("tags", tags)):
             (folder / f"{name}_{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        dev = {"intent": ([t for t, _ in intent], None), "score": ([r["a"] for r in score], [r["b"] for r in score]),
-               "tags": ([r["body"] for r in tags], None)}
+        dev = {
+            "intent": ([t for t, _ in intent], None),
+            "score": ([r["a"] for r in score], [r["b"] for r in score]),
+            "tags": ([r["body"] for r in tags], None),
+        }
     f = folder / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}\n"
-                 "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
-                 "  tags: {train: tags_train.jsonl, dev: tags_dev.jsonl, text: body, label: tags, kind: multilabel}\n")
+    f.write_text(
+        "tasks:\n"
+        "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent}\n"
+        "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
+        "  tags: {train: tags_train.jsonl, dev: tags_dev.jsonl, text: body, label: tags, kind: multilabel}\n"
+    )
     return f, dev
 
 
@@ -101,9 +140,22 @@ def checkpoints(tmp_path_factory) -> dict:
 def trained_run(root: Path, tasks_file: Path, model: str, adapter: AdapterConfig) -> Path:
     """Two steps per task (round robin) at a high learning rate: LoRA's B (zero at initialisation) and IA³'s scales
     (one) move."""
-    cfg = TrainConfig(tasks=[], tasks_file=str(tasks_file), adapter=adapter, model=model, out=str(root / "run"),
-                      steps=6, batch_size=8, max_len=32, eval_every=6, lr=1e-2, warmup=0.0, sampling="round_robin",
-                      seed=0, num_threads=1)
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(tasks_file),
+        adapter=adapter,
+        model=model,
+        out=str(root / "run"),
+        steps=6,
+        batch_size=8,
+        max_len=32,
+        eval_every=6,
+        lr=1e-2,
+        warmup=0.0,
+        sampling="round_robin",
+        seed=0,
+        num_threads=1,
+    )
     train(cfg, progress=False)
     return root / "run"
 
@@ -128,7 +180,9 @@ def adapter_effect(model: MultiTaskModel, task: str, texts, pairs, logits: np.nd
 
 def hf_inputs(tokenizer, config, texts, pairs) -> dict:
     enc = tokenizer(texts, pairs, padding=True, truncation=True, max_length=32, return_tensors="pt")
-    if getattr(config, "type_vocab_size", 0) <= 1:  # one token type (or none): a BERT tokenizer's segment ids do not apply
+    if (
+        getattr(config, "type_vocab_size", 0) <= 1
+    ):  # one token type (or none): a BERT tokenizer's segment ids do not apply
         enc.pop("token_type_ids", None)
     return dict(enc)
 
@@ -165,10 +219,13 @@ def check_run(run: Path, out: Path, dev: dict) -> None:
 
 # --- one LoRA run of BERT, one IA³ run of RoBERTa (slow: a training and two exports each, ~6 s) -----------------
 
+
 @pytest.mark.slow
 def test_lora_on_bert_top_layers_exports_to_peft_and_hf_with_the_runs_logits(data, checkpoints, tmp_path):
     f, dev = data
-    run = trained_run(tmp_path, f, checkpoints("bert"), AdapterConfig(method="lora", d_s=4, location="top", lora_alpha=8))
+    run = trained_run(
+        tmp_path, f, checkpoints("bert"), AdapterConfig(method="lora", d_s=4, location="top", lora_alpha=8)
+    )
     check_run(run, tmp_path / "out", dev)
     config = json.loads((tmp_path / "out" / "peft" / "intent" / "adapter_config.json").read_text())
     assert (config["peft_type"], config["r"], config["lora_alpha"], config["task_type"]) == ("LORA", 4, 8, "SEQ_CLS")
@@ -188,8 +245,11 @@ def test_ia3_on_roberta_with_per_task_poolers_exports_to_peft_and_hf_with_the_ru
 
 
 def test_designs_peft_cannot_express_are_refused_naming_onnx(tmp_path):
-    for adapter in (AdapterConfig(method="pals", d_s=8, heads=2), AdapterConfig(method="houlsby", d_s=4),
-                    AdapterConfig(method="shared")):
+    for adapter in (
+        AdapterConfig(method="pals", d_s=8, heads=2),
+        AdapterConfig(method="houlsby", d_s=4),
+        AdapterConfig(method="shared"),
+    ):
         model = MultiTaskModel.from_base_config(tiny_config_dict(), adapter, {"a": 2})
         for export in (export_peft, export_hf):
             with pytest.raises(ExportRefused, match="--format onnx") as err:
@@ -216,17 +276,30 @@ def test_a_model_that_is_not_a_runs_is_refused_in_one_line(tmp_path):
 
 FAMILIES = tuple(CHECKPOINTS)
 FAST = {("bert", "lora", "top", False, False), ("roberta", "ia3", "all", True, False)}  # the fast tests' cases
-CASES = [(family, method, location, pooler, freeze) for family in FAMILIES for method in ("lora", "ia3")
-         for location in ("all", "top", "bottom", "0,1") for pooler in (False, True) for freeze in (False, True)
-         if not (pooler and family not in POOLER_FAMILIES) and (family, method, location, pooler, freeze) not in FAST]
+CASES = [
+    (family, method, location, pooler, freeze)
+    for family in FAMILIES
+    for method in ("lora", "ia3")
+    for location in ("all", "top", "bottom", "0,1")
+    for pooler in (False, True)
+    for freeze in (False, True)
+    if not (pooler and family not in POOLER_FAMILIES) and (family, method, location, pooler, freeze) not in FAST
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family,method,location,pooler,freeze",
-                         grid(CASES, skip={(0, 2), (0, 4)}))  # placement and freezing: family-blind
-def test_every_family_exports_lora_and_ia3_with_the_runs_logits(data, checkpoints, tmp_path, family, method, location,
-                                                                 pooler, freeze):
+@pytest.mark.parametrize(
+    "family,method,location,pooler,freeze", grid(CASES, skip={(0, 2), (0, 4)})
+)  # placement and freezing: family-blind
+def test_every_family_exports_lora_and_ia3_with_the_runs_logits(
+    data, checkpoints, tmp_path, family, method, location, pooler, freeze
+):
     f, dev = data
-    adapter = AdapterConfig(method=method, d_s=4 if method == "lora" else None, location=location,
-                            per_task_pooler=pooler, freeze_trunk=freeze)
+    adapter = AdapterConfig(
+        method=method,
+        d_s=4 if method == "lora" else None,
+        location=location,
+        per_task_pooler=pooler,
+        freeze_trunk=freeze,
+    )
     check_run(trained_run(tmp_path, f, checkpoints(family), adapter), tmp_path / "out", dev)

@@ -1,6 +1,7 @@
 """Every family trains, predicts, saves and resumes (issue 11 items 6, 8): a tiny random checkpoint of each family,
 written to disk with the embedded MiniLM tokenizer (vocabulary 30522) — nothing downloaded — goes through
 ``MultiTaskModel.from_pretrained`` and the trainer (``pals-train --model PATH``) on real GLUE rows."""
+
 from __future__ import annotations
 
 import json
@@ -24,23 +25,83 @@ torch.set_num_threads(1)
 V = 30522  # MiniLM's vocabulary: the checkpoints use its tokenizer
 TINY = {
     "bert": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V),
-    "roberta": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-                    max_position_embeddings=130, type_vocab_size=1, pad_token_id=0),
-    "xlm-roberta": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-                        max_position_embeddings=130, type_vocab_size=1, pad_token_id=0),
+    "roberta": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        max_position_embeddings=130,
+        type_vocab_size=1,
+        pad_token_id=0,
+    ),
+    "xlm-roberta": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        max_position_embeddings=130,
+        type_vocab_size=1,
+        pad_token_id=0,
+    ),
     "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128),
-    "electra": dict(embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
-                    vocab_size=V, max_position_embeddings=128),
-    "deberta-v2": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-                       relative_attention=True, position_buckets=16, pos_att_type="p2c|c2p", share_att_key=True,
-                       position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm", max_position_embeddings=128),
-    "modernbert": dict(hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=12, vocab_size=V,
-                       local_attention=8, max_position_embeddings=128, pad_token_id=0, bos_token_id=101, eos_token_id=102,
-                       cls_token_id=101, sep_token_id=102, classifier_pooling="mean"),
-    "mpnet": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V,
-                  max_position_embeddings=130),
-    "albert": dict(embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
-                   vocab_size=V, max_position_embeddings=128),  # one layer's weights run twice
+    "electra": dict(
+        embedding_size=8,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        max_position_embeddings=128,
+    ),
+    "deberta-v2": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        relative_attention=True,
+        position_buckets=16,
+        pos_att_type="p2c|c2p",
+        share_att_key=True,
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+        max_position_embeddings=128,
+    ),
+    "modernbert": dict(
+        hidden_size=16,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=12,
+        vocab_size=V,
+        local_attention=8,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        cls_token_id=101,
+        sep_token_id=102,
+        classifier_pooling="mean",
+    ),
+    "mpnet": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        max_position_embeddings=130,
+    ),
+    "albert": dict(
+        embedding_size=8,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        vocab_size=V,
+        max_position_embeddings=128,
+    ),  # one layer's weights run twice
 }
 
 
@@ -64,8 +125,12 @@ def cache_dir(token_cache) -> str:
 
 def _batch(path: Path) -> dict:
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    enc = tok(["a short one", "the second sentence is longer than the first"], ["pair", "another pair"],
-              padding=True, return_tensors="pt")
+    enc = tok(
+        ["a short one", "the second sentence is longer than the first"],
+        ["pair", "another pair"],
+        padding=True,
+        return_tensors="pt",
+    )
     return dict(enc)
 
 
@@ -75,8 +140,12 @@ def test_the_hooked_trunk_at_identity_is_the_hf_model(checkpoints, model_type):
     batch = _batch(checkpoints[model_type])
     with torch.no_grad():
         h, state = model._embed(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
-        hooked = model.trunk.finish(model.trunk.run(0, model.shape.layers, h, state, TaskAdapter(range(model.shape.layers))))
-        kwargs = {k: v for k, v in batch.items() if k != "token_type_ids" or model.family in ("bert", "electra", "albert")}
+        hooked = model.trunk.finish(
+            model.trunk.run(0, model.shape.layers, h, state, TaskAdapter(range(model.shape.layers)))
+        )
+        kwargs = {
+            k: v for k, v in batch.items() if k != "token_type_ids" or model.family in ("bert", "electra", "albert")
+        }
         reference = model.bert(**kwargs).last_hidden_state
     assert torch.equal(hooked, reference)
 
@@ -108,9 +177,24 @@ def test_pals_train_on_a_local_checkpoint_of_every_family_and_resume(checkpoints
 
     path = checkpoints[model_type]
     adapter = AdapterConfig(method="pals", d_s=4, heads=2)
-    base = dict(tasks=["rte", "stsb"], adapter=adapter, model=str(path), glue_dir=str(GLUE), out=str(tmp_path / "run"),
-                steps=6, batch_size=4, max_len=32, eval_every=3, save_every=3, lr=1e-3, max_train_examples=16,
-                max_eval_examples=8, seed=3, num_threads=1, cache_dir=cache_dir)
+    base = dict(
+        tasks=["rte", "stsb"],
+        adapter=adapter,
+        model=str(path),
+        glue_dir=str(GLUE),
+        out=str(tmp_path / "run"),
+        steps=6,
+        batch_size=4,
+        max_len=32,
+        eval_every=3,
+        save_every=3,
+        lr=1e-3,
+        max_train_examples=16,
+        max_eval_examples=8,
+        seed=3,
+        num_threads=1,
+        cache_dir=cache_dir,
+    )
 
     class Stop(Exception):
         pass
@@ -136,11 +220,26 @@ def test_pals_train_takes_a_ratio_of_the_non_embedding_parameters(checkpoints, t
     from pals_core.train.trainer import resolve
 
     path = str(checkpoints["xlm-roberta"])
-    argv = ["--model", path, "--tasks", "rte,stsb", "--method", "low_rank", "--budget", "1.5", "--budget-of",
-            "non-embedding", "--out", str(tmp_path / "run"), "--glue-dir", str(GLUE)]
+    argv = [
+        "--model",
+        path,
+        "--tasks",
+        "rte,stsb",
+        "--method",
+        "low_rank",
+        "--budget",
+        "1.5",
+        "--budget-of",
+        "non-embedding",
+        "--out",
+        str(tmp_path / "run"),
+        "--glue-dir",
+        str(GLUE),
+    ]
     cfg, _ = config_from_args(vars(build_parser().parse_args(argv)))
     assert cfg.budget == Budget(ratio=1.5, of="non-embedding")
     resolved = resolve(cfg)
-    probe = design(model_shape(path), parse_tasks({"rte": 2, "stsb": 1}), AdapterConfig(method="low_rank"),
-                   check_size=False)
+    probe = design(
+        model_shape(path), parse_tasks({"rte": 2, "stsb": 1}), AdapterConfig(method="low_rank"), check_size=False
+    )
     assert resolved.adapter.d_s == solve(probe, cfg.budget).d_s < solve(probe, Budget(ratio=1.5)).d_s

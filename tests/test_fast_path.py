@@ -9,6 +9,7 @@ location × ``freeze_trunk`` × the conditions (sdpa/eager, CPU/CUDA masks, bf16
 pairwise (tests/pairwise.py; ``PALS_FULL_GRID=1`` runs the product), and on every row of the default table. What a
 user sees — ``pals-budget``'s numbers — is unchanged; how long it takes is ``benchmarks/bench_budget.py``'s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,18 @@ from pals_core.families.models import conditions_for_model
 from pals_core.footprint.timing import DeviceProfile, load_profile, step_seconds, work_seconds
 from pairwise import grid
 
-CPU = DeviceProfile("cpu-test", "cpu", matmul_flops=8e10, bandwidth=1.6e10, kernel_overhead_s=6e-6,
-                    rng_s_per_element=7e-9, special_s_per_element=8e-10, flash_forward=(2.4e-9, 1.9e-11),
-                    flash_backward=(9e-9, 1.7e-11), matmul_flops_bf16=1.5e11)
+CPU = DeviceProfile(
+    "cpu-test",
+    "cpu",
+    matmul_flops=8e10,
+    bandwidth=1.6e10,
+    kernel_overhead_s=6e-6,
+    rng_s_per_element=7e-9,
+    special_s_per_element=8e-10,
+    flash_forward=(2.4e-9, 1.9e-11),
+    flash_backward=(9e-9, 1.7e-11),
+    matmul_flops_bf16=1.5e11,
+)
 PROFILES = {"h100": load_profile("h100"), "cpu": CPU}
 CONDITIONS = {
     "sdpa-cpu": Conditions(),
@@ -40,8 +50,17 @@ CONDITIONS = {
     "cuda-bf16": Conditions(backend="cuda", float_bytes=2),
     "eval": Conditions(train=False, hidden_dropout=0.0),
 }
-FAMILY_PRESETS = ("bert-tiny", "minilm-l6-h384", "roberta-base", "distilbert-base-uncased", "electra-small-discriminator",
-                  "deberta-v3-small", "ModernBERT-base", "mpnet-base", "albert-base-v2")
+FAMILY_PRESETS = (
+    "bert-tiny",
+    "minilm-l6-h384",
+    "roberta-base",
+    "distilbert-base-uncased",
+    "electra-small-discriminator",
+    "deberta-v3-small",
+    "ModernBERT-base",
+    "mpnet-base",
+    "albert-base-v2",
+)
 LOCATIONS = ("all", "top", "bottom", (0, 1))
 TASKS = parse_tasks({"rte": 2, "stsb": 1, "mnli": 3})
 BATCH, SEQ = 3, 11
@@ -62,16 +81,25 @@ def _sizes(ds) -> tuple[int, ...]:
     return tuple(ds.step * k for k in (1, 3, 8, 64))
 
 
-CASES = [(preset, method, location, freeze, cond, device, precision)
-         for preset in FAMILY_PRESETS for method in METHODS
-         for location in (LOCATIONS if METHODS[method].within else (None,)) for freeze in (False, True)
-         for cond in CONDITIONS for device in PROFILES for precision in ("fp32", "bf16")
-         if (family := get_family(PRESETS[preset].family)).replay is not None and not family.refusal(method)
-         and (cond != "eager" or "eager" in family.attention)]
+CASES = [
+    (preset, method, location, freeze, cond, device, precision)
+    for preset in FAMILY_PRESETS
+    for method in METHODS
+    for location in (LOCATIONS if METHODS[method].within else (None,))
+    for freeze in (False, True)
+    for cond in CONDITIONS
+    for device in PROFILES
+    for precision in ("fp32", "bf16")
+    if (family := get_family(PRESETS[preset].family)).replay is not None
+    and not family.refusal(method)
+    and (cond != "eager" or "eager" in family.attention)
+]
 
 
-@pytest.mark.parametrize("preset,method,location,freeze,cond,device,precision",
-                         grid(CASES, skip=[(0, 1)], also=lambda c: [(c[0], c[1])] if c[2] in ("all", None) else []))
+@pytest.mark.parametrize(
+    "preset,method,location,freeze,cond,device,precision",
+    grid(CASES, skip=[(0, 1)], also=lambda c: [(c[0], c[1])] if c[2] in ("all", None) else []),
+)
 def test_the_recorded_forward_is_the_full_replay(preset, method, location, freeze, cond, device, precision):
     """Saved bytes equal to the byte, the op list op for op (so the op-by-op time is bit for bit the same), and the
     step-time polynomial equal to the op-by-op sum at every size up to rounding."""
@@ -135,8 +163,13 @@ def test_the_console_entry_answers_as_main(capsys):
     assert main(argv) == 0
     want = capsys.readouterr().out
     code = "import sys; from pals_core.budget_cli import console; sys.exit(console())"
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "100"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == want
     bad = subprocess.run([sys.executable, "-c", code, "--tasks", "8"], capture_output=True, text=True, timeout=120)

@@ -1,4 +1,5 @@
 """GLUE loading from the real TSV files (PALS_GLUE_DIR): layouts, quirks, errors, caching."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,9 @@ from pals_core.data.load import load_task, load_tasks, load_tokenizer
 from pals_core.tasks.glue import GLUE_TASKS, get_task, parse_task_list
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
-pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "dev.tsv").is_file(), reason="PALS_GLUE_DIR with the GLUE files is not set")
+pytestmark = pytest.mark.skipif(
+    not (GLUE / "RTE" / "dev.tsv").is_file(), reason="PALS_GLUE_DIR with the GLUE files is not set"
+)
 
 # rows and label counts published for the official files (SOURCES.md)
 EXPECTED = {
@@ -56,7 +59,10 @@ def test_real_files_read_completely(task, file):
 
 def test_row_contents():
     cola = read_tsv(get_task("cola"), GLUE / "CoLA/train.tsv")
-    assert cola.text_a[0] == "Our friends won't buy this analysis, let alone the next one we propose." and cola.labels[0] == 1
+    assert (
+        cola.text_a[0] == "Our friends won't buy this analysis, let alone the next one we propose."
+        and cola.labels[0] == 1
+    )
     mrpc = read_tsv(get_task("mrpc"), GLUE / "MRPC/dev.tsv")  # header with a BOM
     assert mrpc.text_b[0].startswith('" The foodservice pie business')  # the quote is text
     stsb = read_tsv(get_task("stsb"), GLUE / "STS-B/dev.tsv")
@@ -109,7 +115,9 @@ def test_missing_files_are_named(tmp_path):
     with pytest.raises(GlueDataError) as e:
         check_files(GLUE, ["rte", "qnli", "mnli", "qqp"])
     msg = str(e.value)
-    assert "qnli (QNLI/train.tsv)" in msg and "mnli (MNLI/train.tsv, MNLI/dev_matched.tsv, MNLI/dev_mismatched.tsv)" in msg
+    assert (
+        "qnli (QNLI/train.tsv)" in msg and "mnli (MNLI/train.tsv, MNLI/dev_matched.tsv, MNLI/dev_mismatched.tsv)" in msg
+    )
     assert "qqp" in msg and "rte" not in msg
     check_files(GLUE, ["qnli"], train=False)  # QNLI dev alone is there
     with pytest.raises(GlueDataError, match="GLUE directory not found"):

@@ -1,4 +1,5 @@
 """The explorer's "Memory & step time" view: device and batch are inputs; the bars and points are the calculator's."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from pals_core.budget.machine import Machine, resources
 
 from test_app import APP, fig, page_errors, show
 
-GIB = 2 ** 30
+GIB = 2**30
 
 
 @pytest.fixture
@@ -24,8 +25,9 @@ def app(tmp_path, monkeypatch):
 
 
 def _expected(method: str, location: str, device: str, batch: int):
-    ds = design(PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method=method, location=location),
-                check_size=False)
+    ds = design(
+        PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method=method, location=location), check_size=False
+    )
     cost = solve(ds, Budget(ratio=1.13))
     resources(cost, ds, Machine(batch=batch, device=device), Conditions())
     return cost
@@ -38,7 +40,7 @@ def test_memory_breakdown_and_step_time_follow_device_and_batch(app):
     assert [t["name"] for t in bars] == ["weights", "gradients", "optimizer", "activations"]
     i = bars[0]["x"].index("pals @ all")
     c = _expected("pals", "all", "h100", 32)
-    assert sum(t["y"][i] for t in bars) == pytest.approx(c.memory_train["total"] / 2 ** 30)
+    assert sum(t["y"][i] for t in bars) == pytest.approx(c.memory_train["total"] / 2**30)
     points = fig(app, "fig_step_time")["data"][0]
     j = points["text"].index("pals @ all")
     assert points["y"][j] == pytest.approx(c.time_ratio) and points["x"][j] == c.params_task_specific
@@ -48,7 +50,7 @@ def test_memory_breakdown_and_step_time_follow_device_and_batch(app):
     assert page_errors(app) == []
     bars = fig(app, "fig_memory")["data"]
     c8 = _expected("pals", "all", "t4", 8)
-    assert sum(t["y"][i] for t in bars) == pytest.approx(c8.memory_train["total"] / 2 ** 30)
+    assert sum(t["y"][i] for t in bars) == pytest.approx(c8.memory_train["total"] / 2**30)
     assert c8.memory_train["activations"] < c.memory_train["activations"]
     points = fig(app, "fig_step_time")["data"][0]
     assert points["y"][j] == pytest.approx(c8.time_ratio)
@@ -57,12 +59,32 @@ def test_memory_breakdown_and_step_time_follow_device_and_batch(app):
 
 # The question carries the conditions of the model it asks about (issue 12): an uploaded config.json is priced with its
 # own dropout and attention implementation, as ``pals-budget --model that/config.json`` prices it — not BERT's defaults.
-TINY_BERT = dict(model_type="bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                 vocab_size=100, max_position_embeddings=512, type_vocab_size=2)  # dropout: BERT's defaults (0.1)
+TINY_BERT = dict(
+    model_type="bert",
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    vocab_size=100,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+)  # dropout: BERT's defaults (0.1)
 NO_DROPOUT = dict(TINY_BERT, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-TINY_MODERNBERT = dict(model_type="modernbert", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                       intermediate_size=20, vocab_size=3000, max_position_embeddings=512, local_attention=6,
-                       pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)  # no dropout
+TINY_MODERNBERT = dict(
+    model_type="modernbert",
+    hidden_size=24,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=20,
+    vocab_size=3000,
+    max_position_embeddings=512,
+    local_attention=6,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    cls_token_id=1,
+    sep_token_id=2,
+)  # no dropout
 
 
 def _cli_row(tmp_path, config: dict, name: str) -> dict:
@@ -92,7 +114,9 @@ def _upload(app, config: dict):
 
     if app.sidebar.selectbox(key="model").value != UPLOAD:
         app.sidebar.selectbox(key="model").set_value(UPLOAD).run()
-    app.sidebar.file_uploader(key="config_upload").upload("config.json", json.dumps(config).encode(), "application/json").run()
+    app.sidebar.file_uploader(key="config_upload").upload(
+        "config.json", json.dumps(config).encode(), "application/json"
+    ).run()
     show(app, "machine")
     assert page_errors(app) == []
     bars = fig(app, "fig_memory")["data"]

@@ -11,6 +11,7 @@ configuration levels that some valid case holds is run (base × method only as f
 every family × every method at one location (all layers, trained) and every location × freeze_trunk on one base
 (odd-3L-drop, PALs). ``PALS_FULL_GRID=1`` runs the full product (about 1,800 cases, minutes).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -34,90 +35,419 @@ torch.set_num_threads(1)
 
 # name: (HF config fields, tasks, d_s attention / other, h_s, B, n)
 BASES = {
-    "odd-3L-drop": (dict(hidden_size=30, num_hidden_layers=3, num_attention_heads=5, intermediate_size=47, vocab_size=53,
-                         max_position_embeddings=24, type_vocab_size=3), {"rte": 2, "stsb": 1}, 9, 7, 3, 3, 11),
-    "4L-nodrop": (dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=41,
-                       max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-                  {"mnli": 3, "cola": 2}, 10, 5, 5, 2, 9),
-    "5L-B1": (dict(hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=33, vocab_size=29,
-                   max_position_embeddings=12, type_vocab_size=1, attention_probs_dropout_prob=0.0),
-              {"a": 4}, 6, 3, 2, 1, 12),
-    "eager-2L": (dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, intermediate_size=28, vocab_size=31,
-                      max_position_embeddings=16, attn_implementation="eager", classifier_dropout=0.3),
-                 {"sst2": 2, "stsb": 1}, 14, 11, 7, 4, 6),
+    "odd-3L-drop": (
+        dict(
+            hidden_size=30,
+            num_hidden_layers=3,
+            num_attention_heads=5,
+            intermediate_size=47,
+            vocab_size=53,
+            max_position_embeddings=24,
+            type_vocab_size=3,
+        ),
+        {"rte": 2, "stsb": 1},
+        9,
+        7,
+        3,
+        3,
+        11,
+    ),
+    "4L-nodrop": (
+        dict(
+            hidden_size=24,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=40,
+            vocab_size=41,
+            max_position_embeddings=16,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        ),
+        {"mnli": 3, "cola": 2},
+        10,
+        5,
+        5,
+        2,
+        9,
+    ),
+    "5L-B1": (
+        dict(
+            hidden_size=16,
+            num_hidden_layers=5,
+            num_attention_heads=2,
+            intermediate_size=33,
+            vocab_size=29,
+            max_position_embeddings=12,
+            type_vocab_size=1,
+            attention_probs_dropout_prob=0.0,
+        ),
+        {"a": 4},
+        6,
+        3,
+        2,
+        1,
+        12,
+    ),
+    "eager-2L": (
+        dict(
+            hidden_size=20,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=28,
+            vocab_size=31,
+            max_position_embeddings=16,
+            attn_implementation="eager",
+            classifier_dropout=0.3,
+        ),
+        {"sst2": 2, "stsb": 1},
+        14,
+        11,
+        7,
+        4,
+        6,
+    ),
 }
 # the other families with torch trunks (their dropout fields, their embeddings and heads)
 FAMILY_BASES = {
-    "roberta-3L": (dict(model_type="roberta", hidden_size=18, num_hidden_layers=3, num_attention_heads=3,
-                        intermediate_size=29, vocab_size=37, max_position_embeddings=20, type_vocab_size=1, pad_token_id=1),
-                   {"rte": 2, "stsb": 1}, 6, 5, 3, 3, 9),
-    "distilbert-3L": (dict(model_type="distilbert", dim=21, n_layers=3, n_heads=3, hidden_dim=31, vocab_size=43,
-                           max_position_embeddings=16), {"mnli": 3, "stsb": 1}, 8, 7, 4, 2, 10),
-    "electra-E10": (dict(model_type="electra", embedding_size=10, hidden_size=24, num_hidden_layers=3,
-                         num_attention_heads=4, intermediate_size=35, vocab_size=39, max_position_embeddings=16,
-                         type_vocab_size=2, attn_implementation="eager"), {"cola": 2, "stsb": 1}, 9, 4, 3, 3, 8),
-    "electra-nodrop": (dict(model_type="electra", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=20, vocab_size=30, max_position_embeddings=12, hidden_dropout_prob=0.0,
-                            attention_probs_dropout_prob=0.0), {"rte": 2}, 6, 5, 2, 2, 7),
+    "roberta-3L": (
+        dict(
+            model_type="roberta",
+            hidden_size=18,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            intermediate_size=29,
+            vocab_size=37,
+            max_position_embeddings=20,
+            type_vocab_size=1,
+            pad_token_id=1,
+        ),
+        {"rte": 2, "stsb": 1},
+        6,
+        5,
+        3,
+        3,
+        9,
+    ),
+    "distilbert-3L": (
+        dict(
+            model_type="distilbert",
+            dim=21,
+            n_layers=3,
+            n_heads=3,
+            hidden_dim=31,
+            vocab_size=43,
+            max_position_embeddings=16,
+        ),
+        {"mnli": 3, "stsb": 1},
+        8,
+        7,
+        4,
+        2,
+        10,
+    ),
+    "electra-E10": (
+        dict(
+            model_type="electra",
+            embedding_size=10,
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=35,
+            vocab_size=39,
+            max_position_embeddings=16,
+            type_vocab_size=2,
+            attn_implementation="eager",
+        ),
+        {"cola": 2, "stsb": 1},
+        9,
+        4,
+        3,
+        3,
+        8,
+    ),
+    "electra-nodrop": (
+        dict(
+            model_type="electra",
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=20,
+            vocab_size=30,
+            max_position_embeddings=12,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        ),
+        {"rte": 2},
+        6,
+        5,
+        2,
+        2,
+        7,
+    ),
     # DeBERTa-v2/v3: disentangled attention with the relative embeddings shared by Q/K (v3) or projected by their own
     # maps, c2p and/or p2c, buckets, the embedding projection E → d, the ConvLayer after layer 0, dropout on and off
-    "deberta-v3-2L": (dict(model_type="deberta-v2", hidden_size=24, num_hidden_layers=2, num_attention_heads=4,
-                           intermediate_size=37, vocab_size=50, max_position_embeddings=20, type_vocab_size=0,
-                           relative_attention=True, position_buckets=5, max_relative_positions=-1, pos_att_type="p2c|c2p",
-                           share_att_key=True, position_biased_input=False, norm_rel_ebd="layer_norm"),
-                      {"rte": 2, "stsb": 1}, 8, 5, 2, 3, 7),
-    "deberta-c2p-E10-conv": (dict(model_type="deberta-v2", embedding_size=10, hidden_size=18, num_hidden_layers=3,
-                                  num_attention_heads=3, intermediate_size=25, vocab_size=41, max_position_embeddings=16,
-                                  type_vocab_size=2, relative_attention=True, max_relative_positions=4, pos_att_type=["c2p"],
-                                  share_att_key=False, conv_kernel_size=3, pooler_dropout=0.2, cls_dropout=0.3),
-                             {"mnli": 3, "cola": 2}, 6, 4, 3, 2, 9),
-    "deberta-p2c-nodrop-B1": (dict(model_type="deberta-v2", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                   intermediate_size=20, vocab_size=30, max_position_embeddings=12, type_vocab_size=1,
-                                   relative_attention=True, position_buckets=3, pos_att_type=["p2c"],
-                                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-                              {"a": 4}, 6, 3, 2, 1, 8),
+    "deberta-v3-2L": (
+        dict(
+            model_type="deberta-v2",
+            hidden_size=24,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            vocab_size=50,
+            max_position_embeddings=20,
+            type_vocab_size=0,
+            relative_attention=True,
+            position_buckets=5,
+            max_relative_positions=-1,
+            pos_att_type="p2c|c2p",
+            share_att_key=True,
+            position_biased_input=False,
+            norm_rel_ebd="layer_norm",
+        ),
+        {"rte": 2, "stsb": 1},
+        8,
+        5,
+        2,
+        3,
+        7,
+    ),
+    "deberta-c2p-E10-conv": (
+        dict(
+            model_type="deberta-v2",
+            embedding_size=10,
+            hidden_size=18,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            intermediate_size=25,
+            vocab_size=41,
+            max_position_embeddings=16,
+            type_vocab_size=2,
+            relative_attention=True,
+            max_relative_positions=4,
+            pos_att_type=["c2p"],
+            share_att_key=False,
+            conv_kernel_size=3,
+            pooler_dropout=0.2,
+            cls_dropout=0.3,
+        ),
+        {"mnli": 3, "cola": 2},
+        6,
+        4,
+        3,
+        2,
+        9,
+    ),
+    "deberta-p2c-nodrop-B1": (
+        dict(
+            model_type="deberta-v2",
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=20,
+            vocab_size=30,
+            max_position_embeddings=12,
+            type_vocab_size=1,
+            relative_attention=True,
+            position_buckets=3,
+            pos_att_type=["p2c"],
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        ),
+        {"a": 4},
+        6,
+        3,
+        2,
+        1,
+        8,
+    ),
     # ModernBERT: pre-norm, fused Wqkv, RoPE, global / sliding-window layers (the window mask sdpa keeps when n ≥ the
     # half window), GLU, final norm; cls or mean pooling; biases; sdpa and eager; dropout off (its default) and on
-    "modernbert-3L": (dict(model_type="modernbert", hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                           intermediate_size=19, vocab_size=50, max_position_embeddings=64, local_attention=4,
-                           pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
-                      {"rte": 2, "stsb": 1}, 8, 5, 2, 3, 7),
-    "modernbert-drop-mean": (dict(model_type="modernbert", hidden_size=20, num_hidden_layers=4, num_attention_heads=2,
-                                  intermediate_size=13, vocab_size=40, max_position_embeddings=32, local_attention=6,
-                                  global_attn_every_n_layers=2, attention_dropout=0.1, mlp_dropout=0.2,
-                                  embedding_dropout=0.1, classifier_dropout=0.3, classifier_pooling="mean", mlp_bias=True,
-                                  attention_bias=True, norm_bias=True, classifier_bias=True, pad_token_id=0,
-                                  bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
-                             {"cola": 2, "stsb": 1}, 6, 4, 2, 2, 9),
-    "modernbert-eager": (dict(model_type="modernbert", hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
-                              intermediate_size=11, vocab_size=30, max_position_embeddings=32, local_attention=64,
-                              attn_implementation="eager", mlp_dropout=0.1, pad_token_id=0, bos_token_id=1,
-                              eos_token_id=2, cls_token_id=1, sep_token_id=2), {"sst2": 2}, 8, 5, 4, 3, 6),
+    "modernbert-3L": (
+        dict(
+            model_type="modernbert",
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=19,
+            vocab_size=50,
+            max_position_embeddings=64,
+            local_attention=4,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            cls_token_id=1,
+            sep_token_id=2,
+        ),
+        {"rte": 2, "stsb": 1},
+        8,
+        5,
+        2,
+        3,
+        7,
+    ),
+    "modernbert-drop-mean": (
+        dict(
+            model_type="modernbert",
+            hidden_size=20,
+            num_hidden_layers=4,
+            num_attention_heads=2,
+            intermediate_size=13,
+            vocab_size=40,
+            max_position_embeddings=32,
+            local_attention=6,
+            global_attn_every_n_layers=2,
+            attention_dropout=0.1,
+            mlp_dropout=0.2,
+            embedding_dropout=0.1,
+            classifier_dropout=0.3,
+            classifier_pooling="mean",
+            mlp_bias=True,
+            attention_bias=True,
+            norm_bias=True,
+            classifier_bias=True,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            cls_token_id=1,
+            sep_token_id=2,
+        ),
+        {"cola": 2, "stsb": 1},
+        6,
+        4,
+        2,
+        2,
+        9,
+    ),
+    "modernbert-eager": (
+        dict(
+            model_type="modernbert",
+            hidden_size=16,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=11,
+            vocab_size=30,
+            max_position_embeddings=32,
+            local_attention=64,
+            attn_implementation="eager",
+            mlp_dropout=0.1,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            cls_token_id=1,
+            sep_token_id=2,
+        ),
+        {"sst2": 2},
+        8,
+        5,
+        4,
+        3,
+        6,
+    ),
     # MPNet: the relative position bias ((n, n) bucket ids kept by its lookup, a (B, h, n, n) copy added to every layer's
     # eager scores), positions from the ids; dropout on and off, B = 1, a larger bucket table
-    "mpnet-3L": (dict(model_type="mpnet", hidden_size=18, num_hidden_layers=3, num_attention_heads=3, intermediate_size=29,
-                      vocab_size=37, max_position_embeddings=20), {"rte": 2, "stsb": 1}, 6, 5, 3, 3, 9),
-    "mpnet-nodrop-B1-R40": (dict(model_type="mpnet", hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                 intermediate_size=20, vocab_size=30, max_position_embeddings=16,
-                                 relative_attention_num_buckets=40, hidden_dropout_prob=0.0,
-                                 attention_probs_dropout_prob=0.0), {"a": 4}, 6, 3, 2, 1, 8),
+    "mpnet-3L": (
+        dict(
+            model_type="mpnet",
+            hidden_size=18,
+            num_hidden_layers=3,
+            num_attention_heads=3,
+            intermediate_size=29,
+            vocab_size=37,
+            max_position_embeddings=20,
+        ),
+        {"rte": 2, "stsb": 1},
+        6,
+        5,
+        3,
+        3,
+        9,
+    ),
+    "mpnet-nodrop-B1-R40": (
+        dict(
+            model_type="mpnet",
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=20,
+            vocab_size=30,
+            max_position_embeddings=16,
+            relative_attention_num_buckets=40,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        ),
+        {"a": 4},
+        6,
+        3,
+        2,
+        1,
+        8,
+    ),
     # ALBERT: E → d mapping, one shared layer run L times (its parameters' gradients and AdamW state counted once,
     # every application's activations kept), ALBERT's defaults (no dropout in the trunk, 0.1 in the head) and
     # dropout on with eager attention
-    "albert-E10": (dict(model_type="albert", embedding_size=10, hidden_size=24, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=35, vocab_size=39, max_position_embeddings=16), {"rte": 2, "stsb": 1},
-                   8, 5, 4, 3, 9),
-    "albert-drop-eager": (dict(model_type="albert", embedding_size=16, hidden_size=16, num_hidden_layers=2,
-                               num_attention_heads=2, intermediate_size=20, vocab_size=30, max_position_embeddings=12,
-                               hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.2,
-                               attn_implementation="eager", hidden_act="gelu"), {"mnli": 3}, 6, 3, 2, 2, 8),
+    "albert-E10": (
+        dict(
+            model_type="albert",
+            embedding_size=10,
+            hidden_size=24,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=35,
+            vocab_size=39,
+            max_position_embeddings=16,
+        ),
+        {"rte": 2, "stsb": 1},
+        8,
+        5,
+        4,
+        3,
+        9,
+    ),
+    "albert-drop-eager": (
+        dict(
+            model_type="albert",
+            embedding_size=16,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=20,
+            vocab_size=30,
+            max_position_embeddings=12,
+            hidden_dropout_prob=0.1,
+            attention_probs_dropout_prob=0.1,
+            classifier_dropout_prob=0.2,
+            attn_implementation="eager",
+            hidden_act="gelu",
+        ),
+        {"mnli": 3},
+        6,
+        3,
+        2,
+        2,
+        8,
+    ),
 }
 BASES.update(FAMILY_BASES)
-EXPLICIT = {"odd-3L-drop": [0, 2], "4L-nodrop": [1, 2], "5L-B1": [3], "eager-2L": [1], "roberta-3L": [0, 2],
-            "distilbert-3L": [1], "electra-E10": [0, 1], "electra-nodrop": [1], "deberta-v3-2L": [1],
-            "deberta-c2p-E10-conv": [0, 2], "deberta-p2c-nodrop-B1": [0], "modernbert-3L": [0, 2],
-            "modernbert-drop-mean": [1, 2], "modernbert-eager": [0], "mpnet-3L": [0, 2], "mpnet-nodrop-B1-R40": [1],
-            "albert-E10": [0, 2], "albert-drop-eager": [1]}
+EXPLICIT = {
+    "odd-3L-drop": [0, 2],
+    "4L-nodrop": [1, 2],
+    "5L-B1": [3],
+    "eager-2L": [1],
+    "roberta-3L": [0, 2],
+    "distilbert-3L": [1],
+    "electra-E10": [0, 1],
+    "electra-nodrop": [1],
+    "deberta-v3-2L": [1],
+    "deberta-c2p-E10-conv": [0, 2],
+    "deberta-p2c-nodrop-B1": [0],
+    "modernbert-3L": [0, 2],
+    "modernbert-drop-mean": [1, 2],
+    "modernbert-eager": [0],
+    "mpnet-3L": [0, 2],
+    "mpnet-nodrop-B1-R40": [1],
+    "albert-E10": [0, 2],
+    "albert-drop-eager": [1],
+}
 
 
 def _family(base: str) -> str:
@@ -134,8 +464,14 @@ def _locations(method: str) -> tuple:
 
 def _full_grid(bases=BASES) -> list[tuple]:
     """Every valid (family, base, method, location, freeze) — the full product less what a family refuses."""
-    return [(FAMILY[base], base, method, loc, freeze) for base in bases for method in METHODS
-            if not get_family(FAMILY[base]).refusal(method) for loc in _locations(method) for freeze in (False, True)]
+    return [
+        (FAMILY[base], base, method, loc, freeze)
+        for base in bases
+        for method in METHODS
+        if not get_family(FAMILY[base]).refusal(method)
+        for loc in _locations(method)
+        for freeze in (False, True)
+    ]
 
 
 def _at_one_location(case: tuple) -> list[tuple]:
@@ -164,8 +500,15 @@ def _setup(base, method, loc, freeze, **extra):
     fields, tasks, ds_attn, ds_other, heads, batch, n = BASES[base]
     m = get_method(method)
     d_s = (ds_attn if m.attention else ds_other) if m.sized else None
-    fields_ = dict(method=method, d_s=d_s, location=EXPLICIT[base] if loc == "explicit" else loc, heads=heads,
-                   n_top=2, ffn_ratio=3, freeze_trunk=freeze)
+    fields_ = dict(
+        method=method,
+        d_s=d_s,
+        location=EXPLICIT[base] if loc == "explicit" else loc,
+        heads=heads,
+        n_top=2,
+        ffn_ratio=3,
+        freeze_trunk=freeze,
+    )
     cfg = AdapterConfig(**(fields_ | extra))
     hf = _hf_config(dict(fields))
     ds = design(from_hf_config(hf.to_dict()), parse_tasks(tasks), cfg, seq_len=n)
@@ -187,20 +530,35 @@ def _conditions(hf: BertConfig) -> Conditions:
 def test_activations_are_the_bytes_autograd_saves(base, method, loc, freeze):
     hf, cfg, tasks, batch, n, ds = _setup(base, method, loc, freeze)
     model = _model(base, method, loc, freeze)
-    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s or 0) == \
-        saved_activation_bytes(model, next(iter(tasks)), batch, n)
+    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s or 0) == saved_activation_bytes(
+        model, next(iter(tasks)), batch, n
+    )
 
 
-OPT = ("odd-3L-drop", "distilbert-3L", "electra-E10", "roberta-3L", "deberta-v3-2L", "deberta-c2p-E10-conv",
-       "modernbert-3L", "modernbert-drop-mean", "mpnet-3L", "mpnet-nodrop-B1-R40", "albert-E10",
-       "albert-drop-eager")
+OPT = (
+    "odd-3L-drop",
+    "distilbert-3L",
+    "electra-E10",
+    "roberta-3L",
+    "deberta-v3-2L",
+    "deberta-c2p-E10-conv",
+    "modernbert-3L",
+    "modernbert-drop-mean",
+    "mpnet-3L",
+    "mpnet-nodrop-B1-R40",
+    "albert-E10",
+    "albert-drop-eager",
+)
 
 
 OPT_CASES = _covering(OPT, prefer=CASES)  # its own covering set over these bases
 
 
-@pytest.mark.parametrize("base,method,loc,freeze", OPT_CASES,
-                         ids=[f"{b}-{m}-{loc}-{'frozen' if f else 'trained'}" for b, m, loc, f in OPT_CASES])
+@pytest.mark.parametrize(
+    "base,method,loc,freeze",
+    OPT_CASES,
+    ids=[f"{b}-{m}-{loc}-{'frozen' if f else 'trained'}" for b, m, loc, f in OPT_CASES],
+)
 def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
     hf, cfg, tasks, batch, n, ds = _setup(base, method, loc, freeze)
     model = _model(base, method, loc, freeze)
@@ -212,11 +570,19 @@ def test_optimizer_is_adamw_state_and_totals_add_up(base, method, loc, freeze):
     assert mem.total == mem.weights + mem.gradients + mem.optimizer + mem.activations
 
 
-@pytest.mark.parametrize("extra", [dict(), dict(frozen_layers=0), dict(location="top", frozen_layers=2, cond_adapter_layers=2),
-                                   dict(cond_attn_max_len=5, cond_attn_blocks=2, task_embedding_dim=7)],
-                         ids=["default-half-frozen", "nothing-frozen", "top-2-frozen", "small-bias"])
-@pytest.mark.parametrize("base", ["odd-3L-drop", "eager-2L", "5L-B1", "roberta-3L", "distilbert-3L", "electra-E10",
-                                  "mpnet-3L"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(),
+        dict(frozen_layers=0),
+        dict(location="top", frozen_layers=2, cond_adapter_layers=2),
+        dict(cond_attn_max_len=5, cond_attn_blocks=2, task_embedding_dim=7),
+    ],
+    ids=["default-half-frozen", "nothing-frozen", "top-2-frozen", "small-bias"],
+)
+@pytest.mark.parametrize(
+    "base", ["odd-3L-drop", "eager-2L", "5L-B1", "roberta-3L", "distilbert-3L", "electra-E10", "mpnet-3L"]
+)
 def test_ca_mtl_frozen_half(base, extra):
     hf, cfg, tasks, batch, n, ds = _setup(base, "ca_mtl", None, False, **extra)
     torch.manual_seed(0)
@@ -250,8 +616,9 @@ def test_the_conditions_change_what_is_saved():
     without = activation_bytes(ds, batch, Conditions(train=False))(cfg.d_s)
     eager = activation_bytes(ds, batch, Conditions(train=False, attention="eager"))(cfg.d_s)
     assert with_dropout > eager > without
-    assert saved_activation_bytes(model, "rte", batch, n, train=False) == \
-        activation_bytes(ds, batch, replace(_conditions(hf), train=False))(cfg.d_s)
+    assert saved_activation_bytes(model, "rte", batch, n, train=False) == activation_bytes(
+        ds, batch, replace(_conditions(hf), train=False)
+    )(cfg.d_s)
     assert saved_activation_bytes(model, "rte", batch, n) == with_dropout
 
 

@@ -1,4 +1,5 @@
 """GLUE metrics over whole dev sets and the paper's dev average (Table 3)."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,7 @@ import numpy as np
 from pals_core.tasks.glue import GLUE_TASKS
 import pytest
 
-from pals_core.data.metrics import (dev_average, main_score, majority_scores, regression_scores,
-                                    task_scores)
+from pals_core.data.metrics import dev_average, main_score, majority_scores, regression_scores, task_scores
 
 
 def test_classification_metrics_by_hand():
@@ -30,7 +30,9 @@ def test_mcc_is_over_the_whole_set_not_a_batch_mean():
     labels = rng.integers(0, 2, 256)
     preds = np.where(rng.random(256) < 0.7, labels, 1 - labels)
     whole = task_scores("cola", {"": (preds, labels)})["mcc"]
-    batches = np.mean([task_scores("cola", {"": (preds[i:i + 32], labels[i:i + 32])})["mcc"] for i in range(0, 256, 32)])
+    batches = np.mean(
+        [task_scores("cola", {"": (preds[i : i + 32], labels[i : i + 32])})["mcc"] for i in range(0, 256, 32)]
+    )
     assert whole != pytest.approx(batches, abs=1e-6)
 
 
@@ -39,7 +41,9 @@ def test_regression_and_constant_predictions():
     s = regression_scores(np.array([0.1, 0.9, 3.0, 3.9, 5.2]), y)
     assert s["spearman"] == pytest.approx(1.0) and 0.98 < s["pearson"] < 1.0
     assert regression_scores(np.full(5, 2.0), y) == {"pearson": 0.0, "spearman": 0.0}
-    assert task_scores("stsb", {"": (np.array([[0.1], [0.9], [3.0], [3.9], [5.2]])[:, 0], y)})["spearman"] == pytest.approx(1.0)
+    assert task_scores("stsb", {"": (np.array([[0.1], [0.9], [3.0], [3.9], [5.2]])[:, 0], y)})[
+        "spearman"
+    ] == pytest.approx(1.0)
 
 
 def test_mnli_matched_and_mismatched():
@@ -53,8 +57,13 @@ def test_mnli_matched_and_mismatched():
 
 def test_dev_average_is_table_3():
     """Accuracy everywhere except CoLA (MCC) and STS-B (Pearson): MRPC and QQP count with accuracy."""
-    scores = {"cola": {"mcc": 0.5}, "stsb": {"pearson": 0.8, "spearman": 0.7}, "mrpc": {"f1": 0.9, "accuracy": 0.8},
-              "qqp": {"f1": 0.7, "accuracy": 0.9}, "rte": {"accuracy": 0.6}}
+    scores = {
+        "cola": {"mcc": 0.5},
+        "stsb": {"pearson": 0.8, "spearman": 0.7},
+        "mrpc": {"f1": 0.9, "accuracy": 0.8},
+        "qqp": {"f1": 0.7, "accuracy": 0.9},
+        "rte": {"accuracy": 0.6},
+    }
     assert dev_average(scores) == pytest.approx((0.5 + 0.8 + 0.8 + 0.9 + 0.6) / 5)
     assert dev_average({}) is None
     assert set(GLUE_TASKS) == {"cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte"}

@@ -1,6 +1,7 @@
 """Every sampler trains every task it was given (issue 16 item 5, regression tasks included), and MT-Uncertainty's
 mixed batch is one optimiser step on the mean of the per-task mean losses (SPEC section 7). Real GLUE rows, the
 trainer's own step."""
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,24 @@ TASKS = ["rte", "stsb", "mrpc"]  # issue 16's reproduction: a regression task be
 
 
 def config(out, cache, sampling, **kw) -> TrainConfig:
-    base = dict(tasks=TASKS, adapter=AdapterConfig(method="ca_mtl", d_s=8), model="tiny", glue_dir=str(GLUE),
-                out=str(out), steps=30, batch_size=8, max_len=48, eval_every=30, lr=1e-3, max_train_examples=96,
-                max_eval_examples=16, seed=3, num_threads=1, cache_dir=str(cache), sampling=sampling)
+    base = dict(
+        tasks=TASKS,
+        adapter=AdapterConfig(method="ca_mtl", d_s=8),
+        model="tiny",
+        glue_dir=str(GLUE),
+        out=str(out),
+        steps=30,
+        batch_size=8,
+        max_len=48,
+        eval_every=30,
+        lr=1e-3,
+        max_train_examples=96,
+        max_eval_examples=16,
+        seed=3,
+        num_threads=1,
+        cache_dir=str(cache),
+        sampling=sampling,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -47,17 +63,23 @@ def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, t
     r.model.train()
     parts = [("rte", r.data["rte"].train.batch(list(range(5)))), ("stsb", r.data["stsb"].train.batch(list(range(3))))]
     torch.manual_seed(0)  # the same dropout masks in both computations
-    rte = F.cross_entropy(r.net(task="rte", **{k: v for k, v in parts[0][1].items() if k != "labels"}),
-                          parts[0][1]["labels"])
-    stsb = F.mse_loss(r.net(task="stsb", **{k: v for k, v in parts[1][1].items() if k != "labels"}).squeeze(-1),
-                      parts[1][1]["labels"].float())
+    rte = F.cross_entropy(
+        r.net(task="rte", **{k: v for k, v in parts[0][1].items() if k != "labels"}), parts[0][1]["labels"]
+    )
+    stsb = F.mse_loss(
+        r.net(task="stsb", **{k: v for k, v in parts[1][1].items() if k != "labels"}).squeeze(-1),
+        parts[1][1]["labels"].float(),
+    )
     expected = (rte + stsb) / 2  # not the mean over the 8 rows: each task weighs the same
     expected.backward()
     grads = {n: p.grad.clone() for n, p in r.net.named_parameters() if p.grad is not None}
     r.optimizer.zero_grad(set_to_none=True)
     seen = {}
-    hooks = [p.register_hook(lambda g, n=n: seen.__setitem__(n, g.clone())) for n, p in r.net.named_parameters()
-             if p.requires_grad]
+    hooks = [
+        p.register_hook(lambda g, n=n: seen.__setitem__(n, g.clone()))
+        for n, p in r.net.named_parameters()
+        if p.requires_grad
+    ]
     torch.manual_seed(0)
     loss = r.train_step(parts)
     for h in hooks:

@@ -1,5 +1,6 @@
 """MultiTaskBert on the real MiniLM weights and small random configs: identity at initialisation,
 shared-operations inference, freezing, bad configurations, bf16."""
+
 from __future__ import annotations
 
 import csv
@@ -16,10 +17,26 @@ from pals_core.model import default_checkpoint
 
 torch.set_num_threads(2)
 
-TINY = dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=60,
-            max_position_embeddings=32)
-IDENTITY_METHODS = [("shared", None), ("pals", 48), ("pals_unshared", 24), ("low_rank", 20), ("houlsby", 20),
-                    ("lora", 8), ("lhuc", None), ("ia3", None), ("proj_attn_top", 48), ("proj_ffn_top", 30)]
+TINY = dict(
+    hidden_size=24,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=40,
+    vocab_size=60,
+    max_position_embeddings=32,
+)
+IDENTITY_METHODS = [
+    ("shared", None),
+    ("pals", 48),
+    ("pals_unshared", 24),
+    ("low_rank", 20),
+    ("houlsby", 20),
+    ("lora", 8),
+    ("lhuc", None),
+    ("ia3", None),
+    ("proj_attn_top", 48),
+    ("proj_ffn_top", 30),
+]
 # the settings under which each starts as the identity: the released PALs / low-rank GELU keeps it (GELU(0) = 0, and
 # so does the paper's form); projected attention on top only with the residual (the released code replaces H)
 IDENTITY_SETTINGS = {"proj_attn_top": dict(proj_attn_top_residual=True)}
@@ -58,8 +75,9 @@ def _perturb(model: MultiTaskBert, seed: int = 0) -> None:
 
 @pytest.mark.parametrize("method,d_s", IDENTITY_METHODS, ids=[m for m, _ in IDENTITY_METHODS])
 def test_adapters_start_as_the_identity_on_minilm(method, d_s, minilm_batch, minilm_hidden):
-    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method=method, d_s=d_s, **IDENTITY_SETTINGS.get(method, {})),
-                                          {"rte": 2}).eval()
+    model = MultiTaskBert.from_pretrained(
+        None, AdapterConfig(method=method, d_s=d_s, **IDENTITY_SETTINGS.get(method, {})), {"rte": 2}
+    ).eval()
     assert minilm_batch["attention_mask"].min() == 0  # padding present
     with torch.no_grad():
         hidden = model.encode("rte", **minilm_batch)
@@ -89,13 +107,17 @@ def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
 
 
 def test_bert_layer_on_top_copied_starts_as_the_last_pretrained_layer():
-    model = MultiTaskBert.from_pretrained(None, AdapterConfig(method="bert_layer_top", bert_layer_top_init="copy"),
-                                          {"rte": 2, "stsb": 1})
+    model = MultiTaskBert.from_pretrained(
+        None, AdapterConfig(method="bert_layer_top", bert_layer_top_init="copy"), {"rte": 2, "stsb": 1}
+    )
     last = model.bert.encoder.layer[-1].state_dict()
     for task in ("rte", "stsb"):
         top = model.adapters[task].layer.state_dict()
         assert top.keys() == last.keys() and all(torch.equal(top[k], last[k]) for k in last)
-        assert model.adapters[task].layer.attention.self.query.weight.data_ptr() != last["attention.self.query.weight"].data_ptr()
+        assert (
+            model.adapters[task].layer.attention.self.query.weight.data_ptr()
+            != last["attention.self.query.weight"].data_ptr()
+        )
 
 
 def test_predict_all_on_minilm_equals_separate_passes(minilm_batch):
@@ -112,16 +134,29 @@ def test_predict_all_on_minilm_equals_separate_passes(minilm_batch):
         assert model.shared_depth == (3 if cfg.method == "pals" else 6)
 
 
-@pytest.mark.parametrize("method,d_s,location", [
-    ("shared", None, None), ("pals", 8, [1, 3]), ("pals_unshared", 4, "bottom"), ("low_rank", 5, "top"),
-    ("houlsby", 3, [2]), ("lora", 6, "all"), ("lhuc", None, [1, 2]), ("ia3", None, "top"), ("proj_ffn_top", 7, None),
-    ("bert_layer_top", None, None)])
+@pytest.mark.parametrize(
+    "method,d_s,location",
+    [
+        ("shared", None, None),
+        ("pals", 8, [1, 3]),
+        ("pals_unshared", 4, "bottom"),
+        ("low_rank", 5, "top"),
+        ("houlsby", 3, [2]),
+        ("lora", 6, "all"),
+        ("lhuc", None, [1, 2]),
+        ("ia3", None, "top"),
+        ("proj_ffn_top", 7, None),
+        ("bert_layer_top", None, None),
+    ],
+)
 @pytest.mark.parametrize("pooler", [False, True])
 def test_predict_all_equals_separate_passes(method, d_s, location, pooler):
     torch.manual_seed(0)
     model = MultiTaskBert.from_base_config(
-        BertConfig(**TINY), AdapterConfig(method=method, d_s=d_s, location=location, heads=4, per_task_pooler=pooler),
-        {"rte": 2, "stsb": 1, "cola": 2}).eval()
+        BertConfig(**TINY),
+        AdapterConfig(method=method, d_s=d_s, location=location, heads=4, per_task_pooler=pooler),
+        {"rte": 2, "stsb": 1, "cola": 2},
+    ).eval()
     _perturb(model)
     ids = torch.randint(0, 60, (3, 9))
     mask = torch.ones_like(ids)
@@ -132,7 +167,9 @@ def test_predict_all_equals_separate_passes(method, d_s, location, pooler):
         together = model.predict_all(input_ids=ids, attention_mask=mask, token_type_ids=types)
         assert list(together) == ["rte", "stsb", "cola"]
         for task in model.tasks:
-            assert torch.equal(together[task], model(task=task, input_ids=ids, attention_mask=mask, token_type_ids=types))
+            assert torch.equal(
+                together[task], model(task=task, input_ids=ids, attention_mask=mask, token_type_ids=types)
+            )
         assert not torch.equal(together["rte"], together["cola"])
         assert list(model.predict_all(input_ids=ids, tasks=["stsb"])) == ["stsb"]
 
@@ -165,16 +202,19 @@ def _no_parameter_built(fn) -> None:
     return str(err.value)
 
 
-@pytest.mark.parametrize("cfg,tasks,words", [
-    (AdapterConfig(method="pals", d_s=100, heads=12), {"rte": 2}, ["100", "divisible", "12"]),
-    (AdapterConfig(method="houlsby", d_s=8, location=[0, 12]), {"rte": 2}, ["12", "out of range"]),
-    (AdapterConfig(method="lowrank", d_s=8), {"rte": 2}, ["unknown method", "lowrank"]),
-    (AdapterConfig(method="lora"), {"rte": 2}, ["d_s"]),
-    (AdapterConfig(method="lhuc", d_s=8), {"rte": 2}, ["lhuc", "d_s"]),
-    (AdapterConfig(method="proj_attn_top", d_s=48, location="top"), {"rte": 2}, ["location"]),
-    (AdapterConfig(method="pals", d_s=48), {"rte": 0}, ["rte", "num_labels"]),
-    (AdapterConfig(method="pals", d_s=48), {"a.b": 2}, ["a.b"]),
-])
+@pytest.mark.parametrize(
+    "cfg,tasks,words",
+    [
+        (AdapterConfig(method="pals", d_s=100, heads=12), {"rte": 2}, ["100", "divisible", "12"]),
+        (AdapterConfig(method="houlsby", d_s=8, location=[0, 12]), {"rte": 2}, ["12", "out of range"]),
+        (AdapterConfig(method="lowrank", d_s=8), {"rte": 2}, ["unknown method", "lowrank"]),
+        (AdapterConfig(method="lora"), {"rte": 2}, ["d_s"]),
+        (AdapterConfig(method="lhuc", d_s=8), {"rte": 2}, ["lhuc", "d_s"]),
+        (AdapterConfig(method="proj_attn_top", d_s=48, location="top"), {"rte": 2}, ["location"]),
+        (AdapterConfig(method="pals", d_s=48), {"rte": 0}, ["rte", "num_labels"]),
+        (AdapterConfig(method="pals", d_s=48), {"a.b": 2}, ["a.b"]),
+    ],
+)
 def test_bad_configurations_raise_before_any_weight_is_built(cfg, tasks, words):
     bert_large = BertConfig(hidden_size=1024, num_hidden_layers=12, num_attention_heads=16, intermediate_size=4096)
     message = _no_parameter_built(lambda: MultiTaskBert.from_base_config(bert_large, cfg, tasks))
@@ -225,7 +265,10 @@ def test_ia3_scales_are_not_weight_decayed_but_lhuc_logits_are():
     """IA³'s scale vectors are the identity at 1: AdamW's decay (p ← p − lr·λ·p) would pull them toward 0, so they are
     in the no-decay group with biases and LayerNorms. LHUC's r_l (scale 2σ(r_l)) decays toward 0 = the identity."""
     hf, tasks = BertConfig(**TINY), {"rte": 2, "stsb": 1}
-    for method, names, decayed in (("ia3", ("key_scales", "value_scales", "ffn_scales"), False), ("lhuc", ("scales",), True)):
+    for method, names, decayed in (
+        ("ia3", ("key_scales", "value_scales", "ffn_scales"), False),
+        ("lhuc", ("scales",), True),
+    ):
         torch.manual_seed(0)
         model = MultiTaskBert.from_base_config(hf, AdapterConfig(method=method, location="top"), tasks)
         decay, plain = model.parameter_groups(weight_decay=0.5)
@@ -235,8 +278,9 @@ def test_ia3_scales_are_not_weight_decayed_but_lhuc_logits_are():
         assert all(any(p is q for q in group["params"]) for p in scales), method
         assert not any(p is q for p in scales for q in (plain if decayed else decay)["params"]), method
         bias_norm = set(model.bias_and_norm_parameter_names())
-        assert {n for n, p in params.items() if any(p is q for q in plain["params"])} == \
-            bias_norm | ({f"adapters.{t}.{n}" for t in tasks for n in names} if not decayed else set())
+        assert {n for n, p in params.items() if any(p is q for q in plain["params"])} == bias_norm | (
+            {f"adapters.{t}.{n}" for t in tasks for n in names} if not decayed else set()
+        )
         # one AdamW step on zero gradients: only the decay moves a parameter
         with torch.no_grad():
             for p in scales:
@@ -276,8 +320,10 @@ def test_bf16_forward_and_backward():
 
 @pytest.mark.slow
 def test_importing_pals_core_does_not_import_torch_until_the_model_is_used():
-    code = ("import sys, pals_core, pals_core.budget\n"
-            "assert 'torch' not in sys.modules\n"
-            "pals_core.MultiTaskBert\n"
-            "assert 'torch' in sys.modules\n")
+    code = (
+        "import sys, pals_core, pals_core.budget\n"
+        "assert 'torch' not in sys.modules\n"
+        "pals_core.MultiTaskBert\n"
+        "assert 'torch' in sys.modules\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -1,6 +1,7 @@
 """The pairwise covering sets the grids use (tests/pairwise.py): every pair of levels a grid holds is kept, with far
 fewer cases than the product, the same cases on every run, and only cases of the grid (a refused combination never
 comes back)."""
+
 from __future__ import annotations
 
 from itertools import product
@@ -21,9 +22,14 @@ def test_a_full_product_is_covered_with_far_fewer_cases():
 
 def test_a_constrained_grid_keeps_only_valid_cases_and_every_valid_pair():
     """Like the method grids: a location only for methods that take one, a family that refuses a method."""
-    grid = [(fam, m, loc, frozen) for fam in ("bert", "deberta", "mpnet") for m in ("pals", "lora", "ca_mtl")
-            if not (fam == "deberta" and m == "ca_mtl")
-            for loc in (("all", "top") if m != "ca_mtl" else (None,)) for frozen in (False, True)]
+    grid = [
+        (fam, m, loc, frozen)
+        for fam in ("bert", "deberta", "mpnet")
+        for m in ("pals", "lora", "ca_mtl")
+        if not (fam == "deberta" and m == "ca_mtl")
+        for loc in (("all", "top") if m != "ca_mtl" else (None,))
+        for frozen in (False, True)
+    ]
     kept = pairwise(grid)
     assert set(kept) <= set(grid) and ("deberta", "ca_mtl") not in {(f, m) for f, m, *_ in kept}
     assert all_pairs(kept) == all_pairs(grid)
@@ -54,8 +60,13 @@ def test_a_nested_factor_skips_its_pair_block_but_keeps_every_level():
 
 def test_also_covers_what_a_test_names_beyond_pairs():
     """Every family × method at one location ("all"), whatever base of the family carries it."""
-    grid_ = [(fam, base, m, loc) for fam, bs in (("bert", "b1 b2"), ("mpnet", "m1 m2")) for base in bs.split()
-             for m in range(3) for loc in ("all", "top", "bottom")]
+    grid_ = [
+        (fam, base, m, loc)
+        for fam, bs in (("bert", "b1 b2"), ("mpnet", "m1 m2"))
+        for base in bs.split()
+        for m in range(3)
+        for loc in ("all", "top", "bottom")
+    ]
     at_all = lambda c: [(c[0], c[2])] if c[3] == "all" else []  # noqa: E731
     kept = pairwise(grid_, skip={(1, 2)}, also=at_all)
     assert {(f, m) for f, _, m, loc in kept if loc == "all"} == {(f, m) for f in ("bert", "mpnet") for m in range(3)}

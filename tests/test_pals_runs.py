@@ -2,6 +2,7 @@
 ``pals-train`` launched as the explorer launches it, listed, cancelled, resumed by the real console script, ending
 with the summary of an uninterrupted run; SIGKILL only after the grace period, for a process that ignores SIGTERM;
 bad input one line, exit status 2."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ PALS_RUNS = Path(sys.executable).with_name("pals-runs")
 
 def pals_runs(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """The installed console script, as a person runs it (another process than the one that launched the run)."""
-    return subprocess.run([str(PALS_RUNS), *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(PALS_RUNS), *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
 
 
 def listed(root: Path, capsys) -> dict[str, dict]:
@@ -49,6 +51,7 @@ def one_line(capsys, argv: list[str]) -> str:
 
 # ------------------------------------------------------------------------------------------ bad input
 
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     root = tmp_path / "runs"
     assert main(["list", "--root", str(root)]) == 0 and "no runs or study workers" in capsys.readouterr().out
@@ -61,8 +64,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     done = root / "done"
     done.mkdir(parents=True)
     atomic_write_json(done / "progress.json", {"status": "finished", "step": 4, "total": 4})
-    assert one_line(capsys, ["cancel", "done", "--root", str(root)]).endswith("run done is finished: no process "
-                                                                                 "runs it, nothing to cancel")
+    assert one_line(capsys, ["cancel", "done", "--root", str(root)]).endswith(
+        "run done is finished: no process runs it, nothing to cancel"
+    )
     assert "run done has finished" in one_line(capsys, ["resume", "done", "--root", str(root)])
     # a study worker whose record lost its settings: never resumed from its recorded argv
     worker = roots.workers_root(root) / "w1"
@@ -70,8 +74,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     atomic_write_json(worker / "worker.json", {"id": "w1", "argv": ["sh", "-c", "echo pwned"], "pid": 1, "trials": 3})
     rows = listed(root, capsys)
     assert rows["w1"]["kind"] == "study" and rows["w1"]["status"] == "ended" and rows["w1"]["steps"] == 3
-    assert rows["done"] == {"id": "done", "kind": "run", "status": "finished", "pid": None, "out": str(done),
-                            "step": 4, "steps": 4}
+    assert rows["done"] == {
+        "id": "done",
+        "kind": "run",
+        "status": "finished",
+        "pid": None,
+        "out": str(done),
+        "step": 4,
+        "steps": 4,
+    }
     assert "holds no readable study settings" in one_line(capsys, ["resume", "w1", "--root", str(root)])
     assert not (worker / "log.txt").exists()  # nothing was started
 
@@ -86,9 +97,18 @@ def test_a_study_workers_arguments_are_rebuilt_by_the_studies_through_the_entry_
     folder = roots.workers_root(tmp_path) / "w2"
     folder.mkdir(parents=True)
     settings = settings_from_form("design", tasks="rte,mrpc", model="tiny", budget=1.05, steps=4)
-    atomic_write_json(folder / "worker.json", {"id": "w2", "storage": f"sqlite:///{tmp_path / 's.db'}",
-                                               "study_name": "s", "trials": 2, "settings": settings.as_dict(),
-                                               "argv": ["sh", "-c", "echo pwned"], "pid": 1})
+    atomic_write_json(
+        folder / "worker.json",
+        {
+            "id": "w2",
+            "storage": f"sqlite:///{tmp_path / 's.db'}",
+            "study_name": "s",
+            "trials": 2,
+            "settings": settings.as_dict(),
+            "argv": ["sh", "-c", "echo pwned"],
+            "pid": 1,
+        },
+    )
     worker = workers.load_worker(folder)
     argv = workers.rebuilt_argv(worker)
     assert argv == resume_argv(worker) and argv[:4] == [sys.executable, "-m", "studies.cli", "run"]
@@ -106,12 +126,19 @@ def test_the_default_root_is_the_explorers(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------------------ SIGKILL
 
+
 def test_sigkill_only_after_the_grace_period(tmp_path):
     """A process that ignores SIGTERM is killed once the grace period is over; one that obeys is never killed."""
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    )
     for obeys, grace, outcome in ((False, 0.5, "killed"), (True, 10.0, "ended")):
-        proc = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"
-                                 if obeys else code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)" if obeys else code],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         assert proc.stdout.readline().strip() == "ready"
         started = time.monotonic()
         assert signals.cancel_process(tmp_path, proc.pid, grace) == outcome
@@ -123,10 +150,25 @@ def test_sigkill_only_after_the_grace_period(tmp_path):
 
 # ------------------------------------------------------------------------------------------ a real run
 
+
 def _spec(out: Path, cache: str) -> TrainConfig:
-    return TrainConfig(tasks=["rte", "stsb"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny",
-                       glue_dir=str(GLUE), out=str(out), steps=120, batch_size=4, max_len=32, eval_every=40,
-                       save_every=10, max_train_examples=32, max_eval_examples=16, num_threads=1, cache_dir=cache, seed=5)
+    return TrainConfig(
+        tasks=["rte", "stsb"],
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2),
+        model="tiny",
+        glue_dir=str(GLUE),
+        out=str(out),
+        steps=120,
+        batch_size=4,
+        max_len=32,
+        eval_every=40,
+        save_every=10,
+        max_train_examples=32,
+        max_eval_examples=16,
+        num_threads=1,
+        cache_dir=cache,
+        seed=5,
+    )
 
 
 def _wait(path: Path, until, timeout: float = 60.0) -> runs.Run:
@@ -162,8 +204,15 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
     assert resumed.stdout.splitlines()[-1] == "life: finished"
     after = runs.load_run(run.path)
     assert after.launch["history"][-1]["status"] == "stopped" and after.launch["argv"][-1] == "--resume"
-    assert listed(root, capsys)["life"] == {"id": "life", "kind": "run", "status": "finished", "pid": None,
-                                            "out": str(run.path), "step": 120, "steps": 120}
+    assert listed(root, capsys)["life"] == {
+        "id": "life",
+        "kind": "run",
+        "status": "finished",
+        "pid": None,
+        "out": str(run.path),
+        "step": 120,
+        "steps": 120,
+    }
 
     # the same summary as an uninterrupted run of the same settings
     from pals_core.train.trainer import train
@@ -176,7 +225,9 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
 
 def test_pals_runs_stays_on_its_floor():
     """``pals-runs list`` is quick: no torch, and nothing of the explorer or the studies (docs/design.md §15)."""
-    code = ("import sys; from pals_core.supervise.cli import main; main(['list', '--root', 'no-such-folder']); "
-            "print(sorted(m for m in ('torch', 'streamlit', 'optuna', 'explorer', 'studies') if m in sys.modules))")
+    code = (
+        "import sys; from pals_core.supervise.cli import main; main(['list', '--root', 'no-such-folder']); "
+        "print(sorted(m for m in ('torch', 'streamlit', 'optuna', 'explorer', 'studies') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == "[]", done.stderr

@@ -1,5 +1,6 @@
 """benchmarks/paper_claim.py's verdicts: what its report says the seeds support (Welch intervals against the
 references, Holm-corrected differences), on aggregates built by the trainer's own ``aggregate``."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,8 +23,17 @@ def pc():
 
 def _design(averages: list[float]) -> dict:
     """A multi-seed aggregate whose seeds score ``averages`` on RTE (their dev average: one task)."""
-    summaries = [{"scores": {"rte": {"accuracy": a}}, "average": a, "params": {"total": 1}, "best_step": 1,
-                  "wall_time_s": 1.0, "config": {}} for a in averages]
+    summaries = [
+        {
+            "scores": {"rte": {"accuracy": a}},
+            "average": a,
+            "params": {"total": 1},
+            "best_step": 1,
+            "wall_time_s": 1.0,
+            "config": {},
+        }
+        for a in averages
+    ]
     return aggregate(list(range(len(averages))), summaries, [f"seed-{k}" for k in range(len(averages))])
 
 
@@ -44,8 +54,11 @@ def test_claim_verdicts(pc):
 
 
 def test_differences_are_holm_corrected(pc):
-    aggs = {"shared": _design([0.60, 0.61, 0.62]), "separate": _design([0.70, 0.71, 0.72]),
-            "pals": _design([0.60, 0.65, 0.70])}
+    aggs = {
+        "shared": _design([0.60, 0.61, 0.62]),
+        "separate": _design([0.70, 0.71, 0.72]),
+        "pals": _design([0.60, 0.65, 0.70]),
+    }
     lines = pc.differences(["rte"], aggs)
     assert lines[0] == "On the dev average (3 comparisons, Holm-corrected):"
     assert lines[1].startswith("- shared < separate on the average: -10.00 [") and "Holm p = " in lines[1]
@@ -60,7 +73,16 @@ def test_schedule_is_seed_major_longest_first(pc):
     from pals_core.train.config import TrainConfig
 
     designs = ("shared", "separate-cola", "separate-rte", "pals", "houlsby")
-    leaves = [TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), seed=k, out=f"{d}/seed-{k}",
-                          steps=800 if d.startswith("separate") else 4000) for k in (1, 0) for d in designs]
+    leaves = [
+        TrainConfig(
+            tasks=["rte"],
+            adapter=AdapterConfig(method="shared"),
+            seed=k,
+            out=f"{d}/seed-{k}",
+            steps=800 if d.startswith("separate") else 4000,
+        )
+        for k in (1, 0)
+        for d in designs
+    ]
     expected = ("shared", "pals", "houlsby", "separate-cola", "separate-rte")
     assert [c.out for c in pc.schedule(leaves)] == [f"{d}/seed-{k}" for k in (0, 1) for d in expected]

@@ -1,5 +1,6 @@
 """Your model out (issue #27, first part): ``MultiTaskModel.from_run`` and texts in; ``pals-predict`` reproducing a run's
 dev scores from its dev files; mixed-task batches equal to each row alone, for every method."""
+
 from __future__ import annotations
 
 import csv
@@ -22,8 +23,11 @@ from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 
 BIN = Path(sys.executable).parent
-WORDS = {"billing": ["invoice", "charge", "bill", "payment"], "refund": ["money", "back", "return", "refund"],
-         "other": ["hello", "weather", "time", "music"]}
+WORDS = {
+    "billing": ["invoice", "charge", "bill", "payment"],
+    "refund": ["money", "back", "return", "refund"],
+    "other": ["hello", "weather", "time", "music"],
+}
 
 
 def own_tasks(folder: Path) -> Path:
@@ -40,17 +44,30 @@ def own_tasks(folder: Path) -> Path:
             for i in range(n):
                 label = list(WORDS)[i % 3]
                 w.writerow([f"{rng.choice(WORDS[label])} {rng.choice(WORDS[label])} please {i}", label])
-        (folder / f"score_{split}.jsonl").write_text("".join(
-            json.dumps({"a": f"sentence {'good ' * (i % 5)}{i}", "b": f"other {i % 7}", "y": (i % 5) + 0.5 * (i % 2)})
-            + "\n" for i in range(n)))
-        rows = [{"body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
-                 "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else [])} for i in range(n)]
+        (folder / f"score_{split}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {"a": f"sentence {'good ' * (i % 5)}{i}", "b": f"other {i % 7}", "y": (i % 5) + 0.5 * (i % 2)}
+                )
+                + "\n"
+                for i in range(n)
+            )
+        )
+        rows = [
+            {
+                "body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else 'fine'}",
+                "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else []),
+            }
+            for i in range(n)
+        ]
         pq.write_table(pa.Table.from_pylist(rows), folder / f"tags_{split}.parquet")
     f = folder / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent, metric: macro_f1}\n"
-                 "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
-                 "  tags: {train: tags_train.parquet, dev: tags_dev.parquet, text: body, label: tags, kind: multilabel}\n")
+    f.write_text(
+        "tasks:\n"
+        "  intent: {train: intent_train.csv, dev: intent_dev.csv, text: message, label: intent, metric: macro_f1}\n"
+        "  score: {train: score_train.jsonl, dev: score_dev.jsonl, text: [a, b], label: y, kind: regression}\n"
+        "  tags: {train: tags_train.parquet, dev: tags_dev.parquet, text: body, label: tags, kind: multilabel}\n"
+    )
     return f
 
 
@@ -58,15 +75,27 @@ def own_tasks(folder: Path) -> Path:
 def trained(tmp_path_factory) -> tuple[Path, Path, dict]:
     root = tmp_path_factory.mktemp("predict")
     f = own_tasks(root / "data")
-    cfg = TrainConfig(tasks=[], tasks_file=str(f), adapter=AdapterConfig(method="pals", d_s=16, heads=2), model="tiny",
-                      out=str(root / "run"), steps=120, batch_size=8, max_len=32, eval_every=60, lr=3e-3,
-                      eval_batch_size=7, seed=0)
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(f),
+        adapter=AdapterConfig(method="pals", d_s=16, heads=2),
+        model="tiny",
+        out=str(root / "run"),
+        steps=120,
+        batch_size=8,
+        max_len=32,
+        eval_every=60,
+        lr=3e-3,
+        eval_batch_size=7,
+        seed=0,
+    )
     return root / "run", f, train(cfg, progress=False)
 
 
 def pals_predict(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "pals-predict"), *args, "--no-progress"], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [str(BIN / "pals-predict"), *args, "--no-progress"], capture_output=True, text=True, timeout=300
+    )
 
 
 def predict_here(capsys, *args: str) -> tuple[int, str]:
@@ -83,8 +112,16 @@ def predict_here(capsys, *args: str) -> tuple[int, str]:
 def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained, tmp_path, capsys):
     run, f, summary = trained
     records = read_tasks_file(f)
-    out = pals_predict(str(run), "--input", records["intent"].dev, "--out", str(tmp_path / "intent.csv"),
-                       "--tasks", "intent", "--probs")
+    out = pals_predict(
+        str(run),
+        "--input",
+        records["intent"].dev,
+        "--out",
+        str(tmp_path / "intent.csv"),
+        "--tasks",
+        "intent",
+        "--probs",
+    )
     assert out.returncode == 0, out.stderr
     assert "rows/s" in out.stderr and "kept as '<name> (input)'" in out.stderr
     got = read_columns(tmp_path / "intent.csv", None).values
@@ -94,25 +131,35 @@ def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained
     assert len(set(pred)) > 1, "a constant prediction would not test the scoring"
     assert task_scores(records["intent"], {"": (pred, y)}, 3) == summary["scores"]["intent"]
     probs = np.array([[float(got[f"intent_prob_{name}"][i]) for name in labels] for i in range(len(y))])
-    assert np.allclose(probs.sum(axis=1), 1.0) and np.allclose(probs.max(axis=1), [float(p) for p in got["intent_prob"]])
+    assert np.allclose(probs.sum(axis=1), 1.0) and np.allclose(
+        probs.max(axis=1), [float(p) for p in got["intent_prob"]]
+    )
 
-    code, err = predict_here(capsys, str(run), "--input", records["score"].dev, "--out", str(tmp_path / "score.jsonl"),
-                             "--tasks", "score")
+    code, err = predict_here(
+        capsys, str(run), "--input", records["score"].dev, "--out", str(tmp_path / "score.jsonl"), "--tasks", "score"
+    )
     assert code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "score.jsonl").read_text().splitlines()]
     values = np.array([r["score"] for r in rows], dtype=np.float32)
-    assert task_scores(records["score"], {"": (values, np.array([r["y"] for r in rows]))}, 1) == summary["scores"]["score"]
+    assert (
+        task_scores(records["score"], {"": (values, np.array([r["y"] for r in rows]))}, 1) == summary["scores"]["score"]
+    )
 
-    code, err = predict_here(capsys, str(run), "--input", records["tags"].dev, "--out", str(tmp_path / "tags.parquet"),
-                             "--tasks", "tags")
+    code, err = predict_here(
+        capsys, str(run), "--input", records["tags"].dev, "--out", str(tmp_path / "tags.parquet"), "--tasks", "tags"
+    )
     assert code == 0, err
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "tags.parquet").to_pydict()
     names = summary["tasks"]["tags"]["labels"]
     hot = lambda sets: np.array([[n in s for n in names] for s in sets])  # noqa: E731
-    assert task_scores(records["tags"], {"": (hot(table["tags"]), hot(table["tags (input)"]).astype(np.float32))},
-                       len(names)) == summary["scores"]["tags"]
+    assert (
+        task_scores(
+            records["tags"], {"": (hot(table["tags"]), hot(table["tags (input)"]).astype(np.float32))}, len(names)
+        )
+        == summary["scores"]["tags"]
+    )
 
 
 @pytest.mark.slow
@@ -144,11 +191,31 @@ def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, t
         w.writerow(["text", "task"])
         for i, t in enumerate(dev):
             w.writerow([t, ("intent", "tags")[i % 2]])
-    code, err = predict_here(capsys, str(run), "--input", str(requests), "--out", str(tmp_path / "mixed.jsonl"),
-                             "--task-column", "task", "--text", "text")
+    code, err = predict_here(
+        capsys,
+        str(run),
+        "--input",
+        str(requests),
+        "--out",
+        str(tmp_path / "mixed.jsonl"),
+        "--task-column",
+        "task",
+        "--text",
+        "text",
+    )
     assert code == 0, err
-    code, err = predict_here(capsys, str(run), "--input", str(requests), "--out", str(tmp_path / "alone.jsonl"),
-                             "--tasks", "intent,tags", "--text", "text")
+    code, err = predict_here(
+        capsys,
+        str(run),
+        "--input",
+        str(requests),
+        "--out",
+        str(tmp_path / "alone.jsonl"),
+        "--tasks",
+        "intent,tags",
+        "--text",
+        "text",
+    )
     assert code == 0, err
     m = [json.loads(x) for x in (tmp_path / "mixed.jsonl").read_text().splitlines()]
     a = [json.loads(x) for x in (tmp_path / "alone.jsonl").read_text().splitlines()]
@@ -161,14 +228,17 @@ def test_task_column_rows_share_one_forward_and_equal_each_task_alone(trained, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, needle", [
-    (["--input", "missing.csv"], "file not found"),
-    (["--input", "{dev}", "--tasks", "nope"], "task 'nope' is not a task"),
-    (["--input", "{dev}", "--tasks", "intent", "--text", "nope"], "no text column 'nope'"),
-    (["--input", "{dev}"], "the tasks read different text columns"),
-    (["--input", "{dev}", "--text", "message"], "task 'score' reads a pair of texts: give --text-pair"),
-    (["--input", "{dev}", "--task-column", "message"], "is not one of"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--input", "missing.csv"], "file not found"),
+        (["--input", "{dev}", "--tasks", "nope"], "task 'nope' is not a task"),
+        (["--input", "{dev}", "--tasks", "intent", "--text", "nope"], "no text column 'nope'"),
+        (["--input", "{dev}"], "the tasks read different text columns"),
+        (["--input", "{dev}", "--text", "message"], "task 'score' reads a pair of texts: give --text-pair"),
+        (["--input", "{dev}", "--task-column", "message"], "is not one of"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle, capsys):
     run, f, _ = trained
     dev = read_tasks_file(f)["intent"].dev
@@ -178,18 +248,35 @@ def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle, capsys):
     assert not (tmp_path / "p.csv").exists()
 
 
-TINY = dict(hidden_size=24, num_hidden_layers=4, num_attention_heads=4, intermediate_size=40, vocab_size=60,
-            max_position_embeddings=32)
-SIZES = {"pals": 8, "pals_unshared": 4, "low_rank": 5, "houlsby": 3, "lora": 6, "proj_attn_top": 8, "proj_ffn_top": 7,
-         "ca_mtl": 8}
+TINY = dict(
+    hidden_size=24,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=40,
+    vocab_size=60,
+    max_position_embeddings=32,
+)
+SIZES = {
+    "pals": 8,
+    "pals_unshared": 4,
+    "low_rank": 5,
+    "houlsby": 3,
+    "lora": 6,
+    "proj_attn_top": 8,
+    "proj_ffn_top": 7,
+    "ca_mtl": 8,
+}
 
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_forward_mixed_equals_each_row_alone_for_every_method(method):
     torch.manual_seed(0)
     location = None if not METHODS[method].within else ("top" if method == "ia3" else "all")
-    model = MultiTaskModel.from_base_config(BertConfig(**TINY), AdapterConfig(
-        method=method, d_s=SIZES.get(method), location=location, heads=4), {"a": 2, "b": 1, "c": 3}).eval()
+    model = MultiTaskModel.from_base_config(
+        BertConfig(**TINY),
+        AdapterConfig(method=method, d_s=SIZES.get(method), location=location, heads=4),
+        {"a": 2, "b": 1, "c": 3},
+    ).eval()
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():  # task weights away from their identity initialisation
         for name, p in model.named_parameters():
@@ -204,7 +291,7 @@ def test_forward_mixed_equals_each_row_alone_for_every_method(method):
         mixed = model.forward_mixed(ids, mask, tasks=tasks)
         for i, t in enumerate(tasks):
             n = int(mask[i].sum())
-            alone = model(task=t, input_ids=ids[i:i + 1, :n], attention_mask=mask[i:i + 1, :n])[0]
+            alone = model(task=t, input_ids=ids[i : i + 1, :n], attention_mask=mask[i : i + 1, :n])[0]
             assert mixed[i].shape == (model.tasks[t],)
             assert torch.allclose(mixed[i], alone, atol=1e-5), (method, i, t)
     with pytest.raises(ValueError, match="unknown task 'd'"):
@@ -230,8 +317,11 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
     from pals_core.train.models import tiny_config_dict
 
     torch.manual_seed(0)
-    config = AutoConfig.for_model("bert", **{k: v for k, v in tiny_config_dict().items() if k != "model_type"}) \
-        if family == "bert" else AutoConfig.for_model(family, **CHECKPOINTS[family])
+    config = (
+        AutoConfig.for_model("bert", **{k: v for k, v in tiny_config_dict().items() if k != "model_type"})
+        if family == "bert"
+        else AutoConfig.for_model(family, **CHECKPOINTS[family])
+    )
     model = MultiTaskModel.from_base_config(config, adapter_for(method), {"a": 2, "b": 1, "c": 3}).eval()
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -247,5 +337,5 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
         mixed = model.forward_mixed(ids, mask, tasks=tasks)
         for i, t in enumerate(tasks):
             n = int(mask[i].sum())
-            alone = model(task=t, input_ids=ids[i:i + 1, :n], attention_mask=mask[i:i + 1, :n])[0]
+            alone = model(task=t, input_ids=ids[i : i + 1, :n], attention_mask=mask[i : i + 1, :n])[0]
             assert torch.allclose(mixed[i], alone, atol=1e-5), (family, method, i, t, (mixed[i] - alone).abs().max())

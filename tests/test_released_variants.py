@@ -3,6 +3,7 @@
 (issue 15 item 3): what each computes, that the counts do not change, and what holds where identity at
 initialisation does not (replacement on top, a fresh top layer). Exact counts and memory per default setting:
 test_exactness.py, test_memory.py."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +19,14 @@ from pals_core.flops import count_forward_flops
 
 torch.set_num_threads(1)
 
-HF = BertConfig(hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40, vocab_size=60,
-                max_position_embeddings=32)
+HF = BertConfig(
+    hidden_size=24,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=40,
+    vocab_size=60,
+    max_position_embeddings=32,
+)
 TASKS = {"rte": 2, "stsb": 1}
 
 
@@ -32,7 +39,7 @@ def batch(n=9):
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(1, 60, (3, n), generator=g)
     mask = torch.ones_like(ids)
-    mask[0, n - 3:] = 0
+    mask[0, n - 3 :] = 0
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
 
 
@@ -46,18 +53,31 @@ def randomise(model, prefix="adapters.", seed=2):
 
 def test_released_defaults():
     cfg = AdapterConfig()
-    assert (cfg.adapter_gelu, cfg.pal_attention_dropout, cfg.proj_attn_top_residual, cfg.bert_layer_top_init) == \
-        (True, 0.1, False, "fresh")
+    assert (cfg.adapter_gelu, cfg.pal_attention_dropout, cfg.proj_attn_top_residual, cfg.bert_layer_top_init) == (
+        True,
+        0.1,
+        False,
+        "fresh",
+    )
 
 
-@pytest.mark.parametrize("kw", [dict(method="pals", d_s=8, heads=2), dict(method="pals_unshared", d_s=8, heads=2),
-                                dict(method="low_rank", d_s=5), dict(method="proj_attn_top", d_s=8, heads=2),
-                                dict(method="bert_layer_top")], ids=lambda kw: kw["method"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(method="pals", d_s=8, heads=2),
+        dict(method="pals_unshared", d_s=8, heads=2),
+        dict(method="low_rank", d_s=5),
+        dict(method="proj_attn_top", d_s=8, heads=2),
+        dict(method="bert_layer_top"),
+    ],
+    ids=lambda kw: kw["method"],
+)
 def test_counts_and_flops_do_not_change_with_the_variant(kw):
     """Parameters and forward FLOPs (FlopCounterMode) are the same in the released and the paper-text form."""
     released = build(**kw)
-    text = build(**kw, adapter_gelu=False, pal_attention_dropout=0.0, proj_attn_top_residual=True,
-                 bert_layer_top_init="copy")
+    text = build(
+        **kw, adapter_gelu=False, pal_attention_dropout=0.0, proj_attn_top_residual=True, bert_layer_top_init="copy"
+    )
     shape = from_hf_config(HF.to_dict())
     for model in (released, text):
         cost = at_size(design(shape, parse_tasks(TASKS), model.config, seq_len=9), model.config.d_s)
@@ -95,8 +115,9 @@ def test_pal_attention_dropout_acts_in_training_only():
     outs = {}
     for p in (0.1, 0.0):
         torch.manual_seed(0)
-        model = MultiTaskBert.from_base_config(quiet, AdapterConfig(method="pals", d_s=8, heads=2,
-                                                                    pal_attention_dropout=p), TASKS)
+        model = MultiTaskBert.from_base_config(
+            quiet, AdapterConfig(method="pals", d_s=8, heads=2, pal_attention_dropout=p), TASKS
+        )
         randomise(model)
         model.train()
         with torch.no_grad():
@@ -144,16 +165,27 @@ def test_bert_layer_on_top_is_a_fresh_layer():
     for task in TASKS:
         top = fresh.adapters[task].layer
         q = top.attention.self.query
-        assert abs(float(q.weight.detach().std()) - HF.initializer_range) < 0.01 and torch.equal(q.bias, torch.zeros(24))
-        assert torch.equal(top.output.LayerNorm.weight, torch.ones(24)) and torch.equal(top.output.LayerNorm.bias, torch.zeros(24))
+        assert abs(float(q.weight.detach().std()) - HF.initializer_range) < 0.01 and torch.equal(
+            q.bias, torch.zeros(24)
+        )
+        assert torch.equal(top.output.LayerNorm.weight, torch.ones(24)) and torch.equal(
+            top.output.LayerNorm.bias, torch.zeros(24)
+        )
         assert not torch.equal(q.weight, last.attention.self.query.weight)
         assert torch.equal(copied.adapters[task].layer.attention.self.query.weight, last.attention.self.query.weight)
-    assert not torch.equal(fresh.adapters["rte"].layer.attention.self.query.weight,
-                           fresh.adapters["stsb"].layer.attention.self.query.weight)
+    assert not torch.equal(
+        fresh.adapters["rte"].layer.attention.self.query.weight,
+        fresh.adapters["stsb"].layer.attention.self.query.weight,
+    )
 
 
-@pytest.mark.parametrize("kw,message", [(dict(method="bert_layer_top", bert_layer_top_init="pretrained"), "fresh or copy"),
-                                        (dict(method="pals", d_s=8, heads=2, pal_attention_dropout=1.0), "pal_attention_dropout")])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(method="bert_layer_top", bert_layer_top_init="pretrained"), "fresh or copy"),
+        (dict(method="pals", d_s=8, heads=2, pal_attention_dropout=1.0), "pal_attention_dropout"),
+    ],
+)
 def test_bad_settings_name_the_field(kw, message):
     with pytest.raises(ValueError, match=message):
         build(**kw)

@@ -1,6 +1,7 @@
 """A run folder is owned (issue 16, items 2–4, 8, 9): one trainer at a time, nothing foreign deleted, a failed
 start reusable, and every bad input one line with exit status 2 (a diverged run: exit 1, "diverged at step N").
 Real trainer (``--model tiny``), real GLUE rows, real processes where two are needed."""
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,40 @@ def cache(token_cache) -> str:
 
 
 def flags(out, cache, *extra, steps=8) -> list[str]:
-    return ["--method", "pals", "--d-s", "8", "--heads", "2", "--model", "tiny", "--tasks", "rte,stsb",
-            "--glue-dir", str(GLUE), "--steps", str(steps), "--batch-size", "4", "--max-len", "32",
-            "--eval-every", "4", "--max-train-examples", "32", "--max-eval-examples", "16", "--threads", "1",
-            "--cache-dir", cache, "--no-progress", "--out", str(out), *extra]
+    return [
+        "--method",
+        "pals",
+        "--d-s",
+        "8",
+        "--heads",
+        "2",
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte,stsb",
+        "--glue-dir",
+        str(GLUE),
+        "--steps",
+        str(steps),
+        "--batch-size",
+        "4",
+        "--max-len",
+        "32",
+        "--eval-every",
+        "4",
+        "--max-train-examples",
+        "32",
+        "--max-eval-examples",
+        "16",
+        "--threads",
+        "1",
+        "--cache-dir",
+        cache,
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def cli(argv, capsys) -> tuple[int, list[str]]:
@@ -50,6 +81,7 @@ def one_line(rc, err, code=2) -> str:
 
 
 # ----------------------------------------------------------------------------------------- the lock
+
 
 def test_the_lock_is_exclusive_and_its_holder_comes_from_the_kernel(tmp_path, monkeypatch):
     monkeypatch.setattr(run_lock, "ACQUIRE_WAIT_S", 0.1)
@@ -77,14 +109,23 @@ def test_a_second_trainer_on_the_same_out_exits_2_and_the_first_is_untouched(tmp
     monkeypatch.setattr(run_lock, "ACQUIRE_WAIT_S", 0.1)  # the second trainer is refused without the 2 s wait
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "pals_core.train.cli"]
-    first = subprocess.Popen(cmd + flags(out, cache, "--seed", "1", "--eval-every", "20", steps=4000), env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        cmd + flags(out, cache, "--seed", "1", "--eval-every", "20", steps=4000),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         end = time.time() + 120
         while run_lock.holder(out) != first.pid:
-            assert first.poll() is None and time.time() < end, first.stderr.read() if first.poll() is not None else "slow"
+            assert first.poll() is None and time.time() < end, (
+                first.stderr.read() if first.poll() is not None else "slow"
+            )
             time.sleep(0.2)
-        while (json.loads((out / "progress.json").read_text()) if (out / "progress.json").is_file() else {}).get("step", 0) < 1:
+        while (json.loads((out / "progress.json").read_text()) if (out / "progress.json").is_file() else {}).get(
+            "step", 0
+        ) < 1:
             assert time.time() < end
             time.sleep(0.2)
         # the second trainer: pals-train's main() in this test's process, another process than the first's
@@ -97,14 +138,22 @@ def test_a_second_trainer_on_the_same_out_exits_2_and_the_first_is_untouched(tmp
         first.wait(60)
     assert first.returncode == 143
     assert json.loads((out / "progress.json").read_text())["status"] == "stopped"
-    assert {json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()} <= set(range(0, 4001, 20))
+    assert {json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()} <= set(
+        range(0, 4001, 20)
+    )
 
 
 # ------------------------------------------------------------------------------ folders not ours
 
+
 def _foreign(folder: Path) -> list[Path]:
-    files = [folder / "summary.json", folder / "metrics.jsonl", folder / "checkpoints" / "step-important" / "w.bin",
-             folder / "checkpoints" / ".git" / "HEAD", folder / "notes.txt"]
+    files = [
+        folder / "summary.json",
+        folder / "metrics.jsonl",
+        folder / "checkpoints" / "step-important" / "w.bin",
+        folder / "checkpoints" / ".git" / "HEAD",
+        folder / "notes.txt",
+    ]
     for f in files:
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("mine")
@@ -135,6 +184,7 @@ def test_checkpoint_pruning_deletes_only_checkpoint_folders(tmp_path):
 
 # --------------------------------------------------------------------- failed starts, bad inputs
 
+
 @pytest.mark.slow
 def test_a_failed_start_leaves_a_folder_the_corrected_command_uses(tmp_path, cache, capsys):
     weightless = tmp_path / "weightless"
@@ -146,7 +196,7 @@ def test_a_failed_start_leaves_a_folder_the_corrected_command_uses(tmp_path, cac
     out = tmp_path / "run"
     argv = flags(out, cache)
     at = argv.index("tiny")
-    bad = argv[:at] + [str(weightless)] + argv[at + 1:]
+    bad = argv[:at] + [str(weightless)] + argv[at + 1 :]
     line = one_line(*cli(bad, capsys))
     assert "cannot set up the run" in line
     assert json.loads((out / "progress.json").read_text())["status"] == "failed"
@@ -168,7 +218,7 @@ def test_a_malformed_tsv_fails_the_start_and_the_corrected_glue_dir_runs(tmp_pat
     out = tmp_path / "run"
     argv = flags(out, cache, steps=4)
     at = argv.index(str(GLUE))
-    rc, err = cli(argv[:at] + [str(broken)] + argv[at + 1:], capsys)
+    rc, err = cli(argv[:at] + [str(broken)] + argv[at + 1 :], capsys)
     line = one_line(rc, err)
     assert "STS-B" in line or "stsb" in line.lower(), line
     rc, err = cli(argv, capsys)
@@ -195,19 +245,35 @@ def test_bad_paths_and_sizes_are_one_line_exit_2(tmp_path, cache, capsys, case):
         argv[argv.index("--max-len") + 1] = "200"
     elif case == "budget":
         i = argv.index("--d-s")
-        argv[i:i + 2] = ["--budget", "1e9"]
+        argv[i : i + 2] = ["--budget", "1e9"]
     elif case == "memory":  # a design within the calculator's limits whose training state no machine holds
         large = tmp_path / "large"
         large.mkdir()
-        (large / "config.json").write_text(json.dumps({
-            "model_type": "bert", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
-            "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512}))
+        (large / "config.json").write_text(
+            json.dumps(
+                {
+                    "model_type": "bert",
+                    "hidden_size": 1024,
+                    "num_hidden_layers": 24,
+                    "num_attention_heads": 16,
+                    "intermediate_size": 4096,
+                    "vocab_size": 30522,
+                    "max_position_embeddings": 512,
+                }
+            )
+        )
         argv[argv.index("tiny")] = str(large)
         argv[argv.index("pals")] = "houlsby"
-        argv[argv.index("--d-s") + 1] = str(2 ** 20)
+        argv[argv.index("--d-s") + 1] = str(2**20)
     line = one_line(*cli(argv, capsys))
-    expected = {"proc": "/proc/x", "file": "is a file", "cache_proc": "cannot set up the run", "max_len": "128 positions",
-                "budget": "(10,000)", "memory": "GiB"}[case]
+    expected = {
+        "proc": "/proc/x",
+        "file": "is a file",
+        "cache_proc": "cannot set up the run",
+        "max_len": "128 positions",
+        "budget": "(10,000)",
+        "memory": "GiB",
+    }[case]
     assert expected in line
     if case != "cache_proc":
         assert not (out / "config.json").exists()

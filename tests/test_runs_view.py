@@ -1,5 +1,6 @@
 """The runs list survives any folder (issue 16 item 11): malformed or foreign files show what they can, a stale
 "running" is shown as stale, and nothing a folder says is offered for cancel."""
+
 import json
 import subprocess
 from pathlib import Path
@@ -23,18 +24,33 @@ def test_malformed_and_stale_runs_do_not_break_the_page(runs_dir):
     bystander = subprocess.Popen(["sleep", "60"])
     try:
         files = {
-            "odd-types": {"progress.json": '{"status": "running", "step": "x", "total": [], "scores": 5, '
-                                           f'"pid": {bystander.pid}, "eta_s": "soon", "average": "high"}}'},
+            "odd-types": {
+                "progress.json": '{"status": "running", "step": "x", "total": [], "scores": 5, '
+                f'"pid": {bystander.pid}, "eta_s": "soon", "average": "high"}}'
+            },
             "deep": {"progress.json": "[" * 100000},
-            "not-json": {"summary.json": "{\"average\": 0.5,"},
-            "weird-summary": {"summary.json": '{"average": {"x": 1}, "params": 3, "scores": [1], "steps": -4}',
-                              "config.json": '{"adapter": {"method": ["x"], "d_s": {"a": 1}}, "tasks": 3}'},
-            "finished": {"summary.json": json.dumps({"average": 0.61, "steps": 20, "best_step": 20, "wall_time_s": 3.0,
-                                                     "scores": {"rte": {"accuracy": 0.61}},
-                                                     "params": {"task_specific": 1234, "total": 5678}}),
-                         "progress.json": json.dumps({"status": "finished", "step": 20, "total": 20})},
-            "sweep": {"progress.json": json.dumps({"status": "running", "step": 5, "total": 40}),
-                      "pals/seed-0/progress.json": json.dumps({"status": "running", "step": 5, "total": 20})},
+            "not-json": {"summary.json": '{"average": 0.5,'},
+            "weird-summary": {
+                "summary.json": '{"average": {"x": 1}, "params": 3, "scores": [1], "steps": -4}',
+                "config.json": '{"adapter": {"method": ["x"], "d_s": {"a": 1}}, "tasks": 3}',
+            },
+            "finished": {
+                "summary.json": json.dumps(
+                    {
+                        "average": 0.61,
+                        "steps": 20,
+                        "best_step": 20,
+                        "wall_time_s": 3.0,
+                        "scores": {"rte": {"accuracy": 0.61}},
+                        "params": {"task_specific": 1234, "total": 5678},
+                    }
+                ),
+                "progress.json": json.dumps({"status": "finished", "step": 20, "total": 20}),
+            },
+            "sweep": {
+                "progress.json": json.dumps({"status": "running", "step": 5, "total": 40}),
+                "pals/seed-0/progress.json": json.dumps({"status": "running", "step": 5, "total": 20}),
+            },
         }
         for run, content in files.items():
             (runs_dir / run).mkdir()

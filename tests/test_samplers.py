@@ -1,4 +1,5 @@
 """Task samplers (paper Section 4): probabilities, the annealed schedule, round-robin, the registry."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -6,8 +7,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from pals_core.data.samplers import (SAMPLERS, AlphaSampler, TaskSampler, alpha_at, make_sampler, num_epochs,
-                                     register_sampler)
+from pals_core.data.samplers import (
+    SAMPLERS,
+    AlphaSampler,
+    TaskSampler,
+    alpha_at,
+    make_sampler,
+    num_epochs,
+    register_sampler,
+)
 
 # real GLUE training-set sizes of the five tasks with training data here
 SIZES = {"rte": 2490, "mrpc": 3668, "stsb": 5749, "cola": 8551, "sst2": 67349}
@@ -17,7 +25,7 @@ N = np.array(list(SIZES.values()), dtype=float)
 @pytest.mark.parametrize("kind,alpha", [("proportional", 1.0), ("sqrt", 0.5), ("uniform", 0.0)])
 def test_fixed_alpha_probabilities(kind, alpha):
     s = make_sampler(kind, SIZES, total_steps=60000)
-    want = N ** alpha / (N ** alpha).sum()
+    want = N**alpha / (N**alpha).sum()
     for step in (0, 30000, 59999):
         assert np.allclose(s.probabilities(step), want, rtol=1e-12)
     if kind == "proportional":  # SST-2 dominates: 67349 / 87807
@@ -32,7 +40,7 @@ def test_annealed_follows_the_paper():
         want = 1 - 0.8 * (e - 1) / 24
         for step in ((e - 1) * 2400, e * 2400 - 1):
             assert s.alpha(step) == pytest.approx(want)
-            assert np.allclose(s.probabilities(step), N ** want / (N ** want).sum())
+            assert np.allclose(s.probabilities(step), N**want / (N**want).sum())
     assert s.alpha(0) == 1.0 and s.alpha(59999) == pytest.approx(0.2)
     assert s.probabilities(59999)[0] > s.probabilities(0)[0]  # small tasks gain as α falls
 
@@ -56,8 +64,15 @@ def test_round_robin_cycles_through_every_task():
 
 @pytest.mark.parametrize("shape", ["linear", "cosine", "exponential", "step"])
 def test_alpha_schedule_shapes(shape):
-    s = make_sampler("alpha_schedule", SIZES, total_steps=11 * 100, epoch_steps=100,
-                     alpha_start=0.9, alpha_end=0.1, alpha_shape=shape)
+    s = make_sampler(
+        "alpha_schedule",
+        SIZES,
+        total_steps=11 * 100,
+        epoch_steps=100,
+        alpha_start=0.9,
+        alpha_end=0.1,
+        alpha_shape=shape,
+    )
     alphas = [s.alpha(e * 100) for e in range(11)]
     assert alphas[0] == pytest.approx(0.9) and alphas[-1] == pytest.approx(0.1)
     assert all(a >= b - 1e-12 for a, b in zip(alphas, alphas[1:]))  # monotone from start to end

@@ -1,5 +1,6 @@
 """``--seeds``: the aggregate's arithmetic, and multi-seed runs on the tiny BERT with real GLUE rows
 (parallel processes, a SIGKILL and ``--resume``)."""
+
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ needs_glue = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reas
 
 
 # ------------------------------------------------------------------------------------ arithmetic
+
 
 def test_stats_by_hand():
     s = seed_stats([0.5, 0.7, 0.6])
@@ -58,7 +60,7 @@ def test_welch_comparison_by_hand():
     # ν = se⁴ / (a²/3 + b²/4) = 5.5209… (Welch–Satterthwaite, not the pooled n_x + n_y − 2 = 7)
     x, y = [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0, 10.0]
     a, b = (5 / 3) / 4, 10 / 5
-    se, nu = math.sqrt(a + b), (a + b) ** 2 / (a ** 2 / 3 + b ** 2 / 4)
+    se, nu = math.sqrt(a + b), (a + b) ** 2 / (a**2 / 3 + b**2 / 4)
     c = compare(x, y)
     assert c["diff"] == pytest.approx(-3.5) and c["df"] == pytest.approx(nu, rel=1e-12)
     half = scipy.stats.t.ppf(0.975, nu) * se
@@ -86,6 +88,7 @@ def test_holm_step_down():
 def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
     """A --seeds run still training: the aggregate of the seeds done so far and the plan's seeds; the file system only."""
     from pals_core.train.seeds import KIND, SEEDS_FILE, aggregate_so_far
+
     assert aggregate_so_far(tmp_path) is None  # no plan
     (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": True, "template": {}}))
     assert aggregate_so_far(tmp_path) is None  # no seed finished
@@ -102,14 +105,22 @@ def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
 
 
 def _summary(avg, rte, f1, acc, total=100):
-    return {"scores": {"rte": {"accuracy": rte}, "mrpc": {"f1": f1, "accuracy": acc}}, "average": avg,
-            "params": {"total": total}, "best_step": 10, "wall_time_s": 2.0, "config": {"seed": 0, "out": "x",
-                                                                                        "adapter": {"method": "pals"}}}
+    return {
+        "scores": {"rte": {"accuracy": rte}, "mrpc": {"f1": f1, "accuracy": acc}},
+        "average": avg,
+        "params": {"total": total},
+        "best_step": 10,
+        "wall_time_s": 2.0,
+        "config": {"seed": 0, "out": "x", "adapter": {"method": "pals"}},
+    }
 
 
 def test_aggregate_layout():
-    agg = aggregate([0, 1, 2], [_summary(0.6, 0.5, 0.8, 0.7), _summary(0.62, 0.55, 0.81, 0.69), _summary(0.58, 0.52, 0.79, 0.64)],
-                    ["seed-0", "seed-1", "seed-2"])
+    agg = aggregate(
+        [0, 1, 2],
+        [_summary(0.6, 0.5, 0.8, 0.7), _summary(0.62, 0.55, 0.81, 0.69), _summary(0.58, 0.52, 0.79, 0.64)],
+        ["seed-0", "seed-1", "seed-2"],
+    )
     assert agg["seeds"] == [0, 1, 2] and agg["n"] == 3 and agg["method"] == "pals"
     assert set(agg["average"]) == {"mean", "std", "ci95"} and agg["average"]["mean"] == pytest.approx(0.6)
     assert agg["scores"]["mrpc"]["accuracy"]["std"] == pytest.approx(np.std([0.7, 0.69, 0.64], ddof=1))
@@ -121,15 +132,50 @@ def test_aggregate_layout():
 
 # ------------------------------------------------------------------------------------- real runs
 
-COMMON = ["--model", "tiny", "--method", "pals", "--d-s", "8", "--heads", "2", "--tasks", "rte,stsb,mrpc",
-          "--steps", "16", "--batch-size", "8", "--max-len", "48", "--eval-every", "8", "--save-every", "2",
-          "--lr", "1e-3", "--max-train-examples", "96", "--max-eval-examples", "48", "--threads", "1", "--no-progress"]
+COMMON = [
+    "--model",
+    "tiny",
+    "--method",
+    "pals",
+    "--d-s",
+    "8",
+    "--heads",
+    "2",
+    "--tasks",
+    "rte,stsb,mrpc",
+    "--steps",
+    "16",
+    "--batch-size",
+    "8",
+    "--max-len",
+    "48",
+    "--eval-every",
+    "8",
+    "--save-every",
+    "2",
+    "--lr",
+    "1e-3",
+    "--max-train-examples",
+    "96",
+    "--max-eval-examples",
+    "48",
+    "--threads",
+    "1",
+    "--no-progress",
+]
 
 
 def cli(*args, cache, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
-    return subprocess.Popen([sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        **kw,
+    )
 
 
 def read(p):
@@ -158,7 +204,9 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
             xs = [s["scores"][task][m] for s in per]
             assert stat["mean"] == pytest.approx(np.mean(xs), abs=1e-15)
             assert stat["std"] == pytest.approx(np.std(xs, ddof=1), abs=1e-15)
-            assert stat["ci95"] == pytest.approx(scipy.stats.t.ppf(0.975, 1) * np.std(xs, ddof=1) / math.sqrt(2), abs=1e-14)
+            assert stat["ci95"] == pytest.approx(
+                scipy.stats.t.ppf(0.975, 1) * np.std(xs, ddof=1) / math.sqrt(2), abs=1e-14
+            )
     assert agg["average"]["mean"] == pytest.approx(np.mean([s["average"] for s in per]))
     assert agg["params"] == per[0]["params"] == per[1]["params"]
     assert per[0]["scores"] != per[1]["scores"] or per[0]["final"] != per[1]["final"]  # the seeds really differ
@@ -189,8 +237,11 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
     from pals_core.train.cli import main
 
     monkeypatch.setenv("PALS_GLUE_DIR", str(GLUE))
-    for argv in (["--resume", "--out", str(out_dir), "--lr", "0.5"], [*COMMON, "--seeds", "0,1", "--out", str(out_dir)],
-                 ["--resume", "--out", str(out_dir), "--seeds", "0,1,2"]):
+    for argv in (
+        ["--resume", "--out", str(out_dir), "--lr", "0.5"],
+        [*COMMON, "--seeds", "0,1", "--out", str(out_dir)],
+        ["--resume", "--out", str(out_dir), "--seeds", "0,1,2"],
+    ):
         capsys.readouterr()
         code = main([*argv, "--cache-dir", cache])
         err = capsys.readouterr().err
@@ -198,13 +249,16 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
     assert read(out_dir / "summary.json")["seeds"] == [0, 1]  # the refused commands left the finished run as it was
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--seeds", "0,x"], "--seeds takes non-negative integers"),
-    (["--seeds", "1,1"], "repeats a seed"),
-    (["--jobs", "2"], "--jobs runs several runs at once"),
-    (["--jobs", "0", "--seeds", "0"], "--jobs takes a positive integer"),
-    (["--seeds", "0,1", "--seed", "3"], "not both"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--seeds", "0,x"], "--seeds takes non-negative integers"),
+        (["--seeds", "1,1"], "repeats a seed"),
+        (["--jobs", "2"], "--jobs runs several runs at once"),
+        (["--jobs", "0", "--seeds", "0"], "--jobs takes a positive integer"),
+        (["--seeds", "0,1", "--seed", "3"], "not both"),
+    ],
+)
 def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
     from pals_core.train.cli import main
 
@@ -226,9 +280,21 @@ def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_pat
 
     monkeypatch.setattr(lock, "ACQUIRE_WAIT_S", 0.1)  # the second orchestrator is refused without the 2 s wait
     out = tmp_path / "sweep"
-    leaf = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny", glue_dir=str(GLUE),
-                       out=str(out / "pals" / "seed-0"), steps=2, batch_size=4, max_len=48, eval_every=2,
-                       max_train_examples=16, max_eval_examples=8, cache_dir=token_cache, num_threads=1)
+    leaf = TrainConfig(
+        tasks=["rte"],
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2),
+        model="tiny",
+        glue_dir=str(GLUE),
+        out=str(out / "pals" / "seed-0"),
+        steps=2,
+        batch_size=4,
+        max_len=48,
+        eval_every=2,
+        max_train_examples=16,
+        max_eval_examples=8,
+        cache_dir=token_cache,
+        num_threads=1,
+    )
     seen = {}
 
     def while_running() -> None:
@@ -254,8 +320,10 @@ def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
     from pals_core.train.config import TrainConfig
     from pals_core.train.rundir import RunDir
 
-    leaves = [TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), out=str(tmp_path / name), steps=100)
-              for name in ("a", "b")]
+    leaves = [
+        TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), out=str(tmp_path / name), steps=100)
+        for name in ("a", "b")
+    ]
     clock = [1000.0]
     monkeypatch.setattr(sd.time, "monotonic", lambda: clock[0])
 
@@ -263,8 +331,16 @@ def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
         clock[0] = 1000.0 + t
         for leaf, step in zip(leaves, (a, b)):
             Path(leaf.out).mkdir(exist_ok=True)
-            RunDir(leaf.out).write_progress(status="running", step=step, total=100, elapsed_s=0, eta_s=None, scores={},
-                                            average=None, best_average=None)
+            RunDir(leaf.out).write_progress(
+                status="running",
+                step=step,
+                total=100,
+                elapsed_s=0,
+                eta_s=None,
+                scores={},
+                average=None,
+                best_average=None,
+            )
         write(status)
         return read(tmp_path / "progress.json")
 

@@ -1,5 +1,6 @@
 """``--method separate``: steps per task, the parameter count, the summary format, kill + resume —
 on the tiny BERT with real GLUE rows."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def test_steps_per_task_are_the_expected_shares():
     # proportional: S·N_t/ΣN
     assert expected_steps("proportional", sizes, 10, 2400) == pytest.approx({"a": 2.5, "b": 7.5})
     # annealed over E = 2 epochs of 2 steps: α = 1, then α = 0.2
-    p2 = 100 ** 0.2 / (100 ** 0.2 + 300 ** 0.2)
+    p2 = 100**0.2 / (100**0.2 + 300**0.2)
     assert expected_steps("annealed", sizes, 4, 2)["a"] == pytest.approx(2 * 0.25 + 2 * p2)
     # round robin: exact counts
     assert expected_steps("round_robin", {"a": 5, "b": 5, "c": 5}, 10, 2400) == {"a": 4.0, "b": 3.0, "c": 3.0}
@@ -48,15 +49,45 @@ def test_model_aware_sampling_is_refused():
         expected_steps("mt_uncertainty", {"a": 10, "b": 10}, 10, 2400)
 
 
-COMMON = ["--model", "tiny", "--method", "separate", "--tasks", "rte,mrpc,stsb", "--sampling", "proportional",
-          "--steps", "20", "--batch-size", "8", "--max-len", "48", "--eval-every", "10", "--save-every", "2",
-          "--lr", "1e-3", "--max-eval-examples", "48", "--threads", "1", "--no-progress"]
+COMMON = [
+    "--model",
+    "tiny",
+    "--method",
+    "separate",
+    "--tasks",
+    "rte,mrpc,stsb",
+    "--sampling",
+    "proportional",
+    "--steps",
+    "20",
+    "--batch-size",
+    "8",
+    "--max-len",
+    "48",
+    "--eval-every",
+    "10",
+    "--save-every",
+    "2",
+    "--lr",
+    "1e-3",
+    "--max-eval-examples",
+    "48",
+    "--threads",
+    "1",
+    "--no-progress",
+]
 
 
 def cli(*args, cache):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
-    return subprocess.Popen([sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def read(p):
@@ -104,8 +135,10 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     shape = model_shape("tiny")
     labels = {"rte": 2, "mrpc": 2, "stsb": 1}
     costs = {t: evaluate(design(shape, [Task(t, c)], AdapterConfig(method="shared")), None) for t, c in labels.items()}
-    held = {t: sum(x.numel() for x in build_model("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
-            for t, c in labels.items()}
+    held = {
+        t: sum(x.numel() for x in build_model("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
+        for t, c in labels.items()
+    }
     n_base = costs["rte"].params_total - costs["rte"].params_task_specific
     heads = sum(32 * c + c for c in labels.values())  # d·C_t + C_t, d = 32
     p = s["params"]

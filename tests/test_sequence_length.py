@@ -1,6 +1,7 @@
 """The longest sequence a model takes (``Family.max_tokens``) is the one torch runs, and every entry point that
 prices or trains a sequence length refuses a longer one in one line: pals-budget ``--seq-len`` (exit 2), the
 explorer's sequence length (``st.error``), pals-train ``--max-len`` (``resolve``)."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ HARD_LIMITS = [
     ("xlm-roberta", dict(_BERT_LIKE, max_position_embeddings=20, type_vocab_size=1, pad_token_id=4), 15),
     ("distilbert", dict(dim=12, n_layers=1, n_heads=2, hidden_dim=17, vocab_size=23, max_position_embeddings=16), 16),
     ("electra", dict(_BERT_LIKE, embedding_size=8, max_position_embeddings=16), 16),
-    ("deberta-v2", dict(_BERT_LIKE, max_position_embeddings=16, position_biased_input=True, relative_attention=True,
-                        position_buckets=4, pos_att_type="p2c|c2p"), 16),
+    (
+        "deberta-v2",
+        dict(
+            _BERT_LIKE,
+            max_position_embeddings=16,
+            position_biased_input=True,
+            relative_attention=True,
+            position_buckets=4,
+            pos_att_type="p2c|c2p",
+        ),
+        16,
+    ),
     # MPNet numbers positions from its hard-coded padding index 1 + 1, whatever pad_token_id says
     ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20), 18),
     ("mpnet", dict(_BERT_LIKE, max_position_embeddings=20, pad_token_id=0), 18),
@@ -36,7 +47,9 @@ IDS = [f"{t}-pad{f.get('pad_token_id', 'default')}" for t, f, _ in HARD_LIMITS]
 
 def _ids(model_type: str, fields: dict, n: int) -> torch.Tensor:
     """One sequence of n tokens none of which is the padding id (RoBERTa numbers only the non-pad tokens)."""
-    pad = fields.get("pad_token_id", get_family(from_hf_config({"model_type": model_type, **fields}).family).pad_token_id)
+    pad = fields.get(
+        "pad_token_id", get_family(from_hf_config({"model_type": model_type, **fields}).family).pad_token_id
+    )
     return torch.full((1, n), 5 if pad != 5 else 6)
 
 
@@ -69,8 +82,17 @@ def test_pals_budget_prices_the_longest_and_refuses_one_more(model_type, fields,
     assert f"sequence length {longest + 1} exceeds" in err and f"{longest} positions" in err
 
 
-@pytest.mark.parametrize("model,longest", [("bert-base-uncased", 512), ("roberta-base", 512), ("xlm-roberta-large", 512),
-                                           ("deberta-v3-base", 512), ("ModernBERT-base", 8192), ("mpnet-base", 512)])
+@pytest.mark.parametrize(
+    "model,longest",
+    [
+        ("bert-base-uncased", 512),
+        ("roberta-base", 512),
+        ("xlm-roberta-large", 512),
+        ("deberta-v3-base", 512),
+        ("ModernBERT-base", 8192),
+        ("mpnet-base", 512),
+    ],
+)
 def test_presets_take_their_declared_length(model, longest, capsys):
     """Relative (DeBERTa-v3) and rotary (ModernBERT) positions have no table to run off, but the model was built
     for its ``max_position_embeddings``: a longer sequence is refused, not priced."""
@@ -90,8 +112,9 @@ def test_pals_train_refuses_a_max_len_the_model_cannot_take(tmp_path):
     folder = tmp_path / "short"
     folder.mkdir()
     AutoConfig.for_model("roberta", **HARD_LIMITS[1][1]).save_pretrained(folder)
-    cfg = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="shared"), model=str(folder), max_len=19,
-                      out=str(tmp_path / "run"))
+    cfg = TrainConfig(
+        tasks=["rte"], adapter=AdapterConfig(method="shared"), model=str(folder), max_len=19, out=str(tmp_path / "run")
+    )
     with pytest.raises(ValueError, match="max_len: sequence length 19 exceeds .*18 positions"):
         resolve(cfg)
 
@@ -103,6 +126,7 @@ def test_the_python_api_prices_the_longest_by_default_and_refuses_one_more(model
     the reason), never priced."""
     from pals_core.budget import AdapterConfig, design, parse_tasks, rows
     from pals_core.budget.sweep import sweep
+
     shape = from_hf_config(AutoConfig.for_model(model_type, **fields).to_dict())
     ds = design(shape, parse_tasks(2), AdapterConfig(method="shared"))
     assert ds.seq_len == longest and ds.seq_len < 128

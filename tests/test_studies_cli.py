@@ -1,4 +1,5 @@
 """``pals-study`` on bad input: exit status 2, one line on stderr that names the problem, never a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -38,19 +39,32 @@ def _cases(tmp_path, existing_db):
         (["run", "design", "--storage", existing_db, "--trials", "0"], "--trials"),
         (["run", "design", "--storage", existing_db, "--steps", "50"], "created with steps"),
         (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--budget", "0.5"], "below 1.0"),
-        (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--methods", "pals,nope"], "unknown method 'nope'"),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--methods", "pals,nope"],
+            "unknown method 'nope'",
+        ),
         (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--d-s", "24"], "fix the design"),
         (["create", "design", "--storage", f"sqlite:///{tmp_path}/no/such/dir.db"], "does not exist"),
-        (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--budget", "1.1", "--extra", "1M"], "conflicting budgets"),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--budget", "1.1", "--extra", "1M"],
+            "conflicting budgets",
+        ),
         (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--tasks", "rte,foo"], "unknown task"),
-        (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--model", str(tmp_path / "nomodel")], "no such folder"),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--model", str(tmp_path / "nomodel")],
+            "no such folder",
+        ),
         (["run", "design", "--storage", existing_db, "--glue-dir", str(tmp_path)], "GLUE files missing"),
         (["frobnicate"], "invalid choice"),
         (["run", "design", "--storage", existing_db, "--sampler-seed", "x"], "--sampler-seed 'x' is not an integer"),
-        (["create", "optimizer", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--d-s", "480"],
-         "over the budget"),
-        (["create", "design", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--max-len", "513"],
-         "--max-len: sequence length 513 exceeds tiny's 512 positions"),
+        (
+            ["create", "optimizer", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--d-s", "480"],
+            "over the budget",
+        ),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/b.db", "--model", "tiny", "--max-len", "513"],
+            "--max-len: sequence length 513 exceeds tiny's 512 positions",
+        ),
     ]
 
 
@@ -65,16 +79,19 @@ def test_bad_input_exits_2_with_one_line(tmp_path, existing_db, capsys):
         assert needle in lines[0], (argv, lines[0])
     assert not os.path.exists(tmp_path / "nope.db"), "reading a missing SQLite file must not create it"
     assert main(["list", "--storage", f"sqlite:///{tmp_path}/b.db"]) == 0
-    assert capsys.readouterr().out.startswith("no studies in "), "a study whose fixed design does not fit the budget is never created"
+    assert capsys.readouterr().out.startswith("no studies in "), (
+        "a study whose fixed design does not fit the budget is never created"
+    )
 
 
 @pytest.mark.slow
 def test_console_script_reports_storage_errors_without_traceback(tmp_path):
     """The installed entry point, as a user runs it: a refused PostgreSQL connection and an unknown study."""
     exe = os.path.join(os.path.dirname(sys.executable), "pals-study")
-    for args, needle in ((["report", "x", "--storage", f"postgresql://me:secret@127.0.0.1:{_free_port()}/db"],
-                          "cannot open storage"),
-                         (["report", "x", "--storage", f"sqlite:///{tmp_path / 'missing.db'}"], "no SQLite study file")):
+    for args, needle in (
+        (["report", "x", "--storage", f"postgresql://me:secret@127.0.0.1:{_free_port()}/db"], "cannot open storage"),
+        (["report", "x", "--storage", f"sqlite:///{tmp_path / 'missing.db'}"], "no SQLite study file"),
+    ):
         p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2, p
         assert p.stderr.count("\n") == 1 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr

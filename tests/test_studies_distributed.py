@@ -5,6 +5,7 @@ failed by its stale heartbeat, retried (resuming its run directory) and finished
 The PostgreSQL server is this module's own throwaway cluster: ``initdb`` into a temporary folder and ``pg_ctl start``
 on a free port of 127.0.0.1 (as the ``postgres`` user when the tests run as root), stopped and deleted at the end.
 The tests skip only if the PostgreSQL server binaries are not installed (``apt-get install -y postgresql``)."""
+
 from __future__ import annotations
 
 import glob
@@ -26,14 +27,33 @@ from studies.cli import main
 from studies.storage import retry_of
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
-TINY = ["--model", "tiny", "--tasks", "rte,mrpc", "--max-train-examples", "64", "--max-eval-examples", "32",
-        "--max-len", "32", "--batch-size", "8", "--budget", "1.05"]
+TINY = [
+    "--model",
+    "tiny",
+    "--tasks",
+    "rte,mrpc",
+    "--max-train-examples",
+    "64",
+    "--max-eval-examples",
+    "32",
+    "--max-len",
+    "32",
+    "--batch-size",
+    "8",
+    "--budget",
+    "1.05",
+]
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 def _env(glue_dir: Path) -> dict:
-    return {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "PALS_GLUE_DIR": str(glue_dir),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def _free_port() -> int:
@@ -43,6 +63,7 @@ def _free_port() -> int:
 
 
 # --- a throwaway PostgreSQL cluster ------------------------------------------------------------------
+
 
 def _pg_bin(name: str):
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
@@ -72,14 +93,24 @@ def postgres():
         try:
             pw = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.fail("running as root, but there is no 'postgres' user to run the server as (apt-get install postgresql creates it)")
+            pytest.fail(
+                "running as root, but there is no 'postgres' user to run the server as (apt-get install postgresql creates it)"
+            )
         os.chown(root, pw.pw_uid, pw.pw_gid)
     data, log, port = os.path.join(root, "data"), os.path.join(root, "server.log"), _free_port()
-    subprocess.run(_as_postgres([initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _as_postgres([initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"]),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     opts = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60"
-    start = subprocess.run(_as_postgres([pg_ctl, "-D", data, "-l", log, "-w", "-t", "60", "-o", opts, "start"]),
-                           capture_output=True, text=True, timeout=120)
+    start = subprocess.run(
+        _as_postgres([pg_ctl, "-D", data, "-l", log, "-w", "-t", "60", "-o", opts, "start"]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if start.returncode != 0:
         server_log = Path(log).read_text() if os.path.exists(log) else ""
         shutil.rmtree(root, ignore_errors=True)
@@ -98,7 +129,9 @@ def postgres():
     try:
         yield fresh_db
     finally:
-        subprocess.run(_as_postgres([pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"]), capture_output=True, timeout=120)
+        subprocess.run(
+            _as_postgres([pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"]), capture_output=True, timeout=120
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -132,12 +165,26 @@ def _worker(url: str, out: Path, log: Path, glue_dir: Path, *extra: str) -> subp
 
 # --- tests --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
     # create once (tables and study), then two OS processes join it with only the storage URL and a target
     assert main(["create", "design", "--storage", storage_url, "--steps", "8", "--eval-every", "4", *TINY]) == 0
-    procs = [_worker(storage_url, tmp_path / f"out{i}", tmp_path / f"w{i}.log", glue_dir, "--trials", "4",
-                     "--sampler-seed", str(i), "--heartbeat", "2") for i in (1, 2)]
+    procs = [
+        _worker(
+            storage_url,
+            tmp_path / f"out{i}",
+            tmp_path / f"w{i}.log",
+            glue_dir,
+            "--trials",
+            "4",
+            "--sampler-seed",
+            str(i),
+            "--heartbeat",
+            "2",
+        )
+        for i in (1, 2)
+    ]
     for i, p in enumerate(procs, 1):
         assert p.wait(timeout=240) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = _load(storage_url).get_trials()
@@ -177,7 +224,9 @@ def test_killed_worker_trial_is_failed_retried_and_resumed(shared_storage_url, t
         if a.poll() is None and victim is None:
             a.kill()
     a.wait(timeout=30)
-    assert victim is not None, "worker A never reached the middle of its second trial:\n" + (tmp_path / "a.log").read_text()[-3000:]
+    assert victim is not None, (
+        "worker A never reached the middle of its second trial:\n" + (tmp_path / "a.log").read_text()[-3000:]
+    )
     before = {t.number: (t.state, t.value) for t in study.get_trials()}
     assert before[victim.number][0] == TrialState.RUNNING  # the dead worker left it running …
     completed = {n: v for n, (s, v) in before.items() if s == TrialState.COMPLETE}

@@ -1,6 +1,7 @@
 """A whole study end to end, as a user runs it: ``pals-study run design --trials 3`` trains three real multi-task runs
 (random tiny BERT, real GLUE slices), ``pals-study report`` writes the table and figures, and the explorer's Studies
 view shows the same storage."""
+
 from __future__ import annotations
 
 import csv
@@ -17,21 +18,58 @@ from pals_core.budget import base_params
 from studies.space import model_shape
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
-TINY = ["--model", "tiny", "--tasks", "rte,mrpc", "--steps", "8", "--eval-every", "4", "--max-train-examples", "64",
-        "--max-eval-examples", "32", "--max-len", "32", "--batch-size", "8", "--budget", "1.05"]
+TINY = [
+    "--model",
+    "tiny",
+    "--tasks",
+    "rte,mrpc",
+    "--steps",
+    "8",
+    "--eval-every",
+    "4",
+    "--max-train-examples",
+    "64",
+    "--max-eval-examples",
+    "32",
+    "--max-len",
+    "32",
+    "--batch-size",
+    "8",
+    "--budget",
+    "1.05",
+]
 
 
 def _env(glue_dir: Path) -> dict:
-    return {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "PALS_GLUE_DIR": str(glue_dir),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 @pytest.mark.slow
 def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     out = tmp_path / "runs"
-    cmd = [EXE, "run", "design", "--trials", "3", "--storage", url, "--out", str(out), "--threads", "1",
-           "--sampler-seed", "0", *TINY]
+    cmd = [
+        EXE,
+        "run",
+        "design",
+        "--trials",
+        "3",
+        "--storage",
+        url,
+        "--out",
+        str(out),
+        "--threads",
+        "1",
+        "--sampler-seed",
+        "0",
+        *TINY,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=_env(glue_dir))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "3 complete" in p.stdout or "pruned" in p.stdout, p.stdout
@@ -67,8 +105,13 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
     assert len(optuna.load_study(study_name="design", storage=url).trials) == 3
 
     report_dir = tmp_path / "report"
-    r = subprocess.run([EXE, "report", "design", "--storage", url, "--out", str(report_dir)], capture_output=True,
-                       text=True, timeout=120, env=_env(glue_dir))
+    r = subprocess.run(
+        [EXE, "report", "design", "--storage", url, "--out", str(report_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(glue_dir),
+    )
     assert r.returncode == 0, r.stderr
     assert "dev average" in r.stdout and "task-specific parameters" in r.stdout
     with open(report_dir / "trials.csv", newline="") as f:

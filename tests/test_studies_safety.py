@@ -1,5 +1,6 @@
 """Studies never write outside their folders, never change a storage they only read, and never run more trials than
 asked (issue 16 items 5, 6, 12). Real Optuna storages (SQLite), real training where a trial must run."""
+
 from __future__ import annotations
 
 import os
@@ -18,13 +19,36 @@ from studies.errors import StudyError
 from studies.objective import surplus
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
-TINY = ["--model", "tiny", "--tasks", "rte,mrpc", "--steps", "4", "--eval-every", "4", "--max-train-examples", "32",
-        "--max-eval-examples", "16", "--max-len", "32", "--batch-size", "4", "--budget", "1.05"]
+TINY = [
+    "--model",
+    "tiny",
+    "--tasks",
+    "rte,mrpc",
+    "--steps",
+    "4",
+    "--eval-every",
+    "4",
+    "--max-train-examples",
+    "32",
+    "--max-eval-examples",
+    "16",
+    "--max-len",
+    "32",
+    "--batch-size",
+    "4",
+    "--budget",
+    "1.05",
+]
 
 
 def _env(glue_dir: Path) -> dict:
-    return {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "PALS_GLUE_DIR": str(glue_dir),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def cli(argv, capsys) -> tuple[int, str, list[str]]:
@@ -41,7 +65,10 @@ def tables(db: Path) -> list[str]:
 
 # ------------------------------------------------------------------------------------ names are not paths
 
-@pytest.mark.parametrize("name", ["../../escaped_run", "/abs/olute", "..", ".", "a/b", "x\\y", "ünï côde", "-x", ".hidden"])
+
+@pytest.mark.parametrize(
+    "name", ["../../escaped_run", "/abs/olute", "..", ".", "a/b", "x\\y", "ünï côde", "-x", ".hidden"]
+)
 def test_a_study_name_maps_to_one_folder_under_out(tmp_path, name):
     folder = naming.folder_name(name)
     assert "/" not in folder and "\\" not in folder and not folder.startswith(".") and folder not in ("", "..")
@@ -61,7 +88,9 @@ def test_empty_names_and_malformed_keys_are_refused():
 
 
 def test_an_empty_study_name_exits_2(tmp_path, capsys):
-    rc, _, err = cli(["create", "design", "--study-name", "", "--storage", f"sqlite:///{tmp_path / 's.db'}", *TINY], capsys)
+    rc, _, err = cli(
+        ["create", "design", "--study-name", "", "--storage", f"sqlite:///{tmp_path / 's.db'}", *TINY], capsys
+    )
     assert rc == 2 and len(err) == 1 and "study name is empty" in err[0]
     assert not (tmp_path / "s.db").exists()
 
@@ -71,9 +100,31 @@ def test_trials_stay_under_out_and_a_recreated_study_does_not_collide(tmp_path, 
     out = tmp_path / "out"
     for storage in ("first.db", "second.db"):  # the same name in a new storage, the old trial folders still there
         url = f"sqlite:///{tmp_path / storage}"
-        p = subprocess.run([EXE, "run", "design", "--study-name", "../../escaped_run", "--trials", "1", "--storage", url,
-                            "--out", str(out), "--threads", "1", "--sampler-seed", "0", *TINY], capture_output=True,
-                           text=True, timeout=300, env=_env(glue_dir), cwd=tmp_path)
+        p = subprocess.run(
+            [
+                EXE,
+                "run",
+                "design",
+                "--study-name",
+                "../../escaped_run",
+                "--trials",
+                "1",
+                "--storage",
+                url,
+                "--out",
+                str(out),
+                "--threads",
+                "1",
+                "--sampler-seed",
+                "0",
+                *TINY,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(glue_dir),
+            cwd=tmp_path,
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         study = optuna.load_study(study_name="../../escaped_run", storage=url)
         (trial,) = study.get_trials()
@@ -85,6 +136,7 @@ def test_trials_stay_under_out_and_a_recreated_study_does_not_collide(tmp_path, 
 
 
 # --------------------------------------------------------------------------------------- reading is read-only
+
 
 def test_list_report_and_the_studies_tab_leave_a_foreign_database_alone(tmp_path, capsys):
     db = tmp_path / "other.db"
@@ -130,6 +182,7 @@ def test_a_missing_mysql_driver_names_a_mysql_driver(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------- --trials is exact
+
 
 def test_a_trial_beyond_the_target_is_given_up(tmp_path):
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")

@@ -1,5 +1,6 @@
 """The search spaces of ``pals-study``: every sampled design fits the budget, every sampled configuration is one the
 trainer accepts, and a study's settings cannot be changed by a worker that joins it. No training here."""
+
 from __future__ import annotations
 
 import optuna
@@ -53,7 +54,8 @@ def test_every_sampled_design_fits_the_budget_and_the_trainer_accepts_it(tmp_pat
     seen = set()
     limit = settings.budget_obj().extra_limit(  # N_total − N_base ≤ (B − 1)·N_base
         cost_of(minilm, TASKS, AdapterConfig(method="shared")).params_total
-        - cost_of(minilm, TASKS, AdapterConfig(method="shared")).params_task_specific)
+        - cost_of(minilm, TASKS, AdapterConfig(method="shared")).params_task_specific
+    )
     for _ in range(100):
         trial = study.ask()
         plan = d.suggest(trial, ctx)

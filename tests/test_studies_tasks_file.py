@@ -3,6 +3,7 @@ classification task with string labels (3 classes) and a JSON Lines regression t
 SQLite storage. The trials are priced from the tasks' real label counts (the same numbers ``pals-budget
 --tasks-file`` gives), the report names each task's main metric, a worker whose data file changed is refused naming
 the file, and a bad tasks file or a bad row is refused at ``create`` in one line."""
+
 from __future__ import annotations
 
 import csv
@@ -25,13 +26,30 @@ from studies.space import cost_of, model_shape
 
 BIN = Path(sys.executable).parent
 LABELS = ("billing", "refund", "other")
-SMALL = ["--model", TINY, "--steps", "4", "--eval-every", "2", "--batch-size", "4", "--max-len", "16",
-         "--budget", "1.05"]
+SMALL = [
+    "--model",
+    TINY,
+    "--steps",
+    "4",
+    "--eval-every",
+    "2",
+    "--batch-size",
+    "4",
+    "--max-len",
+    "16",
+    "--budget",
+    "1.05",
+]
 
 
 def _env() -> dict:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-            "PALS_GLUE_DIR": ""}  # no GLUE folder: a study of one's own tasks needs none
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PALS_GLUE_DIR": "",
+    }  # no GLUE folder: a study of one's own tasks needs none
 
 
 def _write_csv(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -48,13 +66,19 @@ def write_tasks(folder: Path) -> Path:
     data.mkdir(parents=True)
     _write_csv(data / "intent.csv", [(f"a message {i} about {LABELS[i % 3]}", LABELS[i % 3]) for i in range(24)])
     _write_csv(data / "intent_dev.csv", [(f"dev message {i} on {LABELS[i % 3]}", LABELS[i % 3]) for i in range(9)])
-    (data / "score.jsonl").write_text("".join(json.dumps({"a": f"sentence {i}", "b": f"another {i % 5}", "y": i % 6 * 0.8})
-                                              + "\n" for i in range(30)), encoding="utf-8")
+    (data / "score.jsonl").write_text(
+        "".join(
+            json.dumps({"a": f"sentence {i}", "b": f"another {i % 5}", "y": i % 6 * 0.8}) + "\n" for i in range(30)
+        ),
+        encoding="utf-8",
+    )
     f = folder / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent: {train: data/intent.csv, dev: data/intent_dev.csv, text: message, label: intent, metric: macro_f1}\n"
-                 "  score: {train: data/score.jsonl, text: [a, b], label: y, kind: regression, range: [0, 5]}\n",
-                 encoding="utf-8")
+    f.write_text(
+        "tasks:\n"
+        "  intent: {train: data/intent.csv, dev: data/intent_dev.csv, text: message, label: intent, metric: macro_f1}\n"
+        "  score: {train: data/score.jsonl, text: [a, b], label: y, kind: regression, range: [0, 5]}\n",
+        encoding="utf-8",
+    )
     return f
 
 
@@ -64,8 +88,18 @@ def pals_budget_params(tmp_path: Path, tasks_file: Path, method: str, location, 
     if not config.exists():
         config.parent.mkdir()
         config.write_text(json.dumps(tiny_config_dict()))
-    argv = [str(BIN / "pals-budget"), "--model", str(config), "--tasks-file", str(tasks_file), "--method", method,
-            "--convention", "exact", "--json"]
+    argv = [
+        str(BIN / "pals-budget"),
+        "--model",
+        str(config),
+        "--tasks-file",
+        str(tasks_file),
+        "--method",
+        method,
+        "--convention",
+        "exact",
+        "--json",
+    ]
     argv += ["--location", location] if location else []
     argv += ["--d-s", str(d_s)] if d_s is not None else []
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
@@ -96,13 +130,32 @@ def test_a_study_on_a_tasks_file_trains_prices_and_reports_its_own_tasks(tmp_pat
     assert {t: s.data[t]["num_labels"] for t in s.tasks} == {"intent": 3, "score": 1}
     assert s.data["intent"]["labels"] == sorted(LABELS) and s.data["intent"]["fingerprint"].startswith("sha256:")
     d = model_shape(TINY).hidden
-    assert cost_of(model_shape(TINY), s.calc_tasks(), AdapterConfig(method="shared")).params_task_specific \
-        == (d * 3 + 3) + (d * 1 + 1)  # a 3-class head and a regression head, not GLUE's 2-label ones
+    assert cost_of(model_shape(TINY), s.calc_tasks(), AdapterConfig(method="shared")).params_task_specific == (
+        d * 3 + 3
+    ) + (d * 1 + 1)  # a 3-class head and a regression head, not GLUE's 2-label ones
 
     # two trials, run as a user runs them: the console script, no GLUE folder
-    run = subprocess.run([str(BIN / "pals-study"), "run", "design", "--storage", url, "--trials", "2",
-                          "--out", str(tmp_path / "runs"), "--threads", "1", "--sampler-seed", "0"],
-                         capture_output=True, text=True, timeout=300, env=_env())
+    run = subprocess.run(
+        [
+            str(BIN / "pals-study"),
+            "run",
+            "design",
+            "--storage",
+            url,
+            "--trials",
+            "2",
+            "--out",
+            str(tmp_path / "runs"),
+            "--threads",
+            "1",
+            "--sampler-seed",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     trials = optuna.load_study(study_name="design", storage=url).get_trials()
     assert [t.state for t in trials] == [optuna.trial.TrialState.COMPLETE] * 2
@@ -113,7 +166,9 @@ def test_a_study_on_a_tasks_file_trains_prices_and_reports_its_own_tasks(tmp_pat
         assert a["main_metrics"] == {"intent": "macro_f1", "score": "pearson"}
         config = json.loads((Path(a["run_dir"]) / "config.json").read_text())
         assert config["tasks_file"] == str(f) and config["tasks"] == ["intent", "score"]
-        assert {k: v["fingerprint"] for k, v in config["data"].items()} == {k: v["fingerprint"] for k, v in s.data.items()}
+        assert {k: v["fingerprint"] for k, v in config["data"].items()} == {
+            k: v["fingerprint"] for k, v in s.data.items()
+        }
 
     # the report: the tasks with their kinds and metrics, one score column per task named by its metric
     assert main(["report", "design", "--storage", url, "--out", str(tmp_path / "report")]) == 0
@@ -126,8 +181,23 @@ def test_a_study_on_a_tasks_file_trains_prices_and_reports_its_own_tasks(tmp_pat
     # another machine's copy of the same files joins (it is the same data, wherever it lies) ...
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "mine", copy)
-    assert main(["run", "design", "--storage", url, "--trials", "2", "--tasks-file", str(copy / "tasks.yaml"),
-                 "--out", str(tmp_path / "runs")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "design",
+                "--storage",
+                url,
+                "--trials",
+                "2",
+                "--tasks-file",
+                str(copy / "tasks.yaml"),
+                "--out",
+                str(tmp_path / "runs"),
+            ]
+        )
+        == 0
+    )
     assert "this worker ran 0" in capsys.readouterr().out
     # ... a changed data file does not: the worker is refused, naming the file, before any trial
     with open(f.parent / "data" / "intent.csv", "a", encoding="utf-8") as fh:
@@ -142,20 +212,28 @@ def test_a_study_on_a_tasks_file_trains_prices_and_reports_its_own_tasks(tmp_pat
 
 
 BAD = [
-    ("tasks:\n  intent: {train: data/intent.csv, text: message, label: intent, colour: red}\n", [],
-     "unknown field(s) 'colour'"),
+    (
+        "tasks:\n  intent: {train: data/intent.csv, text: message, label: intent, colour: red}\n",
+        [],
+        "unknown field(s) 'colour'",
+    ),
     ("tasks: [intent]\n", [], "expected a top-level 'tasks:' mapping"),
     ("tasks:\n  intent: {train: data/missing.csv, text: message, label: intent}\n", [], "missing.csv: file not found"),
     ("tasks:\n  intent: {train: data/intent.csv, text: message, label: intent}\n", ["--tasks", "intent,nope"], "nope"),
-    ("tasks:\n  intent: {train: data/bad.csv, text: message, label: intent}\n", [], "bad.csv, row 3, column 'message': empty text"),
+    (
+        "tasks:\n  intent: {train: data/bad.csv, text: message, label: intent}\n",
+        [],
+        "bad.csv, row 3, column 'message': empty text",
+    ),
 ]
 
 
 @pytest.mark.parametrize("text, extra, needle", BAD)
 def test_a_bad_tasks_file_or_row_at_create_is_one_line_and_no_study(tmp_path, capsys, text, extra, needle):
     write_tasks(tmp_path)
-    _write_csv(tmp_path / "data" / "bad.csv", [("fine", "billing"), ("also fine", "refund"), ("", "other"),
-                                                ("last", "other")])
+    _write_csv(
+        tmp_path / "data" / "bad.csv", [("fine", "billing"), ("also fine", "refund"), ("", "other"), ("last", "other")]
+    )
     f = tmp_path / "bad.yaml"
     f.write_text(text, encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'studies.db'}"

@@ -1,6 +1,7 @@
 """Study workers started from the explorer (``explorer.study_workers``) with the real ``pals-study`` worker (``--model
 tiny``, real GLUE rows, a real SQLite Optuna storage in tmp_path): start, stop, resume, a tampered record, and the
 Studies view's form. Every status is read back from the folder on disk."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,9 @@ def env(tmp_path, glue_dir, monkeypatch):
 
 
 def _settings(steps: int = 4):
-    return study_workers.settings_from_form("design", tasks="rte,mrpc", model="tiny", budget=1.05, steps=steps,
-                                            max_examples=16)
+    return study_workers.settings_from_form(
+        "design", tasks="rte,mrpc", model="tiny", budget=1.05, steps=steps, max_examples=16
+    )
 
 
 def _wait(path: Path, until, timeout: float = 90.0) -> study_workers.Worker:
@@ -134,9 +136,17 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
         folder = root / "forged"
         folder.mkdir(parents=True)
         # the bystander's own pid, start time and command line: still not a study worker on this folder
-        record = {"id": "forged", "pid": bystander.pid, "pid_start": run_lock.start_time(bystander.pid),
-                  "argv": run_lock.cmdline(bystander.pid), "started": time.time(), "storage": url,
-                  "study_name": "forged", "trials": 1, "settings": _settings().as_dict()}
+        record = {
+            "id": "forged",
+            "pid": bystander.pid,
+            "pid_start": run_lock.start_time(bystander.pid),
+            "argv": run_lock.cmdline(bystander.pid),
+            "started": time.time(),
+            "storage": url,
+            "study_name": "forged",
+            "trials": 1,
+            "settings": _settings().as_dict(),
+        }
         atomic_write_json(folder / "worker.json", record)
         w = study_workers.load_worker(folder)
         assert w.owner is None and not w.alive
@@ -150,8 +160,12 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
         assert done.exit_code == 0 and not marker.exists(), done.log_tail(30)
         assert bystander.poll() is None
         # settings that do not validate, or a storage that is not a URL: nothing starts
-        for bad in ({"settings": {"definition": "design", "steps": -3}}, {"storage": "; rm -rf /"},
-                    {"study_name": "\x00"}, {"trials": "1; reboot"}):
+        for bad in (
+            {"settings": {"definition": "design", "steps": -3}},
+            {"storage": "; rm -rf /"},
+            {"study_name": "\x00"},
+            {"trials": "1; reboot"},
+        ):
             atomic_write_json(folder / "worker.json", {**record, **bad})
             with pytest.raises(ValueError):
                 study_workers.resume(study_workers.load_worker(folder))
@@ -164,9 +178,8 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
 def test_the_studies_view_starts_a_study_from_its_form(env):
     url = f"sqlite:///{env / 'studies.db'}"
     at = AppTest.from_string(
-        "import sys\n"
-        "from explorer import studies_view\n"
-        f"studies_view.render({url!r})\n", default_timeout=60).run()
+        f"import sys\nfrom explorer import studies_view\nstudies_view.render({url!r})\n", default_timeout=60
+    ).run()
     assert not at.exception
     at.text_input(key="study_start_name").set_value("from-the-page")
     at.selectbox(key="study_start_model").set_value("tiny random BERT (smoke study)")
@@ -182,8 +195,13 @@ def test_the_studies_view_starts_a_study_from_its_form(env):
     assert any("Started worker" in s.value for s in at.success)
     workers = study_workers.list_workers()
     assert len(workers) == 1 and workers[0].get("study_name") == "from-the-page"
-    assert study_workers.settings_of(workers[0]).machine == {"device": "t4", "precision": "fp32", "memory": "24GiB", "max_slowdown": None,
-                                                                 "memory_infer": None}
+    assert study_workers.settings_of(workers[0]).machine == {
+        "device": "t4",
+        "precision": "fp32",
+        "memory": "24GiB",
+        "max_slowdown": None,
+        "memory_infer": None,
+    }
     assert any(workers[0].id in m.value and "from-the-page" in m.value for m in at.markdown)
     done = _wait(workers[0].path, lambda w: not w.alive)
     assert done.exit_code == 0, done.log_tail(30)

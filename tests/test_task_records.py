@@ -1,5 +1,6 @@
 """Your own tasks (issue #25): the tasks file, the readers, checked rows, pricing from label counts — pure Python,
 no torch. Training on records is in test_task_training.py."""
+
 from __future__ import annotations
 
 import csv
@@ -11,16 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.tasks import (TaskDataError, TaskRecord, TaskRecordError, glue_record, num_labels, read_tasks_file,
-                             resolve_records)
+from pals_core.tasks import (
+    TaskDataError,
+    TaskRecord,
+    TaskRecordError,
+    glue_record,
+    num_labels,
+    read_tasks_file,
+    resolve_records,
+)
 from pals_core.tasks.readers import read_columns
 from pals_core.tasks.rows import dev_rows, read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
-ROWS = [("the invoice is wrong", "billing"), ("give my money back", "refund"), ("hello there", "other"),
-        ("charged twice", "billing"), ("return this please", "refund"), ("what time is it", "other")] * 5
+ROWS = [
+    ("the invoice is wrong", "billing"),
+    ("give my money back", "refund"),
+    ("hello there", "other"),
+    ("charged twice", "billing"),
+    ("return this please", "refund"),
+    ("what time is it", "other"),
+] * 5
 
 
 def write_csv(path: Path, header, rows) -> Path:
@@ -48,14 +62,17 @@ def pals_budget(*args: str) -> subprocess.CompletedProcess:
 
 # ---------------------------------------------------------------------------------------- the tasks file
 
+
 def test_tasks_file_paths_are_relative_to_the_file_and_glue_entries_are_built_in(tmp_path):
     (tmp_path / "data").mkdir()
     write_csv(tmp_path / "data" / "intent.csv", ["message", "intent"], ROWS)
     (tmp_path / "cfg").mkdir()
     f = tmp_path / "cfg" / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent:\n    train: ../data/intent.csv\n    text: message\n    label: intent\n    metric: macro_f1\n"
-                 "  entail: {glue: rte}\n")
+    f.write_text(
+        "tasks:\n"
+        "  intent:\n    train: ../data/intent.csv\n    text: message\n    label: intent\n    metric: macro_f1\n"
+        "  entail: {glue: rte}\n"
+    )
     records = read_tasks_file(f)
     assert list(records) == ["intent", "entail"]
     assert records["intent"].train == str(tmp_path / "data" / "intent.csv")
@@ -66,21 +83,27 @@ def test_tasks_file_paths_are_relative_to_the_file_and_glue_entries_are_built_in
     assert [r.name for r in resolve_records("rte,mrpc")] == ["rte", "mrpc"]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("tasks:\n  a: {train: x.csv, text: t, label: l}\n  a: {train: y.csv, text: t, label: l}\n", "given twice"),
-    ("tasks:\n  a: {train: x.csv, text: t, lable: l}\n", "unknown field.*'lable'"),
-    ("tasks:\n  a: {train: x.csv, text: t, label: l, kind: ranking}\n", "unknown kind 'ranking'"),
-    ("tasks:\n  a: {train: x.csv, text: t, label: l, metric: bleu}\n", "unknown metric 'bleu'"),
-    ("tasks:\n  a: {train: x.csv, text: t, label: l, kind: regression, metric: accuracy}\n", "unknown metric 'accuracy'"),
-    ("tasks:\n  a: {text: t, label: l}\n", "no 'train' file"),
-    ("tasks:\n  a: {glue: wsc}\n", "unknown task 'wsc'"),
-    ("tasks:\n  a: {glue: rte, dev: x.csv}\n", "takes only 'glue'"),
-    ("tasks:\n  a b: {train: x.csv, text: t, label: l}\n", "task name 'a b'"),
-    ("tasks:\n  a: {train: x.csv, text: [p, q, r], label: l}\n", "'text' is one column name or a list of two"),
-    ("tasks:\n  a: {train: x.csv, text: t, label: l, labels: [x, y, z], metric: f1}\n", "'f1' is binary"),
-    ("tasks: [a, b]\n", "top-level 'tasks:' mapping"),
-    ("tasks:\n  a: {train: x.csv\n", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("tasks:\n  a: {train: x.csv, text: t, label: l}\n  a: {train: y.csv, text: t, label: l}\n", "given twice"),
+        ("tasks:\n  a: {train: x.csv, text: t, lable: l}\n", "unknown field.*'lable'"),
+        ("tasks:\n  a: {train: x.csv, text: t, label: l, kind: ranking}\n", "unknown kind 'ranking'"),
+        ("tasks:\n  a: {train: x.csv, text: t, label: l, metric: bleu}\n", "unknown metric 'bleu'"),
+        (
+            "tasks:\n  a: {train: x.csv, text: t, label: l, kind: regression, metric: accuracy}\n",
+            "unknown metric 'accuracy'",
+        ),
+        ("tasks:\n  a: {text: t, label: l}\n", "no 'train' file"),
+        ("tasks:\n  a: {glue: wsc}\n", "unknown task 'wsc'"),
+        ("tasks:\n  a: {glue: rte, dev: x.csv}\n", "takes only 'glue'"),
+        ("tasks:\n  a b: {train: x.csv, text: t, label: l}\n", "task name 'a b'"),
+        ("tasks:\n  a: {train: x.csv, text: [p, q, r], label: l}\n", "'text' is one column name or a list of two"),
+        ("tasks:\n  a: {train: x.csv, text: t, label: l, labels: [x, y, z], metric: f1}\n", "'f1' is binary"),
+        ("tasks: [a, b]\n", "top-level 'tasks:' mapping"),
+        ("tasks:\n  a: {train: x.csv\n", "not YAML"),
+    ],
+)
 def test_a_bad_tasks_file_is_one_line_naming_the_problem(tmp_path, text, match):
     f = tmp_path / "tasks.yaml"
     f.write_text(text)
@@ -90,6 +113,7 @@ def test_a_bad_tasks_file_is_one_line_naming_the_problem(tmp_path, text, match):
 
 
 # ---------------------------------------------------------------------------------------- the readers
+
 
 def _all_formats(tmp_path: Path) -> dict[str, Path]:
     import pyarrow as pa
@@ -122,9 +146,12 @@ def test_every_format_reads_the_same_rows(tmp_path):
 def test_a_save_to_disk_classlabel_column_gives_its_names(tmp_path):
     import datasets
 
-    ds = datasets.Dataset.from_dict({"text": ["a b", "c d", "e f"], "label": [1, 0, 1]},
-                                    features=datasets.Features({"text": datasets.Value("string"),
-                                                                "label": datasets.ClassLabel(names=["neg", "pos"])}))
+    ds = datasets.Dataset.from_dict(
+        {"text": ["a b", "c d", "e f"], "label": [1, 0, 1]},
+        features=datasets.Features(
+            {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])}
+        ),
+    )
     ds.save_to_disk(str(tmp_path / "ds"))
     r = TaskRecord("s", train=str(tmp_path / "ds"), text=("text",))
     train, dev, names = read_rows(r.with_(dev=str(tmp_path / "ds")))
@@ -132,9 +159,14 @@ def test_a_save_to_disk_classlabel_column_gives_its_names(tmp_path):
 
 
 def test_reading_only_the_label_column_of_100k_rows_is_fast(tmp_path):
-    path = write_csv(tmp_path / "big.csv", ["message", "intent"],
-                     ((f"message number {i}, with a comma and \"quotes\" " * 4, ("billing", "refund", "other")[i % 3])
-                      for i in range(100_000)))
+    path = write_csv(
+        tmp_path / "big.csv",
+        ["message", "intent"],
+        (
+            (f'message number {i}, with a comma and "quotes" ' * 4, ("billing", "refund", "other")[i % 3])
+            for i in range(100_000)
+        ),
+    )
     r = TaskRecord("big", train=str(path), text=("message",), label="intent")
     best = min(_timed(lambda: num_labels(r)) for _ in range(3))
     assert num_labels(r) == 3
@@ -149,6 +181,7 @@ def _timed(fn) -> float:
 
 # ---------------------------------------------------------------------------------------- labels and rows
 
+
 def test_labels_are_sorted_numerically_when_integers_and_declared_order_wins(tmp_path):
     path = write_jsonl(tmp_path / "n.jsonl", [{"t": f"x {i}", "y": [2, 10, 1][i % 3]} for i in range(9)])
     r = TaskRecord("n", train=str(path), text=("t",), label="y")
@@ -159,11 +192,16 @@ def test_labels_are_sorted_numerically_when_integers_and_declared_order_wins(tmp
 
 
 def test_multilabel_from_lists_and_from_separated_strings(tmp_path):
-    lists = write_jsonl(tmp_path / "m.jsonl", [{"t": f"row {i}", "tags": [["a"], ["a", "b"], ["c"]][i % 3]} for i in range(12)])
+    lists = write_jsonl(
+        tmp_path / "m.jsonl", [{"t": f"row {i}", "tags": [["a"], ["a", "b"], ["c"]][i % 3]} for i in range(12)]
+    )
     strings = write_csv(tmp_path / "m.csv", ["t", "tags"], [(f"row {i}", ["a", "a|b", "c"][i % 3]) for i in range(12)])
     a = read_rows(TaskRecord("m", kind="multilabel", train=str(lists), dev=str(lists), text=("t",), label="tags"))
-    b = read_rows(TaskRecord("m", kind="multilabel", train=str(strings), dev=str(strings), text=("t",), label="tags",
-                             label_sep="|"))
+    b = read_rows(
+        TaskRecord(
+            "m", kind="multilabel", train=str(strings), dev=str(strings), text=("t",), label="tags", label_sep="|"
+        )
+    )
     assert a[2] == b[2] == ("a", "b", "c")
     assert a[0].labels == b[0].labels and a[0].labels[1] == [0, 1]
 
@@ -188,7 +226,12 @@ BAD_ROWS = [  # (file content, record fields, message, row)
     ("text,label\nfine,1.5\nfine,nan\n", {"kind": "regression"}, "not finite", "row 2, column 'label'"),
     ("text,label\nfine,1.5\nfine,high\n", {"kind": "regression"}, "is not a number", "row 2, column 'label'"),
     ("text,label\nfine,1.5\nfine,9\n", {"kind": "regression", "range": [0, 5]}, "outside the declared range", "row 2"),
-    ("text,label\nfine,1.5\nfine,1e308\n", {"kind": "regression", "range": [0, 5]}, "outside the declared range", "row 2"),
+    (
+        "text,label\nfine,1.5\nfine,1e308\n",
+        {"kind": "regression", "range": [0, 5]},
+        "outside the declared range",
+        "row 2",
+    ),
     ("text,label\nfine,a\nfine,b,extra\n", {}, "expected 2 fields, found 3", "row 2"),
     ("text,lab\nfine,a\n", {}, "no column 'label'", ""),
 ]
@@ -232,18 +275,28 @@ def test_jsonl_rows_are_named_by_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------- pricing
 
+
 def test_pals_budget_prices_each_head_from_its_label_count(tmp_path):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
-    write_jsonl(tmp_path / "tags.jsonl", [{"body": f"t {i}", "tags": [["a", "b"], ["c"], ["d", "e"]][i % 3]}
-                                          for i in range(9)])
-    f = write_tasks(tmp_path, {"intent": {"train": "intent.csv", "text": "message", "label": "intent"},
-                               "tags": {"train": "tags.jsonl", "text": "body", "label": "tags", "kind": "multilabel"},
-                               "rte": {"glue": "rte"}})
+    write_jsonl(
+        tmp_path / "tags.jsonl", [{"body": f"t {i}", "tags": [["a", "b"], ["c"], ["d", "e"]][i % 3]} for i in range(9)]
+    )
+    f = write_tasks(
+        tmp_path,
+        {
+            "intent": {"train": "intent.csv", "text": "message", "label": "intent"},
+            "tags": {"train": "tags.jsonl", "text": "body", "label": "tags", "kind": "multilabel"},
+            "rte": {"glue": "rte"},
+        },
+    )
     out = pals_budget("--tasks-file", str(f), "--method", "shared", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got["tasks"] == [{"name": "intent", "num_labels": 3}, {"name": "tags", "num_labels": 5},
-                            {"name": "rte", "num_labels": 2}]
+    assert got["tasks"] == [
+        {"name": "intent", "num_labels": 3},
+        {"name": "tags", "num_labels": 5},
+        {"name": "rte", "num_labels": 2},
+    ]
     d = got["model"]["hidden"]
     assert got["rows"][0]["params_task_specific"] == (d * 3 + 3) + (d * 5 + 5) + (d * 2 + 2)
     sub = json.loads(pals_budget("--tasks-file", str(f), "--tasks", "tags", "--method", "shared", "--json").stdout)
@@ -253,18 +306,23 @@ def test_pals_budget_prices_each_head_from_its_label_count(tmp_path):
 def test_pals_budget_never_imports_torch_for_a_tasks_file(tmp_path):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
     f = write_tasks(tmp_path, {"intent": {"train": "intent.csv", "text": "message", "label": "intent"}})
-    code = ("import sys; from pals_core.budget_cli import run; "
-            f"run(['--tasks-file', {str(f)!r}, '--budget', '1.13']); "
-            "assert not [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules], sys.modules.keys()")
+    code = (
+        "import sys; from pals_core.budget_cli import run; "
+        f"run(['--tasks-file', {str(f)!r}, '--budget', '1.13']); "
+        "assert not [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules], sys.modules.keys()"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
 
 
-@pytest.mark.parametrize("tasks, message", [
-    ({"a": {"train": "missing.csv", "text": "t", "label": "l"}}, "missing.csv: file not found"),
-    ({"a": {"train": "one.csv", "text": "message", "label": "intent"}}, "fewer than two classes"),
-    ({"a": {"train": "intent.csv", "text": "message", "label": "nope"}}, "no column 'nope'"),
-])
+@pytest.mark.parametrize(
+    "tasks, message",
+    [
+        ({"a": {"train": "missing.csv", "text": "t", "label": "l"}}, "missing.csv: file not found"),
+        ({"a": {"train": "one.csv", "text": "message", "label": "intent"}}, "fewer than two classes"),
+        ({"a": {"train": "intent.csv", "text": "message", "label": "nope"}}, "no column 'nope'"),
+    ],
+)
 def test_pals_budget_refuses_bad_data_in_one_line(tmp_path, tasks, message):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
     write_csv(tmp_path / "one.csv", ["message", "intent"], [("x", "a"), ("y", "a")])
@@ -279,9 +337,11 @@ def test_a_glue_sts_b_score_outside_0_5_is_a_data_error_naming_file_and_line(tmp
     from pals_core.tasks.glue import GLUE_TASKS
 
     f = tmp_path / "dev.tsv"
-    f.write_text("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
-                 "0\tmain\tx\t2012\t0\tnone\tnone\tA man.\tA man.\t5.000\n"
-                 f"1\tmain\tx\t2012\t1\tnone\tnone\tA cat.\tA dog.\t{score}\n")
+    f.write_text(
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+        "0\tmain\tx\t2012\t0\tnone\tnone\tA man.\tA man.\t5.000\n"
+        f"1\tmain\tx\t2012\t1\tnone\tnone\tA cat.\tA dog.\t{score}\n"
+    )
     with pytest.raises(GlueDataError, match=r"dev.tsv:3: score .* is outside stsb's range \[0, 5\]"):
         read_tsv(GLUE_TASKS["stsb"], f)
     assert glue_record("stsb").range == (0.0, 5.0)

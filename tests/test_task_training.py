@@ -1,5 +1,6 @@
 """Your own tasks, trained (issue #25): GLUE through a file equals GLUE built in; multilabel; runs know their data;
 --seeds and --method separate on a tasks file; bad data never trains. The tiny BERT, real GLUE rows."""
+
 from __future__ import annotations
 
 import csv
@@ -36,7 +37,7 @@ def small_glue(glue_dir: Path, into: Path) -> Path:
             lines = src.read_text(encoding="utf-8-sig").splitlines(keepends=True)
             head = 1 if t.header else 0
             n = KEEP["train" if rel.endswith(t.train_file) else "dev"]
-            dst.write_text("".join(lines[:head + n]), encoding="utf-8")
+            dst.write_text("".join(lines[: head + n]), encoding="utf-8")
     return into
 
 
@@ -51,17 +52,24 @@ def glue_as_files(glue: Path, into: Path) -> Path:
     tasks = {}
     for name in TASKS:
         t = GLUE_TASKS[name]
-        entry = {"text": ["premise", "hypothesis"] if t.text_b is not None else "utterance", "label": "gold",
-                 "kind": "regression" if t.regression else "classification", "metric": t.main,
-                 "metrics": list(t.metrics)}
+        entry = {
+            "text": ["premise", "hypothesis"] if t.text_b is not None else "utterance",
+            "label": "gold",
+            "kind": "regression" if t.regression else "classification",
+            "metric": t.main,
+            "metrics": list(t.metrics),
+        }
         if t.classes:
             entry["labels"] = list(t.classes)
         for split, rel in (("train", t.files(True)[0]), ("dev", t.files(True)[1])):
             raw = read_tsv(t, glue / rel)
             rows = []
             for i, y in enumerate(raw.labels):
-                row = {"premise": raw.text_a[i], "hypothesis": raw.text_b[i]} if raw.text_b is not None else {
-                    "utterance": raw.text_a[i]}
+                row = (
+                    {"premise": raw.text_a[i], "hypothesis": raw.text_b[i]}
+                    if raw.text_b is not None
+                    else {"utterance": raw.text_a[i]}
+                )
                 row["gold"] = y if t.regression else (int(t.classes[y]) if t.classes[y].isdigit() else t.classes[y])
                 rows.append(row)
             path = into / f"{name}_{split}.{fmt[name]}"
@@ -82,8 +90,18 @@ def glue_as_files(glue: Path, into: Path) -> Path:
 
 
 def run_config(out: Path, **kw) -> TrainConfig:
-    base = dict(adapter=AdapterConfig(method="pals", d_s=24), model=TINY, out=str(out), steps=8, batch_size=4,
-                max_len=64, eval_every=4, seed=3, sampling="annealed", epoch_steps=4)
+    base = dict(
+        adapter=AdapterConfig(method="pals", d_s=24),
+        model=TINY,
+        out=str(out),
+        steps=8,
+        batch_size=4,
+        max_len=64,
+        eval_every=4,
+        seed=3,
+        sampling="annealed",
+        epoch_steps=4,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -116,17 +134,28 @@ def write_own_tasks(folder: Path) -> Path:
         for i in range(60):
             label = list(words)[i % 3]
             w.writerow([f"{words[label].split()[i % 3]} please {i}", label])
-    (folder / "tags.jsonl").write_text("".join(
-        json.dumps({"body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else ''}",
-                    "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else [])}) + "\n"
-        for i in range(60)))
-    (folder / "score.jsonl").write_text("".join(
-        json.dumps({"a": f"sentence {i}", "b": f"other {i % 7}", "y": (i % 11) / 2}) + "\n" for i in range(60)))
+    (folder / "tags.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "body": f"ticket {i} about {'login' if i % 2 else 'payment'} {'slow' if i % 3 else ''}",
+                    "tags": (["login"] if i % 2 else ["payment"]) + (["slow"] if i % 3 else []),
+                }
+            )
+            + "\n"
+            for i in range(60)
+        )
+    )
+    (folder / "score.jsonl").write_text(
+        "".join(json.dumps({"a": f"sentence {i}", "b": f"other {i % 7}", "y": (i % 11) / 2}) + "\n" for i in range(60))
+    )
     f = folder / "tasks.yaml"
-    f.write_text("tasks:\n"
-                 "  intent: {train: intent.csv, text: message, label: intent, metric: macro_f1}\n"
-                 "  tags: {train: tags.jsonl, text: body, label: tags, kind: multilabel}\n"
-                 "  score: {train: score.jsonl, text: [a, b], label: y, kind: regression, range: [0, 5]}\n")
+    f.write_text(
+        "tasks:\n"
+        "  intent: {train: intent.csv, text: message, label: intent, metric: macro_f1}\n"
+        "  tags: {train: tags.jsonl, text: body, label: tags, kind: multilabel}\n"
+        "  score: {train: score.jsonl, text: [a, b], label: y, kind: regression, range: [0, 5]}\n"
+    )
     return f
 
 
@@ -134,7 +163,10 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     f = write_own_tasks(tmp_path / "data")
     s = train(run_config(tmp_path / "run", tasks=[], tasks_file=str(f)), progress=False)
     assert set(s["scores"]["tags"]) == {"micro_f1", "macro_f1"}  # multilabel: BCE, threshold 0.5
-    assert set(s["scores"]["intent"]) == {"macro_f1", "accuracy", "mcc"} and set(s["scores"]["score"]) == {"pearson", "spearman"}
+    assert set(s["scores"]["intent"]) == {"macro_f1", "accuracy", "mcc"} and set(s["scores"]["score"]) == {
+        "pearson",
+        "spearman",
+    }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows
     from pals_core.budget import at_size, design, from_hf_config, tasks_of_records
@@ -167,8 +199,9 @@ def test_resume_with_another_glue_dir_is_refused_only_when_its_files_differ(glue
 
 
 def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
+    return subprocess.run(
+        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=600, cwd=cwd
+    )
 
 
 @pytest.mark.slow
@@ -176,8 +209,19 @@ def test_bad_data_never_trains_and_leaves_no_run(tmp_path):
     f = write_own_tasks(tmp_path / "data")
     with open(tmp_path / "data" / "score.jsonl", "a") as fh:
         fh.write(json.dumps({"a": "x", "b": "y", "y": 40}) + "\n")
-    out = pals_train("--model", TINY, "--tasks-file", str(f), "--method", "shared", "--steps", "2",
-                     "--out", str(tmp_path / "run"), cwd=tmp_path)
+    out = pals_train(
+        "--model",
+        TINY,
+        "--tasks-file",
+        str(f),
+        "--method",
+        "shared",
+        "--steps",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "score.jsonl, line 61, column 'y': target 40 is outside the declared range [0, 5]" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
@@ -187,10 +231,23 @@ def test_bad_data_never_trains_and_leaves_no_run(tmp_path):
 @pytest.mark.slow
 def test_seeds_and_separate_take_a_tasks_file(tmp_path):
     f = write_own_tasks(tmp_path / "data")
-    common = ["--model", TINY, "--tasks-file", str(f), "--steps", "6", "--eval-every", "3", "--batch-size", "4",
-              "--max-len", "32"]
-    out = pals_train(*common, "--method", "pals", "--d-s", "24", "--seeds", "0,1", "--out", str(tmp_path / "seeds"),
-                     cwd=tmp_path)
+    common = [
+        "--model",
+        TINY,
+        "--tasks-file",
+        str(f),
+        "--steps",
+        "6",
+        "--eval-every",
+        "3",
+        "--batch-size",
+        "4",
+        "--max-len",
+        "32",
+    ]
+    out = pals_train(
+        *common, "--method", "pals", "--d-s", "24", "--seeds", "0,1", "--out", str(tmp_path / "seeds"), cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     agg = json.loads((tmp_path / "seeds" / "summary.json").read_text())
     assert agg["seeds"] == [0, 1] and set(agg["scores"]) == {"intent", "tags", "score"}

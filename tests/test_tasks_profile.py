@@ -1,6 +1,7 @@
 """The data profile (``pals_core.data.profile``), ``pals-tasks``, and the example in ``examples/tasks/``: what a user
 sees before training — rows, label shares, the majority reference, token lengths — checked against the files and
 against the tokenizer called directly."""
+
 import csv
 import json
 import math
@@ -51,6 +52,7 @@ def _tickets():
 
 # ------------------------------------------------------------------------------------ the example's profile
 
+
 def test_example_profile_rows_and_shape(profiles):
     assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets"]
     for p in profiles.values():
@@ -60,7 +62,12 @@ def test_example_profile_rows_and_shape(profiles):
     assert (intent["kind"], intent["train_rows"], intent["dev_rows"]) == ("classification", 300, 90)
     assert intent["dev_source"] == str(EXAMPLE / "data" / "intent_dev.csv")
     assert intent["labels"] == ["billing", "delivery", "account"]  # the declared order
-    assert (reviews["kind"], reviews["train_rows"], reviews["dev_rows"], reviews["labels"]) == ("regression", 360, 40, [])
+    assert (reviews["kind"], reviews["train_rows"], reviews["dev_rows"], reviews["labels"]) == (
+        "regression",
+        360,
+        40,
+        [],
+    )
     assert reviews["dev_source"] == f"{EXAMPLE / 'data' / 'reviews.jsonl'} (dev: 0.1 of train, seed 0)"
     assert (tickets["kind"], tickets["train_rows"], tickets["dev_rows"]) == ("multilabel", 360, 40)
     assert tickets["labels"] == ["bug", "billing", "mobile", "urgent"]
@@ -136,13 +143,19 @@ def test_bad_max_len_refused(records):
 
 # ----------------------------------------------------------------------------------------- token lengths
 
+
 def _direct_lengths(tokenizer, a, b=None):
     return np.array([len(ids) for ids in tokenizer(a, b, truncation=False)["input_ids"]])
 
 
 def _stats(lengths, max_len):
-    return {"max_len": max_len, "p50": math.ceil(np.percentile(lengths, 50)), "p95": math.ceil(np.percentile(lengths, 95)),
-            "max": int(lengths.max()), "truncated": float(np.mean(lengths > max_len))}
+    return {
+        "max_len": max_len,
+        "p50": math.ceil(np.percentile(lengths, 50)),
+        "p95": math.ceil(np.percentile(lengths, 95)),
+        "max": int(lengths.max()),
+        "truncated": float(np.mean(lengths > max_len)),
+    }
 
 
 @pytest.mark.parametrize("model", ["tiny", None])
@@ -153,8 +166,11 @@ def test_token_stats_match_the_tokenizer_called_directly(records, model):
 
     tok = AutoTokenizer.from_pretrained(tokenizer_path(model), local_files_only=True)
     got = {p["name"]: p["tokens"] for p in profile_tasks(list(records.values()), model=model, max_len=24)}
-    texts = {"intent": [r["message"] for r in _intent_rows("train") + _intent_rows("dev")],
-             "reviews": [r["review"] for r in _reviews()], "tickets": [r["body"] for r in _tickets()]}
+    texts = {
+        "intent": [r["message"] for r in _intent_rows("train") + _intent_rows("dev")],
+        "reviews": [r["review"] for r in _reviews()],
+        "tickets": [r["body"] for r in _tickets()],
+    }
     for name, t in texts.items():
         lengths = _direct_lengths(tok, t)
         assert got[name] == _stats(lengths, 24), name
@@ -166,7 +182,10 @@ def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
 
     from pals_core.train.models import tokenizer_path
 
-    rows = [(f"premise number {i} " + "word " * (i % 7), f"hypothesis {i}" + " more" * (i % 5), str(i % 2)) for i in range(30)]
+    rows = [
+        (f"premise number {i} " + "word " * (i % 7), f"hypothesis {i}" + " more" * (i % 5), str(i % 2))
+        for i in range(30)
+    ]
     path = tmp_path / "pairs.csv"
     with open(path, "w", newline="") as f:
         csv.writer(f).writerows([("a", "b", "y"), *rows])
@@ -180,6 +199,7 @@ def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------- the CLI
+
 
 def test_cli_table(capsys):
     assert main([str(TASKS_FILE), "--max-len", "32", "--model", "tiny"]) == 0
@@ -210,12 +230,15 @@ def test_cli_progress_bar_above_5k_rows(tmp_path, capsys):
     assert "tokenising" in out.err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["/no/such/tasks.yaml"], "tasks file not found"),
-    ([str(TASKS_FILE), "--model", "/no/such/model"], "not a local model folder"),
-    ([str(TASKS_FILE), "--max-len", "3"], "max_len must be an integer of at least 8"),
-    ([str(TASKS_FILE), "--max-len", "many"], "invalid int value"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/no/such/tasks.yaml"], "tasks file not found"),
+        ([str(TASKS_FILE), "--model", "/no/such/model"], "not a local model folder"),
+        ([str(TASKS_FILE), "--max-len", "3"], "max_len must be an integer of at least 8"),
+        ([str(TASKS_FILE), "--max-len", "many"], "invalid int value"),
+    ],
+)
 def test_cli_bad_input_one_line_exit_2(args, message, capsys):
     assert main(args) == 2
     out = capsys.readouterr()
@@ -234,7 +257,10 @@ def test_installed_script_bad_row_and_bad_record(tmp_path):
     (tmp_path / "bad.csv").write_text("message,intent\nhello,a\n   ,b\nbye,a\n")
     (tmp_path / "t.yaml").write_text("tasks:\n  t: {train: bad.csv, text: message, label: intent}\n")
     (tmp_path / "r.yaml").write_text("tasks:\n  t: {train: bad.csv, text: message, label: intent, kind: sorting}\n")
-    for file, message in (("t.yaml", "bad.csv, row 2, column 'message': empty text"), ("r.yaml", "unknown kind 'sorting'")):
+    for file, message in (
+        ("t.yaml", "bad.csv, row 2, column 'message': empty text"),
+        ("r.yaml", "unknown kind 'sorting'"),
+    ):
         p = subprocess.run([str(exe), str(tmp_path / file)], capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stderr)
         assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
@@ -250,11 +276,13 @@ def test_example_prices_with_pals_budget(capsys):
 
 # ------------------------------------------------------------------------------------------ the example data
 
+
 def test_make_data_is_reproducible_and_matches_the_committed_files(tmp_path):
     script = EXAMPLE / "make_data.py"
     for out in ("a", "b"):
-        subprocess.run([sys.executable, str(script), "--out", str(tmp_path / out)], check=True, capture_output=True,
-                       timeout=60)
+        subprocess.run(
+            [sys.executable, str(script), "--out", str(tmp_path / out)], check=True, capture_output=True, timeout=60
+        )
     for name in DATA_FILES:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     for name in DATA_FILES[:3]:  # the text files byte for byte; Parquet by content (its bytes name the pyarrow version)
@@ -281,17 +309,26 @@ def test_example_labels_are_learnable_from_words(records):
 
     train, dev = _intent_rows("train"), _intent_rows("dev")
     vec = CountVectorizer().fit([r["message"] for r in train])
-    clf = LogisticRegression(max_iter=1000).fit(vec.transform([r["message"] for r in train]), [r["intent"] for r in train])
+    clf = LogisticRegression(max_iter=1000).fit(
+        vec.transform([r["message"] for r in train]), [r["intent"] for r in train]
+    )
     pred = clf.predict(vec.transform([r["message"] for r in dev]))
     assert f1_score([r["intent"] for r in dev], pred, average="macro") > 0.9
 
     reviews = _reviews()
     vec = CountVectorizer().fit([r["review"] for r in reviews[:360]])
     reg = Ridge().fit(vec.transform([r["review"] for r in reviews[:360]]), [r["score"] for r in reviews[:360]])
-    assert pearsonr(reg.predict(vec.transform([r["review"] for r in reviews[360:]])), [r["score"] for r in reviews[360:]])[0] > 0.8
+    assert (
+        pearsonr(reg.predict(vec.transform([r["review"] for r in reviews[360:]])), [r["score"] for r in reviews[360:]])[
+            0
+        ]
+        > 0.8
+    )
 
     tickets, tags = _tickets(), ["bug", "billing", "mobile", "urgent"]
     y = np.array([[t in r["tags"] for t in tags] for r in tickets])
     vec = CountVectorizer().fit([r["body"] for r in tickets[:360]])
-    ovr = OneVsRestClassifier(LogisticRegression(max_iter=1000)).fit(vec.transform([r["body"] for r in tickets[:360]]), y[:360])
+    ovr = OneVsRestClassifier(LogisticRegression(max_iter=1000)).fit(
+        vec.transform([r["body"] for r in tickets[:360]]), y[:360]
+    )
     assert f1_score(y[360:], ovr.predict(vec.transform([r["body"] for r in tickets[360:]])), average="micro") > 0.9

@@ -1,4 +1,5 @@
 """The multi-task trainer on the tiny random BERT and small slices of the real GLUE files."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,19 @@ pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reas
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 
-PROGRESS_KEYS = {"status", "step", "total", "elapsed_s", "eta_s", "scores", "average", "best_average", "error", "updated", "pid"}
+PROGRESS_KEYS = {
+    "status",
+    "step",
+    "total",
+    "elapsed_s",
+    "eta_s",
+    "scores",
+    "average",
+    "best_average",
+    "error",
+    "updated",
+    "pid",
+}
 SUMMARY_KEYS = {"config", "scores", "average", "best_step", "params", "wall_time_s", "steps"}
 
 
@@ -34,9 +47,23 @@ def cache_dir(token_cache) -> str:
 
 
 def tiny(out, cache_dir, **kw) -> TrainConfig:
-    base = dict(tasks=["rte", "stsb", "mrpc"], adapter=AdapterConfig(method="pals", d_s=8, heads=2), model="tiny",
-                glue_dir=str(GLUE), out=str(out), steps=24, batch_size=8, max_len=48, eval_every=12, lr=1e-3,
-                max_train_examples=96, max_eval_examples=48, seed=3, num_threads=1, cache_dir=cache_dir)
+    base = dict(
+        tasks=["rte", "stsb", "mrpc"],
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2),
+        model="tiny",
+        glue_dir=str(GLUE),
+        out=str(out),
+        steps=24,
+        batch_size=8,
+        max_len=48,
+        eval_every=12,
+        lr=1e-3,
+        max_train_examples=96,
+        max_eval_examples=48,
+        seed=3,
+        num_threads=1,
+        cache_dir=cache_dir,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -113,7 +140,9 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     p = summary["params"]
     assert p["total"] == cost.params_total == sum(x.numel() for x in model.parameters())
     assert p["task_specific"] == cost.params_task_specific and p["trained"] == p["total"]
-    assert p["per_task"] == {t: sum(x.numel() for _, x in model.named_task_parameters(t)) for t in ("rte", "stsb", "mrpc")}
+    assert p["per_task"] == {
+        t: sum(x.numel() for _, x in model.named_task_parameters(t)) for t in ("rte", "stsb", "mrpc")
+    }
 
     # task-separable checkpoint files; the best one reproduces the best scores
     from pals_core.data.load import load_tasks, load_tokenizer
@@ -124,18 +153,36 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     pointer = read(out / "checkpoints" / "best.json")
     folder = out / "checkpoints" / pointer["dir"]
     assert sorted(f.name for f in folder.glob("*.safetensors")) == [
-        "shared.safetensors", "task-mrpc.safetensors", "task-rte.safetensors", "task-stsb.safetensors"]
+        "shared.safetensors",
+        "task-mrpc.safetensors",
+        "task-rte.safetensors",
+        "task-stsb.safetensors",
+    ]
     load_model(model, folder)
-    data = load_tasks(cfg.tasks, load_tokenizer(tokenizer_path("tiny")), glue_dir=str(GLUE), max_len=48,
-                      max_train=96, max_eval=48, cache_dir=cache_dir)
-    again = run_eval(model, {t: d.dev for t, d in data.items()}, batch_size=cfg.eval_batch_size, device=torch.device("cpu"),
-                     autocast=contextlib.nullcontext)
+    data = load_tasks(
+        cfg.tasks,
+        load_tokenizer(tokenizer_path("tiny")),
+        glue_dir=str(GLUE),
+        max_len=48,
+        max_train=96,
+        max_eval=48,
+        cache_dir=cache_dir,
+    )
+    again = run_eval(
+        model,
+        {t: d.dev for t, d in data.items()},
+        batch_size=cfg.eval_batch_size,
+        device=torch.device("cpu"),
+        autocast=contextlib.nullcontext,
+    )
     for t in cfg.tasks:
         for m, v in summary["scores"][t].items():
             assert again[t][m] == pytest.approx(v, abs=1e-6)
 
     # the paper's optimiser: AdamW β 0.9/0.999, decay 0.01 except biases/LayerNorm, linear decay to zero
-    blob = torch.load(out / "checkpoints" / read(out / "checkpoints" / "latest.json")["dir"] / "optimizer.pt", weights_only=True)
+    blob = torch.load(
+        out / "checkpoints" / read(out / "checkpoints" / "latest.json")["dir"] / "optimizer.pt", weights_only=True
+    )
     groups = blob["optimizer"]["param_groups"]
     assert [g["weight_decay"] for g in groups] == [0.01, 0.0] and all(tuple(g["betas"]) == (0.9, 0.999) for g in groups)
     assert len(groups[1]["params"]) == len(model.bias_and_norm_parameter_names())
@@ -175,13 +222,55 @@ def test_on_eval_may_stop_the_run_and_resume_reproduces_it(tmp_path, cache_dir, 
 
 
 def _launch(out, cache_dir, extra=()):
-    args = ["--model", "tiny", "--method", "pals", "--d-s", "8", "--heads", "2", "--tasks", "rte,stsb,mrpc",
-            "--glue-dir", str(GLUE), "--steps", str(LAUNCHED["steps"]), "--batch-size", "8", "--max-len", "48",
-            "--eval-every", str(LAUNCHED["eval_every"]), "--save-every", str(LAUNCHED["save_every"]), "--lr", "1e-3", "--max-train-examples", "96", "--max-eval-examples", "48",
-            "--seed", "3", "--threads", "1", "--cache-dir", cache_dir, "--out", str(out), "--no-progress", *extra]
+    args = [
+        "--model",
+        "tiny",
+        "--method",
+        "pals",
+        "--d-s",
+        "8",
+        "--heads",
+        "2",
+        "--tasks",
+        "rte,stsb,mrpc",
+        "--glue-dir",
+        str(GLUE),
+        "--steps",
+        str(LAUNCHED["steps"]),
+        "--batch-size",
+        "8",
+        "--max-len",
+        "48",
+        "--eval-every",
+        str(LAUNCHED["eval_every"]),
+        "--save-every",
+        str(LAUNCHED["save_every"]),
+        "--lr",
+        "1e-3",
+        "--max-train-examples",
+        "96",
+        "--max-eval-examples",
+        "48",
+        "--seed",
+        "3",
+        "--threads",
+        "1",
+        "--cache-dir",
+        cache_dir,
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "pals_core.train.cli", *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pals_core.train.cli", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_checkpoint(proc, out, timeout=120):
@@ -252,8 +341,12 @@ def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):
     from pals_core.train.trainer import resolve
 
     cfg = resolve(tiny(tmp_path / "r", cache_dir, adapter=AdapterConfig(method="pals", heads=2), budget=1.01))
-    probe = design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)],
-                   AdapterConfig(method="pals", heads=2), check_size=False)
+    probe = design(
+        model_shape("tiny"),
+        [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)],
+        AdapterConfig(method="pals", heads=2),
+        check_size=False,
+    )
     assert cfg.adapter.d_s == solve(probe, Budget(ratio=1.01)).d_s and cfg.adapter.d_s % 2 == 0
     with pytest.raises(ValueError, match="does not fit"):
         resolve(tiny(tmp_path / "r", cache_dir, adapter=AdapterConfig(method="pals", heads=2), budget=1.0))
@@ -264,8 +357,14 @@ def test_frozen_trunk_stays_put(tmp_path, cache_dir):
 
     from pals_core.train.models import build_model
 
-    cfg = tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling="round_robin",
-               adapter=AdapterConfig(method="pals", d_s=8, heads=2, freeze_trunk=True))
+    cfg = tiny(
+        tmp_path / "run",
+        cache_dir,
+        steps=6,
+        eval_every=6,
+        sampling="round_robin",
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2, freeze_trunk=True),
+    )
     summary = run(cfg)
     assert summary["params"]["trained"] == summary["params"]["task_specific"]
     torch.manual_seed(cfg.seed)  # the trainer seeds the same way before building the model
@@ -320,22 +419,28 @@ def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
     assert summary["task_steps"]["stsb"] == 0  # STS-B sentences are the shortest: never the widest batch
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--tasks", "rte,foo", "--d-s", "12"], "unknown task 'foo'"),
-    (["--tasks", "rte", "--method", "palz", "--d-s", "12"], "unknown method 'palz'"),
-    (["--tasks", "rte", "--d-s", "13"], "d_s = 13 is not divisible by the 12 adapter heads"),
-    (["--tasks", "rte"], "needs --d-s N or a budget"),
-    (["--tasks", "rte,qnli", "--d-s", "12"], "GLUE files missing in .*: qnli \\(QNLI/train.tsv\\)"),
-    (["--tasks", "rte", "--d-s", "12", "--glue-dir", "/nonexistent/glue"], "GLUE directory not found"),
-    (["--tasks", "rte", "--d-s", "12", "--budget", "1.1"], "give d_s or a budget, not both"),
-    (["--tasks", "rte", "--d-s", "12", "--steps", "0"], "steps must be a positive integer"),
-    (["--tasks", "rte", "--d-s", "12", "--sampling", "zigzag"], "unknown sampling 'zigzag'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--tasks", "rte,foo", "--d-s", "12"], "unknown task 'foo'"),
+        (["--tasks", "rte", "--method", "palz", "--d-s", "12"], "unknown method 'palz'"),
+        (["--tasks", "rte", "--d-s", "13"], "d_s = 13 is not divisible by the 12 adapter heads"),
+        (["--tasks", "rte"], "needs --d-s N or a budget"),
+        (["--tasks", "rte,qnli", "--d-s", "12"], "GLUE files missing in .*: qnli \\(QNLI/train.tsv\\)"),
+        (["--tasks", "rte", "--d-s", "12", "--glue-dir", "/nonexistent/glue"], "GLUE directory not found"),
+        (["--tasks", "rte", "--d-s", "12", "--budget", "1.1"], "give d_s or a budget, not both"),
+        (["--tasks", "rte", "--d-s", "12", "--steps", "0"], "steps must be a positive integer"),
+        (["--tasks", "rte", "--d-s", "12", "--sampling", "zigzag"], "unknown sampling 'zigzag'"),
+    ],
+)
 def test_cli_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
     from pals_core.train.cli import main
 
-    code = main([*argv, "--out", str(tmp_path / "run"), "--glue-dir", str(GLUE)] if "--glue-dir" not in argv
-                else [*argv, "--out", str(tmp_path / "run")])
+    code = main(
+        [*argv, "--out", str(tmp_path / "run"), "--glue-dir", str(GLUE)]
+        if "--glue-dir" not in argv
+        else [*argv, "--out", str(tmp_path / "run")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     import re

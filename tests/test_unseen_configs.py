@@ -16,6 +16,7 @@ on every activation and in every family, tests/pairwise.py); ``PALS_FULL_GRID=1`
 ``test_every_activation_keeps_what_the_table_says`` holds ``pricing.activations.ACTIVATIONS`` to torch for every
 activation transformers names (SPEC §9; README "What a config may hold").
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,14 @@ from transformers.activations import ACT2CLS, ACT2FN
 
 from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
-from pals_core.pricing.activations import ACTIVATIONS, PARAMETRISED_ACTIVATIONS, Conditions, Sym, Trace, check_activation
+from pals_core.pricing.activations import (
+    ACTIVATIONS,
+    PARAMETRISED_ACTIVATIONS,
+    Conditions,
+    Sym,
+    Trace,
+    check_activation,
+)
 from pals_core.families.models import conditions_from_config
 from pals_core.budget_cli import main as pals_budget
 from pals_core.budget.families import get_family
@@ -45,90 +53,201 @@ torch.set_num_threads(1)
 
 N, B = 8, 2  # tokens per sequence (a multiple of the chunk sizes below), sequences per batch
 TASKS = {"rte": 2, "stsb": 1}
-_ROBERTA = dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=17, vocab_size=23,
-                max_position_embeddings=20, type_vocab_size=1, pad_token_id=1)
+_ROBERTA = dict(
+    hidden_size=12,
+    num_hidden_layers=2,
+    num_attention_heads=3,
+    intermediate_size=17,
+    vocab_size=23,
+    max_position_embeddings=20,
+    type_vocab_size=1,
+    pad_token_id=1,
+)
 BASES = {
-    "bert": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
-                 max_position_embeddings=16, type_vocab_size=2),
-    "roberta": _ROBERTA, "xlm-roberta": _ROBERTA, "camembert": _ROBERTA,
+    "bert": dict(
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=17,
+        vocab_size=23,
+        max_position_embeddings=16,
+        type_vocab_size=2,
+    ),
+    "roberta": _ROBERTA,
+    "xlm-roberta": _ROBERTA,
+    "camembert": _ROBERTA,
     "distilbert": dict(dim=12, n_layers=2, n_heads=2, hidden_dim=17, vocab_size=23, max_position_embeddings=16),
-    "electra": dict(embedding_size=8, hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17,
-                    vocab_size=23, max_position_embeddings=16, type_vocab_size=2),
-    "deberta-v2": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
-                       max_position_embeddings=16, relative_attention=True, position_buckets=4, pos_att_type="p2c|c2p",
-                       share_att_key=True, position_biased_input=False, type_vocab_size=0, norm_rel_ebd="layer_norm"),
-    "modernbert": dict(hidden_size=12, num_hidden_layers=3, num_attention_heads=2, intermediate_size=9, vocab_size=23,
-                       local_attention=4, pad_token_id=0, eos_token_id=1, bos_token_id=2, cls_token_id=2, sep_token_id=1),
-    "mpnet": dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17, vocab_size=23,
-                  max_position_embeddings=16),
-    "albert": dict(embedding_size=8, hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=17,
-                   vocab_size=23, max_position_embeddings=16),
+    "electra": dict(
+        embedding_size=8,
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=17,
+        vocab_size=23,
+        max_position_embeddings=16,
+        type_vocab_size=2,
+    ),
+    "deberta-v2": dict(
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=17,
+        vocab_size=23,
+        max_position_embeddings=16,
+        relative_attention=True,
+        position_buckets=4,
+        pos_att_type="p2c|c2p",
+        share_att_key=True,
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+    ),
+    "modernbert": dict(
+        hidden_size=12,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=9,
+        vocab_size=23,
+        local_attention=4,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+        cls_token_id=2,
+        sep_token_id=1,
+    ),
+    "mpnet": dict(
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=17,
+        vocab_size=23,
+        max_position_embeddings=16,
+    ),
+    "albert": dict(
+        embedding_size=8,
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=17,
+        vocab_size=23,
+        max_position_embeddings=16,
+    ),
 }
 DROPOUT_OFF = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 # (model_type, options, refused?) — refused: the one line names the option
 GRID = [
-    ("bert", dict(hidden_act="relu"), False), ("bert", dict(hidden_act="silu"), False),
-    ("bert", dict(hidden_act="gelu_new"), False), ("bert", dict(hidden_act="gelu_pytorch_tanh"), False),
-    ("bert", dict(hidden_act="quick_gelu", attn_implementation="eager"), False), ("bert", dict(hidden_act="linear"), False),
-    ("bert", dict(hidden_act="prelu"), "hidden_act"), ("bert", dict(position_embedding_type="relative_key"), False),
-    ("bert", dict(is_decoder=True), "is_decoder"), ("bert", dict(is_decoder=True, add_cross_attention=True), "is_decoder"),
-    ("bert", dict(chunk_size_feed_forward=4), False), ("bert", dict(pruned_heads={"0": [0]}), False),
-    ("bert", dict(classifier_dropout=0.0, **DROPOUT_OFF), False), ("bert", dict(dtype="bfloat16"), False),
+    ("bert", dict(hidden_act="relu"), False),
+    ("bert", dict(hidden_act="silu"), False),
+    ("bert", dict(hidden_act="gelu_new"), False),
+    ("bert", dict(hidden_act="gelu_pytorch_tanh"), False),
+    ("bert", dict(hidden_act="quick_gelu", attn_implementation="eager"), False),
+    ("bert", dict(hidden_act="linear"), False),
+    ("bert", dict(hidden_act="prelu"), "hidden_act"),
+    ("bert", dict(position_embedding_type="relative_key"), False),
+    ("bert", dict(is_decoder=True), "is_decoder"),
+    ("bert", dict(is_decoder=True, add_cross_attention=True), "is_decoder"),
+    ("bert", dict(chunk_size_feed_forward=4), False),
+    ("bert", dict(pruned_heads={"0": [0]}), False),
+    ("bert", dict(classifier_dropout=0.0, **DROPOUT_OFF), False),
+    ("bert", dict(dtype="bfloat16"), False),
     ("bert", dict(attn_implementation="flex_attention"), "attn_implementation"),
-    ("bert", dict(type_vocab_size=0), "type_vocab_size"), ("bert", dict(tie_word_embeddings=False), False),
+    ("bert", dict(type_vocab_size=0), "type_vocab_size"),
+    ("bert", dict(tie_word_embeddings=False), False),
     ("bert", dict(layer_norm_eps=1e-5, initializer_range=0.5), False),
     ("roberta", dict(hidden_act="relu", attn_implementation="eager"), False),
     ("xlm-roberta", dict(classifier_dropout=0.3, hidden_act="gelu_fast"), False),
     ("camembert", dict(type_vocab_size=2, hidden_act="tanh"), False),
-    ("distilbert", dict(activation="relu"), False), ("distilbert", dict(activation="silu"), False),
-    ("distilbert", dict(activation="xielu"), "activation"), ("distilbert", dict(sinusoidal_pos_embds=True, qa_dropout=0.5), False),
-    ("distilbert", dict(dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0, attn_implementation="eager"), False),
-    ("electra", dict(embedding_size=12), False), ("electra", dict(hidden_act="relu", classifier_dropout=0.0), False),
+    ("distilbert", dict(activation="relu"), False),
+    ("distilbert", dict(activation="silu"), False),
+    ("distilbert", dict(activation="xielu"), "activation"),
+    ("distilbert", dict(sinusoidal_pos_embds=True, qa_dropout=0.5), False),
+    (
+        "distilbert",
+        dict(dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0, attn_implementation="eager"),
+        False,
+    ),
+    ("electra", dict(embedding_size=12), False),
+    ("electra", dict(hidden_act="relu", classifier_dropout=0.0), False),
     ("electra", dict(summary_type="mean", summary_use_proj=False, **DROPOUT_OFF), False),
-    ("electra", dict(is_decoder=True), "is_decoder"), ("electra", dict(embedding_size=None), "embedding_size"),
-    ("deberta-v2", dict(relative_attention=False), False), ("deberta-v2", dict(norm_rel_ebd="none"), False),
-    ("deberta-v2", dict(share_att_key=False), False), ("deberta-v2", dict(share_att_key=False, pos_att_type="c2p"), False),
-    ("deberta-v2", dict(share_att_key=False, pos_att_type=["p2c"]), False), ("deberta-v2", dict(pos_att_type=None), False),
+    ("electra", dict(is_decoder=True), "is_decoder"),
+    ("electra", dict(embedding_size=None), "embedding_size"),
+    ("deberta-v2", dict(relative_attention=False), False),
+    ("deberta-v2", dict(norm_rel_ebd="none"), False),
+    ("deberta-v2", dict(share_att_key=False), False),
+    ("deberta-v2", dict(share_att_key=False, pos_att_type="c2p"), False),
+    ("deberta-v2", dict(share_att_key=False, pos_att_type=["p2c"]), False),
+    ("deberta-v2", dict(pos_att_type=None), False),
     ("deberta-v2", dict(position_buckets=-1, max_relative_positions=5), False),
     ("deberta-v2", dict(position_buckets=-1, max_relative_positions=-1), False),
     ("deberta-v2", dict(position_biased_input=True, type_vocab_size=2, embedding_size=8), False),
     ("deberta-v2", dict(conv_kernel_size=3, conv_groups=2, conv_act="gelu"), False),
     ("deberta-v2", dict(hidden_act="relu", pooler_hidden_act="tanh"), False),
-    ("deberta-v2", dict(attention_head_size=6, legacy=False), False), ("deberta-v2", dict(attention_head_size=4), "attention_head_size"),
-    ("deberta-v2", dict(conv_kernel_size=2), "conv_kernel_size"), ("deberta-v2", dict(conv_kernel_size=3, conv_groups=5), "conv_groups"),
-    ("deberta-v2", dict(embedding_size=None), "embedding_size"), ("deberta-v2", dict(hidden_act="prelu"), "hidden_act"),
+    ("deberta-v2", dict(attention_head_size=6, legacy=False), False),
+    ("deberta-v2", dict(attention_head_size=4), "attention_head_size"),
+    ("deberta-v2", dict(conv_kernel_size=2), "conv_kernel_size"),
+    ("deberta-v2", dict(conv_kernel_size=3, conv_groups=5), "conv_groups"),
+    ("deberta-v2", dict(embedding_size=None), "embedding_size"),
+    ("deberta-v2", dict(hidden_act="prelu"), "hidden_act"),
     ("deberta-v2", dict(attn_implementation="sdpa"), "attn_implementation"),
-    ("modernbert", dict(classifier_pooling="mean"), False), ("modernbert", dict(hidden_activation="silu"), False),
+    ("modernbert", dict(classifier_pooling="mean"), False),
+    ("modernbert", dict(hidden_activation="silu"), False),
     ("modernbert", dict(hidden_activation="relu", classifier_activation="relu"), False),
     ("modernbert", dict(mlp_bias=True, attention_bias=True, norm_bias=True, classifier_bias=True), False),
-    ("modernbert", dict(global_attn_every_n_layers=1), False), ("modernbert", dict(local_attention=64), False),
+    ("modernbert", dict(global_attn_every_n_layers=1), False),
+    ("modernbert", dict(local_attention=64), False),
     ("modernbert", dict(layer_types=["full_attention", "full_attention", "sliding_attention"]), False),
-    ("modernbert", dict(attn_implementation="eager", mlp_dropout=0.1, attention_dropout=0.1, embedding_dropout=0.1,
-                        classifier_dropout=0.1), False),
-    ("modernbert", dict(rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e3},
-                                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e2}}), False),
-    ("modernbert", dict(head_dim=4), "head_dim"), ("modernbert", dict(head_dim=6, decoder_bias=False, sparse_prediction=True), False),
+    (
+        "modernbert",
+        dict(
+            attn_implementation="eager",
+            mlp_dropout=0.1,
+            attention_dropout=0.1,
+            embedding_dropout=0.1,
+            classifier_dropout=0.1,
+        ),
+        False,
+    ),
+    (
+        "modernbert",
+        dict(
+            rope_parameters={
+                "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e3},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 1e2},
+            }
+        ),
+        False,
+    ),
+    ("modernbert", dict(head_dim=4), "head_dim"),
+    ("modernbert", dict(head_dim=6, decoder_bias=False, sparse_prediction=True), False),
     ("modernbert", dict(hidden_activation="prelu"), "hidden_activation"),
     ("modernbert", dict(classifier_activation="xielu"), "classifier_activation"),
     ("modernbert", dict(layer_types=["full_attention", "chunked_attention", "full_attention"]), "layer_types"),
-    ("bert", dict(pad_token_id=30), "pad_token_id"), ("deberta-v2", dict(pad_token_id=23), "pad_token_id"),
+    ("bert", dict(pad_token_id=30), "pad_token_id"),
+    ("deberta-v2", dict(pad_token_id=23), "pad_token_id"),
     ("roberta", dict(vocab_size=1), "pad_token_id"),
-    ("mpnet", dict(hidden_act="relu"), False), ("mpnet", dict(hidden_act="gelu_new"), False),
-    ("mpnet", dict(relative_attention_num_buckets=40), False), ("mpnet", dict(pad_token_id=0, **DROPOUT_OFF), False),
+    ("mpnet", dict(hidden_act="relu"), False),
+    ("mpnet", dict(hidden_act="gelu_new"), False),
+    ("mpnet", dict(relative_attention_num_buckets=40), False),
+    ("mpnet", dict(pad_token_id=0, **DROPOUT_OFF), False),
     ("mpnet", dict(classifier_dropout=0.3, layer_norm_eps=1e-5), False),
     ("mpnet", dict(is_decoder=True, add_cross_attention=True), False),  # MPNet's modules never read them
     ("mpnet", dict(attn_implementation="eager"), False),
     ("mpnet", dict(relative_attention_num_buckets=16), "relative_attention_num_buckets"),
-    ("mpnet", dict(attn_implementation="sdpa"), "attn_implementation"), ("mpnet", dict(hidden_act="prelu"), "hidden_act"),
+    ("mpnet", dict(attn_implementation="sdpa"), "attn_implementation"),
+    ("mpnet", dict(hidden_act="prelu"), "hidden_act"),
     ("mpnet", dict(pad_token_id=23), False),  # never read: the padding row is 1 whatever it says
     ("mpnet", dict(vocab_size=1), "vocab_size"),  # ... and row 1 must exist
-    ("albert", dict(hidden_act="relu"), False), ("albert", dict(hidden_act="gelu", attn_implementation="eager"), False),
+    ("albert", dict(hidden_act="relu"), False),
+    ("albert", dict(hidden_act="gelu", attn_implementation="eager"), False),
     ("albert", dict(embedding_size=12), False),  # E = d: the E → d mapping is built all the same
     ("albert", dict(chunk_size_feed_forward=4, layer_norm_eps=1e-5), False),
     ("albert", dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, classifier_dropout_prob=0.0), False),
-    ("albert", dict(num_hidden_groups=2), "num_hidden_groups"), ("albert", dict(inner_group_num=2), "inner_group_num"),
-    ("albert", dict(embedding_size=None), "embedding_size"), ("albert", dict(hidden_act="prelu"), "hidden_act"),
-    ("albert", dict(type_vocab_size=0), "type_vocab_size"), ("albert", dict(pad_token_id=23), "pad_token_id"),
+    ("albert", dict(num_hidden_groups=2), "num_hidden_groups"),
+    ("albert", dict(inner_group_num=2), "inner_group_num"),
+    ("albert", dict(embedding_size=None), "embedding_size"),
+    ("albert", dict(hidden_act="prelu"), "hidden_act"),
+    ("albert", dict(type_vocab_size=0), "type_vocab_size"),
+    ("albert", dict(pad_token_id=23), "pad_token_id"),
     ("albert", dict(attn_implementation="flex_attention"), "attn_implementation"),
 ]
 IDS = [f"{t}-{'-'.join(f'{k}={v}' for k, v in o.items())}"[:90] for t, o, _ in GRID]
@@ -215,28 +334,66 @@ def test_an_unseen_config_is_priced_exactly_or_refused_in_one_line(model_type, o
 
 # several options at once, per family (hypothesis, derandomised: the same examples on every run)
 PRICED_OPTIONS = {
-    "bert": dict(hidden_act=["gelu", "relu", "gelu_new", "silu", "linear"], attn_implementation=["sdpa", "eager"],
-                 hidden_dropout_prob=[0.0, 0.1], attention_probs_dropout_prob=[0.0, 0.1], classifier_dropout=[None, 0.0]),
-    "roberta": dict(hidden_act=["gelu", "relu", "quick_gelu"], attn_implementation=["sdpa", "eager"],
-                    hidden_dropout_prob=[0.0, 0.1]),
-    "distilbert": dict(activation=["gelu", "relu", "gelu_new"], dropout=[0.0, 0.1], attention_dropout=[0.0, 0.1],
-                       sinusoidal_pos_embds=[False, True]),
-    "electra": dict(embedding_size=[8, 12], hidden_act=["gelu", "relu", "gelu_pytorch_tanh"],
-                    attn_implementation=["sdpa", "eager"], hidden_dropout_prob=[0.0, 0.1]),
-    "deberta-v2": dict(relative_attention=[False, True], share_att_key=[False, True],
-                       pos_att_type=["p2c|c2p", "c2p", "p2c", None], position_buckets=[-1, 3],
-                       max_relative_positions=[-1, 5], position_biased_input=[False, True], norm_rel_ebd=["none", "layer_norm"],
-                       conv_kernel_size=[0, 1, 3], embedding_size=[8, 12], hidden_act=["gelu", "relu"]),
-    "modernbert": dict(classifier_pooling=["cls", "mean"], hidden_activation=["gelu", "silu", "relu"],
-                       mlp_bias=[False, True], attention_bias=[False, True], norm_bias=[False, True],
-                       global_attn_every_n_layers=[1, 2, 3], local_attention=[2, 4, 64],
-                       attn_implementation=["sdpa", "eager"]),
-    "mpnet": dict(hidden_act=["gelu", "relu", "gelu_new"], hidden_dropout_prob=[0.0, 0.1],
-                  attention_probs_dropout_prob=[0.0, 0.1], relative_attention_num_buckets=[32, 40],
-                  classifier_dropout=[None, 0.0]),
-    "albert": dict(embedding_size=[8, 12], hidden_act=["gelu_new", "gelu", "relu"], attn_implementation=["sdpa", "eager"],
-                   hidden_dropout_prob=[0.0, 0.1], attention_probs_dropout_prob=[0.0, 0.1],
-                   classifier_dropout_prob=[0.0, 0.1], num_hidden_layers=[1, 3]),
+    "bert": dict(
+        hidden_act=["gelu", "relu", "gelu_new", "silu", "linear"],
+        attn_implementation=["sdpa", "eager"],
+        hidden_dropout_prob=[0.0, 0.1],
+        attention_probs_dropout_prob=[0.0, 0.1],
+        classifier_dropout=[None, 0.0],
+    ),
+    "roberta": dict(
+        hidden_act=["gelu", "relu", "quick_gelu"], attn_implementation=["sdpa", "eager"], hidden_dropout_prob=[0.0, 0.1]
+    ),
+    "distilbert": dict(
+        activation=["gelu", "relu", "gelu_new"],
+        dropout=[0.0, 0.1],
+        attention_dropout=[0.0, 0.1],
+        sinusoidal_pos_embds=[False, True],
+    ),
+    "electra": dict(
+        embedding_size=[8, 12],
+        hidden_act=["gelu", "relu", "gelu_pytorch_tanh"],
+        attn_implementation=["sdpa", "eager"],
+        hidden_dropout_prob=[0.0, 0.1],
+    ),
+    "deberta-v2": dict(
+        relative_attention=[False, True],
+        share_att_key=[False, True],
+        pos_att_type=["p2c|c2p", "c2p", "p2c", None],
+        position_buckets=[-1, 3],
+        max_relative_positions=[-1, 5],
+        position_biased_input=[False, True],
+        norm_rel_ebd=["none", "layer_norm"],
+        conv_kernel_size=[0, 1, 3],
+        embedding_size=[8, 12],
+        hidden_act=["gelu", "relu"],
+    ),
+    "modernbert": dict(
+        classifier_pooling=["cls", "mean"],
+        hidden_activation=["gelu", "silu", "relu"],
+        mlp_bias=[False, True],
+        attention_bias=[False, True],
+        norm_bias=[False, True],
+        global_attn_every_n_layers=[1, 2, 3],
+        local_attention=[2, 4, 64],
+        attn_implementation=["sdpa", "eager"],
+    ),
+    "mpnet": dict(
+        hidden_act=["gelu", "relu", "gelu_new"],
+        hidden_dropout_prob=[0.0, 0.1],
+        attention_probs_dropout_prob=[0.0, 0.1],
+        relative_attention_num_buckets=[32, 40],
+        classifier_dropout=[None, 0.0],
+    ),
+    "albert": dict(
+        embedding_size=[8, 12],
+        hidden_act=["gelu_new", "gelu", "relu"],
+        attn_implementation=["sdpa", "eager"],
+        hidden_dropout_prob=[0.0, 0.1],
+        attention_probs_dropout_prob=[0.0, 0.1],
+        classifier_dropout_prob=[0.0, 0.1],
+        num_hidden_layers=[1, 3],
+    ),
 }
 
 
@@ -255,23 +412,35 @@ def test_options_together_are_priced_exactly(tmp_path_factory, case):
 
 
 # every method (top stacks, CA-MTL, IA³ on the activation, a copy of the last layer …) on a non-default activation
-ACTIVATED = {"bert-relu": ("bert", dict(hidden_act="relu")),
-             "bert-gelu_new-eager": ("bert", dict(hidden_act="gelu_new", attn_implementation="eager")),
-             "distilbert-linear": ("distilbert", dict(activation="linear")),
-             "electra-quick_gelu": ("electra", dict(hidden_act="quick_gelu")),
-             "deberta-relu-conv-sigmoid": ("deberta-v2", dict(hidden_act="relu", pooler_hidden_act="tanh", conv_kernel_size=3,
-                                                              conv_act="sigmoid", pooler_dropout=0.2)),
-             "deberta-unshared-gelu_new": ("deberta-v2", dict(hidden_act="gelu_new", share_att_key=False,
-                                                              position_biased_input=True, cls_dropout=0.0)),
-             "deberta-idle-relative": ("deberta-v2", dict(relative_attention=False)),  # its LayerNorm is built, never used
-             "deberta-no-c2p-p2c": ("deberta-v2", dict(pos_att_type=None, hidden_act="silu")),  # table and norm unused
-             "modernbert-relu-mean": ("modernbert", dict(hidden_activation="relu", classifier_activation="silu",
-                                                         classifier_pooling="mean")),
-             "modernbert-gelu_new-eager": ("modernbert", dict(hidden_activation="gelu_new", classifier_activation="linear",
-                                                              attn_implementation="eager", mlp_dropout=0.1)),
-             "mpnet-gelu_new-R40": ("mpnet", dict(hidden_act="gelu_new", relative_attention_num_buckets=40)),
-             "mpnet-relu-nodrop": ("mpnet", dict(hidden_act="relu", **DROPOUT_OFF)),
-             "albert-silu-drop": ("albert", dict(hidden_act="silu", hidden_dropout_prob=0.1))}
+ACTIVATED = {
+    "bert-relu": ("bert", dict(hidden_act="relu")),
+    "bert-gelu_new-eager": ("bert", dict(hidden_act="gelu_new", attn_implementation="eager")),
+    "distilbert-linear": ("distilbert", dict(activation="linear")),
+    "electra-quick_gelu": ("electra", dict(hidden_act="quick_gelu")),
+    "deberta-relu-conv-sigmoid": (
+        "deberta-v2",
+        dict(hidden_act="relu", pooler_hidden_act="tanh", conv_kernel_size=3, conv_act="sigmoid", pooler_dropout=0.2),
+    ),
+    "deberta-unshared-gelu_new": (
+        "deberta-v2",
+        dict(hidden_act="gelu_new", share_att_key=False, position_biased_input=True, cls_dropout=0.0),
+    ),
+    "deberta-idle-relative": ("deberta-v2", dict(relative_attention=False)),  # its LayerNorm is built, never used
+    "deberta-no-c2p-p2c": ("deberta-v2", dict(pos_att_type=None, hidden_act="silu")),  # table and norm unused
+    "modernbert-relu-mean": (
+        "modernbert",
+        dict(hidden_activation="relu", classifier_activation="silu", classifier_pooling="mean"),
+    ),
+    "modernbert-gelu_new-eager": (
+        "modernbert",
+        dict(
+            hidden_activation="gelu_new", classifier_activation="linear", attn_implementation="eager", mlp_dropout=0.1
+        ),
+    ),
+    "mpnet-gelu_new-R40": ("mpnet", dict(hidden_act="gelu_new", relative_attention_num_buckets=40)),
+    "mpnet-relu-nodrop": ("mpnet", dict(hidden_act="relu", **DROPOUT_OFF)),
+    "albert-silu-drop": ("albert", dict(hidden_act="silu", hidden_dropout_prob=0.1)),
+}
 
 
 def _activation(options: dict) -> str:
@@ -297,9 +466,20 @@ METHOD_CASES = [(key, method) for _, key, _, method in grid(_method_grid(), skip
 def test_every_method_on_another_activation(key, method):
     model_type, options = ACTIVATED[key]
     config = _config_json(model_type, _fields(model_type, options))
-    hf, shape, spec = AutoConfig.for_model(model_type, **_fields(model_type, options)), from_hf_config(config), get_method(method)
-    cfg = AdapterConfig(method=method, d_s=6 if spec.sized else None, location="all" if spec.within else None, heads=2,
-                        n_top=2, ffn_ratio=3, freeze_trunk=method == "lora")
+    hf, shape, spec = (
+        AutoConfig.for_model(model_type, **_fields(model_type, options)),
+        from_hf_config(config),
+        get_method(method),
+    )
+    cfg = AdapterConfig(
+        method=method,
+        d_s=6 if spec.sized else None,
+        location="all" if spec.within else None,
+        heads=2,
+        n_top=2,
+        ffn_ratio=3,
+        freeze_trunk=method == "lora",
+    )
     ds = design(shape, parse_tasks(TASKS), cfg, seq_len=N)
     cost = at_size(ds, cfg.d_s)
     torch.manual_seed(0)
@@ -330,8 +510,10 @@ def test_every_activation_keeps_what_the_table_says(name):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         y = ACT2FN[name](x)
-    kinds = sorted("in" if p == x.untyped_storage().data_ptr() else "out" if p == y.untyped_storage().data_ptr()
-                   else "new" for p in kept)
+    kinds = sorted(
+        "in" if p == x.untyped_storage().data_ptr() else "out" if p == y.untyped_storage().data_ptr() else "new"
+        for p in kept
+    )
     assert kinds == sorted(ACTIVATIONS[name])
     tr = Trace(2, 3, Conditions())
     sx = Sym(Poly.of(2 * 3 * 5 * 4), True)
@@ -357,7 +539,8 @@ def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):
     """The real process: exit 2, one stderr line naming the option and its value, no traceback."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_config_json("modernbert", _fields("modernbert", dict(head_dim=4)))))
-    out = subprocess.run([sys.executable, "-m", "pals_core.budget_cli", "--model", str(path)], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "pals_core.budget_cli", "--model", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "head_dim 4" in out.stderr and "Traceback" not in out.stderr

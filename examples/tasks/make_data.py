@@ -14,6 +14,7 @@ Every text is synthetic (no real customer, product or person) and every label is
 each intent, score level and tag has its own phrases. The output is deterministic (one fixed seed, stdlib
 ``random`` and pyarrow only): running it twice writes the same bytes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,11 +32,38 @@ HERE = Path(__file__).resolve().parent
 
 # --------------------------------------------------------------------------------------- slots
 
-PRODUCTS = ["blender", "desk lamp", "kettle", "backpack", "headphones", "coffee grinder", "yoga mat", "phone case",
-            "rain jacket", "water bottle", "keyboard", "toaster", "bike light", "travel mug", "office chair"]
+PRODUCTS = [
+    "blender",
+    "desk lamp",
+    "kettle",
+    "backpack",
+    "headphones",
+    "coffee grinder",
+    "yoga mat",
+    "phone case",
+    "rain jacket",
+    "water bottle",
+    "keyboard",
+    "toaster",
+    "bike light",
+    "travel mug",
+    "office chair",
+]
 CITIES = ["Lisbon", "Leeds", "Austin", "Osaka", "Graz", "Porto", "Dundee", "Halifax", "Tartu", "Bergen"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "yesterday", "last week"]
 PLANS = ["basic", "family", "premium", "annual", "student"]
 STATUSES = ["in transit", "out for delivery", "delivered", "label created", "held at depot"]
@@ -46,35 +74,57 @@ CLOSERS = ["", "", " Thanks.", " Thank you!", " Please help.", " Any update?", "
 def _fill(rng: random.Random, template: str) -> str:
     """``template`` with each {slot} drawn from its list (order numbers, amounts and counts made up)."""
     return template.format(
-        product=rng.choice(PRODUCTS), city=rng.choice(CITIES), month=rng.choice(MONTHS), day=rng.choice(DAYS),
-        plan=rng.choice(PLANS), status=rng.choice(STATUSES), order=f"#{rng.randint(10000, 99999)}",
-        amount=f"${rng.randint(5, 250)}.{rng.randint(0, 99):02d}", n=rng.randint(2, 9),
-        email=f"user{rng.randint(1, 999)}@example.com")
+        product=rng.choice(PRODUCTS),
+        city=rng.choice(CITIES),
+        month=rng.choice(MONTHS),
+        day=rng.choice(DAYS),
+        plan=rng.choice(PLANS),
+        status=rng.choice(STATUSES),
+        order=f"#{rng.randint(10000, 99999)}",
+        amount=f"${rng.randint(5, 250)}.{rng.randint(0, 99):02d}",
+        n=rng.randint(2, 9),
+        email=f"user{rng.randint(1, 999)}@example.com",
+    )
 
 
 # -------------------------------------------------------------------------------------- intent
 
 INTENTS = {
     "billing": [
-        "I was charged twice for order {order}.", "Why is there an extra fee of {amount} on my invoice?",
-        "Can I get a refund for the {plan} plan?", "My card was billed {amount} even though I cancelled.",
-        "The invoice for {month} looks wrong.", "Please explain the charge of {amount} on my statement.",
-        "I want to switch to the {plan} plan and pay less.", "My payment failed but the money left my account.",
-        "Do you send receipts for the {plan} subscription?", "I was overcharged for the {product}.",
+        "I was charged twice for order {order}.",
+        "Why is there an extra fee of {amount} on my invoice?",
+        "Can I get a refund for the {plan} plan?",
+        "My card was billed {amount} even though I cancelled.",
+        "The invoice for {month} looks wrong.",
+        "Please explain the charge of {amount} on my statement.",
+        "I want to switch to the {plan} plan and pay less.",
+        "My payment failed but the money left my account.",
+        "Do you send receipts for the {plan} subscription?",
+        "I was overcharged for the {product}.",
     ],
     "delivery": [
-        "My package has not arrived yet, order {order}.", "Where is my parcel? Tracking says {status}.",
-        "The courier left the box at the wrong address.", "Can you ship order {order} to {city} instead?",
-        "Delivery was due {day} but nothing came.", "The {product} arrived damaged in the post.",
-        "Tracking for {order} has said {status} for days.", "How long does shipping to {city} take?",
-        "Only half of my order {order} was delivered.", "Can I pick up the {product} instead of waiting for the courier?",
+        "My package has not arrived yet, order {order}.",
+        "Where is my parcel? Tracking says {status}.",
+        "The courier left the box at the wrong address.",
+        "Can you ship order {order} to {city} instead?",
+        "Delivery was due {day} but nothing came.",
+        "The {product} arrived damaged in the post.",
+        "Tracking for {order} has said {status} for days.",
+        "How long does shipping to {city} take?",
+        "Only half of my order {order} was delivered.",
+        "Can I pick up the {product} instead of waiting for the courier?",
     ],
     "account": [
-        "I cannot log in to my account.", "How do I reset my password?",
-        "Please change the email on my profile to {email}.", "My account got locked after {n} attempts.",
-        "I want to delete my account and my data.", "The two-factor code never arrives on my phone.",
-        "Someone else may have signed in to my account {day}.", "How do I change my username?",
-        "The login page keeps saying my password is wrong.", "Can I merge my two accounts into one?",
+        "I cannot log in to my account.",
+        "How do I reset my password?",
+        "Please change the email on my profile to {email}.",
+        "My account got locked after {n} attempts.",
+        "I want to delete my account and my data.",
+        "The two-factor code never arrives on my phone.",
+        "Someone else may have signed in to my account {day}.",
+        "How do I change my username?",
+        "The login page keeps saying my password is wrong.",
+        "Can I merge my two accounts into one?",
     ],
 }
 INTENT_WEIGHTS = {"billing": 0.45, "delivery": 0.33, "account": 0.22}
@@ -97,20 +147,46 @@ def intent_rows(rng: random.Random, n: int) -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------------- reviews
 
 VERDICTS = {  # score level → overall verdicts
-    1: ["Terrible {product}.", "Worst purchase I have made.", "Complete waste of money.", "The {product} broke at once."],
+    1: [
+        "Terrible {product}.",
+        "Worst purchase I have made.",
+        "Complete waste of money.",
+        "The {product} broke at once.",
+    ],
     2: ["Disappointing {product}.", "Not great, sadly.", "Below what I expected.", "The {product} is flimsy."],
     3: ["An okay {product}.", "Average, nothing special.", "It does the job, barely.", "Fine for the price."],
     4: ["A good {product}.", "Pretty happy with it.", "Solid and well made.", "Works well most days."],
     5: ["Excellent {product}!", "Absolutely love it.", "Best {product} I have owned.", "Perfect in every way."],
 }
-GOOD = ["Delivery to {city} was quick.", "Easy to set up.", "Feels sturdy after {n} weeks.", "Great value.",
-        "Looks lovely on my desk.", "Battery lasts ages.", "Quiet and fast.", "Nicer than my old {product}.",
-        "Arrived {day}, well packed."]
-BAD = ["It arrived scratched.", "Instructions were useless.", "Stopped working after {n} days.",
-       "Support never replied.", "Feels cheap.", "Much louder than advertised.", "Parts were missing.",
-       "Worse than my old {product}.", "Took {n} weeks to reach {city}."]
-ENDINGS = {1: ["Returning it.", "Avoid."], 2: ["Would not buy again.", ""], 3: ["", "Maybe."],
-           4: ["Would recommend.", ""], 5: ["Buy it!", "Would buy again."]}
+GOOD = [
+    "Delivery to {city} was quick.",
+    "Easy to set up.",
+    "Feels sturdy after {n} weeks.",
+    "Great value.",
+    "Looks lovely on my desk.",
+    "Battery lasts ages.",
+    "Quiet and fast.",
+    "Nicer than my old {product}.",
+    "Arrived {day}, well packed.",
+]
+BAD = [
+    "It arrived scratched.",
+    "Instructions were useless.",
+    "Stopped working after {n} days.",
+    "Support never replied.",
+    "Feels cheap.",
+    "Much louder than advertised.",
+    "Parts were missing.",
+    "Worse than my old {product}.",
+    "Took {n} weeks to reach {city}.",
+]
+ENDINGS = {
+    1: ["Returning it.", "Avoid."],
+    2: ["Would not buy again.", ""],
+    3: ["", "Maybe."],
+    4: ["Would recommend.", ""],
+    5: ["Buy it!", "Would buy again."],
+}
 
 
 def review_rows(rng: random.Random, n: int) -> list[dict]:
@@ -130,22 +206,47 @@ def review_rows(rng: random.Random, n: int) -> list[dict]:
 # ------------------------------------------------------------------------------------- tickets
 
 TAG_PHRASES = {
-    "bug": ["The app crashes when I open settings.", "I get error 500 when saving order {order}.",
-            "The export button does nothing since {day}.", "Search returns an empty page.",
-            "Uploads freeze at {n}0 percent.", "The report for {month} shows a stack trace.",
-            "Saving a {product} listing throws an error."],
-    "billing": ["I was charged {amount} twice.", "The {month} invoice is missing.", "My refund of {amount} has not arrived.",
-                "The {plan} plan price changed without notice.", "We were billed for {n} seats, not {n}0."],
-    "mobile": ["This happens on the Android app.", "On my iPhone the screen goes blank.",
-               "The tablet version logs me out.", "Push notifications stopped on my phone {day}.",
-               "The mobile app shows an old version of order {order}."],
-    "urgent": ["Please fix this today, our whole team is blocked.", "This is urgent, production is down.",
-               "We need an answer ASAP.", "Customers in {city} are waiting, please hurry.",
-               "Critical: our launch is on {day}."],
+    "bug": [
+        "The app crashes when I open settings.",
+        "I get error 500 when saving order {order}.",
+        "The export button does nothing since {day}.",
+        "Search returns an empty page.",
+        "Uploads freeze at {n}0 percent.",
+        "The report for {month} shows a stack trace.",
+        "Saving a {product} listing throws an error.",
+    ],
+    "billing": [
+        "I was charged {amount} twice.",
+        "The {month} invoice is missing.",
+        "My refund of {amount} has not arrived.",
+        "The {plan} plan price changed without notice.",
+        "We were billed for {n} seats, not {n}0.",
+    ],
+    "mobile": [
+        "This happens on the Android app.",
+        "On my iPhone the screen goes blank.",
+        "The tablet version logs me out.",
+        "Push notifications stopped on my phone {day}.",
+        "The mobile app shows an old version of order {order}.",
+    ],
+    "urgent": [
+        "Please fix this today, our whole team is blocked.",
+        "This is urgent, production is down.",
+        "We need an answer ASAP.",
+        "Customers in {city} are waiting, please hurry.",
+        "Critical: our launch is on {day}.",
+    ],
 }
 TAG_SHARES = {"bug": 0.55, "billing": 0.3, "mobile": 0.35, "urgent": 0.25}
-FILLERS = ["", "", "Ticket opened from the web form.", "We have used the service since {month}.", "Thanks in advance.",
-           "Our office is in {city}.", "Reported by {email}."]
+FILLERS = [
+    "",
+    "",
+    "Ticket opened from the web form.",
+    "We have used the service since {month}.",
+    "Thanks in advance.",
+    "Our office is in {city}.",
+    "Reported by {email}.",
+]
 
 
 def ticket_rows(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
@@ -161,6 +262,7 @@ def ticket_rows(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
 
 
 # -------------------------------------------------------------------------------------- writing
+
 
 def _write_atomic(path: Path, write: Callable[[str], None]) -> None:
     """``write(tmp_path)`` then rename over ``path``: a reader never sees half a file."""
@@ -192,8 +294,12 @@ def _write_parquet(path: Path, rows: Sequence[tuple[str, list[str]]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({"body": pa.array([b for b, _ in rows], pa.string()),
-                      "tags": pa.array([t for _, t in rows], pa.list_(pa.string()))})
+    table = pa.table(
+        {
+            "body": pa.array([b for b, _ in rows], pa.string()),
+            "tags": pa.array([t for _, t in rows], pa.list_(pa.string())),
+        }
+    )
     _write_atomic(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
@@ -219,7 +325,9 @@ def make_data(out: Path) -> list[Path]:
 
 def main(argv: "Sequence[str] | None" = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=HERE / "data", help="folder to write into (default: data/ beside this file)")
+    p.add_argument(
+        "--out", type=Path, default=HERE / "data", help="folder to write into (default: data/ beside this file)"
+    )
     args = p.parse_args(argv)
     for path in make_data(args.out):
         print(f"{path}  {path.stat().st_size:,} bytes")

@@ -12,6 +12,7 @@ exactly like the trunk's attention. ``dropout``: the rate on the attention proba
 unfused attention path and costs a random mask of h_s·n² per sequence, as much as the trunk's own.
 Forward FLOPs on n tokens: 3·2n·d_s² (+ 2n·d_s² with O) + 4n²·d_s.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -25,6 +25,7 @@ BERT layer on top). Every hook is the identity by default (``parallel_branch`` N
 a method overrides only what it changes, and with every hook at its default the adapted layer
 computes exactly ``BertLayer``'s output.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ class defines it (the identity for most). Every hook acts on each sequence alone
 row i's result equals running row i through its task alone (``MultiTaskModel.forward_mixed``; tests/test_predict.py
 holds every method to it). This is peft's ``adapter_names`` mixed batch, for every method of the project.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence

@@ -12,9 +12,23 @@ public names of the floors below. The command ``pals-budget`` is ``pals_core/bud
     >>> r[0].d_s
     192
 """
+
 from ..pricing.config import AdapterConfig
-from .costs import (CONVENTIONS, DEFAULT_SEQ_LEN, Cost, Design, base_flops, base_params, breakdown, default_seq_len,
-                    design, evaluate, forward_flops, head_params, pooler_params)
+from .costs import (
+    CONVENTIONS,
+    DEFAULT_SEQ_LEN,
+    Cost,
+    Design,
+    base_flops,
+    base_params,
+    breakdown,
+    default_seq_len,
+    design,
+    evaluate,
+    forward_flops,
+    head_params,
+    pooler_params,
+)
 from ..pricing.method import Method, Part
 from .methods import METHODS, check_config, get_method, location_label, resolve_layers
 from ..families.models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
@@ -33,11 +47,50 @@ def __getattr__(name: str):
         return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
-    "AdapterConfig", "BaseModel", "Budget", "CONVENTIONS", "Cost", "DEFAULT_MODEL", "DEFAULT_SEQ_LEN", "Design",
-    "GLUE_LABELS", "METHODS", "Method", "PAPER_TASKS", "PRESETS", "PaperRow", "Part", "Poly", "Task",
-    "WITHIN_LOCATIONS", "at_size", "base_flops", "base_params", "breakdown", "check_config", "default_seq_len", "design", "designs_for",
-    "evaluate", "forward_flops", "from_hf_config", "get_method", "glue_task", "head_params", "load_model",
-    "location_label", "paper_reproduction", "parse_tasks", "pooler_params", "real_optimum", "resolve_layers", "rows",
-    "smallest_budget", "solve", "sort_rows", "tasks_of_records",
+    "AdapterConfig",
+    "BaseModel",
+    "Budget",
+    "CONVENTIONS",
+    "Cost",
+    "DEFAULT_MODEL",
+    "DEFAULT_SEQ_LEN",
+    "Design",
+    "GLUE_LABELS",
+    "METHODS",
+    "Method",
+    "PAPER_TASKS",
+    "PRESETS",
+    "PaperRow",
+    "Part",
+    "Poly",
+    "Task",
+    "WITHIN_LOCATIONS",
+    "at_size",
+    "base_flops",
+    "base_params",
+    "breakdown",
+    "check_config",
+    "default_seq_len",
+    "design",
+    "designs_for",
+    "evaluate",
+    "forward_flops",
+    "from_hf_config",
+    "get_method",
+    "glue_task",
+    "head_params",
+    "load_model",
+    "location_label",
+    "paper_reproduction",
+    "parse_tasks",
+    "pooler_params",
+    "real_optimum",
+    "resolve_layers",
+    "rows",
+    "smallest_budget",
+    "solve",
+    "sort_rows",
+    "tasks_of_records",
 ]

@@ -2,6 +2,7 @@
 
 N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,8 @@ def default_seq_len(longest: int) -> int:
     """The n a question that names none is priced at: ``DEFAULT_SEQ_LEN``, or the model's longest sequence
     (``Family.max_tokens``) when that is shorter."""
     return min(DEFAULT_SEQ_LEN, longest)
+
+
 TRAIN_STEP_FACTOR = 3  # a training step (forward + backward) costs about 3× the forward
 
 
@@ -115,8 +118,15 @@ class Design:
         return self.config.heads if self.method.attention else 1
 
 
-def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, convention: str = "exact",
-           seq_len: Optional[int] = None, check_size: bool = True) -> Design:
+def design(
+    m: BaseModel,
+    tasks: Sequence[Task],
+    cfg: AdapterConfig,
+    *,
+    convention: str = "exact",
+    seq_len: Optional[int] = None,
+    check_size: bool = True,
+) -> Design:
     """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver). ``seq_len``
     None = ``default_seq_len`` (128, or the model's longest when shorter); a longer n than the model takes is
     refused (``Family.check_seq_len``), never priced."""
@@ -134,19 +144,35 @@ def design(m: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, *, conventio
     heads = tuple(head_params(m, t, convention) + pool for t in tasks)
     n_base = base_params(m, convention)
     if cfg.per_task_pooler and not get_family(m.family).pooler:
-        raise ValueError(f"{get_family(m.family).title} has no pooler: its task head already holds a per-task dense "
-                         "layer (drop per_task_pooler)")
+        raise ValueError(
+            f"{get_family(m.family).title} has no pooler: its task head already holds a per-task dense "
+            "layer (drop per_task_pooler)"
+        )
     if cfg.freeze_trunk:
         frozen = n_base
     else:
         frozen = method.frozen_base(m, cfg, paper) if method.frozen_base else 0
         if cfg.per_task_pooler:  # the trunk's own pooler stays in N_base but nothing reads it: it does not train
             frozen += pooler_params(m, convention)
-    return Design(m, tuple(tasks), cfg, method, layers, convention, seq_len,
-                  sum((p.count for p in parts), Poly()), parts,
-                  sum((p.count for p in flop_parts), Poly()), flop_parts,
-                  heads, n_base, sum((p.count for p in shared_parts), Poly()), shared_parts, frozen,
-                  embedding_params(m, convention))
+    return Design(
+        m,
+        tuple(tasks),
+        cfg,
+        method,
+        layers,
+        convention,
+        seq_len,
+        sum((p.count for p in parts), Poly()),
+        parts,
+        sum((p.count for p in flop_parts), Poly()),
+        flop_parts,
+        heads,
+        n_base,
+        sum((p.count for p in shared_parts), Poly()),
+        shared_parts,
+        frozen,
+        embedding_params(m, convention),
+    )
 
 
 @dataclass
@@ -206,12 +232,16 @@ def adding_tasks_refused(ds: Design) -> Optional[str]:
     name = label_of(ds.config)
     if ds.frozen < ds.n_base:
         trained = "all" if ds.frozen == 0 else f"{ds.n_base - ds.frozen:,}"
-        return (f"{name} trains the shared trunk ({trained} of its {ds.n_base:,} parameters): a new "
-                "task would change every other task's outputs; train all tasks together, or choose a design that "
-                "freezes the trunk (--freeze-trunk)")
+        return (
+            f"{name} trains the shared trunk ({trained} of its {ds.n_base:,} parameters): a new "
+            "task would change every other task's outputs; train all tasks together, or choose a design that "
+            "freezes the trunk (--freeze-trunk)"
+        )
     if not ds.shared.is_zero:
-        return (f"{name} has modules shared by all tasks (conditional layers and the task-embedding network): a new "
-                "task would change every other task's outputs; train all tasks together")
+        return (
+            f"{name} has modules shared by all tasks (conditional layers and the task-embedding network): a new "
+            "task would change every other task's outputs; train all tasks together"
+        )
     return None
 
 
@@ -232,8 +262,12 @@ def _plain_flops(m: BaseModel, n: int, labels: tuple[int, ...]) -> tuple[tuple[i
     """(each layer, the embeddings, the pooler, each task's head) forward FLOPs on n tokens, as the model's family
     counts them. Fixed by the shape alone, so computed once per shape (plots evaluate thousands of sizes)."""
     family = get_family(m.family)
-    return (tuple(layer_flops(m, n)), family.embedding_flops(m, n), family.pooler_flops(m),
-            tuple(family.head_flops(m, c) for c in labels))
+    return (
+        tuple(layer_flops(m, n)),
+        family.embedding_flops(m, n),
+        family.pooler_flops(m),
+        tuple(family.head_flops(m, c) for c in labels),
+    )
 
 
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
@@ -260,8 +294,14 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     return first, plain, all_tasks
 
 
-def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
-             per_task_limit: Optional[float] = None, unconstrained: Optional[float] = None) -> Cost:
+def evaluate(
+    ds: Design,
+    s: Optional[int],
+    *,
+    limit: Optional[float] = None,
+    per_task_limit: Optional[float] = None,
+    unconstrained: Optional[float] = None,
+) -> Cost:
     """The cost of design ``ds`` at size ``s`` (None for sizeless methods)."""
     per_adapter = ds.adapter(s) if s is not None else ds.adapter.c
     shared = ds.shared(s) if s is not None else ds.shared.c
@@ -270,13 +310,26 @@ def evaluate(ds: Design, s: Optional[int], *, limit: Optional[float] = None,
     total = ds.n_base + extra
     first, plain, all_tasks = forward_flops(ds, s if s is not None else 0)
     cost = Cost(
-        method=ds.method.name, location=ds.location, d_s=s,
-        d_s_unconstrained=unconstrained, params_task_specific=extra, params_total=total,
-        ratio=total / ds.n_base, flops_per_seq=first, flops_base_per_seq=plain,
-        flops_all_tasks_per_seq=all_tasks, feasible=True, params_adapter_per_task=per_adapter,
-        params_adapter_shared=shared, params_trained=total - ds.frozen,
-        params_per_task=per_task, flops_train_step_per_seq=TRAIN_STEP_FACTOR * first, slack=None,
-        layers=list(ds.layers), adds_tasks_later=adds_tasks_later(ds))
+        method=ds.method.name,
+        location=ds.location,
+        d_s=s,
+        d_s_unconstrained=unconstrained,
+        params_task_specific=extra,
+        params_total=total,
+        ratio=total / ds.n_base,
+        flops_per_seq=first,
+        flops_base_per_seq=plain,
+        flops_all_tasks_per_seq=all_tasks,
+        feasible=True,
+        params_adapter_per_task=per_adapter,
+        params_adapter_shared=shared,
+        params_trained=total - ds.frozen,
+        params_per_task=per_task,
+        flops_train_step_per_seq=TRAIN_STEP_FACTOR * first,
+        slack=None,
+        layers=list(ds.layers),
+        adds_tasks_later=adds_tasks_later(ds),
+    )
     if limit is not None:
         cost.feasible, cost.slack = extra <= limit, limit - extra
     if per_task_limit is not None:
@@ -292,8 +345,16 @@ def breakdown(ds: Design, s: Optional[int]) -> list[dict]:
     Parts shared by all tasks (CA-MTL's conditional modules) come first with ``shared=True``."""
     rows = [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": True} for p in ds.shared_parts]
     rows += [{"part": p.name, "layer": p.layer, "params": p.count(s or 0), "shared": False} for p in ds.adapter_parts]
-    rows.append({"part": "task head", "layer": None, "params": head_params(ds.model, ds.tasks[0], ds.convention),
-                 "shared": False})
+    rows.append(
+        {
+            "part": "task head",
+            "layer": None,
+            "params": head_params(ds.model, ds.tasks[0], ds.convention),
+            "shared": False,
+        }
+    )
     if ds.config.per_task_pooler:
-        rows.append({"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention), "shared": False})
+        rows.append(
+            {"part": "pooler", "layer": None, "params": pooler_params(ds.model, ds.convention), "shared": False}
+        )
     return rows

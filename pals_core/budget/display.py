@@ -8,6 +8,7 @@ prints with the same number of decimals (``RATIO_DIGITS``) — never a value rou
 Each ``*_text`` function is the ``f``-string of its rounded value, so ``float(ratio_text(x)) == ratio(x)`` and
 ``ratio_text(ratio(x)) == ratio_text(x)``. Pure Python.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ RATIO_DIGITS = 4  # parameters and FLOPs × the base model's: 1.4989
 STEP_DIGITS = 3  # a training step's time × the base model's: 1.252
 GIB_DIGITS = 2  # memory in GiB: 1.26
 SHARE_DIGITS = 1  # % of the budget spent, rounded down: 99.8
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def ratio_text(x: float) -> str:
@@ -60,7 +61,7 @@ def share(used: float) -> float:
     ``inf`` (a budget that allows nothing) stays ``inf``."""
     if not math.isfinite(used):
         return used
-    scale = 10 ** SHARE_DIGITS
+    scale = 10**SHARE_DIGITS
     return math.floor(used * 100 * scale + 1e-9) / scale
 
 

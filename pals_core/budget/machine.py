@@ -6,6 +6,7 @@ on it and checks every bound; ``constrain`` is the solver's side of the bounds (
     memory_train, memory_infer   (``footprint.memory``)           time_step_s, time_ratio   (``footprint.timing``)
     time_ratio = step time of the design / step time of the base model with one task head (the whole model trained)
 """
+
 from __future__ import annotations
 
 from dataclasses import field, make_dataclass, replace
@@ -16,7 +17,14 @@ from ..families.models import conditions_for_model
 from ..families.registry import get_family, replay_of
 from ..footprint.constraints import CONSTRAINTS, PARAMS, Constraint, Pricing, largest_root, train_memory_poly
 from ..footprint.memory import PRECISIONS, memory_infer, memory_train
-from ..footprint.timing import DeviceProfile, builtin_devices, design_step_poly, load_profile, local_profile_path, step_seconds
+from ..footprint.timing import (
+    DeviceProfile,
+    builtin_devices,
+    design_step_poly,
+    load_profile,
+    local_profile_path,
+    step_seconds,
+)
 from ..pricing.activations import Conditions
 from ..pricing.config import AdapterConfig
 from ..pricing.poly import Poly
@@ -62,14 +70,41 @@ class _MachineMethods:
 
 
 MACHINE_FIELDS = [
-    ("batch", int, field(default=32, metadata={"help": "B, sequences per training step (memory and time are per step)",
-                                               "parse": _positive_int, "optional": False})),
-    ("device", Optional[str], field(default=None, metadata={
-        "help": "device profile for step times: h100, a100, l4, t4, local (measured by pals-calibrate) or a profile "
-                ".json; none = local when calibrated, else h100", "metavar": "NAME|JSON"})),
-    ("precision", str, field(default="fp32", metadata={
-        "help": "fp32 (exact memory) or bf16 (mixed-precision estimate: 2-byte activations, bf16 matmul rate)",
-        "choices": lambda: list(PRECISIONS)})),
+    (
+        "batch",
+        int,
+        field(
+            default=32,
+            metadata={
+                "help": "B, sequences per training step (memory and time are per step)",
+                "parse": _positive_int,
+                "optional": False,
+            },
+        ),
+    ),
+    (
+        "device",
+        Optional[str],
+        field(
+            default=None,
+            metadata={
+                "help": "device profile for step times: h100, a100, l4, t4, local (measured by pals-calibrate) or a profile "
+                ".json; none = local when calibrated, else h100",
+                "metavar": "NAME|JSON",
+            },
+        ),
+    ),
+    (
+        "precision",
+        str,
+        field(
+            default="fp32",
+            metadata={
+                "help": "fp32 (exact memory) or bf16 (mixed-precision estimate: 2-byte activations, bf16 matmul rate)",
+                "choices": lambda: list(PRECISIONS),
+            },
+        ),
+    ),
     *[(c.field, c.type, field(default=None, metadata=c.metadata())) for c in CONSTRAINTS],
 ]
 """The machine: batch, device profile, precision, then one optional field per constraint (``constraints.CONSTRAINTS``,
@@ -77,8 +112,10 @@ in their order): each a flag of every CLI that adds ``Machine``'s flags."""
 
 Machine = make_dataclass("Machine", MACHINE_FIELDS, bases=(_MachineMethods,), frozen=True)
 Machine.__module__ = __name__
-Machine.__doc__ = ("The machine a design trains or serves on: batch, device profile, precision, and one bound per "
-                   "constraint (``constraints.CONSTRAINTS``: memory, max_slowdown, memory_infer, …).")
+Machine.__doc__ = (
+    "The machine a design trains or serves on: batch, device profile, precision, and one bound per "
+    "constraint (``constraints.CONSTRAINTS``: memory, max_slowdown, memory_infer, …)."
+)
 
 
 @lru_cache(maxsize=256)
@@ -103,8 +140,9 @@ def base_step_seconds(ds, machine: Machine, cond: Conditions, profile: Optional[
 _BASE_STEP: dict[tuple, float] = {}
 
 
-def time_ratio(ds, s: Optional[int], machine: Optional["Machine"] = None,
-               model_cond: Optional[Conditions] = None) -> Optional[float]:
+def time_ratio(
+    ds, s: Optional[int], machine: Optional["Machine"] = None, model_cond: Optional[Conditions] = None
+) -> Optional[float]:
     """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (docs/design.md §10)
     on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a caller
     that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
@@ -128,8 +166,9 @@ def exact(ds):
     if found is None:
         if len(_EXACT) >= 1024:
             _EXACT.clear()
-        found = _EXACT[key] = design(ds.model, ds.tasks, ds.config, convention="exact", seq_len=ds.seq_len,
-                                     check_size=False)
+        found = _EXACT[key] = design(
+            ds.model, ds.tasks, ds.config, convention="exact", seq_len=ds.seq_len, check_size=False
+        )
     return found
 
 
@@ -156,8 +195,9 @@ def pricing(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProf
     """What the constraints' ``size`` reads: the design (exact convention) on ``machine`` under ``cond``."""
     profile = profile or machine.profile()
     ds = exact(ds)
-    return Pricing(ds, machine.batch, machine.precision, cond, profile,
-                   lambda: base_step_seconds(ds, machine, cond, profile))
+    return Pricing(
+        ds, machine.batch, machine.precision, cond, profile, lambda: base_step_seconds(ds, machine, cond, profile)
+    )
 
 
 def memory_poly(ds, machine: Machine, cond: Conditions) -> Poly:
@@ -165,7 +205,9 @@ def memory_poly(ds, machine: Machine, cond: Conditions) -> Poly:
     return train_memory_poly(Pricing(exact(ds), machine.batch, machine.precision, cond, None, lambda: 0.0))
 
 
-def time_poly(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None) -> tuple[float, float, float]:
+def time_poly(
+    ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None
+) -> tuple[float, float, float]:
     """(a, b, c) with step seconds = a·s² + b·s + c: every op's cost is at most quadratic in d_s, so the time model
     run on d_s itself gives them (``timing.design_step_poly``)."""
     return design_step_poly(ds, machine.batch, cond, profile or machine.profile(), machine.precision).coefficients
@@ -185,8 +227,9 @@ def check_supported(ds, machine: Machine) -> None:
             raise ValueError(f"{e}: drop {' / '.join('--' + c.field.replace('_', '-') for c in given)}") from None
 
 
-def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool,
-              profile: Optional[DeviceProfile] = None):
+def constrain(
+    cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool, profile: Optional[DeviceProfile] = None
+):
     """Fill ``cost``'s machine figures; for a ``solved`` sized design, lower d_s to what the memory and time budgets
     allow too (closed form: both are quadratics in d_s) and say which constraint binds. ``profile``: the machine's
     device profile, when the caller holds it (a table reads it once for all its rows)."""
@@ -226,11 +269,23 @@ def constrain(cost, ds, machine: Machine, model_cond: Conditions, *, solved: boo
         cost.binding = PARAMS
     elif cost.memory_train is not None:
         broken = ([PARAMS] if cost.slack is not None and cost.slack < 0 else []) + [
-            c.name for c, limit in machine.bounds() if not c.fits(cost, limit)]
+            c.name for c, limit in machine.bounds() if not c.fits(cost, limit)
+        ]
         cost.binding = broken[0] if broken else None
     return cost
 
 
-__all__ = ["constrain", "Machine", "MIN_BARE_BYTES", "parse_memory", "pricing", "resources", "builtin_devices",
-           "largest_root", "memory_poly", "time_poly",
-           "base_step_seconds", "default_device"]
+__all__ = [
+    "constrain",
+    "Machine",
+    "MIN_BARE_BYTES",
+    "parse_memory",
+    "pricing",
+    "resources",
+    "builtin_devices",
+    "largest_root",
+    "memory_poly",
+    "time_poly",
+    "base_step_seconds",
+    "default_device",
+]

@@ -3,6 +3,7 @@
 The methods themselves (``METHODS``, ``get_method``: every package's ``cost.py``) are collected a floor below, in
 ``pals_core.methods.registry``; this module hands them on to the calculator.
 """
+
 from __future__ import annotations
 
 from ..families.registry import get_family
@@ -29,8 +30,10 @@ def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
     half = num_layers // 2
     if location in ("top", "bottom"):
         if half == 0:
-            raise ValueError(f"location {location!r} adapts no layer of a {num_layers}-layer model ({location} = the "
-                             f"{'last' if location == 'top' else 'first'} ⌊L/2⌋ layers); use 'all' or layer indices")
+            raise ValueError(
+                f"location {location!r} adapts no layer of a {num_layers}-layer model ({location} = the "
+                f"{'last' if location == 'top' else 'first'} ⌊L/2⌋ layers); use 'all' or layer indices"
+            )
         return tuple(range(num_layers - half, num_layers)) if location == "top" else tuple(range(half))
     if isinstance(location, str):
         try:
@@ -45,7 +48,9 @@ def resolve_layers(location, num_layers: int) -> tuple[int, ...]:
         raise ValueError("location lists no layers")
     for i in idx:
         if not 0 <= i < num_layers:
-            raise ValueError(f"layer index {i} is out of range for a model with {num_layers} layers (0..{num_layers - 1})")
+            raise ValueError(
+                f"layer index {i} is out of range for a model with {num_layers} layers (0..{num_layers - 1})"
+            )
     if len(set(idx)) != len(idx):
         raise ValueError(f"location {location!r} lists a layer twice")
     return tuple(sorted(idx))

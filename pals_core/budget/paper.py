@@ -4,6 +4,7 @@ BERT-base, the paper's eight GLUE tasks, paper convention (no biases / LayerNorm
 Each row says what the paper reports and what the calculator gives; disagreements are shown, never
 tuned away.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,12 +63,25 @@ def paper_reproduction() -> list[PaperRow]:
     tasks = [glue_task(t) for t in PAPER_TASKS]
     out = []
     for label, method, loc, extra, paper_ds in _CASES:
-        ds = design(model, tasks, AdapterConfig(method=method, location=loc, heads=12), convention="paper", check_size=False)
+        ds = design(
+            model, tasks, AdapterConfig(method=method, location=loc, heads=12), convention="paper", check_size=False
+        )
         c = solve(ds, Budget(extra=extra))
         budget = f"extra {extra / 1e6:g}M"
         out.append(PaperRow(label, method, loc, budget, "d_s", paper_ds, c.d_s, c.params_task_specific, c.ratio))
     ds = design(model, tasks, AdapterConfig(method="bert_layer_top"), convention="paper")
     c = at_size(ds, None)
-    out.append(PaperRow("BERT layer on top (8 tasks)", "bert_layer_top", None, "—", "ratio", 1.66, round(c.ratio, 4),
-                        c.params_task_specific, c.ratio))
+    out.append(
+        PaperRow(
+            "BERT layer on top (8 tasks)",
+            "bert_layer_top",
+            None,
+            "—",
+            "ratio",
+            1.66,
+            round(c.ratio, 4),
+            c.params_task_specific,
+            c.ratio,
+        )
+    )
     return out

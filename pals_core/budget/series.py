@@ -9,6 +9,7 @@
   against T separate fine-tuned models, Σ_t (trunk + pooler + head_t), for T = 1…T_max.
 - ``pareto_front``: the designs no other design beats on both axes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

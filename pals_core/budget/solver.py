@@ -5,6 +5,7 @@ For a fixed method and location the task-specific parameters are a quadratic
 optimum S*; the answer is ⌊S*⌋ rounded down to a multiple of the step (h_s for attention methods),
 then confirmed in exact integer arithmetic (one step up must not fit, guarding against rounding).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,10 @@ class Budget:
             raise ValueError("--budget-of non-embedding applies to a ratio budget (--budget RATIO)")
         given = [k for k in ("ratio", "extra", "per_task") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one budget: a ratio, an absolute extra or a per-task cap"
-                             + (f" (got {', '.join(given)})" if given else ""))
+            raise ValueError(
+                "give exactly one budget: a ratio, an absolute extra or a per-task cap"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
         value = getattr(self, given[0])
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ValueError(f"budget {given[0]} must be a finite number, got {value!r}")
@@ -102,8 +105,14 @@ class Budget:
         """The flags that give this budget: ``--budget 1.13`` | ``--extra 15000000`` | ``--per-task 250000``."""
         value = getattr(self, self.kind)
         flag = {"ratio": "--budget", "extra": "--extra", "per_task": "--per-task"}[self.kind]
-        argv = [flag, repr(float(value)) if self.kind == "ratio" else f"{value:.0f}" if float(value).is_integer()
-                else repr(float(value))]
+        argv = [
+            flag,
+            repr(float(value))
+            if self.kind == "ratio"
+            else f"{value:.0f}"
+            if float(value).is_integer()
+            else repr(float(value)),
+        ]
         return argv + (["--budget-of", self.of] if self.of != "base" else [])
 
     def describe(self, n_base: Optional[int] = None, base: str = "the base model", n_embedding: int = 0) -> str:
@@ -131,11 +140,19 @@ def add_budget_flags(parser: Any, *, title: str = "budget (one of)", defaults_he
     given: read them with ``budget_from_args``)."""
     b = parser.add_argument_group(title + defaults_help)
     b.add_argument("--budget", metavar="RATIO", default=argparse.SUPPRESS, help="N_total ≤ RATIO × N_base, e.g. 1.13")
-    b.add_argument("--extra", metavar="N", default=argparse.SUPPRESS, help="N_total − N_base ≤ N over all tasks, e.g. 15M")
-    b.add_argument("--per-task", metavar="N", default=argparse.SUPPRESS, help="head + adapter ≤ N for every task, e.g. 1.9M")
-    b.add_argument("--budget-of", choices=Budget.OF, default=argparse.SUPPRESS,
-                   help="what a --budget ratio is taken against: base (N_base, default) or non-embedding "
-                        "(N_base minus the embeddings)")
+    b.add_argument(
+        "--extra", metavar="N", default=argparse.SUPPRESS, help="N_total − N_base ≤ N over all tasks, e.g. 15M"
+    )
+    b.add_argument(
+        "--per-task", metavar="N", default=argparse.SUPPRESS, help="head + adapter ≤ N for every task, e.g. 1.9M"
+    )
+    b.add_argument(
+        "--budget-of",
+        choices=Budget.OF,
+        default=argparse.SUPPRESS,
+        help="what a --budget ratio is taken against: base (N_base, default) or non-embedding "
+        "(N_base minus the embeddings)",
+    )
 
 
 def budget_from_args(args: Any) -> Optional["Budget"]:
@@ -144,8 +161,9 @@ def budget_from_args(args: Any) -> Optional["Budget"]:
     return budget_from_flags(ns.get("budget"), ns.get("extra"), ns.get("per_task"), of=ns.get("budget_of"))
 
 
-def budget_from_flags(ratio: Optional[str] = None, extra: Optional[str] = None,
-                      per_task: Optional[str] = None, of: Optional[str] = None) -> Optional[Budget]:
+def budget_from_flags(
+    ratio: Optional[str] = None, extra: Optional[str] = None, per_task: Optional[str] = None, of: Optional[str] = None
+) -> Optional[Budget]:
     """The budget of the command-line flags ``--budget RATIO`` / ``--extra N`` / ``--per-task N`` (N as ``15M``,
     ``250k``…); None when none is given. Raises ValueError naming the flag."""
     given = [(k, v) for k, v in (("--budget", ratio), ("--extra", extra), ("--per-task", per_task)) if v is not None]
@@ -199,8 +217,10 @@ def solve(ds: Design, budget: Budget) -> Cost:
     if star == math.inf:  # the polynomial is constant in S (e.g. no layer adapted): a real "does not grow"
         raise ValueError(f"method {ds.method.name!r} does not grow with d_s here; nothing to solve")
     if star > MAX_D_S:
-        raise ValueError(f"this budget allows d_s ≈ {star:,.4g} for {ds.method.name!r}, above the largest adapter size "
-                         f"the calculator prices ({MAX_D_S:,}); give a smaller budget")
+        raise ValueError(
+            f"this budget allows d_s ≈ {star:,.4g} for {ds.method.name!r}, above the largest adapter size "
+            f"the calculator prices ({MAX_D_S:,}); give a smaller budget"
+        )
 
     def fits(s: int) -> bool:
         return evaluate(ds, s, limit=limit, per_task_limit=per_task).feasible
@@ -210,7 +230,9 @@ def solve(ds: Design, budget: Budget) -> Cost:
         s += step
     while s > step and not fits(s):
         s -= step
-    return evaluate(ds, s, limit=limit, per_task_limit=per_task, unconstrained=max(star, 0.0) if star > -math.inf else None)
+    return evaluate(
+        ds, s, limit=limit, per_task_limit=per_task, unconstrained=max(star, 0.0) if star > -math.inf else None
+    )
 
 
 def at_size(ds: Design, s: Optional[int], budget: Optional[Budget] = None) -> Cost:

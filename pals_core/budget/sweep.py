@@ -3,6 +3,7 @@
 Built for speed (the app redraws on every keystroke): the polynomials of a design are resolved once
 per (method, location, T), and each d_s then costs two quadratic evaluations.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Iterator, NamedTuple, Optional
@@ -25,9 +26,16 @@ class Point(NamedTuple):
     flops_per_seq: int
 
 
-def sweep(model: BaseModel, *, sizes: Iterable[int] = range(1, 1025), task_counts: Iterable[int] = range(1, 33),
-          methods: Optional[Iterable[str]] = None, convention: str = "exact", seq_len: Optional[int] = None,
-          heads: int = AdapterConfig.default("heads")) -> Iterator[Point]:
+def sweep(
+    model: BaseModel,
+    *,
+    sizes: Iterable[int] = range(1, 1025),
+    task_counts: Iterable[int] = range(1, 33),
+    methods: Optional[Iterable[str]] = None,
+    convention: str = "exact",
+    seq_len: Optional[int] = None,
+    heads: int = AdapterConfig.default("heads"),
+) -> Iterator[Point]:
     """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""
     sizes = list(sizes)
     family = get_family(model.family)

@@ -1,4 +1,5 @@
 """Every method × location at one budget (or one size): the rows of ``pals-budget``."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,10 +23,10 @@ def designs_for(methods: Optional[Iterable[str]] = None, location=None) -> list[
     """(method, location) pairs: each within-network method at all/top/bottom (or at ``location``),
     each top or sizeless-global method once."""
     pairs = []
-    for name in (methods if methods is not None else METHODS):
+    for name in methods if methods is not None else METHODS:
         m = get_method(name)
         if m.within:
-            for loc in ([location] if location is not None else WITHIN_LOCATIONS):
+            for loc in [location] if location is not None else WITHIN_LOCATIONS:
                 pairs.append((name, loc))
         else:
             if location is not None and location != "all":
@@ -48,8 +49,14 @@ class Rows(list):
 _DESIGNS: dict = {}  # (model, tasks, config, convention, n, checked) -> Design: a design does not depend on the budget
 
 
-def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convention: str, seq_len: Optional[int],
-            check_size: bool) -> Design:
+def _design(
+    model: BaseModel,
+    tasks: Sequence[Task],
+    cfg: AdapterConfig,
+    convention: str,
+    seq_len: Optional[int],
+    check_size: bool,
+) -> Design:
     """``design(...)``, remembered: asking the same question at another budget re-uses every resolved design."""
     key = (model, tuple(tasks), repr(cfg), convention, seq_len, check_size)
     ds = _DESIGNS.get(key)
@@ -60,10 +67,21 @@ def _design(model: BaseModel, tasks: Sequence[Task], cfg: AdapterConfig, convent
     return ds
 
 
-def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = None, methods: Optional[Iterable[str]] = None,
-         location=None, d_s: Optional[int] = None, adapter: Optional[AdapterConfig] = None,
-         seq_len: Optional[int] = None, convention: str = "exact", machine: Optional[Machine] = None,
-         model_conditions: Optional[Conditions] = None, **adapter_fields) -> Rows:
+def rows(
+    model: BaseModel,
+    tasks: Sequence[Task],
+    *,
+    budget: Optional[Budget] = None,
+    methods: Optional[Iterable[str]] = None,
+    location=None,
+    d_s: Optional[int] = None,
+    adapter: Optional[AdapterConfig] = None,
+    seq_len: Optional[int] = None,
+    convention: str = "exact",
+    machine: Optional[Machine] = None,
+    model_conditions: Optional[Conditions] = None,
+    **adapter_fields,
+) -> Rows:
     """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.
 
     With a ``machine`` (``budget.machine.Machine``) each row also holds its training and serving memory and its step
@@ -79,7 +97,9 @@ def rows(model: BaseModel, tasks: Sequence[Task], *, budget: Optional[Budget] = 
     if budget is None and d_s is None:
         sized = [name for name, _ in pairs if get_method(name).sized]
         if sized:
-            raise ValueError(f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}")
+            raise ValueError(
+                f"give a budget (ratio, extra or per-task) or an adapter size d_s for {', '.join(dict.fromkeys(sized))}"
+            )
     out = Rows()
     profile = None
     if machine is not None:

@@ -1,5 +1,6 @@
 """Tasks as the calculator sees them: a name and its number of outputs C_t — GLUE names with their real label
 counts, N anonymous binary tasks, or the records of a tasks file (``pals_core.tasks``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,6 +3,7 @@
 Sequence i is ``ids[offsets[i]:offsets[i+1]]``. Batches are padded to their own longest sequence
 (dynamic padding), which on CPU saves most of the cost of padding every batch to ``max_len``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

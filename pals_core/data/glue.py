@@ -17,6 +17,7 @@ header starts with a UTF-8 BOM (files are opened as ``utf-8-sig``).
 
 Tokenising, caching and the caps on examples are the loader's (``load.py``), the same for every source.
 """
+
 from __future__ import annotations
 
 import csv
@@ -50,6 +51,7 @@ class RawSplit:
 
 
 # ---------------------------------------------------------------------------------------- files
+
 
 def resolve_glue_dir(glue_dir: Optional[str] = None) -> Optional[Path]:
     """The GLUE folder: the argument, else ``$PALS_GLUE_DIR``, else None."""
@@ -86,8 +88,9 @@ def _label(task: GlueTask, value: str, path: Path, line: int) -> Any:
         if not math.isfinite(score):
             raise GlueDataError(f"{path}:{line}: score {value!r} is not finite")
         if task.range is not None and not task.range[0] <= score <= task.range[1]:
-            raise GlueDataError(f"{path}:{line}: score {score:g} is outside {task.name}'s range "
-                                f"[{task.range[0]:g}, {task.range[1]:g}]")
+            raise GlueDataError(
+                f"{path}:{line}: score {score:g} is outside {task.name}'s range [{task.range[0]:g}, {task.range[1]:g}]"
+            )
         return score
     try:
         return task.classes.index(value.strip())
@@ -114,8 +117,10 @@ def read_tsv(task: GlueTask, path: "str | Path") -> RawSplit:
                 wanted = [c for c in (task.text_a, task.text_b, task.label) if c is not None]
                 lacking = [c for c in wanted if c not in header]
                 if lacking:
-                    raise GlueDataError(f"{path}:1: header lacks column(s) {', '.join(map(repr, lacking))} "
-                                        f"(has {', '.join(header)}) — is this the {task.folder} file?")
+                    raise GlueDataError(
+                        f"{path}:1: header lacks column(s) {', '.join(map(repr, lacking))} "
+                        f"(has {', '.join(header)}) — is this the {task.folder} file?"
+                    )
                 width = len(header)
                 ia, il = header.index(task.text_a), header.index(task.label)
                 ib = header.index(task.text_b) if task.text_b is not None else None
@@ -129,8 +134,10 @@ def read_tsv(task: GlueTask, path: "str | Path") -> RawSplit:
                     if task.drop_short_rows and len(row) < width:
                         dropped += 1
                         continue
-                    raise GlueDataError(f"{path}:{reader.line_num}: expected {width} tab-separated fields "
-                                        f"for {task.folder}, found {len(row)}")
+                    raise GlueDataError(
+                        f"{path}:{reader.line_num}: expected {width} tab-separated fields "
+                        f"for {task.folder}, found {len(row)}"
+                    )
                 labels.append(_label(task, row[il], path, reader.line_num))
                 a.append(row[ia])
                 if b is not None:
@@ -151,13 +158,20 @@ def read_hub(task: GlueTask, split: str) -> RawSplit:
     try:
         ds = datasets.load_dataset(HUB_DATASET, task.hub_config, split=split)
     except Exception as e:  # offline, unreachable, not cached: one clear line instead of a network traceback
-        raise GlueDataError(f"could not load {HUB_DATASET}/{task.hub_config} ({split}) from the hub: "
-                            f"{type(e).__name__}: {e}") from None
+        raise GlueDataError(
+            f"could not load {HUB_DATASET}/{task.hub_config} ({split}) from the hub: {type(e).__name__}: {e}"
+        ) from None
     col_a, col_b = task.hub_columns
     labels = ds["label"]
     labels = [float(x) for x in labels] if task.regression else [int(x) for x in labels]
-    return RawSplit(list(ds[col_a]), list(ds[col_b]) if col_b else None, labels, 0,
-                    f"hub:{HUB_DATASET}/{task.hub_config}/{split}", ds._fingerprint)
+    return RawSplit(
+        list(ds[col_a]),
+        list(ds[col_b]) if col_b else None,
+        labels,
+        0,
+        f"hub:{HUB_DATASET}/{task.hub_config}/{split}",
+        ds._fingerprint,
+    )
 
 
 def hub_allowed() -> bool:
@@ -176,11 +190,20 @@ def choose_source(glue_dir: Optional[str], source: str = "auto") -> tuple[str, O
         return "files", path
     if source == "auto" and hub_allowed():
         return "hub", None
-    raise GlueDataError(f"no GLUE directory: give --glue-dir or set {GLUE_DIR_ENV}"
-                        + (" (hub download is off: HF_HUB_OFFLINE is set)" if source == "auto" else ""))
+    raise GlueDataError(
+        f"no GLUE directory: give --glue-dir or set {GLUE_DIR_ENV}"
+        + (" (hub download is off: HF_HUB_OFFLINE is set)" if source == "auto" else "")
+    )
 
 
-
-
-__all__ = ["GLUE_DIR_ENV", "GlueDataError", "RawSplit", "check_files", "choose_source", "missing_files", "read_hub",
-           "read_tsv", "resolve_glue_dir"]
+__all__ = [
+    "GLUE_DIR_ENV",
+    "GlueDataError",
+    "RawSplit",
+    "check_files",
+    "choose_source",
+    "missing_files",
+    "read_hub",
+    "read_tsv",
+    "resolve_glue_dir",
+]

@@ -10,6 +10,7 @@ Caps: ``max_train`` / ``max_eval`` keep a fixed random subset of that size (seed
 training seed: the same examples in every run), in file order. A random subset, not the first rows, because
 files are often sorted (STS-B by genre, CoLA dev in-domain then out-of-domain).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,6 +52,7 @@ class TaskData:
 
 
 # ---------------------------------------------------------------------------------- tokenising
+
 
 def tokenizer_fingerprint(tokenizer) -> str:
     """A hash of everything that decides the token ids (vocabulary, normaliser, special tokens)."""
@@ -102,20 +104,31 @@ def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat token arrays out of a tokenised ``datasets.Dataset`` (arrow list columns)."""
     ids = ds.data.column("input_ids").combine_chunks()
     types = ds.data.column("token_type_ids").combine_chunks()
-    return (np.asarray(ids.values.to_numpy(), dtype=np.int32), np.asarray(types.values.to_numpy(), dtype=np.int8),
-            np.asarray(ids.offsets.to_numpy(), dtype=np.int64))
+    return (
+        np.asarray(ids.values.to_numpy(), dtype=np.int32),
+        np.asarray(types.values.to_numpy(), dtype=np.int8),
+        np.asarray(ids.offsets.to_numpy(), dtype=np.int64),
+    )
 
 
-def encode(raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *,
-           cache_dir: Optional[Path] = None) -> tuple[Encoded, bool]:
+def encode(
+    raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *, cache_dir: Optional[Path] = None
+) -> tuple[Encoded, bool]:
     """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache."""
     import datasets
 
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = hashlib.sha256(json.dumps({
-        "format": CACHE_FORMAT, "tokenizer": tokenizer_fingerprint(tokenizer), "max_len": max_len,
-        "data": raw.fingerprint or texts_fingerprint(raw.text_a, raw.text_b),
-    }, sort_keys=True).encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "tokenizer": tokenizer_fingerprint(tokenizer),
+                "max_len": max_len,
+                "data": raw.fingerprint or texts_fingerprint(raw.text_a, raw.text_b),
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:32]
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
@@ -130,16 +143,28 @@ def encode(raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *,
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict) -> dict:
-        out = tokenizer(batch["text_a"], batch.get("text_b"), truncation=True, max_length=max_len,
-                        return_token_type_ids=True, return_attention_mask=False)
+        out = tokenizer(
+            batch["text_a"],
+            batch.get("text_b"),
+            truncation=True,
+            max_length=max_len,
+            return_token_type_ids=True,
+            return_attention_mask=False,
+        )
         return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
         ds = datasets.Dataset.from_dict(columns)
-        ds = ds.map(tok, batched=True, batch_size=2000, remove_columns=list(columns),
-                    load_from_cache_file=False, keep_in_memory=True)
+        ds = ds.map(
+            tok,
+            batched=True,
+            batch_size=2000,
+            remove_columns=list(columns),
+            load_from_cache_file=False,
+            keep_in_memory=True,
+        )
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=cache_dir))
         try:
@@ -171,8 +196,9 @@ def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
 TaskLike = Union[TaskRecord, str]
 
 
-def raw_splits(record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True,
-               seed: int = 0) -> tuple[dict[str, RawSplit], tuple[str, ...]]:
+def raw_splits(
+    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
+) -> tuple[dict[str, RawSplit], tuple[str, ...]]:
     """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
     class indices / floats / index lists, and its label names. No tokenising."""
     if record.glue is None:
@@ -186,7 +212,9 @@ def raw_splits(record: TaskRecord, *, glue_dir: Optional[str] = None, source: st
     splits: list[tuple[str, str]] = [("train", t.train_file if kind == "files" else "train")] if train else []
     devs = t.dev_files if kind == "files" else t.hub_dev_splits
     splits += [(f"dev{('_' + s) if s else ''}", where) for s, where in devs]
-    out = {key: read_tsv(t, root / t.folder / where) if kind == "files" else read_hub(t, where) for key, where in splits}
+    out = {
+        key: read_tsv(t, root / t.folder / where) if kind == "files" else read_hub(t, where) for key, where in splits
+    }
     return out, t.classes or ()
 
 
@@ -196,9 +224,19 @@ def load_task(task: TaskLike, tokenizer, **kw) -> TaskData:
     return load_tasks([record], tokenizer, **kw)[record.name]
 
 
-def load_tasks(tasks: Sequence[TaskLike], tokenizer, *, glue_dir: Optional[str] = None, source: str = "auto",
-               max_len: int = 128, max_train: Optional[int] = None, max_eval: Optional[int] = None,
-               train: bool = True, cache_dir: Optional[str] = None, seed: int = 0) -> dict[str, TaskData]:
+def load_tasks(
+    tasks: Sequence[TaskLike],
+    tokenizer,
+    *,
+    glue_dir: Optional[str] = None,
+    source: str = "auto",
+    max_len: int = 128,
+    max_train: Optional[int] = None,
+    max_eval: Optional[int] = None,
+    train: bool = True,
+    cache_dir: Optional[str] = None,
+    seed: int = 0,
+) -> dict[str, TaskData]:
     """Tokenised splits of several tasks (records, or built-in GLUE names). Every GLUE task's files are checked
     before any is read (one ``GlueDataError`` names them all); every row of a task's own files is checked
     (``TaskDataError`` naming file, row and column). ``seed`` draws the dev split of a task without a dev file."""
@@ -243,8 +281,11 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     for r in records:
         if r.glue is None:
             names = () if r.regression else read_label_names(r)
-            files = {role: {"path": path, "sha256": sha256_of(path)} for role, path in (("train", r.train), ("dev", r.dev))
-                     if path}
+            files = {
+                role: {"path": path, "sha256": sha256_of(path)}
+                for role, path in (("train", r.train), ("dev", r.dev))
+                if path
+            }
         else:
             t = GLUE_TASKS[r.glue]
             names = t.classes or ()
@@ -258,8 +299,13 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
                     path = root / rel
                     files[role] = {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
         hashes = {role: f["sha256"] for role, f in files.items()}
-        out[r.name] = {"record": r.as_dict(), "labels": list(names), "num_labels": 1 if r.regression else len(names),
-                       "files": files, "fingerprint": fingerprint(r, hashes)}
+        out[r.name] = {
+            "record": r.as_dict(),
+            "labels": list(names),
+            "num_labels": 1 if r.regression else len(names),
+            "files": files,
+            "fingerprint": fingerprint(r, hashes),
+        }
     return out
 
 
@@ -277,7 +323,14 @@ def tokenizer_path(model: Optional[str]) -> str:
     return minilm_path() if model in (None, TINY) else model
 
 
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spm.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "tokenizer.model",
+    "spm.model",
+    "sentencepiece.bpe.model",
+)
 """The files a Hugging Face tokenizer is read from (fast tokenizer; WordPiece; BPE; SentencePiece): one must be there."""
 
 
@@ -286,8 +339,10 @@ def check_tokenizer(model: Optional[str]) -> None:
     empty tokenizer and fail on the first row ("Missing [UNK] token from the vocabulary")."""
     folder = tokenizer_path(model)
     if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
-        raise ValueError(f"{folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the checkpoint's "
-                         "tokenizer files beside its config.json")
+        raise ValueError(
+            f"{folder} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the checkpoint's "
+            "tokenizer files beside its config.json"
+        )
 
 
 def load_tokenizer(path: str):
@@ -297,5 +352,19 @@ def load_tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
-__all__ = ["CACHE_DIR_ENV", "TINY", "TaskData", "check_tokenizer", "describe_data", "encode", "label_array",
-           "load_task", "load_tasks", "load_tokenizer", "minilm_path", "raw_splits", "subset", "tokenizer_path"]
+__all__ = [
+    "CACHE_DIR_ENV",
+    "TINY",
+    "TaskData",
+    "check_tokenizer",
+    "describe_data",
+    "encode",
+    "label_array",
+    "load_task",
+    "load_tasks",
+    "load_tokenizer",
+    "minilm_path",
+    "raw_splits",
+    "subset",
+    "tokenizer_path",
+]

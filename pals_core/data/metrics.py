@@ -14,6 +14,7 @@ The dev average is the unweighted mean over the run's tasks of each task's main 
 For GLUE this is the paper's Table 3: accuracy for every task, except CoLA (MCC) and STS-B (Pearson) — MRPC
 and QQP count with their accuracy, not F1.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence, Union
@@ -41,8 +42,9 @@ def _check(preds: np.ndarray, labels: np.ndarray) -> None:
         raise ValueError("no examples to score")
 
 
-def classification_scores(logits: np.ndarray, labels: np.ndarray, metrics: Sequence[str], num_labels: int,
-                          positive: int = 1) -> dict[str, float]:
+def classification_scores(
+    logits: np.ndarray, labels: np.ndarray, metrics: Sequence[str], num_labels: int, positive: int = 1
+) -> dict[str, float]:
     """Scores of arg-max predictions; logits (n, C) or predicted classes (n,)."""
     from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
@@ -64,7 +66,9 @@ def classification_scores(logits: np.ndarray, labels: np.ndarray, metrics: Seque
     return out
 
 
-def regression_scores(preds: np.ndarray, labels: np.ndarray, metrics: Sequence[str] = ("pearson", "spearman")) -> dict[str, float]:
+def regression_scores(
+    preds: np.ndarray, labels: np.ndarray, metrics: Sequence[str] = ("pearson", "spearman")
+) -> dict[str, float]:
     """Pearson and Spearman correlation; 0.0 for a constant prediction (undefined correlation)."""
     from scipy.stats import pearsonr, spearmanr
 
@@ -97,8 +101,9 @@ def _scores(record: TaskRecord, preds: np.ndarray, labels: np.ndarray, num_label
     return classification_scores(preds, labels, metrics, num_labels, positive)
 
 
-def task_scores(task: TaskLike, outputs: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                num_labels: Optional[int] = None) -> dict[str, float]:
+def task_scores(
+    task: TaskLike, outputs: Mapping[str, tuple[np.ndarray, np.ndarray]], num_labels: Optional[int] = None
+) -> dict[str, float]:
     """All metrics of ``task`` from ``{dev split suffix: (logits or predictions, labels)}`` — suffix "" for one
     dev set, "m" and "mm" for MNLI. ``num_labels`` (C_t) defaults to the logits' width or the declared labels."""
     record = record_of(task)
@@ -130,8 +135,9 @@ def main_metric_label(task: TaskLike) -> str:
     return record.main_metric if splits == ("",) else f"{record.main_metric}_{'/'.join(splits)} mean"
 
 
-def dev_average(scores: Mapping[str, Mapping[str, float]],
-                records: Optional[Mapping[str, TaskRecord]] = None) -> Optional[float]:
+def dev_average(
+    scores: Mapping[str, Mapping[str, float]], records: Optional[Mapping[str, TaskRecord]] = None
+) -> Optional[float]:
     """Unweighted mean of ``main_score`` over the tasks; None without tasks. ``records`` maps the task names to
     their records (default: the built-in GLUE task of each name)."""
     if not scores:
@@ -139,8 +145,9 @@ def dev_average(scores: Mapping[str, Mapping[str, float]],
     return float(np.mean([main_score((records or {}).get(t, t), s) for t, s in scores.items()]))
 
 
-def majority_scores(task: TaskLike, train_labels: np.ndarray, dev_labels: Mapping[str, np.ndarray],
-                    num_labels: Optional[int] = None) -> dict[str, float]:
+def majority_scores(
+    task: TaskLike, train_labels: np.ndarray, dev_labels: Mapping[str, np.ndarray], num_labels: Optional[int] = None
+) -> dict[str, float]:
     """The reference every design must beat: the most frequent training class on every dev example; regression:
     the training mean (whose correlations are 0); multilabel: each label predicted when most training rows
     carry it."""

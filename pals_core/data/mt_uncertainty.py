@@ -25,6 +25,7 @@ ties interleave), so it trains whenever the copied task does, and over the steps
 of an average classification task: neither preferred nor starved. With regression tasks only, every
 H' is 1 (the first b candidates, tasks interleaved).
 """
+
 from __future__ import annotations
 
 import math
@@ -53,9 +54,12 @@ def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> li
     try:
         with torch.no_grad():
             for task, batch in batches:
-                logits = model(task=task, input_ids=batch["input_ids"].to(device),
-                               attention_mask=batch["attention_mask"].to(device),
-                               token_type_ids=batch["token_type_ids"].to(device)).float()
+                logits = model(
+                    task=task,
+                    input_ids=batch["input_ids"].to(device),
+                    attention_mask=batch["attention_mask"].to(device),
+                    token_type_ids=batch["token_type_ids"].to(device),
+                ).float()
                 c = _num_labels(model, task, logits)
                 if c == 1:
                     out.append(np.full(logits.shape[0], np.nan))

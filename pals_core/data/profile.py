@@ -14,6 +14,7 @@ The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it):
      "majority": {"metric", "main", "scores"},
      "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
 """
+
 from __future__ import annotations
 
 import math
@@ -42,6 +43,7 @@ def check_max_len(max_len: Any) -> int:
 
 # ------------------------------------------------------------------------------------ labels
 
+
 def _distribution(record: TaskRecord, y: np.ndarray, names: Sequence[str]) -> dict:
     """Classification: rows of each label; multilabel: rows carrying each label; regression: mean/std/min/max
     (of the targets as written, float64: not the float32 the model trains on)."""
@@ -61,6 +63,7 @@ def _merge_counts(parts: Sequence[dict]) -> dict:
 
 # ------------------------------------------------------------------------------------ tokens
 
+
 def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = False) -> np.ndarray:
     """Tokens per row of ``splits`` (in order) as the model would see them untruncated: special tokens
     included, both texts of a pair. Batched through the (fast) tokenizer; a tqdm bar on stderr when
@@ -79,10 +82,16 @@ def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = Fal
     try:
         for s in splits:
             for i in range(0, len(s.text_a), TOKEN_BATCH):
-                a = s.text_a[i:i + TOKEN_BATCH]
-                b = None if s.text_b is None else s.text_b[i:i + TOKEN_BATCH]
-                enc = tokenizer(a, b, add_special_tokens=True, truncation=False, return_attention_mask=False,
-                                return_token_type_ids=False)
+                a = s.text_a[i : i + TOKEN_BATCH]
+                b = None if s.text_b is None else s.text_b[i : i + TOKEN_BATCH]
+                enc = tokenizer(
+                    a,
+                    b,
+                    add_special_tokens=True,
+                    truncation=False,
+                    return_attention_mask=False,
+                    return_token_type_ids=False,
+                )
                 out.extend(len(ids) for ids in enc["input_ids"])
                 if bar is not None:
                     bar.update(len(a))
@@ -97,12 +106,17 @@ def token_stats(lengths: np.ndarray, max_len: int) -> dict:
     """p50 / p95 (integers, rounded up), the longest row, and the share of rows longer than ``max_len``."""
     if len(lengths) == 0:
         return {"max_len": max_len, "p50": 0, "p95": 0, "max": 0, "truncated": 0.0}
-    return {"max_len": max_len, "p50": int(math.ceil(np.percentile(lengths, 50))),
-            "p95": int(math.ceil(np.percentile(lengths, 95))), "max": int(lengths.max()),
-            "truncated": float((lengths > max_len).mean())}
+    return {
+        "max_len": max_len,
+        "p50": int(math.ceil(np.percentile(lengths, 50))),
+        "p95": int(math.ceil(np.percentile(lengths, 95))),
+        "max": int(lengths.max()),
+        "truncated": float((lengths > max_len).mean()),
+    }
 
 
 # ------------------------------------------------------------------------------------ profiles
+
 
 @dataclass
 class TaskRows:
@@ -124,8 +138,9 @@ def check_glue_files(records: Sequence[TaskRecord], glue_dir: Optional[str] = No
             check_files(root, glue, True)
 
 
-def read_task_rows(record: TaskRecord, *, glue_dir: Optional[str] = None, glue_source: str = "auto",
-                   seed: int = 0) -> TaskRows:
+def read_task_rows(
+    record: TaskRecord, *, glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0
+) -> TaskRows:
     """The task's rows, every one checked (``TaskDataError`` naming file, row and column)."""
     check_glue_files([record], glue_dir, glue_source)
     raws, names = raw_splits(record, glue_dir=glue_dir, source=glue_source, train=True, seed=seed)
@@ -133,8 +148,9 @@ def read_task_rows(record: TaskRecord, *, glue_dir: Optional[str] = None, glue_s
     return TaskRows(record, raws["train"], devs, tuple(names))
 
 
-def read_tasks_rows(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, glue_source: str = "auto",
-                    seed: int = 0) -> list[TaskRows]:
+def read_tasks_rows(
+    records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0
+) -> list[TaskRows]:
     """Every task's rows, in order; every GLUE file checked before any row is read.
 
     Read before the tokenizer is loaded (``profile_tasks``, ``pals-tasks``): bad data is named without
@@ -154,7 +170,9 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
     if record.regression:
         train_dist = _distribution(record, np.asarray(train.labels, dtype=np.float64), names)
-        dev_dist = _distribution(record, np.asarray([v for raw in devs.values() for v in raw.labels], np.float64), names)
+        dev_dist = _distribution(
+            record, np.asarray([v for raw in devs.values() for v in raw.labels], np.float64), names
+        )
     else:
         train_dist = _distribution(record, train_y, names)
         dev_dist = _merge_counts([_distribution(record, y, names) for y in dev_y.values()])
@@ -170,14 +188,25 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
         "dev_source": " + ".join(raw.source for raw in devs.values()),
         "labels": list(names),
         "distribution": {"train": train_dist, "dev": dev_dist},
-        "majority": {"metric": main_metric_label(record), "main": main_score(record, scores),
-                     "scores": {k: float(v) for k, v in scores.items()}},
+        "majority": {
+            "metric": main_metric_label(record),
+            "main": main_score(record, scores),
+            "scores": {k: float(v) for k, v in scores.items()},
+        },
         "tokens": tokens,
     }
 
 
-def profile_task(record: TaskRecord, *, tokenizer=None, max_len: int = 128, glue_dir: Optional[str] = None,
-                 glue_source: str = "auto", seed: int = 0, progress: bool = False) -> dict:
+def profile_task(
+    record: TaskRecord,
+    *,
+    tokenizer=None,
+    max_len: int = 128,
+    glue_dir: Optional[str] = None,
+    glue_source: str = "auto",
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
     """One task's profile (the module docstring gives its shape). ``tokenizer`` None: no token statistics
     (``tokens`` is None). ``seed`` draws the dev rows of a task without a dev file, as a run of that seed
     would. Raises ``TaskDataError`` (a ``ValueError``) naming file, row and column for bad data."""
@@ -202,12 +231,21 @@ def tokenizer_of(model: Optional[str]):
         return load_tokenizer(path)
     except (OSError, ValueError, TypeError, KeyError) as e:
         first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        raise ValueError(f"model {model!r}: its tokenizer could not be read from {path} ({first.rstrip(':')})") from None
+        raise ValueError(
+            f"model {model!r}: its tokenizer could not be read from {path} ({first.rstrip(':')})"
+        ) from None
 
 
-def profile_tasks(records: Sequence[TaskRecord], *, model: Optional[str] = None, max_len: int = 128,
-                  glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0,
-                  progress: bool = False) -> list[dict]:
+def profile_tasks(
+    records: Sequence[TaskRecord],
+    *,
+    model: Optional[str] = None,
+    max_len: int = 128,
+    glue_dir: Optional[str] = None,
+    glue_source: str = "auto",
+    seed: int = 0,
+    progress: bool = False,
+) -> list[dict]:
     """``profile_task`` of every record, in order, with ``model``'s tokenizer (loaded once, after every task's
     rows are read and checked: see ``read_tasks_rows``)."""
     check_max_len(max_len)
@@ -216,5 +254,16 @@ def profile_tasks(records: Sequence[TaskRecord], *, model: Optional[str] = None,
     return [profile_rows(r, tokenizer=tokenizer, max_len=max_len, progress=progress) for r in rows]
 
 
-__all__ = ["TaskRows", "check_glue_files", "check_max_len", "profile_rows", "profile_task", "profile_tasks",
-           "read_task_rows", "read_tasks_rows", "token_lengths", "token_stats", "tokenizer_of"]
+__all__ = [
+    "TaskRows",
+    "check_glue_files",
+    "check_max_len",
+    "profile_rows",
+    "profile_task",
+    "profile_tasks",
+    "read_task_rows",
+    "read_tasks_rows",
+    "token_lengths",
+    "token_stats",
+    "tokenizer_of",
+]

@@ -30,6 +30,7 @@ sampler scores candidate batches) set ``needs_model = True`` and implement ``can
 then draws those batches and trains one step on the selected rows (the interface: ``task_sampler.py``). New kinds register
 with ``@register_sampler``; ``mt_uncertainty`` (``mt_uncertainty.py``) is registered here beside the others.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,16 @@ class AlphaSampler(TaskSampler):
 
     name = "alpha_schedule"
 
-    def __init__(self, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS, *,
-                 alpha_start: float = 1.0, alpha_end: Optional[float] = None, alpha_shape: str = "linear") -> None:
+    def __init__(
+        self,
+        task_sizes: dict[str, int],
+        total_steps: int,
+        epoch_steps: int = DEFAULT_EPOCH_STEPS,
+        *,
+        alpha_start: float = 1.0,
+        alpha_end: Optional[float] = None,
+        alpha_shape: str = "linear",
+    ) -> None:
         super().__init__(task_sizes, total_steps, epoch_steps)
         alpha_end = alpha_start if alpha_end is None else alpha_end
         for label, v in (("alpha_start", alpha_start), ("alpha_end", alpha_end)):
@@ -87,8 +96,12 @@ class AlphaSampler(TaskSampler):
         return w / w.sum()
 
     def describe(self) -> dict:
-        return {**super().describe(), "alpha_start": self.alpha_start, "alpha_end": self.alpha_end,
-                "alpha_shape": self.alpha_shape}
+        return {
+            **super().describe(),
+            "alpha_start": self.alpha_start,
+            "alpha_end": self.alpha_end,
+            "alpha_shape": self.alpha_shape,
+        }
 
 
 class ProportionalSampler(AlphaSampler):
@@ -144,9 +157,11 @@ SAMPLERS: dict[str, SamplerFactory] = {}
 
 def register_sampler(name: str) -> Callable[[SamplerFactory], SamplerFactory]:
     """Register a sampler class (or factory) under ``name`` for ``make_sampler`` / ``--sampling``."""
+
     def deco(factory: SamplerFactory) -> SamplerFactory:
         SAMPLERS[name] = factory
         return factory
+
     return deco
 
 
@@ -156,8 +171,9 @@ register_sampler("alpha")(AlphaSampler)
 register_sampler(MTUncertaintySampler.name)(MTUncertaintySampler)
 
 
-def make_sampler(kind: str, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS,
-                 **options: Any) -> TaskSampler:
+def make_sampler(
+    kind: str, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS, **options: Any
+) -> TaskSampler:
     """A sampler by registered name; ``options`` (alpha_start, alpha_end, alpha_shape) go to ``alpha_schedule``."""
     if kind not in SAMPLERS:
         raise ValueError(f"unknown sampling {kind!r} ({', '.join(SAMPLERS)})")

@@ -6,6 +6,7 @@ samplers (CA-MTL's MT-Uncertainty) set ``needs_model`` and implement ``candidate
 step's batch is then a list of ``(task, rows)`` parts, trained as one batch (docs/design.md §7).
 The kinds and their registry are in ``samplers.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ class TaskSampler(ABC):
     name: ClassVar[str] = ""
     needs_model: ClassVar[bool] = False
 
-    def __init__(self, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS,
-                 **options: Any) -> None:
+    def __init__(
+        self, task_sizes: dict[str, int], total_steps: int, epoch_steps: int = DEFAULT_EPOCH_STEPS, **options: Any
+    ) -> None:
         """``options`` a sampler kind does not use (e.g. the α settings) are ignored."""
         if not task_sizes:
             raise ValueError("a sampler needs at least one task")
@@ -70,5 +72,11 @@ class TaskSampler(ABC):
         raise NotImplementedError(f"sampler {self.name!r} does not look at the model")
 
     def describe(self) -> dict:
-        return {"kind": self.name, "tasks": self.tasks, "sizes": self.sizes.astype(int).tolist(),
-                "total_steps": self.total_steps, "epoch_steps": self.epoch_steps, "epochs": self.epochs}
+        return {
+            "kind": self.name,
+            "tasks": self.tasks,
+            "sizes": self.sizes.astype(int).tolist(),
+            "total_steps": self.total_steps,
+            "epoch_steps": self.epoch_steps,
+            "epochs": self.epochs,
+        }

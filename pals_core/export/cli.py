@@ -14,6 +14,7 @@ express LoRA and IA³ runs; other designs are refused. The best checkpoint is ex
 Exit status: 0 written · 1 the export failed (torch could not trace it, or its logits differ) · 2 bad input or a
 format that cannot express the design (one line on stderr).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write (new, or empty)")
     p.add_argument("--step", type=int, metavar="N", help="the checkpoint of step N (default: the best)")
     p.add_argument("--opset", type=int, metavar="N", help="ONNX opset (default: 17, the least accepted)")
-    p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
-                   help="onnx: compare onnxruntime's logits with torch's on a few dev rows before publishing")
+    p.add_argument(
+        "--check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="onnx: compare onnxruntime's logits with torch's on a few dev rows before publishing",
+    )
     return p
 
 
@@ -58,17 +63,22 @@ def _onnx(args, out: Path) -> str:
     models = _load(args)
     _say(f"tracing {', '.join(t for m in models for t in m.tasks)} to ONNX (opset {opset}) …")
     started = time.perf_counter()
-    done = export_onnx(models if len(models) > 1 else models[0], out, opset=opset, check=args.check,
-                       run_dir=args.run_dir)
+    done = export_onnx(
+        models if len(models) > 1 else models[0], out, opset=opset, check=args.check, run_dir=args.run_dir
+    )
     meta = done.meta
     steps = sorted({d["step"] for d in meta["tasks"].values()})
-    lines = [f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
-             f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
-             f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
-             f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}"]
+    lines = [
+        f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
+        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
+        f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
+        f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}",
+    ]
     if done.max_abs_diff is not None:
-        lines.append(f"  check: onnxruntime vs torch max |Δ logit| = {done.max_abs_diff:.2e} on {done.check_rows} "
-                     f"{done.check_source}")
+        lines.append(
+            f"  check: onnxruntime vs torch max |Δ logit| = {done.max_abs_diff:.2e} on {done.check_rows} "
+            f"{done.check_source}"
+        )
     lines.append(f"  serve: pals-predict {out} --input FILE --out FILE")
     return "\n".join(lines)
 
@@ -79,12 +89,15 @@ def _peft(args, out: Path) -> str:
     try:
         from .peft import export_hf, export_peft
     except ImportError:
-        raise UsageError(f"--format {args.format} is not available in this installation "
-                         "(pals_core.export.peft)") from None
+        raise UsageError(
+            f"--format {args.format} is not available in this installation (pals_core.export.peft)"
+        ) from None
     models = _load(args)
     if len(models) > 1:
-        raise ExportRefused(f"{args.run_dir} is a separate-models folder (one fully fine-tuned model per task): "
-                            f"--format {args.format} expresses LoRA and IA³ runs; use --format onnx")
+        raise ExportRefused(
+            f"{args.run_dir} is a separate-models folder (one fully fine-tuned model per task): "
+            f"--format {args.format} expresses LoRA and IA³ runs; use --format onnx"
+        )
     written = (export_peft if args.format == "peft" else export_hf)(models[0], out)
     return f"{written}: {args.format} export of {args.run_dir} (step {models[0].run.step})"
 

@@ -17,6 +17,7 @@ temporary name beside ``out`` and renamed into place: a reader sees a whole expo
 
 onnx and onnxruntime are imported only when exporting or serving.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,11 @@ DEFAULT_OPSET = 17
 MIN_OPSET = 17
 TOLERANCE = 1e-4  # largest |onnxruntime − torch| logit difference an export may have (times max(1, |logit|))
 CHECK_ROWS = 8  # dev rows per task the check compares
-SAMPLE_TEXTS = ("the service was quick and friendly", "where is my refund for the last invoice?",
-                "It rained all day, so the match was moved to Sunday.")
+SAMPLE_TEXTS = (
+    "the service was quick and friendly",
+    "where is my refund for the last invoice?",
+    "It rained all day, so the match was moved to Sunday.",
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -64,6 +68,7 @@ class OnnxExport:
 
 # --------------------------------------------------------------------------------------------- which models
 
+
 def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cpu") -> list:
     """The model of a ``pals-train`` run (at its best checkpoint or ``step``), or — a ``--method separate`` folder —
     each task's own model (each at its own best checkpoint). ``ValueError`` in one line otherwise."""
@@ -75,8 +80,10 @@ def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cp
         raise ValueError(f"{root}: no such run folder")
     if is_separate_dir(root):
         if step is not None:
-            raise ValueError(f"{root} is a separate-models folder: each task's run keeps its own best checkpoint, "
-                             "--step does not apply (export one task's run, task-<name>/, for another step)")
+            raise ValueError(
+                f"{root} is a separate-models folder: each task's run keeps its own best checkpoint, "
+                "--step does not apply (export one task's run, task-<name>/, for another step)"
+            )
         plan = read_plan(root)
         models = []
         for t in plan.template.tasks:
@@ -100,14 +107,17 @@ def _as_models(model) -> list:
         raise ValueError(f"the models share task names ({', '.join(names)}): one graph needs each task once")
     clash = sorted(set(names) & set(INPUT_NAMES))
     if clash:
-        raise ExportRefused(f"task {clash[0]!r} is named like a graph input ({', '.join(INPUT_NAMES)}): ONNX needs "
-                            "distinct names; rename the task")
+        raise ExportRefused(
+            f"task {clash[0]!r} is named like a graph input ({', '.join(INPUT_NAMES)}): ONNX needs "
+            "distinct names; rename the task"
+        )
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
     return models
 
 
 # ------------------------------------------------------------------------------------------------ the graph
+
 
 def _graph_module(models):
     """An ``nn.Module`` whose forward is every model's ``predict_all`` (the trunk once per model): a tuple of logits,
@@ -149,7 +159,7 @@ def _sample_batch(model, max_len: Optional[int] = None) -> dict:
     n = max_len or (min(128, positions - 2) if positions else 128)
     ids = (torch.arange(2 * n).reshape(2, n) % (model.trunk.vocab_size - 3)) + 3  # clear of pad / special ids 0–2
     mask = torch.ones_like(ids)
-    mask[1, n // 2:] = 0
+    mask[1, n // 2 :] = 0
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
 
 
@@ -181,8 +191,9 @@ def check_opset(opset: int) -> int:
     return opset
 
 
-def write_graph(models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *,
-                max_len: Optional[int] = None) -> tuple[list[str], list[str]]:
+def write_graph(
+    models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *, max_len: Optional[int] = None
+) -> tuple[list[str], list[str]]:
     """Trace ``models`` (see ``_graph_module``; runs' models or any ``MultiTaskModel``) to ``path``; returns the
     graph's (inputs, outputs). An input the family never reads (token_type_ids of RoBERTa, DistilBERT, …) is left
     out of the graph by the exporter. ``max_len``: the traced length (see ``_sample_batch``)."""
@@ -199,11 +210,23 @@ def write_graph(models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *,
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # tracer warnings about Python branches: the check below is the judge
-            torch.onnx.export(graph, args, str(path), dynamo=False, opset_version=opset, input_names=list(INPUT_NAMES),
-                              output_names=outputs, dynamic_axes=axes, do_constant_folding=True, export_params=True)
+            torch.onnx.export(
+                graph,
+                args,
+                str(path),
+                dynamo=False,
+                opset_version=opset,
+                input_names=list(INPUT_NAMES),
+                output_names=outputs,
+                dynamic_axes=axes,
+                do_constant_folding=True,
+                export_params=True,
+            )
     except Exception as e:  # an operator torch cannot express in this opset, a tracing failure
-        raise ExportFailed(f"torch cannot export this design to ONNX (opset {opset}): "
-                           f"{' '.join(str(e).split())[:300] or type(e).__name__}") from None
+        raise ExportFailed(
+            f"torch cannot export this design to ONNX (opset {opset}): "
+            f"{' '.join(str(e).split())[:300] or type(e).__name__}"
+        ) from None
     finally:
         torch.onnx.unregister_custom_op_symbolic("aten::block_diag", opset)
         graph.eval()  # the exporter restores the mode it found; keep every model in eval mode
@@ -221,24 +244,39 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
     for m in models:
         for t in m.tasks:
             r = m.run.records[t]
-            tasks[t] = {"kind": r.kind, "labels": list(m.run.labels[t]), "num_labels": int(m.tasks[t]),
-                        "text": list(r.text), "pair": r.pair, "step": int(m.run.step), "record": r.as_dict()}
+            tasks[t] = {
+                "kind": r.kind,
+                "labels": list(m.run.labels[t]),
+                "num_labels": int(m.tasks[t]),
+                "text": list(r.text),
+                "pair": r.pair,
+                "step": int(m.run.step),
+                "record": r.as_dict(),
+            }
     steps = {m.run.step for m in models}
     return {
-        "format": FORMAT, "version": VERSION, "graph": MODEL_FILE, "opset": opset,
-        "inputs": inputs, "outputs": outputs, "dynamic_axes": {"batch": 0, "sequence": 1},
-        "max_len": info.max_len, "eval_batch_size": info.eval_batch_size,
+        "format": FORMAT,
+        "version": VERSION,
+        "graph": MODEL_FILE,
+        "opset": opset,
+        "inputs": inputs,
+        "outputs": outputs,
+        "dynamic_axes": {"batch": 0, "sequence": 1},
+        "max_len": info.max_len,
+        "eval_batch_size": info.eval_batch_size,
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "
-                     "pairs longest-first; pad on the right (any id) where attention_mask is 0",
+        "pairs longest-first; pad on the right (any id) where attention_mask is 0",
         "run": str(Path(run_dir if run_dir is not None else info.path).resolve()),
         "step": steps.pop() if len(steps) == 1 else None,
         "method": "separate" if len(models) > 1 else first.config.method,
-        "family": first.family, "model": info.config.get("model"),
+        "family": first.family,
+        "model": info.config.get("model"),
         "tasks": tasks,
     }
 
 
 # ------------------------------------------------------------------------------------------------ the check
+
 
 def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], Optional[list[str]], str]:
     """A few of a task's own rows (its dev file; its train file when the dev rows are drawn from it; GLUE's dev
@@ -297,12 +335,14 @@ def compare(models: Sequence, runner: "OnnxRunner", n: int = CHECK_ROWS) -> tupl
 
 # ---------------------------------------------------------------------------------------------- the folder
 
+
 def check_out(out: PathLike) -> Path:
     """``out`` may be new or an empty folder; ``ValueError`` in one line otherwise."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {out} exists and is {'not a folder' if not out.is_dir() else 'not empty'}: "
-                         "give a new folder")
+        raise ValueError(
+            f"--out {out} exists and is {'not a folder' if not out.is_dir() else 'not empty'}: give a new folder"
+        )
     return out
 
 
@@ -320,8 +360,9 @@ def _umask() -> int:
     return mask
 
 
-def export_onnx(model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool = True,
-                run_dir: Optional[PathLike] = None) -> OnnxExport:
+def export_onnx(
+    model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool = True, run_dir: Optional[PathLike] = None
+) -> OnnxExport:
     """Export ``model`` (a ``MultiTaskModel.from_run``, or the list ``load_models`` gives for a separate-models
     folder) to the folder ``out`` (new or empty): ``model.onnx``, the tokenizer and ``export.json``. With ``check``
     (default) onnxruntime's logits are compared with torch's first and nothing is published when they differ by
@@ -341,8 +382,10 @@ def export_onnx(model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool
         if check:
             worst, limit, rows, source = compare(models, OnnxRunner(tmp, prune=False))
             if not worst <= limit:
-                raise ExportFailed(f"onnxruntime's logits differ from torch's by {worst:.3g} (> {limit:.3g}) on {rows} "
-                                   f"{source}: the export is not published")
+                raise ExportFailed(
+                    f"onnxruntime's logits differ from torch's by {worst:.3g} (> {limit:.3g}) on {rows} "
+                    f"{source}: the export is not published"
+                )
             result.max_abs_diff, result.check_rows, result.check_source = worst, rows, source
         publish(tmp, out)
         return result
@@ -352,6 +395,7 @@ def export_onnx(model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool
 
 
 # --------------------------------------------------------------------------------------------- serving
+
 
 def is_onnx_export(folder: PathLike) -> bool:
     """``folder`` holds an ``export_onnx`` export (``model.onnx`` and ``export.json``)."""
@@ -394,12 +438,23 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
 
     tasks = meta["tasks"]
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}
-    config = {"max_len": int(meta["max_len"]), "eval_batch_size": int(meta.get("eval_batch_size") or 128),
-              "tasks": list(tasks), "model": meta.get("model"), "adapter": {"method": meta.get("method")}}
+    config = {
+        "max_len": int(meta["max_len"]),
+        "eval_batch_size": int(meta.get("eval_batch_size") or 128),
+        "tasks": list(tasks),
+        "model": meta.get("model"),
+        "adapter": {"method": meta.get("method")},
+    }
     step = meta.get("step")
-    return ExportedRun(folder, config, folder / MODEL_FILE, int(step) if step is not None else -1, records,
-                       {t: tuple(d["labels"]) for t, d in tasks.items()},
-                       {t: int(d["num_labels"]) for t, d in tasks.items()})
+    return ExportedRun(
+        folder,
+        config,
+        folder / MODEL_FILE,
+        int(step) if step is not None else -1,
+        records,
+        {t: tuple(d["labels"]) for t, d in tasks.items()},
+        {t: int(d["num_labels"]) for t, d in tasks.items()},
+    )
 
 
 class OnnxRunner:
@@ -414,8 +469,9 @@ class OnnxRunner:
 
     MAX_SESSIONS = 4
 
-    def __init__(self, folder: PathLike, *, device: str = "cpu", threads: Optional[int] = None,
-                 prune: bool = True) -> None:
+    def __init__(
+        self, folder: PathLike, *, device: str = "cpu", threads: Optional[int] = None, prune: bool = True
+    ) -> None:
         import onnx
         import onnxruntime as ort
 
@@ -474,8 +530,9 @@ class OnnxRunner:
         try:
             return ort.InferenceSession(source, self.options, providers=self.providers)
         except Exception as e:  # a damaged or foreign file: onnxruntime's own message, on one line
-            raise ValueError(f"{self.graph} cannot be loaded by onnxruntime: "
-                             f"{' '.join(str(e).split())[:300]}") from None
+            raise ValueError(
+                f"{self.graph} cannot be loaded by onnxruntime: {' '.join(str(e).split())[:300]}"
+            ) from None
 
     @property
     def device_label(self) -> str:
@@ -493,26 +550,31 @@ class OnnxRunner:
             raise ValueError(f"unknown task {task!r} (tasks: {', '.join(self.tasks) or 'none'})")
         return task
 
-    def logits(self, input_ids, attention_mask=None, token_type_ids=None,
-               tasks: Optional[Sequence[str]] = None) -> dict[str, np.ndarray]:
+    def logits(
+        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Optional[Sequence[str]] = None
+    ) -> dict[str, np.ndarray]:
         """{task: (B, C_t) float32 logits} of one batch (torch tensors or arrays; attention_mask default: all ones,
         token_type_ids: zeros)."""
         names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
         ids = _array(input_ids)
-        given = {"input_ids": ids,
-                 "attention_mask": _array(attention_mask) if attention_mask is not None else np.ones_like(ids),
-                 "token_type_ids": _array(token_type_ids) if token_type_ids is not None else np.zeros_like(ids)}
+        given = {
+            "input_ids": ids,
+            "attention_mask": _array(attention_mask) if attention_mask is not None else np.ones_like(ids),
+            "token_type_ids": _array(token_type_ids) if token_type_ids is not None else np.zeros_like(ids),
+        }
         session = self.session(names)
         out = session.run(names, {i.name: given[i.name] for i in session.get_inputs()})
         return dict(zip(names, out))
 
-    def predict_all(self, input_ids, attention_mask=None, token_type_ids=None,
-                    tasks: Optional[Sequence[str]] = None) -> dict:
+    def predict_all(
+        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Optional[Sequence[str]] = None
+    ) -> dict:
         """As ``MultiTaskModel.predict_all``: {task: logits tensor} of a batch; texts in: ``predict_texts``."""
         import torch
 
-        if isinstance(input_ids, str) or (isinstance(input_ids, (list, tuple)) and input_ids
-                                           and isinstance(input_ids[0], str)):
+        if isinstance(input_ids, str) or (
+            isinstance(input_ids, (list, tuple)) and input_ids and isinstance(input_ids[0], str)
+        ):
             return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         out = self.logits(input_ids, attention_mask, token_type_ids, tasks)
         return {t: torch.from_numpy(v) for t, v in out.items()}
@@ -530,8 +592,9 @@ class OnnxRunner:
     def predict(self, texts, task: str, text_pair=None, *, batch_size: Optional[int] = None):
         return self.predict_texts(texts, text_pair, tasks=[task], batch_size=batch_size)[self._check_task(task)]
 
-    def predict_texts(self, texts, text_pair=None, *, tasks: Optional[Sequence[str]] = None,
-                      batch_size: Optional[int] = None) -> dict:
+    def predict_texts(
+        self, texts, text_pair=None, *, tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None
+    ) -> dict:
         from ..run_info import predict_texts
 
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
@@ -543,6 +606,23 @@ def _array(x) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(x, dtype=np.int64))
 
 
-__all__ = ["CHECK_ROWS", "DEFAULT_OPSET", "ExportFailed", "ExportedRun", "INPUT_NAMES", "META_FILE", "MODEL_FILE",
-           "OnnxExport", "OnnxRunner", "TOLERANCE", "check_opset", "check_out", "compare", "export_onnx",
-           "is_onnx_export", "load_models", "read_export", "write_graph"]
+__all__ = [
+    "CHECK_ROWS",
+    "DEFAULT_OPSET",
+    "ExportFailed",
+    "ExportedRun",
+    "INPUT_NAMES",
+    "META_FILE",
+    "MODEL_FILE",
+    "OnnxExport",
+    "OnnxRunner",
+    "TOLERANCE",
+    "check_opset",
+    "check_out",
+    "compare",
+    "export_onnx",
+    "is_onnx_export",
+    "load_models",
+    "read_export",
+    "write_graph",
+]

@@ -32,6 +32,7 @@ get wrong (DeBERTa's shared relative-position projections) — raises ``ExportRe
 exported task is run once on a small batch against the run's own model before it is written: a mismatch is an error,
 never a folder.
 """
+
 from __future__ import annotations
 
 import copy
@@ -72,11 +73,14 @@ class Places:
 
 BERT_PLACES = Places("attention.self.query", "attention.self.key", "attention.self.value", "output.dense")
 PLACES: dict[str, Places] = {
-    "bert": BERT_PLACES, "roberta": BERT_PLACES, "electra": BERT_PLACES,
+    "bert": BERT_PLACES,
+    "roberta": BERT_PLACES,
+    "electra": BERT_PLACES,
     "mpnet": Places("attention.attn.q", "attention.attn.k", "attention.attn.v", "output.dense"),
     "distilbert": Places("attention.q_lin", "attention.k_lin", "attention.v_lin", "ffn.lin2"),
-    "deberta-v2": Places("attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj",
-                         "output.dense"),
+    "deberta-v2": Places(
+        "attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj", "output.dense"
+    ),
     "modernbert": Places("attn.Wqkv", "attn.Wqkv", "attn.Wqkv", "mlp.Wo", fused=True),
 }
 
@@ -101,19 +105,30 @@ def _tanh_head(model, task: str, prefix: str) -> Head:
 
 
 HEADS: dict[str, Callable[..., Head]] = {
-    "bert": _bert_head, "roberta": _tanh_head, "mpnet": _tanh_head,
-    "electra": lambda m, t, p: ({"classifier.dense": m.heads[t].dense, "classifier.out_proj": m.heads[t].out},
-                                ["classifier"]),
-    "distilbert": lambda m, t, p: ({"pre_classifier": m.heads[t].dense, "classifier": m.heads[t].out},
-                                   ["pre_classifier", "classifier"]),
-    "deberta-v2": lambda m, t, p: ({"pooler.dense": m.heads[t].dense, "classifier": m.heads[t].out},
-                                   ["pooler", "classifier"]),
-    "modernbert": lambda m, t, p: ({"head.dense": m.heads[t].dense, "head.norm": m.heads[t].norm,
-                                    "classifier": m.heads[t].out}, ["head", "classifier"]),
+    "bert": _bert_head,
+    "roberta": _tanh_head,
+    "mpnet": _tanh_head,
+    "electra": lambda m, t, p: (
+        {"classifier.dense": m.heads[t].dense, "classifier.out_proj": m.heads[t].out},
+        ["classifier"],
+    ),
+    "distilbert": lambda m, t, p: (
+        {"pre_classifier": m.heads[t].dense, "classifier": m.heads[t].out},
+        ["pre_classifier", "classifier"],
+    ),
+    "deberta-v2": lambda m, t, p: (
+        {"pooler.dense": m.heads[t].dense, "classifier": m.heads[t].out},
+        ["pooler", "classifier"],
+    ),
+    "modernbert": lambda m, t, p: (
+        {"head.dense": m.heads[t].dense, "head.norm": m.heads[t].norm, "classifier": m.heads[t].out},
+        ["head", "classifier"],
+    ),
 }
 
 
 # --- what peft can express ---------------------------------------------------------------------------------------
+
 
 def _deberta_refusal(config, method: str) -> Optional[str]:
     """DeBERTa with ``share_att_key`` projects the relative positions with query_proj (p2c) and key_proj (c2p) too;
@@ -125,8 +140,10 @@ def _deberta_refusal(config, method: str) -> Optional[str]:
     proj, kind = {"lora": ("query_proj", "p2c"), "ia3": ("key_proj", "c2p")}[method]
     if kind not in types:
         return None
-    return (f"this DeBERTa shares {proj} between the tokens and the relative positions (share_att_key, {kind}): "
-            f"peft would adapt both, the run adapted the tokens' only")
+    return (
+        f"this DeBERTa shares {proj} between the tokens and the relative positions (share_att_key, {kind}): "
+        f"peft would adapt both, the run adapted the tokens' only"
+    )
 
 
 def check_exportable(model) -> None:
@@ -136,8 +153,10 @@ def check_exportable(model) -> None:
         from ..budget import get_method
 
         title = get_method(method).title
-        raise ExportRefused(f"the {method} design ({title}) has no peft equivalent (peft and merged transformers "
-                            f"folders carry LoRA and IA³ only): {ONNX}")
+        raise ExportRefused(
+            f"the {method} design ({title}) has no peft equivalent (peft and merged transformers "
+            f"folders carry LoRA and IA³ only): {ONNX}"
+        )
     family = model.trunk.family
     if family not in PLACES:
         raise ExportRefused(f"the {family} family has no peft mapping here: {ONNX}")
@@ -179,13 +198,25 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
         alpha = float(model.config.lora_alpha if model.config.lora_alpha is not None else s)
         k = 2 if places.fused else 1  # one LoRA of rank 2·d_s on the fused projection (module docstring)
         alpha *= k
-        return LoraConfig(r=k * s, lora_alpha=int(alpha) if alpha.is_integer() else alpha, lora_dropout=0.0,
-                          bias="none", fan_in_fan_out=False, target_modules=modules(places.query, places.value), **common)
-    return IA3Config(target_modules=modules(places.key, places.value, places.ffn_out),
-                     feedforward_modules=modules(places.ffn_out), fan_in_fan_out=False, **common)
+        return LoraConfig(
+            r=k * s,
+            lora_alpha=int(alpha) if alpha.is_integer() else alpha,
+            lora_dropout=0.0,
+            bias="none",
+            fan_in_fan_out=False,
+            target_modules=modules(places.query, places.value),
+            **common,
+        )
+    return IA3Config(
+        target_modules=modules(places.key, places.value, places.ffn_out),
+        feedforward_modules=modules(places.ffn_out),
+        fan_in_fan_out=False,
+        **common,
+    )
 
 
 # --- building one task's transformers model ------------------------------------------------------------------------
+
 
 def _problem_type(record) -> str:
     if record.regression:
@@ -215,8 +246,10 @@ def _hf_model(model, task: str) -> nn.Module:
     missing, unexpected = hf.base_model.load_state_dict(model.bert.state_dict(), strict=False)
     unexpected = [k for k in unexpected if not k.startswith("pooler.")]  # the family's head holds its own dense
     if missing or unexpected:
-        raise RuntimeError(f"the {model.trunk.family} trunk does not fit {type(hf).__name__}: missing "
-                           f"{missing[:3]}, unexpected {unexpected[:3]}")
+        raise RuntimeError(
+            f"the {model.trunk.family} trunk does not fit {type(hf).__name__}: missing "
+            f"{missing[:3]}, unexpected {unexpected[:3]}"
+        )
     parts, _ = HEADS[model.trunk.family](model, task, hf.base_model_prefix)
     for name, module in parts.items():
         hf.get_submodule(name).load_state_dict(module.state_dict())
@@ -247,7 +280,7 @@ def _fill_adapter(model, task: str, hf: nn.Module) -> None:
                 if places.fused:
                     d, s = q.B.weight.shape
                     b = q.B.weight.new_zeros(3 * d, 2 * s)
-                    b[:d, :s], b[2 * d:, s:] = q.B.weight, v.B.weight
+                    b[:d, :s], b[2 * d :, s:] = q.B.weight, v.B.weight
                     _set_lora(at(places.query), torch.cat([q.A.weight, v.A.weight]), b)
                 else:
                     _set_lora(at(places.query), q.A.weight, q.B.weight)
@@ -304,6 +337,7 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
 
 
 # --- writing ------------------------------------------------------------------------------------------------------
+
 
 def _write_dir(path: Path, fill: Callable[[str], None]) -> None:
     """Fill a temporary folder beside ``path``, then put it in ``path``'s place (a reader never sees half a folder;
@@ -382,5 +416,15 @@ def export_hf(model, out: PathLike) -> Path:
     return out
 
 
-__all__ = ["HEADS", "PEFT_METHODS", "PLACES", "Places", "check_exportable", "export_hf", "export_peft", "peft_config",
-           "peft_model", "task_config"]
+__all__ = [
+    "HEADS",
+    "PEFT_METHODS",
+    "PLACES",
+    "Places",
+    "check_exportable",
+    "export_hf",
+    "export_peft",
+    "peft_config",
+    "peft_model",
+    "task_config",
+]

@@ -17,6 +17,7 @@ name when called); the shared machinery stands a floor below the folders (``pals
 ``Family`` record, ``Replay``, config-field readers; ``pals_core/trunks/base.py``: ``Trunk``, ``State``,
 ``DenseHead``).
 """
+
 from __future__ import annotations
 
 from importlib import import_module

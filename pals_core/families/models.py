@@ -5,6 +5,7 @@ by the config's ``model_type``), the common shape fields and the family's own fl
 For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md §2);
 every other family's count is in its folder's ``description.py`` (``pals_core/families/<f>/``).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def _add_folder_presets() -> None:
 
 
 _add_folder_presets()
-PRESETS: dict[str, BaseModel] = {name: get_family_for(c.get("model_type", "bert")).read(c, name)
-                                 for name, c in PRESET_CONFIGS.items()}  # each stored config read through its family
+PRESETS: dict[str, BaseModel] = {
+    name: get_family_for(c.get("model_type", "bert")).read(c, name) for name, c in PRESET_CONFIGS.items()
+}  # each stored config read through its family
 DEFAULT_MODEL = "bert-base-uncased"
 
 
@@ -48,16 +50,22 @@ def from_hf_config(config: dict, name: str = "custom") -> BaseModel:
     family = get_family_for(config.get("model_type", "bert"))
     attention = config.get("_attn_implementation") or config.get("attn_implementation")
     if attention is not None and attention not in family.attention:
-        raise ValueError(f"config {name!r}: attn_implementation {attention!r} is not supported for {family.title} "
-                         f"(supported: {', '.join(family.attention)})")
+        raise ValueError(
+            f"config {name!r}: attn_implementation {attention!r} is not supported for {family.title} "
+            f"(supported: {', '.join(family.attention)})"
+        )
     fixed = family.padding_idx  # a family whose padding row is fixed (MPNet) does not read pad_token_id
     pad, vocab = config.get("pad_token_id", family.pad_token_id) if fixed is None else fixed, config.get("vocab_size")
     if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int)):
         raise ValueError(f"config {name!r}: pad_token_id is {pad!r}; it takes an integer (or null)")
     if isinstance(pad, int) and isinstance(vocab, int) and vocab > 0 and not -vocab <= pad < vocab:
-        what = "pad_token_id" if fixed is None else f"{family.title}'s padding index (fixed, whatever pad_token_id says)"
-        raise ValueError(f"config {name!r}: {what} {pad} is outside the vocabulary (vocab_size {vocab}; "
-                         "transformers cannot build the embeddings)")
+        what = (
+            "pad_token_id" if fixed is None else f"{family.title}'s padding index (fixed, whatever pad_token_id says)"
+        )
+        raise ValueError(
+            f"config {name!r}: {what} {pad} is outside the vocabulary (vocab_size {vocab}; "
+            "transformers cannot build the embeddings)"
+        )
     try:
         shape = family.read(config, name)
     except KeyError as e:
@@ -82,11 +90,15 @@ def read_config(path: str) -> dict:
     if not isinstance(config, dict):
         raise ValueError(f"model config {path} is not a JSON object")
     if config.get("auto_map"):
-        raise ValueError(f"model config {path} names custom modelling code (auto_map: "
-                         f"{', '.join(map(str, config['auto_map']))}): its parameters are not the family's to count")
+        raise ValueError(
+            f"model config {path} names custom modelling code (auto_map: "
+            f"{', '.join(map(str, config['auto_map']))}): its parameters are not the family's to count"
+        )
     if "model_type" not in config:
-        raise ValueError(f"model config {path} has no model_type (transformers' AutoConfig refuses it too): "
-                         "add the family's, e.g. \"model_type\": \"bert\"")
+        raise ValueError(
+            f"model config {path} has no model_type (transformers' AutoConfig refuses it too): "
+            'add the family\'s, e.g. "model_type": "bert"'
+        )
     return config
 
 
@@ -120,9 +132,11 @@ def conditions_from_config(config: dict, **kw) -> Conditions:
             fields.update(replay.conditions(config))
         else:
             name = config.get("_name_or_path")
-            fields.update(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
-                          attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
-                          classifier_dropout=probability(config, name, "classifier_dropout", None))
+            fields.update(
+                hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+                classifier_dropout=probability(config, name, "classifier_dropout", None),
+            )
     except TypeError as e:  # a family's rate of a JSON type its reader does not check: bad input, one line
         raise ValueError(f"a dropout rate in the config is not a number ({e})") from None
     return Conditions(**{**fields, **kw})

@@ -5,6 +5,7 @@ Every folder of ``pals_core.families.PACKAGES`` gives its ``description`` module
 descriptions it collects: ``FAMILIES`` (name → record), ``MODEL_TYPES`` (``model_type`` → record) and ``SUPPORTED``
 are built once, at import. A ``model_type`` not listed is refused — never counted as BERT.
 """
+
 from __future__ import annotations
 
 from ..pricing.family import Family

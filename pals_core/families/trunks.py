@@ -4,6 +4,7 @@ each family folder's ``trunk.py`` (``pals_core/families/<f>/``), by the family's
 from a config (``AutoModel.from_config``). The family-neutral ``Trunk`` machinery is ``pals_core.trunks``, a floor
 below the folders' trunks that use it. Importing this module imports torch.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,9 @@ def trunk_class(config) -> type[Trunk]:
     try:
         return TRUNKS[family.name]
     except KeyError:
-        raise ValueError(f"{family.title} is priced by the calculator but has no torch trunk yet "
-                         f"(trunks: {', '.join(TRUNKS)})") from None
+        raise ValueError(
+            f"{family.title} is priced by the calculator but has no torch trunk yet (trunks: {', '.join(TRUNKS)})"
+        ) from None
 
 
 def build_base(config) -> nn.Module:

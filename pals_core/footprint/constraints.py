@@ -21,6 +21,7 @@ binds as ``PARAMS``; it has its own reader (``Budget.parse``) since its three fo
 
 Adding a constraint is adding a record here (and a test): see docs/design.md §20.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,10 +47,23 @@ class Pricing:
 
     __slots__ = ("ds", "batch", "precision", "cond", "profile", "base_step")
 
-    def __init__(self, ds: Any, batch: int, precision: str, cond: Conditions, profile: Optional[DeviceProfile],
-                 base_step: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        ds: Any,
+        batch: int,
+        precision: str,
+        cond: Conditions,
+        profile: Optional[DeviceProfile],
+        base_step: Callable[[], float],
+    ) -> None:
         self.ds, self.batch, self.precision, self.cond, self.profile, self.base_step = (
-            ds, batch, precision, cond, profile, base_step)
+            ds,
+            batch,
+            precision,
+            cond,
+            profile,
+            base_step,
+        )
 
 
 class Constraint:
@@ -64,13 +78,39 @@ class Constraint:
     ``needs`` says what a row needs of it (a fixed design that breaks it); ``type`` is the ``Machine`` field's type;
     ``tolerance`` (relative) lets a figure up to bound × (1 + tolerance) fit (float step times)."""
 
-    __slots__ = ("name", "field", "help", "metavar", "label", "parse", "bound", "figure", "size", "text", "needs",
-                 "type", "tolerance")
+    __slots__ = (
+        "name",
+        "field",
+        "help",
+        "metavar",
+        "label",
+        "parse",
+        "bound",
+        "figure",
+        "size",
+        "text",
+        "needs",
+        "type",
+        "tolerance",
+    )
 
-    def __init__(self, *, name: str, field: str, help: str, metavar: str, label: str, parse: Callable[[Any], Any],
-                 bound: Callable[[Any], float], figure: Callable[[Any], Optional[float]],
-                 size: Callable[[Pricing, float], float], text: Callable[[Any], str], needs: Callable[[Any], str],
-                 type: Any = Optional[str], tolerance: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        field: str,
+        help: str,
+        metavar: str,
+        label: str,
+        parse: Callable[[Any], Any],
+        bound: Callable[[Any], float],
+        figure: Callable[[Any], Optional[float]],
+        size: Callable[[Pricing, float], float],
+        text: Callable[[Any], str],
+        needs: Callable[[Any], str],
+        type: Any = Optional[str],
+        tolerance: float = 0.0,
+    ) -> None:
         self.name, self.field, self.help, self.metavar, self.label = name, field, help, metavar, label
         self.parse, self.bound, self.figure, self.size, self.text, self.needs = parse, bound, figure, size, text, needs
         self.type, self.tolerance = type, tolerance
@@ -141,29 +181,50 @@ def _gb(n: Optional[float]) -> str:
 
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
-        name="memory", field="memory", metavar="SIZE", label="Training memory ≤ (e.g. 24GB, 80GiB)",
+        name="memory",
+        field="memory",
+        metavar="SIZE",
+        label="Training memory ≤ (e.g. 24GB, 80GiB)",
         help="memory budget for one training step (weights + gradients + AdamW + activations), e.g. 24GB, 80GiB "
-             "(a bare number is bytes, at least 1 MiB)",
-        parse=_memory_text, bound=parse_memory, figure=lambda c: (c.memory_train or {}).get("total"),
+        "(a bare number is bytes, at least 1 MiB)",
+        parse=_memory_text,
+        bound=parse_memory,
+        figure=lambda c: (c.memory_train or {}).get("total"),
         size=lambda p, limit: train_memory_poly(p).largest_root_below(limit),
         text=lambda v: f"memory ≤ {v}",
-        needs=lambda c: f"{_gb((c.memory_train or {}).get('total'))} of training memory"),
+        needs=lambda c: f"{_gb((c.memory_train or {}).get('total'))} of training memory",
+    ),
     Constraint(
-        name="time", field="max_slowdown", metavar="R", label="Step time ≤ R × the base model's",
+        name="time",
+        field="max_slowdown",
+        metavar="R",
+        label="Step time ≤ R × the base model's",
         help="time budget: step time ≤ R × the base model's, e.g. 1.2",
-        parse=_slowdown, bound=float, figure=lambda c: c.time_ratio,
+        parse=_slowdown,
+        bound=float,
+        figure=lambda c: c.time_ratio,
         size=lambda p, limit: largest_root(
-            *design_step_poly(p.ds, p.batch, p.cond, p.profile, p.precision).coefficients, limit * p.base_step()),
+            *design_step_poly(p.ds, p.batch, p.cond, p.profile, p.precision).coefficients, limit * p.base_step()
+        ),
         text=lambda v: f"step ≤ {v:g}× base",
         needs=lambda c: f"{c.time_ratio or 0:.3f}× the base model's step time",
-        type=Optional[float], tolerance=1e-12),
+        type=Optional[float],
+        tolerance=1e-12,
+    ),
     Constraint(
-        name="memory_infer", field="memory_infer", metavar="SIZE", label="Serving memory ≤ (e.g. 2GB)",
+        name="memory_infer",
+        field="memory_infer",
+        metavar="SIZE",
+        label="Serving memory ≤ (e.g. 2GB)",
         help="serving memory budget: every task's predictions on one batch (weights at the precision + the inference "
-             "activations, the rows' memory_infer), e.g. 2GB, 1.5GiB",
-        parse=_memory_text, bound=parse_memory, figure=lambda c: c.memory_infer,
+        "activations, the rows' memory_infer), e.g. 2GB, 1.5GiB",
+        parse=_memory_text,
+        bound=parse_memory,
+        figure=lambda c: c.memory_infer,
         size=lambda p, limit: infer_memory_poly(p).largest_root_below(limit),
-        text=lambda v: f"serving ≤ {v}", needs=lambda c: f"{_gb(c.memory_infer)} of serving memory"),
+        text=lambda v: f"serving ≤ {v}",
+        needs=lambda c: f"{_gb(c.memory_infer)} of serving memory",
+    ),
 )
 """Every machine constraint, in the order of their flags (and of the ``Machine`` fields)."""
 
@@ -179,5 +240,13 @@ def get_constraint(field: str) -> Constraint:
         raise ValueError(f"unknown constraint {field!r} (constraints: {', '.join(BY_FIELD)})") from None
 
 
-__all__ = ["CONSTRAINTS", "Constraint", "PARAMS", "Pricing", "get_constraint", "largest_root", "train_memory_poly",
-           "infer_memory_poly"]
+__all__ = [
+    "CONSTRAINTS",
+    "Constraint",
+    "PARAMS",
+    "Pricing",
+    "get_constraint",
+    "largest_root",
+    "train_memory_poly",
+    "infer_memory_poly",
+]

@@ -31,6 +31,7 @@ and AdamW state; matmul outputs, and so most saved activations, are bf16 (2 byte
 statistics and softmax stay fp32 — estimated as activations at 2 bytes per element; serving in bf16 halves
 the weights too.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -61,8 +62,10 @@ class MemoryTrain:
 
 # ----------------------------------------------------------------------------------- the forward
 
-def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool,
-                   records: bool = True) -> Sym:
+
+def replay_forward(
+    tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool, records: bool = True
+) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
     top stack, the family's head — as its ``Replay`` says.
 
@@ -84,7 +87,9 @@ def replay_forward(tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, 
     for i in range(m.layers):
         trains = hooks.layer_trains(i) and not freeze_trunk
         if book is None:
-            h = replay.layer(tr, m, i, h, trains, hooks if i in hooks.layers else ActivationHooks(tr, m, None, (), None))
+            h = replay.layer(
+                tr, m, i, h, trains, hooks if i in hooks.layers else ActivationHooks(tr, m, None, (), None)
+            )
         elif i in hooks.layers:
             h = adapted_layer(tr, book, m, replay, i, h, trains, hooks, design)
         else:
@@ -140,8 +145,11 @@ def recorded(tr: Trace, book: dict, key: tuple, h: Optional[Sym], run) -> Sym:
     once per ``key``, input and shared tensors, then applied to ``tr``: the same saved sizes and work, fresh storages
     for what it creates, the input and the forward's shared tensors kept as themselves (so a storage two parts keep
     still counts once). A part whose output is a view of another tensor is not recorded: it runs in place."""
-    full = (key, None if h is None else (h.grad, h.nbytes),
-            tuple((k, v.grad, v.nbytes) for k, v in tr.shared.items()) if tr.shared else ())
+    full = (
+        key,
+        None if h is None else (h.grad, h.nbytes),
+        tuple((k, v.grad, v.nbytes) for k, v in tr.shared.items()) if tr.shared else (),
+    )
     record = book.get(full)
     if record is None:
         sub = Trace(tr.batch, tr.seq_len, tr.cond)
@@ -152,10 +160,19 @@ def recorded(tr: Trace, book: dict, key: tuple, h: Optional[Sym], run) -> Sym:
             return run(tr)  # a view's storage is another tensor's: not a record's to make
         shared = {id(v): k for k, v in sub.shared.items()}
         inp = None if h is None else h.storage
-        kept = tuple(("input",) if t is inp else ("output",) if t is out.storage else
-                     ("shared", shared[id(t)]) if id(t) in shared else ("new", t.nbytes) for t in sub.saved.values())
-        record = book[full] = Record(kept, tuple(sub.work), out.nbytes, out.grad,
-                                     tuple((k, v.nbytes, v.grad) for k, v in made.items()))
+        kept = tuple(
+            ("input",)
+            if t is inp
+            else ("output",)
+            if t is out.storage
+            else ("shared", shared[id(t)])
+            if id(t) in shared
+            else ("new", t.nbytes)
+            for t in sub.saved.values()
+        )
+        record = book[full] = Record(
+            kept, tuple(sub.work), out.nbytes, out.grad, tuple((k, v.nbytes, v.grad) for k, v in made.items())
+        )
     out = Sym(record.nbytes, record.grad)
     tr.work.append(("block", record))
     for name, nbytes, grad in record.makes:
@@ -168,12 +185,18 @@ def recorded(tr: Trace, book: dict, key: tuple, h: Optional[Sym], run) -> Sym:
 
 def plain_layer(tr: Trace, book: dict, m, replay, i: int, h: Sym, trains: bool) -> Sym:
     """Layer i without an adapter, as its ``Record`` (one per kind of layer, input and trainability)."""
-    return recorded(tr, book, ("layer", replay.layer_kind(m, i), trains), h,
-                    lambda sub: replay.layer(sub, m, i, h, trains, ActivationHooks(sub, m, None, (), None)))
+    return recorded(
+        tr,
+        book,
+        ("layer", replay.layer_kind(m, i), trains),
+        h,
+        lambda sub: replay.layer(sub, m, i, h, trains, ActivationHooks(sub, m, None, (), None)),
+    )
 
 
-def adapted_layer(tr: Trace, book: dict, m, replay, i: int, h: Sym, trains: bool, hooks: ActivationHooks,
-                  design: tuple) -> Sym:
+def adapted_layer(
+    tr: Trace, book: dict, m, replay, i: int, h: Sym, trains: bool, hooks: ActivationHooks, design: tuple
+) -> Sym:
     """Layer i with the design's hooks: as its ``Record`` — one for every adapted layer of a kind where the hooks say
     they do the same (``layer_key``; ``design``: the hooks' class, settings less location and size, and the size) —
     or replayed in place where they give no key."""
@@ -209,8 +232,16 @@ def trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) -> 
     ``records=False``: every op replayed in place (the reference; never kept)."""
     if not records:
         return _trace_forward(ds, batch, cond, records=False)
-    key = (ds.model, ds.method.name, ds.layers, ds.seq_len, ds.tasks[0], _config_key(ds.config, location=True),
-           batch, cond)
+    key = (
+        ds.model,
+        ds.method.name,
+        ds.layers,
+        ds.seq_len,
+        ds.tasks[0],
+        _config_key(ds.config, location=True),
+        batch,
+        cond,
+    )
     tr = _TRACES.get(key)
     if tr is None:
         if len(_TRACES) > 4096:
@@ -228,8 +259,9 @@ def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) ->
     size = S if ds.method.sized else None
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
     pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
-    replay_forward(tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains,
-                   records=records)
+    replay_forward(
+        tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains, records=records
+    )
     return tr
 
 
@@ -239,6 +271,7 @@ def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
 
 
 # ----------------------------------------------------------------------------------- parameters
+
 
 def trainable_tensors(ds) -> int:
     """Trainable parameter tensors (AdamW keeps one float32 ``step`` per tensor), as the family's ``Replay`` counts
@@ -252,7 +285,12 @@ def trainable_tensors(ds) -> int:
         return adapters
     embedding = replay.embedding_tensors(m)
     layers = [replay.layer_tensors(m, i) for i in range(m.layers)]
-    base = embedding + sum(layers) + replay.final_tensors(m) + (LINEAR_TENSORS if pooler and not cfg.per_task_pooler else 0)
+    base = (
+        embedding
+        + sum(layers)
+        + replay.final_tensors(m)
+        + (LINEAR_TENSORS if pooler and not cfg.per_task_pooler else 0)
+    )
     frozen_layers = ds.method.frozen_layers(m, cfg) if ds.method.frozen_layers else 0
     if frozen_layers:
         base -= embedding + sum(layers[:frozen_layers])
@@ -262,7 +300,9 @@ def trainable_tensors(ds) -> int:
 def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> MemoryTrain:
     """The training memory of ``ds`` at size ``s`` (``cost`` = ``evaluate(ds, s)``: its parameter counts)."""
     weights = FP32 * cost.params_total
-    trunk_trains = not ds.config.freeze_trunk and not (ds.method.frozen_layers and ds.method.frozen_layers(ds.model, ds.config))
+    trunk_trains = not ds.config.freeze_trunk and not (
+        ds.method.frozen_layers and ds.method.frozen_layers(ds.model, ds.config)
+    )
     reached = cost.params_trained - (replay_of(ds.model).idle_params(ds.model) if trunk_trains else 0)
     gradients = FP32 * reached
     optimizer = 2 * FP32 * reached + FP32 * trainable_tensors(ds)

@@ -21,6 +21,7 @@ gradients it needs; each op costs, on a ``DeviceProfile`` P,
 model trained). Profiles: datasheet figures for GPUs (``pals_core/footprint/devices/*.json``, estimates: fp32 runs
 on the CUDA cores, bf16 on the tensor cores) and ``local``, measured on this machine by ``pals-calibrate``.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,18 +81,26 @@ class DeviceProfile:
                 raise ValueError(f"device profile {self.name!r}: {f} must be a non-negative number, got {v!r}")
         for f in ("flash_forward", "flash_backward"):
             v = getattr(self, f)
-            if (not isinstance(v, (list, tuple)) or len(v) != 2
-                    or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
-                               for x in v)):
+            if (
+                not isinstance(v, (list, tuple))
+                or len(v) != 2
+                or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in v
+                )
+            ):
                 raise ValueError(f"device profile {self.name!r}: {f} must be two non-negative numbers [a, b]")
         for f in ("matmul_flops_bf16", "memory_bytes"):
             v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
+            if v is not None and (
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
+            ):
                 raise ValueError(f"device profile {self.name!r}: {f} must be a positive number or null, got {v!r}")
-        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
-                                         or not 1 <= self.threads <= 100_000):
-            raise ValueError(f"device profile {self.name!r}: threads must be a positive integer or null, "
-                             f"got {self.threads!r}")
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 100_000
+        ):
+            raise ValueError(
+                f"device profile {self.name!r}: threads must be a positive integer or null, got {self.threads!r}"
+            )
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -104,7 +113,10 @@ class DeviceProfile:
             raise ValueError(f"device profile {where} is not a JSON object")
         known = {f.name for f in fields(cls)}
         required = {f.name for f in fields(cls) if f.default is not None and f.name not in ("source",)} - {
-            "matmul_flops_bf16", "memory_bytes", "threads"}
+            "matmul_flops_bf16",
+            "memory_bytes",
+            "threads",
+        }
         missing = sorted(k for k in required if k not in d and k != "source")
         if missing:
             raise ValueError(f"device profile {where} lacks {', '.join(missing)}")
@@ -112,7 +124,9 @@ class DeviceProfile:
         if unknown:
             raise ValueError(f"device profile {where} has unknown fields {', '.join(unknown)}")
         try:
-            return cls(**{**d, "flash_forward": tuple(d["flash_forward"]), "flash_backward": tuple(d["flash_backward"])})
+            return cls(
+                **{**d, "flash_forward": tuple(d["flash_forward"]), "flash_backward": tuple(d["flash_backward"])}
+            )
         except TypeError as e:
             raise ValueError(f"device profile {where} is malformed: {e}") from None
 
@@ -179,6 +193,7 @@ _PROFILES: dict[tuple[str, int, int], "DeviceProfile"] = {}
 
 # --------------------------------------------------------------------------------------------- the model
 
+
 def _mm(p: DeviceProfile, m: float, k: float, n: float, flops_rate: float) -> float:
     return 2 * m * k * n / flops_rate + 4 * (m * k + k * n + m * n) / p.bandwidth + p.kernel_overhead_s
 
@@ -212,8 +227,11 @@ def work_seconds(tr: Trace, s, p: DeviceProfile, precision: str = "fp32"):
         elif kind == "special":
             nbytes, grad = a
             el = nbytes(s) / fb
-            total += el * p.special_s_per_element * (2 if grad else 1) + nbytes(s) * (2 + (3 if grad else 0)) / bw \
+            total += (
+                el * p.special_s_per_element * (2 if grad else 1)
+                + nbytes(s) * (2 + (3 if grad else 0)) / bw
                 + ov * (2 if grad else 1)
+            )
         elif kind == "rng":
             el = a[0](s) / fb
             total += el * p.rng_s_per_element + ov
@@ -312,8 +330,9 @@ def design_step_poly(ds, batch: int, cond: Conditions, profile: DeviceProfile, p
     return step_poly(trace_forward(ds, batch, cond), profile, precision)
 
 
-def step_seconds(ds, s: Optional[int], batch: int, cond: Conditions, profile: DeviceProfile,
-                 precision: str = "fp32") -> float:
+def step_seconds(
+    ds, s: Optional[int], batch: int, cond: Conditions, profile: DeviceProfile, precision: str = "fp32"
+) -> float:
     """Predicted seconds of one training step (forward + backward) of ``ds``'s first task at size ``s``: its
     ``design_step_poly`` at s (the op-by-op ``work_seconds`` of its trace, up to rounding)."""
     return design_step_poly(ds, batch, cond, profile, precision)(s or 0)

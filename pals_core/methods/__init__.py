@@ -10,6 +10,7 @@ from it — ``registry`` (``METHODS``, pure) every ``cost.py``, ``adapters`` (``
 project itself (``collect`` imports the packages by name when called). Adding a method = a new package +
 one line here.
 """
+
 from importlib import import_module
 
 PACKAGES: tuple[str, ...] = (

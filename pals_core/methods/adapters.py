@@ -5,6 +5,7 @@ each package's ``module.py`` declares its ``AdapterSpec`` builders in ``ADAPTERS
 ``MultiTaskBert`` when it is in both. This module stands above the modules it collects; importing it imports
 every ``module.py`` (and so torch).
 """
+
 from __future__ import annotations
 
 from ..adapters.base import AdapterSpec

@@ -5,6 +5,7 @@ Each package's ``cost.py`` declares its ``Method`` records in ``METHODS`` (``pal
 a record holds); the order of that list is the order of every table. This module stands above the ``cost.py`` files
 it collects; the calculator (``pals_core.budget``) reads it from above.
 """
+
 from __future__ import annotations
 
 from ..flags import register_choices

@@ -28,6 +28,7 @@ records the storages its backward formula keeps, by the rules of torch's derivat
 Every storage counts once (a tensor two ops save is counted once); parameters never count. Inputs with
 no grad and frozen weights save nothing, so a frozen prefix saves nothing at all.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,12 +45,28 @@ INT64 = 8
 # ``linear``, the identity (its output is its input). Each "new" is one more elementwise kernel for the time model.
 _GELU_TANH_PY = ("in", "new", "new", "new")
 ACTIVATIONS: dict[str, tuple[str, ...]] = {
-    "gelu": ("in",), "gelu_pytorch_tanh": ("in",), "silu": ("in",), "swish": ("in",), "mish": ("in",),
-    "hardswish": ("in",), "relu6": ("in",), "leaky_relu": ("in",),
-    "relu": ("out",), "tanh": ("out",), "sigmoid": ("out",), "sqrtsoftplus": ("in", "out"),
-    "gelu_new": _GELU_TANH_PY, "gelu_python_tanh": _GELU_TANH_PY, "gelu_accurate": _GELU_TANH_PY,
-    "gelu_fast": ("in",) + ("new",) * 6, "gelu_python": ("new",) * 3, "gelu_10": ("in", "new"),
-    "quick_gelu": ("in", "new"), "laplace": ("new",), "relu2": ("new",), "linear": (),
+    "gelu": ("in",),
+    "gelu_pytorch_tanh": ("in",),
+    "silu": ("in",),
+    "swish": ("in",),
+    "mish": ("in",),
+    "hardswish": ("in",),
+    "relu6": ("in",),
+    "leaky_relu": ("in",),
+    "relu": ("out",),
+    "tanh": ("out",),
+    "sigmoid": ("out",),
+    "sqrtsoftplus": ("in", "out"),
+    "gelu_new": _GELU_TANH_PY,
+    "gelu_python_tanh": _GELU_TANH_PY,
+    "gelu_accurate": _GELU_TANH_PY,
+    "gelu_fast": ("in",) + ("new",) * 6,
+    "gelu_python": ("new",) * 3,
+    "gelu_10": ("in", "new"),
+    "quick_gelu": ("in", "new"),
+    "laplace": ("new",),
+    "relu2": ("new",),
+    "linear": (),
 }
 # Activations that hold parameters of their own (one module per use): refused, the counts would miss them.
 PARAMETRISED_ACTIVATIONS = ("prelu", "xielu")
@@ -59,8 +76,11 @@ def check_activation(name, field: str, where: str) -> str:
     """``name`` if the calculator knows what it keeps (``ACTIVATIONS``); else ``ValueError``, one line naming ``field``."""
     if isinstance(name, str) and name in ACTIVATIONS:
         return name
-    why = ("holds parameters of its own, which the counts do not include" if name in PARAMETRISED_ACTIVATIONS
-           else f"is not an activation the calculator models (supported: {', '.join(ACTIVATIONS)})")
+    why = (
+        "holds parameters of its own, which the counts do not include"
+        if name in PARAMETRISED_ACTIVATIONS
+        else f"is not an activation the calculator models (supported: {', '.join(ACTIVATIONS)})"
+    )
     raise ValueError(f"{where}: {field} {name!r} {why}")
 
 
@@ -186,8 +206,16 @@ class Trace:
         return Poly(*self._total)
 
     # --- ops -------------------------------------------------------------------------------------
-    def linear(self, x: Sym, out: Number, trains: bool, *, weight: Optional[Sym] = None, rows: Optional[int] = None,
-               name: str = "") -> Sym:
+    def linear(
+        self,
+        x: Sym,
+        out: Number,
+        trains: bool,
+        *,
+        weight: Optional[Sym] = None,
+        rows: Optional[int] = None,
+        name: str = "",
+    ) -> Sym:
         """y = x Wᵀ + b with ``out`` output features over ``rows`` rows (default B·n). ``weight``: a computed
         (non-parameter) weight; otherwise W is a parameter that requires grad iff ``trains``."""
         w_grad = weight.grad if weight is not None else trains
@@ -200,8 +228,15 @@ class Trace:
             self.save(weight)
         return self.new(out * rows, x.grad or w_grad or trains, name=name)
 
-    def layer_norm(self, x: Sym, trains: bool, *, rows: Optional[int] = None, weight: Optional[Sym] = None,
-                   bias: Optional[Sym] = None) -> Sym:
+    def layer_norm(
+        self,
+        x: Sym,
+        trains: bool,
+        *,
+        rows: Optional[int] = None,
+        weight: Optional[Sym] = None,
+        bias: Optional[Sym] = None,
+    ) -> Sym:
         grad = x.grad or trains or bool(weight and weight.grad) or bool(bias and bias.grad)
         self.log("ew", x.nbytes, 2, 4, grad)
         if grad:
@@ -256,8 +291,16 @@ class Trace:
         if x.grad:
             elements = x.nbytes * 1  # same shape as x
             if self.cond.backend == "cuda":  # bool mask
-                self.save(Sym(Poly(elements.a // self.cond.float_bytes, elements.b // self.cond.float_bytes,
-                                   elements.c // self.cond.float_bytes), True))
+                self.save(
+                    Sym(
+                        Poly(
+                            elements.a // self.cond.float_bytes,
+                            elements.b // self.cond.float_bytes,
+                            elements.c // self.cond.float_bytes,
+                        ),
+                        True,
+                    )
+                )
             else:
                 self.save(Sym(elements, True))
         return Sym(x.nbytes, x.grad)
@@ -306,9 +349,20 @@ class Trace:
             self.save(ids)
         return self.tokens_by(width, trains)
 
-    def attention(self, q: Sym, k: Sym, v: Sym, width: Number, heads: int, dropout: float, *,
-                  mask_grad: bool = False, packed: bool = False, heads_first: bool = False,
-                  mask: Optional[Sym] = None) -> Sym:
+    def attention(
+        self,
+        q: Sym,
+        k: Sym,
+        v: Sym,
+        width: Number,
+        heads: int,
+        dropout: float,
+        *,
+        mask_grad: bool = False,
+        packed: bool = False,
+        heads_first: bool = False,
+        mask: Optional[Sym] = None,
+    ) -> Sym:
         """softmax(q kᵀ/√d_h + mask) v over ``heads`` heads of total ``width``; returns the context (B, n, width)
         as the next linear reads it. ``packed``: v is a view of one fused (B, n, 3·width) projection (q and k too
         unless ``heads_first``); ``heads_first``: q and k are contiguous (B, h, n, d_h) tensors (ModernBERT's RoPE

@@ -3,6 +3,7 @@
 The same dataclass drives the calculator (``pals_core.budget``) and the torch modules
 (``pals_core.MultiTaskBert``), so a design chosen in one is the design built by the other.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
@@ -43,52 +44,115 @@ def format_location(location: Location) -> str:
 
 @dataclass
 class AdapterConfig:
-    method: str = field(default="pals", metadata={"help": "Adapter method", "choices": "method",
-                                                     "always": True})
-    d_s: Optional[int] = field(default=None, metadata={
-        "help": "Adapter size d_s (bottleneck / rank / projected width). None for the sizeless methods (shared, lhuc, ia3, bert_layer_top)."})
-    location: Location = field(default=None, metadata={
-        "help": "Adapted layers: all, top (last ⌊L/2⌋), bottom (first ⌊L/2⌋) or 0-based indices i,j,…; "
-                "none = all. Top-of-BERT methods take none.",
-        "parse": parse_location, "format": format_location, "metavar": "LAYERS"})
-    heads: int = field(default=12, metadata={"help": "h_s, attention heads inside the adapter (PALs, proj_attn_top); d_s must divide by it."})
-    n_top: int = field(default=6, metadata={"help": "N_top, layers in the proj_attn_top / proj_ffn_top stack (paper: 6)."})
-    ffn_ratio: int = field(default=2, metadata={"help": "r, inner FFN width f = r·d_s for proj_ffn_top (paper: f = 408 at d_s = 204)."})
-    per_task_pooler: bool = field(default=False, metadata={"help": "Give every task its own pooler (+d² + d per task)."})
-    lora_alpha: Optional[float] = field(default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."})
-    freeze_trunk: bool = field(default=False, metadata={
-        "help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."})
+    method: str = field(default="pals", metadata={"help": "Adapter method", "choices": "method", "always": True})
+    d_s: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "Adapter size d_s (bottleneck / rank / projected width). None for the sizeless methods (shared, lhuc, ia3, bert_layer_top)."
+        },
+    )
+    location: Location = field(
+        default=None,
+        metadata={
+            "help": "Adapted layers: all, top (last ⌊L/2⌋), bottom (first ⌊L/2⌋) or 0-based indices i,j,…; "
+            "none = all. Top-of-BERT methods take none.",
+            "parse": parse_location,
+            "format": format_location,
+            "metavar": "LAYERS",
+        },
+    )
+    heads: int = field(
+        default=12,
+        metadata={"help": "h_s, attention heads inside the adapter (PALs, proj_attn_top); d_s must divide by it."},
+    )
+    n_top: int = field(
+        default=6, metadata={"help": "N_top, layers in the proj_attn_top / proj_ffn_top stack (paper: 6)."}
+    )
+    ffn_ratio: int = field(
+        default=2, metadata={"help": "r, inner FFN width f = r·d_s for proj_ffn_top (paper: f = 408 at d_s = 204)."}
+    )
+    per_task_pooler: bool = field(
+        default=False, metadata={"help": "Give every task its own pooler (+d² + d per task)."}
+    )
+    lora_alpha: Optional[float] = field(
+        default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."}
+    )
+    freeze_trunk: bool = field(
+        default=False,
+        metadata={"help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."},
+    )
     # --- the released PALs code (AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) ----------------
-    adapter_gelu: bool = field(default=True, metadata={
-        "help": "PALs: TS(h) = GELU(V^D·Attn(V^E·h)); low_rank: V^D·GELU(V^E·h) — the released code (True); "
-                "False = the paper's text, no activation."})
-    pal_attention_dropout: float = field(default=0.1, metadata={
-        "help": "PALs: dropout on the PAL attention probabilities in training (released code: 0.1; 0 = none)."})
-    proj_attn_top_residual: bool = field(default=False, metadata={
-        "help": "proj_attn_top: H + V^D·stack(V^E·H) (True, V^D zero-initialised: the base model at initialisation) "
-                "or V^D·stack(V^E·H) replacing H (False, the released code; V^D BERT-initialised)."})
-    bert_layer_top_init: str = field(default="fresh", metadata={
-        "help": "bert_layer_top: a fresh randomly initialised layer (the released code) or a copy of the trunk's last "
-                "layer.", "choices": lambda: ("fresh", "copy")})
+    adapter_gelu: bool = field(
+        default=True,
+        metadata={
+            "help": "PALs: TS(h) = GELU(V^D·Attn(V^E·h)); low_rank: V^D·GELU(V^E·h) — the released code (True); "
+            "False = the paper's text, no activation."
+        },
+    )
+    pal_attention_dropout: float = field(
+        default=0.1,
+        metadata={
+            "help": "PALs: dropout on the PAL attention probabilities in training (released code: 0.1; 0 = none)."
+        },
+    )
+    proj_attn_top_residual: bool = field(
+        default=False,
+        metadata={
+            "help": "proj_attn_top: H + V^D·stack(V^E·H) (True, V^D zero-initialised: the base model at initialisation) "
+            "or V^D·stack(V^E·H) replacing H (False, the released code; V^D BERT-initialised)."
+        },
+    )
+    bert_layer_top_init: str = field(
+        default="fresh",
+        metadata={
+            "help": "bert_layer_top: a fresh randomly initialised layer (the released code) or a copy of the trunk's last "
+            "layer.",
+            "choices": lambda: ("fresh", "copy"),
+        },
+    )
     # --- CA-MTL (Pilault et al., ICLR 2021), as the authors released it; method `ca_mtl` only (pals_core/methods/ca_mtl)
     # `location` picks the layers with conditional attention (released: all).
-    task_embedding_dim: Optional[int] = field(default=None, metadata={
-        "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
-                "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."})
-    frozen_layers: Optional[int] = field(default=None, metadata={
-        "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen. None = ⌊L/2⌋ − 1 "
-                "(the released setting: layers 0–4 of 12); 0 = nothing frozen."})
-    cond_norm_layers: Optional[int] = field(default=None, metadata={
-        "help": "CA-MTL: how many of the top layers get the conditional LayerNorm (gain-only, both LayerNorms). "
-                "None = ⌊L/2⌋ (the released code: the top half)."})
-    cond_attn_max_len: int = field(default=128, metadata={
-        "help": "CA-MTL: M, the positions the block-diagonal conditional attention bias covers (an M × m matrix, "
-                "block size m = ⌈M/N_b⌉, as released; positions ≥ M get no bias)."})
-    cond_attn_blocks: int = field(default=6, metadata={
-        "help": "CA-MTL: N_b, blocks of the block-diagonal conditional attention bias (M·m weights per layer)."})
-    cond_adapter_layers: int = field(default=1, metadata={
-        "help": "CA-MTL: how many of the top layers are re-initialised adapter layers with the conditional "
-                "bottleneck of width d_s and a third conditional LayerNorm (released: the top layer)."})
+    task_embedding_dim: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
+            "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."
+        },
+    )
+    frozen_layers: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen. None = ⌊L/2⌋ − 1 "
+            "(the released setting: layers 0–4 of 12); 0 = nothing frozen."
+        },
+    )
+    cond_norm_layers: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "CA-MTL: how many of the top layers get the conditional LayerNorm (gain-only, both LayerNorms). "
+            "None = ⌊L/2⌋ (the released code: the top half)."
+        },
+    )
+    cond_attn_max_len: int = field(
+        default=128,
+        metadata={
+            "help": "CA-MTL: M, the positions the block-diagonal conditional attention bias covers (an M × m matrix, "
+            "block size m = ⌈M/N_b⌉, as released; positions ≥ M get no bias)."
+        },
+    )
+    cond_attn_blocks: int = field(
+        default=6,
+        metadata={
+            "help": "CA-MTL: N_b, blocks of the block-diagonal conditional attention bias (M·m weights per layer)."
+        },
+    )
+    cond_adapter_layers: int = field(
+        default=1,
+        metadata={
+            "help": "CA-MTL: how many of the top layers are re-initialised adapter layers with the conditional "
+            "bottleneck of width d_s and a third conditional LayerNorm (released: the top layer)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.location, (str, list, tuple)):

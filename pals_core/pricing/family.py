@@ -14,6 +14,7 @@ beside its torch mirror ``trunk.py``; ``tests/test_exactness.py`` holds both to 
 Counting conventions (docs/design.md §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
 FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/design.md §5).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ def flag(config: dict, name: str, field: str, default: bool) -> bool:
     return value
 
 
-def integer(config: dict, name: str, field: str, default: int, *, low: Optional[int] = None,
-            high: Optional[int] = None) -> int:
+def integer(
+    config: dict, name: str, field: str, default: int, *, low: Optional[int] = None, high: Optional[int] = None
+) -> int:
     """An integer field as transformers needs it: a JSON integer (absent or null: ``default``) within [low, high]
     (``high`` defaults to the calculator's ``limits.MAX_WIDTH``). A string ("64"), a float or a bool is refused."""
     value = config.get(field, _MISSING)
@@ -119,7 +121,9 @@ def embedding_size(config: dict, name: str, hidden: int) -> int:
     """E = ``embedding_size`` (d when absent); null is refused: transformers cannot build a table of width None."""
     e = config.get("embedding_size", hidden)
     if e is None:
-        raise ValueError(f"config {name!r}: embedding_size is null (give a width, or leave the field out for hidden_size)")
+        raise ValueError(
+            f"config {name!r}: embedding_size is null (give a width, or leave the field out for hidden_size)"
+        )
     return e
 
 
@@ -173,7 +177,9 @@ class Replay:
     conditions: Optional[Callable[[dict], dict]] = None  # config.json -> ``Conditions`` fields
     inference_layer: Callable[..., tuple[int, int]] = bert_inference_layer  # (m, B, n, eager, adapted) -> elements
     layer_kind: Callable[[BaseModel, int], Any] = lambda m, i: None  # layers of one kind replay alike (a cache key)
-    idle_params: Callable[[BaseModel], int] = no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
+    idle_params: Callable[[BaseModel], int] = (
+        no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
+    )
 
 
 @dataclass(frozen=True)
@@ -207,8 +213,12 @@ class Family:
 
     def base_params(self, m: BaseModel, paper: bool) -> int:
         """N_base = embeddings + Σ_i layer_i + final + pooler: ``sum(p.numel())`` of ``AutoModel.from_config``."""
-        return (self.embedding_params(m, paper) + sum(self.layer_params(m, i, paper) for i in range(m.layers))
-                + self.final_params(m, paper) + (pooler_params(m, paper) if self.pooler else 0))
+        return (
+            self.embedding_params(m, paper)
+            + sum(self.layer_params(m, i, paper) for i in range(m.layers))
+            + self.final_params(m, paper)
+            + (pooler_params(m, paper) if self.pooler else 0)
+        )
 
     def max_tokens(self, m: BaseModel) -> int:
         """The longest sequence the model takes: P = ``max_position_embeddings`` less the rows no token can use
@@ -221,8 +231,10 @@ class Family:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"sequence length must be a positive integer, got {n!r}")
         if n > self.max_tokens(m):
-            raise ValueError(f"sequence length {n} exceeds {m.name}'s {self.max_tokens(m)} positions "
-                             f"(max_position_embeddings {m.positions})")
+            raise ValueError(
+                f"sequence length {n} exceeds {m.name}'s {self.max_tokens(m)} positions "
+                f"(max_position_embeddings {m.positions})"
+            )
 
     def pooler_flops(self, m: BaseModel) -> int:
         """2d² when the family has a pooler (it runs on the first token), else 0."""

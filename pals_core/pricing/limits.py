@@ -9,13 +9,14 @@ column; a config with 10⁵ layers takes minutes): inputs past a limit are refus
     MAX_LAYERS    1,024         L, a model's layers
     MAX_WIDTH     1,048,576     d, d_ff, vocabulary, positions (2²⁰)
 """
+
 from __future__ import annotations
 
 MAX_RATIO = 10_000.0
 MAX_COUNT = 1e15
-MAX_D_S = 2 ** 20
+MAX_D_S = 2**20
 MAX_LAYERS = 1024
-MAX_WIDTH = 2 ** 20
+MAX_WIDTH = 2**20
 
 
 def check_at_most(what: str, value: float, limit: float) -> None:

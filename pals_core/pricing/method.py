@@ -10,6 +10,7 @@ parameter and to the FLOP.
 Notation: d hidden, d_ff intermediate, S = d_s, n tokens, K adapted layers, N = n_top, f = r·S.
 A linear map ``i → o`` holds ``i·o`` weights (+ ``o`` bias) and costs ``2·rows·i·o`` FLOPs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,12 @@ def attention_scores(n: int, width) -> Poly:
 def bert_layer_params(m: BaseModel, paper: bool) -> int:
     """One BERT layer: 4d² + 2·d·d_ff (+ 9d + d_ff biases and LayerNorms)."""
     d, f = m.hidden, m.intermediate
-    return (4 * linear(d, d, paper=paper) + linear(d, f, paper=paper) + linear(f, d, paper=paper)
-            + 2 * layer_norm(d, paper=paper)).c
+    return (
+        4 * linear(d, d, paper=paper)
+        + linear(d, f, paper=paper)
+        + linear(f, d, paper=paper)
+        + 2 * layer_norm(d, paper=paper)
+    ).c
 
 
 def bert_layer_flops(m: BaseModel, n: int) -> int:

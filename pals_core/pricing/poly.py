@@ -5,6 +5,7 @@ the tasks, the method and its location are fixed (docs/design.md §§4–5). Rep
 ``Poly(a, b, c) = a·d_s² + b·d_s + c`` lets the solver invert them in closed form and lets the
 sweep evaluate millions of configurations per second.
 """
+
 from __future__ import annotations
 
 import math
@@ -114,8 +115,11 @@ class FloatPoly:
             return FloatPoly(self.a * other, self.b * other, self.c * other)
         if (self.a and (other.a or other.b)) or (other.a and self.b):
             raise ValueError("product has degree > 2")
-        return FloatPoly(self.a * other.c + self.b * other.b + self.c * other.a, self.b * other.c + self.c * other.b,
-                         self.c * other.c)
+        return FloatPoly(
+            self.a * other.c + self.b * other.b + self.c * other.a,
+            self.b * other.c + self.c * other.b,
+            self.c * other.c,
+        )
 
     __rmul__ = __mul__
 

@@ -1,6 +1,7 @@
 """``BaseModel``: the calculator's view of an encoder's shape (pure Python). Presets and config.json reading are in
 ``pals_core/families/models.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
 this module, which reads neither)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -35,8 +36,9 @@ class BaseModel:
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"model {self.name!r}: {field} must be a non-negative integer, got {value!r}")
-        if self.embedding is not None and (not isinstance(self.embedding, int) or isinstance(self.embedding, bool)
-                                           or self.embedding < 1):
+        if self.embedding is not None and (
+            not isinstance(self.embedding, int) or isinstance(self.embedding, bool) or self.embedding < 1
+        ):
             raise ValueError(f"model {self.name!r}: embedding size must be a positive integer, got {self.embedding!r}")
         check_at_most(f"model {self.name!r}: layers", self.layers, MAX_LAYERS)
         for field in ("hidden", "heads", "intermediate", "vocab", "positions", "token_types", "embedding"):

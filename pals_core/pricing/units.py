@@ -1,5 +1,6 @@
 """Parsing of human-written counts (``15M``, ``1.9M``, ``250k``, ``1.5e7``, ``15,000,000``) and sizes in bytes
 (``24GB``, ``80GiB``, ``512MB``: ``parse_memory``)."""
+
 from __future__ import annotations
 
 import math
@@ -57,10 +58,27 @@ def human(n: float) -> str:
 
 
 _MEMORY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
-               "ki": 2 ** 10, "kib": 2 ** 10, "mi": 2 ** 20, "mib": 2 ** 20, "gi": 2 ** 30, "gib": 2 ** 30,
-               "ti": 2 ** 40, "tib": 2 ** 40}
-MIN_BARE_BYTES = 2 ** 20  # a number without a unit is bytes only from 1 MiB: "--memory 8" is a unit forgotten
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "m": 1e6,
+    "mb": 1e6,
+    "g": 1e9,
+    "gb": 1e9,
+    "t": 1e12,
+    "tb": 1e12,
+    "ki": 2**10,
+    "kib": 2**10,
+    "mi": 2**20,
+    "mib": 2**20,
+    "gi": 2**30,
+    "gib": 2**30,
+    "ti": 2**40,
+    "tib": 2**40,
+}
+MIN_BARE_BYTES = 2**20  # a number without a unit is bytes only from 1 MiB: "--memory 8" is a unit forgotten
 
 
 def parse_memory(text) -> float:
@@ -74,8 +92,10 @@ def parse_memory(text) -> float:
             raise ValueError(f"memory {text!r} is not a size (examples: 24GB, 80GiB, 512MB)")
         value = float(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()]
         if not match.group(2) and 0 < value < MIN_BARE_BYTES:
-            raise ValueError(f"memory {str(text).strip()!r} has no unit: {str(text).strip()}GB (10⁹ bytes) or "
-                             f"{str(text).strip()}GiB (2³⁰ bytes)? (a bare number is bytes, at least {MIN_BARE_BYTES:,})")
+            raise ValueError(
+                f"memory {str(text).strip()!r} has no unit: {str(text).strip()}GB (10⁹ bytes) or "
+                f"{str(text).strip()}GiB (2³⁰ bytes)? (a bare number is bytes, at least {MIN_BARE_BYTES:,})"
+            )
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"memory must be a positive size, got {text!r}")
     return value

@@ -4,6 +4,7 @@ A child's exit status is collected by its own ``Popen.poll`` here and nowhere el
 by the next ``Popen`` anywhere in the process, and its status lost); it is then kept in the folder's ``exit.json``,
 so a restarted server (or ``pals-runs``) still knows how the process ended.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,15 @@ def spawn(folder: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
     wall-clock time it was started)."""
     started = time.time()
     with open(Path(folder) / "log.txt", "ab") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=_child_env(), close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_child_env(),
+            close_fds=True,
+        )
     _CHILDREN[proc.pid] = (proc, Path(folder).resolve())  # kept for the process's life: a few bytes a launch
     return proc.pid, run_lock.start_time(proc.pid), started
 

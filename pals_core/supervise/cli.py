@@ -10,6 +10,7 @@ Exit status: 0 done · 1 resumed with ``--wait`` but the process did not finish 
 unknown id, nothing running to cancel, a run still running), one line on stderr · 130 Ctrl-C while waiting (the
 process goes on).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = sub.add_parser("cancel", help="SIGTERM the process provably running ID; SIGKILL after --grace")
     cancel.add_argument("id", metavar="ID", help="a run's or a study worker's id (the first column of list)")
     cancel.add_argument("--root", metavar="DIR", help=root_help)
-    cancel.add_argument("--grace", type=_seconds, default=DEFAULT_GRACE_S, metavar="SECONDS",
-                        help=f"how long it may take to checkpoint and end before SIGKILL (default {DEFAULT_GRACE_S:g})")
+    cancel.add_argument(
+        "--grace",
+        type=_seconds,
+        default=DEFAULT_GRACE_S,
+        metavar="SECONDS",
+        help=f"how long it may take to checkpoint and end before SIGKILL (default {DEFAULT_GRACE_S:g})",
+    )
     cancel.add_argument("--no-wait", action="store_true", help="send SIGTERM and return (never SIGKILL)")
     resume = sub.add_parser("resume", help="start a stopped, failed or dead run (or worker) again where it left off")
     resume.add_argument("id", metavar="ID", help="a run's or a study worker's id (the first column of list)")
@@ -61,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -------------------------------------------------------------------------------------------- rows
+
 
 @dataclass(frozen=True)
 class Row:
@@ -86,24 +93,43 @@ def run_row(run: runs.Run) -> Row:
 
 def worker_row(worker: workers.Worker) -> Row:
     trials = worker.get("trials")
-    return Row(worker.id, "study", worker.status, worker.owner, str(worker.path), worker.runs_done(),
-               trials if isinstance(trials, int) else None)
+    return Row(
+        worker.id,
+        "study",
+        worker.status,
+        worker.owner,
+        str(worker.path),
+        worker.runs_done(),
+        trials if isinstance(trials, int) else None,
+    )
 
 
 def rows(root: Path) -> list[Row]:
     """The runs under ``root``, then its study workers, each newest first."""
-    return [run_row(r) for r in runs.list_runs(root)] + [worker_row(w) for w in workers.list_workers(workers_root(root))]
+    return [run_row(r) for r in runs.list_runs(root)] + [
+        worker_row(w) for w in workers.list_workers(workers_root(root))
+    ]
 
 
 def format_rows(found: Sequence[Row]) -> str:
     header = ("ID", "KIND", "STATUS", "PID", "PROGRESS", "OUT")
-    table = [(r.id, r.kind, r.status, "" if r.pid is None else str(r.pid),
-              f"{'?' if r.step is None else r.step}/{'?' if r.steps is None else r.steps}", r.out) for r in found]
+    table = [
+        (
+            r.id,
+            r.kind,
+            r.status,
+            "" if r.pid is None else str(r.pid),
+            f"{'?' if r.step is None else r.step}/{'?' if r.steps is None else r.steps}",
+            r.out,
+        )
+        for r in found
+    ]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(header)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in (header, *table))
 
 
 # -------------------------------------------------------------------------------------------- find
+
 
 def find(root: Path, item_id: str) -> Item:
     """The run ``root/ID`` or the study worker ``root/study-workers/ID``; ``UsageError`` naming what is there."""
@@ -119,6 +145,7 @@ def find(root: Path, item_id: str) -> Item:
 
 
 # ------------------------------------------------------------------------------------------ actions
+
 
 def do_list(root: Path, as_json: bool) -> str:
     found = rows(root)
@@ -137,8 +164,11 @@ def do_cancel(root: Path, item_id: str, grace_s: Optional[float]) -> str:
     outcome = runs.cancel(item, grace_s) if isinstance(item, runs.Run) else workers.stop(item, grace_s)
     if outcome is None:
         raise UsageError(f"{kind} {item.id} is {item.status}: no process runs it, nothing to cancel")
-    said = {"signalled": "SIGTERM sent", "ended": "it ended after SIGTERM",
-            "killed": f"it did not end within {grace_s:g} s of SIGTERM: killed (SIGKILL)"}[outcome]
+    said = {
+        "signalled": "SIGTERM sent",
+        "ended": "it ended after SIGTERM",
+        "killed": f"it did not end within {grace_s:g} s of SIGTERM: killed (SIGKILL)",
+    }[outcome]
     return f"{kind} {item.id}: {said}; now {_load(item).status}"
 
 

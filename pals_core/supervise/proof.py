@@ -12,6 +12,7 @@ folder if
 
 A pid reused by another process, a zombie, or a process on another folder is never "ours".
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ def zombie(pid: int) -> bool:
             stat = f.read()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2:][:1] in ("Z", "X")
+    return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
 
 
 def out_of(argv: list[str], cwd: Optional[str]) -> Optional[Path]:
@@ -44,7 +45,7 @@ def out_of(argv: list[str], cwd: Optional[str]) -> Optional[Path]:
         if a == "--out" and i + 1 < len(argv):
             out = argv[i + 1]
         elif a.startswith("--out="):
-            out = a[len("--out="):]
+            out = a[len("--out=") :]
     if out is None:
         return None
     path = Path(out)
@@ -120,4 +121,3 @@ def busy(run_dir: Path) -> bool:
 def same_process(pid: int, start: Optional[int]) -> bool:
     """``pid`` still is the process that started at ``start`` (clock ticks) and has not ended."""
     return start is not None and run_lock.start_time(pid) == start and not zombie(pid)
-

@@ -1,5 +1,6 @@
 """Where launched processes are recorded: one folder per run under ``$PALS_RUNS_DIR`` (default ``./runs``), one per
 study worker under ``<runs>/study-workers``. The explorer and ``pals-runs`` read the same default."""
+
 from __future__ import annotations
 
 import os

@@ -22,6 +22,7 @@ folder's config.json, validated as a ``TrainConfig`` (before the trainer wrote o
 validated the same way), and runs only the trainer's own entry point (``python -m pals_core.train.cli … --out
 <folder> --resume``); launch.json's ``argv`` is a record, never run. See docs/design.md (process supervision).
 """
+
 from __future__ import annotations
 
 import math
@@ -59,6 +60,7 @@ def valid_id(name: str) -> bool:
 
 # ------------------------------------------------------------------------------------- the trainer's argv
 
+
 def launch_argv(cfg: TrainConfig, *, resume: bool = False) -> list[str]:
     """What the launcher runs (a list, never a shell string): this Python, ``-m pals_core.train.cli``, the run's
     flags (``TrainConfig.to_argv``: parsing them back gives ``cfg``)."""
@@ -71,6 +73,7 @@ def command(cfg: TrainConfig) -> str:
 
 
 # ------------------------------------------------------------------------------------------ runs
+
 
 def _find(d: Any, key: str, depth: int = 2) -> Any:
     """``d[key]``, or the first ``key`` found in nested dicts up to ``depth`` levels down."""
@@ -104,20 +107,43 @@ def _scalar(v: Any) -> Any:
 
 
 # the fields the page reads from the trainer's files, and the type each must have to be used
-_PROGRESS = {"status": lambda v: isinstance(v, str), "step": _count, "total": _count, "elapsed_s": _number,
-             "eta_s": _number, "average": _number, "best_average": _number, "error": lambda v: isinstance(v, str),
-             "updated": lambda v: isinstance(v, str), "pid": _count,
-             "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (_number(x) or x is None)
-                                                              for k, x in v.items())}
-_SUMMARY = {"average": _number, "steps": _count, "best_step": _count, "wall_time_s": _number,
-            "config": lambda v: isinstance(v, dict), "task_steps": lambda v: isinstance(v, dict),
-            "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
-            "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items()),
-            "untrained": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v)}
-_LAUNCH = {"id": lambda v: isinstance(v, str), "pid": _count, "pid_start": _count, "started": _number,
-           "started_iso": lambda v: isinstance(v, str), "command": lambda v: isinstance(v, str),
-           "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-           "config": lambda v: isinstance(v, dict), "history": lambda v: isinstance(v, list)}
+_PROGRESS = {
+    "status": lambda v: isinstance(v, str),
+    "step": _count,
+    "total": _count,
+    "elapsed_s": _number,
+    "eta_s": _number,
+    "average": _number,
+    "best_average": _number,
+    "error": lambda v: isinstance(v, str),
+    "updated": lambda v: isinstance(v, str),
+    "pid": _count,
+    "scores": lambda v: (
+        isinstance(v, dict) and all(isinstance(k, str) and (_number(x) or x is None) for k, x in v.items())
+    ),
+}
+_SUMMARY = {
+    "average": _number,
+    "steps": _count,
+    "best_step": _count,
+    "wall_time_s": _number,
+    "config": lambda v: isinstance(v, dict),
+    "task_steps": lambda v: isinstance(v, dict),
+    "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+    "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items()),
+    "untrained": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+}
+_LAUNCH = {
+    "id": lambda v: isinstance(v, str),
+    "pid": _count,
+    "pid_start": _count,
+    "started": _number,
+    "started_iso": lambda v: isinstance(v, str),
+    "command": lambda v: isinstance(v, str),
+    "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+    "config": lambda v: isinstance(v, dict),
+    "history": lambda v: isinstance(v, list),
+}
 
 
 def _typed(d: Optional[dict], schema: dict) -> Optional[dict]:
@@ -193,9 +219,11 @@ class Run:
             return str(self.progress["error"])
         if self.status == "died":
             if self.stale:
-                return ("stale: progress.json still says \"running\" (step "
-                        f"{(self.progress or {}).get('step', '?')}), but no process trains in this folder "
-                        "(killed, or the machine restarted)")
+                return (
+                    'stale: progress.json still says "running" (step '
+                    f"{(self.progress or {}).get('step', '?')}), but no process trains in this folder "
+                    "(killed, or the machine restarted)"
+                )
             code = f" with exit status {self.exit_code}" if self.exit_code is not None else ""
             return f"the training process ended{code} without writing a final status"
         return None
@@ -223,9 +251,14 @@ class Run:
             tasks = ",".join(map(str, tasks))
         params = s.get("params") if isinstance(s.get("params"), dict) else {}
         row = {
-            "run": self.id, "status": self.status, "method": self.get("method"), "location": self.get("location"),
-            "d_s": self.get("d_s"), "tasks": tasks,
-            "step": p.get("step", s.get("steps")), "total": p.get("total", s.get("steps")),
+            "run": self.id,
+            "status": self.status,
+            "method": self.get("method"),
+            "location": self.get("location"),
+            "d_s": self.get("d_s"),
+            "tasks": tasks,
+            "step": p.get("step", s.get("steps")),
+            "total": p.get("total", s.get("steps")),
             "steps": s.get("steps", p.get("step")),
             "eta_s": p.get("eta_s") if self.status in ACTIVE else None,
             "elapsed_s": p.get("elapsed_s"),
@@ -259,7 +292,9 @@ def load_run(path: Path) -> Run:
         summary = None
     cancel = read_json(path / "cancel.json", or_none=True)
     requested = (cancel or {}).get("requested")
-    cancelled = bool(cancel) and (not isinstance(started, (int, float)) or (_number(requested) and requested >= started))
+    cancelled = bool(cancel) and (
+        not isinstance(started, (int, float)) or (_number(requested) and requested >= started)
+    )
     owner = training_pid(path, launch)
     alive = owner is not None or busy(path)  # busy: a process we cannot name holds the lock (e.g. a study worker)
     pid = launch.get("pid") if launch else None
@@ -276,8 +311,20 @@ def load_run(path: Path) -> Run:
         status = "finished"
     else:
         status, stale = "died", state == "running"
-    return Run(path.name, path, launch, progress, summary, read_json(path / "config.json", or_none=True), status,
-               alive, cancelled, exit_code, owner, stale)
+    return Run(
+        path.name,
+        path,
+        launch,
+        progress,
+        summary,
+        read_json(path / "config.json", or_none=True),
+        status,
+        alive,
+        cancelled,
+        exit_code,
+        owner,
+        stale,
+    )
 
 
 def list_runs(root: Optional[Path] = None) -> list[Run]:
@@ -322,10 +369,20 @@ def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run
     except OSError as e:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"could not start the trainer ({argv[0]}): {e}") from None
-    atomic_write_json(run_dir / "launch.json", {
-        "id": run_id, "argv": argv, "pid": pid, "pid_start": pid_start, "started": started,
-        "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        "command": command(cfg), "config": cfg.as_dict(), "history": []})
+    atomic_write_json(
+        run_dir / "launch.json",
+        {
+            "id": run_id,
+            "argv": argv,
+            "pid": pid,
+            "pid_start": pid_start,
+            "started": started,
+            "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+            "command": command(cfg),
+            "config": cfg.as_dict(),
+            "history": [],
+        },
+    )
     return load_run(run_dir)
 
 
@@ -354,7 +411,9 @@ def resume_argv(run_dir: Path, launched: Optional[TrainConfig] = None) -> list[s
     elif launched is not None:
         cfg = launched
     else:
-        raise ValueError(f"run {run_dir.name} has neither a config.json nor readable launch settings: nothing to resume")
+        raise ValueError(
+            f"run {run_dir.name} has neither a config.json nor readable launch settings: nothing to resume"
+        )
     return launch_argv(cfg.with_(out=str(run_dir)), resume=True)
 
 
@@ -366,11 +425,21 @@ def resume(run: Run) -> Run:
     argv = resume_argv(run.path, run.launch_config)
     pid, pid_start, started = spawn(run.path, argv)
     launch = run.launch or {"id": run.id, "history": []}
-    history = list(launch.get("history", [])) + [{k: launch.get(k) for k in ("pid", "started", "argv")}
-                                                 | {"status": current.status, "exit_code": current.exit_code}]
-    atomic_write_json(run.path / "launch.json", {**launch, "argv": argv, "pid": pid, "pid_start": pid_start,
-                                                 "started": started,
-                                                 "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-                                                 "command": shlex.join(["pals-train", *argv[3:]]),
-                                                 "history": history})
+    history = list(launch.get("history", [])) + [
+        {k: launch.get(k) for k in ("pid", "started", "argv")}
+        | {"status": current.status, "exit_code": current.exit_code}
+    ]
+    atomic_write_json(
+        run.path / "launch.json",
+        {
+            **launch,
+            "argv": argv,
+            "pid": pid,
+            "pid_start": pid_start,
+            "started": started,
+            "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+            "command": shlex.join(["pals-train", *argv[3:]]),
+            "history": history,
+        },
+    )
     return load_run(run.path)

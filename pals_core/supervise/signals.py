@@ -5,6 +5,7 @@ The caller passes a pid it has proved runs the folder (``proof``); the request i
 so the folder reads "stopped" rather than "died" however the process ends. A process we launched leads its own
 process group (``start_new_session``): the whole group is signalled, so no grandchild outlives it.
 """
+
 from __future__ import annotations
 
 import os

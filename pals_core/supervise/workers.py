@@ -21,6 +21,7 @@ Status, derived on every read: ``running`` while a process provably runs the wor
 ``stopped`` (exit 130, or cancelled since this launch), ``failed`` (another exit status) or ``ended`` (the exit
 status is unknown: the launching process was not there to collect it).
 """
+
 from __future__ import annotations
 
 import os
@@ -112,10 +113,19 @@ def list_workers(root: Optional[Path] = None) -> list[Worker]:
 def _launch(path: Path, record: dict, argv: list[str], history: list) -> Worker:
     """Spawn ``argv`` for the worker folder ``path`` and record it (with ``record``'s fields) in worker.json."""
     pid, pid_start, started = spawn(path, argv)
-    atomic_write_json(path / RECORD, {
-        **record, "argv": argv, "pid": pid, "pid_start": pid_start, "started": started,
-        "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        "command": shlex.join(["pals-study", *argv[3:]]), "history": history})
+    atomic_write_json(
+        path / RECORD,
+        {
+            **record,
+            "argv": argv,
+            "pid": pid,
+            "pid_start": pid_start,
+            "started": started,
+            "started_iso": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+            "command": shlex.join(["pals-study", *argv[3:]]),
+            "history": history,
+        },
+    )
     return load_worker(path)
 
 
@@ -144,8 +154,10 @@ def resume(worker: Worker, argv: list[str]) -> Worker:
         raise ValueError(f"worker {worker.id} is still running")
     record = current.record or {}
     past = record["history"] if isinstance(record.get("history"), list) else []
-    history = past + [{k: record.get(k) for k in ("pid", "started", "argv")}
-                      | {"status": current.status, "exit_code": current.exit_code}]
+    history = past + [
+        {k: record.get(k) for k in ("pid", "started", "argv")}
+        | {"status": current.status, "exit_code": current.exit_code}
+    ]
     return _launch(current.path, record, argv, history)
 
 
@@ -163,8 +175,10 @@ def rebuilt_argv(worker: Worker, kind: str = STUDY_KIND) -> list[str]:
     them, this one never imports it. ``ValueError`` if no installed package registers one."""
     found = _registered(ARGV_GROUP, kind)
     if not found:
-        raise ValueError(f"no installed package rebuilds a {kind}'s arguments (entry point group {ARGV_GROUP!r}; "
-                         "reinstall the project: pip install -e .)")
+        raise ValueError(
+            f"no installed package rebuilds a {kind}'s arguments (entry point group {ARGV_GROUP!r}; "
+            "reinstall the project: pip install -e .)"
+        )
     return found[0].load()(worker)
 
 

@@ -7,6 +7,7 @@ here; nothing here imports torch, transformers or the rest of the project. The r
 sampler's random) load on first use of one of their names (``_LAZY``): the calculator's start-up needs only the
 records and GLUE's.
 """
+
 from __future__ import annotations
 
 from importlib import import_module
@@ -37,9 +38,27 @@ def resolve_records(names: "Sequence[str] | str | None", tasks_file: Optional[st
     return [glue_record(n) for n in parse_task_list(list(names))]
 
 
-__all__ = ["GLUE_LABELS", "GLUE_TASKS", "KINDS", "METRICS_OF_KIND", "PAPER_TASKS", "TaskDataError", "TaskRecord",
-           "TaskRecordError", "fingerprint", "get_task", "glue_record", "num_labels", "parse_task_list",
-           "read_label_names", "read_tasks_file", "records_of_config", "resolve_records", "select", "sha256_of"]
+__all__ = [
+    "GLUE_LABELS",
+    "GLUE_TASKS",
+    "KINDS",
+    "METRICS_OF_KIND",
+    "PAPER_TASKS",
+    "TaskDataError",
+    "TaskRecord",
+    "TaskRecordError",
+    "fingerprint",
+    "get_task",
+    "glue_record",
+    "num_labels",
+    "parse_task_list",
+    "read_label_names",
+    "read_tasks_file",
+    "records_of_config",
+    "resolve_records",
+    "select",
+    "sha256_of",
+]
 
 
 def records_of_config(config: dict) -> dict[str, TaskRecord]:

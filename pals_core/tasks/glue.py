@@ -7,6 +7,7 @@ that enters the paper's dev average (Table 3: accuracy for every task, CoLA MCC,
 count with their accuracy). ``glue_record(name)`` is the task as a ``TaskRecord``, of the same kind as a task
 of one's own; everything past this module reads records.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,35 +61,126 @@ class GlueTask:
         """This task as a record: rows from the GLUE folder, columns named as on the hub."""
         text = tuple(c for c in self.hub_columns if c)
         kind = "regression" if self.regression else "classification"
-        return TaskRecord(name=self.name, kind=kind, text=text, label="label", labels=self.classes,
-                          metric=self.main, metrics=self.metrics, range=self.range, glue=self.name)
+        return TaskRecord(
+            name=self.name,
+            kind=kind,
+            text=text,
+            label="label",
+            labels=self.classes,
+            metric=self.main,
+            metrics=self.metrics,
+            range=self.range,
+            glue=self.name,
+        )
 
 
-GLUE_TASKS: dict[str, GlueTask] = {t.name: t for t in (
-    GlueTask("cola", "CoLA", text_a=3, text_b=None, label=1, classes=("0", "1"), metrics=("mcc",), main="mcc",
-             header=False, columns=4, hub_config="cola", hub_columns=("sentence", None)),
-    GlueTask("sst2", "SST-2", text_a="sentence", text_b=None, label="label", classes=("0", "1"),
-             metrics=("accuracy",), main="accuracy", hub_config="sst2", hub_columns=("sentence", None)),
-    GlueTask("mrpc", "MRPC", text_a="#1 String", text_b="#2 String", label="Quality", classes=("0", "1"),
-             metrics=("f1", "accuracy"), main="accuracy", hub_config="mrpc", hub_columns=("sentence1", "sentence2")),
-    GlueTask("stsb", "STS-B", text_a="sentence1", text_b="sentence2", label="score", classes=None,
-             metrics=("pearson", "spearman"), main="pearson", hub_config="stsb", hub_columns=("sentence1", "sentence2"),
-             range=(0.0, 5.0)),  # STS-B similarity scores: 0 (unrelated) … 5 (equivalent)
-    GlueTask("qqp", "QQP", text_a="question1", text_b="question2", label="is_duplicate", classes=("0", "1"),
-             metrics=("f1", "accuracy"), main="accuracy", drop_short_rows=True, hub_config="qqp",
-             hub_columns=("question1", "question2")),
-    GlueTask("mnli", "MNLI", text_a="sentence1", text_b="sentence2", label="gold_label",
-             classes=("entailment", "neutral", "contradiction"), metrics=("accuracy",), main="accuracy",
-             dev_files=(("m", "dev_matched.tsv"), ("mm", "dev_mismatched.tsv")),
-             hub_config="mnli", hub_columns=("premise", "hypothesis"),
-             hub_dev_splits=(("m", "validation_matched"), ("mm", "validation_mismatched"))),
-    GlueTask("qnli", "QNLI", text_a="question", text_b="sentence", label="label",
-             classes=("entailment", "not_entailment"), metrics=("accuracy",), main="accuracy",
-             hub_config="qnli", hub_columns=("question", "sentence")),
-    GlueTask("rte", "RTE", text_a="sentence1", text_b="sentence2", label="label",
-             classes=("entailment", "not_entailment"), metrics=("accuracy",), main="accuracy",
-             hub_config="rte", hub_columns=("sentence1", "sentence2")),
-)}
+GLUE_TASKS: dict[str, GlueTask] = {
+    t.name: t
+    for t in (
+        GlueTask(
+            "cola",
+            "CoLA",
+            text_a=3,
+            text_b=None,
+            label=1,
+            classes=("0", "1"),
+            metrics=("mcc",),
+            main="mcc",
+            header=False,
+            columns=4,
+            hub_config="cola",
+            hub_columns=("sentence", None),
+        ),
+        GlueTask(
+            "sst2",
+            "SST-2",
+            text_a="sentence",
+            text_b=None,
+            label="label",
+            classes=("0", "1"),
+            metrics=("accuracy",),
+            main="accuracy",
+            hub_config="sst2",
+            hub_columns=("sentence", None),
+        ),
+        GlueTask(
+            "mrpc",
+            "MRPC",
+            text_a="#1 String",
+            text_b="#2 String",
+            label="Quality",
+            classes=("0", "1"),
+            metrics=("f1", "accuracy"),
+            main="accuracy",
+            hub_config="mrpc",
+            hub_columns=("sentence1", "sentence2"),
+        ),
+        GlueTask(
+            "stsb",
+            "STS-B",
+            text_a="sentence1",
+            text_b="sentence2",
+            label="score",
+            classes=None,
+            metrics=("pearson", "spearman"),
+            main="pearson",
+            hub_config="stsb",
+            hub_columns=("sentence1", "sentence2"),
+            range=(0.0, 5.0),
+        ),  # STS-B similarity scores: 0 (unrelated) … 5 (equivalent)
+        GlueTask(
+            "qqp",
+            "QQP",
+            text_a="question1",
+            text_b="question2",
+            label="is_duplicate",
+            classes=("0", "1"),
+            metrics=("f1", "accuracy"),
+            main="accuracy",
+            drop_short_rows=True,
+            hub_config="qqp",
+            hub_columns=("question1", "question2"),
+        ),
+        GlueTask(
+            "mnli",
+            "MNLI",
+            text_a="sentence1",
+            text_b="sentence2",
+            label="gold_label",
+            classes=("entailment", "neutral", "contradiction"),
+            metrics=("accuracy",),
+            main="accuracy",
+            dev_files=(("m", "dev_matched.tsv"), ("mm", "dev_mismatched.tsv")),
+            hub_config="mnli",
+            hub_columns=("premise", "hypothesis"),
+            hub_dev_splits=(("m", "validation_matched"), ("mm", "validation_mismatched")),
+        ),
+        GlueTask(
+            "qnli",
+            "QNLI",
+            text_a="question",
+            text_b="sentence",
+            label="label",
+            classes=("entailment", "not_entailment"),
+            metrics=("accuracy",),
+            main="accuracy",
+            hub_config="qnli",
+            hub_columns=("question", "sentence"),
+        ),
+        GlueTask(
+            "rte",
+            "RTE",
+            text_a="sentence1",
+            text_b="sentence2",
+            label="label",
+            classes=("entailment", "not_entailment"),
+            metrics=("accuracy",),
+            main="accuracy",
+            hub_config="rte",
+            hub_columns=("sentence1", "sentence2"),
+        ),
+    )
+}
 """The paper's eight GLUE tasks (MNLI is one task with two dev sets, matched and mismatched)."""
 
 PAPER_TASKS: tuple[str, ...] = tuple(GLUE_TASKS)
@@ -112,8 +204,9 @@ def get_task(name: str) -> GlueTask:
     """A task by name (``"rte"``, ``"SST-2"``, ``"mnli-m"`` …); ``ValueError`` naming the known tasks."""
     key = glue_name(name)
     if key not in GLUE_TASKS:
-        raise ValueError(f"unknown task {name!r} (GLUE tasks here: {', '.join(GLUE_TASKS)}; "
-                         "your own tasks: --tasks-file)")
+        raise ValueError(
+            f"unknown task {name!r} (GLUE tasks here: {', '.join(GLUE_TASKS)}; your own tasks: --tasks-file)"
+        )
     return GLUE_TASKS[key]
 
 

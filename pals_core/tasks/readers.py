@@ -11,6 +11,7 @@ its row (the 1-based data row; the header is not a row) and its column.
 * ``.jsonl`` / ``.ndjson``: one JSON object per line (blank lines skipped); a list label stays a list.
 * ``.parquet``; a ``save_to_disk`` folder (its Arrow files; a ``ClassLabel`` column gives its label names).
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,14 +54,18 @@ def file_format(path: "str | Path") -> str:
     if p.is_dir():
         if (p / "dataset_dict.json").is_file():
             splits = json.loads((p / "dataset_dict.json").read_text()).get("splits", [])
-            raise TaskDataError(f"{p}: a DatasetDict folder; give one split's folder ({', '.join(f'{p}/{s}' for s in splits)})")
+            raise TaskDataError(
+                f"{p}: a DatasetDict folder; give one split's folder ({', '.join(f'{p}/{s}' for s in splits)})"
+            )
         if (p / "state.json").is_file():
             return "arrow"
         raise TaskDataError(f"{p}: a folder that save_to_disk did not write (no state.json)")
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
-        raise TaskDataError(f"{p}: unknown format {p.suffix or '(no extension)'!r} "
-                            f"(.csv, .tsv, .jsonl, .parquet, or a save_to_disk folder)")
+        raise TaskDataError(
+            f"{p}: unknown format {p.suffix or '(no extension)'!r} "
+            f"(.csv, .tsv, .jsonl, .parquet, or a save_to_disk folder)"
+        )
     return fmt
 
 
@@ -74,7 +79,7 @@ def check_file(path: "str | Path") -> None:
     if not p.is_file():
         raise TaskDataError(f"{p}: not a regular file")
     if p.stat().st_size > MAX_FILE_BYTES:
-        raise TaskDataError(f"{p}: {p.stat().st_size / 2 ** 30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
+        raise TaskDataError(f"{p}: {p.stat().st_size / 2**30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
 
 
 def read_columns(path: "str | Path", columns: Optional[Sequence[str]]) -> Columns:
@@ -114,8 +119,14 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
     data = path.read_bytes()
     _utf8(path, data)
     text = data.decode("utf-8-sig")
-    first = next(csv.reader([text.split("\n", 1)[0].rstrip("\r")], delimiter=delimiter,
-                            quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE), None)
+    first = next(
+        csv.reader(
+            [text.split("\n", 1)[0].rstrip("\r")],
+            delimiter=delimiter,
+            quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE,
+        ),
+        None,
+    )
     if not first:
         raise TaskDataError(f"{path}: empty file (expected a header line)")
     header = [h.strip() for h in first]
@@ -134,15 +145,26 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
         # now and then ("terminate called without an active exception", 12 of 30 runs); the label column of
         # 100,000 rows still reads in well under 0.3 s
         read_options=pacsv.ReadOptions(column_names=header, skip_rows=1, use_threads=False),
-        parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quoted else False,
-                                         newlines_in_values=quoted, invalid_row_handler=invalid),
-        convert_options=pacsv.ConvertOptions(include_columns=list(columns),
-                                             column_types={c: pa.string() for c in columns},
-                                             strings_can_be_null=False, null_values=[]))
+        parse_options=pacsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char='"' if quoted else False,
+            newlines_in_values=quoted,
+            invalid_row_handler=invalid,
+        ),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=list(columns),
+            column_types={c: pa.string() for c in columns},
+            strings_can_be_null=False,
+            null_values=[],
+        ),
+    )
     if bad:  # pyarrow does not count rows when values may hold newlines: find the row with the csv module
         row = bad[0]
-        reader = csv.reader(text.splitlines(keepends=True)[1:] if not quoted else io.StringIO(text.split("\n", 1)[1]),
-                            delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE)
+        reader = csv.reader(
+            text.splitlines(keepends=True)[1:] if not quoted else io.StringIO(text.split("\n", 1)[1]),
+            delimiter=delimiter,
+            quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE,
+        )
         number = next((i for i, fields in enumerate(reader, start=1) if fields and len(fields) != len(header)), None)
         at = f"row {number}" if number is not None else "a row"
         raise TaskDataError(f"{path}, {at}: expected {row.expected_columns} fields, found {row.actual_columns}")
@@ -209,8 +231,11 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     table = pa.concat_tables(tables)
     columns = table.column_names if columns is None else columns
     _missing(path, columns, table.column_names)
-    names = {c: tuple(features[c]["names"]) for c in columns
-             if isinstance(features.get(c), dict) and features[c].get("_type") == "ClassLabel"}
+    names = {
+        c: tuple(features[c]["names"])
+        for c in columns
+        if isinstance(features.get(c), dict) and features[c].get("_type") == "ClassLabel"
+    }
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, names)
 
 

@@ -13,6 +13,7 @@ integer), read from the label column only (``readers.read_columns``).
 GLUE's tasks are records of the same kind, built in (``glue.glue_record``); their rows come from the GLUE
 folder (``--glue-dir``) instead of a file of their own.
 """
+
 from __future__ import annotations
 
 import math
@@ -130,8 +131,9 @@ class TaskRecord:
         """Raise ``TaskRecordError`` naming the task and the field for a record that cannot be used."""
         where = f"task {self.name!r}"
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
-            raise TaskRecordError(f"task name {self.name!r}: letters, digits, '_', '.', '-' (at most 64, "
-                                  "starting with a letter or digit)")
+            raise TaskRecordError(
+                f"task name {self.name!r}: letters, digits, '_', '.', '-' (at most 64, starting with a letter or digit)"
+            )
         if self.kind not in KINDS:
             raise TaskRecordError(f"{where}: unknown kind {self.kind!r} ({', '.join(KINDS)})")
         if self.glue is None and not self.train:
@@ -159,13 +161,17 @@ class TaskRecord:
             if self.labels is not None and self.positive not in self.labels:
                 raise TaskRecordError(f"{where}: positive label {self.positive!r} is not in 'labels'")
         if self.labels is not None and "f1" in (self.main_metric, *self.metrics) and len(self.labels) != 2:
-            raise TaskRecordError(f"{where}: metric 'f1' is binary; this task has {len(self.labels)} labels "
-                                  "(macro_f1 takes any number)")
+            raise TaskRecordError(
+                f"{where}: metric 'f1' is binary; this task has {len(self.labels)} labels (macro_f1 takes any number)"
+            )
         if self.range is not None:
             if not self.regression:
                 raise TaskRecordError(f"{where}: 'range' is for regression tasks")
-            if (len(self.range) != 2 or not all(_is_number(v) and math.isfinite(v) for v in self.range)
-                    or self.range[0] >= self.range[1]):
+            if (
+                len(self.range) != 2
+                or not all(_is_number(v) and math.isfinite(v) for v in self.range)
+                or self.range[0] >= self.range[1]
+            ):
                 raise TaskRecordError(f"{where}: 'range' is [low, high] with low < high, got {list(self.range)!r}")
         if self.label_sep is not None:
             if not self.multilabel:

@@ -11,6 +11,7 @@ Labels become what the model trains on:
 * regression: a float;
 * multilabel: the set of label indices (a list in JSON / Parquet / Arrow, or a string split by ``label_sep``).
 """
+
 from __future__ import annotations
 
 import math
@@ -88,8 +89,10 @@ def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tupl
             raise TaskDataError(f"{cols.where(i, record.label)}: missing label")
         seen.update(names)
     if len(seen) < 2:
-        raise TaskDataError(f"{cols.path}, column {record.label!r}: fewer than two classes "
-                            f"({', '.join(map(repr, sorted(seen))) or 'none'})")
+        raise TaskDataError(
+            f"{cols.path}, column {record.label!r}: fewer than two classes "
+            f"({', '.join(map(repr, sorted(seen))) or 'none'})"
+        )
     return _sorted_labels(seen)
 
 
@@ -130,8 +133,10 @@ def _targets(record: TaskRecord, cols: Columns, names: Optional[tuple[str, ...]]
             if not math.isfinite(x):
                 raise TaskDataError(f"{cols.where(i, column)}: target {v!r} is not finite")
             if record.range is not None and not record.range[0] <= x <= record.range[1]:
-                raise TaskDataError(f"{cols.where(i, column)}: target {x:g} is outside the declared range "
-                                    f"[{record.range[0]:g}, {record.range[1]:g}]")
+                raise TaskDataError(
+                    f"{cols.where(i, column)}: target {x:g} is outside the declared range "
+                    f"[{record.range[0]:g}, {record.range[1]:g}]"
+                )
             out.append(x)
         return out
     index = {n: k for k, n in enumerate(names)}
@@ -145,8 +150,9 @@ def _targets(record: TaskRecord, cols: Columns, names: Optional[tuple[str, ...]]
             raise TaskDataError(f"{cols.where(i, column)}: missing label")
         unknown = [n for n in got if n not in index]
         if unknown:
-            what = ("never seen in train" if split == "dev" and record.labels is None
-                    else f"not one of {', '.join(names)}")
+            what = (
+                "never seen in train" if split == "dev" and record.labels is None else f"not one of {', '.join(names)}"
+            )
             raise TaskDataError(f"{cols.where(i, column)}: label {unknown[0]!r} {what}")
         out.append([index[n] for n in got] if record.multilabel else index[got[0]])
     return out
@@ -172,11 +178,14 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
     train_cols = _columns(record, record.train)
     names = () if record.regression else read_label_names(record, train_cols)
     if record.positive is not None and record.positive not in names:
-        raise TaskDataError(f"{record.train}, column {record.label!r}: positive label {record.positive!r} "
-                            f"is not a label ({', '.join(names)})")
+        raise TaskDataError(
+            f"{record.train}, column {record.label!r}: positive label {record.positive!r} "
+            f"is not a label ({', '.join(names)})"
+        )
     if "f1" in record.reported_metrics(len(names)) and len(names) != 2:
-        raise TaskDataError(f"{record.train}, column {record.label!r}: metric 'f1' is binary; "
-                            f"this task has {len(names)} labels")
+        raise TaskDataError(
+            f"{record.train}, column {record.label!r}: metric 'f1' is binary; this task has {len(names)} labels"
+        )
     train = Rows(*_texts(record, train_cols), _targets(record, train_cols, names, "train"), record.train)
     if record.dev:
         dev_cols = _columns(record, record.dev)
@@ -194,7 +203,11 @@ def _split(rows: Rows, held: list[int], dev_source: str) -> tuple[Rows, Rows]:
     keep = [i for i in range(len(rows)) if i not in out]
 
     def take(idx: list[int], source: str) -> Rows:
-        return Rows([rows.text_a[i] for i in idx], None if rows.text_b is None else [rows.text_b[i] for i in idx],
-                    [rows.labels[i] for i in idx], source)
+        return Rows(
+            [rows.text_a[i] for i in idx],
+            None if rows.text_b is None else [rows.text_b[i] for i in idx],
+            [rows.labels[i] for i in idx],
+            source,
+        )
 
     return take(held, dev_source), take(keep, rows.source)

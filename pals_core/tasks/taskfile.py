@@ -15,6 +15,7 @@
 Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
 ``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,20 @@ from .glue import glue_name, glue_record, get_task
 from .record import TaskRecord, TaskRecordError
 
 MAX_TASKS_FILE_BYTES = 1 << 20
-RECORD_FIELDS = ("train", "dev", "text", "label", "kind", "labels", "metric", "metrics", "positive", "range",
-                 "label_sep", "dev_fraction")
+RECORD_FIELDS = (
+    "train",
+    "dev",
+    "text",
+    "label",
+    "kind",
+    "labels",
+    "metric",
+    "metrics",
+    "positive",
+    "range",
+    "label_sep",
+    "dev_fraction",
+)
 
 
 def _yaml_load(text: str, path: Path) -> Any:
@@ -40,8 +53,9 @@ def _yaml_load(text: str, path: Path) -> Any:
         for key_node, _ in node.value:
             key = loader.construct_object(key_node, deep=deep)
             if key in seen:
-                raise TaskRecordError(f"{path}, line {key_node.start_mark.line + 1}: {key!r} is given twice "
-                                      "(two tasks of one name?)")
+                raise TaskRecordError(
+                    f"{path}, line {key_node.start_mark.line + 1}: {key!r} is given twice (two tasks of one name?)"
+                )
             seen.add(key)
         return loader.construct_mapping(node, deep)
 
@@ -68,12 +82,16 @@ def _scalar_list(value: Any, task: str, name: str, path: Path) -> Any:
 
 def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
     if not isinstance(entry, dict):
-        raise TaskRecordError(f"{path}: task {name!r} is a mapping of fields (train, text, label, …) "
-                              f"or {{glue: <name>}}, got {type(entry).__name__}")
+        raise TaskRecordError(
+            f"{path}: task {name!r} is a mapping of fields (train, text, label, …) "
+            f"or {{glue: <name>}}, got {type(entry).__name__}"
+        )
     if "glue" in entry:
         if set(entry) != {"glue"}:
-            raise TaskRecordError(f"{path}: task {name!r}: a built-in GLUE task takes only 'glue' "
-                                  f"(also given: {', '.join(sorted(set(entry) - {'glue'}))})")
+            raise TaskRecordError(
+                f"{path}: task {name!r}: a built-in GLUE task takes only 'glue' "
+                f"(also given: {', '.join(sorted(set(entry) - {'glue'}))})"
+            )
         key = glue_name(str(entry["glue"]))
         try:
             get_task(entry["glue"] if key is None else key)
@@ -85,8 +103,10 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
         return record.check()
     unknown = sorted(set(entry) - set(RECORD_FIELDS))
     if unknown:
-        raise TaskRecordError(f"{path}: task {name!r}: unknown field(s) {', '.join(map(repr, unknown))} "
-                              f"(fields: {', '.join(RECORD_FIELDS)}, or glue)")
+        raise TaskRecordError(
+            f"{path}: task {name!r}: unknown field(s) {', '.join(map(repr, unknown))} "
+            f"(fields: {', '.join(RECORD_FIELDS)}, or glue)"
+        )
     d: dict[str, Any] = {"name": name}
     for key in ("train", "dev"):
         if entry.get(key) is not None:

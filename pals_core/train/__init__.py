@@ -1,5 +1,6 @@
 """Multi-task training (paper Section 4): ``TrainConfig`` (config.py), ``train`` (trainer.py), the
 ``pals-train`` CLI (cli.py). Torch is imported when training starts, not on import of this package."""
+
 from .config import TrainConfig
 
 __all__ = ["TrainConfig", "train"]

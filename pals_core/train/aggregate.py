@@ -27,6 +27,7 @@ False). Many such tests at once are corrected with Holm's step-down method (``ho
 k-th smallest of m p-values becomes max_{j ≤ k} min(1, (m − j + 1) · p_(j)), which holds the chance of
 any false "supported" difference in the family at 5 %. Pure Python + scipy (t quantile, t-test); no torch.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,15 +81,26 @@ def aggregate(seeds: Sequence[int], summaries: Sequence[dict], dirs: Sequence[st
             if list(s["scores"].get(task, {})) != metrics:
                 raise ValueError(f"the seeds report different metrics for {task!r}")
         scores[task] = {m: seed_stats([s["scores"][task][m] for s in summaries]) for m in metrics}
-    runs = [{"seed": int(k), "dir": d, "average": s["average"], "scores": s["scores"], "best_step": s.get("best_step"),
-             "wall_time_s": s.get("wall_time_s")} for k, s, d in zip(seeds, summaries, dirs)]
+    runs = [
+        {
+            "seed": int(k),
+            "dir": d,
+            "average": s["average"],
+            "scores": s["scores"],
+            "best_step": s.get("best_step"),
+            "wall_time_s": s.get("wall_time_s"),
+        }
+        for k, s, d in zip(seeds, summaries, dirs)
+    ]
     config = dict(summaries[0].get("config") or {})
     config.pop("seed", None)
     config.pop("out", None)
     method = (config.get("adapter") or {}).get("method") if isinstance(config.get("adapter"), dict) else None
     n = len(summaries)
     return {
-        "seeds": [int(k) for k in seeds], "n": n, "method": method,
+        "seeds": [int(k) for k in seeds],
+        "n": n,
+        "method": method,
         "runs": runs,
         "average": seed_stats([s["average"] for s in summaries]),
         "scores": scores,
@@ -96,7 +108,7 @@ def aggregate(seeds: Sequence[int], summaries: Sequence[dict], dirs: Sequence[st
         "config": config,
         "confidence": CONFIDENCE,
         "interval": "mean ± ci95: ci95 = t_{0.975, n-1} · std / sqrt(n), std the sample standard deviation (ddof = 1); "
-                    "null for one seed",
+        "null for one seed",
         "wall_time_s": round(math.fsum(float(s.get("wall_time_s") or 0.0) for s in summaries), 3),
     }
 

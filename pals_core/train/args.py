@@ -1,6 +1,7 @@
 """The flags of ``pals-train``, generated from the dataclasses (``AdapterConfig``: the design; the budget;
 ``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``cli.py``), the
 several-runs orchestration (``orchestrate.py``) and the explorer's launcher (``explorer/commands.py``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,14 +17,20 @@ _S = argparse.SUPPRESS
 
 def build_parser() -> argparse.ArgumentParser:
     """Flags generated from the dataclasses: ``AdapterConfig`` (design), the budget, ``TrainConfig`` (run)."""
-    p = OneLineParser(prog="pals-train", description="Multi-task training on GLUE or your own tasks (--tasks-file) with task-specific adapters "
-                "(BERT and PALs, Stickland & Murray 2019). Writes config.json, progress.json, metrics.jsonl, "
-                "checkpoints/ and summary.json to --out.", argument_default=_S)
+    p = OneLineParser(
+        prog="pals-train",
+        description="Multi-task training on GLUE or your own tasks (--tasks-file) with task-specific adapters "
+        "(BERT and PALs, Stickland & Murray 2019). Writes config.json, progress.json, metrics.jsonl, "
+        "checkpoints/ and summary.json to --out.",
+        argument_default=_S,
+    )
     add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
     add_budget_flags(p, title="budget (one of; sized methods: d_s = the calculator's largest within it)")
     add_flags(p, TrainConfig, title="run (TrainConfig)")
     r = p.add_argument_group("this invocation")
-    r.add_argument("--hub", dest="hub", action="store_true", help="load GLUE from the Hugging Face hub (= --glue-source hub)")
+    r.add_argument(
+        "--hub", dest="hub", action="store_true", help="load GLUE from the Hugging Face hub (= --glue-source hub)"
+    )
     r.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     r.add_argument("--no-progress", dest="no_progress", action="store_true", help="no progress bar")
     return p
@@ -57,13 +64,17 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
         return TrainConfig.from_dict(extension_config(run_given["from_run"], run_given)), resume
     if "tasks" not in run_given:
         if not run_given.get("tasks_file"):
-            raise UsageError("--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2), or --tasks-file F for your own")
+            raise UsageError(
+                "--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2), or --tasks-file F for your own"
+            )
         run_given["tasks"] = []
     adapter = AdapterConfig(**adapter_given)
     from ..budget import get_method
 
     if get_method(adapter.method).sized and adapter.d_s is None and budget is None:
-        raise UsageError(f"method {adapter.method!r} needs --d-s N or a budget (--budget RATIO, --extra N, --per-task N)")
+        raise UsageError(
+            f"method {adapter.method!r} needs --d-s N or a budget (--budget RATIO, --extra N, --per-task N)"
+        )
     return TrainConfig(adapter=adapter, budget=budget, **run_given), resume
 
 

@@ -13,6 +13,7 @@ A checkpoint folder is written under a temporary name and moved into place with 
 intact. Only the latest and the best checkpoints are kept; the best one loses its optimizer state
 once it is no longer the latest (its weights are what is kept for).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,11 @@ def _write_failure(e: BaseException, step: int, root: Path) -> CheckpointWriteEr
     except OSError:
         free = None
     if free is not None and free < 64 << 20:
-        reason = f"no space left on the device ({free / 2 ** 20:.1f} MiB free)"
-    return CheckpointWriteError(f"cannot write the checkpoint of step {step} in {root}: {reason}; the previous "
-                                "checkpoint stays (make room, then --resume)")
+        reason = f"no space left on the device ({free / 2**20:.1f} MiB free)"
+    return CheckpointWriteError(
+        f"cannot write the checkpoint of step {step} in {root}: {reason}; the previous "
+        "checkpoint stays (make room, then --resume)"
+    )
 
 
 def step_dir_name(step: int) -> str:
@@ -88,8 +91,10 @@ def load_model(model, folder: Path) -> None:
     with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
         keys = set(f.keys())
         if keys != expected:
-            raise ValueError(f"{folder / SHARED_FILE} does not fit the model: missing {sorted(expected - keys)[:5]}, "
-                             f"unexpected {sorted(keys - expected)[:5]}")
+            raise ValueError(
+                f"{folder / SHARED_FILE} does not fit the model: missing {sorted(expected - keys)[:5]}, "
+                f"unexpected {sorted(keys - expected)[:5]}"
+            )
         with torch.no_grad():
             for k in keys:
                 params[k].copy_(f.get_tensor(k))
@@ -113,8 +118,10 @@ class Checkpoints:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as e:
-            raise CheckpointDamaged(f"{self.latest_file} cannot be read ({type(e).__name__}); the run cannot tell "
-                                    "which checkpoint to continue from") from None
+            raise CheckpointDamaged(
+                f"{self.latest_file} cannot be read ({type(e).__name__}); the run cannot tell "
+                "which checkpoint to continue from"
+            ) from None
         name = info.get("dir") if isinstance(info, dict) else None
         if not isinstance(name, str) or not STEP_DIR.match(name) or not (self.root / name / STATE_FILE).is_file():
             raise CheckpointDamaged(f"{self.latest_file} names no checkpoint in {self.root} ({name!r})")
@@ -134,12 +141,15 @@ class Checkpoints:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=self.root))
         try:
             save_model(model, tmp)
-            torch.save({
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            }, tmp / OPTIMIZER_FILE)
+            torch.save(
+                {
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                },
+                tmp / OPTIMIZER_FILE,
+            )
             atomic_write_json(tmp / STATE_FILE, {"format": FORMAT, "step": step, **state})
             if final.exists():  # the same step saved again (e.g. a stop right after an evaluation)
                 shutil.rmtree(final)
@@ -189,9 +199,11 @@ class Checkpoints:
         except CheckpointDamaged:
             raise
         except Exception as e:  # noqa: BLE001 - safetensors, torch.load and json raise many kinds
-            raise CheckpointDamaged(f"checkpoint {folder} cannot be read ({type(e).__name__}: "
-                                    f"{' '.join(str(e).split())[:200]}); the run cannot continue from it: "
-                                    "start a new one (another --out)") from None
+            raise CheckpointDamaged(
+                f"checkpoint {folder} cannot be read ({type(e).__name__}: "
+                f"{' '.join(str(e).split())[:200]}); the run cannot continue from it: "
+                "start a new one (another --out)"
+            ) from None
 
     def _load(self, folder: Path, model, optimizer, scheduler, map_location: Any) -> dict:
         load_model(model, folder)
@@ -202,7 +214,8 @@ class Checkpoints:
             raise CheckpointDamaged(
                 f"checkpoint {folder} holds optimizer state for parameter groups of {saved} tensors, this run's optimizer "
                 f"has {built} (a checkpoint from an earlier pals-train, whose weight-decay groups differed, e.g. IA³ "
-                "scales before they left weight decay); the run cannot continue from it: start a new one (another --out)")
+                "scales before they left weight decay); the run cannot continue from it: start a new one (another --out)"
+            )
         optimizer.load_state_dict(blob["optimizer"])
         scheduler.load_state_dict(blob["scheduler"])
         torch.set_rng_state(blob["torch_rng"])

@@ -11,6 +11,7 @@ Defaults: the embedded MiniLM on the best device present (CPU here), the paper's
 Exit status: 0 finished · 1 training failed (see progress.json) · 2 bad arguments or data (one line on
 stderr) · 130 interrupted · 143 stopped by SIGTERM (checkpoint written; --resume continues).
 """
+
 from __future__ import annotations
 
 import os
@@ -80,8 +81,10 @@ def format_summary(summary: dict) -> str:
     def pct(v) -> str:  # a score ×100; "—" where it is not a number (NaN is stored as null)
         return f"{100 * v:6.2f}" if isinstance(v, (int, float)) and v == v else "     —"
 
-    lines = [f"best step {summary.get('best_step')} of {summary.get('steps')}  ·  dev average "
-             f"{pct(summary.get('average')).strip()}  ·  {summary.get('wall_time_s') or 0:.0f} s"]
+    lines = [
+        f"best step {summary.get('best_step')} of {summary.get('steps')}  ·  dev average "
+        f"{pct(summary.get('average')).strip()}  ·  {summary.get('wall_time_s') or 0:.0f} s"
+    ]
     for task, scores in (summary.get("scores") or {}).items():
         metrics = "  ".join(f"{k} {pct(v).strip()}" for k, v in scores.items())
         try:
@@ -91,16 +94,22 @@ def format_summary(summary: dict) -> str:
         lines.append(f"  {task:6s} {pct(main)}   ({metrics})")
     untrained = summary.get("untrained") or []
     if untrained:
-        lines.append(f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
-                     "head's; more --steps, or another --sampling)")
+        lines.append(
+            f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
+            "head's; more --steps, or another --sampling)"
+        )
     added = summary.get("added") or {}
     if added:
         kept = [t for t in summary.get("scores") or {} if t not in added.get("tasks", [])]
-        lines.append(f"added: {', '.join(added.get('tasks', []))} trained on {added.get('from_run')}; "
-                     f"{', '.join(kept)}: its scores (outputs bit-identical)")
+        lines.append(
+            f"added: {', '.join(added.get('tasks', []))} trained on {added.get('from_run')}; "
+            f"{', '.join(kept)}: its scores (outputs bit-identical)"
+        )
     p = summary["params"]
-    lines.append(f"parameters: {p['total']:,} total ({p['ratio']:.4f}× base), {p['task_specific']:,} task-specific, "
-                 f"{p['trained']:,} trained")
+    lines.append(
+        f"parameters: {p['total']:,} total ({p['ratio']:.4f}× base), {p['task_specific']:,} task-specific, "
+        f"{p['trained']:,} trained"
+    )
     return "\n".join(lines)
 
 

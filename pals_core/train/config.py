@@ -7,6 +7,7 @@ decay to zero, gradient clipping at 1.0, annealed task sampling with 2400-step e
 ``budget`` (a ratio B: N_total ≤ B·N_base) replaces ``adapter.d_s`` by the calculator's solution
 (``pals_core.budget.solve``, exact convention, for this model and these tasks); see ``resolve``.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ from .extend import extended_records
 from .models import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
-MAX_SEED = 2 ** 63 - 1  # a signed 64-bit integer: what torch.manual_seed, numpy and every JSON reader take
+MAX_SEED = 2**63 - 1  # a signed 64-bit integer: what torch.manual_seed, numpy and every JSON reader take
 MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 GLUE_SOURCES = ("auto", "files", "hub")
 
@@ -50,57 +51,106 @@ class TrainConfig:
     """One run. Each field is declared once here — type, default, help — and becomes a ``pals-train`` flag
     (``pals_core.flags``); the design's fields are ``AdapterConfig``'s, the budget is ``Budget``."""
 
-    tasks: list[str] = field(metadata={"help": "tasks, comma-separated: GLUE's cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte, or "
-                                               "names in --tasks-file (none = all of the file's)",
-                                       "always": True, "metavar": "T,T,…"})
+    tasks: list[str] = field(
+        metadata={
+            "help": "tasks, comma-separated: GLUE's cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte, or "
+            "names in --tasks-file (none = all of the file's)",
+            "always": True,
+            "metavar": "T,T,…",
+        }
+    )
     adapter: AdapterConfig = field(metadata={"cli": False})  # its fields are flags of their own
-    model: Optional[str] = field(default=None, metadata={
-        "help": f"local Hugging Face checkpoint folder, or '{TINY}' (a random tiny BERT for smoke runs); "
-                "none = the embedded MiniLM", "metavar": "PATH"})
-    glue_dir: Optional[str] = field(default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None, metadata={
-        "help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"})
-    tasks_file: Optional[str] = field(default=None, metadata={
-        "help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"})
-    from_run: Optional[str] = field(default=None, metadata={
-        "flag": "--from", "metavar": "RUN_DIR",
-        "help": "add tasks later: a finished run whose design shares nothing trained (trunk frozen); only --add-tasks' "
-                "tasks train, every task of the run keeps bit-identical outputs"})
-    add_tasks: Optional[str] = field(default=None, metadata={
-        "help": "with --from: a tasks file of the tasks to add (names new to the run)", "metavar": "FILE"})
+    model: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": f"local Hugging Face checkpoint folder, or '{TINY}' (a random tiny BERT for smoke runs); "
+            "none = the embedded MiniLM",
+            "metavar": "PATH",
+        },
+    )
+    glue_dir: Optional[str] = field(
+        default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None,
+        metadata={"help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"},
+    )
+    tasks_file: Optional[str] = field(
+        default=None,
+        metadata={"help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"},
+    )
+    from_run: Optional[str] = field(
+        default=None,
+        metadata={
+            "flag": "--from",
+            "metavar": "RUN_DIR",
+            "help": "add tasks later: a finished run whose design shares nothing trained (trunk frozen); only --add-tasks' "
+            "tasks train, every task of the run keeps bit-identical outputs",
+        },
+    )
+    add_tasks: Optional[str] = field(
+        default=None,
+        metadata={"help": "with --from: a tasks file of the tasks to add (names new to the run)", "metavar": "FILE"},
+    )
     out: str = field(default="runs/pals-train", metadata={"help": "run directory", "always": True, "metavar": "DIR"})
     steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
     max_len: int = field(default=128, metadata={"help": "max tokens per example"})
     lr: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)"})
+    weight_decay: float = field(
+        default=0.01, metadata={"help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)"}
+    )
     adam_betas: tuple[float, float] = field(default=(0.9, 0.999), metadata={"help": "AdamW β1,β2"})
     adam_eps: float = field(default=1e-6, metadata={"help": "AdamW ε (BERT's)"})
     warmup: float = field(default=0.1, metadata={"help": "linear warm-up, as a fraction of the steps"})
-    grad_clip: Optional[float] = field(default=1.0, metadata={
-        "help": "max global gradient norm; 0 or none = off", "parse": _grad_clip, "format": repr})
+    grad_clip: Optional[float] = field(
+        default=1.0, metadata={"help": "max global gradient norm; 0 or none = off", "parse": _grad_clip, "format": repr}
+    )
     sampling: str = field(default="annealed", metadata={"help": "task sampling", "choices": lambda: list(SAMPLERS)})
     alpha_start: float = field(default=1.0, metadata={"help": "alpha_schedule: α in the first epoch"})
     alpha_end: float = field(default=0.2, metadata={"help": "alpha_schedule: α in the last epoch"})
-    alpha_shape: str = field(default="linear", metadata={"help": "alpha_schedule: shape between start and end",
-                                                         "choices": lambda: list(ALPHA_SHAPES)})
+    alpha_shape: str = field(
+        default="linear",
+        metadata={"help": "alpha_schedule: shape between start and end", "choices": lambda: list(ALPHA_SHAPES)},
+    )
     epoch_steps: int = field(default=2400, metadata={"help": "steps per sampling epoch (annealed, alpha_schedule)"})
     eval_every: int = field(default=1000, metadata={"help": "evaluate (and checkpoint) every N steps"})
-    save_every: Optional[int] = field(default=None, metadata={"help": "checkpoint every N steps; none = at evaluations"})
+    save_every: Optional[int] = field(
+        default=None, metadata={"help": "checkpoint every N steps; none = at evaluations"}
+    )
     eval_batch_size: int = field(default=128, metadata={"help": "evaluation batch size"})
-    max_train_examples: Optional[int] = field(default=None, metadata={"help": "per-task cap on training rows (a fixed random subset)"})
-    max_eval_examples: Optional[int] = field(default=None, metadata={"help": "per-task cap on dev rows (a fixed random subset)"})
+    max_train_examples: Optional[int] = field(
+        default=None, metadata={"help": "per-task cap on training rows (a fixed random subset)"}
+    )
+    max_eval_examples: Optional[int] = field(
+        default=None, metadata={"help": "per-task cap on dev rows (a fixed random subset)"}
+    )
     seed: int = field(default=0, metadata={"help": "random seed"})
-    device: str = field(default="auto", metadata={"help": "auto = CUDA when present (pick GPUs with CUDA_VISIBLE_DEVICES)",
-                                                  "choices": lambda: list(DEVICES)})
-    mixed_precision: str = field(default="auto", metadata={"help": "auto = bf16 autocast on a CUDA device that has it",
-                                                           "choices": lambda: list(MIXED_PRECISION)})
-    budget: Optional[Budget] = field(default=None, metadata={"cli": False})  # --budget/--extra/--per-task: d_s from the solver
-    glue_source: str = field(default="auto", metadata={"help": "files (--glue-dir), hub (nyu-mll/glue) or auto",
-                                                       "choices": lambda: list(GLUE_SOURCES)})
-    cache_dir: Optional[str] = field(default=None, metadata={
-        "help": "tokenisation cache; none = $PALS_CACHE_DIR or the datasets cache", "metavar": "DIR"})
-    num_threads: Optional[int] = field(default=None, metadata={"help": "torch CPU threads; none = torch's default",
-                                                               "flag": "--threads"})
+    device: str = field(
+        default="auto",
+        metadata={
+            "help": "auto = CUDA when present (pick GPUs with CUDA_VISIBLE_DEVICES)",
+            "choices": lambda: list(DEVICES),
+        },
+    )
+    mixed_precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto = bf16 autocast on a CUDA device that has it",
+            "choices": lambda: list(MIXED_PRECISION),
+        },
+    )
+    budget: Optional[Budget] = field(
+        default=None, metadata={"cli": False}
+    )  # --budget/--extra/--per-task: d_s from the solver
+    glue_source: str = field(
+        default="auto",
+        metadata={"help": "files (--glue-dir), hub (nyu-mll/glue) or auto", "choices": lambda: list(GLUE_SOURCES)},
+    )
+    cache_dir: Optional[str] = field(
+        default=None,
+        metadata={"help": "tokenisation cache; none = $PALS_CACHE_DIR or the datasets cache", "metavar": "DIR"},
+    )
+    num_threads: Optional[int] = field(
+        default=None, metadata={"help": "torch CPU threads; none = torch's default", "flag": "--threads"}
+    )
     data: Optional[dict] = field(default=None, metadata={"cli": False})  # per task: record, label names, files' sha256
 
     def __post_init__(self) -> None:
@@ -172,15 +222,23 @@ class TrainConfig:
         _finite("alpha_start", self.alpha_start)
         _finite("alpha_end", self.alpha_end)
         if self.device not in DEVICES:
-            raise ValueError(f"unknown device {self.device!r} ({', '.join(DEVICES)}; pick GPUs with CUDA_VISIBLE_DEVICES)")
+            raise ValueError(
+                f"unknown device {self.device!r} ({', '.join(DEVICES)}; pick GPUs with CUDA_VISIBLE_DEVICES)"
+            )
         if self.mixed_precision not in MIXED_PRECISION:
             raise ValueError(f"unknown mixed precision {self.mixed_precision!r} ({', '.join(MIXED_PRECISION)})")
         if self.glue_source not in GLUE_SOURCES:
             raise ValueError(f"unknown GLUE source {self.glue_source!r} ({', '.join(GLUE_SOURCES)})")
         if not self.out:
             raise ValueError("out (the run directory) must be given")
-        if self.model is not None and self.model != TINY and not os.path.isfile(os.path.join(self.model, "config.json")):
-            raise ValueError(f"no checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)")
+        if (
+            self.model is not None
+            and self.model != TINY
+            and not os.path.isfile(os.path.join(self.model, "config.json"))
+        ):
+            raise ValueError(
+                f"no checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)"
+            )
 
     def records(self) -> list[TaskRecord]:
         """The run's task records, in ``tasks`` order: as recorded in ``data`` once resolved (``params.resolve``),
@@ -224,8 +282,10 @@ def data_differences(saved: Optional[dict], new: Optional[dict]) -> list[str]:
         for role in sorted(set(a.get("files", {})) | set(b.get("files", {}))):
             fa, fb = a.get("files", {}).get(role) or {}, b.get("files", {}).get(role) or {}
             if fa.get("sha256") != fb.get("sha256"):
-                out.append(f"task {t!r}: {fb.get('path') or fa.get('path')} is not the {role} file the run was "
-                           f"trained on (sha256 {str(fa.get('sha256'))[:12]}…, now {str(fb.get('sha256'))[:12]}…)")
+                out.append(
+                    f"task {t!r}: {fb.get('path') or fa.get('path')} is not the {role} file the run was "
+                    f"trained on (sha256 {str(fa.get('sha256'))[:12]}…, now {str(fb.get('sha256'))[:12]}…)"
+                )
     return out
 
 
@@ -234,9 +294,13 @@ def recipe(config: dict) -> dict:
     (``as_dict()``, as a summary holds it; what ``separate`` derives from them is left out) less ``RESUME_FREE``
     and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
     their designs and seeds, so their scores may be compared."""
-    out = {f.name: config[f.name] for f in fields(TrainConfig)
-           if f.name in config and f.name not in RESUME_FREE + DESIGN_FIELDS
-           and not (f.name in EXTENSION_FIELDS and config[f.name] is None)}  # as runs made before they existed
+    out = {
+        f.name: config[f.name]
+        for f in fields(TrainConfig)
+        if f.name in config
+        and f.name not in RESUME_FREE + DESIGN_FIELDS
+        and not (f.name in EXTENSION_FIELDS and config[f.name] is None)
+    }  # as runs made before they existed
     out["tasks"] = task_keys(config)
     return out
 

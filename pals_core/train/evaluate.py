@@ -5,6 +5,7 @@ the metrics computed once over the whole set (``pals_core.data.metrics``), never
 batches. With several processes each evaluates every ``world``-th example and the outputs are
 gathered before scoring.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -21,9 +22,19 @@ class EvalInterrupted(Exception):
     """A stop was requested during evaluation."""
 
 
-def predict(model, task: str, data: Encoded, *, batch_size: int, device: torch.device, autocast,
-            rank: int = 0, world: int = 1, gather: Optional[Callable] = None,
-            should_stop: Optional[Callable[[], bool]] = None) -> np.ndarray:
+def predict(
+    model,
+    task: str,
+    data: Encoded,
+    *,
+    batch_size: int,
+    device: torch.device,
+    autocast,
+    rank: int = 0,
+    world: int = 1,
+    gather: Optional[Callable] = None,
+    should_stop: Optional[Callable[[], bool]] = None,
+) -> np.ndarray:
     """Logits (n, C) of ``task`` on every example of ``data``, in ``data``'s order."""
     order = np.argsort(data.lengths, kind="stable")[rank::world]
     outs, idx = [], []
@@ -31,12 +42,15 @@ def predict(model, task: str, data: Encoded, *, batch_size: int, device: torch.d
         for start in range(0, len(order), batch_size):
             if should_stop is not None and should_stop():
                 raise EvalInterrupted
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             b = data.batch(rows)
             with autocast():
-                logits = model(task=task, input_ids=b["input_ids"].to(device),
-                               attention_mask=b["attention_mask"].to(device),
-                               token_type_ids=b["token_type_ids"].to(device))
+                logits = model(
+                    task=task,
+                    input_ids=b["input_ids"].to(device),
+                    attention_mask=b["attention_mask"].to(device),
+                    token_type_ids=b["token_type_ids"].to(device),
+                )
             outs.append(logits.float())
             idx.append(torch.from_numpy(rows).to(device))
     width = model.tasks[task] if hasattr(model, "tasks") else outs[0].shape[-1]
@@ -49,9 +63,19 @@ def predict(model, task: str, data: Encoded, *, batch_size: int, device: torch.d
     return result
 
 
-def evaluate(model, dev: dict[str, dict[str, Encoded]], records: Optional[dict[str, TaskRecord]] = None, *, batch_size: int, device: torch.device, autocast,
-             rank: int = 0, world: int = 1, gather: Optional[Callable] = None,
-             should_stop: Optional[Callable[[], bool]] = None) -> dict[str, dict[str, float]]:
+def evaluate(
+    model,
+    dev: dict[str, dict[str, Encoded]],
+    records: Optional[dict[str, TaskRecord]] = None,
+    *,
+    batch_size: int,
+    device: torch.device,
+    autocast,
+    rank: int = 0,
+    world: int = 1,
+    gather: Optional[Callable] = None,
+    should_stop: Optional[Callable[[], bool]] = None,
+) -> dict[str, dict[str, float]]:
     """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record
     (``records``; None: the built-in GLUE task of each name)."""
     was_training = model.training
@@ -61,11 +85,23 @@ def evaluate(model, dev: dict[str, dict[str, Encoded]], records: Optional[dict[s
         for task, splits in dev.items():
             outputs = {}
             for suffix, data in splits.items():
-                logits = predict(model, task, data, batch_size=batch_size, device=device, autocast=autocast,
-                                 rank=rank, world=world, gather=gather, should_stop=should_stop)
+                logits = predict(
+                    model,
+                    task,
+                    data,
+                    batch_size=batch_size,
+                    device=device,
+                    autocast=autocast,
+                    rank=rank,
+                    world=world,
+                    gather=gather,
+                    should_stop=should_stop,
+                )
                 preds = logits[:, 0] if logits.shape[-1] == 1 else logits
                 outputs[suffix] = (preds, data.labels)
-            scores[task] = task_scores((records or {}).get(task, task), outputs, model.tasks[task] if hasattr(model, "tasks") else None)
+            scores[task] = task_scores(
+                (records or {}).get(task, task), outputs, model.tasks[task] if hasattr(model, "tasks") else None
+            )
         return scores
     finally:
         model.train(was_training)

@@ -9,6 +9,7 @@ such). The new run is a run like any other (resume, predict, export): its config
 
 Torch-free except ``load_base_weights`` and ``train_only`` (the trainer's).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +26,10 @@ def base_config(from_run: str) -> dict:
     root = Path(from_run)
     config_file, summary = root / "config.json", root / "summary.json"
     if not config_file.is_file():
-        raise ValueError(f"--from {from_run}: no pals-train run there (no config.json; a --seeds or separate folder: "
-                         "give one of its runs)")
+        raise ValueError(
+            f"--from {from_run}: no pals-train run there (no config.json; a --seeds or separate folder: "
+            "give one of its runs)"
+        )
     if not summary.is_file():
         raise ValueError(f"--from {from_run}: the run has not finished (no summary.json): finish it first (--resume)")
     config = read_json_file(config_file, "the base run's config")
@@ -50,8 +53,10 @@ def added_records(add_tasks: Optional[str], base: dict) -> list[TaskRecord]:
     new = list(read_tasks_file(add_tasks).values())
     clash = [r.name for r in new if r.name in (base.get("tasks") or [])]
     if clash:
-        raise ValueError(f"--add-tasks {add_tasks}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} already "
-                         "a task of the base run (name the new task otherwise)")
+        raise ValueError(
+            f"--add-tasks {add_tasks}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} already "
+            "a task of the base run (name the new task otherwise)"
+        )
     if not new:
         raise ValueError(f"--add-tasks {add_tasks}: the file declares no task")
     return new
@@ -108,12 +113,17 @@ def with_base_tasks(summary: dict, from_run: str) -> dict:
     summary["scores"] = {**{t: base["scores"][t] for t in old if t in base["scores"]}, **summary["scores"]}
     for key in ("train_examples", "dev_examples", "tasks"):
         summary[key] = {**{t: v for t, v in (base.get(key) or {}).items() if t in old}, **(summary.get(key) or {})}
-    summary["added"] = {"from_run": str(Path(from_run).resolve()), "tasks": added, "average": summary["average"],
-                        "base_best_step": base.get("best_step")}
+    summary["added"] = {
+        "from_run": str(Path(from_run).resolve()),
+        "tasks": added,
+        "average": summary["average"],
+        "base_best_step": base.get("best_step"),
+    }
     return summary
 
 
 # --- torch: the trainer's ------------------------------------------------------------------------------------
+
 
 def load_base_weights(model, from_run: str) -> int:
     """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks

@@ -10,6 +10,7 @@ With ``jobs > 1`` each run is a child process ``python -m pals_core.train.jobs '
 are passed on to the children, which checkpoint and stop (``TrainingStopped``). Give each child its
 threads with ``--threads`` (e.g. 1 thread × 2 jobs on 2 cores).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,14 @@ def launch(cfg: TrainConfig) -> subprocess.Popen:
     env = dict(os.environ)  # the child imports this very copy of pals_core
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
     try:
-        return subprocess.Popen([sys.executable, "-m", "pals_core.train.jobs", json.dumps(cfg.as_dict())],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        return subprocess.Popen(
+            [sys.executable, "-m", "pals_core.train.jobs", json.dumps(cfg.as_dict())],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
     finally:
         log.close()
 
@@ -72,8 +78,9 @@ def _finished(cfg: TrainConfig) -> Optional[dict]:
     return read_json(run.summary) if saved.resumable_view() == cfg.resumable_view() else None
 
 
-def run_all(configs: Sequence[TrainConfig], jobs: int = 1, progress: bool = True,
-            on_change: Optional[Callable[[], None]] = None) -> dict[str, dict]:
+def run_all(
+    configs: Sequence[TrainConfig], jobs: int = 1, progress: bool = True, on_change: Optional[Callable[[], None]] = None
+) -> dict[str, dict]:
     """{cfg.out: summary} of every run, trained (or resumed) as needed. Raises ``TrainingStopped`` if
     stopped by a signal and ``RunsFailed`` if any run failed (the others are finished first)."""
     from .trainer import TrainingStopped, train

@@ -8,6 +8,7 @@ really holds the lock is read from the kernel (``/proc/locks``), never from the 
 
 Readers (the explorer's runs list) ask ``holder(folder)``: the pid that holds the lock now, or None.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -37,7 +38,7 @@ def start_time(pid: int) -> Optional[int]:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": field 3 is fields[0]
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": field 3 is fields[0]
     try:
         return int(fields[19])
     except (IndexError, ValueError):
@@ -99,8 +100,10 @@ class RunLock:
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     who = holder(self.folder)
-                    raise RunBusy(f"another process{f' (pid {who})' if who else ''} is training in {self.folder}; "
-                                  "wait for it to end or cancel it, or choose another --out") from None
+                    raise RunBusy(
+                        f"another process{f' (pid {who})' if who else ''} is training in {self.folder}; "
+                        "wait for it to end or cancel it, or choose another --out"
+                    ) from None
                 time.sleep(0.05)
         self.fd = fd
         try:

@@ -11,6 +11,7 @@ that, so it is an upper bound on the activations). The device profile: on CUDA t
 ``torch.cuda.max_memory_allocated`` over the run (evaluation included); on CPU the process's peak resident set
 (``ru_maxrss``: Python, libraries and data included, so not comparable to the calculator's figure, reported as such).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -36,8 +37,15 @@ def _device_profile(cuda: bool) -> Optional[str]:
 def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, seq_len: int, cuda: bool) -> dict:
     """The calculator's figures for this run's design on this run's device (``None`` values where it has none)."""
     device = _device_profile(cuda)
-    out = {"device": device, "batch": batch, "seq_len": seq_len, "time_step_s": None, "time_ratio": None,
-           "memory_train": None, "memory_infer": None}
+    out = {
+        "device": device,
+        "batch": batch,
+        "seq_len": seq_len,
+        "time_step_s": None,
+        "time_ratio": None,
+        "memory_train": None,
+        "memory_infer": None,
+    }
     ds = design(shape, tasks, adapter, seq_len=seq_len)
     if not supported(ds):
         out["reason"] = f"memory and time are not modelled for the {shape.family} family"
@@ -53,8 +61,12 @@ def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, se
         out["reason"] = "no device profile for this device (run pals-calibrate on a CPU)"
         return out
     resources(cost, ds, Machine(batch=batch, device=device), cond)
-    out.update(time_step_s=cost.time_step_s, time_ratio=cost.time_ratio, memory_train=cost.memory_train,
-               memory_infer=cost.memory_infer)
+    out.update(
+        time_step_s=cost.time_step_s,
+        time_ratio=cost.time_ratio,
+        memory_train=cost.memory_train,
+        memory_infer=cost.memory_infer,
+    )
     return out
 
 
@@ -63,13 +75,17 @@ def measured(train_time_s: float, train_cpu_s: float, steps: int, cuda: bool) ->
     if cuda:
         import torch
 
-        out.update(peak_memory_bytes=int(torch.cuda.max_memory_allocated()),
-                   peak_memory_source="torch.cuda.max_memory_allocated")
+        out.update(
+            peak_memory_bytes=int(torch.cuda.max_memory_allocated()),
+            peak_memory_source="torch.cuda.max_memory_allocated",
+        )
     else:
         import resource
         import sys
 
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out.update(peak_memory_bytes=int(rss if sys.platform == "darwin" else rss * 1024),
-                   peak_memory_source="process peak resident set (ru_maxrss): not the calculator's quantity")
+        out.update(
+            peak_memory_bytes=int(rss if sys.platform == "darwin" else rss * 1024),
+            peak_memory_source="process peak resident set (ru_maxrss): not the calculator's quantity",
+        )
     return out

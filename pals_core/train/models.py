@@ -5,6 +5,7 @@ tokenizer), or ``"tiny"``.
 ``"tiny"`` is a randomly initialised BERT (hidden 32, 2 layers, 2 heads, d_ff 64) with MiniLM's
 vocabulary and tokenizer — for tests and smoke runs, where it learns little but runs in seconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,10 +18,20 @@ from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # no
 def tiny_config_dict() -> dict:
     """The HF ``BertConfig`` fields of the tiny random BERT (vocabulary: MiniLM's 30,522 tokens)."""
     return {
-        "model_type": "bert", "vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2,
-        "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 512, "type_vocab_size": 2,
-        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-        "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "model_type": "bert",
+        "vocab_size": 30522,
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 512,
+        "type_vocab_size": 2,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "initializer_range": 0.02,
+        "layer_norm_eps": 1e-12,
+        "pad_token_id": 0,
     }
 
 

@@ -13,6 +13,7 @@ Resuming: ``--resume --out OUT`` on a folder holding ``seeds.json`` or ``separat
 plan; either give only ``--out`` (and machine-local flags: ``--threads --device --glue-dir
 --cache-dir``, and ``--jobs``) or the original command again — other settings are refused.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,14 +103,20 @@ def _check_resume(stored: TrainConfig, given: dict, separate: bool) -> TrainConf
         a, b = stored.resumable_view(), new.resumable_view()
         a.pop("seed"), b.pop("seed")
         diff = data_differences(stored.data, new.data)
-        diff += [f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        diff += [
+            f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
+        ]
         if diff:
             raise ValueError(f"cannot resume {given['out']} with other settings: {'; '.join(diff)}")
     else:
-        other = sorted(k for k, v in given.items() if k not in LOCAL_FLAGS and v is not None)  # (budget flags default to None)
+        other = sorted(
+            k for k, v in given.items() if k not in LOCAL_FLAGS and v is not None
+        )  # (budget flags default to None)
         if other:
-            raise ValueError(f"to resume {given['out']} give --out (and --threads, --device, --glue-dir, --cache-dir, --jobs) "
-                             f"or the original command; not --{other[0].replace('_', '-')} alone")
+            raise ValueError(
+                f"to resume {given['out']} give --out (and --threads, --device, --glue-dir, --cache-dir, --jobs) "
+                f"or the original command; not --{other[0].replace('_', '-')} alone"
+            )
     typed = given_values(given, TrainConfig)  # the flags' values, typed and checked by their declaration
     free = {k: typed[k] for k in RESUME_FREE if k in typed and k != "out"}
     return replace(stored, **free)
@@ -135,7 +142,9 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
     if resume and stored_seeds:
         plan = sd.read_plan(out)
         if o.seeds is not None and o.seeds != plan.seeds:
-            raise ValueError(f"{out} was started with --seeds {','.join(map(str, plan.seeds))}, not {','.join(map(str, o.seeds))}")
+            raise ValueError(
+                f"{out} was started with --seeds {','.join(map(str, plan.seeds))}, not {','.join(map(str, o.seeds))}"
+            )
         if ("tasks" in given or "tasks_file" in given) and o.separate != plan.separate:
             raise ValueError(f"{out} was started {'with' if plan.separate else 'without'} --method separate")
         plan.template = _check_resume(plan.template, given, plan.separate)
@@ -146,7 +155,9 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
         plan = sep.read_plan(out)
         plan.template = _check_resume(plan.template, given, True)
         return "separate", plan
-    RunDir(out).kind()  # a non-empty folder that holds no run is refused, as for one run: nothing of the user's is overwritten
+    RunDir(
+        out
+    ).kind()  # a non-empty folder that holds no run is refused, as for one run: nothing of the user's is overwritten
     template = _template_from_args(given)
     if o.separate:
         template = sep.check_template(template)
@@ -200,12 +211,16 @@ def format_separate(summary: dict) -> str:
 
     records = records_of_config(summary.get("config") or {})
 
-    lines = [f"separate models · {len(summary['scores'])} tasks · dev average {100 * summary['average']:.2f} · "
-             f"{summary['wall_time_s']:.0f} s"]
+    lines = [
+        f"separate models · {len(summary['scores'])} tasks · dev average {100 * summary['average']:.2f} · "
+        f"{summary['wall_time_s']:.0f} s"
+    ]
     for task, scores in summary["scores"].items():
         metrics = "  ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
-        lines.append(f"  {task:6s} {100 * main_score(records.get(task, task), scores):6.2f}   ({metrics})  · {summary['task_steps'][task]} steps, "
-                     f"best step {summary['best_step'][task]}")
+        lines.append(
+            f"  {task:6s} {100 * main_score(records.get(task, task), scores):6.2f}   ({metrics})  · {summary['task_steps'][task]} steps, "
+            f"best step {summary['best_step'][task]}"
+        )
     lines.append(_params_line(summary["params"]))
     return "\n".join(lines)
 
@@ -217,8 +232,10 @@ def _pm(stat: dict) -> str:
 
 
 def format_aggregate(summary: dict) -> str:
-    lines = [f"{summary['method']} · seeds {','.join(map(str, summary['seeds']))} · dev average {_pm(summary['average'])} "
-             f"(mean ± 95 % t-interval half-width) · {summary['wall_time_s']:.0f} s of training in all"]
+    lines = [
+        f"{summary['method']} · seeds {','.join(map(str, summary['seeds']))} · dev average {_pm(summary['average'])} "
+        f"(mean ± 95 % t-interval half-width) · {summary['wall_time_s']:.0f} s of training in all"
+    ]
     for task, metrics in summary["scores"].items():
         lines.append(f"  {task:6s} " + "  ".join(f"{m} {_pm(s)}" for m, s in metrics.items()))
     lines.append(_params_line(summary["params"]))

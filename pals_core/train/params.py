@@ -9,6 +9,7 @@ The calculator's numbers are the report; the instantiated model must hold exactl
 and each task exactly its ``per_task`` count, else the run stops before training (the calculator and
 the modules disagree — a bug to fix, not to train through).
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,7 +23,9 @@ from ..budget.methods import label_of
 from .extend import added_task_names, base_data, check_design
 
 
-def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None) -> Cost:
+def design_cost(
+    shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None
+) -> Cost:
     """The calculator's cost of this design (exact convention), checked against ``budget`` when one is given."""
     return at_size(design(shape, list(tasks), adapter), adapter.d_s, budget)
 
@@ -34,13 +37,20 @@ def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, b
     ds = design(shape, list(tasks), probe, check_size=False)
     cost = solve(ds, budget)
     if not cost.feasible:
-        raise ValueError(f"the budget {budget.describe(ds.n_base, n_embedding=ds.n_embedding)} does not fit {label_of(probe)} on this model and these "
-                         f"tasks: its smallest design already needs {cost.ratio:.4f}×")
+        raise ValueError(
+            f"the budget {budget.describe(ds.n_base, n_embedding=ds.n_embedding)} does not fit {label_of(probe)} on this model and these "
+            f"tasks: its smallest design already needs {cost.ratio:.4f}×"
+        )
     return cost.d_s
 
 
-def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig,
-               trained_tasks: Optional[Sequence[str]] = None) -> dict:
+def run_params(
+    model,
+    shape: BaseModel,
+    tasks: Sequence[Task],
+    adapter: AdapterConfig,
+    trained_tasks: Optional[Sequence[str]] = None,
+) -> dict:
     """The ``params`` block of summary.json; raises ``RuntimeError`` if the module disagrees. ``trained_tasks``: a run
     adding tasks to another trains only theirs (``extend.py``): Σ of their per-task counts."""
     cost = design_cost(shape, tasks, adapter)
@@ -48,19 +58,31 @@ def run_params(model, shape: BaseModel, tasks: Sequence[Task], adapter: AdapterC
     per_task = dict(zip(names, (int(x) for x in cost.params_per_task)))
     module_total = sum(p.numel() for p in model.parameters())
     if module_total != cost.params_total:
-        raise RuntimeError(f"the model holds {module_total:,} parameters, the calculator counts {cost.params_total:,} "
-                           f"for {adapter.method} d_s={adapter.d_s}")
+        raise RuntimeError(
+            f"the model holds {module_total:,} parameters, the calculator counts {cost.params_total:,} "
+            f"for {adapter.method} d_s={adapter.d_s}"
+        )
     trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    if getattr(model, "shared_adapter", None) is None:  # methods with modules shared by all tasks split them differently
+    if (
+        getattr(model, "shared_adapter", None) is None
+    ):  # methods with modules shared by all tasks split them differently
         for t in names:
             held = sum(p.numel() for _, p in model.named_task_parameters(t))
             if held != per_task[t]:
-                raise RuntimeError(f"task {t!r} holds {held:,} parameters in the model, the calculator counts {per_task[t]:,}")
+                raise RuntimeError(
+                    f"task {t!r} holds {held:,} parameters in the model, the calculator counts {per_task[t]:,}"
+                )
     expected = cost.params_trained if trained_tasks is None else sum(per_task[t] for t in trained_tasks)
     if trained != expected:
         raise RuntimeError(f"the optimiser would train {trained:,} parameters, the calculator expects {expected:,}")
-    return {"total": int(cost.params_total), "task_specific": int(cost.params_task_specific), "per_task": per_task,
-            "trained": int(trained), "ratio": float(cost.ratio), "d_s": adapter.d_s}
+    return {
+        "total": int(cost.params_total),
+        "task_specific": int(cost.params_task_specific),
+        "per_task": per_task,
+        "trained": int(trained),
+        "ratio": float(cost.ratio),
+        "d_s": adapter.d_s,
+    }
 
 
 def run_tasks(cfg) -> list[Task]:
@@ -80,12 +102,15 @@ def resolve(cfg):
     records = cfg.declared_records()
     trained = set(added_task_names(cfg))
     if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records if r.name in trained):
-        raise ValueError("sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
-                         "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)")
+        raise ValueError(
+            "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
+            "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)"
+        )
     if cfg.from_run:  # the base run's tasks as it recorded them (never read again); the added ones described now
-        cfg.data = {**{t: d for t, d in base_data(cfg).items() if t in cfg.tasks},
-                    **describe_data([r for r in records if r.name in trained], glue_dir=cfg.glue_dir,
-                                    source=cfg.glue_source)}
+        cfg.data = {
+            **{t: d for t, d in base_data(cfg).items() if t in cfg.tasks},
+            **describe_data([r for r in records if r.name in trained], glue_dir=cfg.glue_dir, source=cfg.glue_source),
+        }
         missing = [r for r in records if r.name not in cfg.data]  # a base run made before records were recorded
         cfg.data.update(describe_data(missing, glue_dir=cfg.glue_dir, source=cfg.glue_source) if missing else {})
         cfg.data = {t: cfg.data[t] for t in cfg.tasks}
@@ -97,15 +122,19 @@ def resolve(cfg):
     if cfg.budget is not None and method.sized:
         d_s = solve_d_s(shape, tasks, cfg.adapter, cfg.budget)
         if cfg.adapter.d_s is not None and cfg.adapter.d_s != d_s:
-            raise ValueError(f"give d_s or a budget, not both (the budget {cfg.budget.describe()} gives d_s = {d_s}, "
-                             f"not {cfg.adapter.d_s})")
+            raise ValueError(
+                f"give d_s or a budget, not both (the budget {cfg.budget.describe()} gives d_s = {d_s}, "
+                f"not {cfg.adapter.d_s})"
+            )
         cfg.adapter = replace(cfg.adapter, d_s=d_s)
     if cfg.from_run:
         check_design(design(shape, tasks, cfg.adapter))
     cost = design_cost(shape, tasks, cfg.adapter, cfg.budget)  # raises ValueError for an invalid design
     if not cost.feasible:
-        raise ValueError(f"{label_of(cfg.adapter)} needs {cost.ratio:.4f}× the base model "
-                         f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}")
+        raise ValueError(
+            f"{label_of(cfg.adapter)} needs {cost.ratio:.4f}× the base model "
+            f"({cost.params_task_specific:,} task-specific parameters), over the budget {cfg.budget.describe()}"
+        )
     try:
         get_family(shape.family).check_seq_len(shape, cfg.max_len)
     except ValueError as e:
@@ -127,5 +156,7 @@ def check_memory(params: int) -> None:
         return
     need = BYTES_PER_TRAINED_PARAM * params
     if ram > 0 and need > ram:
-        raise ValueError(f"the model has {params:,} parameters: training needs about {need / 2**30:,.1f} GiB "
-                         f"(weights, gradients and AdamW state), this machine has {ram / 2**30:,.1f} GiB")
+        raise ValueError(
+            f"the model has {params:,} parameters: training needs about {need / 2**30:,.1f} GiB "
+            f"(weights, gradients and AdamW state), this machine has {ram / 2**30:,.1f} GiB"
+        )

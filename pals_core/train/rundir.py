@@ -17,6 +17,7 @@ a folder a launcher prepared (``LAUNCHER_FILES``), a run, or a start that never 
 checkpoint (which the next command may start again); any other non-empty folder is refused. Only the
 trainer's own files (``TRAINER_FILES``, checkpoint folders ``step-NNNNNNNN``) are ever deleted.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -69,7 +70,9 @@ class RunDir:
         except OSError as e:
             raise ValueError(f"cannot read {self.config}: {e.strerror or e}") from None
         except (ValueError, RecursionError) as e:
-            raise ValueError(f"{self.config} is not valid JSON ({type(e).__name__}: {' '.join(str(e).split())[:120]})") from None
+            raise ValueError(
+                f"{self.config} is not valid JSON ({type(e).__name__}: {' '.join(str(e).split())[:120]})"
+            ) from None
         if not isinstance(data, dict):
             raise ValueError(f"{self.config} is not a pals-train configuration (a JSON object)")
         try:
@@ -104,12 +107,16 @@ class RunDir:
         from .lock import LOCK_FILE
 
         allowed = set(LAUNCHER_FILES) | {LOCK_FILE}
-        foreign = sorted(p.name for p in self.root.iterdir() if p.name not in allowed
-                         and not (p.name == "checkpoints" and p.is_dir() and not any(p.iterdir())))
+        foreign = sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.name not in allowed and not (p.name == "checkpoints" and p.is_dir() and not any(p.iterdir()))
+        )
         if foreign:
             shown = ", ".join(foreign[:4]) + (", …" if len(foreign) > 4 else "")
-            raise ValueError(f"{self.root} is not empty and holds no pals-train run ({shown}); "
-                             "choose a new or empty --out")
+            raise ValueError(
+                f"{self.root} is not empty and holds no pals-train run ({shown}); choose a new or empty --out"
+            )
         return "new"
 
     def clear_own_files(self) -> None:
@@ -123,16 +130,37 @@ class RunDir:
 
     # --- progress.json ----------------------------------------------------------------------------
 
-    def write_progress(self, *, status: str, step: int, total: int, elapsed_s: float, eta_s: Optional[float],
-                       scores: dict[str, float], average: Optional[float], best_average: Optional[float],
-                       error: Optional[str] = None) -> None:
+    def write_progress(
+        self,
+        *,
+        status: str,
+        step: int,
+        total: int,
+        elapsed_s: float,
+        eta_s: Optional[float],
+        scores: dict[str, float],
+        average: Optional[float],
+        best_average: Optional[float],
+        error: Optional[str] = None,
+    ) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
-        atomic_write_json(self.progress, {
-            "status": status, "step": int(step), "total": int(total), "elapsed_s": round(float(elapsed_s), 3),
-            "eta_s": None if eta_s is None else round(float(eta_s), 1), "scores": scores, "average": average,
-            "best_average": best_average, "error": error, "updated": now_iso(), "pid": os.getpid(),
-        })
+        atomic_write_json(
+            self.progress,
+            {
+                "status": status,
+                "step": int(step),
+                "total": int(total),
+                "elapsed_s": round(float(elapsed_s), 3),
+                "eta_s": None if eta_s is None else round(float(eta_s), 1),
+                "scores": scores,
+                "average": average,
+                "best_average": best_average,
+                "error": error,
+                "updated": now_iso(),
+                "pid": os.getpid(),
+            },
+        )
 
     def read_progress(self) -> Optional[dict]:
         try:

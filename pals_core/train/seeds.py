@@ -12,6 +12,7 @@ initialisation of new weights, the task sampling, the data order and dropout; th
 Runs go through ``jobs.run_all`` (``--jobs N`` parallel processes), so a killed multi-seed run continues
 with ``--resume --out OUT`` and redoes nothing that finished.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,7 +33,7 @@ KIND = "pals-train/seeds"
 
 
 def parse_seeds(text: str) -> list[int]:
-    """"0,1,2" → [0, 1, 2]: distinct non-negative integers, in the order given."""
+    """ "0,1,2" → [0, 1, 2]: distinct non-negative integers, in the order given."""
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     if not parts:
         raise ValueError("--seeds needs at least one seed, e.g. --seeds 0,1,2")
@@ -93,6 +94,7 @@ def read_plan(out: "str | Path") -> SeedsPlan:
 
 # ------------------------------------------------------------------------------------------ running
 
+
 def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -> Callable[[str], None]:
     """Writes OUT/progress.json: steps done and total summed over ``leaves`` (read from their progress.json), and the
     ETA at this invocation's own pace: (total − done) × Δt / Δsteps since its first reading (none before
@@ -116,9 +118,18 @@ def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -
         total = sum(c.steps for c in leaves)
         now = time.monotonic()
         left = eta(min(done, total), total, now)
-        run.write_progress(status=status, step=min(done, total), total=total, elapsed_s=now - started,
-                           eta_s=0.0 if status == "finished" else (left if status == "running" else None), scores={},
-                           average=None, best_average=None, error=error)
+        run.write_progress(
+            status=status,
+            step=min(done, total),
+            total=total,
+            elapsed_s=now - started,
+            eta_s=0.0 if status == "finished" else (left if status == "running" else None),
+            scores={},
+            average=None,
+            best_average=None,
+            error=error,
+        )
+
     return write
 
 
@@ -129,8 +140,9 @@ PROGRESS_EVERY_S = 2.0  # OUT/progress.json (and ``on_change``) while leaves run
 # cost a sweep's parent process 6 % of a core
 
 
-def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
-               on_change: Optional[Callable[[], None]] = None) -> dict[str, dict]:
+def run_leaves(
+    out: Path, leaves: list[TrainConfig], jobs: int, progress: bool, on_change: Optional[Callable[[], None]] = None
+) -> dict[str, dict]:
     """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out);
     ``on_change`` is called as runs progress (e.g. to copy finished summaries away). The caller holds OUT's run
     lock throughout (``lock.RunLock``), as a trainer holds its own folder's: the explorer sees a live process behind
@@ -141,8 +153,9 @@ def run_leaves(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
         return _run_leaves_locked(out, leaves, jobs, progress, on_change)
 
 
-def _run_leaves_locked(out: Path, leaves: list[TrainConfig], jobs: int, progress: bool,
-                       on_change: Optional[Callable[[], None]]) -> dict[str, dict]:
+def _run_leaves_locked(
+    out: Path, leaves: list[TrainConfig], jobs: int, progress: bool, on_change: Optional[Callable[[], None]]
+) -> dict[str, dict]:
     from .trainer import TrainingStopped
 
     write = _progress_writer(out, leaves, time.monotonic())

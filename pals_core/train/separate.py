@@ -31,6 +31,7 @@ run per task in ``OUT/task-<name>/`` (``shared`` method, one task; resumable lik
 end, ``OUT/summary.json`` in the trainer's format (``scores``, ``average``, ``params``, …) with
 ``best_step`` and ``task_steps`` per task.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,16 +51,20 @@ from .rundir import atomic_write_json, read_json
 METHOD = "separate"
 PLAN_FILE = "separate.json"
 KIND = "pals-train/separate"
-STEPS_RULE = ("n_t = sum over the multi-task run's steps of p_t(step) under its sampling, rounded by largest remainder "
-              "so that sum_t n_t = steps")
+STEPS_RULE = (
+    "n_t = sum over the multi-task run's steps of p_t(step) under its sampling, rounded by largest remainder "
+    "so that sum_t n_t = steps"
+)
 
 
 def expected_steps(sampling: str, sizes: dict[str, int], steps: int, epoch_steps: int, **alpha) -> dict[str, float]:
     """E[steps of task t] = Σ_s p_t(s) over the multi-task run's ``steps`` (exact, no sampling)."""
     sampler = make_sampler(sampling, sizes, steps, epoch_steps, **alpha)
     if sampler.needs_model:
-        raise ValueError(f"--method separate needs task shares known in advance; sampling {sampling!r} chooses "
-                         f"tasks by looking at the model (use annealed, proportional, sqrt, uniform, round_robin, alpha_schedule)")
+        raise ValueError(
+            f"--method separate needs task shares known in advance; sampling {sampling!r} chooses "
+            f"tasks by looking at the model (use annealed, proportional, sqrt, uniform, round_robin, alpha_schedule)"
+        )
     total = np.zeros(len(sampler.tasks))
     for s in range(steps):
         total += sampler.probabilities(s)
@@ -72,7 +77,7 @@ def largest_remainder(shares: dict[str, float], total: int) -> dict[str, int]:
     floors = {t: math.floor(v + 1e-9) for t, v in shares.items()}
     left = total - sum(floors.values())
     order = sorted(shares, key=lambda t: -(shares[t] - floors[t]))
-    for t in order[:max(0, left)]:
+    for t in order[: max(0, left)]:
         floors[t] += 1
     return floors
 
@@ -92,12 +97,21 @@ def train_sizes(cfg: TrainConfig) -> dict[str, int]:
 def steps_per_task(cfg: TrainConfig, sizes: Optional[dict[str, int]] = None) -> dict[str, int]:
     """n_t of every task of the template ``cfg`` (see the module docstring); ``ValueError`` if one gets none."""
     sizes = train_sizes(cfg) if sizes is None else sizes
-    shares = expected_steps(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps, alpha_start=cfg.alpha_start,
-                            alpha_end=cfg.alpha_end, alpha_shape=cfg.alpha_shape)
+    shares = expected_steps(
+        cfg.sampling,
+        sizes,
+        cfg.steps,
+        cfg.epoch_steps,
+        alpha_start=cfg.alpha_start,
+        alpha_end=cfg.alpha_end,
+        alpha_shape=cfg.alpha_shape,
+    )
     n = largest_remainder(shares, cfg.steps)
     starved = [t for t, k in n.items() if k < 1]
     if starved:
-        raise ValueError(f"with {cfg.steps} steps task(s) {', '.join(starved)} would get no step of their own: give more --steps")
+        raise ValueError(
+            f"with {cfg.steps} steps task(s) {', '.join(starved)} would get no step of their own: give more --steps"
+        )
     return n
 
 
@@ -121,14 +135,29 @@ class SeparatePlan:
         out = []
         for t in c.tasks:
             save = None if c.save_every is None else max(1, round(c.save_every * self.steps[t] / c.steps))
-            out.append(replace(c, tasks=[t], steps=self.steps[t], eval_every=self.eval_every[t], save_every=save,
-                               out=self.task_dir(t), budget=None,
-                               adapter=replace(c.adapter, method="shared", d_s=None)))
+            out.append(
+                replace(
+                    c,
+                    tasks=[t],
+                    steps=self.steps[t],
+                    eval_every=self.eval_every[t],
+                    save_every=save,
+                    out=self.task_dir(t),
+                    budget=None,
+                    adapter=replace(c.adapter, method="shared", d_s=None),
+                )
+            )
         return out
 
     def as_dict(self) -> dict:
-        return {"kind": KIND, "template": self.template.as_dict(), "steps_per_task": self.steps,
-                "eval_every_per_task": self.eval_every, "train_examples": self.sizes, "rule": STEPS_RULE}
+        return {
+            "kind": KIND,
+            "template": self.template.as_dict(),
+            "steps_per_task": self.steps,
+            "eval_every_per_task": self.eval_every,
+            "train_examples": self.sizes,
+            "rule": STEPS_RULE,
+        }
 
 
 def check_template(cfg: TrainConfig) -> TrainConfig:
@@ -138,8 +167,10 @@ def check_template(cfg: TrainConfig) -> TrainConfig:
     if cfg.adapter.freeze_trunk:
         raise ValueError("--method separate fine-tunes whole models: --freeze-trunk does not apply")
     if cfg.budget is not None:
-        raise ValueError(f"--method separate trains one whole model per task (T × N_base, the paper's reference row): "
-                         f"the budget {cfg.budget.describe()} does not apply; drop it")
+        raise ValueError(
+            f"--method separate trains one whole model per task (T × N_base, the paper's reference row): "
+            f"the budget {cfg.budget.describe()} does not apply; drop it"
+        )
     return cfg
 
 
@@ -173,9 +204,12 @@ def read_plan(out: "str | Path") -> SeparatePlan:
         raise ValueError(f"{plan_file(out)} is not a separate-models plan")
     template = TrainConfig.from_dict(d["template"])
     template.out = str(out)
-    return SeparatePlan(template, {k: int(v) for k, v in d["steps_per_task"].items()},
-                        {k: int(v) for k, v in d["eval_every_per_task"].items()},
-                        {k: int(v) for k, v in d["train_examples"].items()})
+    return SeparatePlan(
+        template,
+        {k: int(v) for k, v in d["steps_per_task"].items()},
+        {k: int(v) for k, v in d["eval_every_per_task"].items()},
+        {k: int(v) for k, v in d["train_examples"].items()},
+    )
 
 
 def separate_params(template: TrainConfig) -> dict:
@@ -189,10 +223,16 @@ def separate_params(template: TrainConfig) -> dict:
     base = {c.params_total - c.params_task_specific for c in costs.values()}
     (n_base,) = base
     total = sum(c.params_total for c in costs.values())
-    return {"total": int(total), "task_specific": int(total - n_base),
-            "per_task": {t: int(c.params_total) for t, c in costs.items()},
-            "trained": int(sum(c.params_trained for c in costs.values())), "ratio": total / n_base, "d_s": None,
-            "base": int(n_base), "models": len(costs)}
+    return {
+        "total": int(total),
+        "task_specific": int(total - n_base),
+        "per_task": {t: int(c.params_total) for t, c in costs.items()},
+        "trained": int(sum(c.params_trained for c in costs.values())),
+        "ratio": total / n_base,
+        "d_s": None,
+        "base": int(n_base),
+        "models": len(costs),
+    }
 
 
 def summarise(plan: SeparatePlan, results: dict[str, dict]) -> dict:
@@ -202,20 +242,33 @@ def summarise(plan: SeparatePlan, results: dict[str, dict]) -> dict:
     params = separate_params(c)
     for t, s in subs.items():
         if s["params"]["total"] != params["per_task"][t]:
-            raise RuntimeError(f"task {t}: its model holds {s['params']['total']:,} parameters, the calculator counts "
-                               f"{params['per_task'][t]:,}")
+            raise RuntimeError(
+                f"task {t}: its model holds {s['params']['total']:,} parameters, the calculator counts "
+                f"{params['per_task'][t]:,}"
+            )
     params["trained"] = int(sum(s["params"]["trained"] for s in subs.values()))
     scores = {t: s["scores"][t] for t, s in subs.items()}
     final_scores = {t: (s.get("final") or {}).get("scores", {}).get(t) for t, s in subs.items()}
-    config = {**c.as_dict(), "adapter": {**c.adapter.as_dict(), "method": METHOD, "d_s": None},
-              "steps_per_task": plan.steps, "eval_every_per_task": plan.eval_every, "steps_rule": STEPS_RULE}
+    config = {
+        **c.as_dict(),
+        "adapter": {**c.adapter.as_dict(), "method": METHOD, "d_s": None},
+        "steps_per_task": plan.steps,
+        "eval_every_per_task": plan.eval_every,
+        "steps_rule": STEPS_RULE,
+    }
     return {
-        "config": config, "method": METHOD,
-        "scores": scores, "average": dev_average(scores, records_of_config(config)),
+        "config": config,
+        "method": METHOD,
+        "scores": scores,
+        "average": dev_average(scores, records_of_config(config)),
         "best_step": {t: s["best_step"] for t, s in subs.items()},
-        "params": params, "steps": int(sum(s["steps"] for s in subs.values())),
+        "params": params,
+        "steps": int(sum(s["steps"] for s in subs.values())),
         "task_steps": {t: int(s["steps"]) for t, s in subs.items()},
-        "final": {"average": dev_average(final_scores, records_of_config(config)) if all(final_scores.values()) else None, "scores": final_scores},
+        "final": {
+            "average": dev_average(final_scores, records_of_config(config)) if all(final_scores.values()) else None,
+            "scores": final_scores,
+        },
         "runs": {t: Path(plan.task_dir(t)).name for t in c.tasks},
         "wall_time_s": round(sum(float(s["wall_time_s"]) for s in subs.values()), 3),
         "train_time_s": round(sum(float(s.get("train_time_s", 0.0)) for s in subs.values()), 3),

@@ -8,6 +8,7 @@ runs past the end of a pass continues into the next one.
 With several processes (``accelerate launch``), every process walks the same stream (same seed) and
 takes its own slice of each global batch of ``batch_size × num_processes`` examples.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,7 @@ class TaskStream:
                 self.epoch, self.pos = self.epoch + 1, 0
                 self._order = self._permutation(self.epoch)
             k = min(n - filled, self.size - self.pos)
-            out[filled:filled + k] = self._order[self.pos:self.pos + k]
+            out[filled : filled + k] = self._order[self.pos : self.pos + k]
             filled, self.pos = filled + k, self.pos + k
         return out
 
@@ -48,4 +49,4 @@ class TaskStream:
 def process_slice(rows: np.ndarray, rank: int, world: int) -> np.ndarray:
     """This process's share of a global batch (contiguous blocks of equal size)."""
     per = len(rows) // world
-    return rows[rank * per:(rank + 1) * per]
+    return rows[rank * per : (rank + 1) * per]

@@ -20,6 +20,7 @@ Nothing is lost: SIGTERM (or Ctrl-C) finishes the current step, checkpoints and 
 "stopped"; after a SIGKILL ``resume=True`` continues from the last checkpoint — model, optimizer,
 scheduler, RNGs, data order, step — and reaches the same numbers as an uninterrupted run.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,10 @@ class TrainingDiverged(RuntimeError):
 
     def __init__(self, step: Optional[int], out: str) -> None:
         where = f"at step {step}" if step is not None else "before its last checkpoint"
-        super().__init__(f"diverged {where}: the training loss is not finite (lower --lr); "
-                         f"the run in {out} keeps its last finite checkpoint")
+        super().__init__(
+            f"diverged {where}: the training loss is not finite (lower --lr); "
+            f"the run in {out} keeps its last finite checkpoint"
+        )
         self.step = step
 
 
@@ -68,6 +71,7 @@ class TrainingStopped(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------ preparation
+
 
 def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
     a, b = saved.resumable_view(), new.resumable_view()
@@ -88,8 +92,9 @@ def _make_accelerator(cfg: TrainConfig):
     mp = cfg.mixed_precision
     if mp == "auto":
         mp = "bf16" if (not cpu and torch.cuda.is_bf16_supported()) else "no"
-    return Accelerator(cpu=cpu, mixed_precision=mp,
-                       kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+    return Accelerator(
+        cpu=cpu, mixed_precision=mp, kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]
+    )
 
 
 @contextmanager
@@ -116,6 +121,7 @@ def _stop_signals(flag: threading.Event) -> Iterator[None]:
 
 
 # ----------------------------------------------------------------------------------------- the run
+
 
 @dataclass
 class _State:
@@ -166,21 +172,37 @@ class _Run:
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
         self.records = {r.name: r for r in cfg.records()}
-        self.data = load_tasks([self.records[t] for t in self.trained], self.tokenizer, glue_dir=cfg.glue_dir,
-                               source=cfg.glue_source, max_len=cfg.max_len, max_train=cfg.max_train_examples,
-                               max_eval=cfg.max_eval_examples, cache_dir=cfg.cache_dir, seed=cfg.seed)
+        self.data = load_tasks(
+            [self.records[t] for t in self.trained],
+            self.tokenizer,
+            glue_dir=cfg.glue_dir,
+            source=cfg.glue_source,
+            max_len=cfg.max_len,
+            max_train=cfg.max_train_examples,
+            max_eval=cfg.max_eval_examples,
+            cache_dir=cfg.cache_dir,
+            seed=cfg.seed,
+        )
         sizes = {t: len(self.data[t].train) for t in self.trained}
-        self.sampler: TaskSampler = make_sampler(cfg.sampling, sizes, cfg.steps, cfg.epoch_steps,
-                                                 alpha_start=cfg.alpha_start, alpha_end=cfg.alpha_end,
-                                                 alpha_shape=cfg.alpha_shape)
+        self.sampler: TaskSampler = make_sampler(
+            cfg.sampling,
+            sizes,
+            cfg.steps,
+            cfg.epoch_steps,
+            alpha_start=cfg.alpha_start,
+            alpha_end=cfg.alpha_end,
+            alpha_shape=cfg.alpha_shape,
+        )
         self.rng = np.random.default_rng([cfg.seed, 1])
         self.streams = {t: TaskStream(sizes[t], cfg.seed, i) for i, t in enumerate(self.trained)}
         torch.manual_seed(cfg.seed)
         tasks = run_tasks(cfg)
         for t in tasks:  # the file read now must have the labels the run was priced with
             if t.name in self.data and self.data[t.name].num_labels != t.num_labels:
-                raise ValueError(f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
-                                 f"the run was set up for {t.num_labels}")
+                raise ValueError(
+                    f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
+                    f"the run was set up for {t.num_labels}"
+                )
         model = build_model(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
@@ -213,8 +235,10 @@ class _Run:
         except (KeyError, TypeError, ValueError) as e:
             from .checkpoint import CheckpointDamaged
 
-            raise CheckpointDamaged(f"checkpoint {folder} holds an unreadable state.json ({type(e).__name__}: {e}); "
-                                    "the run cannot continue from it: start a new one (another --out)") from None
+            raise CheckpointDamaged(
+                f"checkpoint {folder} holds an unreadable state.json ({type(e).__name__}: {e}); "
+                "the run cannot continue from it: start a new one (another --out)"
+            ) from None
 
     def _restore_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["sampler_rng"]
@@ -252,22 +276,43 @@ class _Run:
             eta = 0.0
         last = st.last or {}
         scores = {t: main_score(self.records[t], s) for t, s in (last.get("scores") or {}).items()}
-        self.run.write_progress(status=status, step=st.step, total=self.cfg.steps, elapsed_s=self.elapsed(), eta_s=eta,
-                                scores=scores, average=last.get("average"),
-                                best_average=(st.best or {}).get("average"), error=error)
+        self.run.write_progress(
+            status=status,
+            step=st.step,
+            total=self.cfg.steps,
+            elapsed_s=self.elapsed(),
+            eta_s=eta,
+            scores=scores,
+            average=last.get("average"),
+            best_average=(st.best or {}).get("average"),
+            error=error,
+        )
 
     def checkpoint(self) -> None:
         self.acc.wait_for_everyone()
         if self.main:
             st = self.st
-            self.ckpt.save(st.step, self.net, self.optimizer, self.scheduler, {
-                "evaluated_step": st.evaluated_step, "sampler_rng": self.rng.bit_generator.state,
-                "streams": {t: s.state_dict() for t, s in self.streams.items()},
-                "loss_sum": st.loss_sum, "loss_n": st.loss_n, "best": st.best, "last": st.last,
-                "elapsed_s": self.elapsed(), "train_time_s": st.train_time_s, "train_cpu_s": st.train_cpu_s,
-                "eval_time_s": st.eval_time_s,
-                "task_steps": st.task_steps,
-            }, st.best)
+            self.ckpt.save(
+                st.step,
+                self.net,
+                self.optimizer,
+                self.scheduler,
+                {
+                    "evaluated_step": st.evaluated_step,
+                    "sampler_rng": self.rng.bit_generator.state,
+                    "streams": {t: s.state_dict() for t, s in self.streams.items()},
+                    "loss_sum": st.loss_sum,
+                    "loss_n": st.loss_n,
+                    "best": st.best,
+                    "last": st.last,
+                    "elapsed_s": self.elapsed(),
+                    "train_time_s": st.train_time_s,
+                    "train_cpu_s": st.train_cpu_s,
+                    "eval_time_s": st.eval_time_s,
+                    "task_steps": st.task_steps,
+                },
+                st.best,
+            )
         self.acc.wait_for_everyone()
 
     # --- steps ----------------------------------------------------------------------------------------
@@ -291,9 +336,12 @@ class _Run:
 
         dev = self.acc.device
         with self.acc.autocast():
-            logits = model(task=task, input_ids=batch["input_ids"].to(dev),
-                           attention_mask=batch["attention_mask"].to(dev),
-                           token_type_ids=batch["token_type_ids"].to(dev))
+            logits = model(
+                task=task,
+                input_ids=batch["input_ids"].to(dev),
+                attention_mask=batch["attention_mask"].to(dev),
+                token_type_ids=batch["token_type_ids"].to(dev),
+            )
         labels = batch["labels"].to(dev)
         kind = self.records[task].kind
         if kind == "regression":
@@ -353,9 +401,18 @@ class _Run:
 
         st, cfg = self.st, self.cfg
         t0 = time.monotonic()
-        scores = evaluate(self.net, {t: self.data[t].dev for t in self.trained}, self.records, batch_size=cfg.eval_batch_size,
-                          device=self.acc.device, autocast=self.acc.autocast, rank=self.rank, world=self.world,
-                          gather=self._gather, should_stop=self.stop_flag.is_set if self.world == 1 else None)
+        scores = evaluate(
+            self.net,
+            {t: self.data[t].dev for t in self.trained},
+            self.records,
+            batch_size=cfg.eval_batch_size,
+            device=self.acc.device,
+            autocast=self.acc.autocast,
+            rank=self.rank,
+            world=self.world,
+            gather=self._gather,
+            should_stop=self.stop_flag.is_set if self.world == 1 else None,
+        )
         st.eval_time_s += time.monotonic() - t0
         average = dev_average(scores, self.records)
         train_loss = st.loss_sum / st.loss_n if st.loss_n else None
@@ -387,8 +444,14 @@ class _Run:
         self.write_progress("running")
         if st.step > 0 and self.is_eval_step(st.step) and st.evaluated_step < st.step:
             self.evaluate()  # a stop interrupted this evaluation
-        bar = tqdm(total=cfg.steps, initial=st.step, desc="pals-train", unit="step", dynamic_ncols=True,
-                   disable=not (self.show_progress and self.main))
+        bar = tqdm(
+            total=cfg.steps,
+            initial=st.step,
+            desc="pals-train",
+            unit="step",
+            dynamic_ncols=True,
+            disable=not (self.show_progress and self.main),
+        )
         save_every = cfg.save_every
         # the running loss sum stays on the device (no sync per step) and is continued, never restarted,
         # across checkpoints, so a resumed run adds the same numbers in the same order
@@ -425,7 +488,9 @@ class _Run:
                     if evaluating:
                         self.evaluate()
                         loss_acc.fill_(st.loss_sum)
-                        bar.set_postfix(avg=f"{st.last['average']:.4f}", best=f"{st.best['average']:.4f}", refresh=False)
+                        bar.set_postfix(
+                            avg=f"{st.last['average']:.4f}", best=f"{st.best['average']:.4f}", refresh=False
+                        )
                     elif saving:
                         self.checkpoint()
                 self.write_progress("running", force=False)
@@ -449,9 +514,15 @@ class _Run:
 
         cfg = self.cfg
         try:
-            return predicted(shape, run_tasks(cfg), cfg.adapter,
-                             model.base_config.to_dict() | {"attn_implementation": model.base_config._attn_implementation},
-                             cfg.batch_size, cfg.max_len, self.acc.device.type == "cuda")
+            return predicted(
+                shape,
+                run_tasks(cfg),
+                cfg.adapter,
+                model.base_config.to_dict() | {"attn_implementation": model.base_config._attn_implementation},
+                cfg.batch_size,
+                cfg.max_len,
+                self.acc.device.type == "cuda",
+            )
         except (ValueError, RuntimeError) as e:
             return {"reason": str(e)}
 
@@ -462,21 +533,36 @@ class _Run:
         config = read_json(self.run.config)
         out = {
             "config": config,
-            "scores": st.best["scores"], "average": st.best["average"], "best_step": st.best["step"],
-            "params": self.params, "wall_time_s": round(self.elapsed(), 3), "steps": st.step,
-            "final": st.last, "task_steps": st.task_steps,
+            "scores": st.best["scores"],
+            "average": st.best["average"],
+            "best_step": st.best["step"],
+            "params": self.params,
+            "wall_time_s": round(self.elapsed(), 3),
+            "steps": st.step,
+            "final": st.last,
+            "task_steps": st.task_steps,
             # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
             "untrained": [t for t in self.trained if st.task_steps.get(t, 0) == 0],
-            "train_time_s": round(st.train_time_s, 3), "train_cpu_s": round(st.train_cpu_s, 3),
+            "train_time_s": round(st.train_time_s, 3),
+            "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
             "train_examples": {t: len(self.data[t].train) for t in self.trained},
             "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.trained},
-            "tasks": {t: {"kind": self.records[t].kind, "labels": list(self.data[t].label_names),
-                          "metric": self.records[t].main_metric, "dev_source": self.data[t].sources.get("dev", ""),
-                          "fingerprint": self.cfg.data[t]["fingerprint"]} for t in self.trained},
+            "tasks": {
+                t: {
+                    "kind": self.records[t].kind,
+                    "labels": list(self.data[t].label_names),
+                    "metric": self.records[t].main_metric,
+                    "dev_source": self.data[t].sources.get("dev", ""),
+                    "fingerprint": self.cfg.data[t]["fingerprint"],
+                }
+                for t in self.trained
+            },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
-            "machine": {"predicted": self.predicted,
-                        "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda")},
+            "machine": {
+                "predicted": self.predicted,
+                "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda"),
+            },
         }
         if self.cfg.from_run:  # the base run's tasks: outputs bit-identical, so their dev scores are the base run's
             out = with_base_tasks(out, self.cfg.from_run)
@@ -489,6 +575,7 @@ class _Stop(Exception):
 
 
 # ------------------------------------------------------------------------------------------ train()
+
 
 def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] = None, progress: bool = True) -> dict:
     """Train ``cfg`` and return its summary (also written to ``<out>/summary.json``).

@@ -7,6 +7,7 @@ an explicit copy of its HF layer's forward with the hooks of ``pals_core.adapter
 places it names; with every hook at its identity the copy computes exactly what the HF layer computes, and
 layers the adapter does not touch run as the HF layer itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -78,8 +79,9 @@ class Trunk:
         return self.config.vocab_size
 
     # --- forward ---------------------------------------------------------------------------------------
-    def embed(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor],
-              token_type_ids: Optional[torch.Tensor]) -> torch.Tensor:
+    def embed(
+        self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor], token_type_ids: Optional[torch.Tensor]
+    ) -> torch.Tensor:
         raise NotImplementedError
 
     def prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
@@ -117,8 +119,14 @@ class Trunk:
         """One task's head: Linear(d, C) on the shared pooler (pooler families); else the family's own head."""
         return nn.Linear(self.config.hidden_size, num_labels)
 
-    def classify(self, head: nn.Module, pooler: Optional[nn.Module], dropout: nn.Module, hidden: torch.Tensor,
-                 attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    def classify(
+        self,
+        head: nn.Module,
+        pooler: Optional[nn.Module],
+        dropout: nn.Module,
+        hidden: torch.Tensor,
+        attention_mask: Optional[torch.Tensor],
+    ) -> torch.Tensor:
         """Logits from the final hidden states: head(dropout(pooler(H))) for pooler families."""
         return head(dropout(pooler(hidden)))
 
@@ -139,7 +147,7 @@ class DenseHead(nn.Module):
         return self.out(dropout(self.act(self.dense(x))))
 
 
-def classify_first_token(head: DenseHead, pooler, dropout: nn.Module, hidden: torch.Tensor, attention_mask) -> torch.Tensor:
+def classify_first_token(
+    head: DenseHead, pooler, dropout: nn.Module, hidden: torch.Tensor, attention_mask
+) -> torch.Tensor:
     return head(hidden[:, 0], dropout)
-
-

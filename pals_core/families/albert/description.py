@@ -19,6 +19,7 @@ defaults to ``gelu_new`` and E to 128, as ``AlbertConfig`` does.
 Refused (one line): ``num_hidden_groups`` or ``inner_group_num`` other than 1 (several shared groups or several
 layers per application: not modelled), CA-MTL (see ``CA_MTL_REASON``), and BERT's refusals (``read_bert``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,9 +29,11 @@ from ...pricing.method import bert_layer_flops, bert_layer_params, linear, mm
 from ...pricing.shape import BaseModel
 from ..bert.description import LAYER_TENSORS, read_bert, trace_embeddings, trace_pooler_head
 
-CA_MTL_REASON = ("CA-MTL freezes the embeddings and encoder layers 0..F-1 and re-initialises the weights of its top "
-                 "adapter layers, but ALBERT's L layers run one shared set of weights: freezing the lower layers or "
-                 "re-initialising the top ones would freeze or re-initialise every layer")
+CA_MTL_REASON = (
+    "CA-MTL freezes the embeddings and encoder layers 0..F-1 and re-initialises the weights of its top "
+    "adapter layers, but ALBERT's L layers run one shared set of weights: freezing the lower layers or "
+    "re-initialising the top ones would freeze or re-initialise every layer"
+)
 DEFAULT_EMBEDDING = 128  # AlbertConfig's embedding_size
 DEFAULT_ACTIVATION = "gelu_new"  # AlbertConfig's hidden_act
 
@@ -40,11 +43,15 @@ def read(config: dict, name: str) -> BaseModel:
     for field in ("num_hidden_groups", "inner_group_num"):
         value = integer(config, name, field, 1, low=1)
         if value != 1:
-            raise ValueError(f"config {name!r}: {field} {value} is not supported (the calculator and the trunk model "
-                             f"ALBERT's one shared layer: num_hidden_groups = inner_group_num = 1)")
+            raise ValueError(
+                f"config {name!r}: {field} {value} is not supported (the calculator and the trunk model "
+                f"ALBERT's one shared layer: num_hidden_groups = inner_group_num = 1)"
+            )
     if "embedding_size" in config and config["embedding_size"] is None:
-        raise ValueError(f"config {name!r}: embedding_size is null (give a width, or leave the field out for ALBERT's "
-                         f"{DEFAULT_EMBEDDING})")
+        raise ValueError(
+            f"config {name!r}: embedding_size is null (give a width, or leave the field out for ALBERT's "
+            f"{DEFAULT_EMBEDDING})"
+        )
     e = integer(config, name, "embedding_size", DEFAULT_EMBEDDING, low=1)
     config = {**config, "hidden_act": config.get("hidden_act") or DEFAULT_ACTIVATION}
     return read_bert(config, name, family="albert", embedding=None if e == config["hidden_size"] else e)
@@ -76,11 +83,16 @@ class SharedLayerFamily(Family):
     """A family whose L layers run one layer's weights: N_base counts that layer once."""
 
     def base_params(self, m: BaseModel, paper: bool) -> int:
-        return (self.embedding_params(m, paper) + self.layer_params(m, 0, paper) + self.final_params(m, paper)
-                + (linear(m.hidden, m.hidden, paper=paper).c if self.pooler else 0))
+        return (
+            self.embedding_params(m, paper)
+            + self.layer_params(m, 0, paper)
+            + self.final_params(m, paper)
+            + (linear(m.hidden, m.hidden, paper=paper).c if self.pooler else 0)
+        )
 
 
 # --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) -----------------------------------
+
 
 def trace_embeddings_mapped(tr, m: BaseModel, trains: bool):
     """BERT's embeddings at width E (``trace_embeddings`` projects when E ≠ d), then the E → d mapping when E = d."""
@@ -113,16 +125,33 @@ def conditions(config: dict) -> dict:
     """ALBERT's dropout fields and defaults: ``hidden_dropout_prob`` 0, ``attention_probs_dropout_prob`` 0,
     ``classifier_dropout_prob`` 0.1 (the head's)."""
     name = config.get("_name_or_path")
-    return dict(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.0),
-                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.0),
-                classifier_dropout=probability(config, name, "classifier_dropout_prob", 0.1))
+    return dict(
+        hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.0),
+        attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.0),
+        classifier_dropout=probability(config, name, "classifier_dropout_prob", 0.1),
+    )
 
 
-REPLAY = Replay(embeddings=trace_embeddings_mapped, layer=trace_layer, classify=trace_pooler_head,
-                embedding_tensors=lambda m: 7,  # three tables, LayerNorm γ, β, the mapping's weight and bias
-                layer_tensors=layer_tensors, head_tensors=lambda m: 2, conditions=conditions)
+REPLAY = Replay(
+    embeddings=trace_embeddings_mapped,
+    layer=trace_layer,
+    classify=trace_pooler_head,
+    embedding_tensors=lambda m: 7,  # three tables, LayerNorm γ, β, the mapping's weight and bias
+    layer_tensors=layer_tensors,
+    head_tensors=lambda m: 2,
+    conditions=conditions,
+)
 
 FAMILY = SharedLayerFamily(
-    "albert", "ALBERT", ("albert",), read, embedding_params, layer_params, layer_flops, embedding_flops=embedding_flops,
-    refuses=(("ca_mtl", CA_MTL_REASON),), replay=REPLAY,
-    notes="one layer's weights shared by the L layers: counted once in N_base, L times in FLOPs and activations")
+    "albert",
+    "ALBERT",
+    ("albert",),
+    read,
+    embedding_params,
+    layer_params,
+    layer_flops,
+    embedding_flops=embedding_flops,
+    refuses=(("ca_mtl", CA_MTL_REASON),),
+    replay=REPLAY,
+    notes="one layer's weights shared by the L layers: counted once in N_base, L times in FLOPs and activations",
+)

@@ -6,6 +6,7 @@ of ``AlbertLayer.forward`` — BERT's layer without a dropout after ``ffn_output
 around the shared weights. The embeddings include the E → d ``embedding_hidden_mapping_in`` (HF runs it at the start
 of the encoder). The pooler is HF's Linear(d, d) + tanh on the first token, wrapped to take the hidden states.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -31,12 +32,16 @@ class AlbertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
-def self_attention(att: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> torch.Tensor:
+def self_attention(
+    att: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask
+) -> torch.Tensor:
     """``AlbertAttention`` after its Q, K, V projections, through the configured attention function."""
     shape = (*h.shape[:-1], -1, att.attention_head_size)
     q, k, v = (t.view(*shape).transpose(1, 2) for t in (q, k, v))
     attend = ALL_ATTENTION_FUNCTIONS.get_interface(att.config._attn_implementation, eager_attention_forward)
-    ctx, _ = attend(att, q, k, v, mask, dropout=0.0 if not att.training else att.attention_dropout.p, scaling=att.scaling)
+    ctx, _ = attend(
+        att, q, k, v, mask, dropout=0.0 if not att.training else att.attention_dropout.p, scaling=att.scaling
+    )
     return ctx.reshape(*h.shape[:-1], -1).contiguous()
 
 
@@ -77,8 +82,17 @@ class AlbertTrunk(Trunk):
         v = adapter.adapt_value(i, h, att.value(h))
         ctx = self_attention(att, h, q, k, v, adapter.adapt_attention_mask(i, state.mask, h))
         y = adapter.adapt_attention_output(i, att.output_dropout(att.dense(ctx)))
-        return after_attention(i, h, y, state.mask, adapter, att.LayerNorm, lambda a: layer.activation(layer.ffn(a)),
-                               layer.ffn_output, layer.full_layer_layer_norm)
+        return after_attention(
+            i,
+            h,
+            y,
+            state.mask,
+            adapter,
+            att.LayerNorm,
+            lambda a: layer.activation(layer.ffn(a)),
+            layer.ffn_output,
+            layer.full_layer_layer_norm,
+        )
 
 
 TRUNK = AlbertTrunk

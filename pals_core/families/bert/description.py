@@ -12,6 +12,7 @@ the pooler (dense + tanh on the first token) followed by Linear(d, C). Here the 
 pooler, shared by the tasks by default (``per_task_pooler`` gives each task its own, which is exactly
 RoBERTa's head); ``AutoModel`` (``RobertaModel`` with its pooler) is what N_base counts.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,20 +23,32 @@ from ...pricing.shape import BaseModel
 from ...pricing.family import Family, Replay, activation_option, embedding_tables
 
 
-def read_bert(config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2,
-              embedding=None) -> BaseModel:
+def read_bert(
+    config: dict, name: str, *, family: str = "bert", positions: int = 512, token_types: int = 2, embedding=None
+) -> BaseModel:
     """BERT-shaped layers (BERT, RoBERTa, ELECTRA: ``embedding`` E when it differs from d)."""
     for flag in ("is_decoder", "add_cross_attention"):
         if config.get(flag):
-            raise ValueError(f"config {name!r}: {flag} is true (a decoder; the project prices and builds encoders only)")
+            raise ValueError(
+                f"config {name!r}: {flag} is true (a decoder; the project prices and builds encoders only)"
+            )
     types = config.get("type_vocab_size", token_types)
     if types == 0:
         raise ValueError(f"config {name!r}: type_vocab_size 0 (the embeddings look up token type 0 in an empty table)")
     options = activation_option(config, name, "hidden_act")
-    return BaseModel(name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
-                     heads=config["num_attention_heads"], intermediate=config["intermediate_size"],
-                     vocab=config["vocab_size"], positions=config.get("max_position_embeddings", positions),
-                     token_types=types, family=family, embedding=embedding, options=tuple(sorted(options.items())))
+    return BaseModel(
+        name=name,
+        hidden=config["hidden_size"],
+        layers=config["num_hidden_layers"],
+        heads=config["num_attention_heads"],
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
+        positions=config.get("max_position_embeddings", positions),
+        token_types=types,
+        family=family,
+        embedding=embedding,
+        options=tuple(sorted(options.items())),
+    )
 
 
 def read_roberta(config: dict, name: str) -> BaseModel:
@@ -59,8 +72,6 @@ def layer_params(m: BaseModel, i: int, paper: bool) -> int:
 
 def layer_flops(m: BaseModel, i: int, n: int) -> int:
     return bert_layer_flops(m, n)
-
-
 
 
 # --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
@@ -132,14 +143,34 @@ def layer_tensors(m: BaseModel, i) -> int:
     return LAYER_TENSORS
 
 
-BERT_REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=trace_pooler_head,
-                     embedding_tensors=embedding_tensors, layer_tensors=layer_tensors, head_tensors=lambda m: 2)
-ROBERTA_REPLAY = Replay(embeddings=lambda tr, m, trains: trace_embeddings(tr, m, trains, positions_from_ids=True),
-                        layer=trace_layer, classify=trace_pooler_head, embedding_tensors=embedding_tensors,
-                        layer_tensors=layer_tensors, head_tensors=lambda m: 2)
+BERT_REPLAY = Replay(
+    embeddings=trace_embeddings,
+    layer=trace_layer,
+    classify=trace_pooler_head,
+    embedding_tensors=embedding_tensors,
+    layer_tensors=layer_tensors,
+    head_tensors=lambda m: 2,
+)
+ROBERTA_REPLAY = Replay(
+    embeddings=lambda tr, m, trains: trace_embeddings(tr, m, trains, positions_from_ids=True),
+    layer=trace_layer,
+    classify=trace_pooler_head,
+    embedding_tensors=embedding_tensors,
+    layer_tensors=layer_tensors,
+    head_tensors=lambda m: 2,
+)
 
 BERT = Family("bert", "BERT", ("bert",), read_bert, embeddings, layer_params, layer_flops, replay=BERT_REPLAY)
-ROBERTA = Family("roberta", "RoBERTa / XLM-R / CamemBERT", ("roberta", "xlm-roberta", "camembert"),
-                 lambda c, name: read_roberta(c, name), embeddings, layer_params, layer_flops, pad_token_id=1,
-                 replay=ROBERTA_REPLAY, reserved_positions=lambda m: m.option("pad_token_id", 1) + 1)
+ROBERTA = Family(
+    "roberta",
+    "RoBERTa / XLM-R / CamemBERT",
+    ("roberta", "xlm-roberta", "camembert"),
+    lambda c, name: read_roberta(c, name),
+    embeddings,
+    layer_params,
+    layer_flops,
+    pad_token_id=1,
+    replay=ROBERTA_REPLAY,
+    reserved_positions=lambda m: m.option("pad_token_id", 1) + 1,
+)
 FAMILIES = (BERT, ROBERTA)  # two families, one layer: registered together

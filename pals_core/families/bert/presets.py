@@ -5,25 +5,58 @@ parameter count. Data only: no imports (``pals_core.families.models`` reads it a
 _ROBERTA = dict(model_type="roberta", max_position_embeddings=514, type_vocab_size=1)
 
 CONFIGS: dict[str, dict] = {
-    "bert-base-uncased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-                              vocab_size=30522),
-    "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-                               vocab_size=30522),
-    "minilm-l6-h384": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
-                           vocab_size=30522),
-    "bert-base-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-                            vocab_size=28996),
-    "bert-base-multilingual-cased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                         intermediate_size=3072, vocab_size=119547),
-    "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, vocab_size=30522),
-    "roberta-base": dict(_ROBERTA, vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                         intermediate_size=3072),
-    "roberta-large": dict(_ROBERTA, vocab_size=50265, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                          intermediate_size=4096),
-    "xlm-roberta-base": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=768, num_hidden_layers=12,
-                             num_attention_heads=12, intermediate_size=3072),
-    "xlm-roberta-large": dict(_ROBERTA, model_type="xlm-roberta", vocab_size=250002, hidden_size=1024,
-                              num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+    "bert-base-uncased": dict(
+        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=30522
+    ),
+    "bert-large-uncased": dict(
+        hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, vocab_size=30522
+    ),
+    "minilm-l6-h384": dict(
+        hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522
+    ),
+    "bert-base-cased": dict(
+        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=28996
+    ),
+    "bert-base-multilingual-cased": dict(
+        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=119547
+    ),
+    "bert-tiny": dict(
+        hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512, vocab_size=30522
+    ),
+    "roberta-base": dict(
+        _ROBERTA,
+        vocab_size=50265,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+    ),
+    "roberta-large": dict(
+        _ROBERTA,
+        vocab_size=50265,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    ),
+    "xlm-roberta-base": dict(
+        _ROBERTA,
+        model_type="xlm-roberta",
+        vocab_size=250002,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+    ),
+    "xlm-roberta-large": dict(
+        _ROBERTA,
+        model_type="xlm-roberta",
+        vocab_size=250002,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    ),
 }
 
 ALIASES: dict[str, str] = {

@@ -12,6 +12,7 @@ RoBERTa's layer is BERT's (``RobertaLayer``); its embeddings number positions af
 have one token type, so the trunk passes no token_type_ids. ELECTRA projects its embeddings E → d
 (``embeddings_project``) and has no pooler: its head is ``ElectraClassificationHead`` (dense + GELU + out_proj).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -25,8 +26,9 @@ from ...adapters.base import Mask, TaskAdapter
 from ...trunks.base import State, Trunk
 
 
-def self_attention(sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                   mask: Mask) -> torch.Tensor:
+def self_attention(
+    sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Mask
+) -> torch.Tensor:
     """BertSelfAttention after its Q, K, V projections, through the configured attention function."""
     shape = (*h.shape[:-1], -1, sa.attention_head_size)
     q, k, v = (t.view(*shape).transpose(1, 2) for t in (q, k, v))
@@ -35,8 +37,17 @@ def self_attention(sa: nn.Module, h: torch.Tensor, q: torch.Tensor, k: torch.Ten
     return ctx.reshape(*h.shape[:-1], -1).contiguous()
 
 
-def after_attention(i: int, h: torch.Tensor, y: torch.Tensor, mask: Mask, adapter: TaskAdapter, attention_norm: nn.Module,
-                    ffn_in: Callable, ffn_out: Callable, output_norm: nn.Module) -> torch.Tensor:
+def after_attention(
+    i: int,
+    h: torch.Tensor,
+    y: torch.Tensor,
+    mask: Mask,
+    adapter: TaskAdapter,
+    attention_norm: nn.Module,
+    ffn_in: Callable,
+    ffn_out: Callable,
+    output_norm: nn.Module,
+) -> torch.Tensor:
     """The rest of a post-norm layer once its attention output ``y`` is adapted (BERT's, DistilBERT's, DeBERTa's,
     MPNet's): a = attention_norm(y + h); h_{l+1} = adapt_layer_output(output_norm(adapt_ffn_output(ffn_out(
     adapt_ffn_activation(ffn_in(a)))) + a + parallel_branch(h))). ``ffn_in`` is W_in and its activation,
@@ -58,8 +69,9 @@ def adapted_bert_layer(layer: nn.Module, i: int, h: torch.Tensor, mask: Mask, ad
     v = adapter.adapt_value(i, h, sa.value(h))
     ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, mask, h))
     y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
-    return after_attention(i, h, y, mask, adapter, so.LayerNorm, layer.intermediate,
-                           lambda g: out.dropout(out.dense(g)), out.LayerNorm)
+    return after_attention(
+        i, h, y, mask, adapter, so.LayerNorm, layer.intermediate, lambda g: out.dropout(out.dense(g)), out.LayerNorm
+    )
 
 
 class BertTrunk(Trunk):

@@ -19,6 +19,7 @@ Refused (one line): ``attention_head_size`` ≠ d/h (the output projection then 
 dividing d, ``embedding_size`` null, an activation the memory replay does not model (``hidden_act``,
 ``pooler_hidden_act``, ``conv_act``), any attention implementation but eager (transformers has no other for it).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -28,8 +29,18 @@ from ...pricing.poly import Poly
 from ...pricing.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
 from ...pricing.shape import BaseModel
 from ...pricing.limits import MAX_LAYERS
-from ...pricing.family import (Family, Replay, activation_option, bert_inference_layer, dense_head_flops,
-                                     dense_head_params, embedding_size, flag, integer, probability)
+from ...pricing.family import (
+    Family,
+    Replay,
+    activation_option,
+    bert_inference_layer,
+    dense_head_flops,
+    dense_head_params,
+    embedding_size,
+    flag,
+    integer,
+    probability,
+)
 from ..bert.description import LAYER_TENSORS, trace_dense_head
 
 
@@ -57,39 +68,57 @@ def read(config: dict, name: str) -> BaseModel:
     e = embedding_size(config, name, d)
     pooler = config.get("pooler_hidden_size", d)
     if pooler != d:
-        raise ValueError(f"config {name!r}: pooler_hidden_size {pooler} differs from hidden_size {d} "
-                         "(DeBERTa's ContextPooler then does not fit its classifier)")
+        raise ValueError(
+            f"config {name!r}: pooler_hidden_size {pooler} differs from hidden_size {d} "
+            "(DeBERTa's ContextPooler then does not fit its classifier)"
+        )
     head_size = config.get("attention_head_size")
     if head_size is not None and isinstance(d, int) and isinstance(heads, int) and heads > 0 and head_size * heads != d:
-        raise ValueError(f"config {name!r}: attention_head_size {head_size} × {heads} heads ≠ hidden_size {d} "
-                         "(DeBERTa's attention output projection then does not fit)")
+        raise ValueError(
+            f"config {name!r}: attention_head_size {head_size} × {heads} heads ≠ hidden_size {d} "
+            "(DeBERTa's attention output projection then does not fit)"
+        )
     kernel = integer(config, name, "conv_kernel_size", 0, low=0, high=MAX_LAYERS)
     groups = integer(config, name, "conv_groups", 1, low=1)
     if kernel > 0 and kernel % 2 == 0:
-        raise ValueError(f"config {name!r}: conv_kernel_size {kernel} is even (DeBERTa's convolution would shorten "
-                         "the sequence; transformers' forward fails)")
+        raise ValueError(
+            f"config {name!r}: conv_kernel_size {kernel} is even (DeBERTa's convolution would shorten "
+            "the sequence; transformers' forward fails)"
+        )
     if kernel > 0 and isinstance(d, int) and d % groups:
         raise ValueError(f"config {name!r}: conv_groups {groups} does not divide hidden_size {d}")
     norm_rel = config.get("norm_rel_ebd", "none") or "none"
     if not isinstance(norm_rel, str):
         raise ValueError(f"config {name!r}: norm_rel_ebd is {norm_rel!r}; it takes a string (layer_norm or none)")
     norm_rel = norm_rel.lower()
-    options = dict(relative_attention=flag(config, name, "relative_attention", False),
-                   position_buckets=integer(config, name, "position_buckets", -1, low=-1) or -1,
-                   max_relative_positions=integer(config, name, "max_relative_positions", -1, low=-1) or -1,
-                   pos_att_type=_att_types(config.get("pos_att_type"), name),
-                   share_att_key=flag(config, name, "share_att_key", False),
-                   position_biased_input=flag(config, name, "position_biased_input", True),
-                   norm_rel_ebd="layer_norm" in [x.strip() for x in norm_rel.split("|")],
-                   conv_kernel_size=kernel, conv_groups=groups,
-                   **activation_option(config, name, "hidden_act"),
-                   **activation_option(config, name, "pooler_hidden_act", "pooler_hidden_act"))
+    options = dict(
+        relative_attention=flag(config, name, "relative_attention", False),
+        position_buckets=integer(config, name, "position_buckets", -1, low=-1) or -1,
+        max_relative_positions=integer(config, name, "max_relative_positions", -1, low=-1) or -1,
+        pos_att_type=_att_types(config.get("pos_att_type"), name),
+        share_att_key=flag(config, name, "share_att_key", False),
+        position_biased_input=flag(config, name, "position_biased_input", True),
+        norm_rel_ebd="layer_norm" in [x.strip() for x in norm_rel.split("|")],
+        conv_kernel_size=kernel,
+        conv_groups=groups,
+        **activation_option(config, name, "hidden_act"),
+        **activation_option(config, name, "pooler_hidden_act", "pooler_hidden_act"),
+    )
     if kernel > 0:
         options.update(activation_option(config, name, "conv_act", "conv_act", default="tanh"))
-    return BaseModel(name=name, hidden=d, layers=config["num_hidden_layers"], heads=config["num_attention_heads"],
-                     intermediate=config["intermediate_size"], vocab=config["vocab_size"],
-                     positions=config.get("max_position_embeddings", 512), token_types=config.get("type_vocab_size", 0),
-                     family="deberta-v2", embedding=None if e == d else e, options=tuple(sorted(options.items())))
+    return BaseModel(
+        name=name,
+        hidden=d,
+        layers=config["num_hidden_layers"],
+        heads=config["num_attention_heads"],
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
+        positions=config.get("max_position_embeddings", 512),
+        token_types=config.get("type_vocab_size", 0),
+        family="deberta-v2",
+        embedding=None if e == d else e,
+        options=tuple(sorted(options.items())),
+    )
 
 
 def span(m: BaseModel) -> int:
@@ -158,6 +187,7 @@ def embedding_flops(m: BaseModel, n: int) -> int:
 #   product the dropped probabilities and v; then BERT's output, FFN and LayerNorms. The relative embeddings are
 #   dropped (``pos_dropout``, the hidden rate) in every layer: a 2k·d mask each.
 
+
 def _types(m: BaseModel) -> tuple[str, ...]:
     return tuple(t for t in ("c2p", "p2c") if t in m.option("pos_att_type", ()))
 
@@ -170,10 +200,13 @@ def conditions(config: dict) -> dict:
     """DeBERTa's rates (``cls_dropout`` the head's, ``pooler_dropout`` before ContextPooler's dense); its attention is its
     own (no sdpa), and transformers runs the adapters' attention eager for it."""
     name = config.get("_name_or_path")
-    return dict(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
-                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
-                classifier_dropout=probability(config, name, "cls_dropout", None), attention="eager",
-                extra=(("pooler_dropout", probability(config, name, "pooler_dropout", 0.0) or 0.0),))
+    return dict(
+        hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+        attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+        classifier_dropout=probability(config, name, "cls_dropout", None),
+        attention="eager",
+        extra=(("pooler_dropout", probability(config, name, "pooler_dropout", 0.0) or 0.0),),
+    )
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):
@@ -208,8 +241,14 @@ def _heads(tr, x, heads: int, rows: int):
 def _layout(m: BaseModel) -> tuple:
     """(relative attention, its types, 2k, share_att_key, FFN activation, conv kernel): what a layer's replay reads."""
     relative = bool(m.option("relative_attention", False))
-    return (relative, _types(m) if relative else (), 2 * span(m) if relative else 0,
-            bool(m.option("share_att_key", False)), m.option("hidden_act", "gelu"), m.option("conv_kernel_size", 0))
+    return (
+        relative,
+        _types(m) if relative else (),
+        2 * span(m) if relative else 0,
+        bool(m.option("share_att_key", False)),
+        m.option("hidden_act", "gelu"),
+        m.option("conv_kernel_size", 0),
+    )
 
 
 def trace_layer(tr, m: BaseModel, i, h, trains: bool, hooks):
@@ -268,8 +307,13 @@ def _conv(tr, m: BaseModel, h0, out, trains: bool):
 
 def classify(tr, m: BaseModel, h, pooler_trains: bool):
     """``DebertaHead``: out(dropout(act(dense(pooler_dropout(h[:, 0])))))."""
-    return trace_dense_head(tr, m, tr.view(h, tr.batch * m.hidden), act=m.option("pooler_hidden_act", "gelu"),
-                            input_dropout=tr.cond.rate("pooler_dropout"))
+    return trace_dense_head(
+        tr,
+        m,
+        tr.view(h, tr.batch * m.hidden),
+        act=m.option("pooler_hidden_act", "gelu"),
+        input_dropout=tr.cond.rate("pooler_dropout"),
+    )
 
 
 def idle_params(m: BaseModel) -> int:
@@ -308,13 +352,39 @@ def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool
     return attention, ffn
 
 
-REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classify, prepare=prepare,
-                embedding_tensors=embedding_tensors, layer_tensors=layer_tensors, head_tensors=lambda m: 4,
-                conditions=conditions, inference_layer=inference_layer,
-                layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0, idle_params=idle_params)
+REPLAY = Replay(
+    embeddings=trace_embeddings,
+    layer=trace_layer,
+    classify=classify,
+    prepare=prepare,
+    embedding_tensors=embedding_tensors,
+    layer_tensors=layer_tensors,
+    head_tensors=lambda m: 4,
+    conditions=conditions,
+    inference_layer=inference_layer,
+    layer_kind=lambda m, i: i == 0 and m.option("conv_kernel_size", 0) > 0,
+    idle_params=idle_params,
+)
 
-FAMILY = Family("deberta-v2", "DeBERTa-v2 / v3", ("deberta-v2",), read, embeddings, layer_params, layer_flops,
-                    embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
-                    head_flops=dense_head_flops,
-                    refuses=(("ca_mtl", "CA-MTL's conditional attention bias is defined on BERT's attention scores, "
-                                        "not on DeBERTa's disentangled ones"),), attention=("eager",), replay=REPLAY)
+FAMILY = Family(
+    "deberta-v2",
+    "DeBERTa-v2 / v3",
+    ("deberta-v2",),
+    read,
+    embeddings,
+    layer_params,
+    layer_flops,
+    embedding_flops=embedding_flops,
+    pooler=False,
+    head_params=dense_head_params,
+    head_flops=dense_head_flops,
+    refuses=(
+        (
+            "ca_mtl",
+            "CA-MTL's conditional attention bias is defined on BERT's attention scores, "
+            "not on DeBERTa's disentangled ones",
+        ),
+    ),
+    attention=("eager",),
+    replay=REPLAY,
+)

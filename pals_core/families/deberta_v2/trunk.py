@@ -8,6 +8,7 @@ The embeddings are masked by the attention mask as DeBERTa does; layer 0 is foll
 ConvLayer. No pooler; task head: ``ContextPooler`` (dropout, dense, GELU) + dropout + classifier.
 The adapters' own attention reads the mask transformers builds for the config's attention implementation.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -56,14 +57,20 @@ class DebertaV2Trunk(Trunk):
 
     def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
         encoder = self.model.encoder
-        raw = attention_mask if attention_mask is not None else torch.ones(h.shape[:2], device=h.device, dtype=torch.long)
+        raw = (
+            attention_mask if attention_mask is not None else torch.ones(h.shape[:2], device=h.device, dtype=torch.long)
+        )
         rel = encoder.get_rel_embedding()
         if rel is not None and rel.is_leaf and rel.requires_grad:
             # the bare Parameter (no norm_rel_ebd) handed to every layer as an input: the same values through a view
             # (grad mode) or detached (no grad), so module hooks such as FlopCounterMode's tracker see a non-leaf
             rel = rel.view_as(rel) if torch.is_grad_enabled() else rel.detach()
-        extra = {"input_mask": raw, "trunk_mask": encoder.get_attention_mask(raw),
-                 "relative_pos": encoder.get_rel_pos(h), "rel_embeddings": rel}
+        extra = {
+            "input_mask": raw,
+            "trunk_mask": encoder.get_attention_mask(raw),
+            "relative_pos": encoder.get_rel_pos(h),
+            "rel_embeddings": rel,
+        }
         return State(make_mask(self.config, h, attention_mask), attention_mask, extra)
 
     def _after(self, i: int, out: torch.Tensor, state: State) -> torch.Tensor:
@@ -103,8 +110,17 @@ class DebertaV2Trunk(Trunk):
         ctx = ctx.view(-1, heads, ctx.size(-2), ctx.size(-1)).permute(0, 2, 1, 3).contiguous()
         ctx = ctx.view(*ctx.size()[:-2], -1)
         y = adapter.adapt_attention_output(i, so.dropout(so.dense(ctx)))
-        return after_attention(i, h, y, state.mask, adapter, so.LayerNorm, layer.intermediate,
-                               lambda g: out.dropout(out.dense(g)), out.LayerNorm)
+        return after_attention(
+            i,
+            h,
+            y,
+            state.mask,
+            adapter,
+            so.LayerNorm,
+            layer.intermediate,
+            lambda g: out.dropout(out.dense(g)),
+            out.LayerNorm,
+        )
 
     def new_head(self, num_labels: int) -> nn.Module:
         return DebertaHead(self.config, num_labels)

@@ -3,8 +3,15 @@ user's config.json; tests/test_families.py builds each with ``AutoModel.from_con
 parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
 
 CONFIGS: dict[str, dict] = {
-    "distilbert-base-uncased": dict(model_type="distilbert", vocab_size=30522, dim=768, n_layers=6, n_heads=12,
-                                    hidden_dim=3072, max_position_embeddings=512),
+    "distilbert-base-uncased": dict(
+        model_type="distilbert",
+        vocab_size=30522,
+        dim=768,
+        n_layers=6,
+        n_heads=12,
+        hidden_dim=3072,
+        max_position_embeddings=512,
+    ),
 }
 
 ALIASES: dict[str, str] = {"distilbert/distilbert-base-uncased": "distilbert-base-uncased"}

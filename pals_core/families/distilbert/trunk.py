@@ -2,6 +2,7 @@
 output_layer_norm) with the adapter's hooks at BERT's places; no token types, no pooler. The task head is
 ``DistilBertForSequenceClassification``'s: pre_classifier Linear(d, d) + ReLU + dropout, classifier Linear(d, C)
 on the first token."""
+
 from __future__ import annotations
 
 import torch
@@ -43,8 +44,17 @@ class DistilBertTrunk(Trunk):
         v = adapter.adapt_value(i, h, sa.v_lin(h))
         ctx = self_attention(sa, h, q, k, v, adapter.adapt_attention_mask(i, state.mask, h))
         y = adapter.adapt_attention_output(i, sa.out_lin(ctx))
-        return after_attention(i, h, y, state.mask, adapter, block.sa_layer_norm, lambda a: ffn.activation(ffn.lin1(a)),
-                               lambda g: ffn.dropout(ffn.lin2(g)), block.output_layer_norm)
+        return after_attention(
+            i,
+            h,
+            y,
+            state.mask,
+            adapter,
+            block.sa_layer_norm,
+            lambda a: ffn.activation(ffn.lin1(a)),
+            lambda g: ffn.dropout(ffn.lin2(g)),
+            block.output_layer_norm,
+        )
 
     def new_head(self, num_labels: int) -> nn.Module:
         return DenseHead(self.config.hidden_size, num_labels, nn.ReLU(), dropout_in=False)

@@ -5,14 +5,21 @@
 Task head (``ElectraClassificationHead``): dense Linear(d, d) + GELU, out_proj Linear(d, C) on the first token,
 per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 """
+
 from __future__ import annotations
 
 from ...pricing.method import linear, mm
 from ...pricing.shape import BaseModel
-from ...pricing.family import (Family, Replay, dense_head_flops, dense_head_params, embedding_size,
-                                     embedding_tables)
-from ..bert.description import (layer_flops, layer_params, layer_tensors, read_bert, trace_dense_head,
-                                trace_embeddings, trace_layer)
+from ...pricing.family import Family, Replay, dense_head_flops, dense_head_params, embedding_size, embedding_tables
+from ..bert.description import (
+    layer_flops,
+    layer_params,
+    layer_tensors,
+    read_bert,
+    trace_dense_head,
+    trace_embeddings,
+    trace_layer,
+)
 
 
 def read(config: dict, name: str) -> BaseModel:
@@ -33,12 +40,27 @@ def embedding_flops(m: BaseModel, n: int) -> int:
 
 
 REPLAY = Replay(
-    embeddings=trace_embeddings, layer=trace_layer,
-    classify=lambda tr, m, h, pooler_trains: trace_dense_head(tr, m, tr.view(h, tr.batch * m.hidden), act="gelu",
-                                                              input_dropout=tr.cond.head_dropout),
+    embeddings=trace_embeddings,
+    layer=trace_layer,
+    classify=lambda tr, m, h, pooler_trains: trace_dense_head(
+        tr, m, tr.view(h, tr.batch * m.hidden), act="gelu", input_dropout=tr.cond.head_dropout
+    ),
     embedding_tensors=lambda m: 5 + (2 if m.width != m.hidden else 0),  # + embeddings_project's weight and bias
-    layer_tensors=layer_tensors, head_tensors=lambda m: 4)
+    layer_tensors=layer_tensors,
+    head_tensors=lambda m: 4,
+)
 
-FAMILY = Family("electra", "ELECTRA", ("electra",), read, embeddings, layer_params, layer_flops,
-                 embedding_flops=embedding_flops, pooler=False, head_params=dense_head_params,
-                 head_flops=dense_head_flops, replay=REPLAY)
+FAMILY = Family(
+    "electra",
+    "ELECTRA",
+    ("electra",),
+    read,
+    embeddings,
+    layer_params,
+    layer_flops,
+    embedding_flops=embedding_flops,
+    pooler=False,
+    head_params=dense_head_params,
+    head_flops=dense_head_flops,
+    replay=REPLAY,
+)

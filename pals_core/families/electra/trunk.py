@@ -1,6 +1,7 @@
 """ELECTRA's torch half: BERT's trunk (``pals_core/families/bert/trunk.py``) on embeddings projected E → d
 (``embeddings_project``, when E ≠ d), no pooler; the head is ``ElectraClassificationHead`` (dense + GELU +
 out_proj on the first token, dropout before and after)."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -16,6 +16,7 @@ Task head (``ModernBertPredictionHead`` + classifier): dense Linear(d, d) (bias 
 activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) or the mean of the tokens
 (mean; elementwise), per task.
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import INT64
@@ -35,8 +36,10 @@ def read(config: dict, name: str) -> BaseModel:
     layers, d, heads = config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"]
     head_dim = config.get("head_dim")
     if head_dim is not None and isinstance(d, int) and isinstance(heads, int) and heads > 0 and head_dim * heads != d:
-        raise ValueError(f"config {name!r}: head_dim {head_dim} × {heads} heads ≠ hidden_size {d} "
-                         "(ModernBERT's attention uses d/h; RoPE would rotate another width)")
+        raise ValueError(
+            f"config {name!r}: head_dim {head_dim} × {heads} heads ≠ hidden_size {d} "
+            "(ModernBERT's attention uses d/h; RoPE would rotate another width)"
+        )
     types = config.get("layer_types")
     if types is None:
         every = config.get("global_attn_every_n_layers", 3)
@@ -50,16 +53,29 @@ def read(config: dict, name: str) -> BaseModel:
     pooling = config.get("classifier_pooling", "cls")
     if pooling not in ("cls", "mean"):
         raise ValueError(f"config {name!r}: classifier_pooling {pooling!r} is not cls or mean")
-    options = dict(mlp_bias=flag(config, name, "mlp_bias", False), attention_bias=flag(config, name, "attention_bias", False),
-                   norm_bias=flag(config, name, "norm_bias", False),
-                   classifier_bias=flag(config, name, "classifier_bias", False),
-                   local_attention=integer(config, name, "local_attention", 128, low=2), layer_types=tuple(types),
-                   classifier_pooling=pooling, **activation_option(config, name, "hidden_activation"),
-                   **activation_option(config, name, "classifier_activation", "classifier_act"))
-    return BaseModel(name=name, hidden=d, layers=layers, heads=heads,
-                     intermediate=config["intermediate_size"], vocab=config["vocab_size"],
-                     positions=config.get("max_position_embeddings", 8192), token_types=0, family="modernbert",
-                     options=tuple(sorted(options.items())))
+    options = dict(
+        mlp_bias=flag(config, name, "mlp_bias", False),
+        attention_bias=flag(config, name, "attention_bias", False),
+        norm_bias=flag(config, name, "norm_bias", False),
+        classifier_bias=flag(config, name, "classifier_bias", False),
+        local_attention=integer(config, name, "local_attention", 128, low=2),
+        layer_types=tuple(types),
+        classifier_pooling=pooling,
+        **activation_option(config, name, "hidden_activation"),
+        **activation_option(config, name, "classifier_activation", "classifier_act"),
+    )
+    return BaseModel(
+        name=name,
+        hidden=d,
+        layers=layers,
+        heads=heads,
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
+        positions=config.get("max_position_embeddings", 8192),
+        token_types=0,
+        family="modernbert",
+        options=tuple(sorted(options.items())),
+    )
 
 
 def norm(m: BaseModel, paper: bool) -> int:
@@ -74,9 +90,14 @@ def embeddings(m: BaseModel, paper: bool) -> int:
 def layer_params(m: BaseModel, i: int, paper: bool) -> int:
     d, f = m.hidden, m.intermediate
     att, mlp = m.option("attention_bias", False), m.option("mlp_bias", False)
-    return ((norm(m, paper) if i > 0 else 0) + linear(d, 3 * d, bias=att, paper=paper).c
-            + linear(d, d, bias=att, paper=paper).c + norm(m, paper)
-            + linear(d, 2 * f, bias=mlp, paper=paper).c + linear(f, d, bias=mlp, paper=paper).c)
+    return (
+        (norm(m, paper) if i > 0 else 0)
+        + linear(d, 3 * d, bias=att, paper=paper).c
+        + linear(d, d, bias=att, paper=paper).c
+        + norm(m, paper)
+        + linear(d, 2 * f, bias=mlp, paper=paper).c
+        + linear(f, d, bias=mlp, paper=paper).c
+    )
 
 
 def layer_flops(m: BaseModel, i: int, n: int) -> int:
@@ -86,8 +107,11 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 
 def head_params(m: BaseModel, labels: int, paper: bool) -> int:
     d = m.hidden
-    return (linear(d, d, bias=m.option("classifier_bias", False), paper=paper).c + norm(m, paper)
-            + linear(d, labels, paper=paper).c)
+    return (
+        linear(d, d, bias=m.option("classifier_bias", False), paper=paper).c
+        + norm(m, paper)
+        + linear(d, labels, paper=paper).c
+    )
 
 
 def head_flops(m: BaseModel, labels: int) -> int:
@@ -104,6 +128,7 @@ def head_flops(m: BaseModel, labels: int) -> int:
 # GELU's output; the norms keep their input and row statistics. The mean pooling keeps the caller's int64 mask
 # (B·n) and the token counts (B).
 
+
 def _norm_tensors(m: BaseModel) -> int:
     return 1 + bool(m.option("norm_bias", False))
 
@@ -117,8 +142,12 @@ def conditions(config: dict) -> dict:
     probabilities and after Wo), ``classifier_dropout``, ``embedding_dropout`` (transformers' defaults: all 0)."""
     name = config.get("_name_or_path")
     rate = lambda field: probability(config, name, field, 0.0) or 0.0  # noqa: E731  (null: transformers' 0)
-    return dict(hidden_dropout=rate("mlp_dropout"), attention_dropout=rate("attention_dropout"),
-                classifier_dropout=rate("classifier_dropout"), extra=(("embedding_dropout", rate("embedding_dropout")),))
+    return dict(
+        hidden_dropout=rate("mlp_dropout"),
+        attention_dropout=rate("attention_dropout"),
+        classifier_dropout=rate("classifier_dropout"),
+        extra=(("embedding_dropout", rate("embedding_dropout")),),
+    )
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):
@@ -202,16 +231,41 @@ def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool
     return attention, 2 * tokens * d + 4 * tokens * f + (4 * tokens * d if adapted else 0)
 
 
-REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=classify, finish=finish, prepare=prepare,
-                layer_kind=lambda m, i: (m.option("layer_types")[i], i == 0),
-                embedding_tensors=lambda m: 1 + _norm_tensors(m), layer_tensors=layer_tensors,
-                final_tensors=_norm_tensors,
-                head_tensors=lambda m: 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2,
-                conditions=conditions, inference_layer=inference_layer)
+REPLAY = Replay(
+    embeddings=trace_embeddings,
+    layer=trace_layer,
+    classify=classify,
+    finish=finish,
+    prepare=prepare,
+    layer_kind=lambda m, i: (m.option("layer_types")[i], i == 0),
+    embedding_tensors=lambda m: 1 + _norm_tensors(m),
+    layer_tensors=layer_tensors,
+    final_tensors=_norm_tensors,
+    head_tensors=lambda m: 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2,
+    conditions=conditions,
+    inference_layer=inference_layer,
+)
 
-FAMILY = Family("modernbert", "ModernBERT", ("modernbert",), read, embeddings, layer_params, layer_flops,
-                    final_params=norm, pooler=False, head_params=head_params, head_flops=head_flops, token_types=False,
-                    pad_token_id=50283,
-                    refuses=(("ca_mtl", "CA-MTL's conditional layer norm needs post-norm LayerNorms with biases; "
-                                        "ModernBERT's are pre-norm, bias-free, and layer 0 has none"),),
-                    replay=REPLAY)
+FAMILY = Family(
+    "modernbert",
+    "ModernBERT",
+    ("modernbert",),
+    read,
+    embeddings,
+    layer_params,
+    layer_flops,
+    final_params=norm,
+    pooler=False,
+    head_params=head_params,
+    head_flops=head_flops,
+    token_types=False,
+    pad_token_id=50283,
+    refuses=(
+        (
+            "ca_mtl",
+            "CA-MTL's conditional layer norm needs post-norm LayerNorms with biases; "
+            "ModernBERT's are pre-norm, bias-free, and layer 0 has none",
+        ),
+    ),
+    replay=REPLAY,
+)

@@ -14,6 +14,7 @@ n × n scores (sdpa / eager), so they cost the FLOPs of a global layer (``pals_c
 The adapters' own attention (PALs, top stacks) reads the global mask. Task head: ``ModernBertPredictionHead``
 (dense, activation, norm) + classifier on the first token or the mean of the tokens (``classifier_pooling``).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -69,8 +70,10 @@ class ModernBertTrunk(Trunk):
 
     def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
         kwargs = {"config": self.config, "inputs_embeds": h, "attention_mask": attention_mask}
-        masks = {"full_attention": create_bidirectional_mask(**kwargs),
-                 "sliding_attention": create_bidirectional_sliding_window_mask(**kwargs)}
+        masks = {
+            "full_attention": create_bidirectional_mask(**kwargs),
+            "sliding_attention": create_bidirectional_sliding_window_mask(**kwargs),
+        }
         positions = torch.arange(h.shape[1], device=h.device).unsqueeze(0)
         rope = {t: self.model.rotary_emb(h, positions, t) for t in set(self.config.layer_types)}
         return State(masks["full_attention"], attention_mask, {"masks": masks, "rope": rope})
@@ -91,9 +94,17 @@ class ModernBertTrunk(Trunk):
         q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
         attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
         mask = adapter.adapt_attention_mask(i, state.extra["masks"][kind], h)
-        ctx, _ = attend(attn, q, k, v, mask, dropout=attn.attention_dropout if attn.training else 0.0,
-                        scaling=attn.head_dim ** -0.5, sliding_window=attn.sliding_window,
-                        deterministic=attn.deterministic_flash_attn)
+        ctx, _ = attend(
+            attn,
+            q,
+            k,
+            v,
+            mask,
+            dropout=attn.attention_dropout if attn.training else 0.0,
+            scaling=attn.head_dim**-0.5,
+            sliding_window=attn.sliding_window,
+            deterministic=attn.deterministic_flash_attn,
+        )
         y = adapter.adapt_attention_output(i, attn.out_drop(attn.Wo(ctx.reshape(*x.shape[:-1], -1).contiguous())))
         a = h + y
         xin, gate = mlp.Wi(adapter.output_norm(i, layer.mlp_norm, a)).chunk(2, dim=-1)

@@ -22,14 +22,14 @@ hard-coded, so a smaller table is indexed past its end), an activation the memor
 (``hidden_act``), ``attn_implementation`` other than eager, ``vocab_size`` 1 (the fixed padding row 1 lies outside
 the table; ``pad_token_id`` itself is never read, so any value is priced).
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import INT64
 from ...pricing.method import bert_layer_flops, bert_layer_params
 from ...pricing.shape import BaseModel
 from ...pricing.limits import MAX_WIDTH
-from ...pricing.family import (Family, Replay, activation_option, bert_inference_layer, embedding_tables,
-                                     probability)
+from ...pricing.family import Family, Replay, activation_option, bert_inference_layer, embedding_tables, probability
 from ..bert.description import LAYER_TENSORS, trace_pooler_head
 from ..bert.description import trace_embeddings as bert_embeddings, trace_layer as bert_layer
 
@@ -42,15 +42,25 @@ def read(config: dict, name: str) -> BaseModel:
     read them (no causal mask, no cross-attention layers), so they change nothing that is built or computed."""
     buckets = config.get("relative_attention_num_buckets", BUCKETS)
     if not isinstance(buckets, int) or isinstance(buckets, bool) or not BUCKETS <= buckets <= MAX_WIDTH:
-        raise ValueError(f"config {name!r}: relative_attention_num_buckets {buckets!r} is not an integer from {BUCKETS} "
-                         f"to {MAX_WIDTH:,} "
-                         f"(MPNet's compute_position_bias always uses {BUCKETS} buckets: a smaller table is indexed "
-                         "past its end)")
+        raise ValueError(
+            f"config {name!r}: relative_attention_num_buckets {buckets!r} is not an integer from {BUCKETS} "
+            f"to {MAX_WIDTH:,} "
+            f"(MPNet's compute_position_bias always uses {BUCKETS} buckets: a smaller table is indexed "
+            "past its end)"
+        )
     options = dict(relative_attention_num_buckets=buckets, **activation_option(config, name, "hidden_act"))
-    return BaseModel(name=name, hidden=config["hidden_size"], layers=config["num_hidden_layers"],
-                     heads=config["num_attention_heads"], intermediate=config["intermediate_size"],
-                     vocab=config["vocab_size"], positions=config.get("max_position_embeddings", 512), token_types=0,
-                     family="mpnet", options=tuple(sorted(options.items())))
+    return BaseModel(
+        name=name,
+        hidden=config["hidden_size"],
+        layers=config["num_hidden_layers"],
+        heads=config["num_attention_heads"],
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
+        positions=config.get("max_position_embeddings", 512),
+        token_types=0,
+        family="mpnet",
+        options=tuple(sorted(options.items())),
+    )
 
 
 def buckets(m: BaseModel) -> int:
@@ -78,12 +88,16 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
 # embeddings train); the bias becomes a contiguous (B, h, n, n) copy (kept by nothing: additions keep nothing); each
 # layer is BERT's with eager attention, QKᵀ/√d_h + bias (+ the mask when there is padding).
 
+
 def conditions(config: dict) -> dict:
     """BERT's rate fields; the attention is MPNet's own eager one (the adapters' too: transformers sets eager)."""
     name = config.get("_name_or_path")
-    return dict(hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
-                attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
-                classifier_dropout=probability(config, name, "classifier_dropout", None), attention="eager")
+    return dict(
+        hidden_dropout=probability(config, name, "hidden_dropout_prob", 0.1),
+        attention_dropout=probability(config, name, "attention_probs_dropout_prob", 0.1),
+        classifier_dropout=probability(config, name, "classifier_dropout", None),
+        attention="eager",
+    )
 
 
 def trace_embeddings(tr, m: BaseModel, trains: bool):
@@ -115,12 +129,31 @@ def inference_layer(m: BaseModel, batch: int, n: int, eager: bool, adapted: bool
     return attention + bias, ffn + bias
 
 
-REPLAY = Replay(embeddings=trace_embeddings, layer=trace_layer, classify=trace_pooler_head,
-                embedding_tensors=embedding_tensors, layer_tensors=lambda m, i: LAYER_TENSORS,
-                head_tensors=lambda m: 2, conditions=conditions, inference_layer=inference_layer)
+REPLAY = Replay(
+    embeddings=trace_embeddings,
+    layer=trace_layer,
+    classify=trace_pooler_head,
+    embedding_tensors=embedding_tensors,
+    layer_tensors=lambda m, i: LAYER_TENSORS,
+    head_tensors=lambda m: 2,
+    conditions=conditions,
+    inference_layer=inference_layer,
+)
 
-FAMILY = Family("mpnet", "MPNet", ("mpnet",), read, embeddings, layer_params, layer_flops, token_types=False,
-               attention=("eager",), pad_token_id=PADDING_IDX, padding_idx=PADDING_IDX, replay=REPLAY,
-               reserved_positions=lambda m: PADDING_IDX + 1,
-               notes="BERT's layers + a relative position bias (R·h, counted with the embeddings, 0 FLOPs); "
-                     "pooler shared like RoBERTa's; eager attention only; longest sequence P − 2")
+FAMILY = Family(
+    "mpnet",
+    "MPNet",
+    ("mpnet",),
+    read,
+    embeddings,
+    layer_params,
+    layer_flops,
+    token_types=False,
+    attention=("eager",),
+    pad_token_id=PADDING_IDX,
+    padding_idx=PADDING_IDX,
+    replay=REPLAY,
+    reserved_positions=lambda m: PADDING_IDX + 1,
+    notes="BERT's layers + a relative position bias (R·h, counted with the embeddings, 0 FLOPs); "
+    "pooler shared like RoBERTa's; eager attention only; longest sequence P − 2",
+)

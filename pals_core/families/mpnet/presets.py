@@ -3,8 +3,16 @@ user's config.json; tests/test_families.py builds each with ``AutoModel.from_con
 parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
 
 CONFIGS: dict[str, dict] = {
-    "mpnet-base": dict(model_type="mpnet", vocab_size=30527, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                       intermediate_size=3072, max_position_embeddings=514, relative_attention_num_buckets=32),
+    "mpnet-base": dict(
+        model_type="mpnet",
+        vocab_size=30527,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        relative_attention_num_buckets=32,
+    ),
 }
 
 ALIASES: dict[str, str] = {

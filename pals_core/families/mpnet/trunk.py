@@ -7,6 +7,7 @@ added after the bias). The embeddings number positions from the ids (RoBERTa's r
 relative bias table is part of the embedding layer (frozen with it). Pooler: ``MPNetPooler``, shared by the tasks
 as RoBERTa's (per-task poolers make ``MPNetClassificationHead`` exactly).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,11 @@ class MPNetTrunk(BertTrunk):
         return self.model.embeddings(input_ids=input_ids)
 
     def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
-        return State(make_mask(self.config, h, attention_mask), attention_mask,
-                     {"position_bias": self.model.encoder.compute_position_bias(h)})
+        return State(
+            make_mask(self.config, h, attention_mask),
+            attention_mask,
+            {"position_bias": self.model.encoder.compute_position_bias(h)},
+        )
 
     def plain_layer(self, module: nn.Module, i: int, h: torch.Tensor, state: State) -> torch.Tensor:
         return module(h, state.mask, state.extra["position_bias"])[0]
@@ -56,8 +60,17 @@ class MPNetTrunk(BertTrunk):
         ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
         ctx = ctx.view(*ctx.size()[:-2], sa.all_head_size)
         y = adapter.adapt_attention_output(i, attention.dropout(sa.o(ctx)))
-        return after_attention(i, h, y, state.mask, adapter, attention.LayerNorm, layer.intermediate,
-                               lambda g: out.dropout(out.dense(g)), out.LayerNorm)
+        return after_attention(
+            i,
+            h,
+            y,
+            state.mask,
+            adapter,
+            attention.LayerNorm,
+            layer.intermediate,
+            lambda g: out.dropout(out.dense(g)),
+            out.LayerNorm,
+        )
 
 
 TRUNK = MPNetTrunk

@@ -44,6 +44,7 @@ The elementwise FiLM / LN modulation, the block-diagonal assembly and the bias a
 Because the alignment changes the embeddings per task, running all tasks on one input shares
 nothing: every layer runs once per task (``Method.conditions_input``).
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks, Sym
@@ -97,11 +98,15 @@ def validate(m: BaseModel, cfg: AdapterConfig) -> None:
     _positive(cfg.cond_attn_max_len, "cond_attn_max_len")
     _positive(cfg.cond_attn_blocks, "cond_attn_blocks")
     if cfg.cond_attn_blocks > cfg.cond_attn_max_len:
-        raise ValueError(f"cond_attn_blocks ({cfg.cond_attn_blocks}) exceeds cond_attn_max_len ({cfg.cond_attn_max_len})")
+        raise ValueError(
+            f"cond_attn_blocks ({cfg.cond_attn_blocks}) exceeds cond_attn_max_len ({cfg.cond_attn_max_len})"
+        )
     if cfg.cond_norm_layers is not None:
         c = cfg.cond_norm_layers
         if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= m.layers:
-            raise ValueError(f"cond_norm_layers must be an integer from 0 to {m.layers} (the model's layers), got {c!r}")
+            raise ValueError(
+                f"cond_norm_layers must be an integer from 0 to {m.layers} (the model's layers), got {c!r}"
+            )
     _positive(cfg.cond_adapter_layers, "cond_adapter_layers")
     if cfg.cond_adapter_layers > m.layers:
         raise ValueError(f"cond_adapter_layers ({cfg.cond_adapter_layers}) exceeds the model's {m.layers} layers")
@@ -118,26 +123,42 @@ def _params(m, layers, cfg, paper):
 
 def _shared_params(m, layers, cfg, paper):
     d, z, bs = m.hidden, z_dim(m, cfg), block_size(cfg)
-    parts = [Part("task-embedding transformation", None, linear(z, z, paper=paper)),
-             Part("conditional alignment", None, film(z, d, paper=paper))]
-    parts += [Part("conditional attention", l, Poly(0, 0, cfg.cond_attn_max_len * bs) + film(z, bs, paper=paper))
-              for l in layers]
+    parts = [
+        Part("task-embedding transformation", None, linear(z, z, paper=paper)),
+        Part("conditional alignment", None, film(z, d, paper=paper)),
+    ]
+    parts += [
+        Part("conditional attention", l, Poly(0, 0, cfg.cond_attn_max_len * bs) + film(z, bs, paper=paper))
+        for l in layers
+    ]
     parts += [Part("conditional LayerNorms", l, 2 * film(z, d, paper=paper)) for l in norm_layers(m, cfg)]
     for l in bottleneck_layers(m, cfg):
-        parts += [Part("conditional bottleneck", l, linear(z, z, paper=paper) + film(z, d, paper=paper)
-                       + linear(d, S, paper=paper) + linear(S, d, paper=paper)),
-                  Part("adapter LayerNorm", l, film(z, d, paper=paper) + layer_norm(d, paper=paper))]
+        parts += [
+            Part(
+                "conditional bottleneck",
+                l,
+                linear(z, z, paper=paper)
+                + film(z, d, paper=paper)
+                + linear(d, S, paper=paper)
+                + linear(S, d, paper=paper),
+            ),
+            Part("adapter LayerNorm", l, film(z, d, paper=paper) + layer_norm(d, paper=paper)),
+        ]
     return parts
 
 
 def _flops(m, layers, cfg, n):
     d, z, bs = m.hidden, z_dim(m, cfg), block_size(cfg)
-    parts = [Part("task-embedding transformation", None, mm(1, z, z)),
-             Part("conditional alignment", None, mm(1, z, 2 * d))]
+    parts = [
+        Part("task-embedding transformation", None, mm(1, z, z)),
+        Part("conditional alignment", None, mm(1, z, 2 * d)),
+    ]
     parts += [Part("conditional attention", l, mm(1, z, 2 * bs)) for l in layers]
     parts += [Part("conditional LayerNorms", l, 2 * mm(1, z, 2 * d)) for l in norm_layers(m, cfg)]
-    parts += [Part("adapter layer", l, mm(1, z, z) + 2 * mm(1, z, 2 * d) + mm(n, d, S) + mm(n, S, d))
-              for l in bottleneck_layers(m, cfg)]
+    parts += [
+        Part("adapter layer", l, mm(1, z, z) + 2 * mm(1, z, 2 * d) + mm(n, d, S) + mm(n, S, d))
+        for l in bottleneck_layers(m, cfg)
+    ]
     return parts
 
 
@@ -235,11 +256,23 @@ def _tensors(m, layers, cfg):
     return 1, 4 + 3 * len(layers) + 4 * len(norm_layers(m, cfg)) + 12 * cfg.cond_adapter_layers
 
 
-METHODS = (Method(
-    "ca_mtl", "CA-MTL", "Task-conditioned modules shared by all tasks (alignment, block-diagonal attention bias "
-    "in every layer, gain-only conditional LayerNorm in the top half, a re-initialised adapter layer with a linear "
-    "conditional bottleneck), as the authors released it; one task embedding per task; lower layers frozen "
-    "(Pilault et al. 2021).",
-    "d_z per task; shared: d_z² + 2d·d_z + K·(M·m + 2m·d_z) + |C|·4d·d_z + |B|·(d_z² + 4d·d_z + 2d·d_s)",
-    _params, _flops, shared_params=_shared_params, frozen_base=_frozen_base, validate=validate,
-    conditions_input=True, activations=CaMtlActivations, tensors=_tensors, frozen_layers=frozen_layers),)
+METHODS = (
+    Method(
+        "ca_mtl",
+        "CA-MTL",
+        "Task-conditioned modules shared by all tasks (alignment, block-diagonal attention bias "
+        "in every layer, gain-only conditional LayerNorm in the top half, a re-initialised adapter layer with a linear "
+        "conditional bottleneck), as the authors released it; one task embedding per task; lower layers frozen "
+        "(Pilault et al. 2021).",
+        "d_z per task; shared: d_z² + 2d·d_z + K·(M·m + 2m·d_z) + |C|·4d·d_z + |B|·(d_z² + 4d·d_z + 2d·d_s)",
+        _params,
+        _flops,
+        shared_params=_shared_params,
+        frozen_base=_frozen_base,
+        validate=validate,
+        conditions_input=True,
+        activations=CaMtlActivations,
+        tensors=_tensors,
+        frozen_layers=frozen_layers,
+    ),
+)

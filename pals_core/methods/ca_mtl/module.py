@@ -30,6 +30,7 @@ generators zeroed every layer below the adapter layer computes exactly the base 
 Counts (exact, ``cost.py`` beside this file): per task d_z; shared (d_z² + d_z) + (2d·d_z + 2d)
 + Σ_{l∈K} [M·m + 2m·d_z + 2m] + |C|·2·(2d·d_z + 2d) + |B|·[(d_z² + d_z) + 2·(2d·d_z + 2d) + 2·d·d_s + d_s + 3d].
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -62,7 +63,7 @@ class ConditionalAttentionBias(nn.Module):
         """The (n, n) bias for a sequence of n tokens."""
         gamma, beta = film(self.film, z)
         full = (1 + gamma) * self.blocks + beta
-        bias = torch.block_diag(*(rows[:, :rows.shape[0]] for rows in full.split(self.size)))
+        bias = torch.block_diag(*(rows[:, : rows.shape[0]] for rows in full.split(self.size)))
         width = bias.shape[0]
         if n <= width:
             return bias[:n, :n]
@@ -95,7 +96,9 @@ class AdapterNorm(nn.Module):
 
     def __init__(self, z_dim: int, d: int, eps: float, std: float) -> None:
         super().__init__()
-        self.LayerNorm = nn.LayerNorm(d, eps=eps)  # its gain (1) and bias (0): LayerNorm parameters to the paper convention
+        self.LayerNorm = nn.LayerNorm(
+            d, eps=eps
+        )  # its gain (1) and bias (0): LayerNorm parameters to the paper convention
         self.film = init_linear(nn.Linear(z_dim, 2 * d), std)
 
     def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -119,12 +122,21 @@ class CaMtlShared(nn.Module):
         self.transform = init_linear(nn.Linear(z, z), std)
         self.alignment = init_linear(nn.Linear(z, 2 * d), std)
         size = spec.block_size(cfg)
-        self.attention = nn.ModuleDict({layer_key(i): ConditionalAttentionBias(z, cfg.cond_attn_max_len, size, std)
-                                        for i in self.conditional_layers})
-        self.norm_attention = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers})
-        self.norm_output = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers})
-        self.bottleneck = nn.ModuleDict({layer_key(i): ConditionalBottleneck(z, d, cfg.d_s, std)
-                                         for i in self.bottleneck_layers})
+        self.attention = nn.ModuleDict(
+            {
+                layer_key(i): ConditionalAttentionBias(z, cfg.cond_attn_max_len, size, std)
+                for i in self.conditional_layers
+            }
+        )
+        self.norm_attention = nn.ModuleDict(
+            {layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers}
+        )
+        self.norm_output = nn.ModuleDict(
+            {layer_key(i): init_linear(nn.Linear(z, 2 * d), std) for i in self.norm_layers}
+        )
+        self.bottleneck = nn.ModuleDict(
+            {layer_key(i): ConditionalBottleneck(z, d, cfg.d_s, std) for i in self.bottleneck_layers}
+        )
         self.adapter_norm = nn.ModuleDict({layer_key(i): AdapterNorm(z, d, eps, std) for i in self.bottleneck_layers})
         for i in self.bottleneck_layers:  # the released adapter layer starts from scratch, not from the checkpoint
             reinitialise(ctx.family.layers[i], std)
@@ -149,7 +161,9 @@ class CaMtlAdapter(TaskAdapter):
         if not isinstance(ctx.shared, CaMtlShared):
             raise ValueError("ca_mtl task adapters need the shared CA-MTL module (model.shared_adapter)")
         shared = ctx.shared
-        super().__init__(sorted(set(shared.conditional_layers) | set(shared.norm_layers) | set(shared.bottleneck_layers)))
+        super().__init__(
+            sorted(set(shared.conditional_layers) | set(shared.norm_layers) | set(shared.bottleneck_layers))
+        )
         # e_t ~ N(0, std²) (the released nn.Embedding under BERT's init), one row (1, d_z): the transformation is a
         # matmul with rows = 1
         self.embedding = nn.Parameter(torch.randn(1, shared.z_dim) * ctx.std)

@@ -3,6 +3,7 @@ W: d→d_s, U: d_s→d (with biases).
 
     params K·2·(2·d·S + S + d)   (paper: 4·K·d·S);   FLOPs per adapted layer 2·(2n·d·S + 2n·S·d)
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks
@@ -41,7 +42,14 @@ class HoulsbyActivations(ActivationHooks):
 
 
 METHODS = (
-    Method("houlsby", "Houlsby adapters", "Serial bottleneck x + U·GELU(W·x) after the attention and FFN outputs "
-           "(Houlsby et al. 2019).", "4·K·d·d_s", _params, _flops, activations=HoulsbyActivations,
-           tensors=lambda m, layers, cfg: (8 * len(layers), 0)),
+    Method(
+        "houlsby",
+        "Houlsby adapters",
+        "Serial bottleneck x + U·GELU(W·x) after the attention and FFN outputs (Houlsby et al. 2019).",
+        "4·K·d·d_s",
+        _params,
+        _flops,
+        activations=HoulsbyActivations,
+        tensors=lambda m, layers, cfg: (8 * len(layers), 0),
+    ),
 )

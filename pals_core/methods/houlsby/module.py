@@ -7,6 +7,7 @@ projection, each before its residual + LayerNorm (after dropout, as in the refer
 zero-initialised, so each adapter is the identity at initialisation.
 Parameters per task (exact): K·2·(2·d·d_s + d_s + d). Forward FLOPs per layer: 2·(2n·d·d_s + 2n·d_s·d).
 """
+
 from __future__ import annotations
 
 import torch

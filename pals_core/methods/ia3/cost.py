@@ -6,6 +6,7 @@ Per adapted layer three learned vectors, initialised to 1:
 Sizeless (no d_s, like LHUC) and within the network (a location): running all tasks on one input shares
 the layers below the lowest adapted layer, as for every within-network method.
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks, Sym
@@ -17,8 +18,11 @@ def _params(m, layers, cfg, paper):
     d, f = m.hidden, m.intermediate
     parts = []
     for l in layers:
-        parts += [Part("key scale l_k", l, Poly(0, 0, d)), Part("value scale l_v", l, Poly(0, 0, d)),
-                  Part("FFN scale l_ff", l, Poly(0, 0, f))]
+        parts += [
+            Part("key scale l_k", l, Poly(0, 0, d)),
+            Part("value scale l_v", l, Poly(0, 0, d)),
+            Part("FFN scale l_ff", l, Poly(0, 0, f)),
+        ]
     return parts
 
 
@@ -41,7 +45,16 @@ class Ia3Activations(ActivationHooks):
 
 
 METHODS = (
-    Method("ia3", "IA³", "Learned vectors scaling the keys, the values and the FFN activation of each adapted "
-           "layer, initialised to 1 (Liu et al. 2022, Sec. 3.3).", "K·(2d + d_ff)", _params, no_parts, sized=False,
-           activations=Ia3Activations, tensors=lambda m, layers, cfg: (3, 0)),
+    Method(
+        "ia3",
+        "IA³",
+        "Learned vectors scaling the keys, the values and the FFN activation of each adapted "
+        "layer, initialised to 1 (Liu et al. 2022, Sec. 3.3).",
+        "K·(2d + d_ff)",
+        _params,
+        no_parts,
+        sized=False,
+        activations=Ia3Activations,
+        tensors=lambda m, layers, cfg: (3, 0),
+    ),
 )

@@ -8,6 +8,7 @@ layer), all initialised to 1, so the model equals the base model at initialisati
 Parameters per task: K·(2d + d_ff) (weights: exact = paper). No matmul FLOPs (elementwise products).
 No weight decay on the scales (``NO_DECAY``): decay pulls a parameter toward 0, and these are the identity at 1.
 """
+
 from __future__ import annotations
 
 import torch

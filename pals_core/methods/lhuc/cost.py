@@ -1,7 +1,8 @@
 """LHUC (Swietojanski & Renals 2014): one scale vector r_l ∈ R^d per adapted layer.
 
-    params K·d (a weight, kept in the paper convention);   FLOPs 0 (elementwise)
+params K·d (a weight, kept in the paper convention);   FLOPs 0 (elementwise)
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks
@@ -25,7 +26,15 @@ class LhucActivations(ActivationHooks):
 
 
 METHODS = (
-    Method("lhuc", "LHUC", "A learned scale 2·σ(r) on every unit of each adapted layer's output "
-           "(Swietojanski & Renals 2014).", "K·d", _params, no_parts, sized=False,
-           activations=LhucActivations, tensors=lambda m, layers, cfg: (1, 0)),
+    Method(
+        "lhuc",
+        "LHUC",
+        "A learned scale 2·σ(r) on every unit of each adapted layer's output (Swietojanski & Renals 2014).",
+        "K·d",
+        _params,
+        no_parts,
+        sized=False,
+        activations=LhucActivations,
+        tensors=lambda m, layers, cfg: (1, 0),
+    ),
 )

@@ -7,6 +7,7 @@ layer). Parameters per task: K·d (a weight, kept in the paper convention). No m
 Weight decay applies to r_l like any weight: it pulls r_l toward 0, i.e. the scale toward 1 (the identity) —
 unlike IA³'s scales, which are the identity at 1 and are kept out of decay.
 """
+
 from __future__ import annotations
 
 import torch

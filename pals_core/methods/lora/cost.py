@@ -1,7 +1,8 @@
 """LoRA (Hu et al. 2021): B·A, A: d→d_s, B: d_s→d, no biases, on Q and on V of each adapted layer.
 
-    params K·2·2·d·S (no biases: exact = paper);   FLOPs per adapted layer 2·(2n·d·S + 2n·S·d)
+params K·2·2·d·S (no biases: exact = paper);   FLOPs per adapted layer 2·(2n·d·S + 2n·S·d)
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks
@@ -40,7 +41,14 @@ class LoraActivations(ActivationHooks):
 
 
 METHODS = (
-    Method("lora", "LoRA", "Rank-d_s update B·A on the query and value projections (Hu et al. 2021).",
-           "4·K·d·d_s", _params, _flops, activations=LoraActivations,
-           tensors=lambda m, layers, cfg: (4 * len(layers), 0)),
+    Method(
+        "lora",
+        "LoRA",
+        "Rank-d_s update B·A on the query and value projections (Hu et al. 2021).",
+        "4·K·d·d_s",
+        _params,
+        _flops,
+        activations=LoraActivations,
+        tensors=lambda m, layers, cfg: (4 * len(layers), 0),
+    ),
 )

@@ -6,6 +6,7 @@ A: Linear(d, d_s, bias=False) (Kaiming-uniform, as ``nn.Linear`` and peft), B: L
 bias=False) zero-initialised; α = ``AdapterConfig.lora_alpha`` or d_s (scale 1).
 Parameters per task: K·2·2·d·d_s (no biases, so exact = paper). Forward FLOPs per layer: 2·(2n·d·d_s + 2n·d_s·d).
 """
+
 from __future__ import annotations
 
 import torch

@@ -3,6 +3,7 @@
     params K·(2·d·S + S + d)   (paper: 2·K·d·S);   FLOPs per adapted layer 2n·d·S + 2n·S·d
 (the released code's GELU between V^E and V^D, ``adapter_gelu``, is elementwise: 0 FLOPs)
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks
@@ -36,7 +37,14 @@ class LowRankActivations(ActivationHooks):
 
 
 METHODS = (
-    Method("low_rank", "Low-rank layers", "Parallel low-rank update V^D V^E h per adapted layer (Sec. 3.2).",
-           "2·K·d·d_s", _params, _flops, activations=LowRankActivations,
-           tensors=lambda m, layers, cfg: (4 * len(layers), 0)),
+    Method(
+        "low_rank",
+        "Low-rank layers",
+        "Parallel low-rank update V^D V^E h per adapted layer (Sec. 3.2).",
+        "2·K·d·d_s",
+        _params,
+        _flops,
+        activations=LowRankActivations,
+        tensors=lambda m, layers, cfg: (4 * len(layers), 0),
+    ),
 )

@@ -7,6 +7,7 @@
 V^E_l: Linear(d, d_s), V^D_l: Linear(d_s, d), both with biases; V^D_l zero-initialised.
 Parameters per task (exact): K·(2·d·d_s + d_s + d). Forward FLOPs per layer: 2n·d·d_s + 2n·d_s·d.
 """
+
 from __future__ import annotations
 
 import torch

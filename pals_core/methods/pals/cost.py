@@ -10,6 +10,7 @@ V^E/V^D saves parameters, not FLOPs. The released code's GELU on the branch (``a
 dropout on the PAL attention probabilities (``pal_attention_dropout``) are elementwise: the counts do not
 change; the activation memory does (``PalsActivations``).
 """
+
 from __future__ import annotations
 
 from ...pricing.activations import ActivationHooks
@@ -28,8 +29,11 @@ def _pals_unshared_params(m, layers, cfg, paper):
     d = m.hidden
     parts = []
     for l in layers:
-        parts += [Part("encoder V^E", l, linear(d, S, paper=paper)), Part("decoder V^D", l, linear(S, d, paper=paper)),
-                  Part("attention Q,K,V", l, 3 * linear(S, S, paper=paper))]
+        parts += [
+            Part("encoder V^E", l, linear(d, S, paper=paper)),
+            Part("decoder V^D", l, linear(S, d, paper=paper)),
+            Part("attention Q,K,V", l, 3 * linear(S, S, paper=paper)),
+        ]
     return parts
 
 
@@ -77,12 +81,29 @@ def _pals_unshared_tensors(m, layers, cfg):
 
 
 METHODS = (
-    Method("pals", "PALs", "Projected attention layers in parallel to each adapted BERT layer; V^E, V^D shared "
-           "across the task's layers (Stickland & Murray 2019, Sec. 3.3).",
-           "2·d·d_s + 3·K·d_s²", _pals_params, _pals_flops, attention=True, activations=PalsActivations,
-           validate=_check_dropout,
-           tensors=_pals_tensors),
-    Method("pals_unshared", "PALs (unshared V^E/V^D)", "PALs with its own encoder and decoder per layer.",
-           "K·(2·d·d_s + 3·d_s²)", _pals_unshared_params, _pals_flops, attention=True, validate=_check_dropout,
-           activations=PalsActivations, tensors=_pals_unshared_tensors),
+    Method(
+        "pals",
+        "PALs",
+        "Projected attention layers in parallel to each adapted BERT layer; V^E, V^D shared "
+        "across the task's layers (Stickland & Murray 2019, Sec. 3.3).",
+        "2·d·d_s + 3·K·d_s²",
+        _pals_params,
+        _pals_flops,
+        attention=True,
+        activations=PalsActivations,
+        validate=_check_dropout,
+        tensors=_pals_tensors,
+    ),
+    Method(
+        "pals_unshared",
+        "PALs (unshared V^E/V^D)",
+        "PALs with its own encoder and decoder per layer.",
+        "K·(2·d·d_s + 3·d_s²)",
+        _pals_unshared_params,
+        _pals_flops,
+        attention=True,
+        validate=_check_dropout,
+        activations=PalsActivations,
+        tensors=_pals_unshared_tensors,
+    ),
 )

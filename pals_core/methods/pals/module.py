@@ -13,6 +13,7 @@ Parameters per task (exact): pals 2·d·d_s + d_s + d + K·(3·d_s² + 3·d_s);
 pals_unshared K·(2·d·d_s + d_s + d + 3·d_s² + 3·d_s).
 Forward FLOPs per adapted layer: 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d.
 """
+
 from __future__ import annotations
 
 import torch
@@ -35,10 +36,19 @@ class PalsAdapter(TaskAdapter):
         else:
             self.encoders = nn.ModuleDict({layer_key(i): init_linear(nn.Linear(d, s), std) for i in self.layers})
             self.decoders = nn.ModuleDict({layer_key(i): zero_linear(nn.Linear(s, d)) for i in self.layers})
-        self.attention = nn.ModuleDict({
-            layer_key(i): SmallSelfAttention(ctx.base_config, s, ctx.adapter.heads, output=False, std=std,
-                                  dropout=ctx.adapter.pal_attention_dropout)
-            for i in self.layers})
+        self.attention = nn.ModuleDict(
+            {
+                layer_key(i): SmallSelfAttention(
+                    ctx.base_config,
+                    s,
+                    ctx.adapter.heads,
+                    output=False,
+                    std=std,
+                    dropout=ctx.adapter.pal_attention_dropout,
+                )
+                for i in self.layers
+            }
+        )
 
     def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor:
         key = layer_key(i)
@@ -50,5 +60,7 @@ class PalsAdapter(TaskAdapter):
         return F.gelu(out) if self.gelu else out
 
 
-ADAPTERS = (AdapterSpec("pals", lambda ctx: PalsAdapter(ctx, shared_projections=True)),
-            AdapterSpec("pals_unshared", lambda ctx: PalsAdapter(ctx, shared_projections=False)))
+ADAPTERS = (
+    AdapterSpec("pals", lambda ctx: PalsAdapter(ctx, shared_projections=True)),
+    AdapterSpec("pals_unshared", lambda ctx: PalsAdapter(ctx, shared_projections=False)),
+)

@@ -1,10 +1,19 @@
 """Shared BERT: no adapter, so no adapter parameters and no extra FLOPs; each task has only its head
 (and, with ``per_task_pooler``, its pooler), counted by ``pals_core.budget.costs``."""
+
 from __future__ import annotations
 
 from ...pricing.method import Method, no_parts
 
 METHODS = (
-    Method("shared", "Shared BERT", "All layers shared; only a head (and optionally a pooler) per task.",
-           "0", no_parts, no_parts, sized=False, within=False),
+    Method(
+        "shared",
+        "Shared BERT",
+        "All layers shared; only a head (and optionally a pooler) per task.",
+        "0",
+        no_parts,
+        no_parts,
+        sized=False,
+        within=False,
+    ),
 )

@@ -10,6 +10,7 @@ and a LayerNorm(S):   params 2·d·S + S + d + N·(4·(S² + S) + 2·S)   (paper
 are the family's (``pals_core.families.registry``); for BERT 4d² + 2·d·d_ff + 9d + d_ff and 2n·(4d² + 2·d·d_ff) + 4n²·d.
 Top methods adapt no layer: the whole trunk is shared when running all tasks.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -30,31 +31,48 @@ def _top_stack(m, cfg, paper, block: Callable[[], list]):
 
 
 def _proj_attn_top_params(m, layers, cfg, paper):
-    return _top_stack(m, cfg, paper, lambda: [("attention Q,K,V,O", 4 * linear(S, S, paper=paper)),
-                                              ("LayerNorm", layer_norm(S, paper=paper))])
+    return _top_stack(
+        m,
+        cfg,
+        paper,
+        lambda: [("attention Q,K,V,O", 4 * linear(S, S, paper=paper)), ("LayerNorm", layer_norm(S, paper=paper))],
+    )
 
 
 def _proj_ffn_top_params(m, layers, cfg, paper):
     f = S * cfg.ffn_ratio
-    return _top_stack(m, cfg, paper, lambda: [("FFN", linear(S, f, paper=paper) + linear(f, S, paper=paper)),
-                                              ("LayerNorm", layer_norm(S, paper=paper))])
+    return _top_stack(
+        m,
+        cfg,
+        paper,
+        lambda: [
+            ("FFN", linear(S, f, paper=paper) + linear(f, S, paper=paper)),
+            ("LayerNorm", layer_norm(S, paper=paper)),
+        ],
+    )
 
 
 def _bert_layer_top_params(m, layers, cfg, paper):
-    return [Part("layer (a copy of the last)", None, Poly(0, 0, get_family(m.family).layer_params(m, m.layers - 1, paper)))]
+    return [
+        Part("layer (a copy of the last)", None, Poly(0, 0, get_family(m.family).layer_params(m, m.layers - 1, paper)))
+    ]
 
 
 def _proj_attn_top_flops(m, layers, cfg, n):
     d = m.hidden
     block = 4 * mm(n, S, S) + attention_scores(n, S)
-    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [Part("attention", i, block) for i in range(cfg.n_top)]
+    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [
+        Part("attention", i, block) for i in range(cfg.n_top)
+    ]
 
 
 def _proj_ffn_top_flops(m, layers, cfg, n):
     d = m.hidden
     f = S * cfg.ffn_ratio
     block = mm(n, S, f) + mm(n, f, S)
-    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [Part("FFN", i, block) for i in range(cfg.n_top)]
+    return [Part("encoder/decoder", None, mm(n, d, S) + mm(n, S, d))] + [
+        Part("FFN", i, block) for i in range(cfg.n_top)
+    ]
 
 
 def _bert_layer_top_flops(m, layers, cfg, n):
@@ -123,17 +141,47 @@ def _check_ffn_stack(m, cfg) -> None:
 
 
 METHODS = (
-    Method("proj_attn_top", "Projected attention on top", "V^E, N_top attention layers of width d_s, V^D, on the "
-           "final hidden states, replacing them as the released code does (the residual of Sec. 3.1's text: "
-           "proj_attn_top_residual).", "2·d·d_s + 4·N_top·d_s²",
-           _proj_attn_top_params, _proj_attn_top_flops, attention=True, top=True, within=False, validate=_check_n_top,
-           activations=ProjAttnTopActivations, tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0)),
-    Method("proj_ffn_top", "Projected FFN on top", "As projected attention on top, with FFN blocks d_s→f→d_s.",
-           "2·d·d_s + 2·N_top·d_s·f", _proj_ffn_top_params, _proj_ffn_top_flops, top=True, within=False,
-           validate=_check_ffn_stack, activations=ProjFfnTopActivations,
-           tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0)),
-    Method("bert_layer_top", "BERT layer on top", "One full BERT layer per task on top of the shared encoder (fresh, as released; or a copy of the last layer).",
-           "4·d² + 2·d·d_ff", _bert_layer_top_params, _bert_layer_top_flops, sized=False, top=True, within=False,
-           validate=_check_top_layer,
-           activations=BertLayerTopActivations, tensors=_bert_layer_top_tensors),
+    Method(
+        "proj_attn_top",
+        "Projected attention on top",
+        "V^E, N_top attention layers of width d_s, V^D, on the "
+        "final hidden states, replacing them as the released code does (the residual of Sec. 3.1's text: "
+        "proj_attn_top_residual).",
+        "2·d·d_s + 4·N_top·d_s²",
+        _proj_attn_top_params,
+        _proj_attn_top_flops,
+        attention=True,
+        top=True,
+        within=False,
+        validate=_check_n_top,
+        activations=ProjAttnTopActivations,
+        tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0),
+    ),
+    Method(
+        "proj_ffn_top",
+        "Projected FFN on top",
+        "As projected attention on top, with FFN blocks d_s→f→d_s.",
+        "2·d·d_s + 2·N_top·d_s·f",
+        _proj_ffn_top_params,
+        _proj_ffn_top_flops,
+        top=True,
+        within=False,
+        validate=_check_ffn_stack,
+        activations=ProjFfnTopActivations,
+        tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0),
+    ),
+    Method(
+        "bert_layer_top",
+        "BERT layer on top",
+        "One full BERT layer per task on top of the shared encoder (fresh, as released; or a copy of the last layer).",
+        "4·d² + 2·d·d_ff",
+        _bert_layer_top_params,
+        _bert_layer_top_flops,
+        sized=False,
+        top=True,
+        within=False,
+        validate=_check_top_layer,
+        activations=BertLayerTopActivations,
+        tensors=_bert_layer_top_tensors,
+    ),
 )

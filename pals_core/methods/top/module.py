@@ -13,6 +13,7 @@ The pooler and head then read out[:, 0]. Top methods adapt no layer: the whole t
 Parameters (exact): V^E, V^D: 2·d·d_s + d_s + d; attention block 4·(d_s² + d_s) + 2·d_s;
 FFN block 2·r·d_s² + r·d_s + d_s + 2·d_s; BERT layer 4d² + 2·d·d_ff + 9d + d_ff.
 """
+
 from __future__ import annotations
 
 import copy
@@ -73,16 +74,22 @@ class ProjectedTopStack(TaskAdapter):
 
 def build_proj_attn_top(ctx: BuildContext) -> ProjectedTopStack:
     c, a = ctx.base_config, ctx.adapter
-    return ProjectedTopStack(ctx, [
-        AttentionBlock(c, a.d_s, a.heads, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
-        for _ in range(a.n_top)], residual=a.proj_attn_top_residual)
+    return ProjectedTopStack(
+        ctx,
+        [AttentionBlock(c, a.d_s, a.heads, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std) for _ in range(a.n_top)],
+        residual=a.proj_attn_top_residual,
+    )
 
 
 def build_proj_ffn_top(ctx: BuildContext) -> ProjectedTopStack:
     a = ctx.adapter
-    return ProjectedTopStack(ctx, [
-        FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
-        for _ in range(a.n_top)])
+    return ProjectedTopStack(
+        ctx,
+        [
+            FeedForwardBlock(a.d_s, a.ffn_ratio * a.d_s, dropout=ctx.dropout, eps=ctx.eps, std=ctx.std)
+            for _ in range(a.n_top)
+        ],
+    )
 
 
 class BertLayerTop(TaskAdapter):
@@ -102,5 +109,8 @@ class BertLayerTop(TaskAdapter):
         return family.plain_layer(self.layer, len(family.layers) - 1, hidden, family.current)
 
 
-ADAPTERS = (AdapterSpec("proj_attn_top", build_proj_attn_top), AdapterSpec("proj_ffn_top", build_proj_ffn_top),
-            AdapterSpec("bert_layer_top", BertLayerTop))
+ADAPTERS = (
+    AdapterSpec("proj_attn_top", build_proj_attn_top),
+    AdapterSpec("proj_ffn_top", build_proj_ffn_top),
+    AdapterSpec("bert_layer_top", BertLayerTop),
+)
