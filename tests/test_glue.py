@@ -143,6 +143,7 @@ def test_task_names():
         parse_task_list("rte,RTE")
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_tokenised_pairs_and_cache(tokenizer, tmp_path):
     first = load_tasks(["rte", "mrpc"], tokenizer, glue_dir=str(GLUE), max_len=64, cache_dir=str(tmp_path))
     rte = first["rte"]
@@ -161,6 +162,7 @@ def test_tokenised_pairs_and_cache(tokenizer, tmp_path):
     assert other.cached == {"dev": False} and other.dev[""].lengths.max() == 32
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_caps_are_a_fixed_random_subset(tokenizer, tmp_path):
     a = load_task("stsb", tokenizer, glue_dir=str(GLUE), max_train=100, max_eval=50, cache_dir=str(tmp_path))
     b = load_task("stsb", tokenizer, glue_dir=str(GLUE), max_train=100, max_eval=50, cache_dir=str(tmp_path))
@@ -171,6 +173,7 @@ def test_caps_are_a_fixed_random_subset(tokenizer, tmp_path):
     assert not np.array_equal(a.train.labels, full.train.labels[:100])
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_a_subset_of_tasks_loads_without_the_missing_ones(tokenizer, tmp_path):
     glue = tmp_path / "glue"
     shutil.copytree(GLUE / "RTE", glue / "RTE")

@@ -53,6 +53,7 @@ def test_every_sampler_trains_every_task(tmp_path, token_cache, sampling):
     assert all(summary["task_steps"][t] > 0 for t in TASKS), summary["task_steps"]
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, token_cache):
     from pals_core.train.rundir import RunDir
     from pals_core.train.trainer import _Run, resolve

@@ -120,6 +120,7 @@ def test_bert_layer_on_top_copied_starts_as_the_last_pretrained_layer():
         )
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_predict_all_on_minilm_equals_separate_passes(minilm_batch):
     tasks = {"rte": 2, "stsb": 1, "mnli": 3}
     for cfg in (AdapterConfig(method="pals", d_s=48, location="top"), AdapterConfig(method="proj_attn_top", d_s=48)):

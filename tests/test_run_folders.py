@@ -225,7 +225,10 @@ def test_a_malformed_tsv_fails_the_start_and_the_corrected_glue_dir_runs(tmp_pat
     assert rc == 0, err
 
 
-@pytest.mark.parametrize("case", ["proc", "file", "cache_proc", "max_len", "budget", "memory"])
+@pytest.mark.parametrize(
+    "case",
+    ["proc", "file", pytest.param("cache_proc", marks=pytest.mark.slow), "max_len", "budget", "memory"],  # cache_proc
+)  # loads the tokenizer and real rows before it fails (~3 s): make test only
 def test_bad_paths_and_sizes_are_one_line_exit_2(tmp_path, cache, capsys, case):
     out = tmp_path / "run"
     argv = flags(out, cache)

@@ -159,6 +159,7 @@ def write_own_tasks(folder: Path) -> Path:
     return f
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     f = write_own_tasks(tmp_path / "data")
     s = train(run_config(tmp_path / "run", tasks=[], tasks_file=str(f)), progress=False)

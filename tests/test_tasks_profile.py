@@ -277,6 +277,7 @@ def test_example_prices_with_pals_budget(capsys):
 # ------------------------------------------------------------------------------------------ the example data
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_make_data_is_reproducible_and_matches_the_committed_files(tmp_path):
     script = EXAMPLE / "make_data.py"
     for out in ("a", "b"):

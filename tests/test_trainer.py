@@ -189,6 +189,7 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     assert blob["scheduler"]["last_epoch"] == 24 and all(g["lr"] == 0.0 for g in groups)
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_existing_runs_and_resume_rules(tmp_path, cache_dir, reference):
     ref_out, ref_summary = reference
     with pytest.raises(ValueError, match="already holds a run"):
@@ -200,6 +201,7 @@ def test_existing_runs_and_resume_rules(tmp_path, cache_dir, reference):
     assert again == ref_summary and time.monotonic() - t0 < 5
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_on_eval_may_stop_the_run_and_resume_reproduces_it(tmp_path, cache_dir, reference):
     ref_out, _ = reference
     out = tmp_path / "run"
@@ -321,6 +323,7 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path, cache_dir, launched_r
     same_result(out, ref_out)
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_a_crash_is_recorded_as_failed(tmp_path, cache_dir):
     glue = tmp_path / "glue"
     for folder in ("RTE", "STS-B"):
@@ -376,6 +379,7 @@ def test_frozen_trunk_stays_put(tmp_path, cache_dir):
     assert not torch.equal(task["head.weight"], params["heads.rte.weight"])  # the adapters did train
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
     """A method added as one package (pals_core/methods/ia3/) trains with no change to the trainer: its scales
     leave 1, the run's parameter block is the calculator's, and the model holds exactly that many."""
@@ -396,6 +400,7 @@ def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
     assert all(torch.isfinite(v).all() and not torch.equal(v, torch.ones_like(v)) for v in scales.values())
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
     seen = []
 
@@ -479,6 +484,7 @@ def test_metrics_log_survives_a_partial_last_line(tmp_path):
     assert r.metrics.read_text().count("\n") == 2
 
 
+@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, cache_dir, monkeypatch):
     """summary.json ``machine``: the calculator's step time and memory for the run's design, batch and max_len on
     the run's device (CPU: the local profile), beside the measured seconds per step and the peak memory."""

@@ -44,6 +44,7 @@ from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
+from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
 
 OnEval = Callable[[int, dict, float], None]
@@ -167,7 +168,6 @@ class _Run:
 
     def _setup(self, resume: bool) -> None:
         import torch
-        from transformers import get_linear_schedule_with_warmup
 
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
@@ -215,7 +215,7 @@ class _Run:
         # default) — the same update up to floating-point rounding; 15 % of a MiniLM CPU step at batch 16 was
         # the for-loop AdamW (BENCHMARKS.md, benchmarks/bench_cpu_step.py)
         optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, fused=True)
-        self.scheduler = get_linear_schedule_with_warmup(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
+        self.scheduler = linear_schedule(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
         self.model, self.optimizer = self.acc.prepare(model, optimizer)
         self.net = self.acc.unwrap_model(self.model)
         self.trainable = [p for p in self.net.parameters() if p.requires_grad]
