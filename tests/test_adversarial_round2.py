@@ -11,28 +11,42 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
-def slow_cases(*values) -> list:
-    """Parameters of a test that starts a real console script each (1.5-2 s of a process importing torch): all in
-    the slow set (``make test``), which keeps ``make test-fast`` under a minute on 2 cores (issue #28). The fast set
-    keeps pals-train's in-process refusals (tests/test_run_folders.py, tests/test_seeds.py)."""
-    return [pytest.param(*v if isinstance(v, tuple) else (v,), marks=pytest.mark.slow) for v in values]
+@pytest.fixture
+def here(capsys, monkeypatch):
+    """A console command's ``main(argv)`` in this process, as a ``CompletedProcess`` (exit status, stdout, stderr):
+    the installed script calls the same function, without the seconds a new process spends importing torch (the
+    installed scripts themselves run in tests/test_families_train.py, tests/test_task_training.py and below)."""
+
+    def run(main, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # an argparse refusal exits; the scripts' console() turns it into the status
+            code = e.code
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+    return run
 
 
-def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
+@pytest.fixture
+def pals_train(here):
+    """pals-train in this process (``here``)."""
+    from pals_core.train.cli import main
+
+    return lambda *args, cwd: here(main, *args, "--no-progress", cwd=cwd)
 
 
 @pytest.mark.parametrize(
     "extra",
-    slow_cases(
+    (
         ["--method", "pals", "--d-s", "24", "--seeds", "0"],
         ["--method", "separate"],
         ["--method", "separate", "--seeds", "0,1"],
     ),
 )
-def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra):
+def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra, pals_train):
     """`mkdir f; echo precious > f/summary.json; pals-train … --seeds 0 --out f` overwrote the user's files."""
     f = tmp_path / "f"
     f.mkdir()
@@ -57,10 +71,8 @@ def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir,
     assert sorted(p.name for p in f.iterdir()) == ["progress.json", "summary.json"]
 
 
-@pytest.mark.parametrize(
-    "flag, seed", slow_cases(("--seed", str(2**63)), ("--seed", str(2**64)), ("--seeds", f"0,{2**63}"))
-)
-def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed):
+@pytest.mark.parametrize("flag, seed", [("--seed", str(2**63)), ("--seed", str(2**64)), ("--seeds", f"0,{2**63}")])
+def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed, pals_train):
     out = pals_train(
         "--model",
         "tiny",
@@ -80,8 +92,8 @@ def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, 
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("budget", slow_cases(["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]))
-def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget):
+@pytest.mark.parametrize("budget", [["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]])
+def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget, pals_train):
     out = pals_train(
         "--model",
         "tiny",
@@ -103,7 +115,7 @@ def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path):
+def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path, pals_train):
     """A sampler can leave a task without a step (MT-Uncertainty starving one; here round robin over one step): its
     scores are an untrained head's, and the log and summary.json say so."""
     import json
@@ -225,8 +237,8 @@ def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, c
     assert err.count("\n") == 1 and needle in err, err
 
 
-@pytest.mark.parametrize("rate", slow_cases(2.0, float("nan"), -0.5))
-def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_path, rate):
+@pytest.mark.parametrize("rate", [2.0, float("nan"), -0.5])
+def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_path, rate, pals_train, here):
     """pals-budget refused it; pals-train and pals-study read the same config through the same reader now."""
     import json
 
@@ -247,21 +259,18 @@ def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_
         cwd=tmp_path,
     )
     assert train.returncode == 2 and "not a probability in [0, 1)" in train.stderr, train.stderr
-    study = subprocess.run(
-        [
-            str(BIN / "pals-study"),
-            "create",
-            "design",
-            "--model",
-            str(folder),
-            "--storage",
-            f"sqlite:///{tmp_path / 's.db'}",
-            "--study-name",
-            "s",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    from studies.cli import main as pals_study
+
+    study = here(
+        pals_study,
+        "create",
+        "design",
+        "--model",
+        str(folder),
+        "--storage",
+        f"sqlite:///{tmp_path / 's.db'}",
+        "--study-name",
+        "s",
         cwd=tmp_path,
     )
     assert study.returncode == 2 and "not a probability in [0, 1)" in study.stderr, study.stderr
@@ -285,8 +294,7 @@ def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FOLDER", "default.json"]
 
 
-@pytest.mark.slow  # a pals-train process that reads an MPNet config (~3 s)
-def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path):
+def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path, pals_train):
     """An MPNet folder without its tokenizer files ended in a tokenizers traceback after the run folder was made."""
     import json
 
@@ -418,7 +426,7 @@ def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(gl
 
 
 @pytest.mark.slow
-def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint_stays(glue_dir, tmp_path):
+def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint_stays(glue_dir, tmp_path, pals_train):
     """A real full disk: a tmpfs that holds one checkpoint but not two (mounting needs root; elsewhere the test says
     why it cannot run). The second save fails: one line, exit 2; the first stays, and --resume finishes once there
     is room."""

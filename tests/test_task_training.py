@@ -199,14 +199,23 @@ def test_resume_with_another_glue_dir_is_refused_only_when_its_files_differ(glue
         train(run_config(tmp_path / "run", tasks=["rte"], glue_dir=str(copy), steps=6), resume=True, progress=False)
 
 
-def pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=600, cwd=cwd
-    )
+@pytest.fixture
+def pals_train(capsys, monkeypatch):
+    """pals-train's main() in this process, as a CompletedProcess (the installed script calls the same function;
+    tests/test_families_train.py runs the script itself): no seconds spent importing torch in a new process."""
+    from pals_core.train.cli import main
+
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main([*args, "--no-progress"])
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+    return run
 
 
-@pytest.mark.slow
-def test_bad_data_never_trains_and_leaves_no_run(tmp_path):
+def test_bad_data_never_trains_and_leaves_no_run(tmp_path, pals_train):
     f = write_own_tasks(tmp_path / "data")
     with open(tmp_path / "data" / "score.jsonl", "a") as fh:
         fh.write(json.dumps({"a": "x", "b": "y", "y": 40}) + "\n")
@@ -230,7 +239,7 @@ def test_bad_data_never_trains_and_leaves_no_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_seeds_and_separate_take_a_tasks_file(tmp_path):
+def test_seeds_and_separate_take_a_tasks_file(tmp_path, pals_train):
     f = write_own_tasks(tmp_path / "data")
     common = [
         "--model",

@@ -13,6 +13,7 @@ files are often sorted (STS-B by genre, CoLA dev in-domain then out-of-domain).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -59,14 +60,22 @@ def tokenizer_fingerprint(tokenizer) -> str:
     h = hashlib.sha256(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        spec = json.loads(backend.to_str())
-        spec.pop("truncation", None)  # per-call settings the backend remembers from its last call
-        spec.pop("padding", None)
-        h.update(json.dumps(spec, sort_keys=True).encode())
+        h.update(_canonical_spec(backend.to_str()))
     else:
         h.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
     h.update(json.dumps(getattr(tokenizer, "init_kwargs", {}), sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def _canonical_spec(spec_json: str) -> bytes:
+    """A backend tokenizer's JSON in one canonical form: keys sorted, the per-call truncation and padding it remembers
+    from its last call dropped. Sorting a 30,000-word vocabulary takes ~50 ms, and every split of every task of every
+    run asks, so a process canonicalises each tokenizer once."""
+    spec = json.loads(spec_json)
+    spec.pop("truncation", None)
+    spec.pop("padding", None)
+    return json.dumps(spec, sort_keys=True).encode()
 
 
 def default_cache_dir() -> Path:
