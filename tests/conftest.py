@@ -13,6 +13,25 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.pop("COLUMNS", None)  # tables fit 100 columns off a terminal; pytest-xdist workers inherit COLUMNS=80
 
 
+@pytest.fixture(scope="session", autouse=True)
+def streamlit_scans_installed_components_once():
+    """Every ``AppTest.run()`` of a new app scans the metadata of all ~500 installed distributions for Streamlit
+    components (0.1-0.3 s, most of a page test's time; the page's own script runs in ~15 ms). Nothing is installed
+    during a test session, so the scan is Streamlit's own, done once per session and its answer kept."""
+    import functools
+    import sys
+
+    if "streamlit" not in sys.modules:  # this worker runs no page test (collection imported no streamlit)
+        yield
+        return
+    from streamlit.components.v2 import manifest_scanner
+
+    original = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=None)(original)
+    yield
+    manifest_scanner.scan_component_manifests = original
+
+
 def pytest_report_header(config) -> str:
     """Say which grids run: the pairwise covering sets (default) or the full products (PALS_FULL_GRID=1)."""
     if full_grid():
