@@ -25,7 +25,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from pals_core.budget import METHODS, Budget, Cost, PaperRow, display
-from pals_core.budget.series import ScalingPoint, budget_used, flops_ratio, pareto_front, wider_than_model
+from pals_core.budget.costs import flops_ratio
+from pals_core.budget.series import ScalingPoint, budget_used, pareto_front, wider_than_model
 from pals_core.pricing.units import human
 
 from .calc import Curves, Key, key_of, label

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional, Sequence
 
 from pals_core.budget import Budget, Cost, display, smallest_budget
-from pals_core.budget.series import budget_used, flops_ratio, wider_than_model
+from pals_core.budget.costs import flops_ratio
+from pals_core.budget.series import budget_used, wider_than_model
 
 from .calc import Key, key_of, label
 

@@ -12,11 +12,10 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from .budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params
+from .budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params, flops_ratio
 from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
 from .budget.machine import Machine
 from .budget.methods import METHODS, get_method
-from .budget.series import flops_ratio
 from .budget.solver import add_budget_flags, budget_from_args
 from .budget.table import rows, sort_rows
 from .budget.tasks import parse_tasks, tasks_of_records
@@ -254,7 +253,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     if budget is None and d_s is None and (methods is None or any(get_method(m).sized for m in methods)):
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
     machine = Machine(**given_values(args, Machine))
-    machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
+    profile = machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
     costs = rows(
         model,
         tasks,
@@ -289,7 +288,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                 "seq_len": seq_len,
                 "machine": {
                     "batch": machine.batch,
-                    "device": machine.profile().name,
+                    "device": profile.name,
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
@@ -302,7 +301,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     header = (
         f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
         f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
-        f" · machine: {machine.profile().name} · batch {machine.batch} · {machine.precision}"
+        f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
     return _table(sort_rows(costs), header, None if args.wide else terminal_width()) + "".join(

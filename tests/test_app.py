@@ -27,7 +27,8 @@ from pals_core.budget import (
     solve,
 )
 from pals_core.budget.machine import time_ratio
-from pals_core.budget.series import budget_used, flops_ratio
+from pals_core.budget.costs import flops_ratio
+from pals_core.budget.series import budget_used
 from pals_core.train.config import TrainConfig
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

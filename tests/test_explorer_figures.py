@@ -8,7 +8,8 @@ from explorer import calc, figures
 from explorer import commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from pals_core.budget import PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve
-from pals_core.budget.series import budget_used, flops_ratio, pareto_front, per_task_limit
+from pals_core.budget.costs import flops_ratio
+from pals_core.budget.series import budget_used, pareto_front, per_task_limit
 from pals_core.train.config import TrainConfig
 
 BERT = PRESETS["bert-base-uncased"]

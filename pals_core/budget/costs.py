@@ -216,6 +216,11 @@ class Cost:
         return asdict(self)
 
 
+def flops_ratio(cost: Cost) -> float:
+    """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead (docs/design.md §5)."""
+    return cost.flops_per_seq / cost.flops_base_per_seq
+
+
 def adds_tasks_later(ds: Design) -> bool:
     """A task can be added to a trained run of this design without changing another task's outputs: nothing the
     tasks share trains — the trunk is frozen (all of N_base) and no module is shared by all tasks (CA-MTL's

@@ -4,7 +4,6 @@
   caps Σ_t (head_t + adapter_t) ≤ E (E = (B − 1)·N_base), i.e. the mean per task ≤ E / T; a
   per-task cap p caps max_t (head_t + adapter_t) ≤ p (docs/design.md §6).
 - ``size_curve``: that quantity over d_s for one design, the curve the solver inverts.
-- ``flops_ratio``: forward FLOPs on one task's path over the plain model's (docs/design.md §5).
 - ``task_scaling``: FLOPs to run all T tasks on one input (shared operations, docs/design.md §5)
   against T separate fine-tuned models, Σ_t (trunk + pooler + head_t), for T = 1…T_max.
 - ``pareto_front``: the designs no other design beats on both axes.
@@ -89,11 +88,6 @@ def wider_than_model(cost: Cost, hidden: int) -> bool:
     """Whether a sized design's d_s exceeds the model's width d: a bottleneck, projection or rank wider than what it
     adapts (the budget allows it, the design makes no sense: CA-MTL at 1.5× on a 384-wide MiniLM solves d_s = 10,760)."""
     return cost.d_s is not None and cost.d_s > hidden
-
-
-def flops_ratio(cost: Cost) -> float:
-    """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead."""
-    return cost.flops_per_seq / cost.flops_base_per_seq
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,9 @@ def builtin_devices() -> list[str]:
 
 @lru_cache(maxsize=1)
 def _builtin_names() -> frozenset[str]:
-    """The built-in profiles (``devices/*.json``: package data, read once per process)."""
-    return frozenset(p.stem for p in DEVICES_DIR.glob("*.json"))
+    """The built-in profiles (``devices/*.json``: package data, read once per process; listed by ``os.listdir``, not
+    ``Path.glob``, whose pattern is compiled at every start-up of ``pals-budget``)."""
+    return frozenset(name[: -len(".json")] for name in os.listdir(DEVICES_DIR) if name.endswith(".json"))
 
 
 @lru_cache(maxsize=None)

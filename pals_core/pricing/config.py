@@ -4,8 +4,9 @@ The same dataclass drives the calculator (``pals_core.budget``) and the torch mo
 (``pals_core.MultiTaskBert``), so a design chosen in one is the design built by the other.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: the fields' types are evaluated once, at import, from this
+# module's bytecode, instead of ``typing.get_type_hints`` compiling each of their strings when a CLI builds its flags
+# (``flags``: about half a millisecond of every ``pals-budget``; benchmarks/bench_budget.py).
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional, Sequence, Union
 

@@ -7,7 +7,9 @@ import math
 import re
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
-_PATTERN = re.compile(r"^\s*([+-]?[0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|\.[0-9]+)\s*([kmbg]?)\s*$", re.IGNORECASE)
+# The patterns are compiled on first use (``re``'s own cache), not at import: ``pals-budget`` starts without parsing a
+# count or a size unless one is given.
+_PATTERN = r"^\s*([+-]?[0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|\.[0-9]+)\s*([kmbg]?)\s*$"
 
 
 def parse_count(text: "str | int | float", what: str = "count") -> float:
@@ -17,7 +19,7 @@ def parse_count(text: "str | int | float", what: str = "count") -> float:
     if isinstance(text, (int, float)):
         value = float(text)
     else:
-        match = _PATTERN.match(str(text))
+        match = re.match(_PATTERN, str(text), re.IGNORECASE)
         if not match:
             raise ValueError(f"{what} {text!r} is not a number (examples: 15M, 1.9M, 250k, 1500000)")
         value = float(match.group(1).replace(",", "").replace("_", "")) * _SUFFIX[match.group(2).lower()]
@@ -57,7 +59,7 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
-_MEMORY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_MEMORY = r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$"  # compiled on first use, as _PATTERN
 _BYTE_UNITS = {
     "": 1,
     "b": 1,
@@ -87,7 +89,7 @@ def parse_memory(text) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
-        match = _MEMORY.match(str(text))
+        match = re.match(_MEMORY, str(text), re.IGNORECASE)
         if not match:
             raise ValueError(f"memory {text!r} is not a size (examples: 24GB, 80GiB, 512MB)")
         value = float(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()]

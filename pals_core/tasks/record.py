@@ -31,7 +31,7 @@ METRICS_OF_KIND: dict[str, tuple[str, ...]] = {
 DEFAULT_METRIC = {"classification": "accuracy", "regression": "pearson", "multilabel": "micro_f1"}
 DEFAULT_DEV_FRACTION = 0.1
 DEFAULT_LABEL_SEP = ","
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
 
 
 class TaskRecordError(ValueError):
@@ -130,7 +130,7 @@ class TaskRecord:
     def check(self) -> "TaskRecord":
         """Raise ``TaskRecordError`` naming the task and the field for a record that cannot be used."""
         where = f"task {self.name!r}"
-        if not isinstance(self.name, str) or not NAME_RE.match(self.name):
+        if not isinstance(self.name, str) or not re.match(NAME_RE, self.name):
             raise TaskRecordError(
                 f"task name {self.name!r}: letters, digits, '_', '.', '-' (at most 64, starting with a letter or digit)"
             )
