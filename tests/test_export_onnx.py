@@ -299,6 +299,7 @@ def test_onnxruntime_gives_torchs_logits_on_the_dev_rows(exported, pals_run, dat
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(rows, mixed))
 
 
+@pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_the_export_is_deterministic_and_atomic(exported, pals_run, tmp_path):
     out, _ = exported
     model = MultiTaskModel.from_run(pals_run)

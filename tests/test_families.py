@@ -166,6 +166,7 @@ def test_distilbert_config_is_read_by_its_own_field_names():
     assert (m.hidden, m.layers, m.heads, m.intermediate, m.token_types) == (768, 6, 12, 3072, 0)
 
 
+@pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_a_ratio_of_the_non_embedding_parameters():
     """``--budget-of non-embedding``: N_total − N_emb ≤ B·(N_base − N_emb), one setting on every CLI."""
     from pals_core.budget import AdapterConfig, Budget, at_size, design, parse_tasks, solve

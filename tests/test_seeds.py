@@ -269,6 +269,7 @@ def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, me
 
 
 @needs_glue
+@pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_path, token_cache, monkeypatch):
     """OUT/progress.json says "running" while a --seeds / --method separate / sweep parent works: the explorer shows it
     running (not "died: progress.json still says running") and a second orchestrator on the same OUT is refused."""

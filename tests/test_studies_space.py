@@ -92,6 +92,7 @@ def test_schedule_and_optimizer_spaces_are_valid_trainer_configs(tmp_path, minil
     assert DEFINITIONS["alpha-schedule"].defaults["max_train_examples"] is None  # N_i must differ for α to matter
 
 
+@pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_joining_a_study_keeps_its_settings_and_refuses_contradictions(tmp_path, minilm):
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat=None)
     d = get_definition("design")

@@ -406,6 +406,7 @@ def _combinations(draw):
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(_combinations())
+@pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_options_together_are_priced_exactly(tmp_path_factory, case):
     model_type, options = case
     _check(model_type, options, False, tmp_path_factory.mktemp("c"), None)
