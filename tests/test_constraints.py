@@ -197,6 +197,7 @@ def test_pals_study_stores_and_describes_the_serving_bound():
     assert "serving ≤ 2GB" in machine_text(settings)
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_a_fixed_design_study_takes_the_serving_bound(tmp_path, capsys):
     """A fixed-design study's d_s is the solver's under --memory-infer (as pals-budget's); a fixed size over it is
     one line naming serving memory, exit 2."""

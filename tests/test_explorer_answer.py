@@ -312,6 +312,7 @@ def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_p
     assert x.tickmode == "linear" and x.dtick == 1 and x.tick0 == 0
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
     """The Studies tab shows a pals-study study's scores 0–100 in its table; its figures say the same numbers."""
     import optuna

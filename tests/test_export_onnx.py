@@ -418,6 +418,7 @@ def test_pals_predict_engine_mismatches_are_one_line_exit_2(
     assert not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_a_model_built_in_memory_traces_to_a_graph_too(tmp_path):
     """``write_graph`` takes any MultiTaskModel (benchmarks/bench_serving.py times onnxruntime on it): token ids traced,
     every length up to the position table served, CA-MTL's attention bias on both sides of its width."""

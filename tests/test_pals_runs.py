@@ -127,6 +127,7 @@ def test_the_default_root_is_the_explorers(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------ SIGKILL
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_sigkill_only_after_the_grace_period(tmp_path):
     """A process that ignores SIGTERM is killed once the grace period is over; one that obeys is never killed."""
     code = (

@@ -22,6 +22,7 @@ GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 needs_glue = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_steps_per_task_are_the_expected_shares():
     sizes = {"a": 100, "b": 300}
     # proportional: S·N_t/ΣN

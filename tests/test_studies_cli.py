@@ -68,6 +68,7 @@ def _cases(tmp_path, existing_db):
     ]
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_bad_input_exits_2_with_one_line(tmp_path, existing_db, capsys):
     capsys.readouterr()
     for argv, needle in _cases(tmp_path, existing_db):

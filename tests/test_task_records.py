@@ -158,6 +158,7 @@ def test_a_save_to_disk_classlabel_column_gives_its_names(tmp_path):
     assert names == ("neg", "pos") and train.labels == [1, 0, 1]
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_reading_only_the_label_column_of_100k_rows_is_fast(tmp_path):
     path = write_csv(
         tmp_path / "big.csv",

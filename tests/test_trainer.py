@@ -355,6 +355,7 @@ def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):
         resolve(tiny(tmp_path / "r", cache_dir, adapter=AdapterConfig(method="pals", heads=2), budget=1.0))
 
 
+@pytest.mark.slow  # ~0.5-1.3 s: make test, not make test-fast (under a minute on 2 cores)
 def test_frozen_trunk_stays_put(tmp_path, cache_dir):
     from safetensors.torch import load_file
 
