@@ -12,9 +12,8 @@ import streamlit as st
 
 from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
 from pals_core.footprint.constraints import BY_FIELD
-from pals_core.budget.costs import embedding_params
 from pals_core.budget.families import get_family
-from pals_core.budget.costs import flops_ratio
+from pals_core.budget.costs import embedding_params, flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
 

@@ -1,5 +1,6 @@
 import os
 import pathlib
+import subprocess
 
 import pytest
 
@@ -37,6 +38,33 @@ def pytest_report_header(config) -> str:
     if full_grid():
         return f"grids: the full products ({FULL_GRID_ENV}=1)"
     return f"grids: pairwise covering sets ({FULL_GRID_ENV}=1 runs the full products)"
+
+
+@pytest.fixture
+def here(capsys, monkeypatch):
+    """A console command's ``main(argv)`` run in this process, as a ``CompletedProcess`` (exit status, stdout,
+    stderr): the installed script calls the same function, without the seconds a new process spends importing torch
+    (tests/test_adversarial_round2.py runs the installed ``pals-train`` itself once)."""
+
+    def run(main, *args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # an argparse refusal exits; the scripts' console() turns it into the status
+            code = e.code
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+    return run
+
+
+@pytest.fixture
+def pals_train(here):
+    """``pals-train ARGS --no-progress`` in this process (``here``): ``pals_train(*args, cwd=folder)``."""
+    from pals_core.train.cli import main
+
+    return lambda *args, cwd: here(main, *args, "--no-progress", cwd=cwd)
 
 
 @pytest.fixture(scope="session")

@@ -11,31 +11,11 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture
-def here(capsys, monkeypatch):
-    """A console command's ``main(argv)`` in this process, as a ``CompletedProcess`` (exit status, stdout, stderr):
-    the installed script calls the same function, without the seconds a new process spends importing torch (the
-    installed scripts themselves run in tests/test_families_train.py, tests/test_task_training.py and below)."""
-
-    def run(main, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        try:
-            code = main(list(args))
-        except SystemExit as e:  # an argparse refusal exits; the scripts' console() turns it into the status
-            code = e.code
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out.out, out.err)
-
-    return run
-
-
-@pytest.fixture
-def pals_train(here):
-    """pals-train in this process (``here``)."""
-    from pals_core.train.cli import main
-
-    return lambda *args, cwd: here(main, *args, "--no-progress", cwd=cwd)
+def installed_pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The installed ``pals-train`` script in a process of its own (the other tests call its main() in process)."""
+    return subprocess.run(
+        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
 @pytest.mark.parametrize(
@@ -294,14 +274,15 @@ def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FOLDER", "default.json"]
 
 
-def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path, pals_train):
+@pytest.mark.slow  # the installed script in a process of its own (~3 s): what a user sees on the terminal
+def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path):
     """An MPNet folder without its tokenizer files ended in a tokenizers traceback after the run folder was made."""
     import json
 
     folder = tmp_path / "mpnet"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(SMALL["mpnet"]))
-    out = pals_train(
+    out = installed_pals_train(
         "--model",
         str(folder),
         "--tasks",

@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +20,6 @@ from pals_core.train.config import TrainConfig
 from pals_core.train.models import TINY, tokenizer_path
 from pals_core.train.trainer import train
 
-BIN = Path(sys.executable).parent
 TASKS = ("rte", "mrpc", "stsb", "cola", "sst2")
 KEEP = {"train": 48, "dev": 32}
 
@@ -197,22 +194,6 @@ def test_resume_with_another_glue_dir_is_refused_only_when_its_files_differ(glue
         fh.write("999\tA new premise.\tA new hypothesis.\tentailment\n")
     with pytest.raises(ValueError, match=r"glue-copy/RTE/dev.tsv is not the dev file the run was trained on"):
         train(run_config(tmp_path / "run", tasks=["rte"], glue_dir=str(copy), steps=6), resume=True, progress=False)
-
-
-@pytest.fixture
-def pals_train(capsys, monkeypatch):
-    """pals-train's main() in this process, as a CompletedProcess (the installed script calls the same function;
-    tests/test_families_train.py runs the script itself): no seconds spent importing torch in a new process."""
-    from pals_core.train.cli import main
-
-    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        code = main([*args, "--no-progress"])
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out.out, out.err)
-
-    return run
 
 
 def test_bad_data_never_trains_and_leaves_no_run(tmp_path, pals_train):
