@@ -5,6 +5,7 @@ never leaves one. Pure Python."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -70,52 +71,114 @@ def atomic_write_json(path: PathLike, obj: Any) -> None:
     atomic_write_text(path, dumps(obj) + "\n")
 
 
-def read_json(path: PathLike, *, or_none: bool = False) -> Any:
-    """The JSON value in ``path``.
+MAX_JSON_BYTES = 16 << 20  # a config.json or a device profile is a few kB; 16 MiB is no longer one
+MAX_RUN_JSON_BYTES = 256 << 20  # a run's own files (config, summary, checkpoint state): a summary of 10⁵ labels is MBs
 
-    ``or_none=False`` (a file this program needs: a checkpoint's state, a run's config): ``OSError`` /
-    ``ValueError`` as ``open``/``json`` raise them. ``or_none=True`` (a file another process writes, or a person
-    may have edited: a run folder's launch.json, progress.json, exit.json, cancel.json): the JSON *object* in it,
-    or None when it is absent, unreadable, half-written, nested too deeply, or not an object — absence is a state
-    there, not an error, and nothing in such a file may break its reader."""
-    if not or_none:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+
+def _kind(mode: int) -> str:
+    import stat
+
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(path: PathLike, what: str, limit: int, error: type = ValueError) -> bytes:
+    """The bytes of the regular file at ``path``: the one guarded open of every JSON and data file the project
+    reads. Checked with ``os.stat`` before it is opened (a FIFO, a socket, a device or a directory is never opened,
+    so never a hang; a file over ``limit`` bytes is never read into memory), opened with ``O_NONBLOCK`` and checked
+    again on the descriptor (a FIFO swapped in between cannot block either), and read to at most ``limit`` bytes.
+    ``error`` (a ``ValueError`` class; ``FileNotFoundError`` for a missing file when ``error`` is ``OSError``) in
+    one line naming ``what`` and the path for anything else."""
+    import stat
+
+    def fail(detail: str, errno_: int = 0) -> Exception:  # OSError: strerror is the detail, filename the path
+        if issubclass(error, OSError):
+            return error(errno_, detail.removeprefix("is ").removeprefix("cannot be read: "), os.fspath(path))
+        return error(f"{what} {path} {detail}")
+
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        st = os.stat(path)
+    except FileNotFoundError:
+        if issubclass(error, OSError):
+            raise
+        raise error(f"{what} not found: {path}") from None
+    except OSError as e:  # ELOOP (a symlink loop), EACCES, ENAMETOOLONG, …
+        raise fail(f"cannot be read: {e.strerror}", e.errno) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise fail(f"is {_kind(st.st_mode)}, not a regular file", errno.EINVAL)
+    if st.st_size > limit:
+        raise fail(f"is {st.st_size:,} bytes, over the {limit:,}-byte limit", errno.EFBIG)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:  # EACCES (mode 000), …
+        raise fail(f"cannot be read: {e.strerror}", e.errno) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fail(f"is {_kind(st.st_mode)}, not a regular file", errno.EINVAL)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:  # EISDIR, EIO, …
+        if isinstance(e, error):
+            raise
+        raise fail(f"cannot be read: {e.strerror}", e.errno) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise fail(f"grew over the {limit:,}-byte limit while read", errno.EFBIG)
+    return b"".join(chunks)
+
+
+def read_json(path: PathLike, *, or_none: bool = False, limit: int = MAX_RUN_JSON_BYTES) -> Any:
+    """The JSON value in ``path``, read by ``read_regular`` (a FIFO is never opened, nothing over ``limit`` is read).
+
+    ``or_none=False`` (a file this program needs: a checkpoint's state, a run's config): ``OSError`` (its
+    ``strerror`` one line: not a regular file, over the limit, unreadable; ``FileNotFoundError`` when absent) /
+    ``ValueError`` (not UTF-8, not JSON) / ``RecursionError``. ``or_none=True`` (a file another process writes, or
+    a person may have edited: a run folder's launch.json, progress.json, exit.json, cancel.json): the JSON *object*
+    in it, or None when it is absent, not a regular file, unreadable, half-written, nested too deeply, or not an
+    object — absence is a state there, not an error, and nothing in such a file may break its reader."""
+    if not or_none:
+        return json.loads(read_regular(path, "file", limit, OSError).decode("utf-8"))
+    try:
+        data = json.loads(read_regular(path, "file", limit, OSError).decode("utf-8"))
     except (OSError, ValueError, RecursionError):  # ValueError: not JSON, not UTF-8; RecursionError: [[[[…
         return None
     return data if isinstance(data, dict) else None
 
 
-MAX_JSON_BYTES = 16 << 20  # a config.json or a device profile is a few kB; 16 MiB is no longer one
+def not_regular(path: PathLike) -> Optional[str]:
+    """What ``path`` is when it exists but is not a regular file (``"a FIFO (named pipe)"``, …); None otherwise."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return None if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
 
 
 def read_json_file(path: PathLike, what: str, limit: int = MAX_JSON_BYTES) -> Any:
     """A small JSON file someone gave (a model's config.json, a device profile), parsed; ``ValueError`` in one line
     naming ``what`` and the path for anything else: not there, a symlink loop, not a regular file (a directory, a
     FIFO — never opened, so never a hang), over ``limit`` bytes (never read into memory), not UTF-8, not JSON, or
-    nested too deeply to parse."""
+    nested too deeply to parse (``read_regular``'s guards)."""
+    data = read_regular(path, what, limit)
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ValueError(f"{what} not found: {path}") from None
-    except OSError as e:  # ELOOP (a symlink loop), EACCES, ENAMETOOLONG, …
-        raise ValueError(f"{what} {path} cannot be read: {e.strerror}") from None
-    import stat
-
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise ValueError(f"{what} {path} is {kind}")
-    if st.st_size > limit:
-        raise ValueError(f"{what} {path} is {st.st_size:,} bytes, over the {limit:,}-byte limit: not a {what}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
         return json.loads(data.decode("utf-8"))
-    except OSError as e:
-        raise ValueError(f"{what} {path} cannot be read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{what} {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:

@@ -42,16 +42,50 @@ RECORD_FIELDS = (
 )
 
 
+_KEY_TYPES = {"bool": "a boolean", "int": "a number", "float": "a number", "null": "null", "timestamp": "a date"}
+
+
 def _yaml_load(text: str, path: Path) -> Any:
+    """The YAML document in ``text``, read so that nothing is misread or expanded: a mapping's keys are strings as
+    written (YAML 1.1 reads ``yes:`` as true, ``010:`` as 8, ``null:`` as None: such a key is refused with a line
+    that says to quote it; a complex key ``? [a, b]`` is refused), a key given twice is refused, and aliases
+    (``*name``) and the merge key ``<<`` are refused by name before anything is built — a 600-byte alias bomb that
+    would expand to billions of elements is one line, at once. ``TaskRecordError`` names the file, line and column."""
     import yaml
 
-    class _Loader(yaml.SafeLoader):
-        pass
+    def at(mark: Any) -> str:
+        return f"{path}, line {mark.line + 1}, column {mark.column + 1}"
 
-    def mapping(loader, node, deep=False):
+    class _Loader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise TaskRecordError(
+                    f"{at(event.start_mark)}: YAML alias *{event.anchor}: a tasks file takes no anchors or aliases "
+                    "(&name, *name); write each value out"
+                )
+            return super().compose_node(parent, index)
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
         seen = set()
         for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise TaskRecordError(
+                    f"{at(key_node.start_mark)}: the YAML merge key '<<' is not read in a tasks file; "
+                    "write each task's fields out"
+                )
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise TaskRecordError(
+                    f"{at(key_node.start_mark)}: a complex key (a {key_node.id} as a key, as '? [a, b]' writes); "
+                    "keys are names"
+                )
+            if key_node.tag != "tag:yaml.org,2002:str":
+                kind = _KEY_TYPES.get(key_node.tag.rsplit(":", 1)[-1], key_node.tag)
+                raise TaskRecordError(
+                    f"{at(key_node.start_mark)}: key {key_node.value} is read by YAML as {kind}, not as the name "
+                    f"written; quote it ('{key_node.value}') to name it"
+                )
+            key = key_node.value
             if key in seen:
                 raise TaskRecordError(
                     f"{path}, line {key_node.start_mark.line + 1}: {key!r} is given twice (two tasks of one name?)"
@@ -64,8 +98,10 @@ def _yaml_load(text: str, path: Path) -> Any:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        at = f", line {mark.line + 1}" if mark is not None else ""
-        raise TaskRecordError(f"{path}{at}: not YAML ({getattr(e, 'problem', None) or e})") from None
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise TaskRecordError(
+            f"{path}{where}: not YAML ({' '.join(str(getattr(e, 'problem', None) or e).split())})"
+        ) from None
     except RecursionError:
         raise TaskRecordError(f"{path}: nested too deeply") from None
 
@@ -134,13 +170,14 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
 
 def read_tasks_file(path: "str | Path") -> dict[str, TaskRecord]:
     """The records of a tasks file, in file order (see the module's docstring)."""
+    from ..atomic import read_regular  # the guarded open: a FIFO never blocks, nothing over the cap is read
+
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise TaskRecordError(f"{p}: tasks file not found" if not p.exists() else f"{p}: not a file")
-    if p.stat().st_size > MAX_TASKS_FILE_BYTES:
-        raise TaskRecordError(f"{p}: over {MAX_TASKS_FILE_BYTES >> 20} MiB: not a tasks file")
+    if not p.exists() and not p.is_symlink():
+        raise TaskRecordError(f"{p}: tasks file not found")
+    data = read_regular(p, "tasks file", MAX_TASKS_FILE_BYTES, TaskRecordError)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TaskRecordError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     doc = _yaml_load(text, p)
