@@ -215,13 +215,15 @@ def body(was_active: bool) -> None:
 
 def runs_table(runs: Sequence[Run], problems: dict[str, str]) -> pd.DataFrame:
     """The runs table; a run whose summary.json cannot be read is a row of status "unreadable" with the reason in
-    its ``problem`` cell (also a folder the run list cannot see, whose summary.json is a folder or a FIFO)."""
+    its ``problem`` cell (also a folder the run list cannot see, whose summary.json is a folder or a FIFO); a run file
+    passed over (``Run.note``: a progress.json or cancel.json that is a FIFO) is named in the same cell."""
     rows = [r.row() for r in runs]
     listed = {r.id for r in runs}
     rows += [{"run": name, "status": UNREADABLE} for name in sorted(problems) if name not in listed]
     frame = figures.runs_frame(rows)
-    if problems:
-        frame.insert(2, "problem", [problems.get(name, "") for name in frame["run"]])
+    notes = {r.id: r.note for r in runs if r.note}  # run files passed over (a FIFO named progress.json, …)
+    if problems or notes:
+        frame.insert(2, "problem", [problems.get(name) or notes.get(name, "") for name in frame["run"]])
     return frame
 
 

@@ -11,7 +11,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, BinaryIO, Callable, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -90,20 +90,25 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: PathLike, what: str, limit: int, error: type = ValueError) -> bytes:
-    """The bytes of the regular file at ``path``: the one guarded open of every JSON and data file the project
-    reads. Checked with ``os.stat`` before it is opened (a FIFO, a socket, a device or a directory is never opened,
-    so never a hang; a file over ``limit`` bytes is never read into memory), opened with ``O_NONBLOCK`` and checked
-    again on the descriptor (a FIFO swapped in between cannot block either), and read to at most ``limit`` bytes.
-    ``error`` (a ``ValueError`` class; ``FileNotFoundError`` for a missing file when ``error`` is ``OSError``) in
-    one line naming ``what`` and the path for anything else."""
-    import stat
-
+def _failure(path: PathLike, what: str, error: type) -> Callable[..., Exception]:
     def fail(detail: str, errno_: int = 0) -> Exception:  # OSError: strerror is the detail, filename the path
         if issubclass(error, OSError):
             return error(errno_, detail.removeprefix("is ").removeprefix("cannot be read: "), os.fspath(path))
         return error(f"{what} {path} {detail}")
 
+    return fail
+
+
+def open_regular(path: PathLike, what: str, limit: int, error: type = ValueError) -> BinaryIO:
+    """The regular file at ``path`` opened for reading (binary): the one guarded open of every JSON and data file the
+    project reads. Checked with ``os.stat`` before it is opened (a FIFO, a socket, a device or a directory is never
+    opened, so never a hang; a file over ``limit`` bytes is refused unread), opened with ``O_NONBLOCK`` and checked
+    again on the descriptor (a FIFO swapped in between cannot block either). ``error`` (a ``ValueError`` class, one
+    line naming ``what`` and the path; or ``OSError``: its ``strerror`` says what is wrong, ``FileNotFoundError`` for a
+    missing file) for anything else."""
+    import stat
+
+    fail = _failure(path, what, error)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -120,26 +125,24 @@ def read_regular(path: PathLike, what: str, limit: int, error: type = ValueError
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:  # EACCES (mode 000), …
         raise fail(f"cannot be read: {e.strerror}", e.errno) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise fail(f"is {_kind(st.st_mode)}, not a regular file", errno.EINVAL)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:  # EISDIR, EIO, …
-        if isinstance(e, error):
-            raise
-        raise fail(f"cannot be read: {e.strerror}", e.errno) from None
-    finally:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-    if size > limit:
+        raise fail(f"is {_kind(st.st_mode)}, not a regular file", errno.EINVAL)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: PathLike, what: str, limit: int, error: type = ValueError) -> bytes:
+    """The bytes of the regular file at ``path`` (``open_regular``'s guards), read to at most ``limit`` bytes."""
+    fail = _failure(path, what, error)
+    with open_regular(path, what, limit, error) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:  # EIO, …
+            raise fail(f"cannot be read: {e.strerror}", e.errno) from None
+    if len(data) > limit:
         raise fail(f"grew over the {limit:,}-byte limit while read", errno.EFBIG)
-    return b"".join(chunks)
+    return data
 
 
 def read_json(path: PathLike, *, or_none: bool = False, limit: int = MAX_RUN_JSON_BYTES) -> Any:

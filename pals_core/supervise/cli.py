@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ class Row:
     out: str
     step: Optional[int]  # run: training steps done; study worker: run folders finished
     steps: Optional[int]  # run: steps planned; study worker: trials asked for
+    note: Optional[str] = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
 
 def run_row(run: runs.Run) -> Row:
@@ -88,7 +90,7 @@ def run_row(run: runs.Run) -> Row:
     total = p.get("total", s.get("steps"))
     if total is None and run.launch_config is not None:
         total = run.launch_config.steps
-    return Row(run.id, "run", run.status, run.owner if run.alive else None, str(run.path), step, total)
+    return Row(run.id, "run", run.status, run.owner if run.alive else None, str(run.path), step, total, run.note)
 
 
 def worker_row(worker: workers.Worker) -> Row:
@@ -136,7 +138,7 @@ def find(root: Path, item_id: str) -> Item:
     if not runs.valid_id(item_id):
         raise UsageError(f"{item_id!r} is not a run id (letters, digits, '_', '.', '-'; see pals-runs list)")
     folder = root / item_id
-    if folder.is_dir() and any((folder / f).is_file() for f in runs.RUN_FILES):
+    if folder.is_dir() and any(os.path.lexists(folder / f) for f in runs.RUN_FILES):
         return runs.load_run(folder)
     folder = workers_root(root) / item_id
     if folder.is_dir() and (folder / workers.RECORD).is_file():
@@ -150,8 +152,13 @@ def find(root: Path, item_id: str) -> Item:
 def do_list(root: Path, as_json: bool) -> str:
     found = rows(root)
     if as_json:
-        return "\n".join(json.dumps(r.__dict__) for r in found)
-    return format_rows(found) if found else f"no runs or study workers in {root}"
+        return "\n".join(  # "note" only where a run file was passed over
+            json.dumps({k: v for k, v in r.__dict__.items() if k != "note" or v is not None}) for r in found
+        )
+    if not found:
+        return f"no runs or study workers in {root}"
+    notes = [f"{r.id}: {r.note}" for r in found if r.note]
+    return "\n".join([format_rows(found), *notes])
 
 
 def _kind(item: Item) -> str:

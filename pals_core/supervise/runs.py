@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pals_core.atomic import atomic_write_json, read_json
+from pals_core.atomic import atomic_write_json, not_regular, read_json
 from pals_core.train.config import TrainConfig
 
 from .children import record_exit, spawn
@@ -168,6 +168,14 @@ class Run:
     exit_code: Optional[int]
     owner: Optional[int] = None  # the pid provably training this folder now (the one cancel signals)
     stale: bool = False  # progress.json says "running", but no process trains here
+    passed_over: tuple[str, ...] = ()  # "progress.json is a FIFO (named pipe)": run files that are not regular files
+
+    @property
+    def note(self) -> Optional[str]:
+        """The run files passed over (never opened: a FIFO there would hang its reader), in one line; None if none."""
+        if not self.passed_over:
+            return None
+        return f"passed over (not regular files, never opened): {'; '.join(self.passed_over)}"
 
     @property
     def pid(self) -> Optional[int]:
@@ -215,6 +223,11 @@ class Run:
 
     @property
     def error(self) -> Optional[str]:
+        """What went wrong, in one line, with the run files passed over (``note``); None when nothing did."""
+        problem = self._problem()
+        return "; ".join(p for p in (problem, self.note) if p) or None
+
+    def _problem(self) -> Optional[str]:
         if self.progress and self.progress.get("error") and self.status != "running":
             return str(self.progress["error"])
         if self.status == "died":
@@ -324,6 +337,11 @@ def load_run(path: Path) -> Run:
         exit_code,
         owner,
         stale,
+        tuple(
+            f"{name} is {kind}"
+            for name in (*RUN_FILES, "cancel.json", "config.json", "exit.json")
+            if (kind := not_regular(path / name)) is not None
+        ),
     )
 
 
@@ -334,7 +352,7 @@ def list_runs(root: Optional[Path] = None) -> list[Run]:
         return []
     out = []
     for d in root.iterdir():
-        if d.is_dir() and any((d / f).is_file() for f in RUN_FILES):
+        if d.is_dir() and any(os.path.lexists(d / f) for f in RUN_FILES):  # a FIFO there: listed, named, never opened
             out.append(load_run(d))
     out.sort(key=lambda r: (r.started or 0, r.id), reverse=True)
     return out

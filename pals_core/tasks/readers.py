@@ -52,12 +52,16 @@ def file_format(path: "str | Path") -> str:
     """csv | tsv | jsonl | parquet | arrow (a save_to_disk folder); ``TaskDataError`` for anything else."""
     p = Path(path)
     if p.is_dir():
-        if (p / "dataset_dict.json").is_file():
-            splits = json.loads((p / "dataset_dict.json").read_text()).get("splits", [])
+        if os.path.lexists(p / "dataset_dict.json"):
+            splits = _json(p / "dataset_dict.json").get("splits")
+            if not isinstance(splits, list) or not splits or not all(isinstance(s, str) and s for s in splits):
+                raise TaskDataError(
+                    f"{p / 'dataset_dict.json'}: 'splits' is a list of split names, got {_short(splits)}"
+                )
             raise TaskDataError(
                 f"{p}: a DatasetDict folder; give one split's folder ({', '.join(f'{p}/{s}' for s in splits)})"
             )
-        if (p / "state.json").is_file():
+        if os.path.lexists(p / "state.json"):
             return "arrow"
         raise TaskDataError(f"{p}: a folder that save_to_disk did not write (no state.json)")
     fmt = FORMATS.get(p.suffix.lower())
@@ -67,6 +71,33 @@ def file_format(path: "str | Path") -> str:
             f"(.csv, .tsv, .jsonl, .parquet, or a save_to_disk folder)"
         )
     return fmt
+
+
+def _json(path: Path) -> dict:
+    """The JSON object in a ``datasets`` folder's own file (state.json, dataset_info.json, dataset_dict.json), read
+    by the guarded reader (``atomic.read_regular``: a FIFO is named, never opened); ``TaskDataError`` naming it."""
+    from ..atomic import MAX_JSON_BYTES, read_regular
+
+    data = read_regular(path, "datasets file", MAX_JSON_BYTES, TaskDataError)
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise TaskDataError(f"{path}: not JSON ({getattr(e, 'msg', None) or type(e).__name__})") from None
+    if not isinstance(value, dict):
+        raise TaskDataError(f"{path}: a JSON object expected, got {_short(value)}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (list, dict, int, float, str, type(None))) else repr(value)
+    return f"{type(value).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
+
+
+def _bytes(path: Path) -> bytes:
+    """A data file's bytes by the guarded reader (``atomic.read_regular``)."""
+    from ..atomic import read_regular
+
+    return read_regular(path, "data file", MAX_FILE_BYTES, TaskDataError)
 
 
 def check_file(path: "str | Path") -> None:
@@ -104,6 +135,29 @@ def _missing(path: Path, wanted: Sequence[str], have: Sequence[str]) -> None:
         raise TaskDataError(f"{path}: no column {', '.join(map(repr, lacking))} (it has {', '.join(map(repr, have))})")
 
 
+def _unique(path: Path, wanted: Sequence[str], have: Sequence[str]) -> None:
+    """Two columns of one name: which one a task means cannot be told."""
+    twice = [c for c in dict.fromkeys(wanted) if have.count(c) > 1]
+    if twice:
+        raise TaskDataError(
+            f"{path}: column {twice[0]!r} appears {have.count(twice[0])} times (give each a name of its own)"
+        )
+
+
+class _TwiceError(ValueError):
+    pass
+
+
+def _pairs(pairs: list) -> dict:
+    """A JSON object, refusing a key given twice (``json`` keeps the last one silently)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _TwiceError(k)
+        out[k] = v
+    return out
+
+
 def _utf8(path: Path, data: bytes) -> None:
     try:
         data.decode("utf-8")
@@ -116,7 +170,7 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    data = path.read_bytes()
+    data = _bytes(path)
     _utf8(path, data)
     text = data.decode("utf-8-sig")
     first = next(
@@ -132,6 +186,7 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
     header = [h.strip() for h in first]
     columns = header if columns is None else columns
     _missing(path, columns, header)
+    _unique(path, columns, header)
     bad: list[Any] = []
 
     def invalid(row) -> str:
@@ -180,7 +235,7 @@ def _read_tsv(path: Path, columns: Sequence[str]) -> Columns:
 
 
 def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
-    data = path.read_bytes()
+    data = _bytes(path)
     _utf8(path, data)
     lines: list[int] = []
     seen: set[str] = set()
@@ -189,7 +244,9 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_pairs)
+        except _TwiceError as e:
+            raise TaskDataError(f"{path}, line {n}: key {e.args[0]!r} is given twice in one object") from None
         except (json.JSONDecodeError, RecursionError) as e:
             raise TaskDataError(f"{path}, line {n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})") from None
         if not isinstance(obj, dict):
@@ -209,33 +266,53 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
 def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
     import pyarrow.parquet as pq
 
-    names = pq.read_schema(path).names
-    columns = names if columns is None else columns
-    _missing(path, columns, names)
-    table = pq.read_table(path, columns=list(columns))
+    from ..atomic import open_regular
+
+    with open_regular(path, "data file", MAX_FILE_BYTES, TaskDataError) as f:
+        parquet = pq.ParquetFile(f)
+        names = parquet.schema_arrow.names
+        columns = names if columns is None else columns
+        _missing(path, columns, names)
+        _unique(path, columns, names)
+        table = parquet.read(columns=list(columns))
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
 
 
 def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     import pyarrow as pa
 
-    state = json.loads((path / "state.json").read_text())
+    from ..atomic import open_regular
+
+    state = _json(path / "state.json")
     info_file = path / "dataset_info.json"
-    features = json.loads(info_file.read_text()).get("features", {}) if info_file.is_file() else {}
+    features = _json(info_file).get("features", {}) if os.path.lexists(info_file) else {}
+    entries = state.get("_data_files")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("filename"), str) and e["filename"] for e in entries
+    ):
+        raise TaskDataError(f"{path / 'state.json'}: '_data_files' is a list of {{filename: …}}, got {_short(entries)}")
     tables = []
-    for entry in state.get("_data_files", []):
-        with pa.memory_map(os.fspath(path / entry["filename"])) as source:
+    folder = path.resolve()
+    for entry in entries:
+        file = path / entry["filename"]
+        if not file.resolve().is_relative_to(folder):
+            raise TaskDataError(f"{path / 'state.json'}: data file {entry['filename']!r} lies outside {path}")
+        with open_regular(file, "data file", MAX_FILE_BYTES, TaskDataError) as source:
             tables.append(pa.ipc.open_stream(source).read_all())
     if not tables:
         raise TaskDataError(f"{path}: state.json lists no data files")
     table = pa.concat_tables(tables)
     columns = table.column_names if columns is None else columns
     _missing(path, columns, table.column_names)
-    names = {
-        c: tuple(features[c]["names"])
-        for c in columns
-        if isinstance(features.get(c), dict) and features[c].get("_type") == "ClassLabel"
-    }
+    _unique(path, columns, table.column_names)
+    names = {}
+    for c in columns:
+        feature = features.get(c) if isinstance(features, dict) else None
+        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel":
+            label_names = feature.get("names")
+            if not isinstance(label_names, list) or not all(isinstance(n, str) for n in label_names):
+                raise TaskDataError(f"{info_file}: column {c!r}: ClassLabel 'names' is a list of strings")
+            names[c] = tuple(label_names)
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, names)
 
 
@@ -252,6 +329,8 @@ def sha256_of(path: "str | Path") -> str:
     run's start do not read a large task file again unless it changed."""
     import hashlib
 
+    from ..atomic import open_regular
+
     p = Path(path)
     files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
     key = (str(p.resolve()), *((str(q), (st := q.stat()).st_size, st.st_mtime_ns) for q in files))
@@ -261,7 +340,7 @@ def sha256_of(path: "str | Path") -> str:
     for q in files:
         if p.is_dir():
             h.update(str(q.relative_to(p)).encode() + b"\0")
-        with open(q, "rb") as f:
+        with open_regular(q, "data file", 1 << 62, TaskDataError) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     _DIGESTS[key] = h.hexdigest()

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .readers import Columns, TaskDataError, read_columns
 from .record import DEFAULT_LABEL_SEP, TaskRecord
@@ -37,8 +38,15 @@ class Rows:
         return len(self.labels)
 
 
-def _label_text(value: Any) -> Optional[str]:
-    """A classification label as its name: strings as written, integers (and integral floats) as digits."""
+_INTEGER = r"-?[0-9]+\Z"  # ASCII digits only: '²'.isdigit() and '١'.isdigit() are true, and int('²') fails
+_NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|(?i:[+-]?(nan|inf|infinity))\Z"
+"""A regression target written as text: a decimal number in ASCII as written (float() would also take '1_0' as 10,
+' 1 ' with spaces inside a quoted cell, and Arabic-Indic digits)."""
+
+
+def _label_text(value: Any, where: Callable[[], str], kind: str = "a classification") -> Optional[str]:
+    """A label as its name: strings as written, integers (and integral floats) as digits; None = missing. A list or a
+    struct is no label of ``kind`` task (``TaskDataError`` at ``where()``): a list belongs to ``kind: multilabel``."""
     if value is None or isinstance(value, bool):
         return None if value is None else str(value).lower()
     if isinstance(value, int):
@@ -47,17 +55,29 @@ def _label_text(value: Any) -> Optional[str]:
         if not math.isfinite(value):
             return None
         return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, (list, tuple)):
+        hint = " (a list of labels is a task of kind: multilabel)" if kind == "a classification" else ""
+        raise TaskDataError(f"{where()}: a list label {_short(value)} in {kind} task{hint}")
+    if isinstance(value, dict):
+        raise TaskDataError(f"{where()}: a struct label {_short(value)} in {kind} task (a label is one value)")
     s = str(value).strip()
     return s or None
 
 
-def _label_set(record: TaskRecord, value: Any) -> Optional[list[str]]:
-    """A multilabel row's labels as names; None = missing."""
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _label_set(record: TaskRecord, value: Any, where: Callable[[], str]) -> Optional[list[str]]:
+    """A multilabel row's labels as names; None = missing. A list inside the list, or a struct, is refused."""
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
-        names = [_label_text(v) for v in value]
+        names = [_label_text(v, where, "a multilabel row of a") for v in value]
         return None if any(n is None for n in names) else list(dict.fromkeys(names))
+    if isinstance(value, dict):
+        raise TaskDataError(f"{where()}: a struct label {_short(value)} (a multilabel row is a list of labels)")
     s = str(value).strip()
     if not s:
         return None
@@ -65,9 +85,36 @@ def _label_set(record: TaskRecord, value: Any) -> Optional[list[str]]:
     return list(dict.fromkeys(p.strip() for p in s.split(sep) if p.strip()))
 
 
+def _class_name(cols: Columns, column: str, i: int, value: Any) -> Any:
+    """A ``ClassLabel`` column's index as its class name. -1 is what ``datasets`` writes for an unlabelled row: a
+    missing label, never the last class; an index past the class names is refused."""
+    names = cols.label_names.get(column)
+    if names is None or value is None or isinstance(value, bool) or not isinstance(value, int):
+        return value
+    if value == -1:
+        raise TaskDataError(f"{cols.where(i, column)}: missing label (ClassLabel -1: an unlabelled row)")
+    if not 0 <= value < len(names):
+        raise TaskDataError(
+            f"{cols.where(i, column)}: ClassLabel index {value} is not one of the {len(names)} class names "
+            f"(0 to {len(names) - 1})"
+        )
+    return names[value]
+
+
+def _labels_of(record: TaskRecord, cols: Columns, i: int, value: Any) -> Optional[list[Optional[str]]]:
+    """The label names of data row i (one for classification, a set for multilabel); None = missing."""
+    column = record.label
+    value = _class_name(cols, column, i, value)
+
+    def where() -> str:
+        return cols.where(i, column)
+
+    return _label_set(record, value, where) if record.multilabel else [_label_text(value, where)]
+
+
 def _sorted_labels(names: set[str]) -> tuple[str, ...]:
-    if all(n.lstrip("-").isdigit() for n in names):
-        return tuple(sorted(names, key=int))
+    if all(re.match(_INTEGER, n) for n in names):
+        return tuple(sorted(names, key=lambda n: (int(n), n)))  # '1' and '01' are two labels: one order, always
     return tuple(sorted(names))
 
 
@@ -82,9 +129,7 @@ def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tupl
         return cols.label_names[record.label]
     seen: set[str] = set()
     for i, value in enumerate(cols.values[record.label]):
-        if value is not None and record.label in cols.label_names:
-            value = cols.label_names[record.label][value]
-        names = _label_set(record, value) if record.multilabel else [_label_text(value)]
+        names = _labels_of(record, cols, i, value)
         if names is None or None in names:
             raise TaskDataError(f"{cols.where(i, record.label)}: missing label")
         seen.update(names)
@@ -124,10 +169,13 @@ def _targets(record: TaskRecord, cols: Columns, names: Optional[tuple[str, ...]]
     if record.regression:
         out = []
         for i, v in enumerate(values):
+            v = _class_name(cols, column, i, v)
             try:
+                if isinstance(v, str) and v.strip() and not re.match(_NUMBER, v.strip()):
+                    raise ValueError(v)
                 x = float(v) if not isinstance(v, bool) and v is not None and str(v).strip() else None
             except (TypeError, ValueError):
-                raise TaskDataError(f"{cols.where(i, column)}: target {v!r} is not a number") from None
+                raise TaskDataError(f"{cols.where(i, column)}: target {_short(v)} is not a number") from None
             if x is None:
                 raise TaskDataError(f"{cols.where(i, column)}: missing label")
             if not math.isfinite(x):
@@ -140,12 +188,9 @@ def _targets(record: TaskRecord, cols: Columns, names: Optional[tuple[str, ...]]
             out.append(x)
         return out
     index = {n: k for k, n in enumerate(names)}
-    class_names = cols.label_names.get(column)
     out = []
     for i, v in enumerate(values):
-        if v is not None and class_names is not None and isinstance(v, int):
-            v = class_names[v]
-        got = _label_set(record, v) if record.multilabel else [_label_text(v)]
+        got = _labels_of(record, cols, i, v)
         if got is None or None in got:
             raise TaskDataError(f"{cols.where(i, column)}: missing label")
         unknown = [n for n in got if n not in index]
