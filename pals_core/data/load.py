@@ -98,9 +98,10 @@ def texts_fingerprint(text_a: Sequence[str], text_b: Optional[Sequence[str]]) ->
 
 
 def label_array(labels: Sequence[Any], kind: str, num_labels: int) -> np.ndarray:
-    """int64 class indices; float32 targets (regression); float32 (n, C) multi-hot (multilabel)."""
+    """int64 class indices; float64 targets (regression: as read, so the dev metrics are those a person recomputes
+    from the file — the loss casts them to the logits' float32); float32 (n, C) multi-hot (multilabel: 0 and 1)."""
     if kind == "regression":
-        return np.asarray(labels, dtype=np.float32)
+        return np.asarray(labels, dtype=np.float64)
     if kind == "multilabel":
         out = np.zeros((len(labels), num_labels), dtype=np.float32)
         for i, idx in enumerate(labels):

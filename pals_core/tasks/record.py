@@ -142,6 +142,8 @@ class TaskRecord:
             raise TaskRecordError(f"{where}: 'text' is one column name or a list of two, got {list(self.text)!r}")
         if not isinstance(self.label, str) or not self.label:
             raise TaskRecordError(f"{where}: 'label' is a column name, got {self.label!r}")
+        if len(set(self.text)) != len(self.text):
+            raise TaskRecordError(f"{where}: 'text' names column {self.text[0]!r} twice (a pair is two columns)")
         if self.label in self.text:
             raise TaskRecordError(f"{where}: column {self.label!r} is both text and label")
         allowed = METRICS_OF_KIND[self.kind]
