@@ -139,10 +139,12 @@ class MultiTaskModel(nn.Module):
         path = default_checkpoint() if path is None else os.fspath(path)
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise ValueError(f"no checkpoint at {path!r} (a folder with config.json and weights is needed)")
-        import json
+        from .atomic import read_json_file  # the guarded reader: never a FIFO, nothing over its cap
 
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            get_family_for(json.load(f).get("model_type", "bert"))  # refuse an unsupported family before transformers
+        config = read_json_file(os.path.join(path, "config.json"), "model config")
+        if not isinstance(config, dict):
+            raise ValueError(f"model config {os.path.join(path, 'config.json')} is not a JSON object")
+        get_family_for(config.get("model_type", "bert"))  # refuse an unsupported family before transformers
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)

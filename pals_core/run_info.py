@@ -8,7 +8,6 @@ longest-first) and batched as it evaluated its dev sets (``train.evaluate.predic
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from .atomic import read_json
 from .outputs import TaskOutputs, decode
 from .tasks import TaskRecord, records_of_config
 
@@ -73,7 +73,7 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
         )
         raise ValueError(f"{root} holds no pals-train run (no config.json){hint}")
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config = read_json(config_file)  # the guarded reader: a FIFO named config.json is refused, never opened
     except (OSError, ValueError, RecursionError) as e:
         raise ValueError(f"{config_file} cannot be read ({type(e).__name__})") from None
     if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:

@@ -187,3 +187,23 @@ def test_the_explorer_runs_table_names_a_fifo(tmp_path):
     fifo(run / "cancel.json")
     frame = bounded(lambda: runs_table(list_runs(tmp_path), {}), run / "cancel.json")
     assert "cancel.json is a FIFO" in frame.loc[frame["run"] == "r3", "problem"].item()
+
+
+def test_a_log_that_is_a_fifo_gives_an_empty_tail(tmp_path):
+    """The runs view and pals-runs read a run's log.txt tail: a FIFO there is passed over, never waited on."""
+    from pals_core.supervise.runs import load_run
+
+    run = tmp_path / "r4"
+    run.mkdir()
+    atomic_write_json(run / "progress.json", {"status": "failed", "step": 1, "total": 4, "error": "boom"})
+    f = fifo(run / "log.txt")
+    assert bounded(lambda: load_run(run).log_tail(), f) == ""
+
+
+def test_a_glue_file_that_is_a_fifo_is_named(tmp_path):
+    from pals_core.data.glue import GlueDataError, read_tsv
+    from pals_core.tasks.glue import GLUE_TASKS
+
+    f = fifo(tmp_path / "dev.tsv")
+    with pytest.raises(GlueDataError, match=r"dev.tsv: a FIFO \(named pipe\), not a regular file"):
+        bounded(lambda: read_tsv(GLUE_TASKS["rte"], f), f)

@@ -21,12 +21,14 @@ Tokenising, caching and the caps on examples are the loader's (``load.py``), the
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..atomic import open_regular
 from ..tasks.glue import GlueTask, get_task
 from ..tasks.readers import TaskDataError, sha256_of
 
@@ -107,7 +109,8 @@ def read_tsv(task: GlueTask, path: "str | Path") -> RawSplit:
     labels: list[Any] = []
     dropped = 0
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        raw = open_regular(path, "GLUE file", 1 << 40, OSError)  # the guarded open: a FIFO is refused, never read
+        with io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as f:
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
             if task.header:
                 header = next(reader, None)
@@ -146,6 +149,8 @@ def read_tsv(task: GlueTask, path: "str | Path") -> RawSplit:
         raise GlueDataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
         raise GlueDataError(f"{path}: {e}") from None
+    except OSError as e:  # not a regular file (a FIFO is never opened), unreadable
+        raise GlueDataError(f"{path}: {e.strerror or e}") from None
     if not labels:
         raise GlueDataError(f"{path}: no data rows")
     return RawSplit(a, b, labels, dropped, str(path), sha256_of(path))

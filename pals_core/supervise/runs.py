@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pals_core.atomic import atomic_write_json, not_regular, read_json
+from pals_core.atomic import atomic_write_json, not_regular, open_regular, read_json
 from pals_core.train.config import TrainConfig
 
 from .children import record_exit, spawn
@@ -245,7 +245,7 @@ class Run:
         """The last ``lines`` lines of log.txt (at most 64 kB read)."""
         path = self.path / "log.txt"
         try:
-            with open(path, "rb") as f:
+            with open_regular(path, "log", 1 << 50, OSError) as f:  # a FIFO named log.txt: "", never a hang
                 f.seek(0, os.SEEK_END)
                 size = f.tell()
                 f.seek(max(0, size - 65536))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pals_core.atomic import atomic_write_json, read_json
+from pals_core.atomic import atomic_write_json, open_regular, read_json
 
 from .children import record_exit, spawn
 from .proof import STUDY_WORKER, owned_pid
@@ -66,7 +66,7 @@ class Worker:
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of log.txt (at most 32 kB read)."""
         try:
-            with open(self.path / "log.txt", "rb") as f:
+            with open_regular(self.path / "log.txt", "log", 1 << 50, OSError) as f:  # a FIFO: "", never a hang
                 f.seek(0, os.SEEK_END)
                 f.seek(max(0, f.tell() - 32768))
                 return "\n".join(f.read().decode("utf-8", errors="replace").splitlines()[-lines:])

@@ -128,7 +128,14 @@ def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tupl
     if record.label in cols.label_names:
         return cols.label_names[record.label]
     seen: set[str] = set()
-    for i, value in enumerate(cols.values[record.label]):
+    column = cols.values[record.label]
+    if not record.multilabel and all(type(v) is str for v in column):  # CSV, TSV: each distinct string once
+        seen = {v.strip() for v in set(column)}
+        if "" in seen:
+            i = next(i for i, v in enumerate(column) if not v.strip())
+            raise TaskDataError(f"{cols.where(i, record.label)}: missing label")
+        column = ()
+    for i, value in enumerate(column):
         names = _labels_of(record, cols, i, value)
         if names is None or None in names:
             raise TaskDataError(f"{cols.where(i, record.label)}: missing label")

@@ -21,12 +21,13 @@ trainer's own files (``TRAINER_FILES``, checkpoint folders ``step-NNNNNNNN``) ar
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import os
 from pathlib import Path
 from typing import Optional
 
-from ..atomic import atomic_write_json, atomic_write_text, dumps, read_json  # noqa: F401  (re-exported)
+from ..atomic import atomic_write_json, atomic_write_text, dumps, open_regular, read_json  # noqa: F401  (re-exported)
 
 STATUSES = ("running", "finished", "failed", "stopped")
 TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json")
@@ -183,7 +184,7 @@ class RunDir:
         if not self.metrics.is_file():
             return []
         out = []
-        with open(self.metrics, encoding="utf-8") as f:
+        with io.TextIOWrapper(open_regular(self.metrics, "metrics", 1 << 40, OSError), encoding="utf-8") as f:
             for line in f:
                 if not line.endswith("\n"):
                     break  # a partial line from a kill
