@@ -27,7 +27,8 @@ ROW = "text,label\nhello,a\nbye,b\nhi,a\nciao,b\n"
 
 
 def write(folder: Path, text: str, name: str = "tasks.yaml") -> Path:
-    (folder / "x.csv").write_text(ROW)
+    if not (folder / "x.csv").exists():
+        (folder / "x.csv").write_text(ROW)
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
@@ -139,3 +140,19 @@ def test_quoted_keys_are_the_names_as_written(tmp_path):
     refusal(write(tmp_path, "tasks:\n  '1': {train: x.csv}\n  \"1\": {train: x.csv}\n"), "'1' is given twice")
     json_file = write(tmp_path, json.dumps({"tasks": {"1": {"train": "x.csv"}, "yes": {"train": "x.csv"}}}), "t.json")
     assert list(read_tasks_file(json_file)) == ["1", "yes"]
+
+
+def test_values_are_read_as_written_where_a_field_is_text(tmp_path):
+    """YAML 1.1 reads ``yes`` as true, ``010`` as 8 and ``1_0`` as 10: a field of text (labels, columns, the positive
+    label) takes the text as written; a field of numbers (``range``, ``dev_fraction``) the number."""
+    (tmp_path / "x.csv").write_text("010,1_0\nhello,yes\nbye,no\nhi,yes\nciao,no\n")
+    text = (
+        "tasks:\n"
+        "  t: {train: x.csv, text: 010, label: 1_0, labels: [yes, no], positive: yes, dev_fraction: 0.5}\n"
+        "  r: {train: x.csv, text: 010, label: 1_0, kind: regression, range: [0, 1_0]}\n"
+    )
+    records = read_tasks_file(write(tmp_path, text))
+    t, r = records["t"], records["r"]
+    assert (t.text, t.label, t.labels, t.positive, t.dev_fraction) == (("010",), "1_0", ("yes", "no"), "yes", 0.5)
+    assert r.range == (0, 10)
+    refusal(write(tmp_path, "tasks:\n  t: {train: x.csv, dev_fraction: yes}\n"), "dev_fraction is a number")

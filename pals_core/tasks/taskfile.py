@@ -43,6 +43,35 @@ RECORD_FIELDS = (
 
 
 _KEY_TYPES = {"bool": "a boolean", "int": "a number", "float": "a number", "null": "null", "timestamp": "a date"}
+NUMBER_FIELDS = ("range", "dev_fraction")  # every other field is text: a column, a label, a name, a path
+
+
+class _Written:
+    """A YAML scalar that YAML 1.1 reads as a number, a boolean or a date: its value and the text as written. A field
+    of text takes the text (``labels: [yes, no]`` are the labels 'yes' and 'no', ``label: 010`` the column '010'),
+    a field of numbers the value."""
+
+    __slots__ = ("value", "text")
+
+    def __init__(self, value: Any, text: str) -> None:
+        self.value, self.text = value, text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+
+def _as_written(key: str, value: Any) -> Any:
+    """``value`` of field ``key`` with each ``_Written`` scalar as its text (its value in ``NUMBER_FIELDS``)."""
+    if isinstance(value, list):
+        return [_as_written(key, v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_written(k, v) for k, v in value.items()}
+    if isinstance(value, _Written):
+        return value.value if key in NUMBER_FIELDS else value.text
+    return value
 
 
 def _yaml_load(text: str, path: Path) -> Any:
@@ -94,6 +123,10 @@ def _yaml_load(text: str, path: Path) -> Any:
         return loader.construct_mapping(node, deep)
 
     _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    for kind in ("bool", "int", "float", "timestamp"):
+        tag = f"tag:yaml.org,2002:{kind}"
+        build = yaml.SafeLoader.yaml_constructors[tag]
+        _Loader.add_constructor(tag, lambda loader, node, build=build: _Written(build(loader, node), node.value))
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
@@ -117,6 +150,7 @@ def _scalar_list(value: Any, task: str, name: str, path: Path) -> Any:
 
 
 def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
+    entry = entry.value if isinstance(entry, _Written) else _as_written("", entry)
     if not isinstance(entry, dict):
         raise TaskRecordError(
             f"{path}: task {name!r} is a mapping of fields (train, text, label, …) "
