@@ -164,13 +164,16 @@ def read_json(path: PathLike, *, or_none: bool = False, limit: int = MAX_RUN_JSO
 
 
 def not_regular(path: PathLike) -> Optional[str]:
-    """What ``path`` is when it exists but is not a regular file (``"a FIFO (named pipe)"``, …); None otherwise."""
+    """What ``path`` is when it is there but is not a regular file (``"a FIFO (named pipe)"``, ``"a broken symbolic
+    link"``, …); None for a regular file or nothing there."""
     import stat
 
     try:
         st = os.stat(path)
-    except OSError:
-        return None
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(path) else None
+    except OSError as e:  # ELOOP, EACCES on the folder, …
+        return f"unreadable ({e.strerror})"
     return None if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
 
 

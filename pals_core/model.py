@@ -141,10 +141,10 @@ class MultiTaskModel(nn.Module):
             raise ValueError(f"no checkpoint at {path!r} (a folder with config.json and weights is needed)")
         from .atomic import read_json_file  # the guarded reader: never a FIFO, nothing over its cap
 
-        config = read_json_file(os.path.join(path, "config.json"), "model config")
-        if not isinstance(config, dict):
+        on_disk = read_json_file(os.path.join(path, "config.json"), "model config")
+        if not isinstance(on_disk, dict):
             raise ValueError(f"model config {os.path.join(path, 'config.json')} is not a JSON object")
-        get_family_for(config.get("model_type", "bert"))  # refuse an unsupported family before transformers
+        get_family_for(on_disk.get("model_type", "bert"))  # refuse an unsupported family before transformers
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)

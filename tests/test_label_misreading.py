@@ -174,3 +174,18 @@ def test_regression_targets_reach_the_metric_as_read_in_float64(tmp_path):
     scores = evaluate(model, {"r": dict(data.dev)}, {"r": record}, **kw)
     outputs = predict(model, "r", data.dev[""], **kw)[:, 0].astype(np.float64)
     assert scores["r"]["pearson"] == float(pearsonr(outputs, as_read)[0])
+
+
+def test_a_list_of_classlabel_gives_a_multilabel_task_its_names(tmp_path):
+    import datasets
+
+    tags = [[0, 1], [1], [2], [0], [1, 2], [2, 0]]
+    datasets.Dataset.from_dict(
+        {"text": TEXTS, "tags": tags},
+        features=datasets.Features(
+            {"text": datasets.Value("string"), "tags": datasets.Sequence(datasets.ClassLabel(names=["a", "b", "c"]))}
+        ),
+    ).save_to_disk(str(tmp_path / "ds"))
+    record = TaskRecord("t", kind="multilabel", train=str(tmp_path / "ds"), dev=str(tmp_path / "ds"), label="tags")
+    train, dev, names = read_rows(record)
+    assert names == ("a", "b", "c") and dev.labels == tags

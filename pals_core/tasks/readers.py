@@ -308,6 +308,10 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     names = {}
     for c in columns:
         feature = features.get(c) if isinstance(features, dict) else None
+        if isinstance(feature, list) and len(feature) == 1:  # datasets' older spelling of a list feature: [inner]
+            feature = feature[0]
+        elif isinstance(feature, dict) and feature.get("_type") in ("List", "Sequence", "LargeList"):
+            feature = feature.get("feature")  # a list of ClassLabel (multilabel): its items are class indices
         if isinstance(feature, dict) and feature.get("_type") == "ClassLabel":
             label_names = feature.get("names")
             if not isinstance(label_names, list) or not all(isinstance(n, str) for n in label_names):

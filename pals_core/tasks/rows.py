@@ -89,6 +89,8 @@ def _class_name(cols: Columns, column: str, i: int, value: Any) -> Any:
     """A ``ClassLabel`` column's index as its class name. -1 is what ``datasets`` writes for an unlabelled row: a
     missing label, never the last class; an index past the class names is refused."""
     names = cols.label_names.get(column)
+    if names is not None and isinstance(value, list):  # a list of ClassLabel (multilabel): each item by its name
+        return [_class_name(cols, column, i, v) for v in value]
     if names is None or value is None or isinstance(value, bool) or not isinstance(value, int):
         return value
     if value == -1:
