@@ -40,8 +40,8 @@ class Rows:
 
 _INTEGER = r"-?[0-9]+\Z"  # ASCII digits only: '²'.isdigit() and '١'.isdigit() are true, and int('²') fails
 _NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|(?i:[+-]?(nan|inf|infinity))\Z"
-"""A regression target written as text: a decimal number in ASCII as written (float() would also take '1_0' as 10,
-' 1 ' with spaces inside a quoted cell, and Arabic-Indic digits)."""
+"""A regression target written as text (spaces around it aside): a decimal number in ASCII, as written — float()
+would also take '1_0' as 10 and Arabic-Indic digits as numbers."""
 
 
 def _label_text(value: Any, where: Callable[[], str], kind: str = "a classification") -> Optional[str]:

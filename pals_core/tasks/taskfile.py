@@ -13,7 +13,10 @@
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
 Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
-``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong.
+``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong. Names and text are
+read as written (``_yaml_load``): a key YAML 1.1 would turn into a boolean, a number or null (``yes:``, ``1:``,
+``010:``, ``null:``) is refused with the quoting that keeps it, a text field takes a scalar's text (``labels: [yes,
+no]``), and aliases, the merge key ``<<`` and complex keys are refused by name.
 """
 
 from __future__ import annotations
