@@ -93,8 +93,8 @@ def _yaml_load(text: str, path: Path) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 raise TaskRecordError(
-                    f"{at(event.start_mark)}: YAML alias *{event.anchor}: a tasks file takes no anchors or aliases "
-                    "(&name, *name); write each value out"
+                    f"{at(event.start_mark)}: YAML alias *{event.anchor}: a tasks file takes no aliases (*name, of an "
+                    "&name); write each value out"
                 )
             return super().compose_node(parent, index)
 
