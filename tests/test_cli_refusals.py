@@ -151,11 +151,21 @@ def test_add_tasks_on_another_model_is_one_line(run, tmp_path, pals_train):
     assert not (tmp_path / "ext" / "summary.json").exists()
 
 
-def test_an_unreadable_tasks_file_is_one_line_naming_it(tmp_path, here, pals_train):
-    mem = tmp_path / "tasks.yaml"
+def unreadable(folder: Path) -> Path:
+    mem = folder / "tasks.yaml"
     mem.symlink_to("/proc/self/mem")  # opens, then fails to read (EIO), even for root (chmod 000 does not stop root)
+    return mem
+
+
+def test_an_unreadable_tasks_file_is_one_line_naming_it(tmp_path, here):
+    mem = unreadable(tmp_path)
     refused(here(pals_budget, "--budget", "1.1", "--tasks-file", str(mem), cwd=tmp_path), str(mem), "cannot be read")
     refused(here(pals_tasks, str(mem), cwd=tmp_path), str(mem), "cannot be read")
+
+
+@pytest.mark.slow  # pals-train imports torch and transformers: seconds when first in a worker
+def test_an_unreadable_tasks_file_is_one_line_to_pals_train_and_makes_no_folder(tmp_path, pals_train):
+    mem = unreadable(tmp_path)
     p = pals_train("--model", "tiny", "--method", "shared", "--tasks-file", str(mem), "--out", "r", cwd=tmp_path)
     refused(p, str(mem), "cannot be read")
     assert not (tmp_path / "r").exists()
