@@ -5,7 +5,9 @@
     pals-predict runs/mine --input requests.csv --out p.csv --task-column task  # each row names its own task
 
 In: CSV, TSV, JSON Lines or Parquet (``pals_core.tasks.readers``). Out (the format by the extension): the input's
-columns (one named like a prediction column is kept as ``<name> (input)``), then per task ``<task>`` — the label name (classification), the value (regression), the label set
+columns (one named like a prediction column is kept as ``<name> (input)``, or ``<name> (input 2)``, … when the input has
+that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
+(classification), the value (regression), the label set
 (multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV) — and ``<task>_prob``, the
 predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
@@ -17,6 +19,12 @@ exactly what summary.json reports. With ``--task-column`` rows of different task
 RUN_DIR may also be a ``pals-export --format onnx`` folder: ``--engine onnx`` (the default ``auto`` picks it for a
 folder with ``model.onnx`` and no checkpoints) serves it with onnxruntime (``pals_core.export.onnx.OnnxRunner``):
 the same tokenising, batching and outputs, from the folder alone.
+
+``--out`` is checked before anything is read or computed (``check_out``): an existing file is refused unless
+``--overwrite`` is given; the input file and a run's own files (``config.json``, ``metrics.jsonl``, …, anything under
+``checkpoints/``) are refused even then; a missing folder is named. The file is written atomically (a temporary file
+beside it, then renamed): a failure leaves what was there. Columns a CSV, TSV or Parquet file cannot hold (strings
+and numbers in one column of a JSON Lines input) are named, row and column, before predicting.
 
 Exit status: 0 written · 2 bad input (one line on stderr).
 """
@@ -42,7 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="pals-predict", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
     p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet")
-    p.add_argument("--out", required=True, metavar="FILE", help="where to write: .csv .tsv .jsonl .parquet")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="where to write: .csv .tsv .jsonl .parquet (a new file)"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --out if it exists (never the input file, nor a run's own files)",
+    )
     p.add_argument("--tasks", metavar="T,T,…", help="tasks to predict (default: every task of the run)")
     p.add_argument("--text", metavar="COL", help="the text column (default: the tasks' own)")
     p.add_argument("--text-pair", metavar="COL", help="the second text column of pair tasks (default: the tasks' own)")
@@ -169,28 +184,129 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress) -> d
     return {t: (idx, decode(t, info.records[t].kind, info.labels[t], logits[t][idx])) for t, idx in rows_of.items()}
 
 
-def output_columns(info, results: dict, n: int, probs: bool, joined: bool) -> dict[str, list]:
-    """The prediction columns (see the module docstring); a row a task did not predict holds None."""
-    out: dict[str, list] = {}
-    for t, res in results.items():
-        idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
-        sep = info.records[t].label_sep or ","
-        label = [None] * n
-        for i, v in zip(idx, o.label):
-            label[i] = sep.join(v) if (joined and isinstance(v, list)) else v
-        out[t] = label
-        if o.prob is not None:
-            col = [None] * n
-            for i, v in zip(idx, o.prob):
-                col[i] = float(v)
-            out[f"{t}_prob"] = col
-        if probs and o.probs is not None:
-            for j, name in enumerate(o.labels):
-                col = [None] * n
-                for i, v in zip(idx, o.probs[:, j]):
-                    col[i] = float(v)
-                out[f"{t}_prob_{name}"] = col
+def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
+    """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
+    ``prob`` (classification) and, with ``probs``, ``probs`` for every label. Known before predicting; a name two
+    tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
+    out: dict[str, tuple[str, str, int]] = {}
+
+    def add(column: str, task: str, what: str, j: int = -1) -> None:
+        if column in out:
+            raise UsageError(
+                f"tasks {out[column][0]!r} and {task!r} would both write the column {column!r}: predict them "
+                "separately (--tasks)"
+            )
+        out[column] = (task, what, j)
+
+    for t in names:
+        kind = info.records[t].kind
+        add(t, t, "label")
+        if kind == "classification":
+            add(f"{t}_prob", t, "prob")
+        if probs and kind != "regression":
+            for j, name in enumerate(info.labels[t]):
+                add(f"{t}_prob_{name}", t, "probs", j)
     return out
+
+
+def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> dict[str, list]:
+    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None."""
+    out: dict[str, list] = {}
+    for column, (t, what, j) in columns.items():
+        res = results[t]
+        idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
+        values = [None] * n
+        if what == "label":
+            sep = info.records[t].label_sep or ","
+            for i, v in zip(idx, o.label):
+                values[i] = sep.join(v) if (joined and isinstance(v, list)) else v
+        else:
+            for i, v in zip(idx, o.prob if what == "prob" else o.probs[:, j]):
+                values[i] = float(v)
+        out[column] = values
+    return out
+
+
+def kept_input_columns(inputs: Sequence[str], predicted: Sequence[str]) -> dict[str, str]:
+    """input column → its name in the output: its own, or — named like a prediction column — ``<name> (input)``,
+    else ``<name> (input 2)``, … : the first name no other column has (an input never loses a column)."""
+    taken = set(inputs) | set(predicted)
+    out = {}
+    for c in inputs:
+        if c in predicted:
+            new, k = f"{c} (input)", 2
+            while new in taken:
+                new, k = f"{c} (input {k})", k + 1
+            taken.add(new)
+            out[c] = new
+        else:
+            out[c] = c
+    return out
+
+
+def _value_kind(v) -> Optional[str]:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "list"
+    return "object" if isinstance(v, dict) else type(v).__name__
+
+
+def check_writable(cols, names: dict[str, str], out: Path) -> None:
+    """Every input column kept (``names``) can be written to ``out``'s format, checked before predicting: JSON Lines
+    holds anything; a CSV, TSV or Parquet column holds one type (not strings and numbers, as a JSON Lines input
+    may mix), and CSV/TSV no lists or objects. ``UsageError`` naming the file, the row and the column."""
+    suffix = out.suffix.lower()
+    if suffix == ".jsonl":
+        return
+    import io
+
+    import pyarrow as pa
+
+    for c in names:
+        values = cols.values[c]
+        try:
+            array = pa.array(values)
+        except (pa.ArrowException, OverflowError) as e:
+            kinds = [_value_kind(v) for v in values]
+            first = next((i for i, k in enumerate(kinds) if k is not None), 0)
+            for i, k in enumerate(kinds):
+                if k is not None and k != kinds[first]:
+                    raise UsageError(
+                        f"{cols.where(i, c)}: a {k} in a column whose {cols.where(first).split(', ')[-1]} holds a "
+                        f"{kinds[first]}: a {suffix} column holds one type (write .jsonl to keep each value as it is)"
+                    ) from None
+            raise UsageError(
+                f"{cols.path}, column {c!r}: cannot be written to a {suffix} file ({' '.join(str(e).split())[:160]}); "
+                "write .jsonl to keep each value as it is"
+            ) from None
+        try:
+            write_buffer(io.BytesIO(), pa.table({c: array.slice(0, 1)}), suffix)
+        except (pa.ArrowException, NotImplementedError) as e:
+            raise UsageError(
+                f"{cols.path}, column {c!r}: its {array.type} values cannot be written to a {suffix} file "
+                f"({' '.join(str(e).split())[:160]}); write .jsonl or .parquet"
+            ) from None
+
+
+def write_buffer(sink, table, suffix: str) -> None:
+    """An Arrow ``table`` as CSV, TSV or Parquet to ``sink`` (a path or a file object)."""
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, sink)
+        return
+    import pyarrow.csv as pacsv
+
+    delimiter = "\t" if suffix == ".tsv" else ","
+    quoting = "needed" if delimiter == "," else "none"
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting))
 
 
 def write_table(path: Path, columns: dict[str, list]) -> None:
@@ -208,19 +324,50 @@ def write_table(path: Path, columns: dict[str, list]) -> None:
     import pyarrow as pa
 
     table = pa.Table.from_pydict(columns)
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
+    atomic_write(path, lambda tmp: write_buffer(tmp, table, suffix))
 
-        atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-    else:
-        import pyarrow.csv as pacsv
 
-        delimiter = "\t" if suffix == ".tsv" else ","
-        quoting = "needed" if delimiter == "," else "none"
-        atomic_write(
-            path,
-            lambda tmp: pacsv.write_csv(table, tmp, pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting)),
+def check_out(out: Path, input_file: str, run_dir: str, overwrite: bool) -> None:
+    """``--out`` before anything is read or computed: a known format, in a folder that exists, not the input file
+    nor a run's own file (``rundir.run_owning``; ``--overwrite`` does not apply), not an existing file unless
+    ``--overwrite`` (and then a regular file). ``UsageError`` in one line."""
+    import os
+    import stat
+
+    from .train.rundir import run_owning
+
+    if out.suffix.lower() not in OUT_FORMATS:
+        raise UsageError(f"--out {out}: unknown format {out.suffix or '(no extension)'!r} ({', '.join(OUT_FORMATS)})")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder")
+    folder = out.parent
+    if not folder.is_dir():
+        raise UsageError(
+            f"--out {out}: the folder {folder} {'is not a folder' if folder.exists() else 'does not exist'} "
+            "(create it first)"
         )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: the folder {folder} is not writable")
+    try:
+        same = os.path.samefile(out, input_file)
+    except OSError:
+        same = False
+    if same:
+        raise UsageError(
+            f"--out {out} is the input file {input_file}: pals-predict never overwrites its input "
+            "(--overwrite does not apply); give another --out"
+        )
+    run = run_owning(out, (run_dir,))
+    if run is not None:
+        raise UsageError(
+            f"--out {out} is a file of the run {run}: pals-predict never writes a run's own files "
+            "(--overwrite does not apply); give another --out"
+        )
+    if out.exists() or out.is_symlink():
+        if not overwrite:
+            raise UsageError(f"--out {out} exists: give --overwrite to replace it, or another --out")
+        if not out.exists() or not stat.S_ISREG(out.stat().st_mode):
+            raise UsageError(f"--out {out} exists and is not a regular file: give another --out")
 
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
@@ -230,10 +377,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
 
     args = build_parser().parse_args(argv)
     out = Path(args.out)
-    if out.suffix.lower() not in OUT_FORMATS:
-        raise UsageError(f"--out {out}: unknown format {out.suffix or '(no extension)'!r} ({', '.join(OUT_FORMATS)})")
-    if out.is_dir():
-        raise UsageError(f"--out {out} is a folder")
+    check_out(out, args.input, args.run_dir, args.overwrite)
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be a positive integer, got {args.batch_size}")
     engine = engine_of(args.run_dir, args.engine)
@@ -259,17 +403,19 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
     texts = _texts(cols, text)
     pairs = _texts(cols, pair) if pair is not None and any(info.records[t].pair for t in names) else None
+    planned = prediction_columns(info, names, args.probs)
+    kept = kept_input_columns(list(cols.values), list(planned))
+    check_writable(cols, kept, out)
     n = len(texts)
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
     with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
         results = predict_rows(model, texts, pairs, names, task_of, size, bar.update)
     seconds = time.perf_counter() - started
-    predicted = output_columns(info, results, n, args.probs, joined=out.suffix.lower() in (".csv", ".tsv"))
-    kept = {(f"{c} (input)" if c in predicted else c): v for c, v in cols.values.items()}  # a label column named
-    renamed = [c for c in cols.values if c in predicted]  # like its task (intent: intent) is kept, renamed
-    write_table(out, {**kept, **predicted})
-    note = f" · input column(s) {', '.join(renamed)} kept as '<name> (input)'" if renamed else ""
+    predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
+    write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
+    renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
+    note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
     step = f"step {info.step}" if info.step >= 0 else "each task's best step"
     return (
         f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "

@@ -78,6 +78,10 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
         raise ValueError(f"{config_file} cannot be read ({type(e).__name__})") from None
     if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
         raise ValueError(f"{config_file} is not a pals-train configuration")
+    try:
+        records, labels, counts = _read_config(config)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # a hand-edited config.json: wrong types
+        raise ValueError(f"{config_file} is not a pals-train configuration: {' '.join(str(e).split())[:200]}") from None
     ckpts = Checkpoints(root / "checkpoints")
     if step is None:
         best = ckpts.best()
@@ -89,14 +93,53 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
     if not (folder / "shared.safetensors").is_file():
         kept = sorted(p.name for p in (root / "checkpoints").glob("step-*"))
         raise ValueError(f"{root} keeps no checkpoint of step {step} (kept: {', '.join(kept) or 'none'})")
-    records = records_of_config(config)
+    return RunInfo(root, config, folder, int(step), records, labels, counts)
+
+
+def _read_config(config: dict) -> tuple[dict, dict, dict]:
+    """The records, label names and label counts of a run's config.json, every field read checked for its type
+    (the file may have been edited by hand); ``TypeError`` / ``ValueError`` naming the field otherwise."""
+    from .budget import check_config
+    from .pricing.config import AdapterConfig
+    from .train.config import _positive_int
+    from .train.models import model_shape
+
+    tasks = config["tasks"]
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, str) and t for t in tasks):
+        raise TypeError(f"tasks must be a list of task names, got {tasks!r}")
+    if not isinstance(config["adapter"], dict):
+        raise TypeError(f"adapter must be an object, got {config['adapter']!r}")
+    adapter = AdapterConfig.from_dict(config["adapter"])
+    _positive_int("max_len", config.get("max_len"))
+    if config.get("eval_batch_size") is not None:
+        _positive_int("eval_batch_size", config["eval_batch_size"])
+    if config.get("model") is not None and not isinstance(config["model"], str):
+        raise TypeError(f"model must be a path, 'tiny' or null, got {config['model']!r}")
+    try:
+        shape = model_shape(config.get("model"))
+    except (OSError, ValueError):  # the model itself is read, and its absence named, when the model is built
+        shape = None
+    if shape is not None:
+        check_config(shape, adapter)  # the design's fields (d_s, heads, location, …) as the trainer checked them
     data = config.get("data") or {}
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be an object (task → its record and labels), got {data!r}")
+    for t in tasks:
+        entry = data.get(t) or {}
+        if not isinstance(entry, dict):
+            raise TypeError(f"data.{t} must be an object, got {entry!r}")
+        if entry.get("record") is not None and not isinstance(entry["record"], dict):
+            raise TypeError(f"data.{t}.record must be an object, got {entry['record']!r}")
+        names = entry.get("labels")
+        if names is not None and (not isinstance(names, list) or not all(isinstance(x, str) for x in names)):
+            raise TypeError(f"data.{t}.labels must be a list of label names, got {names!r}")
+    records = {t: r.check() for t, r in records_of_config(config).items()}
     labels, counts = {}, {}
     for t, r in records.items():
         names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
         labels[t] = () if r.regression else names
         counts[t] = 1 if r.regression else len(names)
-    return RunInfo(root, config, folder, int(step), records, labels, counts)
+    return records, labels, counts
 
 
 def encode_texts(

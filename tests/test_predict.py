@@ -123,7 +123,7 @@ def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained
         "--probs",
     )
     assert out.returncode == 0, out.stderr
-    assert "rows/s" in out.stderr and "kept as '<name> (input)'" in out.stderr
+    assert "rows/s" in out.stderr and "kept under new names: 'intent' as 'intent (input)'" in out.stderr
     got = read_columns(tmp_path / "intent.csv", None).values
     labels = summary["tasks"]["intent"]["labels"]
     y = np.array([labels.index(v) for v in got["intent (input)"]])

@@ -337,8 +337,13 @@ def compare(models: Sequence, runner: "OnnxRunner", n: int = CHECK_ROWS) -> tupl
 
 
 def check_out(out: PathLike) -> Path:
-    """``out`` may be new or an empty folder; ``ValueError`` in one line otherwise."""
+    """``out`` may be new or an empty folder; ``ValueError`` in one line otherwise. A symbolic link is followed (the
+    folder it names is what is checked, and written), one that names nothing is refused."""
     out = Path(out)
+    if out.is_symlink():
+        if not out.exists():
+            raise ValueError(f"--out {out} is a symbolic link to {os.readlink(out)}, which does not exist")
+        out = out.resolve()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(
             f"--out {out} exists and is {'not a folder' if not out.is_dir() else 'not empty'}: give a new folder"

@@ -119,7 +119,7 @@ class DeviceProfile:
         }
         missing = sorted(k for k in required if k not in d and k != "source")
         if missing:
-            raise ValueError(f"device profile {where} lacks {', '.join(missing)}")
+            raise ValueError(f"{where} is not a device profile: it lacks {', '.join(missing)}")
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"device profile {where} has unknown fields {', '.join(unknown)}")
@@ -179,7 +179,11 @@ def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
     except OSError:
         raise ValueError(missing) from None
     if not os.path.isfile(path):
-        raise ValueError(missing)
+        kind = "a folder" if os.path.isdir(path) else "not a regular file"
+        raise ValueError(
+            f"{path} is {kind}, not a device profile (a profile .json, as pals-calibrate writes; or one of "
+            f"{', '.join(builtin_devices())})"
+        )
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
     profile = _PROFILES.get(key)
     if profile is None:

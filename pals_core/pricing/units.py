@@ -59,7 +59,7 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
-_MEMORY = r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$"  # compiled on first use, as _PATTERN
+_MEMORY = r"^\s*([+-]?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]i?b?|b)?\s*$"  # compiled on first use, as _PATTERN
 _BYTE_UNITS = {
     "": 1,
     "b": 1,
@@ -85,7 +85,8 @@ MIN_BARE_BYTES = 2**20  # a number without a unit is bytes only from 1 MiB: "--m
 
 def parse_memory(text) -> float:
     """Bytes from '24GB' (10⁹), '24GiB' (2³⁰), '512MB', '1.5e10' (a bare number is bytes, and must be at least
-    1 MiB: '8' is refused, never read as 8 bytes). ValueError when negative or unreadable."""
+    1 MiB: '8' is refused, never read as 8 bytes). ValueError when unreadable, zero or negative, or under one byte
+    ('0.5B', '1e-12GB')."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -99,5 +100,7 @@ def parse_memory(text) -> float:
                 f"{str(text).strip()}GiB (2³⁰ bytes)? (a bare number is bytes, at least {MIN_BARE_BYTES:,})"
             )
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"memory must be a positive size, got {text!r}")
+        raise ValueError(f"memory must be a positive size, got {str(text).strip()!r} (examples: 24GB, 80GiB, 512MB)")
+    if value < 1:
+        raise ValueError(f"memory {str(text).strip()!r} is under one byte ({value:g} B): a size is whole bytes or more")
     return value

@@ -217,6 +217,8 @@ def read_tasks_file(path: "str | Path") -> dict[str, TaskRecord]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TaskRecordError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:  # EACCES, EIO (/proc/self/mem), …
+        raise TaskRecordError(f"{p}: cannot be read ({e.strerror or type(e).__name__})") from None
     doc = _yaml_load(text, p)
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict) or not doc["tasks"]:
         raise TaskRecordError(f"{p}: expected a top-level 'tasks:' mapping of task name → record")

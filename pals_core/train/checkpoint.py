@@ -84,20 +84,42 @@ def save_model(model, folder: Path) -> None:
         model.save_task(task, folder / task_file_name(task))
 
 
-def load_model(model, folder: Path) -> None:
-    """Load what ``save_model`` wrote into a model of the same design and tasks."""
+def load_shared(model, path: Path) -> None:
+    """The shared weights ``save_model`` wrote to ``path`` (a checkpoint's shared.safetensors) into ``model``, every
+    name and shape checked before anything is copied. ``CheckpointDamaged`` in one line naming the file for one that
+    is not a safetensors file (truncated, overwritten, unreadable) or whose tensors do not fit the model (another
+    design, another trunk)."""
     params = dict(model.named_parameters())
     expected = set(shared_parameter_names(model))
-    with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
-        keys = set(f.keys())
-        if keys != expected:
-            raise ValueError(
-                f"{folder / SHARED_FILE} does not fit the model: missing {sorted(expected - keys)[:5]}, "
-                f"unexpected {sorted(keys - expected)[:5]}"
-            )
-        with torch.no_grad():
-            for k in keys:
-                params[k].copy_(f.get_tensor(k))
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            keys = set(f.keys())
+            if keys != expected:
+                raise CheckpointDamaged(
+                    f"{path} does not fit the model: missing {sorted(expected - keys)[:5]}, "
+                    f"unexpected {sorted(keys - expected)[:5]}"
+                )
+            for k in sorted(keys):  # every shape before anything is written (copy_ would broadcast a size of 1)
+                shape = tuple(f.get_slice(k).get_shape())
+                if shape != tuple(params[k].shape):
+                    raise CheckpointDamaged(
+                        f"{path} does not fit the model: {k} has shape {shape}, the model's {tuple(params[k].shape)} "
+                        "(weights of another trunk or design)"
+                    )
+            with torch.no_grad():
+                for k in keys:
+                    params[k].copy_(f.get_tensor(k))
+    except CheckpointDamaged:
+        raise
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types (SafetensorError), OSError, …
+        raise CheckpointDamaged(
+            f"{path} cannot be read as a checkpoint's weights ({type(e).__name__}: {' '.join(str(e).split())[:160]})"
+        ) from None
+
+
+def load_model(model, folder: Path) -> None:
+    """Load what ``save_model`` wrote into a model of the same design and tasks."""
+    load_shared(model, folder / SHARED_FILE)
     for task in model.tasks:
         model.load_task(folder / task_file_name(task), task=task)
 

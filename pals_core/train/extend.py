@@ -128,25 +128,17 @@ def with_base_tasks(summary: dict, from_run: str) -> dict:
 def load_base_weights(model, from_run: str) -> int:
     """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks
     keep their fresh initialisation. Returns the step loaded."""
-    import torch
-    from safetensors import safe_open
-
-    from .checkpoint import SHARED_FILE, Checkpoints, shared_parameter_names, task_file_name
+    from .checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name
 
     root = Path(from_run) / "checkpoints"
     best = Checkpoints(root).best()
     if not best:
         raise ValueError(f"--from {from_run}: no evaluated checkpoint (checkpoints/best.json)")
     folder = root / best["dir"]
-    params = dict(model.named_parameters())
-    expected = set(shared_parameter_names(model))
-    with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
-        keys = set(f.keys())
-        if keys != expected:
-            raise ValueError(f"--from {from_run}: its checkpoint does not fit this design (shared parameters differ)")
-        with torch.no_grad():
-            for k in keys:
-                params[k].copy_(f.get_tensor(k))
+    try:
+        load_shared(model, folder / SHARED_FILE)
+    except ValueError as e:
+        raise ValueError(f"--from {from_run}: {e}") from None
     for task in base_config(from_run)["tasks"]:
         model.load_task(folder / task_file_name(task), task=task)
     return int(best["step"])

@@ -35,6 +35,32 @@ TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json"
 LAUNCHER_FILES = ("launch.json", "log.txt", "cancel.json", "exit.json")
 
 
+def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optional[Path]:
+    """The run folder ``path`` is one of the own files of (a file the trainer, a launcher or a ``--seeds`` /
+    separate-models parent writes there, or anything under its ``checkpoints/``), else None — whether or not that
+    file exists yet (a run's metrics.jsonl appears at its first evaluation). A run folder: one of ``runs``, or a
+    folder holding config.json and checkpoints/, progress.json, seeds.json or separate.json. Symbolic links are
+    followed. What writes files for people (``pals-predict --out``) never writes one of these."""
+    from .lock import LOCK_FILE
+    from .seeds import SEEDS_FILE
+    from .separate import PLAN_FILE
+
+    own = set(TRAINER_FILES) | set(LAUNCHER_FILES) | {LOCK_FILE, SEEDS_FILE, PLAN_FILE}
+    target = Path(path).resolve()
+    given = {Path(r).resolve() for r in runs}
+    for folder in target.parents:
+        parts = target.relative_to(folder).parts
+        if not ((len(parts) == 1 and parts[0] in own) or (len(parts) > 1 and parts[0] == "checkpoints")):
+            continue
+        if (
+            folder in given
+            or ((folder / "config.json").is_file() and (folder / "checkpoints").is_dir())
+            or any((folder / name).is_file() for name in ("progress.json", SEEDS_FILE, PLAN_FILE))
+        ):
+            return folder
+    return None
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
