@@ -39,7 +39,7 @@ from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from .checkpoint import Checkpoints
 from .config import TrainConfig, data_differences
-from .extend import added_task_names, load_base_weights, train_only, with_base_tasks
+from .extend import added_task_names, base_config, load_base_weights, train_only, with_base_tasks
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
@@ -183,6 +183,21 @@ class _Run:
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
         )
+        self.base_dev = {}  # --from: the base run's tasks' dev sets, read as the base run read them, re-measured at the end
+        if cfg.from_run:
+            base = base_config(cfg.from_run)
+            old = [self.records[t] for t in cfg.tasks if t not in self.trained]
+            self.base_dev = load_tasks(
+                old,
+                self.tokenizer,
+                glue_dir=cfg.glue_dir,
+                source=cfg.glue_source,
+                max_len=cfg.max_len,
+                max_eval=base.get("max_eval_examples"),
+                train=False,
+                cache_dir=cfg.cache_dir,
+                seed=base.get("seed", cfg.seed),
+            )
         sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(
             cfg.sampling,
@@ -526,6 +541,26 @@ class _Run:
         except (ValueError, RuntimeError) as e:
             return {"reason": str(e)}
 
+    def _evaluate_base_tasks(self) -> dict:
+        """The base run's tasks' dev scores as this run's model gives them (their weights never train here, so any
+        step's are the best step's)."""
+        from .evaluate import evaluate
+
+        t0 = time.monotonic()
+        scores = evaluate(
+            self.net,
+            {t: d.dev for t, d in self.base_dev.items()},
+            self.records,
+            batch_size=self.cfg.eval_batch_size,
+            device=self.acc.device,
+            autocast=self.acc.autocast,
+            rank=self.rank,
+            world=self.world,
+            gather=self._gather,
+        )
+        self.st.eval_time_s += time.monotonic() - t0
+        return scores
+
     def summary(self) -> dict:
         from .machine_report import measured
 
@@ -564,8 +599,11 @@ class _Run:
                 "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda"),
             },
         }
-        if self.cfg.from_run:  # the base run's tasks: outputs bit-identical, so their dev scores are the base run's
-            out = with_base_tasks(out, self.cfg.from_run)
+        if self.cfg.from_run:  # the base run's tasks, their dev scores as this run's model gives them
+            measured = self._evaluate_base_tasks()
+            out["eval_time_s"] = round(st.eval_time_s, 3)
+            dev_examples = {t: sum(len(d) for d in data.dev.values()) for t, data in self.base_dev.items()}
+            out = with_base_tasks(out, self.cfg.from_run, measured, dev_examples)
             out["average"] = dev_average(out["scores"], self.records)
         return out
 
