@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,23 @@ def test_old_scores_are_measured_again_not_copied(base, tmp_path, capsys):  # no
         assert grown["added"]["base_scores"][t] == {k: 0.123 for k in true[t]}
     assert grown["dev_examples"]["intent"] > 0 and grown["dev_examples"]["score"] > 0
     assert "scores measured again (not as the base run's summary.json" in out
+
+
+@pytest.mark.slow
+def test_a_base_task_file_that_changed_since_the_base_run_is_refused(base, tmp_path, capsys):  # noqa: F811
+    """The old tasks' scores are measured again on their dev rows: a dev file edited since the base run trained is
+    named (sha256 before and now) instead of being measured as if it were the same."""
+    root, base_run, later = base
+    copied = tmp_path / "copied"
+    shutil.copytree(root, copied, ignore=shutil.ignore_patterns("new", "seeds"))
+    config = json.loads((copied / "base" / "config.json").read_text())
+    dev = Path(config["data"]["intent"]["files"]["dev"]["path"].replace(str(root), str(copied)))
+    text = json.dumps(config).replace(str(root), str(copied))
+    (copied / "base" / "config.json").write_text(text)
+    dev.write_text(dev.read_text() + dev.read_text().splitlines()[-1] + "\n")
+    argv = ["--from", str(copied / "base"), "--add-tasks", str(copied / "data" / "later.yaml"), "--out"]
+    assert train_main([*argv, str(tmp_path / "n"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the base run's task files changed since it trained" in err
+    assert f"{dev} is not the dev file the run was trained on" in err
+    assert not (tmp_path / "n").exists()

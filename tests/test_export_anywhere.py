@@ -139,6 +139,7 @@ def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length
     model = MultiTaskModel.from_run(run)
     assert pals_export([str(run), "--format", "onnx", "--out", str(tmp_path / "onnx")]) == 0
     away = _moved(tmp_path / "onnx", tmp_path)
+    assert AutoTokenizer.from_pretrained(away).model_max_length == model.run.max_len == 24
     session = ort.InferenceSession(str(away / "model.onnx"), providers=["CPUExecutionProvider"])
     wanted = [i.name for i in session.get_inputs()]
     g = torch.Generator().manual_seed(0)

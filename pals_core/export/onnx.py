@@ -30,7 +30,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from . import ExportFailed, ExportRefused
+from . import ExportFailed, ExportRefused, save_tokenizer
 from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
@@ -373,7 +373,7 @@ def export_onnx(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
-        models[0].run.tokenizer().save_pretrained(str(tmp))
+        save_tokenizer(models[0].run, tmp)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
         from ..atomic import atomic_write_json
 

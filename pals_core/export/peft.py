@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
-from . import ExportFailed, ExportRefused
+from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
 ONNX = "export it with `pals-export --format onnx` instead"
@@ -386,24 +386,10 @@ def _quiet() -> Iterator[None]:
             logging.enable_progress_bar()
 
 
-@contextmanager
-def _run_max_length(model) -> Iterator[object]:
-    """The run's tokenizer with ``model_max_length`` = the run's max length while it is saved: its defaults
-    (``truncation=True``) then give the run's rows."""
-    tokenizer = _run(model).tokenizer()
-    kept = tokenizer.model_max_length
-    tokenizer.model_max_length = _run(model).max_len
-    try:
-        yield tokenizer
-    finally:
-        tokenizer.model_max_length = kept
-
-
 def _save_with_tokenizer(model, module) -> Callable[[str], None]:
     def fill(folder: str) -> None:
         module.save_pretrained(folder)
-        with _run_max_length(model) as tokenizer:
-            tokenizer.save_pretrained(folder)
+        save_tokenizer(_run(model), folder)
 
     return fill
 
@@ -485,8 +471,7 @@ def export_peft(model, out: PathLike) -> Path:
                     own = copy.deepcopy(model.bert.config)
                     own.update(labels[task])
                     _save_with_tokenizer(model, _with_config(model.bert, own))(os.path.join(folder, rel))
-                with _run_max_length(model) as tokenizer:
-                    tokenizer.save_pretrained(folder)
+                save_tokenizer(_run(model), folder)
                 Path(folder, "README.md").write_text(_model_card(model, task, rel), encoding="utf-8")
 
             _write_dir(out / task, fill)
