@@ -11,7 +11,9 @@ computes the run's logits for that task, and so does ``AutoPeftModelForSequenceC
 run inside ``DIR/<task>``: the adapter names its base relative to its folder (``../base``; when the tasks' label sets
 differ, ``base``: the task's own copy of the trunk, whose ``config.json`` builds its head — ``num_labels``,
 ``id2label``), so a moved or copied export keeps it; the folder holds the tokenizer and a model card naming that base.
-Every tokenizer written says the run's max length (``model_max_length``). ``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
+Every tokenizer written says the run's max length (``model_max_length``).
+
+``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
 ``AutoModelForSequenceClassification`` folder with the adapter merged into the weights (LoRA's B·A added, IA³'s
 scales folded into the rows / columns they scale), the task's label names (``id2label``), its ``problem_type`` and the
 tokenizer.

@@ -3,8 +3,8 @@
 Examples are batched in order of length (little padding), each batch's logits reduced at once to what the
 metrics read (the arg-max class, the value, the label decisions: ``reduce_logits``) so a dev set's outputs never
 hold n × C floats, put back in file order, and the metrics computed once over the whole set
-(``pals_core.data.metrics``), never averaged over batches. With several processes each evaluates every ``world``-th example and the outputs are
-gathered before scoring.
+(``pals_core.data.metrics``), never averaged over batches. With several processes each evaluates every
+``world``-th example and the outputs are gathered before scoring.
 """
 
 from __future__ import annotations

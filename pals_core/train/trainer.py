@@ -183,7 +183,8 @@ class _Run:
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
         )
-        self.base_dev = {}  # --from: the base run's tasks' dev sets, read as the base run read them, re-measured at the end
+        # --from: the base run's tasks' dev sets, read as the base run read them, measured again at the end
+        self.base_dev = {}
         if cfg.from_run:
             base = base_config(cfg.from_run)
             old = [self.records[t] for t in cfg.tasks if t not in self.trained]
