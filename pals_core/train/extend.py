@@ -111,6 +111,21 @@ def base_data(cfg) -> dict:
     return dict(base_config(cfg.from_run).get("data") or {})
 
 
+def check_base_precision(from_run: str, precision: str) -> None:
+    """``ValueError`` when this machine would compute the base run's tasks in another precision than the base run did
+    (``mixed_precision`` auto: bf16 on a CUDA device with it, else none): its ``summary.json``'s record, or an explicit
+    ``mixed_precision`` of its config (a run made before the record, with auto: not known, not refused)."""
+    was = base_summary(from_run).get("mixed_precision")
+    if was is None and base_config(from_run).get("mixed_precision") != "auto":
+        was = base_config(from_run).get("mixed_precision")
+    if was is not None and was != precision:
+        raise ValueError(
+            f"--from {from_run}: the base run computed in mixed precision {was!r}, this run would in {precision!r} "
+            "(another device, or --device / --mixed-precision): the base run's tasks' outputs would change; run it "
+            "where the base run ran, or with --device and --mixed-precision that give the same"
+        )
+
+
 def check_design(design) -> None:
     """``ValueError`` with the reason when tasks cannot be added to this design without changing the others."""
     from ..budget.costs import adding_tasks_refused

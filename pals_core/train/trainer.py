@@ -39,7 +39,14 @@ from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from .checkpoint import Checkpoints
 from .config import TrainConfig, data_differences
-from .extend import added_task_names, base_config, load_base_weights, train_only, with_base_tasks
+from .extend import (
+    added_task_names,
+    base_config,
+    check_base_precision,
+    load_base_weights,
+    train_only,
+    with_base_tasks,
+)
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
@@ -80,22 +87,34 @@ def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
 
 
 def _make_accelerator(cfg: TrainConfig):
-    import torch
     from accelerate import Accelerator, DistributedDataParallelKwargs
     from accelerate.state import AcceleratorState
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if not distributed:  # in-process callers (studies) may train several runs with different settings
         AcceleratorState._reset_state(reset_partial_state=True)
-    cpu = cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
-    mp = cfg.mixed_precision
-    if mp == "auto":
-        mp = "bf16" if (not cpu and torch.cuda.is_bf16_supported()) else "no"
+    cpu, mp = _on_cpu(cfg), effective_precision(cfg)
     return Accelerator(
         cpu=cpu, mixed_precision=mp, kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]
     )
+
+
+def _on_cpu(cfg: TrainConfig) -> bool:
+    import torch
+
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
+    return cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
+
+
+def effective_precision(cfg: TrainConfig) -> str:
+    """The mixed precision the run computes in on this machine: ``auto`` is bf16 on a CUDA device that has it, else
+    no (what ``summary.json`` records as ``mixed_precision``)."""
+    import torch
+
+    if cfg.mixed_precision != "auto":
+        return cfg.mixed_precision
+    return "bf16" if (not _on_cpu(cfg) and torch.cuda.is_bf16_supported()) else "no"
 
 
 @contextmanager
@@ -595,6 +614,7 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+            "mixed_precision": str(self.acc.mixed_precision),  # what "auto" was on this machine
             "machine": {
                 "predicted": self.predicted,
                 "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda"),
@@ -627,6 +647,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
     Bad configurations raise ``ValueError`` before anything is written."""
     cfg = resolve(cfg)
     check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
+    if cfg.from_run:
+        check_base_precision(cfg.from_run, effective_precision(cfg))
     run = RunDir(cfg.out)
     lock = RunLock(run.root) if int(os.environ.get("RANK", "0")) == 0 else None  # one lock, by the main process
     if lock is not None:
