@@ -2,6 +2,7 @@
 their outputs (max length, mixed precision) is refused in one line, and the new summary states their dev scores as
 the extended model measures them, never copied from the base run's summary."""
 
+# ruff: noqa: F811  (pytest fixtures imported from other test modules are parameters here)
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from test_add_tasks import base  # noqa: F401  (the module's trained base run: i
     "flag, value, base_value",
     [("--max-len", "64", "32"), ("--mixed-precision", "bf16", "auto")],
 )
-def test_a_setting_that_changes_the_old_tasks_outputs_is_refused(base, tmp_path, capsys, flag, value, base_value):  # noqa: F811
+def test_a_setting_that_changes_the_old_tasks_outputs_is_refused(base, tmp_path, capsys, flag, value, base_value):
     _, base_run, later = base
     argv = ["--from", str(base_run), "--add-tasks", str(later), "--out", str(tmp_path / "n"), flag, value]
     assert train_main([*argv, "--no-progress"]) == 2
@@ -30,7 +31,7 @@ def test_a_setting_that_changes_the_old_tasks_outputs_is_refused(base, tmp_path,
 
 
 @pytest.mark.slow
-def test_old_scores_are_measured_again_not_copied(base, tmp_path, capsys):  # noqa: F811
+def test_old_scores_are_measured_again_not_copied(base, tmp_path, capsys):
     """A base run whose summary.json says other scores than its model gives: the extended run's summary holds the
     scores its model measures (the base run's true ones), and shows the summary's beside them."""
     _, base_run, later = base
@@ -52,7 +53,7 @@ def test_old_scores_are_measured_again_not_copied(base, tmp_path, capsys):  # no
 
 
 @pytest.mark.slow
-def test_a_base_task_file_that_changed_since_the_base_run_is_refused(base, tmp_path, capsys):  # noqa: F811
+def test_a_base_task_file_that_changed_since_the_base_run_is_refused(base, tmp_path, capsys):
     """The old tasks' scores are measured again on their dev rows: a dev file edited since the base run trained is
     named (sha256 before and now) instead of being measured as if it were the same."""
     root, base_run, later = base

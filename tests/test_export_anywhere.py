@@ -5,6 +5,7 @@ for tasks of any label count (the base named relative to the adapter), tokenizer
 max length — and gives the run's logits. A design peft cannot express is refused with the reason, and a run still
 training is exported saying so, naming the checkpoint step it took."""
 
+# ruff: noqa: F811  (pytest fixtures imported from other test modules are parameters here)
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ LONG = " ".join(f"word{i % 7} refund money" for i in range(40))  # well past the
 
 
 @pytest.fixture(scope="module")
-def lora_run(data, checkpoints, tmp_path_factory) -> Path:  # noqa: F811
+def lora_run(data, checkpoints, tmp_path_factory) -> Path:
     """LoRA on BERT with the trunk fine-tuned: three tasks of 3, 1 and 3 outputs (classification, regression on
     pairs, multilabel)."""
     f, _ = data
@@ -48,7 +49,7 @@ def _moved(folder: Path, tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_peft_adapters_load_with_auto_peft_from_a_moved_folder_for_any_label_count(
     lora_run, data, tmp_path, monkeypatch
-):  # noqa: F811
+):
     from peft import AutoPeftModelForSequenceClassification
     from transformers import AutoTokenizer
 
@@ -82,7 +83,7 @@ def checkpoints_name(model) -> str:
 
 
 @pytest.mark.slow
-def test_one_label_set_lives_in_the_base_config(data, checkpoints, tmp_path, monkeypatch):  # noqa: F811
+def test_one_label_set_lives_in_the_base_config(data, checkpoints, tmp_path, monkeypatch):
     """Tasks of one label set: DIR/base's config.json carries num_labels and id2label, and every adapter names it."""
     from peft import AutoPeftModelForSequenceClassification
 
@@ -118,7 +119,7 @@ def test_merged_folders_cut_rows_at_the_runs_max_length_by_default(lora_run, tmp
 
 
 @pytest.mark.slow
-def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length(data, checkpoints, tmp_path):  # noqa: F811
+def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length(data, checkpoints, tmp_path):
     """A run of max length 24 whose conditional attention bias is 32 wide (the trace sees only rows narrower than
     it): onnxruntime on a moved export gives torch's logits at 12, 32, 40 and 100 tokens."""
     import onnxruntime as ort
