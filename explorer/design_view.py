@@ -267,8 +267,8 @@ def render_designs_view(
             "params / task": st.column_config.NumberColumn(format="localized"),
             "add tasks later": st.column_config.TextColumn(
                 help="yes: a new task can be trained onto a finished run of this design (pals-train --from RUN --add-tasks "
-                "F) and every other task keeps bit-identical outputs — the trunk is frozen and nothing the tasks share "
-                "trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"
+                "F) and every other task keeps its weights bit for bit — the trunk is frozen and nothing the tasks "
+                "share trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"
             ),
             "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
             "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),

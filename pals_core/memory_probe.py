@@ -67,12 +67,14 @@ def optimizer_state_bytes(model, batch: int = 2, n: int = 4) -> int:
 
 
 class _LiveBytes(TorchDispatchMode):
-    """Follows every storage an op outputs until it is freed; ``peak`` = the most bytes alive at once."""
+    """Follows every storage an op outputs until it is freed; ``peak`` = the most bytes alive at once. ``model``:
+    its parameters' storages are not counted (a view of a weight, e.g. ``Linear``'s transpose, is the weight)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model=None) -> None:
         super().__init__()
         self.live: dict[int, int] = {}
         self.now = self.peak = 0
+        self.weights = {p.untyped_storage().data_ptr() for p in model.parameters()} if model is not None else set()
 
     def _freed(self, key: int) -> None:
         self.now -= self.live.pop(key, 0)
@@ -83,7 +85,7 @@ class _LiveBytes(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
                 key = storage.data_ptr()
-                if key and key not in self.live:
+                if key and key not in self.live and key not in self.weights:
                     self.live[key] = storage.nbytes()
                     self.now += storage.nbytes()
                     weakref.finalize(t, self._freed, key)

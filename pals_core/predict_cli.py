@@ -152,22 +152,23 @@ def where_it_ran(model) -> str:
     return label or next(model.parameters()).device.type
 
 
-def predict_rows(model, texts, pairs, names, task_of, batch_size, progress) -> dict:
+def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep: bool = False) -> dict:
     """{task: TaskOutputs} over every row (each task on every row), or — ``task_of`` given — each row through its
-    own task only, batches shared by the tasks (``forward_mixed``): {task: (row indices, TaskOutputs)}."""
+    own task only, batches shared by the tasks (``forward_mixed``): {task: (row indices, TaskOutputs)}. Each batch
+    is decoded as it comes; every label's probability is kept only with ``keep`` (``--probs``)."""
     import torch
 
-    from .outputs import decode
+    from .outputs import Decoded
     from .run_info import encode_texts, predict_texts
 
     if task_of is None:
-        return predict_texts(model, texts, pairs, tasks=names, batch_size=batch_size, progress=progress)
+        return predict_texts(model, texts, pairs, tasks=names, batch_size=batch_size, progress=progress, keep=keep)
     info = model.run
     data = encode_texts(info, texts, pairs, [info.records[t].pair for t in task_of])
     device = next(model.parameters()).device
     order = np.argsort(data.lengths, kind="stable")
     rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
-    logits = {t: np.zeros((len(texts), model.tasks[t]), dtype=np.float32) for t in names}
+    decoded = {t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep) for t in names}
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
@@ -178,10 +179,12 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress) -> d
                 b["token_type_ids"].to(device),
                 tasks=[task_of[r] for r in rows],
             )
-            for r, row_logits in zip(rows, out):
-                logits[task_of[r]][r] = row_logits.float().cpu().numpy()
+            for t in {task_of[r] for r in rows}:
+                mine = [j for j, r in enumerate(rows) if task_of[r] == t]
+                decoded[t].add(rows[mine], torch.stack([out[j] for j in mine]).float().cpu().numpy())
+            del out
             progress(len(rows))
-    return {t: (idx, decode(t, info.records[t].kind, info.labels[t], logits[t][idx])) for t, idx in rows_of.items()}
+    return {t: (idx, decoded[t].outputs()) for t, idx in rows_of.items()}
 
 
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
@@ -410,7 +413,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
     with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
-        results = predict_rows(model, texts, pairs, names, task_of, size, bar.update)
+        results = predict_rows(model, texts, pairs, names, task_of, size, bar.update, keep=args.probs)
     seconds = time.perf_counter() - started
     predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})

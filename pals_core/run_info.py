@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .atomic import read_json
-from .outputs import TaskOutputs, decode
+from .outputs import Decoded, TaskOutputs
 from .tasks import TaskRecord, records_of_config
 
 
@@ -184,9 +184,12 @@ def predict_texts(
     tasks: Optional[Sequence[str]] = None,
     batch_size: Optional[int] = None,
     progress=None,
+    keep: bool = True,
 ) -> dict[str, TaskOutputs]:
     """Every task's (``tasks``') outputs on ``texts``: one ``predict_all`` per batch (the trunk once), batches in
-    order of length as the run's evaluation made them; ``progress(n)`` is told of each batch's rows."""
+    order of length as the run's evaluation made them; ``progress(n)`` is told of each batch's rows. Each batch is
+    decoded as it comes (``outputs.Decoded``); ``keep=False`` keeps labels and their probabilities only, not every
+    label's logit and probability (n × C numbers)."""
     import torch
 
     info: Optional[RunInfo] = getattr(model, "run", None)
@@ -201,7 +204,7 @@ def predict_texts(
         raise ValueError(f"task(s) {', '.join(wants_pair)} read a pair of texts: give the second texts")
     size = batch_size or info.eval_batch_size
     device = next(model.parameters()).device
-    logits = {t: np.zeros((len(texts), model.tasks[t]), dtype=np.float32) for t in names}
+    decoded = {t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep) for t in names}
     # tasks of one text and pair tasks see their own tokens (a pair task's second text is never given to the others);
     # within each group one predict_all per batch runs the trunk once for all of its tasks
     for group in ([t for t in names if t not in wants_pair], wants_pair):
@@ -220,7 +223,8 @@ def predict_texts(
                     tasks=group,
                 )
                 for t in group:
-                    logits[t][rows] = out[t].float().cpu().numpy()
+                    decoded[t].add(rows, out[t].float().cpu().numpy())
+                del out
                 if progress is not None:
                     progress(len(rows) * len(group) / len(names))
-    return {t: decode(t, info.records[t].kind, info.labels[t], logits[t]) for t in names}
+    return {t: decoded[t].outputs() for t in names}

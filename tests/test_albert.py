@@ -194,6 +194,8 @@ def test_a_peft_export_of_an_albert_design_is_refused_in_one_line():
     from pals_core.export.peft import check_exportable
 
     model = MultiTaskBert.from_base_config(_hf_config(dict(SHAPE)), AdapterConfig(method="lora", d_s=4), TASKS)
-    with pytest.raises(ExportRefused, match="albert family has no peft mapping") as e:
+    with pytest.raises(
+        ExportRefused, match="albert family cannot be exported to peft: ALBERT runs one set of layer weights"
+    ) as e:
         check_exportable(model)
     assert "\n" not in str(e.value)

@@ -11,3 +11,15 @@ class ExportRefused(ValueError):
 class ExportFailed(RuntimeError):
     """torch could not trace the design, or a written export's outputs differ from the run's (not the user's input:
     ``pals-export`` exits 1)."""
+
+
+def save_tokenizer(info, folder) -> None:
+    """The run's tokenizer (``info``: a ``RunInfo``) saved to ``folder`` with ``model_max_length`` = the run's max
+    length, so that its defaults (``truncation=True``) give the run's rows."""
+    tokenizer = info.tokenizer()
+    kept = tokenizer.model_max_length
+    tokenizer.model_max_length = info.max_len
+    try:
+        tokenizer.save_pretrained(str(folder))
+    finally:
+        tokenizer.model_max_length = kept

@@ -56,11 +56,37 @@ def _load(args) -> list:
     return load_models(args.run_dir, args.step)
 
 
+def unfinished(models: list) -> list[str]:
+    """A line for each model whose run has not finished (no summary.json): still training (a trainer holds its lock)
+    or stopped, with the step its progress.json reached and the checkpoint step the export takes."""
+    from ..atomic import read_json_file
+    from ..train.lock import holder
+
+    lines = []
+    for m in models:
+        root = Path(m.run.path)
+        if (root / "summary.json").is_file():
+            continue
+        try:
+            progress = read_json_file(root / "progress.json", "progress.json")
+        except ValueError:
+            progress = {}
+        progress = progress if isinstance(progress, dict) else {}
+        at = f"at step {progress.get('step')} of {progress.get('total')}" if "step" in progress else "unfinished"
+        pid = holder(root)
+        state = f"is still training ({at}, pid {pid})" if pid else f"has not finished ({at}, no summary.json)"
+        lines.append(f"{root} {state}: exported its best checkpoint so far, step {m.run.step}")
+    return lines
+
+
 def _onnx(args, out: Path) -> str:
     from .onnx import DEFAULT_OPSET, check_opset, export_onnx
 
     opset = check_opset(DEFAULT_OPSET if args.opset is None else args.opset)
     models = _load(args)
+    notes = unfinished(models)
+    for line in notes:
+        _say(line)
     _say(f"tracing {', '.join(t for m in models for t in m.tasks)} to ONNX (opset {opset}) …")
     started = time.perf_counter()
     done = export_onnx(
@@ -80,6 +106,7 @@ def _onnx(args, out: Path) -> str:
             f"{done.check_source}"
         )
     lines.append(f"  serve: pals-predict {out} --input FILE --out FILE")
+    lines += [f"  note: {line}" for line in notes]
     return "\n".join(lines)
 
 
@@ -98,8 +125,16 @@ def _peft(args, out: Path) -> str:
             f"{args.run_dir} is a separate-models folder (one fully fine-tuned model per task): "
             f"--format {args.format} expresses LoRA and IA³ runs; use --format onnx"
         )
+    notes = unfinished(models)
+    for line in notes:
+        _say(line)
     written = (export_peft if args.format == "peft" else export_hf)(models[0], out)
-    return f"{written}: {args.format} export of {args.run_dir} (step {models[0].run.step})"
+    return "\n".join(
+        [
+            f"{written}: {args.format} export of {args.run_dir} (step {models[0].run.step})",
+            *(f"  note: {n}" for n in notes),
+        ]
+    )
 
 
 def run(argv: Optional[Sequence[str]] = None) -> str:

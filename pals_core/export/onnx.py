@@ -30,7 +30,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from . import ExportFailed, ExportRefused
+from . import ExportFailed, ExportRefused, save_tokenizer
 from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
@@ -141,9 +141,9 @@ def _graph_module(models):
 
 
 def _sample_batch(model, max_len: Optional[int] = None) -> dict:
-    """The batch the exporter traces: two rows, one of ``max_len`` tokens (default: the run's) and one padded. The
-    traced length is the longest a tokenised row can be, so a length-dependent Python branch (CA-MTL's attention
-    bias: slice below its width, pad above) is taken as for the longest rows and holds for every shorter one. A model
+    """The batch the exporter traces: two rows, one of ``max_len`` tokens (default: the run's) and one padded. No
+    module branches on the sequence length in Python (CA-MTL's attention bias pads, then slices), so the graph holds
+    at every length the model takes, longer than the traced one too (tests/test_export_anywhere.py). A model
     that is not a run's (no tokenizer) traces token ids of its vocabulary, ``max_len`` (default 128) at most its
     position table."""
     import torch
@@ -378,7 +378,7 @@ def export_onnx(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
-        models[0].run.tokenizer().save_pretrained(str(tmp))
+        save_tokenizer(models[0].run, tmp)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
         from ..atomic import atomic_write_json
 

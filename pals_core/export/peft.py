@@ -7,7 +7,13 @@ folder (config, safetensors, tokenizer) — and per task ``DIR/<task>``, a peft 
 
     PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)
 
-computes the run's logits for that task. ``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
+computes the run's logits for that task, and so does ``AutoPeftModelForSequenceClassification.from_pretrained(".")``
+run inside ``DIR/<task>``: the adapter names its base relative to its folder (``../base``; when the tasks' label sets
+differ, ``base``: the task's own copy of the trunk, whose ``config.json`` builds its head — ``num_labels``,
+``id2label``), so a moved or copied export keeps it; the folder holds the tokenizer and a model card naming that base.
+Every tokenizer written says the run's max length (``model_max_length``).
+
+``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
 ``AutoModelForSequenceClassification`` folder with the adapter merged into the weights (LoRA's B·A added, IA³'s
 scales folded into the rows / columns they scale), the task's label names (``id2label``), its ``problem_type`` and the
 tokenizer.
@@ -50,7 +56,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
-from . import ExportFailed, ExportRefused
+from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
 ONNX = "export it with `pals-export --format onnx` instead"
@@ -82,6 +88,12 @@ PLACES: dict[str, Places] = {
         "attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj", "output.dense"
     ),
     "modernbert": Places("attn.Wqkv", "attn.Wqkv", "attn.Wqkv", "mlp.Wo", fused=True),
+}
+
+# families peft cannot express, and why (``check_exportable``)
+UNMAPPED: dict[str, str] = {
+    "albert": "ALBERT runs one set of layer weights at every layer, so peft would put one adapter on those shared "
+    "Linears, applied at every layer alike, while the run trained its own adapter at each adapted layer",
 }
 
 Head = tuple[dict[str, nn.Module], list[str]]  # (transformers module name → the project's module, modules_to_save)
@@ -159,7 +171,8 @@ def check_exportable(model) -> None:
         )
     family = model.trunk.family
     if family not in PLACES:
-        raise ExportRefused(f"the {family} family has no peft mapping here: {ONNX}")
+        why = UNMAPPED.get(family, "its layers have no peft mapping here")
+        raise ExportRefused(f"the {family} family cannot be exported to peft: {why}: {ONNX}")
     reason = _deberta_refusal(model.bert.config, method) if family == "deberta-v2" else None
     if reason:
         raise ExportRefused(f"{reason}: {ONNX}")
@@ -378,9 +391,53 @@ def _quiet() -> Iterator[None]:
 def _save_with_tokenizer(model, module) -> Callable[[str], None]:
     def fill(folder: str) -> None:
         module.save_pretrained(folder)
-        _run(model).tokenizer().save_pretrained(folder)
+        save_tokenizer(_run(model), folder)
 
     return fill
+
+
+def _labels(model, task: str) -> dict:
+    """The config fields that make ``AutoModelForSequenceClassification`` build ``task``'s head: its labels (their
+    count is ``num_labels``) and problem type."""
+    config = task_config(model, task)
+    return {"id2label": config.id2label, "label2id": config.label2id, "problem_type": config.problem_type}
+
+
+def _trained_from(model) -> str:
+    info = _run(model)
+    pretrained = info.config.get("model") or "the embedded MiniLM"
+    frozen = model.config.freeze_trunk
+    return (
+        f"the pretrained {pretrained}, frozen (not trained by the run)"
+        if frozen
+        else f"{pretrained} as the run fine-tuned it (not the pretrained checkpoint)"
+    )
+
+
+def _model_card(model, task: str, base: str) -> str:
+    """The adapter folder's README.md: the base it was trained on (the exported trunk), how to load it."""
+    info = _run(model)
+    method = {"lora": "LoRA", "ia3": "IA³"}[model.config.method]
+    return (
+        "---\n"
+        f"base_model: {base}\n"
+        "library_name: peft\n"
+        f"tags:\n- {model.config.method}\n- pals-export\n"
+        "---\n\n"
+        f"# {task}\n\n"
+        f"A {method} adapter and the head of task `{task}` ({info.records[task].kind}, "
+        f"{model.tasks[task]} output{'s' if model.tasks[task] != 1 else ''}), step {info.step} of the pals-train run "
+        f"`{info.path}`.\n\n"
+        f"Base model: `{base}` (relative to this folder) — the trunk the run trained this adapter on: "
+        f"{_trained_from(model)}.\n\n"
+        "```python\n"
+        "from peft import AutoPeftModelForSequenceClassification\n"
+        "from transformers import AutoTokenizer\n\n"
+        "# peft resolves the base path against the working directory: run this from inside this folder\n"
+        'model = AutoPeftModelForSequenceClassification.from_pretrained(".")\n'
+        f'tokenizer = AutoTokenizer.from_pretrained(".")  # truncates to the run\'s max length, {info.max_len}\n'
+        "```\n"
+    )
 
 
 def export_peft(model, out: PathLike) -> Path:
@@ -392,14 +449,50 @@ def export_peft(model, out: PathLike) -> Path:
     base = out / "base"
     if "base" in model.tasks:
         raise ValueError(f"a task named 'base' would overwrite {base} (the trunk): use --format hf or onnx")
+    labels = {t: _labels(model, t) for t in model.tasks}
+    first = next(iter(labels.values()))
+    shared = all(v == first for v in labels.values())
+    trunk = copy.deepcopy(model.bert.config)
+    if shared:  # every task's head: DIR/base's config says its labels (AutoPeftModel… builds the head from it)
+        trunk.update(first)
     with _quiet():
-        _write_dir(base, _save_with_tokenizer(model, model.bert))
+        _write_dir(base, _save_with_tokenizer(model, _with_config(model.bert, trunk)))
         for task in model.tasks:  # one task's model in memory at a time (each holds a copy of the trunk)
             pm = peft_model(model, task)
             check_logits(model, task, pm, "peft")
-            pm.peft_config[ADAPTER].base_model_name_or_path = str(base.resolve())  # AutoPeftModel… finds it here
-            _write_dir(out / task, pm.save_pretrained)
+            # the base as a path relative to the adapter folder (a moved or copied export keeps it): DIR/base when
+            # every task's head has the same labels, else the task's own base beside its adapter (DIR/<task>/base)
+            rel = "../base" if shared else "base"
+            pm.peft_config[ADAPTER].base_model_name_or_path = rel
+
+            def fill(folder: str, pm=pm, task=task, rel=rel) -> None:
+                with warnings.catch_warnings():  # peft looks for the base from the working directory: not here
+                    warnings.filterwarnings("ignore", message="Could not find a config file in")
+                    pm.save_pretrained(folder)
+                if not shared:
+                    own = copy.deepcopy(model.bert.config)
+                    own.update(labels[task])
+                    _save_with_tokenizer(model, _with_config(model.bert, own))(os.path.join(folder, rel))
+                save_tokenizer(_run(model), folder)
+                Path(folder, "README.md").write_text(_model_card(model, task, rel), encoding="utf-8")
+
+            _write_dir(out / task, fill)
     return out
+
+
+class _with_config:
+    """``module`` saved with another config (its weights as they are): ``save_pretrained`` only."""
+
+    def __init__(self, module, config) -> None:
+        self.module, self.config = module, config
+
+    def save_pretrained(self, folder: str) -> None:
+        kept = self.module.config
+        self.module.config = self.config
+        try:
+            self.module.save_pretrained(folder)
+        finally:
+            self.module.config = kept
 
 
 def export_hf(model, out: PathLike) -> Path:

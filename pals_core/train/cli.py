@@ -101,9 +101,12 @@ def format_summary(summary: dict) -> str:
     added = summary.get("added") or {}
     if added:
         kept = [t for t in summary.get("scores") or {} if t not in added.get("tasks", [])]
+        base = added.get("base_scores")
+        same = base is None or all(base.get(t) == summary["scores"][t] for t in kept)
         lines.append(
             f"added: {', '.join(added.get('tasks', []))} trained on {added.get('from_run')}; "
-            f"{', '.join(kept)}: its scores (outputs bit-identical)"
+            f"{', '.join(kept)}: weights unchanged, scores measured again "
+            f"({'equal to the base run' if same else 'not as the base run'}'s summary.json: added.base_scores)"
         )
     p = summary["params"]
     lines.append(

@@ -82,7 +82,7 @@ class TrainConfig:
             "flag": "--from",
             "metavar": "RUN_DIR",
             "help": "add tasks later: a finished run whose design shares nothing trained (trunk frozen); only --add-tasks' "
-            "tasks train, every task of the run keeps bit-identical outputs",
+            "tasks train, every task of the run keeps its weights and settings (max length, precision, model)",
         },
     )
     add_tasks: Optional[str] = field(

@@ -1,9 +1,10 @@
 """Dev-set evaluation: every task's whole dev set(s) through its own path, then its record's metrics.
 
-Examples are batched in order of length (little padding), the outputs put back in file order, and
-the metrics computed once over the whole set (``pals_core.data.metrics``), never averaged over
-batches. With several processes each evaluates every ``world``-th example and the outputs are
-gathered before scoring.
+Examples are batched in order of length (little padding), each batch's logits reduced at once to what the
+metrics read (the arg-max class, the value, the label decisions: ``reduce_logits``) so a dev set's outputs never
+hold n × C floats, put back in file order, and the metrics computed once over the whole set
+(``pals_core.data.metrics``), never averaged over batches. With several processes each evaluates every
+``world``-th example and the outputs are gathered before scoring.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from ..data.encoded import Encoded
-from ..data.metrics import task_scores
+from ..data.metrics import record_of, task_scores
 from ..tasks import TaskRecord
 
 
@@ -22,11 +23,24 @@ class EvalInterrupted(Exception):
     """A stop was requested during evaluation."""
 
 
+def reduce_logits(kind: str, logits: torch.Tensor) -> torch.Tensor:
+    """What a task's metrics read of one batch's logits (B, C), on the logits' device: the arg-max class
+    (classification, int64 (B,)), the one output (regression, float32 (B,)), each label's decision logit > 0
+    (multilabel, uint8 (B, C)) — never the (B, C) floats, so a dev set's outputs take O(n) memory (O(n·C) bytes
+    for multilabel), whatever C."""
+    if kind == "regression":
+        return logits[:, 0].float()
+    if kind == "multilabel":
+        return (logits > 0).to(torch.uint8)
+    return logits.float().argmax(dim=-1)
+
+
 def predict(
     model,
     task: str,
     data: Encoded,
     *,
+    kind: str = "classification",
     batch_size: int,
     device: torch.device,
     autocast,
@@ -35,7 +49,8 @@ def predict(
     gather: Optional[Callable] = None,
     should_stop: Optional[Callable[[], bool]] = None,
 ) -> np.ndarray:
-    """Logits (n, C) of ``task`` on every example of ``data``, in ``data``'s order."""
+    """``task``'s predictions on every example of ``data``, in ``data``'s order, as its metrics read them
+    (``reduce_logits``: classes, values or label decisions); one batch's logits are alive at a time."""
     order = np.argsort(data.lengths, kind="stable")[rank::world]
     outs, idx = [], []
     with torch.no_grad():
@@ -51,16 +66,22 @@ def predict(
                     attention_mask=b["attention_mask"].to(device),
                     token_type_ids=b["token_type_ids"].to(device),
                 )
-            outs.append(logits.float())
+            outs.append(reduce_logits(kind, logits))
+            del logits
             idx.append(torch.from_numpy(rows).to(device))
-    width = model.tasks[task] if hasattr(model, "tasks") else outs[0].shape[-1]
-    logits = torch.cat(outs) if outs else torch.zeros(0, width, device=device)
-    index = torch.cat(idx) if idx else torch.zeros(0, dtype=torch.int64, device=device)
+    if outs:
+        preds, index = torch.cat(outs), torch.cat(idx)
+    else:
+        width = (model.tasks[task],) if kind == "multilabel" and hasattr(model, "tasks") else ()
+        dtype = {"regression": torch.float32, "multilabel": torch.uint8}.get(kind, torch.int64)
+        preds, index = torch.zeros((0, *width), dtype=dtype, device=device), torch.zeros(0, dtype=torch.int64)
+        index = index.to(device)
     if world > 1 and gather is not None:
-        logits, index = gather(logits, index)
-    result = np.zeros((len(data), logits.shape[-1]), dtype=np.float32)
-    result[index.cpu().numpy()] = logits.cpu().numpy()
-    return result
+        preds, index = gather(preds, index)
+    preds, index = preds.cpu().numpy(), index.cpu().numpy()
+    result = np.zeros((len(data), *preds.shape[1:]), dtype=preds.dtype)
+    result[index] = preds
+    return result.astype(bool) if kind == "multilabel" else result
 
 
 def evaluate(
@@ -84,11 +105,13 @@ def evaluate(
         scores = {}
         for task, splits in dev.items():
             outputs = {}
+            record = record_of((records or {}).get(task, task))
             for suffix, data in splits.items():
-                logits = predict(
+                preds = predict(
                     model,
                     task,
                     data,
+                    kind=record.kind,
                     batch_size=batch_size,
                     device=device,
                     autocast=autocast,
@@ -97,11 +120,8 @@ def evaluate(
                     gather=gather,
                     should_stop=should_stop,
                 )
-                preds = logits[:, 0] if logits.shape[-1] == 1 else logits
                 outputs[suffix] = (preds, data.labels)
-            scores[task] = task_scores(
-                (records or {}).get(task, task), outputs, model.tasks[task] if hasattr(model, "tasks") else None
-            )
+            scores[task] = task_scores(record, outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:
         model.train(was_training)

@@ -3,9 +3,13 @@
 A multi-task design whose tasks share nothing trained — the trunk frozen, every adapter, head and pooler a task's
 own (``budget.costs.adding_tasks_refused`` is the rule) — can take a task next month without retraining the others:
 the new run builds the base run's model with the new tasks beside the old, loads the base run's best checkpoint
-into the trunk and the old tasks' parts, and trains only the new tasks' parts. Nothing an old task reads changes,
-so its outputs stay bit-identical and its dev scores are the base run's (copied into the new summary, named as
-such). The new run is a run like any other (resume, predict, export): its config records every task.
+into the trunk and the old tasks' parts, and trains only the new tasks' parts. No weight an old task reads changes,
+and nothing that shapes its outputs may either: the base run's max length, mixed precision (and model, so its
+tokenizer) are the new run's, a flag that sets another is refused (``SAME_AS_BASE``). The old tasks' outputs are then
+the base run's bit for bit for the same rows, evaluation batch size and device (another batch size pads the rows
+otherwise, which may change the last bits of a logit); the new summary states the old tasks' dev scores as the
+extended model measures them at its end, beside the base run's (``added.base_scores``). The new run is a run like
+any other (resume, predict, export): its config records every task.
 
 Torch-free except ``load_base_weights`` and ``train_only`` (the trainer's).
 """
@@ -19,6 +23,8 @@ from ..atomic import read_json_file
 from ..tasks import TaskRecord, read_tasks_file, records_of_config
 
 DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
+# the settings that shape an old task's outputs: the new run takes the base run's; another value is refused
+SAME_AS_BASE = ("max_len", "mixed_precision")
 
 
 def base_config(from_run: str) -> dict:
@@ -84,6 +90,16 @@ def extension_config(from_run: str, given: dict) -> dict:
     if refused:
         raise ValueError(f"--from takes its tasks from the base run and --add-tasks: leave out {', '.join(refused)}")
     base = base_config(from_run)
+    changed = [
+        f"--{k.replace('_', '-')} {given[k]} (the base run's: {base.get(k)})"
+        for k in SAME_AS_BASE
+        if k in given and k in base and given[k] != base[k]
+    ]
+    if changed:
+        raise ValueError(
+            f"--from {from_run}: {', '.join(changed)} would change the outputs of the base run's tasks; "
+            "added tasks take the base run's setting (leave the flag out)"
+        )
     out = {k: v for k, v in base.items() if k not in ("data", "budget")}
     out.update(given)
     out.update(tasks=[], tasks_file=None, from_run=str(from_run), budget=None, data=None)
@@ -95,6 +111,21 @@ def base_data(cfg) -> dict:
     return dict(base_config(cfg.from_run).get("data") or {})
 
 
+def check_base_precision(from_run: str, precision: str) -> None:
+    """``ValueError`` when this machine would compute the base run's tasks in another precision than the base run did
+    (``mixed_precision`` auto: bf16 on a CUDA device with it, else none): its ``summary.json``'s record, or an explicit
+    ``mixed_precision`` of its config (a run made before the record, with auto: not known, not refused)."""
+    was = base_summary(from_run).get("mixed_precision")
+    if was is None and base_config(from_run).get("mixed_precision") != "auto":
+        was = base_config(from_run).get("mixed_precision")
+    if was is not None and was != precision:
+        raise ValueError(
+            f"--from {from_run}: the base run computed in mixed precision {was!r}, this run would in {precision!r} "
+            "(another device, or --device / --mixed-precision): the base run's tasks' outputs would change; run it "
+            "where the base run ran, or with --device and --mixed-precision that give the same"
+        )
+
+
 def check_design(design) -> None:
     """``ValueError`` with the reason when tasks cannot be added to this design without changing the others."""
     from ..budget.costs import adding_tasks_refused
@@ -104,20 +135,24 @@ def check_design(design) -> None:
         raise ValueError(f"--from: tasks cannot be added later to this run: {reason}")
 
 
-def with_base_tasks(summary: dict, from_run: str) -> dict:
-    """A run's summary with the base run's tasks put back: their dev scores, examples and task entries as the base
-    run's summary has them (their outputs are bit-identical), and ``added`` saying what this run trained: its tasks,
-    their own average, the base run. The caller recomputes ``average`` over every task."""
+def with_base_tasks(summary: dict, from_run: str, measured: dict, dev_examples: dict) -> dict:
+    """A run's summary with the base run's tasks put back: their dev scores as this run's model measured them
+    (``measured``, on ``dev_examples`` rows each), their training examples and task entries as the base run's summary
+    has them, and ``added`` saying what this run trained: its tasks, their own average, the base run, and the base
+    run's own scores of its tasks (``base_scores``; equal to the measured ones when the evaluation ran as the base
+    run's did). The caller recomputes ``average`` over every task."""
     base, old = base_summary(from_run), base_config(from_run).get("tasks") or []
     added = list(summary["scores"])
-    summary["scores"] = {**{t: base["scores"][t] for t in old if t in base["scores"]}, **summary["scores"]}
-    for key in ("train_examples", "dev_examples", "tasks"):
+    summary["scores"] = {**{t: measured[t] for t in old if t in measured}, **summary["scores"]}
+    for key in ("train_examples", "tasks"):
         summary[key] = {**{t: v for t, v in (base.get(key) or {}).items() if t in old}, **(summary.get(key) or {})}
+    summary["dev_examples"] = {**{t: dev_examples[t] for t in old if t in dev_examples}, **summary["dev_examples"]}
     summary["added"] = {
         "from_run": str(Path(from_run).resolve()),
         "tasks": added,
         "average": summary["average"],
         "base_best_step": base.get("best_step"),
+        "base_scores": {t: base["scores"][t] for t in old if t in base["scores"]},
     }
     return summary
 

@@ -20,6 +20,7 @@ from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, ge
 from ..budget.costs import Cost
 from ..families.registry import get_family
 from ..budget.methods import label_of
+from .config import data_differences
 from .extend import added_task_names, base_data, check_design
 
 
@@ -106,9 +107,19 @@ def resolve(cfg):
             "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
             "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)"
         )
-    if cfg.from_run:  # the base run's tasks as it recorded them (never read again); the added ones described now
+    if cfg.from_run:  # the base run's tasks as it recorded them (their files checked); the added ones described now
+        base = base_data(cfg)
+        own = [r for r in records if r.name not in trained and r.glue is None and r.name in base]
+        changed = data_differences(
+            {r.name: base[r.name] for r in own}, describe_data(own, glue_dir=cfg.glue_dir, source=cfg.glue_source)
+        )
+        if changed:  # their dev scores are measured again at the end: on the rows the base run was trained for
+            raise ValueError(
+                f"--from {cfg.from_run}: the base run's task files changed since it trained ({'; '.join(changed)}): "
+                "put them back as they were"
+            )
         cfg.data = {
-            **{t: d for t, d in base_data(cfg).items() if t in cfg.tasks},
+            **{t: d for t, d in base.items() if t in cfg.tasks},
             **describe_data([r for r in records if r.name in trained], glue_dir=cfg.glue_dir, source=cfg.glue_source),
         }
         missing = [r for r in records if r.name not in cfg.data]  # a base run made before records were recorded

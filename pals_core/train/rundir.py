@@ -6,7 +6,8 @@
     <out>/metrics.jsonl    one object per evaluation: {"step", "scores": {task: {metric: value}},
                             "average", "train_loss"}
     <out>/summary.json     {"config", "scores" (best checkpoint), "average", "best_step", "params",
-                            "wall_time_s", "steps", …}  — written when the run finishes
+                            "wall_time_s", "steps", "mixed_precision" (what auto was), …}  — written when
+                            the run finishes
     <out>/checkpoints/     see ``checkpoint.py``
 
 Every JSON file is written to a temporary file in the same folder, flushed, fsync'ed and moved into

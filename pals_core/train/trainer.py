@@ -39,7 +39,14 @@ from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from .checkpoint import Checkpoints
 from .config import TrainConfig, data_differences
-from .extend import added_task_names, load_base_weights, train_only, with_base_tasks
+from .extend import (
+    added_task_names,
+    base_config,
+    check_base_precision,
+    load_base_weights,
+    train_only,
+    with_base_tasks,
+)
 from .lock import RunLock
 from .models import build_model, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
@@ -80,22 +87,34 @@ def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
 
 
 def _make_accelerator(cfg: TrainConfig):
-    import torch
     from accelerate import Accelerator, DistributedDataParallelKwargs
     from accelerate.state import AcceleratorState
 
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if not distributed:  # in-process callers (studies) may train several runs with different settings
         AcceleratorState._reset_state(reset_partial_state=True)
-    cpu = cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
-    mp = cfg.mixed_precision
-    if mp == "auto":
-        mp = "bf16" if (not cpu and torch.cuda.is_bf16_supported()) else "no"
+    cpu, mp = _on_cpu(cfg), effective_precision(cfg)
     return Accelerator(
         cpu=cpu, mixed_precision=mp, kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]
     )
+
+
+def _on_cpu(cfg: TrainConfig) -> bool:
+    import torch
+
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but torch sees no CUDA device")
+    return cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
+
+
+def effective_precision(cfg: TrainConfig) -> str:
+    """The mixed precision the run computes in on this machine: ``auto`` is bf16 on a CUDA device that has it, else
+    no (what ``summary.json`` records as ``mixed_precision``)."""
+    import torch
+
+    if cfg.mixed_precision != "auto":
+        return cfg.mixed_precision
+    return "bf16" if (not _on_cpu(cfg) and torch.cuda.is_bf16_supported()) else "no"
 
 
 @contextmanager
@@ -183,6 +202,22 @@ class _Run:
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
         )
+        # --from: the base run's tasks' dev sets, read as the base run read them, measured again at the end
+        self.base_dev = {}
+        if cfg.from_run:
+            base = base_config(cfg.from_run)
+            old = [self.records[t] for t in cfg.tasks if t not in self.trained]
+            self.base_dev = load_tasks(
+                old,
+                self.tokenizer,
+                glue_dir=cfg.glue_dir,
+                source=cfg.glue_source,
+                max_len=cfg.max_len,
+                max_eval=base.get("max_eval_examples"),
+                train=False,
+                cache_dir=cfg.cache_dir,
+                seed=base.get("seed", cfg.seed),
+            )
         sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(
             cfg.sampling,
@@ -526,6 +561,26 @@ class _Run:
         except (ValueError, RuntimeError) as e:
             return {"reason": str(e)}
 
+    def _evaluate_base_tasks(self) -> dict:
+        """The base run's tasks' dev scores as this run's model gives them (their weights never train here, so any
+        step's are the best step's)."""
+        from .evaluate import evaluate
+
+        t0 = time.monotonic()
+        scores = evaluate(
+            self.net,
+            {t: d.dev for t, d in self.base_dev.items()},
+            self.records,
+            batch_size=self.cfg.eval_batch_size,
+            device=self.acc.device,
+            autocast=self.acc.autocast,
+            rank=self.rank,
+            world=self.world,
+            gather=self._gather,
+        )
+        self.st.eval_time_s += time.monotonic() - t0
+        return scores
+
     def summary(self) -> dict:
         from .machine_report import measured
 
@@ -559,13 +614,17 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+            "mixed_precision": str(self.acc.mixed_precision),  # what "auto" was on this machine
             "machine": {
                 "predicted": self.predicted,
                 "measured": measured(st.train_time_s, st.train_cpu_s, st.step, self.acc.device.type == "cuda"),
             },
         }
-        if self.cfg.from_run:  # the base run's tasks: outputs bit-identical, so their dev scores are the base run's
-            out = with_base_tasks(out, self.cfg.from_run)
+        if self.cfg.from_run:  # the base run's tasks, their dev scores as this run's model gives them
+            measured = self._evaluate_base_tasks()
+            out["eval_time_s"] = round(st.eval_time_s, 3)
+            dev_examples = {t: sum(len(d) for d in data.dev.values()) for t, data in self.base_dev.items()}
+            out = with_base_tasks(out, self.cfg.from_run, measured, dev_examples)
             out["average"] = dev_average(out["scores"], self.records)
         return out
 
@@ -588,6 +647,8 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
     Bad configurations raise ``ValueError`` before anything is written."""
     cfg = resolve(cfg)
     check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
+    if cfg.from_run:
+        check_base_precision(cfg.from_run, effective_precision(cfg))
     run = RunDir(cfg.out)
     lock = RunLock(run.root) if int(os.environ.get("RANK", "0")) == 0 else None  # one lock, by the main process
     if lock is not None:

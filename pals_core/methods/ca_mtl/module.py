@@ -64,10 +64,9 @@ class ConditionalAttentionBias(nn.Module):
         gamma, beta = film(self.film, z)
         full = (1 + gamma) * self.blocks + beta
         bias = torch.block_diag(*(rows[:, : rows.shape[0]] for rows in full.split(self.size)))
-        width = bias.shape[0]
-        if n <= width:
-            return bias[:n, :n]
-        return F.pad(bias, (0, n - width, 0, n - width))
+        # zeros past the matrix's M rows and columns, then the first n: no Python branch on n, so a traced graph
+        # (ONNX) computes the bias of any sequence length, shorter or longer than M, as the module does
+        return F.pad(bias, (0, n, 0, n))[:n, :n]
 
 
 def conditional_gain(gen: nn.Linear, z: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
