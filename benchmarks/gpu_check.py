@@ -19,7 +19,8 @@ a GPU does? One command, a few minutes on one H100, one JSON (``--json``) and a 
    and model: LoRA at the top half, trunk frozen), against the calculator's FLOP speed-up.
 3. A real run end to end. ``pals-train`` on the carried MiniLM (fp16 safetensors read into fp32), RTE + MRPC + STS-B,
    a few hundred steps with ``--mixed-precision auto``, evaluations and checkpoints on the device; then
-   ``pals-predict`` on each dev file, scored, against the run's summary.json.
+   ``pals-predict`` on each dev file, scored, against the run's summary.json; and the same run stopped at its first
+   evaluation and resumed from that checkpoint on the device (the restore of weights, AdamW state and RNGs).
 
 Goals (on a GPU; on CPU the figures only prove that the code runs):
     MFU >= 40 % for full fine-tuning (shared)            predicted training memory within 10 % of the CUDA peak
@@ -300,6 +301,29 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
     return scores
 
 
+def stopped_and_resumed(argv, out):
+    """The same run stopped at its first evaluation, then resumed (``--resume``) from that checkpoint: the trainer's
+    restore of weights, AdamW state and RNGs onto the device. Returns the resumed run's summary."""
+    from pals_core.train.cli import build_parser, config_from_args
+    from pals_core.train.trainer import train
+
+    argv = [*argv]
+    argv[argv.index("--out") + 1] = str(out)
+    cfg, _ = config_from_args(vars(build_parser().parse_args(argv)))
+
+    class Stop(Exception):
+        pass
+
+    def stop(step, scores, average):
+        raise Stop
+
+    try:
+        train(cfg, on_eval=stop, progress=False)
+    except Stop:
+        pass
+    return train(cfg, resume=True, progress=False)
+
+
 def end_to_end(args, device, work):
     from pals_core.train.cli import main as pals_train
 
@@ -333,6 +357,8 @@ def end_to_end(args, device, work):
     summary = json.loads((run / "summary.json").read_text())
     predicted = dev_scores_by_pals_predict(run, summary, args.glue_dir, device, work)
     diffs = [abs(predicted[t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
+    resumed = stopped_and_resumed(argv, work / "resumed")
+    gaps = [abs(resumed["scores"][t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
     machine = summary["machine"]
     return {
         "argv": argv,
@@ -349,6 +375,12 @@ def end_to_end(args, device, work):
         "scores_max_abs_diff": max(diffs),
         "scores_equal": predicted == summary["scores"],
         "precision": machine["predicted"].get("precision"),  # bf16: the trainer ran under bf16 autocast
+        "resumed": {
+            "steps": resumed["steps"],
+            "scores": resumed["scores"],
+            "max_abs_diff": max(gaps),
+            "equal": resumed["scores"] == summary["scores"],
+        },
         "machine": machine,
     }
 
@@ -377,6 +409,8 @@ def verdicts(out):
     e = out.get("end_to_end")
     if e:
         v.append((f"pals-train ran on {e['device']} with checkpoints", f"{len(e['checkpoints'])} ckpt", e["on_device"]))
+        r = e["resumed"]
+        v.append(("stopped, resumed, finished", f"max |diff| {r['max_abs_diff']:.2g}", r["steps"] == e["steps"]))
         v.append(
             ("pals-predict reproduces the dev scores", f"max |diff| {e['scores_max_abs_diff']:.2g}", e["scores_equal"])
         )
@@ -406,7 +440,8 @@ def print_table(out):
     if e:
         print(
             f"pals-train ({e['steps']} steps, {e['seconds']:.1f} s on {e['device']}): dev average {e['average']:.4f}; "
-            f"pals-predict equal: {e['scores_equal']} (max |diff| {e['scores_max_abs_diff']:.3g})"
+            f"pals-predict equal: {e['scores_equal']} (max |diff| {e['scores_max_abs_diff']:.3g}); stopped and "
+            f"resumed: equal {e['resumed']['equal']} (max |diff| {e['resumed']['max_abs_diff']:.3g})"
         )
     print("\ngoals:")
     for goal, figure, ok in out["goals"]:

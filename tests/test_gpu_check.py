@@ -27,7 +27,7 @@ def finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-@pytest.mark.slow  # ~10 s on 2 cores: four designs' steps, serving, a 12-step run and three pals-predict passes
+@pytest.mark.slow  # ~15 s on 2 cores: four designs' steps, serving, two 12-step runs and three pals-predict passes
 def test_cpu_tiny_check_writes_every_figure_and_pals_predict_reproduces_the_run(
     tmp_path, glue_dir, token_cache, capsys
 ):
@@ -61,9 +61,10 @@ def test_cpu_tiny_check_writes_every_figure_and_pals_predict_reproduces_the_run(
     assert set(run["scores"]) == {"rte", "mrpc", "stsb"}
     assert all(finite(v) for s in run["scores"].values() for v in s.values())
     assert run["pals_predict_scores"] == run["scores"] and run["scores_equal"] and run["scores_max_abs_diff"] == 0
+    assert run["resumed"]["steps"] == 12 and run["resumed"]["equal"]  # stopped, resumed: the same run (CPU: exactly)
 
     goals = {goal: ok for goal, _, ok in got["goals"]}
-    assert len(goals) == 1 + 4 + 3 + 1 + 2  # MFU, memory ×4, step ratio ×3, serving, the run and its predictions
+    assert len(goals) == 1 + 4 + 3 + 1 + 3  # MFU, memory ×4, step ratio ×3, serving; the run, its resume, predictions
     assert goals["pals-predict reproduces the dev scores"] is True
     assert "PASS  pals-predict reproduces the dev scores" in printed and "MFU of full fine-tuning" in printed
 

@@ -240,7 +240,7 @@ class _Run:
             if self.main:
                 self.run.truncate_metrics(0)
             return
-        state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler, map_location=self.acc.device)
+        state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler)
         try:
             self._restore_state(state)
         except (KeyError, TypeError, ValueError) as e:
