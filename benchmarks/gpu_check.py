@@ -11,7 +11,7 @@ a GPU does? One command, a few minutes on one H100, one JSON (``--json``) and a 
    loss and gradient clipping: ``shared`` (full fine-tuning), PALs, Houlsby and LoRA at the sizes the calculator's
    solver gives at the 1.13x budget (what ``pals-budget --budget 1.13`` answers). Measured: seconds per step
    (CUDA events, warm-up steps excluded), TFLOP/s from the calculator's FLOPs of a step
-   (``flops_train_step_per_seq`` x batch), MFU against the device profile's peak (pals_core/footprint/devices,
+   (``flops_train_step_per_seq`` x batch: 3x the forward, an overstatement for a frozen trunk), MFU against the device profile's peak (pals_core/footprint/devices,
    chosen by ``torch.cuda.get_device_name``), peak memory (``torch.cuda.max_memory_allocated``, reset between
    designs) against ``pals-budget``'s training memory of the same design, batch and precision, and the step-time
    ratio design/shared against the calculator's timing model on that profile.
