@@ -330,7 +330,6 @@ def end_to_end(args, device, work):
     run = work / "run"
     argv = [
         "--tasks", "rte,mrpc,stsb",
-        "--model", args.model,
         "--glue-dir", args.glue_dir,
         "--method", "pals", "--budget", str(BUDGET), "--no-freeze-trunk",
         "--out", str(run),
@@ -345,6 +344,8 @@ def end_to_end(args, device, work):
         "--seed", "0",
         "--no-progress",
     ]  # fmt: skip
+    if args.model:  # none: the embedded MiniLM
+        argv += ["--model", args.model]
     if args.run_max_train:
         argv += ["--max-train-examples", str(args.run_max_train)]
     if device.type == "cuda":
