@@ -11,8 +11,8 @@ a GPU does? One command, a few minutes on one H100, one JSON (``--json``) and a 
    loss and gradient clipping: ``shared`` (full fine-tuning), PALs, Houlsby and LoRA at the sizes the calculator's
    solver gives at the 1.13x budget (what ``pals-budget --budget 1.13`` answers). Measured: seconds per step
    (CUDA events, warm-up steps excluded), TFLOP/s from the calculator's FLOPs of a step
-   (``flops_train_step_per_seq`` x batch: 3x the forward, an overstatement for a frozen trunk), MFU against the device profile's peak (pals_core/footprint/devices,
-   chosen by ``torch.cuda.get_device_name``), peak memory (``torch.cuda.max_memory_allocated``, reset between
+   (``flops_train_step_per_seq`` x batch: 3x the forward, an overstatement for a frozen trunk), MFU against the
+   device profile's peak (pals_core/footprint/devices, chosen by ``torch.cuda.get_device_name``), peak memory (``torch.cuda.max_memory_allocated``, reset between
    designs) against ``pals-budget``'s training memory of the same design, batch and precision, and the step-time
    ratio design/shared against the calculator's timing model on that profile.
 2. Serving. ``predict_all`` of 8 tasks against 8 separate passes at batch 64 (benchmarks/bench_serving.py's design
@@ -366,7 +366,9 @@ def end_to_end(args, device, work):
         "seconds": seconds,
         "steps": summary["steps"],
         "device": device.type,
+        # on CUDA: the trainer's peak memory is the allocator's (the model was placed there), under bf16 autocast
         "on_device": machine["measured"]["peak_memory_source"] == "torch.cuda.max_memory_allocated"
+        and machine["predicted"].get("precision") == ("bf16" if torch.cuda.is_bf16_supported() else "fp32")
         if device.type == "cuda"
         else True,
         "checkpoints": sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()),
@@ -409,7 +411,13 @@ def verdicts(out):
         v.append((f"{key} ran", error[:200], False))
     e = out.get("end_to_end")
     if e:
-        v.append((f"pals-train ran on {e['device']} with checkpoints", f"{len(e['checkpoints'])} ckpt", e["on_device"]))
+        v.append(
+            (
+                f"pals-train ran on {e['device']} ({e['precision']}) with checkpoints",
+                f"{len(e['checkpoints'])} ckpt",
+                e["on_device"],
+            )
+        )
         r = e["resumed"]
         v.append(("stopped, resumed, finished", f"max |diff| {r['max_abs_diff']:.2g}", r["steps"] == e["steps"]))
         v.append(
