@@ -348,8 +348,6 @@ def end_to_end(args, device, work):
         argv += ["--model", args.model]
     if args.run_max_train:
         argv += ["--max-train-examples", str(args.run_max_train)]
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     code = pals_train(argv)
     seconds = time.perf_counter() - t0

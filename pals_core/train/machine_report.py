@@ -9,7 +9,8 @@ run measured (docs/design.md §§9–10).
 The prediction is for B = ``batch_size`` sequences of n = ``max_len`` tokens (GLUE batches are padded to at most
 that, so it is an upper bound on the activations). The device profile: on CUDA the built-in one whose name matches
 ``torch.cuda.get_device_name`` (else none), on CPU ``local`` when pals-calibrate has measured it. Peak memory: on CUDA
-``torch.cuda.max_memory_allocated`` over the run (evaluation included); on CPU the process's peak resident set
+``torch.cuda.max_memory_allocated`` over the run (evaluation included; reset when the run starts, so a run
+trained after another in one process, a study's trials, reports its own); on CPU the process's peak resident set
 (``ru_maxrss``: Python, libraries and data included, so not comparable to the calculator's figure, reported as such).
 """
 

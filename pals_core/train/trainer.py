@@ -169,6 +169,8 @@ class _Run:
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.acc = make_accelerator(cfg)
+        if self.acc.device.type == "cuda":  # summary.json's peak is this run's, not an earlier one's in this process
+            torch.cuda.reset_peak_memory_stats(self.acc.device)
         self.main = self.acc.is_main_process
         self.rank, self.world = self.acc.process_index, self.acc.num_processes
 
