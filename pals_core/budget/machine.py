@@ -88,7 +88,7 @@ MACHINE_FIELDS = [
         field(
             default=None,
             metadata={
-                "help": "device profile for step times: h100, a100, l4, t4, local (measured by pals-calibrate) or a profile "
+                "help": "device profile for step times: h100, h200, a100, l4, t4, local (measured by pals-calibrate) or a profile "
                 ".json; none = local when calibrated, else h100",
                 "metavar": "NAME|JSON",
             },

@@ -22,7 +22,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from safetensors import safe_open
@@ -213,11 +213,11 @@ class Checkpoints:
         if self.root.is_dir():
             self.prune(keep=set())
 
-    def load(self, folder: Path, model, optimizer, scheduler, map_location: Any = "cpu") -> dict:
+    def load(self, folder: Path, model, optimizer, scheduler) -> dict:
         """Restore model, optimizer, scheduler and RNGs from ``folder``; returns its state.json.
         ``CheckpointDamaged`` names the folder if any of its files cannot be read back."""
         try:
-            return self._load(folder, model, optimizer, scheduler, map_location)
+            return self._load(folder, model, optimizer, scheduler)
         except CheckpointDamaged:
             raise
         except Exception as e:  # noqa: BLE001 - safetensors, torch.load and json raise many kinds
@@ -227,9 +227,11 @@ class Checkpoints:
                 "start a new one (another --out)"
             ) from None
 
-    def _load(self, folder: Path, model, optimizer, scheduler, map_location: Any) -> dict:
+    def _load(self, folder: Path, model, optimizer, scheduler) -> dict:
         load_model(model, folder)
-        blob = torch.load(folder / OPTIMIZER_FILE, map_location=map_location, weights_only=True)
+        # read onto the CPU, whatever device the run resumes on: the RNG states must be CPU byte tensors
+        # (torch.set_rng_state refuses a CUDA one), and the optimizer moves its state to each parameter's device
+        blob = torch.load(folder / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
         saved = [len(g["params"]) for g in blob["optimizer"]["param_groups"]]
         built = [len(g["params"]) for g in optimizer.param_groups]
         if saved != built:  # torch would say only "a different number of parameter groups" or "doesn't match the size"

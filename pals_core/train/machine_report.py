@@ -1,14 +1,16 @@
 """The ``machine`` block of a run's summary.json: the calculator's predicted step time and memory beside what the
 run measured (docs/design.md §§9–10).
 
-    predicted  {device, batch, seq_len, time_step_s, time_ratio, memory_train, memory_infer}   (budget.machine)
+    predicted  {device, batch, seq_len, precision, time_step_s, time_ratio, memory_train, memory_infer}
+               (budget.machine; precision: bf16 where the run trains under bf16 autocast, else fp32)
     measured   {step_s: wall seconds per training step (train_time_s / steps: also the batch draw and the AdamW
                step, which the prediction leaves out), step_cpu_s, peak_memory_bytes, peak_memory_source}
 
 The prediction is for B = ``batch_size`` sequences of n = ``max_len`` tokens (GLUE batches are padded to at most
 that, so it is an upper bound on the activations). The device profile: on CUDA the built-in one whose name matches
 ``torch.cuda.get_device_name`` (else none), on CPU ``local`` when pals-calibrate has measured it. Peak memory: on CUDA
-``torch.cuda.max_memory_allocated`` over the run (evaluation included); on CPU the process's peak resident set
+``torch.cuda.max_memory_allocated`` over the run (evaluation included; reset when the run starts, so a run
+trained after another in one process, a study's trials, reports its own); on CPU the process's peak resident set
 (``ru_maxrss``: Python, libraries and data included, so not comparable to the calculator's figure, reported as such).
 """
 
@@ -22,25 +24,36 @@ from pals_core.families.models import conditions_from_config
 from ..budget.machine import Machine, resources, supported
 from ..footprint.timing import local_profile_path
 
-GPU_PROFILES = {"h100": "h100", "a100": "a100", "l4": "l4", "t4": "t4"}
+GPU_PROFILES = {"h100": "h100", "h200": "h200", "a100": "a100", "l4": "l4", "t4": "t4"}
 
 
-def _device_profile(cuda: bool) -> Optional[str]:
+def gpu_profile(name: str) -> Optional[str]:
+    """The built-in profile of the CUDA device ``name`` (``torch.cuda.get_device_name``: "NVIDIA H100 80GB HBM3",
+    "NVIDIA H200", …), or None."""
+    return next((p for key, p in GPU_PROFILES.items() if key in name.lower()), None)
+
+
+def device_profile(cuda: bool) -> Optional[str]:
+    """This machine's profile: on CUDA ``gpu_profile`` of the device's name, on CPU ``local`` once pals-calibrate has
+    measured it; None where there is none."""
     if cuda:
         import torch
 
-        name = torch.cuda.get_device_name().lower()
-        return next((p for key, p in GPU_PROFILES.items() if key in name), None)
+        return gpu_profile(torch.cuda.get_device_name())
     return "local" if local_profile_path().is_file() else None
 
 
-def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, seq_len: int, cuda: bool) -> dict:
-    """The calculator's figures for this run's design on this run's device (``None`` values where it has none)."""
-    device = _device_profile(cuda)
+def predicted(
+    shape, tasks: list[Task], adapter, hf_config: dict, batch: int, seq_len: int, cuda: bool, precision: str = "fp32"
+) -> dict:
+    """The calculator's figures for this run's design on this run's device at this run's ``precision`` (fp32, or bf16
+    under bf16 autocast) (``None`` values where it has none)."""
+    device = device_profile(cuda)
     out = {
         "device": device,
         "batch": batch,
         "seq_len": seq_len,
+        "precision": precision,
         "time_step_s": None,
         "time_ratio": None,
         "memory_train": None,
@@ -53,14 +66,14 @@ def predicted(shape, tasks: list[Task], adapter, hf_config: dict, batch: int, se
     cost = evaluate(ds, adapter.d_s)
     cond = conditions_from_config(hf_config)
     if device is None:  # memory needs no profile: price it on the run's backend
-        cond = replace(cond, backend="cuda" if cuda else "cpu")
+        cond = replace(cond, backend="cuda" if cuda else "cpu", float_bytes=2 if precision == "bf16" else 4)
         from ..footprint.memory import memory_infer, memory_train
 
         out["memory_train"] = memory_train(ds, adapter.d_s, cost, batch=batch, cond=cond).as_dict()
         out["memory_infer"] = memory_infer(ds, adapter.d_s, cost, batch=batch, cond=cond)
         out["reason"] = "no device profile for this device (run pals-calibrate on a CPU)"
         return out
-    resources(cost, ds, Machine(batch=batch, device=device), cond)
+    resources(cost, ds, Machine(batch=batch, device=device, precision=precision), cond)
     out.update(
         time_step_s=cost.time_step_s,
         time_ratio=cost.time_ratio,

@@ -86,7 +86,9 @@ def _config_differences(saved: TrainConfig, new: TrainConfig) -> list[str]:
     return [f"{k}: run has {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def _make_accelerator(cfg: TrainConfig):
+def make_accelerator(cfg: TrainConfig):
+    """Accelerate's ``Accelerator`` for ``cfg.device`` and ``cfg.mixed_precision`` (auto: bf16 autocast on a CUDA
+    device that has it, none on CPU): it places the model, wraps its forward in autocast and scales nothing (bf16)."""
     from accelerate import Accelerator, DistributedDataParallelKwargs
     from accelerate.state import AcceleratorState
 
@@ -115,6 +117,19 @@ def effective_precision(cfg: TrainConfig) -> str:
     if cfg.mixed_precision != "auto":
         return cfg.mixed_precision
     return "bf16" if (not _on_cpu(cfg) and torch.cuda.is_bf16_supported()) else "no"
+
+
+def make_optimizer(model, cfg: TrainConfig):
+    """The run's AdamW (no weight decay on biases, LayerNorms, IA³'s scales: ``parameter_groups``), built on the model
+    before ``Accelerator.prepare`` moves it (its parameters stay the same tensors, so the optimizer follows them).
+
+    Fused: one kernel over all tensors instead of a Python loop of ~10 ops per tensor (torch's CPU default) — the
+    same update up to floating-point rounding; 15 % of a MiniLM CPU step at batch 16 was the for-loop AdamW
+    (BENCHMARKS.md, benchmarks/bench_cpu_step.py); on CUDA the fused kernel is torch's fastest too."""
+    import torch
+
+    groups = model.parameter_groups(cfg.weight_decay)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, fused=True)
 
 
 @contextmanager
@@ -172,7 +187,9 @@ class _Run:
         self.in_on_eval = False  # an exception raised by on_eval stops (not fails) the run
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
-        self.acc = _make_accelerator(cfg)
+        self.acc = make_accelerator(cfg)
+        if self.acc.device.type == "cuda":  # summary.json's peak is this run's, not an earlier one's in this process
+            torch.cuda.reset_peak_memory_stats(self.acc.device)
         self.main = self.acc.is_main_process
         self.rank, self.world = self.acc.process_index, self.acc.num_processes
 
@@ -245,11 +262,7 @@ class _Run:
         shape = model_shape(cfg.model)
         self.params = run_params(model, shape, tasks, cfg.adapter, self.trained if cfg.from_run else None)
         self.predicted = self._predict(shape, model)
-        groups = model.parameter_groups(cfg.weight_decay)
-        # fused AdamW: one kernel over all tensors instead of a Python loop of ~10 ops per tensor (torch's CPU
-        # default) — the same update up to floating-point rounding; 15 % of a MiniLM CPU step at batch 16 was
-        # the for-loop AdamW (BENCHMARKS.md, benchmarks/bench_cpu_step.py)
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, fused=True)
+        optimizer = make_optimizer(model, cfg)
         self.scheduler = linear_schedule(optimizer, int(round(cfg.warmup * cfg.steps)), cfg.steps)
         self.model, self.optimizer = self.acc.prepare(model, optimizer)
         self.net = self.acc.unwrap_model(self.model)
@@ -264,7 +277,7 @@ class _Run:
             if self.main:
                 self.run.truncate_metrics(0)
             return
-        state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler, map_location=self.acc.device)
+        state = self.ckpt.load(folder, self.net, self.optimizer, self.scheduler)
         try:
             self._restore_state(state)
         except (KeyError, TypeError, ValueError) as e:
@@ -557,6 +570,7 @@ class _Run:
                 cfg.batch_size,
                 cfg.max_len,
                 self.acc.device.type == "cuda",
+                "bf16" if self.acc.mixed_precision == "bf16" else "fp32",  # what autocast makes of activations
             )
         except (ValueError, RuntimeError) as e:
             return {"reason": str(e)}

@@ -1,0 +1,104 @@
+"""benchmarks/gpu_check.py cannot rot (issue 38, item 2): ``--device cpu --tiny`` runs every part of the GPU check —
+the training steps of shared, PALs, Houlsby and LoRA at the 1.13× budget's sizes, serving, and pals-train then
+pals-predict end to end — on a tiny BERT and a few real GLUE rows, and writes every figure the device run reports."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+@pytest.mark.slow  # ~15 s on 2 cores: four designs' steps, serving, two 12-step runs and three pals-predict passes
+def test_cpu_tiny_check_writes_every_figure_and_pals_predict_reproduces_the_run(
+    tmp_path, glue_dir, token_cache, capsys
+):
+    glue = tmp_path / "glue"
+    load("carry_minilm").copy_glue(glue_dir, glue, train_rows=64, dev_rows=40)  # real GLUE rows, few of them
+    out = tmp_path / "gpu_check.json"
+    argv = ["--device", "cpu", "--tiny", "--glue-dir", str(glue), "--json", str(out), "--work", str(tmp_path / "w")]
+    assert load("gpu_check").main(argv) == 0
+    printed = capsys.readouterr().out
+    got = json.loads(out.read_text())
+
+    assert "errors" not in got
+    steps = {r["design"]: r for r in got["steps"]}
+    assert list(steps) == ["shared", "pals", "houlsby", "lora"]
+    assert [steps[d]["freeze_trunk"] for d in steps] == [False, False, True, True]  # given, not a method's default
+    for r in steps.values():
+        for key in ("step_s", "tflops", "mfu", "peak_bytes", "predicted_bytes", "memory_ratio", "ratio_measured"):
+            assert finite(r[key]) and r[key] > 0, (r["design"], key, r[key])
+        assert finite(r["ratio_predicted"]) and finite(r["ratio_of_ratios"])
+    assert all(isinstance(steps[d]["d_s"], int) and steps[d]["d_s"] > 0 for d in ("pals", "houlsby", "lora"))
+    assert steps["shared"]["ratio_measured"] == steps["shared"]["ratio_predicted"] == 1.0
+    assert finite(got["peak_flops"]) and got["precision"] == "fp32"  # no bf16 autocast on CPU
+
+    serving = got["serving"]
+    assert all(finite(serving[k]) and serving[k] > 0 for k in ("speedup", "calculator_speedup", "of_calculator"))
+    assert serving["tasks"] == 8 and serving["calculator_speedup"] > 1
+
+    run = got["end_to_end"]
+    assert run["device"] == "cpu" and run["checkpoints"] and run["steps"] == 12
+    assert run["precision"] == "fp32"  # summary.json's prediction priced the precision the run trained in
+    assert set(run["scores"]) == {"rte", "mrpc", "stsb"}
+    assert all(finite(v) for s in run["scores"].values() for v in s.values())
+    assert run["pals_predict_scores"] == run["scores"] and run["scores_equal"] and run["scores_max_abs_diff"] == 0
+    assert run["resumed"]["steps"] == 12 and run["resumed"]["equal"]  # stopped, resumed: the same run (CPU: exactly)
+
+    goals = {goal: ok for goal, _, ok in got["goals"]}
+    assert len(goals) == 1 + 4 + 3 + 1 + 3  # MFU, memory ×4, step ratio ×3, serving; the run, its resume, predictions
+    assert goals["pals-predict reproduces the dev scores"] is True
+    assert "PASS  pals-predict reproduces the dev scores" in printed and "MFU of full fine-tuning" in printed
+
+
+def test_each_gpu_name_finds_its_profile_h200_included():
+    """A run on an H200 is priced on the H200's profile (its datasheet's bf16 peak and 141 GB), not on none."""
+    from pals_core.footprint.timing import builtin_devices, load_profile
+    from pals_core.train.machine_report import gpu_profile
+
+    assert gpu_profile("NVIDIA H200") == "h200" and gpu_profile("NVIDIA H100 80GB HBM3") == "h100"
+    assert gpu_profile("NVIDIA A100-SXM4-80GB") == "a100" and gpu_profile("NVIDIA GeForce RTX 4090") is None
+    h200 = load_profile("h200")
+    assert "h200" in builtin_devices() and h200.kind == "cuda"
+    assert h200.matmul_flops_bf16 == 9.89e14 and h200.memory_bytes == 1.41e11 and h200.bandwidth == 4.8e12
+
+
+def test_summary_prediction_prices_the_precision_the_run_trains_in(tmp_path, monkeypatch):
+    """Under bf16 autocast (CUDA) the run's summary.json predicts bf16 memory and step time, not fp32's: the
+    activations priced at 2 bytes, the step at the bf16 matmul rate."""
+    from pals_core import AdapterConfig
+    from pals_core.budget import Task
+    from pals_core.footprint.timing import load_profile
+    from pals_core.train.machine_report import predicted
+    from pals_core.train.models import model_shape, tiny_config_dict
+
+    args = (model_shape("tiny"), [Task("rte", 2)], AdapterConfig(method="pals", d_s=8, heads=2), tiny_config_dict())
+    monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))  # no profile: memory alone
+    fp32, bf16 = (predicted(*args, 8, 64, False, precision=p) for p in ("fp32", "bf16"))
+    assert (fp32["precision"], bf16["precision"]) == ("fp32", "bf16")
+    half = bf16["memory_train"]["activations"] / fp32["memory_train"]["activations"]
+    assert 0.49 < half < 0.52  # 2-byte activations (a few integer tensors keep their width)
+    assert bf16["memory_train"]["weights"] == fp32["memory_train"]["weights"]  # fp32 master weights
+    local = tmp_path / "local.json"
+    local.write_text(json.dumps(load_profile("h100").as_dict() | {"kind": "cpu", "name": "local"}))
+    monkeypatch.setenv("PALS_LOCAL_PROFILE", str(local))
+    fp32, bf16 = (predicted(*args, 8, 64, False, precision=p) for p in ("fp32", "bf16"))
+    assert fp32["device"] == bf16["device"] == "local" and bf16["time_step_s"] < fp32["time_step_s"]
