@@ -248,7 +248,7 @@ def test_the_launcher_trains_the_tasks_file(app, tmp_path):
     assert not any(t.key == "train_glue_dir" for t in app.text_input)
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
     assert f"--tasks-file {f}" in cmd and "--model tiny" in cmd
-    assert os.environ["PALS_GLUE_DIR"] not in cmd  # no GLUE task, no GLUE folder
+    assert os.environ["PALS_GLUE_DIR"] not in cmd and "--glue-dir" not in cmd  # no GLUE task, no GLUE folder
     app.multiselect(key="train_file_tasks").set_value(["score"]).run()
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
     assert "--tasks score " in cmd and f"--tasks-file {f}" in cmd
