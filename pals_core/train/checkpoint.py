@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from ..atomic import atomic_write_json, read_json
@@ -88,7 +88,11 @@ def load_model(model, folder: Path) -> None:
     """Load what ``save_model`` wrote into a model of the same design and tasks."""
     params = dict(model.named_parameters())
     expected = set(shared_parameter_names(model))
-    with safe_open(str(folder / SHARED_FILE), framework="pt") as f:
+    try:
+        shared = safe_open(str(folder / SHARED_FILE), framework="pt")
+    except (OSError, SafetensorError) as e:  # truncated or overwritten: one line naming the file, never a traceback
+        raise CheckpointDamaged(f"{folder / SHARED_FILE} cannot be read ({' '.join(str(e).split())[:160]})") from None
+    with shared as f:
         keys = set(f.keys())
         if keys != expected:
             raise ValueError(
