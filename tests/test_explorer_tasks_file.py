@@ -275,6 +275,13 @@ def test_the_launcher_trains_the_tasks_file(app, tmp_path):
     assert not any(t.key == "train_glue_dir" for t in app.text_input)
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
     assert f"--tasks-file {f}" in cmd and "--model tiny" in cmd
+    # the max length the task panel suggests: the largest p95 of the tasks' token counts, under the run's tokenizer
+    from pals_core.data.profile import profile_tasks
+
+    p95 = max(p["tokens"]["p95"] for p in profile_tasks(list(read_tasks_file(f).values()), model="tiny", max_len=128))
+    assert app.number_input(key="train_max_len").value == p95 != 128
+    assert any(c.value.startswith(f"Default {p95}: the p95 of these tasks' token counts") for c in app.caption)
+    assert f"--max-len {p95}" in cmd
     assert os.environ["PALS_GLUE_DIR"] not in cmd and "--glue-dir" not in cmd  # no GLUE task, no GLUE folder
     app.multiselect(key="train_file_tasks").set_value(["score"]).run()
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
