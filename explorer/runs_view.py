@@ -91,7 +91,8 @@ def _problem(run: Run) -> None:
     with st.container(border=True):
         st.markdown(_title(run))
         if run.status == "stopped":
-            st.warning(f"Stopped{' by you' if run.cancelled else ''} at step {(run.progress or {}).get('step', '?')}.")
+            at = run.steps()[0]  # progress.json's, else the checkpoint a resume continues from
+            st.warning(f"Stopped{' by you' if run.cancelled else ''} at step {'?' if at is None else f'{at:,}'}.")
         else:
             st.error(f"{run.status}: {run.error or 'no error message'}")
         tail = run.log_tail(30)
