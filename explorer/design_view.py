@@ -274,8 +274,8 @@ def render_designs_view(
             "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
             "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
             "measured results": st.column_config.LinkColumn(
-                display_text="open", help="This design's finished runs", width="small"
-            ),
+                "runs", display_text="open", help="This design's finished runs (Runs & measured)", width="small"
+            ),  # a header the small column shows whole
         },
     )
     st.download_button(

@@ -182,18 +182,25 @@ def legend_height(fig: _Fig) -> int:
     return len(shown) * LEGEND_ENTRY_PX + len(groups) * LEGEND_GAP_PX
 
 
-def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, **kw) -> go.Figure:
-    """Every figure's look; tall enough that its legend shows every entry without a scroll box."""
+TOP_LABEL_PX = 22  # a label written above the plot area (a vertical reference line's): its own line under the title
+
+
+def _layout(fig: _Fig, title: str, x: str, y: str, *, height: int = 480, label_above: bool = False, **kw) -> go.Figure:
+    """Every figure's look; tall enough that its legend shows every entry without a scroll box. ``label_above``: a
+    label sits just above the plot area (``add_vline``'s): the title is pinned to the top and the margin grows by
+    a line, so that the label never runs into the title's subtitle."""
     height = max(height, legend_height(fig) + PLOT_MARGIN_PX)
     if "<br>" not in title and len(title) > TITLE_CHARS and ": " in title:  # a long title is not cut at 1000 px
         head, tail = title.split(": ", 1)
         title = f"{head}<br><sup>{tail[0].upper()}{tail[1:]}</sup>"
+    top = 60 + (2 * TOP_LABEL_PX if label_above else 0)
+    pinned = dict(y=1, yref="container", yanchor="top", pad=dict(t=22)) if label_above else {}
     fig.update_layout(
-        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=15), **pinned),
         xaxis=dict(title=dict(text=x), **_AXIS),
         yaxis=dict(title=dict(text=y), **_AXIS),
         legend=dict(font=dict(size=11), groupclick="togglegroup", tracegroupgap=LEGEND_GAP_PX),
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=dict(l=10, r=10, t=top, b=10),
         hovermode="closest",
         height=height,
         plot_bgcolor="white",
@@ -443,6 +450,8 @@ def readable_labels(
 # --- the design space ---------------------------------------------------------------------------
 
 UNUSED_FLOOR = 1e-4  # a design that spends all of the budget is drawn at 0.01 % left (log axis)
+SPACE_PLOT_PX = 300.0  # the design space's plot area at its narrowest (1000 px page, legend beside it)
+LABEL_CHAR_PX = 6.4  # one character of a label at font size 11
 LABEL_BELOW = 0.97  # designs spending less of the budget than this are few: their names are written beside them
 
 
@@ -472,11 +481,23 @@ def design_space_figure(
     spots: dict[tuple, list[Cost]] = {}  # designs drawn at (nearly) the same spot share one label
     for c in sparse:
         spots.setdefault((round(math.log10(left(c)) * 5) / 5, round(over(c) * 2) / 2), []).append(c)
+    lo = min([left(c) for c in feasible] or [UNUSED_FLOOR])
+    x_lo, x_hi = 0.1, math.log10(lo) - 0.3  # the x range (log10), left to right
+
+    def side(c: Cost, text: str) -> str:
+        """Where a label fits on the narrowest plot the page draws: beside an edge it is written away from it."""
+        at = (x_lo - math.log10(left(c))) / (x_lo - x_hi) * SPACE_PLOT_PX  # px from the plot's left edge
+        half = len(text) * LABEL_CHAR_PX / 2
+        return "right" if at < half else ("left" if SPACE_PLOT_PX - at < half else "center")
+
     place, text = {}, {}
     for i, group in enumerate(spots.values()):
-        at_edge = left(group[0]) > 0.5  # near the left edge: written to the right of the marker
-        place[key_of(group[0])] = "top right" if at_edge else ("top center" if i % 2 == 0 else "bottom center")
-        text[key_of(group[0])] = ", ".join(label(key_of(c)) for c in group)
+        names = [label(key_of(c)) for c in group if key_of(c) not in (chosen, recommended)]  # those have their own
+        if not names:
+            continue
+        written = names[0] if len(names) == 1 else f"{names[0]} + {len(names) - 1} more"
+        place[key_of(group[0])] = f"{'top' if i % 2 == 0 else 'bottom'} {side(group[0], written)}"
+        text[key_of(group[0])] = written
     for method, cs in by_method.items():
         fig.add_trace(
             dict(
@@ -558,11 +579,10 @@ def design_space_figure(
             bgcolor="rgba(255,255,255,0.85)",
         )
     bad = [label(key_of(c)) for c in costs if not c.feasible]
-    lo = min([left(c) for c in feasible] or [UNUSED_FLOOR])
     fig.update_xaxes(
         type="log",
         autorange=False,
-        range=[0.1, math.log10(lo) - 0.3],
+        range=[x_lo, x_hi],
         tickvals=[1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001],
         ticktext=["100%", "30%", "10%", "3%", "1%", "0.3%", "0.1%", "0.03%", "≤0.01%"],
     )
@@ -785,6 +805,7 @@ def scaling_figure(
         "Running every task on one input: below the separate-models line, sharing saves compute",
         "number of tasks T",
         "forward GFLOPs per sequence, all tasks",
+        label_above=True,  # "your T = …" above the plot, clear of the subtitle
     )
 
 
@@ -1078,4 +1099,11 @@ def measured_ranking_figure(
         span = max(xs) - min(xs) or 1.0
         fig.update_xaxes(range=[min(xs) - 0.05 * span, max(xs) + 0.15 * span])  # room for the labels on the right
     fig.update_yaxes(type="category", automargin=True)
-    return _layout(fig, title, "dev average, 0–100 (paper Table 3 metric)", "", height=140 + 34 * len(rows))
+    return _layout(
+        fig,
+        title,
+        "dev average, 0–100 (paper Table 3 metric)",
+        "",
+        height=140 + 34 * len(rows) + (TOP_LABEL_PX if majority is not None else 0),
+        label_above=majority is not None,
+    )

@@ -238,12 +238,16 @@ def files_stamp(records: Iterable[TaskRecord], tasks_file: Optional[str] = None)
     return tuple(out)
 
 
+class NoTasksFile(ValueError):
+    """No tasks file given yet (the path field is empty): a prompt, not a mistake of its own."""
+
+
 def read_records(path: str) -> tuple[TaskRecord, ...]:
     """The records of the tasks file at ``path`` (in file order); ``ValueError`` in one line for a missing or bad
-    file."""
+    file (``NoTasksFile`` when no path is given)."""
     text = (path or "").strip()
     if not text:
-        raise ValueError("enter the path of a tasks file (YAML or JSON), upload one, or open the example tasks")
+        raise NoTasksFile("enter the path of a tasks file (YAML or JSON), upload one, or open the example tasks")
     try:
         return tuple(read_tasks_file(text).values())
     except OSError as e:
@@ -270,9 +274,14 @@ def one_line(message: object) -> str:
 
 
 def save_upload(data: bytes, root: Path) -> Path:
-    """An uploaded tasks file, kept at ``<root>/uploads/<sha256[:16]>/tasks.yaml`` (atomically; the same file
-    uploaded again is the same path), so that a link and a run can name it. Its paths must be absolute: the file's
-    own folder is not where its data lies. ``ValueError`` with one line for a file that cannot be used."""
+    """An uploaded tasks file, kept at ``<root>/uploads/<sha256[:16]>/tasks.yaml`` (the same file uploaded again is
+    the same path), so that a link and a run can name it. It is read in a staging folder first and moved into place
+    only once it is a tasks file whose paths are absolute (the file's own folder is not where its data lies): a
+    rejected upload leaves nothing under ``uploads/``. ``ValueError`` with one line (the reason, without the staging
+    path) for a file that cannot be used."""
+    import shutil
+    import tempfile
+
     from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
     from pals_core.train.rundir import atomic_write_text
 
@@ -282,25 +291,40 @@ def save_upload(data: bytes, root: Path) -> Path:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"the uploaded file is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    folder = Path(root) / UPLOADS / hashlib.sha256(data).hexdigest()[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / UPLOAD_NAME
-    atomic_write_text(path, text)
+    uploads = Path(root) / UPLOADS
+    made = not uploads.is_dir()
+    uploads.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=uploads)).resolve()
+    final = uploads / hashlib.sha256(data).hexdigest()[:16]
     try:
-        records = read_tasks_file(path).values()
-    except ValueError:
-        return path  # a bad file: the page names what is wrong with it, as for a typed path
-    folder = folder.resolve()
-    for r in records:
-        for role in ("train", "dev"):
-            p = getattr(r, role)
-            if p and Path(p).is_relative_to(folder):
-                raise ValueError(
-                    f"the uploaded file's task {r.name!r} gives its {role} file as a relative path "
-                    f"({Path(p).relative_to(folder)}): paths in an uploaded tasks file must be absolute "
-                    "— or type the file's path instead"
-                )
-    return path
+        atomic_write_text(staging / UPLOAD_NAME, text)
+        try:
+            records = read_tasks_file(staging / UPLOAD_NAME).values()
+        except ValueError as e:
+            reason = one_line(e).removeprefix(f"{staging / UPLOAD_NAME}: ").replace(str(staging / UPLOAD_NAME), "it")
+            raise ValueError(f"not a tasks file: {reason}") from None
+        for r in records:
+            for role in ("train", "dev"):
+                p = getattr(r, role)
+                if p and Path(p).is_relative_to(staging):
+                    raise ValueError(
+                        f"the uploaded file's task {r.name!r} gives its {role} file as a relative path "
+                        f"({Path(p).relative_to(staging)}): paths in an uploaded tasks file must be absolute "
+                        "— or type the file's path instead"
+                    )
+        try:
+            staging.rename(final)
+        except OSError:
+            if not (final / UPLOAD_NAME).is_file():  # not the same upload kept before: a real failure
+                raise
+        return final / UPLOAD_NAME
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if made:
+            try:
+                uploads.rmdir()  # only if still empty: nothing left behind by a rejected first upload
+            except OSError:
+                pass
 
 
 def parse_tasks_input(raw: RawInputs) -> tuple[tuple[Task, ...], Optional[str], tuple[TaskRecord, ...]]:

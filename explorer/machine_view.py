@@ -90,6 +90,7 @@ def frame(rows: list[Cost]) -> pd.DataFrame:
         [
             {
                 "design": label(key_of(c)),
+                "fits": "yes" if c.feasible else "no",
                 "d_s": "—" if c.d_s is None else f"{c.d_s:,}",
                 "train GiB": display.gib(c.memory_train["total"]),
                 "step × base": None if c.time_ratio is None else display.step_ratio(c.time_ratio),
@@ -103,20 +104,46 @@ def frame(rows: list[Cost]) -> pd.DataFrame:
     )
 
 
+OVER = " (over budget)"  # how a design over the question's budget is named in this view's figures and table
+
+
+def shown_name(c: Cost) -> str:
+    """A design's name in this view: marked when it is over the budget, as in every view of the page."""
+    return label(key_of(c)) + ("" if c.feasible else OVER)
+
+
 def fig_memory(rows: list[Cost]) -> go.Figure:
-    names = [label(key_of(c)) for c in rows]
+    """Training memory per design, stacked by part; a design over the budget is named so and drawn pale and hatched."""
+    names = [shown_name(c) for c in rows]
     fig = go.Figure(
         [
             go.Bar(
                 name=p,
                 x=names,
                 y=[c.memory_train[p] / display.GIB for c in rows],
+                marker=dict(
+                    opacity=[1.0 if c.feasible else 0.35 for c in rows],
+                    pattern=dict(shape=["" if c.feasible else "/" for c in rows]),
+                ),
                 hovertemplate="%{x}<br>" + p + ": %{y:.2f} GiB<extra></extra>",
             )
             for p in PARTS
         ]
     )
-    fig.update_layout(barmode="stack", yaxis_title="training memory, GiB", height=380, margin=dict(t=30, b=10))
+    over = sum(not c.feasible for c in rows)
+    fig.update_layout(
+        barmode="stack",
+        yaxis_title="training memory, GiB",
+        height=480,
+        margin=dict(t=30, b=10),
+        xaxis=dict(tickangle=-90, automargin=True, tickfont=dict(size=10)),  # every design named, none skipped
+        title=dict(
+            text=f"{over} design(s) over the budget: pale, hatched, named so" if over else "",
+            font=dict(size=12, color="#555"),
+            x=0,
+            xanchor="left",
+        ),
+    )
     return fig
 
 
@@ -125,10 +152,11 @@ def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
     as in every figure of the page). Only the labels that can be read are written (``figures.readable_labels``);
     every point names its design, and the designs drawn on the same spot, on hover."""
     rows = [c for c in rows if c.time_ratio is not None]
-    names = [label(key_of(c)) for c in rows]
+    names = [shown_name(c) for c in rows]
     xs, ys = [c.params_task_specific for c in rows], [c.time_ratio for c in rows]
-    first = [i for i, d in enumerate(names) if d == chosen]
-    places = figures.readable_labels(list(zip(xs, ys)), names, first=first)
+    first = [i for i, c in enumerate(rows) if label(key_of(c)) == chosen]
+    # sized below the plot at its narrowest (a 1000 px page; the axes pad the data range): readable there, readable wider
+    places = figures.readable_labels(list(zip(xs, ys)), names, first=first, width=420.0, height=220.0)
     same = [
         [
             names[j]
@@ -148,10 +176,11 @@ def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
             texttemplate=[d if p else "" for d, p in zip(names, places)],
             textfont=dict(size=11, color="#444"),
             marker=dict(
-                size=[15 if d == chosen else 10 for d in names],
+                size=[15 if i in first else 10 for i in range(len(rows))],
                 color=[figures.method_color(c.method) for c in rows],
+                opacity=[1.0 if c.feasible else 0.35 for c in rows],  # over the budget: pale, and named so
                 symbol=[figures.location_symbol(c.location) for c in rows],
-                line=dict(color=["black" if d == chosen else "white" for d in names], width=1.5),
+                line=dict(color=["black" if i in first else "white" for i in range(len(rows))], width=1.5),
             ),
             customdata=[
                 [

@@ -21,7 +21,7 @@ from pals_core.budget import Cost
 
 from . import address, calc, design_view, machine_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
 from .calc import key_of, label
-from .inputs import Inputs, files_stamp, one_line, parse_inputs
+from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
 STUDY_STORAGE_ENV = "PALS_STUDY_STORAGE"
@@ -144,7 +144,8 @@ def main() -> None:
         costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
     except ValueError as e:
         inp, costs = None, None
-        st.error(f"Bad input: {one_line(e)}")
+        if not (isinstance(e, NoTasksFile) and st.session_state.get("_upload_error")):  # said once, by the upload
+            st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         machine = machine_view.page_machine()  # one machine for the answer and every view

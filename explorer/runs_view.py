@@ -60,12 +60,13 @@ def _title(run: Run) -> str:
 
 def _active(run: Run) -> None:
     p = run.progress or {}
-    step, total = p.get("step") or 0, p.get("total") or 0
-    frac = min(1.0, step / total) if total else 0.0
+    step, total = run.steps()  # right after a resume: the checkpoint it continues from, before the trainer says
+    frac = min(1.0, (step or 0) / total) if total else 0.0
     avg = p.get("average")
+    resuming = run.progress is None and step is not None and bool((run.launch or {}).get("history"))
     text = (
-        f"{run.status} · step {step:,}/{f'{total:,}' if total else '?'} · elapsed {duration(p.get('elapsed_s'))} · "
-        f"ETA {duration(p.get('eta_s'))}"
+        f"{run.status}{' (resuming)' if resuming else ''} · step {step or 0:,}/{f'{total:,}' if total else '?'} · "
+        f"elapsed {duration(p.get('elapsed_s'))} · ETA {duration(p.get('eta_s'))}"
         + (f" · dev avg {measured.score_text(avg)} (0–100)" if isinstance(avg, (int, float)) else "")
     )
     with st.container(border=True):
@@ -90,7 +91,8 @@ def _problem(run: Run) -> None:
     with st.container(border=True):
         st.markdown(_title(run))
         if run.status == "stopped":
-            st.warning(f"Stopped{' by you' if run.cancelled else ''} at step {(run.progress or {}).get('step', '?')}.")
+            at = run.steps()[0]  # progress.json's, else the checkpoint a resume continues from
+            st.warning(f"Stopped{' by you' if run.cancelled else ''} at step {'?' if at is None else f'{at:,}'}.")
         else:
             st.error(f"{run.status}: {run.error or 'no error message'}")
         tail = run.log_tail(30)

@@ -32,7 +32,7 @@ from pals_core.train.models import TINY as TINY_MODEL
 
 from . import calc, commands, registry
 from .calc import key_of, label
-from .inputs import EMBEDDED, LOCAL, TINY, Inputs
+from .inputs import EMBEDDED, LOCAL, TINY, Inputs, files_stamp
 
 MODELS = {
     "MiniLM-L6 (embedded, pretrained)": "",
@@ -172,6 +172,30 @@ def _default_model(inp: Inputs) -> None:
             st.session_state["train_model_path"] = st.session_state.get("model_path", "")
 
 
+def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optional[tuple[int, str]]:
+    """(the max length a run on these tasks of a file should use, the sentence that says why): the largest p95 of
+    their token counts under the training model's tokenizer (the task panel's profile), capped at what the trainer
+    takes (8 … 512, the model's longest input); None when the rows cannot be read (their error is the panel's)."""
+    from . import tasks_view
+
+    if not records:
+        return None
+    glue_dir = os.environ.get("PALS_GLUE_DIR", "")
+    try:
+        profiles = [
+            tasks_view.profile(r, files_stamp([r]), model or None, max(8, inp.seq_len), glue_dir) for r in records
+        ]
+    except (OSError, ValueError):
+        return None
+    p95s = [p["tokens"]["p95"] for p in profiles if p.get("tokens")]
+    if not p95s:
+        return None
+    p95 = max(p95s)
+    n = max(8, min(512, p95))
+    capped = "" if n == p95 else f" (capped at {n})"
+    return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them."
+
+
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
     """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
@@ -244,11 +268,19 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     steps = int(c2.number_input("Steps", min_value=1, max_value=1_000_000, value=200, step=50, key="train_steps"))
     batch = int(c2.number_input("Batch size", min_value=1, max_value=4096, value=16, step=1, key="train_batch"))
     lr_text = c2.text_input("Learning rate", value="2e-5", key="train_lr")
+    reads = own and not (use_path and not model)  # a folder not yet given has no tokenizer to count with
+    suggested = suggested_max_len(inp, [r for r in inp.records if r.name in tasks], model) if reads else None
     max_len = int(
         c3.number_input(
-            "Max length (tokens)", min_value=8, max_value=512, value=min(512, max(8, inp.seq_len)), key="train_max_len"
+            "Max length (tokens)",
+            min_value=8,
+            max_value=512,
+            value=suggested[0] if suggested else min(512, max(8, inp.seq_len)),
+            key="train_max_len",
         )
     )
+    if suggested:
+        c3.caption(suggested[1])
     eval_every = int(
         c3.number_input("Evaluate every (steps)", min_value=1, max_value=1_000_000, value=100, key="train_eval_every")
     )
@@ -256,7 +288,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     max_eval_text = c3.text_input("Max dev examples per task (empty = all)", value="500", key="train_max_eval")
     seed = int(c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="train_seed"))
     threads_text = c3.text_input("CPU threads (empty = torch's default)", value="", key="train_threads")
-    freeze = c3.checkbox("Freeze the trunk (train only task-specific weights)", key="train_freeze")
+    freeze = c3.checkbox("Freeze the trunk", key="train_freeze", help="Train only task-specific weights.")
     c3.markdown(f"A pooler per task: **{'yes' if inp.per_task_pooler else 'no'}** (the question's, sidebar)")
     name = c1.text_input("Run name (optional)", key="train_name", placeholder="e.g. pals-rte-mrpc")
     try:

@@ -38,6 +38,14 @@ class _Help(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, terminal_width(80) - 2 if width is None else width)
 
 
+# what pals-budget does without these design flags (the dataclass defaults are a single run's)
+BUDGET_DEFAULTS = {
+    "method": "every method, one row each",
+    "location": "all, top and bottom for each within-network method; all with --method",
+    "d_s": "the largest that fits the budget",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="pals-budget",
@@ -50,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tasks",
-        help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,… (default 8); "
-        "with --tasks-file, names out of the file (default: all of them)",
+        help="N (8 = the paper's GLUE tasks, else N binary tasks) or GLUE names: cola,sst2,…; "
+        "with --tasks-file, names out of the file (default: 8; with --tasks-file, all of its tasks)",
     )
     p.add_argument(
         "--tasks-file",
@@ -60,7 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         "label count (declared labels, else the train file's label column)",
     )
     add_budget_flags(p)
-    add_flags(p, AdapterConfig, title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)")
+    add_flags(
+        p,
+        AdapterConfig,
+        title="design (AdapterConfig; shared by pals-budget, pals-train and pals-study)",
+        defaults=BUDGET_DEFAULTS,
+    )
     add_flags(
         p,
         Machine,

@@ -240,8 +240,11 @@ def add_flags(
     skip: Iterable[str] = (),
     title: Optional[str] = None,
     names: Optional[Mapping[str, str]] = None,
+    defaults: Optional[Mapping[str, str]] = None,
 ) -> list[Flag]:
-    """Add one flag per field of ``cls`` to ``parser`` (or a new argument group titled ``title``).
+    """Add one flag per field of ``cls`` to ``parser`` (or a new argument group titled ``title``). Each help ends in
+    the flag's one default: the field's, or ``defaults[field]`` where this command does something else without the
+    flag (``pals-budget`` without ``--method`` prices every method).
 
     Flags default to ``argparse.SUPPRESS``: an absent flag is absent from the namespace; values stay strings
     until ``given_values`` types and checks them (so every error names its flag in one line)."""
@@ -249,7 +252,7 @@ def add_flags(
     target = parser.add_argument_group(title) if title else parser
     flags = [f for f in flags_of(cls, names) if f.name not in skip]
     for f in flags:
-        help_text = f"{f.help} (default: {_default_text(f)})"
+        help_text = f"{f.help} (default: {(defaults or {}).get(f.name) or _default_text(f)})"
         if f.choices is not None:
             help_text = f"{help_text}; one of: {', '.join(map(str, f.choices()))}"
         help_text = help_text.replace("%", "%%")

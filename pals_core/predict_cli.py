@@ -128,18 +128,36 @@ def engine_of(run_dir: str, engine: str) -> str:
     return engine
 
 
+def _same_step(run_dir: str, exported: int, step: Optional[int]) -> None:
+    """An ONNX export holds one step (-1: each task's best): ``--step`` must be that one."""
+    if step is not None and step != exported:
+        which = f"step {exported}" if exported >= 0 else "each task's best step"
+        raise UsageError(
+            f"{run_dir} is an ONNX export of {which}: --step {step} needs the run folder (or an export of that step)"
+        )
+
+
+def read_info(run_dir: str, engine: str, step: Optional[int]):
+    """The run's tasks, records, labels and max length from its files (config.json and the checkpoint index, or an
+    export's export.json), without loading any weights: what the input is checked against before the model loads."""
+    if engine == "onnx":
+        from .export.onnx import exported_run, read_export
+
+        info = exported_run(Path(run_dir), read_export(Path(run_dir)))
+        _same_step(run_dir, info.step, step)
+        return info
+    from .run_info import read_run
+
+    return read_run(run_dir, step)
+
+
 def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
     """The run's model (torch) or an ``OnnxRunner`` over an export (onnx): the same predict interface."""
     if engine == "onnx":
         from .export.onnx import OnnxRunner
 
         runner = OnnxRunner(run_dir, device=device)
-        if step is not None and step != runner.run.step:
-            which = f"step {runner.run.step}" if runner.run.step >= 0 else "each task's best step"
-            raise UsageError(
-                f"{run_dir} is an ONNX export of {which}: --step {step} needs the run folder (or an "
-                "export of that step)"
-            )
+        _same_step(run_dir, runner.run.step, step)
         return runner
     from .model import MultiTaskModel
 
@@ -385,12 +403,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError(f"--batch-size must be a positive integer, got {args.batch_size}")
     engine = engine_of(args.run_dir, args.engine)
     cols = read_columns(args.input, None)
-    model = load_predictor(args.run_dir, engine, args.step, args.device)
-    info = model.run
-    names = list(model.tasks) if not args.tasks else [t.strip() for t in args.tasks.split(",") if t.strip()]
+    info = read_info(args.run_dir, engine, args.step)  # the input is checked against it before any weight loads
+    tasks = list(info.num_labels)
+    names = tasks if not args.tasks else [t.strip() for t in args.tasks.split(",") if t.strip()]
     for t in names:
-        if t not in model.tasks:
-            raise UsageError(f"task {t!r} is not a task of {args.run_dir} ({', '.join(model.tasks)})")
+        if t not in tasks:
+            raise UsageError(f"task {t!r} is not a task of {args.run_dir} ({', '.join(tasks)})")
     task_of = None
     if args.task_column is not None:
         if args.task_column not in cols.values:
@@ -410,6 +428,8 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     kept = kept_input_columns(list(cols.values), list(planned))
     check_writable(cols, kept, out)
     n = len(texts)
+    model = load_predictor(args.run_dir, engine, args.step, args.device)
+    info = model.run
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
     with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:

@@ -33,6 +33,27 @@ def streamlit_scans_installed_components_once():
     manifest_scanner.scan_component_manifests = original
 
 
+def settle_garbage() -> None:
+    """Collect the session's garbage now, then freeze what survives (``gc.freeze``): later full collections skip it.
+
+    Why: an xdist worker ends with over a million tracked objects (torch, transformers, Streamlit, every page test),
+    and a full ``gc.collect()`` of them takes 4-5 s on two busy cores. pytest runs one in its unraisable-exception
+    clean-up after the worker has reported "finished"; the controller then closes the worker's gateway, and execnet
+    SIGINTs a worker still busy 5 s later: the KeyboardInterrupt landed in hypothesis' gc callback
+    (``junkdrawer.gc_callback``) and the run ended on a "PytestUnraisableExceptionWarning ... KeyboardInterrupt"
+    traceback. Collected here, before the worker reports, the garbage's own unraisable exceptions are still reported
+    and the clean-up's collection takes milliseconds."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_sessionfinish(session) -> None:
+    """Runs before pytest-xdist's wrapper reports the worker finished (see ``settle_garbage``)."""
+    settle_garbage()
+
+
 def pytest_report_header(config) -> str:
     """Say which grids run: the pairwise covering sets (default) or the full products (PALS_FULL_GRID=1)."""
     if full_grid():

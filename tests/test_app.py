@@ -630,6 +630,9 @@ def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
     show(app, "runs")
     table = table_with(app, "run")
     assert table.iloc[0]["run"] == "from-the-form" and table.iloc[0]["status"] in registry.ACTIVE
+    end = time.time() + 90  # in its training loop (past a checkpoint), so that a resume has a step to continue from
+    while ((registry.load_run(run_dir).progress or {}).get("step") or 0) < 3 and time.time() < end:
+        time.sleep(0.2)
     app.button(key="cancel::from-the-form").click().run()
     end = time.time() + 30
     while registry.load_run(run_dir).alive and time.time() < end:
@@ -638,7 +641,17 @@ def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
     row = table_with(app, "run").iloc[0]
     assert row["status"] == "stopped", registry.load_run(run_dir).log_tail()
     assert any("Stopped by you" in w.value for w in app.warning)
-    assert app.button(key="resume::from-the-form")
+    at_step = json.loads((run_dir / "checkpoints" / "latest.json").read_text())["step"]
+    assert at_step >= 3
+    # Resume: right away the card shows where the run is (its checkpoint) and its total, not "0 steps · 0/?"
+    app.button(key="resume::from-the-form").click().run()
+    card = [p.proto.text for p in app.get("progress")]
+    assert card and card[0].startswith(f"starting (resuming) · step {at_step:,}/500 · "), card
+    assert not any("smoke run" in m.value for m in app.markdown if "from-the-form" in m.value)
+    app.button(key="cancel::from-the-form").click().run()
+    end = time.time() + 30
+    while registry.load_run(run_dir).alive and time.time() < end:
+        time.sleep(0.2)
     show(app, "train")
     assert not any("Launched run" in s.value for s in app.success)  # the banner does not outlive the run
 

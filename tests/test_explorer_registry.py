@@ -266,22 +266,3 @@ def test_malformed_files_never_break_the_runs_list(tmp_path):
     for r in runs:
         row = r.row()
         assert all(v is None or isinstance(v, (str, int, float)) for v in row.values()), row
-
-
-@pytest.mark.slow
-def test_a_finished_run_is_reaped_on_the_next_redraw_of_any_view(tmp_path, monkeypatch):
-    """The newcomer saw a zombie pals-train after a run ended while the page showed another view."""
-    from streamlit.testing.v1 import AppTest
-
-    empty = tmp_path / "empty-glue"
-    empty.mkdir()
-    run = registry.launch(_spec(empty), root=tmp_path / "runs", name="short")  # refused at once: exit 2
-    end = time.time() + 60
-    while Path(f"/proc/{run.pid}").exists() and not _zombie_or_gone(run.pid):
-        assert time.time() < end
-        time.sleep(0.1)
-    assert Path(f"/proc/{run.pid}").exists(), "reaped before the page ran: the test proves nothing"
-    monkeypatch.setenv("PALS_RUNS_DIR", str(tmp_path / "runs"))
-    AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()  # the Designs view
-    assert not Path(f"/proc/{run.pid}").exists(), "still a zombie after a redraw"
-    assert json.loads((run.path / "exit.json").read_text())["exit_code"] == 2

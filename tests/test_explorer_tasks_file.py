@@ -238,6 +238,33 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
         inputs.save_upload(example.read_bytes(), tmp_path)
 
 
+def test_a_rejected_upload_says_why_once_and_keeps_nothing(app, runs_dir, tmp_path, example):
+    """#34 item 9: an upload the page cannot use shows its own reason, once (no generic "enter the path" banner
+    beside it), and leaves nothing under <runs>/uploads/; a good upload is then kept and used."""
+    app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    uploads = runs_dir / inputs.UPLOADS
+    for name, data, reason in (
+        ("relative.yaml", example.read_bytes(), "must be absolute"),
+        ("broken.yaml", b"tasks:\n  a: {train: x.csv\n", "not a tasks file"),
+        ("binary.yaml", b"\xff\xfe\x00tasks", "not UTF-8 text"),
+    ):
+        app.sidebar.file_uploader(key="tasks_upload").set_value((name, data, "application/x-yaml")).run()
+        assert not app.exception
+        [line] = errors(app)  # one message, the upload's own
+        assert line.startswith(f"{name}: ") and reason in line and "\n" not in line, errors(app)
+        assert ".upload-" not in line  # no staging path shown
+        assert not uploads.exists() or not any(uploads.iterdir()), list(uploads.rglob("*"))
+        assert app.sidebar.text_input(key="tasks_file").value == ""
+    records = read_tasks_file(small_tasks(tmp_path / "mine")).values()
+    keep = ("train", "dev", "text", "label", "kind")
+    good = json.dumps({"tasks": {r.name: {k: v for k, v in r.as_dict().items() if k in keep and v} for r in records}})
+    app.sidebar.file_uploader(key="tasks_upload").set_value(("mine.json", good.encode(), "application/json")).run()
+    assert errors(app) == []
+    [kept] = list(uploads.glob("*/tasks.yaml"))
+    assert app.sidebar.text_input(key="tasks_file").value == str(kept) and kept.read_text() == good
+    assert [p.name for p in uploads.iterdir()] == [kept.parent.name]  # no staging folder left
+
+
 def test_the_launcher_trains_the_tasks_file(app, tmp_path):
     """The launcher's run names the tasks file (absolute) and chooses among its tasks; no GLUE folder is asked for."""
     f = small_tasks(tmp_path / "mine")
@@ -248,7 +275,14 @@ def test_the_launcher_trains_the_tasks_file(app, tmp_path):
     assert not any(t.key == "train_glue_dir" for t in app.text_input)
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
     assert f"--tasks-file {f}" in cmd and "--model tiny" in cmd
-    assert os.environ["PALS_GLUE_DIR"] not in cmd  # no GLUE task, no GLUE folder
+    # the max length the task panel suggests: the largest p95 of the tasks' token counts, under the run's tokenizer
+    from pals_core.data.profile import profile_tasks
+
+    p95 = max(p["tokens"]["p95"] for p in profile_tasks(list(read_tasks_file(f).values()), model="tiny", max_len=128))
+    assert app.number_input(key="train_max_len").value == p95 != 128
+    assert any(c.value.startswith(f"Default {p95}: the p95 of these tasks' token counts") for c in app.caption)
+    assert f"--max-len {p95}" in cmd
+    assert os.environ["PALS_GLUE_DIR"] not in cmd and "--glue-dir" not in cmd  # no GLUE task, no GLUE folder
     app.multiselect(key="train_file_tasks").set_value(["score"]).run()
     [cmd] = [c.value for c in app.code if c.value.startswith("pals-train")]
     assert "--tasks score " in cmd and f"--tasks-file {f}" in cmd

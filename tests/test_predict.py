@@ -248,6 +248,66 @@ def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle, capsys):
     assert not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.slow
+def test_the_input_is_checked_before_the_weights_load(trained, tmp_path, capsys):
+    """#34 item 10: tasks and columns are checked against the run's files before its weights are read: on a copy of
+    the run whose weights cannot be read, every input mistake still gets its own line, at once."""
+    import shutil
+    import time
+
+    from pals_core.train.checkpoint import Checkpoints
+
+    run, f, _ = trained
+    broken = tmp_path / "run"
+    shutil.copytree(run, broken)
+    best = broken / "checkpoints" / Checkpoints(broken / "checkpoints").best()["dir"]
+    (best / "shared.safetensors").write_bytes(b"not weights")
+    dev = read_tasks_file(f)["intent"].dev
+    out = str(tmp_path / "p.csv")
+    for args, needle in (
+        (["--tasks", "nope"], "task 'nope' is not a task"),
+        (["--tasks", "intent", "--text", "nope"], "no text column 'nope'"),
+        ([], "the tasks read different text columns"),
+        (["--text", "message"], "task 'score' reads a pair of texts: give --text-pair"),
+        (["--task-column", "message"], "is not one of"),
+        (["--task-column", "nope"], "no column 'nope'"),
+    ):
+        started = time.perf_counter()
+        code, err = predict_here(capsys, str(broken), "--input", str(dev), *args, "--out", out)
+        assert code == 2 and needle in err, (args, err)
+        assert time.perf_counter() - started < 2.0, args  # no model built, no tokenizer read
+    # the same copy with a good input: only now are the weights read, and their damage is the error
+    code, err = predict_here(capsys, str(broken), "--input", str(dev), "--tasks", "intent", "--out", out)
+    assert code == 2 and "shared.safetensors" in err and len(err.strip().splitlines()) == 1, err
+    assert not Path(out).exists()
+
+
+@pytest.mark.slow
+def test_the_output_columns_of_each_kind_are_the_readmes(trained, tmp_path, capsys):
+    """README's table: classification gives <task> and <task>_prob; multilabel and regression no <task>_prob;
+    --probs adds <task>_prob_<label> for classification and multilabel only."""
+    run, f, _ = trained
+    records = read_tasks_file(f)
+    want = {
+        "intent": (["intent", "intent_prob"], [f"intent_prob_{x}" for x in sorted(WORDS)]),
+        "tags": (["tags"], ["tags_prob_login", "tags_prob_payment", "tags_prob_slow"]),
+        "score": (["score"], []),
+    }
+    for task, (plain, extra) in want.items():
+        for probs in ([], ["--probs"]):
+            out = tmp_path / f"{task}{len(probs)}.jsonl"
+            code, err = predict_here(
+                capsys, str(run), "--input", str(records[task].dev), "--tasks", task, *probs, "--out", str(out)
+            )
+            assert code == 0, err
+            first = json.loads(out.read_text().splitlines()[0])
+            inputs = [
+                c if c not in plain else f"{c} (input)" for c in read_columns(str(records[task].dev), None).values
+            ]
+            added = [c for c in first if c not in inputs]
+            assert sorted(added) == sorted(plain + (extra if probs else [])), (task, probs, added)
+
+
 TINY = dict(
     hidden_size=24,
     num_hidden_layers=4,

@@ -3,12 +3,18 @@
 A child's exit status is collected by its own ``Popen.poll`` here and nowhere else (a dropped ``Popen`` is reaped
 by the next ``Popen`` anywhere in the process, and its status lost); it is then kept in the folder's ``exit.json``,
 so a restarted server (or ``pals-runs``) still knows how the process ended.
+
+A child that ends is collected at once, whoever looks: a small daemon thread (``_reaper``) polls this process's
+unreaped children every ``REAP_EVERY_S`` while there are any, so no ``<defunct>`` process waits for the next page
+draw (after Cancel, or when a run or a study worker finishes). It stops when none is left and starts again with the
+next ``spawn``.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -18,6 +24,9 @@ from pals_core.train import lock as run_lock
 
 EXIT_FILE = "exit.json"
 _CHILDREN: dict[int, tuple[subprocess.Popen, Path]] = {}  # pid → (our child, its folder); kept until reaped
+REAP_EVERY_S = 0.2  # how often the reaper looks while a child is running: a zombie lives at most this long
+_REAPER_LOCK = threading.Lock()  # guards _CHILDREN's insertions and the reaper's start and end
+_reaper: Optional[threading.Thread] = None
 
 
 def child(pid: Any, folder: Path) -> Optional[subprocess.Popen]:
@@ -50,7 +59,12 @@ def spawn(folder: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
             env=_child_env(),
             close_fds=True,
         )
-    _CHILDREN[proc.pid] = (proc, Path(folder).resolve())  # kept for the process's life: a few bytes a launch
+    global _reaper
+    with _REAPER_LOCK:
+        _CHILDREN[proc.pid] = (proc, Path(folder).resolve())  # kept for the process's life: a few bytes a launch
+        if _reaper is None:
+            _reaper = threading.Thread(target=_reap_while_running, name="pals-reaper", daemon=True)
+            _reaper.start()
     return proc.pid, run_lock.start_time(proc.pid), started
 
 
@@ -80,8 +94,25 @@ def reap_children() -> list[int]:
     """Collect every child that has ended (no zombie waits for someone to look): its exit status goes to its
     folder's exit.json (``record_exit``). Returns the pids collected now."""
     done = []
-    for pid, (proc, folder) in list(_CHILDREN.items()):
+    with _REAPER_LOCK:
+        children = list(_CHILDREN.items())
+    for pid, (proc, folder) in children:
         if proc.returncode is None and proc.poll() is not None:
             record_exit(folder, pid)
             done.append(pid)
     return done
+
+
+def _reap_while_running() -> None:
+    """The reaper thread: ``reap_children`` every ``REAP_EVERY_S`` until no child of ours is left running."""
+    global _reaper
+    while True:
+        time.sleep(REAP_EVERY_S)
+        try:
+            reap_children()
+        except Exception:  # a folder gone under us: its exit status is still ours to keep, never a dead thread
+            pass
+        with _REAPER_LOCK:
+            if all(proc.returncode is not None for proc, _ in _CHILDREN.values()):
+                _reaper = None
+                return

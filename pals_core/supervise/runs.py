@@ -176,6 +176,7 @@ class Run:
         if not self.passed_over:
             return None
         return f"passed over (not regular files, never opened): {'; '.join(self.passed_over)}"
+    checkpoint_step: Optional[int] = None  # the step of checkpoints/latest.json: where a resumed run continues
 
     @property
     def pid(self) -> Optional[int]:
@@ -220,6 +221,14 @@ class Run:
         if launched is None:
             return None
         return _find(launched.as_dict(), key)
+
+    def steps(self) -> tuple[Optional[int], Optional[int]]:
+        """(the step the run is at, its total steps): progress.json's for this launch; before the trainer writes
+        one (right after a resume) the checkpoint it continues from and the steps of its settings. None: unknown."""
+        p = self.progress or {}
+        step = p.get("step") if "step" in p else self.checkpoint_step
+        total = p.get("total") if "total" in p else self.get("steps")
+        return step, (total if _count(total) else None)
 
     @property
     def error(self) -> Optional[str]:
@@ -270,8 +279,8 @@ class Run:
             "location": self.get("location"),
             "d_s": self.get("d_s"),
             "tasks": tasks,
-            "step": p.get("step", s.get("steps")),
-            "total": p.get("total", s.get("steps")),
+            "step": p.get("step", s.get("steps", self.steps()[0])),
+            "total": p.get("total", s.get("steps", self.steps()[1])),
             "steps": s.get("steps", p.get("step")),
             "eta_s": p.get("eta_s") if self.status in ACTIVE else None,
             "elapsed_s": p.get("elapsed_s"),
@@ -342,7 +351,14 @@ def load_run(path: Path) -> Run:
             for name in (*RUN_FILES, "cancel.json", "config.json", "exit.json")
             if (kind := not_regular(path / name)) is not None
         ),
+        _checkpoint_step(path),
     )
+
+
+def _checkpoint_step(path: Path) -> Optional[int]:
+    """The step ``checkpoints/latest.json`` names (the trainer's own file), None if it names none."""
+    step = (read_json(path / "checkpoints" / "latest.json", or_none=True) or {}).get("step")
+    return step if _count(step) else None
 
 
 def list_runs(root: Optional[Path] = None) -> list[Run]:

@@ -68,9 +68,9 @@ class TrainConfig:
             "metavar": "PATH",
         },
     )
-    glue_dir: Optional[str] = field(
-        default_factory=lambda: os.environ.get(GLUE_DIR_ENV) or None,
-        metadata={"help": f"official GLUE TSV folder (default: ${GLUE_DIR_ENV})", "always": True, "metavar": "DIR"},
+    glue_dir: Optional[str] = field(  # None: found where the data is read (``resolve_glue_dir``), never frozen here
+        default=None,
+        metadata={"help": f"official GLUE TSV folder; none = ${GLUE_DIR_ENV}", "always": True, "metavar": "DIR"},
     )
     tasks_file: Optional[str] = field(
         default=None,
