@@ -176,6 +176,7 @@ class Run:
         if not self.passed_over:
             return None
         return f"passed over (not regular files, never opened): {'; '.join(self.passed_over)}"
+
     checkpoint_step: Optional[int] = None  # the step of checkpoints/latest.json: where a resumed run continues
 
     @property
