@@ -153,7 +153,7 @@ BAD = {
     "invalid": "summary.json is not valid JSON",
     "deep": "summary.json is nested too deeply",
     "folder": "summary.json is a directory",
-    "fifo": "summary.json is not a regular file",
+    "fifo": "summary.json is a FIFO (named pipe), not a regular file",
     "loop": "summary.json cannot be read",
     "permission": "summary.json cannot be read: Permission denied",
 }
