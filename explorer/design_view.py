@@ -17,7 +17,9 @@ from pals_core.budget.costs import embedding_params, flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
 
-from . import calc, figures, recommend
+from pals_core.budget import recommend
+
+from . import calc, figures
 from .address import link_budget
 from .calc import Key, key_of, label
 from .inputs import Inputs
@@ -90,7 +92,7 @@ def budget_sentence(inp: Inputs) -> str:
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
     """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
     if picks:
-        st.success("**Recommended:** " + recommend.reason(picks[0], picks) + machine_sentence(inp, picks[0]), icon="✅")
+        st.success(recommend.answer(picks) + machine_sentence(inp, picks[0]), icon="✅")
         return
     fits = first_fits(inp)
     first = fits[0]
@@ -198,7 +200,7 @@ def render_metrics(c: Cost, inp: Inputs) -> None:
     )
 
 
-def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]) -> list[Cost]:
+def sort_costs(costs: list[Cost], how: str, inp: Inputs, picks: list[recommend.Pick]) -> list[Cost]:
     if how == "used":
         return sorted(costs, key=lambda c: -budget_used(c, inp.budget))
     if how == "flops":
@@ -207,15 +209,7 @@ def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]
         return sorted(costs, key=lambda c: -c.params_task_specific)
     if how == "method":
         return sorted(costs, key=lambda c: (c.method, c.location or ""))
-    # ranked designs first; then the rest that fit, fullest first; then those over budget, closest to fitting first
-    return sorted(
-        costs,
-        key=lambda c: (
-            rank.get(key_of(c), 10**6),
-            not c.feasible,
-            budget_used(c, inp.budget) * (1 if not c.feasible else -1),
-        ),
-    )
+    return recommend.ranked_rows(costs, inp.budget, picks)  # the recommendation's order, as pals-budget sorts
 
 
 def render_designs_view(
@@ -229,7 +223,7 @@ def render_designs_view(
     """``link_for(design label)``: the page's address showing that design's measured results (Runs & measured)."""
     rank = {p.key: i + 1 for i, p in enumerate(picks)}
     how = st.selectbox("Sort by", list(SORTS), format_func=SORTS.get, key="sort")
-    ordered = sort_costs(costs, how, inp, rank)
+    ordered = sort_costs(costs, how, inp, picks)
     first_fit = None
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}

@@ -35,12 +35,12 @@ from .calc import key_of, label
 from .inputs import EMBEDDED, LOCAL, TINY, Inputs
 
 MODELS = {
-    "MiniLM-L6 (embedded, pretrained)": "",
+    EMBEDDED: "",
     "tiny (random tiny BERT: a smoke test)": TINY_MODEL,
     "a local checkpoint folder…": "path",
 }
 FROM_SIDEBAR = {
-    EMBEDDED: "MiniLM-L6 (embedded, pretrained)",
+    EMBEDDED: EMBEDDED,
     TINY: "tiny (random tiny BERT: a smoke test)",
     LOCAL: "a local checkpoint folder…",
 }

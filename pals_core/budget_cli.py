@@ -10,16 +10,26 @@ import gc
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Optional, Sequence
 
-from .budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params, flops_ratio
+from .budget import recommend
+from .budget.costs import (
+    CONVENTIONS,
+    DEFAULT_SEQ_LEN,
+    base_params,
+    default_seq_len,
+    design,
+    embedding_params,
+    flops_ratio,
+)
 from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
 from .budget.machine import Machine
 from .budget.methods import METHODS, get_method
 from .budget.solver import add_budget_flags, budget_from_args
 from .budget.table import rows, sort_rows
 from .budget.tasks import parse_tasks, tasks_of_records
-from .families.models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from .families.models import ALIASES, DEFAULT_MODEL, EMBEDDED_MODEL, PRESETS, conditions_for_model, load_model
 from .families.registry import get_family
 from .flags import OneLineParser, UsageError, add_flags, given_values
 from .footprint.constraints import CONSTRAINTS
@@ -42,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="pals-budget",
         description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
-        "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
-        "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
+        "knows, each within-network one at all, top and bottom — one row each; design flags other than "
+        "--method/--location/--d-s apply to every row. Above the table, the explorer's recommendation (the same "
+        "ranking in the same words, measured runs of this model and these tasks included), and the table sorted "
+        "as it ranks (without a budget: by whether it fits, then FLOPs).",
         epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
         "pals-budget --method lhuc | pals-budget --paper",
         formatter_class=_Help,
@@ -79,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="exact",
         choices=CONVENTIONS,
         help="exact (every torch parameter) or paper (no biases/LayerNorms)",
+    )
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        action="append",
+        help="a folder of finished runs (pals-train's summary.json, three levels deep) whose dev scores rank the "
+        "designs, as the explorer's do; repeat for several (default: the explorer's: $PALS_RUNS_DIR or ./runs, and "
+        "this checkout's benchmarks/results). Runs count for a model the trainer builds (the embedded model or a "
+        "checkpoint folder) on exactly these tasks",
     )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -221,10 +242,14 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()
     model = load_model(args.model)
+    records: list = []  # the tasks' records (GLUE's or the file's): what measured runs are matched by
     if args.tasks_file:
-        tasks = tasks_of_records(resolve_records(args.tasks, args.tasks_file))
+        records = resolve_records(args.tasks, args.tasks_file)
+        tasks = tasks_of_records(records)
     else:
         tasks = parse_tasks(args.tasks if args.tasks is not None else "8")
+        if args.tasks is not None and not args.tasks.strip().isdigit():
+            records = resolve_records(args.tasks)
     budget = budget_from_args(args)
     family = get_family(model.family)
     if args.seq_len is None:
@@ -270,6 +295,29 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
+    picks, scores, roots = [], {}, ()
+    if budget is not None:  # the page's answer (the page always has a budget)
+        scores, roots = measured_scores(args, records)
+        picks = recommend.candidates(
+            costs,
+            budget,
+            scores,
+            slowdowns=recommend.step_slowdowns(
+                lambda key: design(
+                    model,
+                    tasks,
+                    replace(template, method=key[0], location=key[1], d_s=None),
+                    convention=args.convention,
+                    seq_len=seq_len,
+                    check_size=False,
+                ),
+                machine,
+                conditions_for_model(args.model),
+            ),
+            hidden=model.hidden,
+        )
+    ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
+    answer = recommend.answer(picks, bold="") if picks else None
     if args.json:
         return json.dumps(
             {
@@ -292,7 +340,13 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
-                "rows": [c.as_row() for c in costs],
+                "recommendation": {
+                    "text": answer,
+                    "ranking": recommend.ranking(picks),
+                    "results": [str(r) for r in roots],
+                    "measured": len(scores),
+                },
+                "rows": [c.as_row() for c in ranked],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
             indent=2,
@@ -300,13 +354,49 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (
         f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-        f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
+        f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: {'as recommended' if budget is not None else 'fits, then FLOPs'}"
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
-    return _table(sort_rows(costs), header, None if args.wide else terminal_width()) + "".join(
-        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
+    width = None if args.wide else terminal_width()
+    said = []
+    if answer is not None:
+        import textwrap
+
+        said = [*(textwrap.wrap(answer, width) if width else [answer]), "", ""]
+    return (
+        "\n".join(said)
+        + _table(ranked, header, width)
+        + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
     )
+
+
+def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
+    """Whether ``--model`` is a model the trainer builds, and its ``pals-train --model`` value (None = the embedded
+    model): what finished runs are matched by, as the explorer matches them."""
+    if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
+        return True, None
+    if os.path.isfile(os.path.join(spec, "config.json")):
+        return True, spec.strip()
+    return False, None
+
+
+def measured_scores(args, records) -> tuple[dict, tuple]:
+    """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
+    (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, and the folders
+    read; nothing is read for a model the trainer does not build or for N anonymous tasks."""
+    for root in args.results or ():
+        if not os.path.isdir(root):
+            raise UsageError(f"--results {root}: no such folder")
+    trainable, train_model = trainer_model(args.model)
+    if not trainable or not records:
+        return {}, ()
+    from . import measured  # reads run folders (and numpy): loaded only when there are runs to match
+
+    roots = tuple(args.results) if args.results else measured.default_roots()
+    keys = measured.question_keys(records)
+    found = measured.same_question(measured.scan(roots), train_model, trainable, keys)
+    return measured.best_by_design(found), roots
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -47,7 +47,7 @@ def test_minilm_count_matches_the_shipped_weights():
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
     count = sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__" and "position_ids" not in k)
-    assert base_params(PRESETS["minilm-l6-h384"]) == count == 22_713_216
+    assert base_params(PRESETS["all-MiniLM-L6-v2"]) == count == 22_713_216
 
 
 def test_paper_convention_base():
