@@ -77,9 +77,11 @@ def slowdowns(inp: Inputs, costs: Sequence[Cost], machine=None) -> dict[Key, flo
     return step_slowdowns(lambda key: design_of(inp, key), machine, inp.conditions)(costs)
 
 
-def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None) -> AdapterConfig:
+def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None, freeze_trunk: Optional[bool] = None) -> AdapterConfig:
+    """The design of a table row (``freeze_trunk`` None: its method's own, ``Method.trunk``)."""
     method, location = key
     return AdapterConfig(
+        freeze_trunk=freeze_trunk,
         method=method,
         d_s=d_s if get_method(method).sized else None,
         location=location,
@@ -171,11 +173,19 @@ def pick_default(costs: list[Cost]) -> Key:
     return key_of(costs[0])
 
 
-def on_model(inp: Inputs, key: Key, model: BaseModel, tasks: Sequence[Task], d_s: Optional[int] = None) -> Cost:
+def on_model(
+    inp: Inputs,
+    key: Key,
+    model: BaseModel,
+    tasks: Sequence[Task],
+    d_s: Optional[int] = None,
+    freeze_trunk: Optional[bool] = None,
+) -> Cost:
     """The same design on another model and tasks, counted as the trainer counts (exact convention): the largest
-    d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget)."""
+    d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget); ``freeze_trunk``
+    None: the method's own trunk."""
     method = get_method(key[0])
-    cfg = config_for(inp, key, d_s)
+    cfg = config_for(inp, key, d_s, freeze_trunk)
     ds = design(model, list(tasks), cfg, convention="exact", seq_len=inp.seq_len, check_size=d_s is not None)
     if method.sized and d_s is None:
         return solve(ds, inp.budget)

@@ -265,6 +265,15 @@ def render_designs_view(
                 "trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"
             ),
             "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
+            "trained": st.column_config.NumberColumn(
+                format="localized",
+                help="Parameters the optimiser updates (of the total): the task-specific ones, and the trunk where it "
+                "is fine-tuned",
+            ),
+            "trunk": st.column_config.TextColumn(
+                help="How the design trains the base model — its method's authors' way: frozen (Houlsby, LoRA, IA³, "
+                "LHUC), fine-tuned (PALs and the paper's variants, shared), CA-MTL above its frozen lower layers"
+            ),
             "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
             "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
             "measured results": st.column_config.LinkColumn(
@@ -283,7 +292,8 @@ def render_designs_view(
     st.caption(
         "rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
         "parameters over what the budget allows, rounded down; params / task = the largest task's head + adapter "
-        "(with its share of modules all tasks share); the numbers are pals-budget's, to the digit; measured = "
+        "(with its share of modules all tasks share); trained = the parameters the optimiser updates, the trunk frozen or "
+        "fine-tuned as the method's authors train it; the numbers are pals-budget's, to the digit; measured = "
         "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
         "another d_s is labelled so and does not rank the design."
     )

@@ -910,6 +910,8 @@ def table_frame(
                 "FLOPs × base": display.ratio(flops_ratio(c)),
                 "params / task": display.params_per_task(c),
                 "task-specific (all tasks)": c.params_task_specific,
+                "trained": c.params_trained,  # what the optimiser updates, of params_total (the trunk as trained)
+                "trunk": c.trunk,
                 "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
                 "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
                 # whether a task can join a trained run later without changing the others (pals-train --from)

@@ -23,7 +23,7 @@ from .budget.costs import (
     embedding_params,
     flops_ratio,
 )
-from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
+from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
 from .budget.machine import Machine
 from .budget.methods import METHODS, get_method
 from .budget.solver import add_budget_flags, budget_from_args
@@ -122,6 +122,8 @@ COLUMNS = [
     "d_s",
     "params/task",
     "extra total",
+    "trained",
+    "trunk",
     "× base",
     "FLOPs × base",
     "all tasks GFLOPs",
@@ -133,8 +135,19 @@ COLUMNS = [
     "binds",
     "fits",
 ]
-NUMERIC = set(COLUMNS[2:13])
-DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total", "FLOPs × base", "binds"]
+NUMERIC = set(COLUMNS[2:15]) - {"trunk"}
+DROP_ORDER = [
+    "all tasks GFLOPs",
+    "act. GiB",
+    "serve GiB",
+    "step s",
+    "extra total",
+    "FLOPs × base",
+    "params/task",
+    "step × base",
+    "binds",
+    "train GiB",
+]
 """Columns left out, in this order, until the table fits the terminal (``--wide``: none)."""
 NOT_A_TERMINAL_WIDTH = 100
 
@@ -169,9 +182,10 @@ def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     return shown, [c for c in COLUMNS if c not in shown]
 
 
-def _table(costs, header: str, width: Optional[int] = None) -> str:
+def _table(costs, header: str, width: Optional[int] = None, answer: Optional[str] = None) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
-    last line naming the columns left out; the header wrapped to the same width."""
+    last line naming the columns left out; the header wrapped to the same width, then the recommendation
+    (``answer``), as the page says it under its question."""
     import textwrap
 
     cols = COLUMNS
@@ -185,6 +199,8 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
                 "—" if c.d_s is None else str(c.d_s),
                 count_text(params_per_task(c)),
                 count_text(c.params_task_specific),
+                trained_of_total(c),
+                c.trunk,
                 ratio_text(c.ratio),
                 ratio_text(flops_ratio(c)),
                 f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
@@ -208,6 +224,8 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
         for j, (v, w, h) in enumerate(zip(r, widths, shown))
     )
     head = textwrap.wrap(header, width) if width else [header]
+    if answer:
+        head += ["", *(textwrap.wrap(answer, width) if width else [answer])]
     note = (
         textwrap.wrap(
             f"(not shown to fit {width} columns: {', '.join(hidden)}; --wide or --json for every column)", width
@@ -358,16 +376,8 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
-    width = None if args.wide else terminal_width()
-    said = []
-    if answer is not None:
-        import textwrap
-
-        said = [*(textwrap.wrap(answer, width) if width else [answer]), "", ""]
-    return (
-        "\n".join(said)
-        + _table(ranked, header, width)
-        + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
+    return _table(ranked, header, None if args.wide else terminal_width(), answer) + "".join(
+        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
     )
 
 

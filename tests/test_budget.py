@@ -242,8 +242,10 @@ def test_rows_cover_every_method_and_location():
 
 def test_trained_parameters_with_a_frozen_trunk():
     tasks = parse_tasks("rte,stsb")
-    free = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
+    free = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=False)), 64)
     frozen = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=True)), 64)
+    default = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
+    assert default.params_trained == frozen.params_trained  # Houlsby's own: the trunk frozen
     assert free.params_trained == free.params_total
     assert frozen.params_total == free.params_total
     assert (

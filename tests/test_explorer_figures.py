@@ -273,8 +273,10 @@ def test_launch_argv_and_commands():
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
-    assert commands.command(cfg).startswith(
-        "pals-train --method pals --d-s 204 --location top --per-task-pooler --tasks rte,mrpc"
+    assert commands.command(
+        cfg
+    ).startswith(
+        "pals-train --method pals --d-s 204 --location top --per-task-pooler --train-trunk --tasks rte,mrpc"  # the trunk stated
     )
     assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
     assert commands.torchrun_command(cfg, 2).startswith(

@@ -68,14 +68,14 @@ def test_the_page_and_pals_budget_give_one_recommendation_in_one_order(tmp_path,
     assert answer.startswith("Recommended: lora @ all with d_s = ")
     assert "best measured dev average here: 71.0" in answer
     assert said.replace("**", "").startswith(answer)  # the page adds its machine sentence after the same words
-    assert text.startswith(answer + "\n")  # printed above the table
+    lines = text.splitlines()
+    dashes = next(i for i, line in enumerate(lines) if line.startswith("-----"))
+    assert answer in lines[: dashes - 2]  # printed under the question, above the table (--wide: one line)
     assert [r["design"] for r in out["recommendation"]["ranking"]] == page_order
     assert out["recommendation"]["results"] == [str(runs), str(ROOT / "benchmarks" / "results")]
     # the table is sorted as the page ranks: the ranked designs first, in its order
     rows = [f"{r['method']} @ {r['location']}" if r["location"] else r["method"] for r in out["rows"]]
     assert rows[: len(page_order)] == page_order
-    lines = text.splitlines()
-    dashes = next(i for i, line in enumerate(lines) if line.startswith("-----"))
     body = [line.split()[:2] for line in lines[dashes + 1 : dashes + 1 + len(page_order)]]
     table_order = [m if loc == "—" else f"{m} @ {loc}" for m, loc in body]
     assert table_order == page_order

@@ -187,6 +187,7 @@ def reason(p: Pick, picks: Sequence[Pick], bold: str = "**") -> str:
         + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
         + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
         + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else "")
+        + f" ({display.trained_text(p.cost)})"
     )
     if p.measured is not None:
         return (
@@ -253,6 +254,9 @@ def ranking(picks: Sequence[Pick]) -> list[dict]:
             "flops_ratio": p.flops,
             "time_ratio": p.time,
             "oversized": p.oversized,
+            "params_trained": p.cost.params_trained,
+            "params_total": p.cost.params_total,
+            "trunk": p.cost.trunk,
             "measured": score(p.measured),
             "other_size": score(p.other_size),
             "predicted": score(p.predicted),
