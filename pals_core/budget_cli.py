@@ -313,9 +313,9 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
-    picks, scores, roots = [], {}, ()
+    picks, scores, roots, unread = [], {}, (), None
     if budget is not None:  # the page's answer (the page always has a budget)
-        scores, roots = measured_scores(args, records)
+        scores, roots, unread = measured_scores(args, records)
         picks = recommend.candidates(
             costs,
             budget,
@@ -363,6 +363,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                     "ranking": recommend.ranking(picks),
                     "results": [str(r) for r in roots],
                     "measured": len(scores),
+                    "not_looked_up": unread,
                 },
                 "rows": [c.as_row() for c in ranked],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
@@ -376,8 +377,10 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
-    return _table(ranked, header, None if args.wide else terminal_width(), answer) + "".join(
-        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
+    return (
+        _table(ranked, header, None if args.wide else terminal_width(), answer)
+        + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
+        + (f"\nmeasured results are not looked up: {unread}" if unread else "")
     )
 
 
@@ -391,22 +394,26 @@ def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
     return False, None
 
 
-def measured_scores(args, records) -> tuple[dict, tuple]:
+def measured_scores(args, records) -> tuple[dict, tuple, Optional[str]]:
     """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
-    (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, and the folders
-    read; nothing is read for a model the trainer does not build or for N anonymous tasks."""
+    (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, the folders
+    read, and why none were looked up when the tasks' files cannot be read (the page says the same in a caption);
+    nothing is read for a model the trainer does not build or for N anonymous tasks."""
     for root in args.results or ():
         if not os.path.isdir(root):
             raise UsageError(f"--results {root}: no such folder")
     trainable, train_model = trainer_model(args.model)
     if not trainable or not records:
-        return {}, ()
+        return {}, (), None
     from . import measured  # reads run folders (and numpy): loaded only when there are runs to match
 
     roots = tuple(args.results) if args.results else measured.default_roots()
-    keys = measured.question_keys(records)
+    try:
+        keys = measured.question_keys(records)  # a tasks file's tasks are what their files hold: hashed
+    except (OSError, ValueError) as e:
+        return {}, (), " ".join(str(e).split())
     found = measured.same_question(measured.scan(roots), train_model, trainable, keys)
-    return measured.best_by_design(found), roots
+    return measured.best_by_design(found), roots, None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -105,3 +105,16 @@ def test_a_shape_only_model_reads_no_runs(capsys):
 def _run(capsys, *argv) -> str:
     assert pals_budget([*argv, "--budget", "1.13", "--json"]) == 0
     return capsys.readouterr().out
+
+
+def test_tasks_whose_files_cannot_be_read_are_priced_and_say_their_runs_are_not_looked_up(tmp_path, capsys):
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(
+        f"tasks:\n  mine:\n    train: {tmp_path / 'gone.csv'}\n    text: text\n    label: label\n    labels: [a, b]\n"
+    )
+    argv = ["--model", "all-MiniLM-L6-v2", "--tasks-file", str(tasks), "--budget", "1.13"]
+    assert pals_budget(argv) == 0
+    out = capsys.readouterr().out
+    assert "\nRecommended: " in out and "measured results are not looked up: " in out and "gone.csv" in out
+    assert pals_budget([*argv, "--json"]) == 0
+    assert "gone.csv" in json.loads(capsys.readouterr().out)["recommendation"]["not_looked_up"]
