@@ -118,3 +118,19 @@ def test_tasks_whose_files_cannot_be_read_are_priced_and_say_their_runs_are_not_
     assert "\nRecommended: " in out and "measured results are not looked up: " in out and "gone.csv" in out
     assert pals_budget([*argv, "--json"]) == 0
     assert "gone.csv" in json.loads(capsys.readouterr().out)["recommendation"]["not_looked_up"]
+
+
+def test_a_predicted_score_ranks_after_the_measured_and_before_the_rest():
+    """``candidates`` takes predicted dev scores beside measured ones (a model fitted to measured runs gives them)."""
+    from pals_core.budget import Budget, load_model, parse_tasks, rows
+    from pals_core.budget.recommend import Score, answer, candidates
+
+    costs = list(rows(load_model("all-MiniLM-L6-v2"), parse_tasks("rte,mrpc"), budget=Budget(ratio=1.13)))
+    plain = [p.key for p in candidates(costs, Budget(ratio=1.13), hidden=384)]
+    predicted = {("ia3", "all"): Score(70.0, 2.0, 5), ("lhuc", "all"): Score(72.0, 2.0, 5)}
+    measured = {("shared", None): Score(60.0, None, 1)}
+    picks = candidates(costs, Budget(ratio=1.13), measured, hidden=384, predicted=predicted)
+    assert [p.key for p in picks][:3] == [("shared", None), ("lhuc", "all"), ("ia3", "all")]
+    assert [p.key for p in picks][3:] == [k for k in plain if k not in {("shared", None), *predicted}]
+    alone = candidates(costs, Budget(ratio=1.13), hidden=384, predicted=predicted)
+    assert "best predicted dev average here: 72.0 ± 2.0 (5 runs)" in answer(alone, bold="")
