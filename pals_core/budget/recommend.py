@@ -353,7 +353,8 @@ class FirstFit:
 
 
 def first_fits(designs: Mapping[Key, object], budget: Budget) -> list[FirstFit]:
-    """For each design (``calc.design_of``), the smallest budget of the question's kind where it fits; smallest first."""
+    """For each design (its ``Design``, the d_s left open: the explorer's ``calc.design_of``), the smallest budget
+    of the question's kind where it fits; smallest first."""
     kind = "ratio" if budget.ratio is not None else ("extra" if budget.extra is not None else "per_task")
     out = []
     for key, ds in designs.items():
