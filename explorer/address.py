@@ -1,6 +1,7 @@
 """The page's address: its question in the URL query string (docs/design.md §12), both ways. Pure Python.
 
-Keys: ``model`` (a preset, ``embedded-minilm``, ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names
+Keys: ``model`` (a preset — the embedded model by its one name, ``all-MiniLM-L6-v2``; ``embedded-minilm`` of older
+links is read as it — ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names
 ``cola,rte`` or a count ``8``) or ``tasks_file`` (the path of a tasks file on the server), one of ``budget``
 (a ratio) / ``extra`` / ``per_task`` (counts such as ``15M``),
 ``budget_of`` (what a ratio is taken against: ``base`` or ``non-embedding``, ``Budget.OF``; written with a ratio),
@@ -74,7 +75,8 @@ KEYS = (
 BUDGET_KEYS = {"ratio": "budget", "extra": "extra", "per-task": "per_task"}  # sidebar budget kind → URL key
 FLAG_KEYS = {"--budget-of": "budget_of", "--budget:": "budget", "--extra": "extra", "--per-task": "per_task"}
 """The budget flags the CLIs' reader names in its errors → the address key a person wrote."""
-MODEL_KEYS = {EMBEDDED: "embedded-minilm", TINY: "tiny"}
+MODEL_KEYS = {TINY: "tiny"}  # the embedded model goes by its one name (a preset), as pals-budget --model
+OLD_KEYS = {"embedded-minilm": EMBEDDED}  # links written before
 EVERY = "every"
 
 
@@ -160,14 +162,14 @@ def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = 
 
 
 def _model(v: str, widgets: dict) -> dict:
-    name = ALIASES.get(v, v)
+    name = OLD_KEYS.get(v) or ALIASES.get(v, v)
     if name in PRESETS:
         return {"model": name}
     if v in MODEL_KEYS.values():
         return {"model": next(k for k, key in MODEL_KEYS.items() if key == v)}
     if os.path.isfile(os.path.join(v, "config.json")):
         return {"model": LOCAL, "model_path": v}
-    raise ValueError(f"not a preset ({', '.join(PRESETS)}), embedded-minilm, tiny, nor a folder holding config.json")
+    raise ValueError(f"not a preset ({', '.join(PRESETS)}), tiny, nor a folder holding config.json")
 
 
 def _tasks_file(v: str, widgets: dict) -> dict:

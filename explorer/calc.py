@@ -22,7 +22,7 @@ from pals_core.budget import (
     solve,
     sort_rows,
 )
-from pals_core.pricing.config import design_label
+from pals_core.budget.recommend import Key, key_of, label, step_slowdowns  # noqa: F401 (the page's names for them)
 from pals_core.budget.table import Rows
 from pals_core.budget.series import (
     ScalingPoint,
@@ -36,16 +36,6 @@ from pals_core.budget.series import (
 )
 
 from .inputs import Inputs
-
-Key = tuple[str, Optional[str]]  # (method, location); location None for methods that take none
-
-
-def key_of(cost: Cost) -> Key:
-    return cost.method, cost.location
-
-
-def label(key: Key) -> str:
-    return design_label(*key)
 
 
 def table(inp: Inputs, machine=None) -> list[Cost]:
@@ -84,19 +74,14 @@ def slowdowns(inp: Inputs, costs: Sequence[Cost], machine=None) -> dict[Key, flo
     """The calculator's predicted training-step time ratio (``budget.machine.time_ratio`` on ``machine``, the page's
     one machine: ``machine_view.page_machine``; None = the default machine) of each row, under the question's model
     conditions, where the time model covers the model."""
-    from pals_core.budget.machine import time_ratio
-
-    out = {}
-    for c in costs:
-        r = time_ratio(design_of(inp, key_of(c)), c.d_s, machine, model_cond=inp.conditions)
-        if r is not None:
-            out[key_of(c)] = r
-    return out
+    return step_slowdowns(lambda key: design_of(inp, key), machine, inp.conditions)(costs)
 
 
-def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None) -> AdapterConfig:
+def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None, freeze_trunk: Optional[bool] = None) -> AdapterConfig:
+    """The design of a table row (``freeze_trunk`` None: its method's own, ``Method.trunk``)."""
     method, location = key
     return AdapterConfig(
+        freeze_trunk=freeze_trunk,
         method=method,
         d_s=d_s if get_method(method).sized else None,
         location=location,
@@ -188,11 +173,19 @@ def pick_default(costs: list[Cost]) -> Key:
     return key_of(costs[0])
 
 
-def on_model(inp: Inputs, key: Key, model: BaseModel, tasks: Sequence[Task], d_s: Optional[int] = None) -> Cost:
+def on_model(
+    inp: Inputs,
+    key: Key,
+    model: BaseModel,
+    tasks: Sequence[Task],
+    d_s: Optional[int] = None,
+    freeze_trunk: Optional[bool] = None,
+) -> Cost:
     """The same design on another model and tasks, counted as the trainer counts (exact convention): the largest
-    d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget)."""
+    d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget); ``freeze_trunk``
+    None: the method's own trunk."""
     method = get_method(key[0])
-    cfg = config_for(inp, key, d_s)
+    cfg = config_for(inp, key, d_s, freeze_trunk)
     ds = design(model, list(tasks), cfg, convention="exact", seq_len=inp.seq_len, check_size=d_s is not None)
     if method.sized and d_s is None:
         return solve(ds, inp.budget)

@@ -17,7 +17,9 @@ from pals_core.budget.costs import embedding_params, flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
 
-from . import calc, figures, recommend
+from pals_core.budget import recommend
+
+from . import calc, figures
 from .address import link_budget
 from .calc import Key, key_of, label
 from .inputs import Inputs
@@ -90,7 +92,7 @@ def budget_sentence(inp: Inputs) -> str:
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
     """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
     if picks:
-        st.success("**Recommended:** " + recommend.reason(picks[0], picks) + machine_sentence(inp, picks[0]), icon="✅")
+        st.success(recommend.answer(picks) + machine_sentence(inp, picks[0]), icon="✅")
         return
     fits = first_fits(inp)
     first = fits[0]
@@ -198,7 +200,7 @@ def render_metrics(c: Cost, inp: Inputs) -> None:
     )
 
 
-def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]) -> list[Cost]:
+def sort_costs(costs: list[Cost], how: str, inp: Inputs, picks: list[recommend.Pick]) -> list[Cost]:
     if how == "used":
         return sorted(costs, key=lambda c: -budget_used(c, inp.budget))
     if how == "flops":
@@ -207,15 +209,7 @@ def sort_costs(costs: list[Cost], how: str, inp: Inputs, rank: Mapping[Key, int]
         return sorted(costs, key=lambda c: -c.params_task_specific)
     if how == "method":
         return sorted(costs, key=lambda c: (c.method, c.location or ""))
-    # ranked designs first; then the rest that fit, fullest first; then those over budget, closest to fitting first
-    return sorted(
-        costs,
-        key=lambda c: (
-            rank.get(key_of(c), 10**6),
-            not c.feasible,
-            budget_used(c, inp.budget) * (1 if not c.feasible else -1),
-        ),
-    )
+    return recommend.ranked_rows(costs, inp.budget, picks)  # the recommendation's order, as pals-budget sorts
 
 
 def render_designs_view(
@@ -229,7 +223,7 @@ def render_designs_view(
     """``link_for(design label)``: the page's address showing that design's measured results (Runs & measured)."""
     rank = {p.key: i + 1 for i, p in enumerate(picks)}
     how = st.selectbox("Sort by", list(SORTS), format_func=SORTS.get, key="sort")
-    ordered = sort_costs(costs, how, inp, rank)
+    ordered = sort_costs(costs, how, inp, picks)
     first_fit = None
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
@@ -271,6 +265,15 @@ def render_designs_view(
                 "share trains. no: adding a task means retraining all (the trunk trains, or CA-MTL's shared modules)"
             ),
             "task-specific (all tasks)": st.column_config.NumberColumn(format="localized"),
+            "trained": st.column_config.NumberColumn(
+                format="localized",
+                help="Parameters the optimiser updates (of the total): the task-specific ones, and the trunk where it "
+                "is fine-tuned",
+            ),
+            "trunk": st.column_config.TextColumn(
+                help="How the design trains the base model — its method's authors' way: frozen (Houlsby, LoRA, IA³, "
+                "LHUC), fine-tuned (PALs and the paper's variants, shared), CA-MTL above its frozen lower layers"
+            ),
             "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
             "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
             "measured results": st.column_config.LinkColumn(
@@ -289,7 +292,8 @@ def render_designs_view(
     st.caption(
         "rank = the recommendation's order (each method's largest fitting design); % of budget used = task-specific "
         "parameters over what the budget allows, rounded down; params / task = the largest task's head + adapter "
-        "(with its share of modules all tasks share); the numbers are pals-budget's, to the digit; measured = "
+        "(with its share of modules all tasks share); trained = the parameters the optimiser updates, the trunk frozen or "
+        "fine-tuned as the method's authors train it; the numbers are pals-budget's, to the digit; measured = "
         "mean dev average (0–100) of finished runs of this model and these tasks (Runs & measured); a score measured at "
         "another d_s is labelled so and does not rank the design."
     )

@@ -30,7 +30,7 @@ from pals_core.budget.series import ScalingPoint, budget_used, pareto_front, wid
 from pals_core.pricing.units import human
 
 from .calc import Curves, Key, key_of, label
-from .measured import BASELINES
+from pals_core.measured import BASELINES
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
 _PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + [
@@ -931,6 +931,8 @@ def table_frame(
                 "FLOPs × base": display.ratio(flops_ratio(c)),
                 "params / task": display.params_per_task(c),
                 "task-specific (all tasks)": c.params_task_specific,
+                "trained": c.params_trained,  # what the optimiser updates, of params_total (the trunk as trained)
+                "trunk": c.trunk,
                 "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
                 "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
                 # whether a task can join a trained run later without changing the others (pals-train --from)
@@ -960,7 +962,7 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
     """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
     thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
     ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
-    from .measured import score_text, smoke
+    from pals_core.measured import score_text, smoke
 
     cols = [
         "run",

@@ -51,17 +51,17 @@ from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constra
 from pals_core.budget.families import get_family
 from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.families.models import conditions_for_model, conditions_from_config
+from pals_core.families.models import ALIASES, EMBEDDED_MODEL, conditions_for_model, conditions_from_config
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
 from pals_core.tasks.glue import glue_name
 
 UPLOAD = "upload a config.json…"
-EMBEDDED = "embedded MiniLM-L6 (trainable)"
+EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)
 TINY = "tiny random BERT (trainable)"
 LOCAL = "a local checkpoint folder…"
 TRAINABLE = (EMBEDDED, TINY, LOCAL)  # models the trainer can build: the launcher trains what is priced
-MODEL_CHOICES = (*TRAINABLE, *PRESETS, UPLOAD)
+MODEL_CHOICES = tuple(dict.fromkeys((*TRAINABLE, *PRESETS, UPLOAD)))  # the embedded model once, as trainable
 LOCATION_EVERY = "compare all · top · bottom"
 LOCATION_CUSTOM = "layers i,j,…"
 LOCATION_CHOICES = (LOCATION_EVERY, "all", "top", "bottom", LOCATION_CUSTOM)
@@ -399,11 +399,12 @@ def seq_len_for(model: BaseModel, n: int) -> int:
 
 def parse_inputs(raw: RawInputs) -> Inputs:
     """Validate every field; raise ``ValueError`` naming the first bad one."""
-    trainable, train_model = raw.model in TRAINABLE, None
+    choice = ALIASES.get(raw.model, raw.model)  # another name of a preset (minilm-l6-h384: the embedded model)
+    trainable, train_model = choice in TRAINABLE, None
     if trainable:
-        model, train_model, conditions = trainer_model(raw.model, raw.model_path)
+        model, train_model, conditions = trainer_model(choice, raw.model_path)
     else:
-        model, conditions = parse_model(raw.model, raw.config_name, raw.config_bytes)
+        model, conditions = parse_model(choice, raw.config_name, raw.config_bytes)
     tasks, tasks_file, records = parse_tasks_input(raw)
     budget = parse_budget(raw.budget_kind, raw.budget_value)
     if budget.ratio is not None and raw.budget_of != "base":

@@ -19,7 +19,10 @@ import streamlit as st
 
 from pals_core.budget import Cost
 
-from . import address, calc, design_view, machine_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
+from pals_core import measured
+from pals_core.budget import recommend
+
+from . import address, calc, design_view, machine_view, runs_view, sidebar, tasks_view, train_view
 from .calc import key_of, label
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
@@ -103,7 +106,7 @@ def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
     except (OSError, ValueError) as e:
         st.caption(f"Measured results are not looked up: {one_line(e)}")
         return []
-    roots = (str(runs_view.registry.runs_root()), str(measured.RESULTS))
+    roots = tuple(map(str, measured.default_roots()))
     return measured.same_question(measured_results(roots), inp.train_model, inp.trainable, keys)
 
 

@@ -14,11 +14,13 @@ import streamlit as st
 from pals_core.budget import Cost
 from pals_core.pricing.config import design_label
 
-from . import figures, measured, registry
+from pals_core import measured
+
+from . import figures, registry
 from .calc import key_of
 from pals_core.tasks import TaskRecord
 
-from .inputs import Inputs, files_stamp, one_line
+from .inputs import EMBEDDED, Inputs, files_stamp, one_line
 from .registry import ACTIVE, Run
 
 REFRESH_S = 2.0
@@ -249,7 +251,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         return
     if not inp.trainable:
         st.info(
-            f"{inp.model.name} is a shape only: no run trains it. Pick a model the trainer builds (embedded MiniLM, "
+            f"{inp.model.name} is a shape only: no run trains it. Pick a model the trainer builds ({EMBEDDED}, "
             "tiny, a local checkpoint folder) to see what runs on it scored."
         )
         return
@@ -376,7 +378,7 @@ SHOWN_UNREADABLE = 5
 
 def _unread_note() -> None:
     """One warning naming the summaries that could not be read (so are not among the measured results), a line each."""
-    bad = measured.unreadable([registry.runs_root(), measured.RESULTS])
+    bad = measured.unreadable(measured.default_roots())
     if not bad:
         return
     lines = [f"- `{u.folder}`: {u.reason}" for u in bad[:SHOWN_UNREADABLE]]

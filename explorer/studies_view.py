@@ -16,6 +16,7 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
+from pals_core.families.models import EMBEDDED_MODEL
 from studies import report
 from studies.errors import StudyError
 from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
@@ -54,7 +55,7 @@ def _settings_text(s) -> str:
     """A readable study's settings (``StudySettings``) in one line."""
     from studies.runner import machine_text
 
-    model = {None: "embedded MiniLM", "tiny": "tiny random BERT"}.get(s.model, s.model)
+    model = {None: EMBEDDED_MODEL, "tiny": "tiny random BERT"}.get(s.model, s.model)
     train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
     dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
     methods = ", ".join(s.methods) if s.methods else "every method"
@@ -72,7 +73,7 @@ def render_settings(study) -> None:
     )
 
 
-MODELS = {"tiny random BERT (smoke study)": "tiny", "embedded MiniLM": None}
+MODELS = {"tiny random BERT (smoke study)": "tiny", EMBEDDED_MODEL: None}
 FORM_FOR = "_study_form_for"  # the sidebar question the start form was last filled from
 
 
@@ -117,10 +118,10 @@ def from_question(inp) -> FormStart:
         path = os.path.abspath(inp.train_model)
         model = f"your checkpoint: {path}"
     else:
-        model = "embedded MiniLM"
+        model = EMBEDDED_MODEL
         if choice != EMBEDDED:
             notes.append(
-                f"{inp.model.name} is a shape only: a study trains a model the trainer builds (the embedded MiniLM)"
+                f"{inp.model.name} is a shape only: a study trains a model the trainer builds (the embedded {EMBEDDED_MODEL})"
             )
     b = inp.budget
     kind = "ratio" if b.ratio is not None else ("extra" if b.extra is not None else "per_task")

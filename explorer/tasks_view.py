@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pals_core.budget.families import get_family
+from pals_core.families.models import EMBEDDED_MODEL
 from pals_core.tasks import TaskRecord
 
 from .inputs import Inputs, TASKS_FILE, files_stamp, one_line
@@ -49,7 +50,7 @@ def tokenizer_model(inp: Inputs) -> tuple[Optional[str], str]:
     embedded MiniLM's (BERT's uncased WordPiece) stands in."""
     if inp.trainable:
         return inp.train_model, inp.model.name
-    return None, "the embedded MiniLM (BERT's uncased WordPiece; the question's model is a shape only)"
+    return None, f"the embedded {EMBEDDED_MODEL} (BERT's uncased WordPiece; the question's model is a shape only)"
 
 
 def pct(x: float) -> str:

@@ -18,13 +18,14 @@ train_confirm_over, launch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, Cost, Task, display, get_method, glue_task
+from pals_core.budget import GLUE_LABELS, AdapterConfig, Cost, Task, display, get_method, glue_task
+from pals_core.budget.methods import TRUNK_WORDS, trunk_frozen
 from pals_core.pricing.limits import MAX_D_S
 from pals_core.tasks import read_tasks_file
 from pals_core.train.config import TrainConfig
@@ -35,12 +36,12 @@ from .calc import key_of, label
 from .inputs import EMBEDDED, LOCAL, TINY, Inputs, files_stamp
 
 MODELS = {
-    "MiniLM-L6 (embedded, pretrained)": "",
+    EMBEDDED: "",
     "tiny (random tiny BERT: a smoke test)": TINY_MODEL,
     "a local checkpoint folder…": "path",
 }
 FROM_SIDEBAR = {
-    EMBEDDED: "MiniLM-L6 (embedded, pretrained)",
+    EMBEDDED: EMBEDDED,
     TINY: "tiny (random tiny BERT: a smoke test)",
     LOCAL: "a local checkpoint folder…",
 }
@@ -88,19 +89,27 @@ def training_tasks(inp: Inputs, tasks: list[str]) -> list[Task]:
     return [glue_task(t) for t in tasks]
 
 
-def price_training(inp: Inputs, chosen: Cost, model: Optional[str], tasks: list[str], d_s: Optional[int]) -> Priced:
-    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``)."""
+def price_training(
+    inp: Inputs,
+    chosen: Cost,
+    model: Optional[str],
+    tasks: list[str],
+    d_s: Optional[int],
+    freeze_trunk: Optional[bool] = None,
+) -> Priced:
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``), the
+    trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
     from pals_core.train.models import model_shape
 
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)
     key = key_of(chosen)
-    trained = calc.on_model(inp, key, shape, task_list, d_s)
+    trained = calc.on_model(inp, key, shape, task_list, d_s, freeze_trunk)
     same = shape == inp.model and [t.name for t in inp.tasks] == list(tasks) and inp.convention == "exact"
     as_priced = None
     if not same and chosen.d_s is not None and d_s is None and trained.d_s != chosen.d_s:
         try:
-            as_priced = calc.on_model(inp, key, shape, task_list, chosen.d_s)
+            as_priced = calc.on_model(inp, key, shape, task_list, chosen.d_s, freeze_trunk)
         except ValueError:
             as_priced = None
     return Priced(trained, shape.name, same, as_priced)
@@ -288,7 +297,16 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
     max_eval_text = c3.text_input("Max dev examples per task (empty = all)", value="500", key="train_max_eval")
     seed = int(c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="train_seed"))
     threads_text = c3.text_input("CPU threads (empty = torch's default)", value="", key="train_threads")
-    freeze = c3.checkbox("Freeze the trunk", key="train_freeze", help="Train only task-specific weights.")
+    own_trunk = trunk_frozen(AdapterConfig(method=chosen.method))  # as the method's authors train it
+    if st.session_state.get("_train_freeze_for") != chosen.method or "train_freeze" not in st.session_state:
+        st.session_state["_train_freeze_for"] = chosen.method  # a new design starts from its method's own trunk
+        st.session_state["train_freeze"] = own_trunk
+    freeze = c3.checkbox(
+        "Freeze the trunk",
+        key="train_freeze",
+        help=f"Train only task-specific weights. {method.title} is trained with the trunk {TRUNK_WORDS[own_trunk]} by its authors (the default: "
+        f"--freeze-trunk / --train-trunk override it). Memory and step time are priced for what trains.",
+    )
     c3.markdown(f"A pooler per task: **{'yes' if inp.per_task_pooler else 'no'}** (the question's, sidebar)")
     name = c1.text_input("Run name (optional)", key="train_name", placeholder="e.g. pals-rte-mrpc")
     try:
@@ -300,8 +318,8 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
             raise ValueError("enter the folder of the local BERT model (it holds config.json)")
         if not tasks:
             raise ValueError("choose at least one task to train on")
-        priced = price_training(inp, chosen, model or None, list(tasks), d_s)
-        adapter = replace(calc.config_for(inp, key_of(chosen), priced.trained.d_s), freeze_trunk=freeze)
+        priced = price_training(inp, chosen, model or None, list(tasks), d_s, freeze)
+        adapter = calc.config_for(inp, key_of(chosen), priced.trained.d_s, freeze)
         tasks_file = os.path.abspath(os.path.expanduser(inp.tasks_file)) if own else None
         cfg = TrainConfig(  # no GLUE task: no GLUE folder (``--glue-dir none``), whatever $PALS_GLUE_DIR says
             glue_dir=(glue_dir.strip() or None) if needs_glue else None,
@@ -398,6 +416,12 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         st.error(error)
         return
     c = priced.trained
+    own = trunk_frozen(AdapterConfig(method=c.method)) == spec.adapter.freeze_trunk
+    st.markdown(
+        f"This run **{display.trained_text(c)}** ("
+        + ("as its authors train it" if own else "not as its authors train it: your choice")
+        + ", stated in the run's config.json)."
+    )
     if not priced.same_question:
         st.markdown(
             f"**Re-priced for training** on {priced.model_name} with {len(spec.tasks)} task(s), exact count"

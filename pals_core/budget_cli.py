@@ -10,16 +10,26 @@ import gc
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Optional, Sequence
 
-from .budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, base_params, default_seq_len, embedding_params, flops_ratio
-from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text
+from .budget import recommend
+from .budget.costs import (
+    CONVENTIONS,
+    DEFAULT_SEQ_LEN,
+    base_params,
+    default_seq_len,
+    design,
+    embedding_params,
+    flops_ratio,
+)
+from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
 from .budget.machine import Machine
 from .budget.methods import METHODS, get_method
 from .budget.solver import add_budget_flags, budget_from_args
 from .budget.table import rows, sort_rows
 from .budget.tasks import parse_tasks, tasks_of_records
-from .families.models import DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from .families.models import ALIASES, DEFAULT_MODEL, EMBEDDED_MODEL, PRESETS, conditions_for_model, load_model
 from .families.registry import get_family
 from .flags import OneLineParser, UsageError, add_flags, given_values
 from .footprint.constraints import CONSTRAINTS
@@ -50,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="pals-budget",
         description=__doc__.splitlines()[0] + " Without --method: every method the calculator "
-        "knows, each within-network one at all, top and bottom — one row each, sorted by whether it fits, then "
-        "FLOPs; design flags other than --method/--location/--d-s apply to every row.",
+        "knows, each within-network one at all, top and bottom — one row each; design flags other than "
+        "--method/--location/--d-s apply to every row. Above the table, the explorer's recommendation (the same "
+        "ranking in the same words, measured runs of this model and these tasks included), and the table sorted "
+        "as it ranks (without a budget: by whether it fits, then FLOPs).",
         epilog="Examples: pals-budget --tasks 8 --budget 1.13 | pals-budget --tasks rte,mrpc --extra 15M --method pals --json | "
         "pals-budget --method lhuc | pals-budget --paper",
         formatter_class=_Help,
@@ -93,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=CONVENTIONS,
         help="exact (every torch parameter) or paper (no biases/LayerNorms)",
     )
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        action="append",
+        help="a folder of finished runs (pals-train's summary.json, three levels deep) whose dev scores rank the "
+        "designs, as the explorer's do; repeat for several (default: the explorer's: $PALS_RUNS_DIR or ./runs, and "
+        "this checkout's benchmarks/results). Runs count for a model the trainer builds (the embedded model or a "
+        "checkpoint folder) on exactly these tasks",
+    )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
@@ -114,6 +135,8 @@ COLUMNS = [
     "d_s",
     "params/task",
     "extra total",
+    "trained",
+    "trunk",
     "× base",
     "FLOPs × base",
     "all tasks GFLOPs",
@@ -125,8 +148,19 @@ COLUMNS = [
     "binds",
     "fits",
 ]
-NUMERIC = set(COLUMNS[2:13])
-DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total", "FLOPs × base", "binds"]
+NUMERIC = set(COLUMNS[2:15]) - {"trunk"}
+DROP_ORDER = [
+    "all tasks GFLOPs",
+    "act. GiB",
+    "serve GiB",
+    "step s",
+    "extra total",
+    "FLOPs × base",
+    "params/task",
+    "step × base",
+    "binds",
+    "train GiB",
+]
 """Columns left out, in this order, until the table fits the terminal (``--wide``: none)."""
 NOT_A_TERMINAL_WIDTH = 100
 
@@ -161,9 +195,10 @@ def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
     return shown, [c for c in COLUMNS if c not in shown]
 
 
-def _table(costs, header: str, width: Optional[int] = None) -> str:
+def _table(costs, header: str, width: Optional[int] = None, answer: Optional[str] = None) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
-    last line naming the columns left out; the header wrapped to the same width."""
+    last line naming the columns left out; the header wrapped to the same width, then the recommendation
+    (``answer``), as the page says it under its question."""
     import textwrap
 
     cols = COLUMNS
@@ -177,6 +212,8 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
                 "—" if c.d_s is None else str(c.d_s),
                 count_text(params_per_task(c)),
                 count_text(c.params_task_specific),
+                trained_of_total(c),
+                c.trunk,
                 ratio_text(c.ratio),
                 ratio_text(flops_ratio(c)),
                 f"{c.flops_all_tasks_per_seq / 1e9:.1f}",
@@ -200,6 +237,8 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
         for j, (v, w, h) in enumerate(zip(r, widths, shown))
     )
     head = textwrap.wrap(header, width) if width else [header]
+    if answer:
+        head += ["", *(textwrap.wrap(answer, width) if width else [answer])]
     note = (
         textwrap.wrap(
             f"(not shown to fit {width} columns: {', '.join(hidden)}; --wide or --json for every column)", width
@@ -234,10 +273,14 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()
     model = load_model(args.model)
+    records: list = []  # the tasks' records (GLUE's or the file's): what measured runs are matched by
     if args.tasks_file:
-        tasks = tasks_of_records(resolve_records(args.tasks, args.tasks_file))
+        records = resolve_records(args.tasks, args.tasks_file)
+        tasks = tasks_of_records(records)
     else:
         tasks = parse_tasks(args.tasks if args.tasks is not None else "8")
+        if args.tasks is not None and not args.tasks.strip().isdigit():
+            records = resolve_records(args.tasks)
     budget = budget_from_args(args)
     family = get_family(model.family)
     if args.seq_len is None:
@@ -283,6 +326,29 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
+    picks, scores, roots, unread = [], {}, (), None
+    if budget is not None:  # the page's answer (the page always has a budget)
+        scores, roots, unread = measured_scores(args, records)
+        picks = recommend.candidates(
+            costs,
+            budget,
+            scores,
+            slowdowns=recommend.step_slowdowns(
+                lambda key: design(
+                    model,
+                    tasks,
+                    replace(template, method=key[0], location=key[1], d_s=None),
+                    convention=args.convention,
+                    seq_len=seq_len,
+                    check_size=False,
+                ),
+                machine,
+                conditions_for_model(args.model),
+            ),
+            hidden=model.hidden,
+        )
+    ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
+    answer = recommend.answer(picks, bold="") if picks else None
     if args.json:
         return json.dumps(
             {
@@ -305,7 +371,14 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
-                "rows": [c.as_row() for c in costs],
+                "recommendation": {
+                    "text": answer,
+                    "ranking": recommend.ranking(picks),
+                    "results": [str(r) for r in roots],
+                    "measured": len(scores),
+                    "not_looked_up": unread,
+                },
+                "rows": [c.as_row() for c in ranked],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
             indent=2,
@@ -313,13 +386,47 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (
         f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
-        f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: fits, then FLOPs"
+        f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: {'as recommended' if budget is not None else 'fits, then FLOPs'}"
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
-    return _table(sort_rows(costs), header, None if args.wide else terminal_width()) + "".join(
-        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
+    return (
+        _table(ranked, header, None if args.wide else terminal_width(), answer)
+        + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
+        + (f"\nmeasured results are not looked up: {unread}" if unread else "")
     )
+
+
+def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
+    """Whether ``--model`` is a model the trainer builds, and its ``pals-train --model`` value (None = the embedded
+    model): what finished runs are matched by, as the explorer matches them."""
+    if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
+        return True, None
+    if os.path.isfile(os.path.join(spec, "config.json")):
+        return True, spec.strip()
+    return False, None
+
+
+def measured_scores(args, records) -> tuple[dict, tuple, Optional[str]]:
+    """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
+    (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, the folders
+    read, and why none were looked up when the tasks' files cannot be read (the page says the same in a caption);
+    nothing is read for a model the trainer does not build or for N anonymous tasks."""
+    for root in args.results or ():
+        if not os.path.isdir(root):
+            raise UsageError(f"--results {root}: no such folder")
+    trainable, train_model = trainer_model(args.model)
+    if not trainable or not records:
+        return {}, (), None
+    from . import measured  # reads run folders (and numpy): loaded only when there are runs to match
+
+    roots = tuple(args.results) if args.results else measured.default_roots()
+    try:
+        keys = measured.question_keys(records)  # a tasks file's tasks are what their files hold: hashed
+    except (OSError, ValueError) as e:
+        return {}, (), " ".join(str(e).split())
+    found = measured.same_question(measured.scan(roots), train_model, trainable, keys)
+    return measured.best_by_design(found), roots, None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -11,7 +11,9 @@ text; this module turns that one declaration into
 Field metadata (all optional but ``help``): ``flag`` (another flag name), ``parse`` (str → value, raising
 ValueError), ``format`` (value → str), ``choices`` (a callable giving the allowed values, or the name of a
 list registered with ``register_choices``; read when the parser is built), ``metavar``, ``cli`` (False: not a
-flag), ``always`` (``to_argv`` writes it even at its default). Types without a ``parse`` are read from the annotation: bool, int, float, str, Optional[…] of
+flag), ``always`` (``to_argv`` writes it even at its default), ``negative`` (a boolean's flag for False, e.g.
+``--train-trunk``: with an ``Optional[bool]`` field the setting is three-way — the flag, its negative, or neither),
+``default_text`` (a callable: the default in words, for ``--help``). Types without a ``parse`` are read from the annotation: bool, int, float, str, Optional[…] of
 those (the word ``none`` gives None), list[str] / tuple[float, …] (comma-separated).
 
 ``names`` ({field: "--other-flag"}) gives a field another flag name in one CLI where its own name is taken
@@ -68,6 +70,8 @@ class Flag:
     metavar: Optional[str]
     always: bool
     renamed: Optional[str] = None  # the argparse dest when the flag is renamed in one CLI (``names``)
+    negative: Optional[str] = None  # a boolean's flag for False (``--train-trunk``); else ``--no-<flag>``
+    default_text: Optional[Callable[[], str]] = None  # the default in words where it is not one value
 
     @property
     def dest(self) -> str:
@@ -95,7 +99,7 @@ class Flag:
     def write(self, value: Any) -> list[str]:
         """The argv words that give ``value``."""
         if self.boolean:
-            return [self.flag if value else "--no-" + self.flag[2:]]
+            return [self.flag if value else (self.negative or "--no-" + self.flag[2:])]
         text = NONE if value is None else self.format(value)
         return [f"{self.flag}={text}"] if text.startswith("-") else [self.flag, text]  # "-3" would read as a flag
 
@@ -213,6 +217,8 @@ def _flags_of(cls: type, renamed: tuple[tuple[str, str], ...]) -> tuple[Flag, ..
                 choices,
                 meta.get("metavar"),
                 bool(meta.get("always", False)),
+                negative=meta.get("negative"),
+                default_text=meta.get("default_text"),
             )
         )
         if f.name in names:
@@ -222,6 +228,8 @@ def _flags_of(cls: type, renamed: tuple[tuple[str, str], ...]) -> tuple[Flag, ..
 
 
 def _default_text(flag: Flag) -> str:
+    if flag.default_text is not None:
+        return flag.default_text()
     if flag.default is dataclasses.MISSING:
         return "required"
     if flag.boolean:
@@ -256,7 +264,20 @@ def add_flags(
         if f.choices is not None:
             help_text = f"{help_text}; one of: {', '.join(map(str, f.choices()))}"
         help_text = help_text.replace("%", "%%")
-        if f.boolean:
+        if f.boolean and f.negative:  # a tri-state: the flag, its negative, or neither (the default)
+            both = target.add_mutually_exclusive_group() if hasattr(target, "add_mutually_exclusive_group") else target
+            both.add_argument(
+                f.flag, dest=f.dest, action="store_const", const=True, default=argparse.SUPPRESS, help=help_text
+            )
+            both.add_argument(
+                f.negative,
+                dest=f.dest,
+                action="store_const",
+                const=False,
+                default=argparse.SUPPRESS,
+                help="the opposite",
+            )
+        elif f.boolean:
             target.add_argument(
                 f.flag, dest=f.dest, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text
             )

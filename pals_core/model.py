@@ -29,6 +29,7 @@ from .adapters import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
+from .budget.methods import trunk_frozen  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
@@ -107,7 +108,7 @@ class MultiTaskModel(nn.Module):
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
         self.dropout = nn.Dropout(self.trunk.classifier_dropout)
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
-        if config.freeze_trunk:
+        if trunk_frozen(config):  # freeze_trunk None: the method's own (Method.trunk), as the calculator prices it
             self.bert.requires_grad_(False)
         elif config.per_task_pooler and self.trunk.pooler is not None:
             self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
@@ -369,7 +370,7 @@ class MultiTaskModel(nn.Module):
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         """What the optimiser should update: everything (the paper, default) or, with
-        ``AdapterConfig.freeze_trunk``, the task-specific weights only — as the calculator's
+        ``AdapterConfig.freeze_trunk`` (by default the method's own: ``Method.trunk``), the task-specific weights only — as the calculator's
         ``params_trained``. With per-task poolers the trunk's own pooler stays in the model (a complete HF
         BertModel, counted in N_base) but nothing reads it, so it never receives a gradient."""
         return [p for p in self.parameters() if p.requires_grad]

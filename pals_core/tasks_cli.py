@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
+from .families.models import EMBEDDED_MODEL
 from .flags import OneLineParser, UsageError
 
 
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default=None,
         help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
-        "(default: the embedded all-MiniLM-L6-v2)",
+        f"(default: the embedded {EMBEDDED_MODEL})",
     )
     p.add_argument(
         "--max-len",
@@ -154,7 +155,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True) for r in rows]
     limit = getattr(tokenizer, "model_max_length", None)
     limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
-    model = args.model or "all-MiniLM-L6-v2 (embedded)"
+    model = args.model or EMBEDDED_MODEL
     if args.json:
         return json.dumps(
             {

@@ -708,7 +708,7 @@ def test_studies_view_shows_a_studys_settings(app):
 def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
     """A finished run of the question's model and tasks: its score enters the ranking, its row links to it, and the
     measured plot draws it (0–100) beside the majority-class reference from the GLUE files."""
-    from explorer import measured
+    from pals_core import measured
 
     run = runs_dir / "done"
     run.mkdir(parents=True)

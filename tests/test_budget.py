@@ -47,7 +47,7 @@ def test_minilm_count_matches_the_shipped_weights():
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
     count = sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__" and "position_ids" not in k)
-    assert base_params(PRESETS["minilm-l6-h384"]) == count == 22_713_216
+    assert base_params(PRESETS["all-MiniLM-L6-v2"]) == count == 22_713_216
 
 
 def test_paper_convention_base():
@@ -242,8 +242,10 @@ def test_rows_cover_every_method_and_location():
 
 def test_trained_parameters_with_a_frozen_trunk():
     tasks = parse_tasks("rte,stsb")
-    free = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
+    free = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=False)), 64)
     frozen = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64, freeze_trunk=True)), 64)
+    default = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
+    assert default.params_trained == frozen.params_trained  # Houlsby's own: the trunk frozen
     assert free.params_trained == free.params_total
     assert frozen.params_total == free.params_total
     assert (

@@ -32,6 +32,7 @@ def test_table():
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
+    assert any(line.startswith("Recommended: ") for line in lines)  # the explorer's answer, above the table
     dashes = next(i for i, l in enumerate(lines) if l.startswith("-----"))
     body = [l.split() for l in lines[dashes + 1 :] if not l.startswith("(")][:28]
     assert len(body) == 28  # 8 within-network methods × 3 locations (incl. ca_mtl, ia3) + 4 others
@@ -45,7 +46,7 @@ def test_json_schema():
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["model"] == {
-        "name": "minilm-l6-h384",
+        "name": "all-MiniLM-L6-v2",  # the preset minilm-l6-h384 is the embedded model, by its one name
         "family": "bert",
         "hidden": 384,
         "layers": 6,

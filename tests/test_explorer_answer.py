@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from explorer import address, calc, measured, recommend
+from explorer import address, calc
+from pals_core import measured
+from pals_core.budget import recommend
 from explorer.inputs import EMBEDDED, LOCATION_CUSTOM, TASKS_COUNT, TINY, RawInputs, parse_inputs
 from pals_core.budget import Budget
 from pals_core.budget.series import budget_used
@@ -411,7 +413,7 @@ def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently
     from pals_core.budget import PRESETS, Budget, parse_tasks, rows
     from pals_core.budget.series import wider_than_model
 
-    shape = PRESETS["minilm-l6-h384"]
+    shape = PRESETS["all-MiniLM-L6-v2"]
     costs = list(rows(shape, parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
     wide = [c for c in costs if c.feasible and wider_than_model(c, shape.hidden)]
     assert any(c.method == "ca_mtl" for c in wide), [(c.method, c.d_s) for c in wide]
@@ -433,7 +435,7 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     from explorer import figures
     from pals_core.budget import PRESETS, Budget, parse_tasks, rows
 
-    costs = list(rows(PRESETS["minilm-l6-h384"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
+    costs = list(rows(PRESETS["all-MiniLM-L6-v2"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
     houlsby = next(c for c in costs if (c.method, c.location) == ("houlsby", "all"))
     assert houlsby.d_s != 63
     measured = {("houlsby", "all"): recommend.Score(63.8, 4.5, 3, d_s=63)}

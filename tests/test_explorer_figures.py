@@ -181,8 +181,8 @@ def test_paper_table_highlights_exactly_the_disagreements():
 
 
 def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
-    from explorer.measured import Result
-    from explorer.recommend import Score
+    from pals_core.measured import Result
+    from pals_core.budget.recommend import Score
 
     def r(method, loc, params, mean, ci=None, n=1):
         return Result(f"/r/{method}", method, loc, 8, None, ("rte",), params, Score(mean, ci, n), {}, 100)
@@ -205,8 +205,8 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
 def test_measured_ranking_reads_apart_designs_at_one_budget():
     """PALs, low-rank and Houlsby at 1.13× sit on one spot of the trade-off plot: the ranking gives each its own row,
     best on top, with its interval and the majority-class line."""
-    from explorer.measured import Result
-    from explorer.recommend import Score
+    from pals_core.measured import Result
+    from pals_core.budget.recommend import Score
 
     def r(method, params, mean, ci=None, n=1, path=None, seed=None):
         ref = method in ("shared", "separate")
@@ -273,8 +273,10 @@ def test_launch_argv_and_commands():
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
-    assert commands.command(cfg).startswith(
-        "pals-train --method pals --d-s 204 --location top --per-task-pooler --tasks rte,mrpc"
+    assert commands.command(
+        cfg
+    ).startswith(
+        "pals-train --method pals --d-s 204 --location top --per-task-pooler --train-trunk --tasks rte,mrpc"  # the trunk stated
     )
     assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
     assert commands.torchrun_command(cfg, 2).startswith(
@@ -319,8 +321,8 @@ def test_flops_ratio_is_one_for_the_shared_model():
 def test_every_figure_is_valid_plotly():
     """Figures are built unvalidated for speed; plotly's own validator must accept every property they set."""
     import plotly.graph_objects as go
-    from explorer.measured import Result
-    from explorer.recommend import Score
+    from pals_core.measured import Result
+    from pals_core.budget.recommend import Score
 
     inp = _inputs()
     table = calc.table(inp)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import inputs, measured
+from explorer import inputs
+from pals_core import measured
 from explorer.inputs import TASKS_FILE, TINY
 from pals_core.budget import PRESETS, AdapterConfig, Budget, rows
 from pals_core.budget.tasks import tasks_of_records

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import figures, inputs
 from explorer.inputs import TASKS_FILE
+from pals_core.families.models import EMBEDDED_MODEL
 from pals_core.budget import display
 from pals_core.budget_cli import run as pals_budget
 from pals_core.train.config import TrainConfig
@@ -323,7 +324,7 @@ def test_an_empty_study_storage_is_an_invitation_and_the_form_starts_from_the_qu
         for i in at.info
     )
     assert at.text_input(key="study_start_tasks").value == "cola,sst2,mrpc,stsb,rte"
-    assert at.selectbox(key="study_start_model").value == "embedded MiniLM"
+    assert at.selectbox(key="study_start_model").value == EMBEDDED_MODEL
     assert at.number_input(key="study_start_budget").value == 1.5
     assert not (env / "studies.db").exists()  # looked at, not created
 
@@ -355,7 +356,7 @@ def test_the_design_table_says_whether_tasks_can_be_added_later():
     from explorer.figures import table_frame
     from pals_core.budget import PRESETS, Task, rows
 
-    shape = PRESETS["minilm-l6-h384"]
+    shape = PRESETS["all-MiniLM-L6-v2"]
     tasks = [Task("a", 2), Task("b", 3)]
     frozen = table_frame(rows(shape, tasks, d_s=8, methods=["lora", "ca_mtl"], location="all", freeze_trunk=True))
     trained = table_frame(rows(shape, tasks, d_s=8, methods=["pals"], location="all", heads=2))

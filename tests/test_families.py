@@ -20,7 +20,7 @@ from pals_core.families.models import PRESET_CONFIGS
 PUBLISHED = {
     "bert-base-uncased": 109_482_240,
     "bert-large-uncased": 335_141_888,
-    "minilm-l6-h384": 22_713_216,
+    "all-MiniLM-L6-v2": 22_713_216,  # the embedded checkpoint (once minilm-l6-h384, now an alias)
     "roberta-base": 124_645_632,
     "roberta-large": 355_359_744,
     "xlm-roberta-base": 278_043_648,

@@ -52,7 +52,7 @@ CONDITIONS = {
 }
 FAMILY_PRESETS = (
     "bert-tiny",
-    "minilm-l6-h384",
+    "all-MiniLM-L6-v2",
     "roberta-base",
     "distilbert-base-uncased",
     "electra-small-discriminator",

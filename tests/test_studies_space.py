@@ -7,6 +7,7 @@ import optuna
 import pytest
 
 from pals_core.budget import AdapterConfig, Budget, get_method
+from pals_core.budget.methods import resolve_trunk
 from pals_core.pricing.config import design_label
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import resolve
@@ -65,7 +66,7 @@ def test_every_sampled_design_fits_the_budget_and_the_trainer_accepts_it(tmp_pat
         if get_method(a.method).attention:
             assert a.d_s % settings.template().heads == 0
         cfg = resolve(TrainConfig(tasks=TASKS, adapter=a, model=None, out=str(tmp_path / "x"), glue_dir=str(tmp_path)))
-        assert cfg.adapter == a  # the trainer takes the design unchanged
+        assert cfg.adapter == resolve_trunk(a)  # the trainer takes the design unchanged, its trunk stated
         seen.add(design_label(cost.method, cost.location))
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
     assert len(seen) >= len(ctx.designs) - 3, "random sampling reaches (nearly) every feasible design"

@@ -272,6 +272,7 @@ def test_example_prices_with_pals_budget(capsys):
     assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
     assert "3 tasks (intent, reviews, tickets)" in out.splitlines()[0] and " yes" in out
+    assert "\nRecommended: " in out  # the explorer's answer, above the table
 
 
 # ------------------------------------------------------------------------------------------ the example data

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from ..pricing.config import AdapterConfig, format_location
 from ..families.registry import get_family
 from ..pricing.method import Method, Part, linear
-from .methods import check_config, label_of
+from .methods import check_config, label_of, resolve_trunk, trunk_text
 from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
 from .tasks import Task
@@ -130,6 +130,7 @@ def design(
     """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver). ``seq_len``
     None = ``default_seq_len`` (128, or the model's longest when shorter); a longer n than the model takes is
     refused (``Family.check_seq_len``), never priced."""
+    cfg = resolve_trunk(cfg)  # freeze_trunk None: the method's own (``Method.trunk``), priced as it trains
     paper = _paper(convention)
     family = get_family(m.family)
     seq_len = default_seq_len(family.max_tokens(m)) if seq_len is None else seq_len
@@ -205,6 +206,7 @@ class Cost:
     # what sets d_s (params, or a constraint record's name: memory, time, memory_infer), or what a fixed design breaks
     binding: Optional[str] = None
     adds_tasks_later: bool = False  # a task can join a trained run without changing the others (adding_tasks_refused)
+    trunk: str = ""  # 'frozen' / 'fine-tuned' (``methods.trunk_text``): the base model as trained (params_trained)
 
     @property
     def largest_task_share(self) -> float:
@@ -334,6 +336,7 @@ def evaluate(
         slack=None,
         layers=list(ds.layers),
         adds_tasks_later=adds_tasks_later(ds),
+        trunk=trunk_text(ds.config, ds.model),
     )
     if limit is not None:
         cost.feasible, cost.slack = extra <= limit, limit - extra

@@ -76,6 +76,20 @@ def count_text(n: float) -> str:
     return f"{int(round(n)):,}"
 
 
+def trained_text(cost) -> str:
+    """What a design trains, as the answer, the designs table, the train form and ``pals-budget`` write it:
+    'trains 2.96M of 25.66M parameters, trunk frozen' (``Cost.params_trained`` of ``Cost.params_total``;
+    ``Cost.trunk``: the method's default unless ``--freeze-trunk`` / ``--train-trunk`` said otherwise)."""
+    return f"trains {trained_of_total(cost)} parameters, trunk {cost.trunk}"
+
+
+def trained_of_total(cost) -> str:
+    """'2.95M of 25.7M': the parameters a design trains of all it holds (``pals-budget``'s "trained" column)."""
+    from ..pricing.units import human
+
+    return f"{human(cost.params_trained)} of {human(cost.params_total)}"
+
+
 def params_per_task(cost) -> int:
     """The parameters one task holds, as a per-task cap counts them (``Cost.largest_task_share``): the largest
     task's own head + adapter, plus its 1/T share of modules all tasks share (CA-MTL)."""

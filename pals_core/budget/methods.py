@@ -6,12 +6,47 @@ The methods themselves (``METHODS``, ``get_method``: every package's ``cost.py``
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..families.registry import get_family
 from ..methods.registry import METHODS, get_method  # noqa: F401  (METHODS handed on: budget.methods.METHODS)
 from ..pricing.config import AdapterConfig, design_label, format_location
 from ..pricing.limits import MAX_D_S, check_at_most
 from ..pricing.method import Method
 from ..pricing.shape import BaseModel
+
+
+TRUNK_WORDS = {True: "frozen", False: "fine-tuned"}
+
+
+def trunk_frozen(cfg: AdapterConfig) -> bool:
+    """Whether the base model is frozen in ``cfg``: ``freeze_trunk`` as given, else its method's default
+    (``Method.trunk``: how the method's authors train it). A method the calculator does not know (``separate``)
+    fine-tunes."""
+    if cfg.freeze_trunk is not None:
+        return bool(cfg.freeze_trunk)
+    method = METHODS.get(cfg.method)
+    return method is not None and method.trunk == "frozen"
+
+
+def resolve_trunk(cfg: AdapterConfig) -> AdapterConfig:
+    """``cfg`` with ``freeze_trunk`` decided (``trunk_frozen``): what a design is priced and a run trained with."""
+    if cfg.freeze_trunk is not None or cfg.method not in METHODS:
+        return cfg
+    return replace(cfg, freeze_trunk=trunk_frozen(cfg))
+
+
+def trunk_text(cfg: AdapterConfig, model: "BaseModel | None" = None) -> str:
+    """How the design trains the base model: 'frozen', 'fine-tuned', or 'partly frozen' (CA-MTL: its embeddings
+    and layers 0..F−1 frozen, ``Method.frozen_layers``)."""
+    frozen = trunk_frozen(cfg)
+    words = TRUNK_WORDS[frozen]
+    method = METHODS.get(cfg.method)
+    if not frozen and method is not None and method.frozen_layers is not None and model is not None:
+        f = method.frozen_layers(model, cfg)
+        if f:
+            words = "partly frozen"
+    return words
 
 
 def parse_methods(text: str) -> list[str]:

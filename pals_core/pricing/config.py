@@ -78,9 +78,14 @@ class AdapterConfig:
     lora_alpha: Optional[float] = field(
         default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."}
     )
-    freeze_trunk: bool = field(
-        default=False,
-        metadata={"help": "Train only task-specific weights (Houlsby style). The paper fine-tunes everything (False)."},
+    freeze_trunk: Optional[bool] = field(
+        default=None,
+        metadata={
+            "help": "--freeze-trunk: train only the task-specific weights (adapters, heads, per-task poolers); "
+            "--train-trunk: fine-tune the base model too (CA-MTL: above its frozen layers).",
+            "negative": "--train-trunk",
+            "default_text": lambda: _trunk_defaults(),
+        },
     )
     # --- the released PALs code (AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) ----------------
     adapter_gelu: bool = field(
@@ -178,6 +183,18 @@ class AdapterConfig:
     def from_dict(cls, d: dict) -> "AdapterConfig":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+def _trunk_defaults() -> str:
+    """``--freeze-trunk``'s default in words: each method's own (``Method.trunk``, its authors' way)."""
+    from ..methods.registry import METHODS  # a floor above this one, read when the help is written
+
+    by = {}
+    for m in METHODS.values():
+        by.setdefault(m.trunk, []).append(m.name)
+    return "the method's, as its authors train it: " + "; ".join(
+        f"{trunk} for {', '.join(names)}" for trunk, names in by.items()
+    )
 
 
 def design_label(method: str, location: Optional[str]) -> str:

@@ -105,3 +105,7 @@ class Method:
     tensors: Optional[Callable[[BaseModel, Sequence[int], AdapterConfig], tuple[int, int]]] = None
     # (model, cfg) -> F: base layers 0..F−1 and the embeddings frozen by the method itself (CA-MTL)
     frozen_layers: Optional[Callable[[BaseModel, AdapterConfig], int]] = None
+    # How the method's authors train the base model, the default of ``AdapterConfig.freeze_trunk``: "fine-tuned"
+    # (every base parameter trains, but those ``frozen_layers`` keeps) or "frozen" (only the task-specific parts —
+    # adapters, heads, per-task poolers — train); ``--freeze-trunk`` / ``--train-trunk`` override it.
+    trunk: str = "fine-tuned"

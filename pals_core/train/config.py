@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from ..pricing.config import AdapterConfig
 from ..flags import to_argv
+from ..budget.methods import resolve_trunk
 from ..budget.solver import Budget
 from ..data.glue import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
@@ -159,6 +160,8 @@ class TrainConfig:
         self.tasks = list(self.tasks)
         if isinstance(self.adapter, dict):
             self.adapter = AdapterConfig.from_dict(self.adapter)
+        if isinstance(self.adapter, AdapterConfig):  # the trunk as trained, stated in config.json (freeze_trunk)
+            self.adapter = resolve_trunk(self.adapter)
         self.adam_betas = tuple(self.adam_betas)
         self.budget = Budget.from_dict(self.budget)
 

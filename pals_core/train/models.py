@@ -12,6 +12,7 @@ import os
 from typing import Optional
 
 from ..budget import AdapterConfig, BaseModel, from_hf_config, load_model
+from ..families.models import EMBEDDED_MODEL, read_config
 from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
 
 
@@ -39,8 +40,9 @@ def model_shape(model: Optional[str]) -> BaseModel:
     """The calculator's view of the base model (read from ``config.json``; no weights loaded)."""
     if model == TINY:
         return from_hf_config(tiny_config_dict(), name=TINY)
-    path = minilm_path() if model is None else model
-    return load_model(os.path.join(path, "config.json"))
+    if model is None:  # the embedded checkpoint, by its one name (its config.json says nreimers/MiniLM-L6-H384-uncased)
+        return from_hf_config(read_config(os.path.join(minilm_path(), "config.json")), name=EMBEDDED_MODEL)
+    return load_model(os.path.join(model, "config.json"))
 
 
 def model_conditions(model: Optional[str]):

@@ -274,5 +274,6 @@ METHODS = (
         activations=CaMtlActivations,
         tensors=_tensors,
         frozen_layers=frozen_layers,
+        trunk="fine-tuned",  # as released: fine-tuned above its frozen lower half (frozen_layers)
     ),
 )

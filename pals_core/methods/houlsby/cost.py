@@ -51,5 +51,6 @@ METHODS = (
         _flops,
         activations=HoulsbyActivations,
         tensors=lambda m, layers, cfg: (8 * len(layers), 0),
+        trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
     ),
 )

@@ -56,5 +56,6 @@ METHODS = (
         sized=False,
         activations=Ia3Activations,
         tensors=lambda m, layers, cfg: (3, 0),
+        trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
     ),
 )

@@ -36,5 +36,6 @@ METHODS = (
         sized=False,
         activations=LhucActivations,
         tensors=lambda m, layers, cfg: (1, 0),
+        trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
     ),
 )

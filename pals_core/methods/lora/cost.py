@@ -50,5 +50,6 @@ METHODS = (
         _flops,
         activations=LoraActivations,
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
+        trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
     ),
 )

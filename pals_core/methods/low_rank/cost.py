@@ -46,5 +46,6 @@ METHODS = (
         _flops,
         activations=LowRankActivations,
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
+        trunk="fine-tuned",  # as the PALs paper trains its low-rank variant
     ),
 )

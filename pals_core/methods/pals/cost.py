@@ -93,6 +93,7 @@ METHODS = (
         activations=PalsActivations,
         validate=_check_dropout,
         tensors=_pals_tensors,
+        trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
     ),
     Method(
         "pals_unshared",
@@ -105,5 +106,6 @@ METHODS = (
         validate=_check_dropout,
         activations=PalsActivations,
         tensors=_pals_unshared_tensors,
+        trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
     ),
 )

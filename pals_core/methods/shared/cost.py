@@ -15,5 +15,6 @@ METHODS = (
         no_parts,
         sized=False,
         within=False,
+        trunk="fine-tuned",  # the PALs paper's shared baseline: the whole model fine-tuned
     ),
 )

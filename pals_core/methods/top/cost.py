@@ -156,6 +156,7 @@ METHODS = (
         validate=_check_n_top,
         activations=ProjAttnTopActivations,
         tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0),
+        trunk="fine-tuned",  # as the PALs paper trains its top variants
     ),
     Method(
         "proj_ffn_top",
@@ -169,6 +170,7 @@ METHODS = (
         validate=_check_ffn_stack,
         activations=ProjFfnTopActivations,
         tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0),
+        trunk="fine-tuned",  # as the PALs paper trains its top variants
     ),
     Method(
         "bert_layer_top",
@@ -183,5 +185,6 @@ METHODS = (
         validate=_check_top_layer,
         activations=BertLayerTopActivations,
         tensors=_bert_layer_top_tensors,
+        trunk="fine-tuned",  # as the PALs paper trains its top variants
     ),
 )

@@ -1,10 +1,16 @@
 """The answer to "which design should I use?": the largest design per method that fits, ranked. Pure Python.
 
+One function serves the page and the command line: the explorer's answer and ``pals-budget`` (which prints it above
+its table, sorts the table by ``ranked_rows`` and carries it in ``--json``) both call ``candidates`` and ``reason``,
+so the same question gets the same ranking in the same words.
+
 For each method, its candidate is its fitting design (location) with the best measured dev score when one of them
 is measured, else the one that spends the most of the budget (ties: fewer FLOPs) — a method whose run at one location
 is measured is not hidden behind a larger, unmeasured location of it. Candidates are ranked by what a person trades, in this order:
 1. a measured dev score of this very design — method, location and d_s — on this model and these tasks (finished
    runs on disk), best mean first (a score of another size is shown, labelled, and ranks nothing);
+1b. a predicted dev score of the design (``predicted``: given by the caller, e.g. a model fitted to measured runs),
+   best mean first, after every measured design;
 2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
    steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
 3. by the smallest predicted training-step slowdown (``time_ratio``, the calculator's time model), then the smallest
@@ -19,11 +25,22 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional, Sequence
 
-from pals_core.budget import Budget, Cost, display, smallest_budget
-from pals_core.budget.costs import flops_ratio
-from pals_core.budget.series import budget_used, wider_than_model
+from ..pricing.config import design_label
+from . import display
+from .costs import Cost, flops_ratio
+from .series import budget_used, wider_than_model
+from .solver import Budget, smallest_budget
 
-from .calc import Key, key_of, label
+Key = tuple[str, Optional[str]]  # (method, location); location None for methods that take none
+
+
+def key_of(cost: Cost) -> Key:
+    return cost.method, cost.location
+
+
+def label(key: Key) -> str:
+    return design_label(*key)
+
 
 SAME_SHARE = 0.005  # shares of the budget closer than this count as equal
 
@@ -71,6 +88,7 @@ class Pick:
     time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
     oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
     other_size: Optional[Score] = None  # a score at another d_s, or a smoke run's: shown, never ranked
+    predicted: Optional[Score] = None  # a predicted dev score of this design (``candidates(predicted=…)``)
 
     @property
     def slowdown(self) -> float:
@@ -88,17 +106,20 @@ def candidates(
     measured: Mapping[Key, Score] = {},
     slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
     hidden: Optional[int] = None,
+    predicted: Mapping[Key, Score] = {},
 ) -> list[Pick]:
     """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
-    predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method.
+    predicted step-time ratios of the candidates (``step_slowdowns``); asked only for the one candidate per method.
     ``hidden`` (the model's d): a design whose d_s is wider is ranked after every design of sensible size, and its
-    method's candidate is its largest design that is not wider, where it has one."""
+    method's candidate is its largest design that is not wider, where it has one. ``predicted``: a predicted dev
+    score per design (method, location; its ``d_s`` None or the design's), ranked after the measured ones."""
     best: dict[str, Pick] = {}
     for c in costs:
         if not c.feasible:
             continue
         score = measured.get(key_of(c))
         own = score if score is not None and score.d_s == c.d_s and not score.smoke else None
+        guess = predicted.get(key_of(c))
         p = Pick(
             c,
             budget_used(c, budget),
@@ -106,6 +127,7 @@ def candidates(
             own,
             oversized=hidden is not None and wider_than_model(c, hidden),
             other_size=score if own is None else None,
+            predicted=guess if guess is not None and guess.d_s in (None, c.d_s) else None,
         )
         old = best.get(c.method)
         if old is None or _within_method(p) > _within_method(old):
@@ -130,7 +152,11 @@ def _within_method(p: Pick) -> tuple:
         p.measured.mean if p.measured is not None else 0.0,
         p.used,
         -p.flops,
+        -_LOCATIONS.get(p.cost.location, len(_LOCATIONS)),  # a tie (top and bottom alike): all, then top, bottom
     )
+
+
+_LOCATIONS = {"all": 0, "top": 1, "bottom": 2}
 
 
 def share(used: float) -> str:
@@ -139,19 +165,29 @@ def share(used: float) -> str:
 
 
 def rank_key(p: Pick) -> tuple:
-    """Sensible sizes first; then measured (best mean first), then the budget's share, the step time, the FLOPs."""
+    """Sensible sizes first; then measured (best mean first), then the budget's share, the step time, the FLOPs; an
+    exact tie by the design's name, so that the order never depends on the order the rows came in."""
     if p.measured is not None:
-        return (p.oversized, 0, -p.measured.mean, p.slowdown, p.flops)
-    return (p.oversized, 1, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops)
+        return (p.oversized, 0, -p.measured.mean, p.slowdown, p.flops, label(p.key))
+    if p.predicted is not None:
+        return (p.oversized, 1, -p.predicted.mean, p.slowdown, p.flops, label(p.key))
+    return (p.oversized, 2, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops, label(p.key))
 
 
-def reason(p: Pick, picks: Sequence[Pick]) -> str:
-    """One sentence: why this design is first."""
+def answer(picks: Sequence[Pick], bold: str = "**") -> str:
+    """The recommendation as the page and ``pals-budget`` write it: 'Recommended: ' and ``reason`` of the first pick
+    (``bold``: the page's Markdown; ``pals-budget`` writes plain text)."""
+    return f"{bold}Recommended:{bold} " + reason(picks[0], picks, bold)
+
+
+def reason(p: Pick, picks: Sequence[Pick], bold: str = "**") -> str:
+    """One sentence: why this design is first (``bold`` around its name: Markdown on the page, '' in a terminal)."""
     head = (
-        f"**{label(p.key)}**"
+        f"{bold}{label(p.key)}{bold}"
         + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
         + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
         + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else "")
+        + f" ({display.trained_text(p.cost)})"
     )
     if p.measured is not None:
         return (
@@ -161,6 +197,8 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
             + "."
             + _oversized(p)
         )
+    if p.predicted is not None:
+        return head + f", and has the best predicted dev average here: {p.predicted.text()}." + _oversized(p)
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[:3] == rank_key(p)[:3]]
     if tied:
@@ -181,6 +219,68 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
         head + why + ". No run of this model and these tasks is measured yet, so accuracy does not enter the "
         "ranking." + warning
     )
+
+
+def ranked_rows(costs: Sequence[Cost], budget: Budget, picks: Sequence[Pick]) -> list[Cost]:
+    """Every row in the recommendation's order: the ranked designs first (``picks``); then the rest that fit,
+    fullest first; then those over budget, closest to fitting first (the page's designs table and ``pals-budget``)."""
+    rank = {p.key: i for i, p in enumerate(picks)}
+    return sorted(
+        costs,
+        key=lambda c: (
+            rank.get(key_of(c), len(rank)),
+            not c.feasible,
+            budget_used(c, budget) * (1 if not c.feasible else -1),
+            label(key_of(c)),
+        ),
+    )
+
+
+def ranking(picks: Sequence[Pick]) -> list[dict]:
+    """The ranked designs as ``pals-budget --json`` carries them: rank, design, d_s, share of the budget, FLOPs and
+    step-time ratios, the measured (or predicted) score where there is one."""
+
+    def score(s: Optional[Score]) -> Optional[dict]:
+        return None if s is None else {"mean": s.mean, "ci95": s.ci95, "runs": s.n, "d_s": s.d_s}
+
+    return [
+        {
+            "rank": i + 1,
+            "design": label(p.key),
+            "method": p.cost.method,
+            "location": p.cost.location,
+            "d_s": p.cost.d_s,
+            "budget_used": p.used,
+            "flops_ratio": p.flops,
+            "time_ratio": p.time,
+            "oversized": p.oversized,
+            "params_trained": p.cost.params_trained,
+            "params_total": p.cost.params_total,
+            "trunk": p.cost.trunk,
+            "measured": score(p.measured),
+            "other_size": score(p.other_size),
+            "predicted": score(p.predicted),
+        }
+        for i, p in enumerate(picks)
+    ]
+
+
+def step_slowdowns(make_design, machine=None, model_cond=None) -> Callable[[Sequence[Cost]], dict]:
+    """``candidates``' ``slowdowns``: the calculator's predicted training-step time ratio (``machine.time_ratio`` on
+    ``machine``; None = the default machine) of each row, where the time model covers the model. ``make_design``:
+    (method, location) → the row's design with its d_s left open."""
+
+    def slowdowns(costs: Sequence[Cost]) -> dict[Key, float]:
+        from .machine import time_ratio
+
+        out = {}
+        for c in costs:
+            r = time_ratio(make_design(key_of(c)), c.d_s, machine, model_cond=model_cond)
+            if r is not None:
+                out[key_of(c)] = r
+        return out
+
+    return slowdowns
 
 
 def measured_label(score: Optional[Score], cost: Cost) -> Optional[str]:
@@ -253,7 +353,8 @@ class FirstFit:
 
 
 def first_fits(designs: Mapping[Key, object], budget: Budget) -> list[FirstFit]:
-    """For each design (``calc.design_of``), the smallest budget of the question's kind where it fits; smallest first."""
+    """For each design (its ``Design``, the d_s left open: the explorer's ``calc.design_of``), the smallest budget
+    of the question's kind where it fits; smallest first."""
     kind = "ratio" if budget.ratio is not None else ("extra" if budget.extra is not None else "per_task")
     out = []
     for key, ds in designs.items():

@@ -33,20 +33,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from pals_core.atomic import read_json_file
-from pals_core.budget import get_method
-from pals_core.train.aggregate import compare
-from pals_core.tasks import TaskRecord
-from pals_core.train.config import recipe, task_keys
-from pals_core.train.seeds import SEEDS_FILE, aggregate_so_far
+from .atomic import read_json_file
+from .budget import get_method
+from .train.aggregate import compare
+from .tasks import TaskRecord
+from .train.config import recipe, task_keys
+from .train.seeds import SEEDS_FILE, aggregate_so_far
 
-from .calc import Key, label
-from .recommend import Score
+from .budget.recommend import Key, Score, label
+from .supervise.roots import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
 SMOKE_STEPS = 100  # a run of fewer training steps is a smoke run: a check that training runs, not a measurement
+
+
+def default_roots() -> tuple[Path, ...]:
+    """Where finished runs are looked for when nobody says: the runs folder (``$PALS_RUNS_DIR`` or ./runs) and this
+    checkout's ``benchmarks/results`` — the explorer's and ``pals-budget``'s."""
+    return (runs_root(), RESULTS)
 
 
 def score_text(fraction) -> str:
