@@ -331,7 +331,7 @@ def end_to_end(args, device, work):
     argv = [
         "--tasks", "rte,mrpc,stsb",
         "--glue-dir", args.glue_dir,
-        "--method", "pals", "--budget", str(BUDGET), "--no-freeze-trunk",
+        "--method", "pals", "--budget", str(BUDGET), "--train-trunk",
         "--out", str(run),
         "--steps", str(args.run_steps),
         "--eval-every", str(max(1, args.run_steps // 2)),  # two evaluations, each with its checkpoint
