@@ -32,6 +32,9 @@ from .budget.costs import design, shared_depth  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
+from .run_info import read_run  # noqa: E402
+from .train.checkpoint import load_model  # noqa: E402
+from .train.models import TINY, tiny_config_dict  # noqa: E402
 from .trunks import State  # noqa: E402
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
@@ -126,6 +129,15 @@ class MultiTaskModel(nn.Module):
         return cls(build_base(hf), config, tasks).eval()
 
     @classmethod
+    def from_base(cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
+        """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
+        local folder, or ``"tiny"`` (``train.models.tiny_config_dict``). Weights of new modules are drawn from torch's
+        current RNG: seed first."""
+        if model == TINY:
+            return cls.from_base_config(tiny_config_dict(), config, tasks)
+        return cls.from_pretrained(model, config, tasks)
+
+    @classmethod
     def from_pretrained(
         cls,
         path: Optional[Union[str, os.PathLike]],
@@ -158,10 +170,10 @@ class MultiTaskModel(nn.Module):
         the checkpoint summary.json reports as best (``step``: another kept checkpoint), its tokenizer, max length
         and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
         finished-or-checkpointed run or a step it does not keep."""
-        from .run_info import read_run
-
         info = read_run(run_dir, step)
-        model = info.build_model().to(device).eval()
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels)
+        load_model(model, info.checkpoint)
+        model = model.to(device).eval()
         model.run = info
         return model
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .atomic import read_json
 from .outputs import Decoded, TaskOutputs
+from .pricing.config import AdapterConfig
 from .tasks import TaskRecord, records_of_config
 
 
@@ -47,15 +48,10 @@ class RunInfo:
             self._tokenizer = load_tokenizer(tokenizer_path(self.config.get("model")))
         return self._tokenizer
 
-    def build_model(self):
-        """The run's model with the checkpoint's weights (trunk, adapters, heads)."""
-        from .pricing.config import AdapterConfig
-        from .train.checkpoint import load_model
-        from .train.models import build_model
-
-        model = build_model(self.config.get("model"), AdapterConfig.from_dict(self.config["adapter"]), self.num_labels)
-        load_model(model, self.checkpoint)
-        return model
+    @property
+    def adapter(self) -> AdapterConfig:
+        """The run's design (built into a model with its weights by ``MultiTaskModel.from_run``)."""
+        return AdapterConfig.from_dict(self.config["adapter"])
 
 
 def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> RunInfo:
@@ -100,7 +96,6 @@ def _read_config(config: dict) -> tuple[dict, dict, dict]:
     """The records, label names and label counts of a run's config.json, every field read checked for its type
     (the file may have been edited by hand); ``TypeError`` / ``ValueError`` naming the field otherwise."""
     from .budget import check_config
-    from .pricing.config import AdapterConfig
     from .train.config import _positive_int
     from .train.models import model_shape
 

@@ -87,7 +87,8 @@ def test_holm_step_down():
 
 def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
     """A --seeds run still training: the aggregate of the seeds done so far and the plan's seeds; the file system only."""
-    from pals_core.train.seeds import KIND, SEEDS_FILE, aggregate_so_far
+    from pals_core.train.rundir import SEEDS_FILE
+    from pals_core.train.seeds import KIND, aggregate_so_far
 
     assert aggregate_so_far(tmp_path) is None  # no plan
     (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": True, "template": {}}))

@@ -100,7 +100,8 @@ def read(p):
 def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_cache):
     from pals_core.budget import AdapterConfig, Task, design, evaluate
     from pals_core.data.metrics import main_score
-    from pals_core.train.models import build_model, model_shape
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import model_shape
 
     cache = token_cache
     ref = tmp_path / "ref"
@@ -137,7 +138,7 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     labels = {"rte": 2, "mrpc": 2, "stsb": 1}
     costs = {t: evaluate(design(shape, [Task(t, c)], AdapterConfig(method="shared")), None) for t, c in labels.items()}
     held = {
-        t: sum(x.numel() for x in build_model("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
+        t: sum(x.numel() for x in MultiTaskModel.from_base("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
         for t, c in labels.items()
     }
     n_base = costs["rte"].params_total - costs["rte"].params_task_specific

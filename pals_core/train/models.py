@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..budget import AdapterConfig, BaseModel, from_hf_config, load_model
+from ..budget import BaseModel, from_hf_config, load_model
 from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
 
 
@@ -51,12 +51,3 @@ def model_conditions(model: Optional[str]):
     if model == TINY:
         return conditions_from_config(tiny_config_dict())
     return conditions_for_model(minilm_path() if model is None else model)
-
-
-def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
-    """A ``MultiTaskModel`` (weights of new modules drawn from torch's current RNG: seed first)."""
-    from .. import MultiTaskModel
-
-    if model == TINY:
-        return MultiTaskModel.from_base_config(tiny_config_dict(), adapter, tasks=tasks)
-    return MultiTaskModel.from_pretrained(model, adapter, tasks=tasks)

@@ -34,6 +34,9 @@ STATUSES = ("running", "finished", "failed", "stopped")
 TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json")
 #: notes a launcher (the explorer) keeps beside a run: allowed in a new run's folder, never deleted by the trainer
 LAUNCHER_FILES = ("launch.json", "log.txt", "cancel.json", "exit.json")
+#: the plan a ``--seeds`` parent (``seeds.py``) and a separate-models parent (``separate.py``) keep beside their runs
+SEEDS_FILE = "seeds.json"
+PLAN_FILE = "separate.json"
 
 
 def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optional[Path]:
@@ -43,8 +46,6 @@ def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optio
     folder holding config.json and checkpoints/, progress.json, seeds.json or separate.json. Symbolic links are
     followed. What writes files for people (``pals-predict --out``) never writes one of these."""
     from .lock import LOCK_FILE
-    from .seeds import SEEDS_FILE
-    from .separate import PLAN_FILE
 
     own = set(TRAINER_FILES) | set(LAUNCHER_FILES) | {LOCK_FILE, SEEDS_FILE, PLAN_FILE}
     target = Path(path).resolve()

@@ -26,9 +26,8 @@ from .config import MAX_SEED, RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
 from ..atomic import read_json_file
-from .rundir import RunDir, atomic_write_json, eta_s, read_json
+from .rundir import SEEDS_FILE, RunDir, atomic_write_json, eta_s, read_json
 
-SEEDS_FILE = "seeds.json"
 KIND = "pals-train/seeds"
 
 

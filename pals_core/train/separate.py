@@ -46,10 +46,9 @@ from ..tasks import records_of_config
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
 from .config import TrainConfig
-from .rundir import atomic_write_json, read_json
+from .rundir import PLAN_FILE, atomic_write_json, read_json
 
 METHOD = "separate"
-PLAN_FILE = "separate.json"
 KIND = "pals-train/separate"
 STEPS_RULE = (
     "n_t = sum over the multi-task run's steps of p_t(step) under its sampling, rounded by largest remainder "

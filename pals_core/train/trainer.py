@@ -48,7 +48,8 @@ from .extend import (
     with_base_tasks,
 )
 from .lock import RunLock
-from .models import build_model, model_shape, tokenizer_path
+from ..model import MultiTaskModel
+from .models import model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .schedule import linear_schedule
@@ -255,7 +256,7 @@ class _Run:
                     f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
                     f"the run was set up for {t.num_labels}"
                 )
-        model = build_model(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
+        model = MultiTaskModel.from_base(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
             train_only(model, self.trained)
