@@ -1,4 +1,4 @@
-"""One design, declared once (issue: what you price is what you train).
+"""One design, declared once (what you price is what you train).
 
 - Every ``AdapterConfig`` field is a flag of ``pals-budget``, ``pals-train`` and ``pals-study`` with the same help.
 - config → argv → parse → config is the identity, for every method and field (hypothesis), on all three CLIs, and

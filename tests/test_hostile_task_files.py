@@ -15,7 +15,7 @@ import pytest
 from explorer import inputs
 from pals_core.tasks import TaskRecordError, read_tasks_file
 
-# a billion laughs: nine levels of nine aliases, 9⁹ ≈ 3.9e8 strings once expanded (609 bytes in the file)
+# a billion laughs: nine levels of nine aliases, 9⁹ ≈ 3.9e8 strings once expanded (a file of 609 bytes)
 BOMB = "".join(
     [
         'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n',

@@ -180,3 +180,25 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     assert write_finished_separate(plans) == [0]
     assert read(ref / "summary.json") == s
     assert write_finished_separate(plans) == []  # written once
+
+
+@pytest.mark.parametrize("budget", [["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]])
+def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget, pals_train):
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte,stsb",
+        "--steps",
+        "2",
+        "--method",
+        "separate",
+        *budget,
+        "--out",
+        str(tmp_path / "sep"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "does not apply" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "sep").exists()

@@ -244,7 +244,7 @@ def test_bad_machine_input_exits_2_with_one_line(tmp_path, capsys, bad):
     assert err.startswith("pals-study: error: ")
 
 
-_CONFIGS = {  # tiny configs of the families whose memory and time were modelled last (issue 12)
+_CONFIGS = {  # tiny configs of the families whose memory and time were modelled last
     "deberta-v2": dict(
         model_type="deberta-v2",
         hidden_size=24,

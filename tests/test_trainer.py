@@ -515,3 +515,38 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     # failed when 4 quick steps took under 50 ms)
     assert abs(meas["step_s"] * 4 - summary["train_time_s"]) <= 5e-4 + 1e-9 and meas["peak_memory_bytes"] > 0
     assert report.GPU_PROFILES  # the CUDA path names its profiles
+
+
+@pytest.mark.slow
+def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path, pals_train):
+    """A sampler can leave a task without a step (MT-Uncertainty starving one; here round robin over one step): its
+    scores are an untrained head's, and the log and summary.json say so."""
+    import json
+
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--method",
+        "shared",
+        "--tasks",
+        "rte,mrpc",
+        "--sampling",
+        "round_robin",
+        "--steps",
+        "1",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--batch-size",
+        "4",
+        "--out",
+        str(tmp_path / "run"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["task_steps"] == {"rte": 1, "mrpc": 0} and s["untrained"] == ["mrpc"]
+    assert "untrained: mrpc received no training step" in out.stdout
