@@ -32,7 +32,8 @@ from .budget.costs import design, shared_depth  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
-from .run_info import read_run  # noqa: E402
+from .run_info import predict_texts, read_run  # noqa: E402
+from .task_weights import load_task, save_task  # noqa: E402
 from .train.checkpoint import load_model  # noqa: E402
 from .train.models import TINY, tiny_config_dict  # noqa: E402
 from .trunks import State  # noqa: E402
@@ -367,8 +368,6 @@ class MultiTaskModel(nn.Module):
         batch_size: Optional[int] = None,
     ) -> dict:
         """Every task's (or ``tasks``') outputs on ``texts``, the trunk run once per batch (``predict_all``)."""
-        from .run_info import predict_texts
-
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
 
     # --- parameters ------------------------------------------------------------------------------------
@@ -426,13 +425,9 @@ class MultiTaskModel(nn.Module):
     # --- one task's weights (safetensors) -----------------------------------------------------------
 
     def save_task(self, task: str, path: Union[str, os.PathLike]) -> None:
-        from .task_weights import save_task
-
         save_task(self, task, path)
 
     def load_task(self, path: Union[str, os.PathLike], task: Optional[str] = None) -> str:
-        from .task_weights import load_task
-
         return load_task(self, path, task=task)
 
     @property

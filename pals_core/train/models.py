@@ -13,6 +13,7 @@ from typing import Optional
 
 from ..budget import BaseModel, from_hf_config, load_model
 from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
+from ..families.models import conditions_for_model, conditions_from_config
 
 
 def tiny_config_dict() -> dict:
@@ -46,8 +47,6 @@ def model_shape(model: Optional[str]) -> BaseModel:
 def model_conditions(model: Optional[str]):
     """The dropout and attention implementation the trained model's config gives it (``pricing.activations.Conditions``:
     what the calculator's memory and step time replay)."""
-    from ..families.models import conditions_for_model, conditions_from_config
-
     if model == TINY:
         return conditions_from_config(tiny_config_dict())
     return conditions_for_model(minilm_path() if model is None else model)

@@ -37,8 +37,10 @@ from ..data.glue import check_files, choose_source
 from ..data.load import load_tasks, load_tokenizer, raw_splits
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
-from .checkpoint import Checkpoints
+from ..model import MultiTaskModel
+from .checkpoint import CheckpointDamaged, Checkpoints
 from .config import TrainConfig, data_differences
+from .evaluate import EvalInterrupted, evaluate
 from .extend import (
     added_task_names,
     base_config,
@@ -48,8 +50,8 @@ from .extend import (
     with_base_tasks,
 )
 from .lock import RunLock
-from ..model import MultiTaskModel
-from .models import model_shape, tokenizer_path
+from .machine_report import measured, predicted
+from .models import check_tokenizer, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .schedule import linear_schedule
@@ -282,8 +284,6 @@ class _Run:
         try:
             self._restore_state(state)
         except (KeyError, TypeError, ValueError) as e:
-            from .checkpoint import CheckpointDamaged
-
             raise CheckpointDamaged(
                 f"checkpoint {folder} holds an unreadable state.json ({type(e).__name__}: {e}); "
                 "the run cannot continue from it: start a new one (another --out)"
@@ -446,8 +446,6 @@ class _Run:
         return logits[keep], index[keep]
 
     def evaluate(self) -> None:
-        from .evaluate import evaluate
-
         st, cfg = self.st, self.cfg
         t0 = time.monotonic()
         scores = evaluate(
@@ -559,8 +557,6 @@ class _Run:
 
     def _predict(self, shape, model) -> dict:
         """The calculator's step time and memory for this run (``machine_report``); never stops a run."""
-        from .machine_report import predicted
-
         cfg = self.cfg
         try:
             return predicted(
@@ -579,8 +575,6 @@ class _Run:
     def _evaluate_base_tasks(self) -> dict:
         """The base run's tasks' dev scores as this run's model gives them (their weights never train here, so any
         step's are the best step's)."""
-        from .evaluate import evaluate
-
         t0 = time.monotonic()
         scores = evaluate(
             self.net,
@@ -597,8 +591,6 @@ class _Run:
         return scores
 
     def summary(self) -> dict:
-        from .machine_report import measured
-
         st = self.st
         config = read_json(self.run.config)
         out = {
@@ -636,10 +628,10 @@ class _Run:
             },
         }
         if self.cfg.from_run:  # the base run's tasks, their dev scores as this run's model gives them
-            measured = self._evaluate_base_tasks()
+            base_scores = self._evaluate_base_tasks()
             out["eval_time_s"] = round(st.eval_time_s, 3)
             dev_examples = {t: sum(len(d) for d in data.dev.values()) for t, data in self.base_dev.items()}
-            out = with_base_tasks(out, self.cfg.from_run, measured, dev_examples)
+            out = with_base_tasks(out, self.cfg.from_run, base_scores, dev_examples)
             out["average"] = dev_average(out["scores"], self.records)
         return out
 
@@ -679,8 +671,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
 def check_data(cfg: TrainConfig) -> None:
     """Every file there and every row of a task's own files good, before anything is written: the model's tokenizer
     files, ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
-    from .models import check_tokenizer
-
     check_tokenizer(cfg.model)
     records = cfg.records()
     glue = [r.glue for r in records if r.glue is not None]
@@ -726,8 +716,6 @@ def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnE
             r.write_progress("stopped", error="interrupted")
             raise
         except BaseException as e:
-            from .evaluate import EvalInterrupted
-
             if isinstance(e, EvalInterrupted):
                 r.checkpoint()
                 r.write_progress("stopped")
