@@ -30,8 +30,8 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ..run_info import RunInfo
 from . import ExportFailed, ExportRefused, save_tokenizer
+from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
 META_FILE = "export.json"
