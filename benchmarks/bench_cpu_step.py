@@ -39,7 +39,8 @@ from pals_core import AdapterConfig  # noqa: E402
 from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
-from pals_core.train.models import build_model, tokenizer_path  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.train.models import tokenizer_path  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 
 TASKS = ["rte", "mrpc", "stsb", "cola", "sst2"]
@@ -69,7 +70,7 @@ def loss_of(model, task: str, b: dict) -> torch.Tensor:
 
 def make_model():
     torch.manual_seed(0)
-    model = build_model(None, AdapterConfig(method="shared"), {t: GLUE_TASKS[t].num_labels for t in TASKS})
+    model = MultiTaskModel.from_base(None, AdapterConfig(method="shared"), {t: GLUE_TASKS[t].num_labels for t in TASKS})
     model.train()
     return model
 

@@ -33,7 +33,8 @@ from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
-from pals_core.train.models import build_model, tokenizer_path  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.train.models import tokenizer_path  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 from pals_core.train.trainer import train  # noqa: E402
 
@@ -63,7 +64,9 @@ def bare_loop(cfg: TrainConfig, batches, device: torch.device) -> tuple[float, f
     from transformers import get_linear_schedule_with_warmup
 
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, cfg.adapter, {t: GLUE_TASKS[t].num_labels for t in cfg.tasks}).to(device)
+    model = MultiTaskModel.from_base(cfg.model, cfg.adapter, {t: GLUE_TASKS[t].num_labels for t in cfg.tasks}).to(
+        device
+    )
     model.train()
     opt = torch.optim.AdamW(model.parameter_groups(cfg.weight_decay), lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps)
     sched = get_linear_schedule_with_warmup(opt, int(round(cfg.warmup * cfg.steps)), cfg.steps)

@@ -33,6 +33,10 @@ from .budget.methods import trunk_frozen  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
+from .run_info import predict_texts, read_run  # noqa: E402
+from .task_weights import load_task, save_task  # noqa: E402
+from .train.checkpoint import load_model  # noqa: E402
+from .train.models import TINY, tiny_config_dict  # noqa: E402
 from .trunks import State  # noqa: E402
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
@@ -127,6 +131,15 @@ class MultiTaskModel(nn.Module):
         return cls(build_base(hf), config, tasks).eval()
 
     @classmethod
+    def from_base(cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
+        """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
+        local folder, or ``"tiny"`` (``train.models.tiny_config_dict``). Weights of new modules are drawn from torch's
+        current RNG: seed first."""
+        if model == TINY:
+            return cls.from_base_config(tiny_config_dict(), config, tasks)
+        return cls.from_pretrained(model, config, tasks)
+
+    @classmethod
     def from_pretrained(
         cls,
         path: Optional[Union[str, os.PathLike]],
@@ -159,10 +172,10 @@ class MultiTaskModel(nn.Module):
         the checkpoint summary.json reports as best (``step``: another kept checkpoint), its tokenizer, max length
         and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
         finished-or-checkpointed run or a step it does not keep."""
-        from .run_info import read_run
-
         info = read_run(run_dir, step)
-        model = info.build_model().to(device).eval()
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels)
+        load_model(model, info.checkpoint)
+        model = model.to(device).eval()
         model.run = info
         return model
 
@@ -356,8 +369,6 @@ class MultiTaskModel(nn.Module):
         batch_size: Optional[int] = None,
     ) -> dict:
         """Every task's (or ``tasks``') outputs on ``texts``, the trunk run once per batch (``predict_all``)."""
-        from .run_info import predict_texts
-
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
 
     # --- parameters ------------------------------------------------------------------------------------
@@ -415,13 +426,9 @@ class MultiTaskModel(nn.Module):
     # --- one task's weights (safetensors) -----------------------------------------------------------
 
     def save_task(self, task: str, path: Union[str, os.PathLike]) -> None:
-        from .task_weights import save_task
-
         save_task(self, task, path)
 
     def load_task(self, path: Union[str, os.PathLike], task: Optional[str] = None) -> str:
-        from .task_weights import load_task
-
         return load_task(self, path, task=task)
 
     @property

@@ -40,7 +40,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .atomic import atomic_write, atomic_write_text
+from .export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from .flags import OneLineParser, UsageError
+from .outputs import Decoded
+from .run_info import encode_texts, predict_texts, read_run
+from .tasks.readers import read_columns
+from .train.rundir import run_owning
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
@@ -112,8 +118,6 @@ def _device(name: str):
 
 def engine_of(run_dir: str, engine: str) -> str:
     """torch or onnx: as asked, or (``auto``) onnx for a ``pals-export`` ONNX folder that is not a run folder."""
-    from .export.onnx import is_onnx_export
-
     root = Path(run_dir)
     exported = is_onnx_export(root) and not (root / "config.json").is_file()
     if engine == "auto":
@@ -141,12 +145,9 @@ def read_info(run_dir: str, engine: str, step: Optional[int]):
     """The run's tasks, records, labels and max length from its files (config.json and the checkpoint index, or an
     export's export.json), without loading any weights: what the input is checked against before the model loads."""
     if engine == "onnx":
-        from .export.onnx import exported_run, read_export
-
         info = exported_run(Path(run_dir), read_export(Path(run_dir)))
         _same_step(run_dir, info.step, step)
         return info
-    from .run_info import read_run
 
     return read_run(run_dir, step)
 
@@ -154,12 +155,10 @@ def read_info(run_dir: str, engine: str, step: Optional[int]):
 def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
     """The run's model (torch) or an ``OnnxRunner`` over an export (onnx): the same predict interface."""
     if engine == "onnx":
-        from .export.onnx import OnnxRunner
-
         runner = OnnxRunner(run_dir, device=device)
         _same_step(run_dir, runner.run.step, step)
         return runner
-    from .model import MultiTaskModel
+    from .model import MultiTaskModel  # late: loads torch
 
     return MultiTaskModel.from_run(run_dir, step=step, device=_device(device))
 
@@ -175,9 +174,6 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep
     own task only, batches shared by the tasks (``forward_mixed``): {task: (row indices, TaskOutputs)}. Each batch
     is decoded as it comes; every label's probability is kept only with ``keep`` (``--probs``)."""
     import torch
-
-    from .outputs import Decoded
-    from .run_info import encode_texts, predict_texts
 
     if task_of is None:
         return predict_texts(model, texts, pairs, tasks=names, batch_size=batch_size, progress=progress, keep=keep)
@@ -332,8 +328,6 @@ def write_buffer(sink, table, suffix: str) -> None:
 
 def write_table(path: Path, columns: dict[str, list]) -> None:
     """``columns`` to ``path`` (the format by its extension), atomically."""
-    from .atomic import atomic_write, atomic_write_text
-
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         names = list(columns)
@@ -354,8 +348,6 @@ def check_out(out: Path, input_file: str, run_dir: str, overwrite: bool) -> None
     ``--overwrite`` (and then a regular file). ``UsageError`` in one line."""
     import os
     import stat
-
-    from .train.rundir import run_owning
 
     if out.suffix.lower() not in OUT_FORMATS:
         raise UsageError(f"--out {out}: unknown format {out.suffix or '(no extension)'!r} ({', '.join(OUT_FORMATS)})")
@@ -393,8 +385,6 @@ def check_out(out: Path, input_file: str, run_dir: str, overwrite: bool) -> None
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
     from tqdm.auto import tqdm
-
-    from .tasks.readers import read_columns
 
     args = build_parser().parse_args(argv)
     out = Path(args.out)

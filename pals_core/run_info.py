@@ -16,8 +16,14 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .atomic import read_json
+from .budget import check_config
+from .data.encoded import Encoded
+from .data.load import load_tokenizer, tokenizer_path
 from .outputs import Decoded, TaskOutputs
+from .pricing.config import AdapterConfig
 from .tasks import TaskRecord, records_of_config
+from .train.config import _positive_int
+from .train.models import model_shape
 
 
 @dataclass
@@ -41,27 +47,20 @@ class RunInfo:
         return int(self.config.get("eval_batch_size") or 128)
 
     def tokenizer(self):
-        from .data.load import load_tokenizer, tokenizer_path
-
         if not hasattr(self, "_tokenizer"):
             self._tokenizer = load_tokenizer(tokenizer_path(self.config.get("model")))
         return self._tokenizer
 
-    def build_model(self):
-        """The run's model with the checkpoint's weights (trunk, adapters, heads)."""
-        from .pricing.config import AdapterConfig
-        from .train.checkpoint import load_model
-        from .train.models import build_model
-
-        model = build_model(self.config.get("model"), AdapterConfig.from_dict(self.config["adapter"]), self.num_labels)
-        load_model(model, self.checkpoint)
-        return model
+    @property
+    def adapter(self) -> AdapterConfig:
+        """The run's design (built into a model with its weights by ``MultiTaskModel.from_run``)."""
+        return AdapterConfig.from_dict(self.config["adapter"])
 
 
 def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> RunInfo:
     """The run in ``run_dir`` (a single ``pals-train`` run: config.json and checkpoints/), at its best checkpoint
     or at ``step``; ``ValueError`` in one line for anything else."""
-    from .train.checkpoint import Checkpoints, step_dir_name
+    from .train.checkpoint import Checkpoints, step_dir_name  # late: loads torch
 
     root = Path(run_dir)
     config_file = root / "config.json"
@@ -99,11 +98,6 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
 def _read_config(config: dict) -> tuple[dict, dict, dict]:
     """The records, label names and label counts of a run's config.json, every field read checked for its type
     (the file may have been edited by hand); ``TypeError`` / ``ValueError`` naming the field otherwise."""
-    from .budget import check_config
-    from .pricing.config import AdapterConfig
-    from .train.config import _positive_int
-    from .train.models import model_shape
-
     tasks = config["tasks"]
     if not isinstance(tasks, list) or not tasks or not all(isinstance(t, str) and t for t in tasks):
         raise TypeError(f"tasks must be a list of task names, got {tasks!r}")
@@ -147,8 +141,6 @@ def encode_texts(
 ):
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were: row i with its
     second text ``pairs[i]`` where ``paired[i]`` (default: every row when ``pairs`` is given), alone otherwise."""
-    from .data.encoded import Encoded
-
     tok = info.tokenizer()
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from .families.models import EMBEDDED_MODEL
 from .flags import OneLineParser, UsageError
+from .tasks import read_tasks_file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,8 +146,7 @@ def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
-    from .data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of
-    from .tasks import read_tasks_file
+    from .data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
 
     check_max_len(args.max_len)
     records = list(read_tasks_file(args.tasks_file).values())

@@ -30,19 +30,39 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from pals_core.budget import AdapterConfig
-from pals_core.flags import add_flags, given_values
+from pals_core.budget.families import get_family
 from pals_core.budget.machine import Machine, default_device
 from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
-from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
-
+from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
 from pals_core.data.samplers import SAMPLERS
+from pals_core.flags import add_flags, given_values
+from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
+from pals_core.tasks.glue import parse_task_list
 from pals_core.train.models import TINY
+from pals_core.train.seeds import parse_seeds
 
 from .definitions import DEFINITIONS, get_definition
 from .errors import StudyError
-from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, MACHINE_SKIP, StudySettings
 from .naming import RUN_KEY_ATTR, check_study_name, report_folder, trial_root
+from .objective import Objective
+from .runner import (
+    budget_text,
+    counts,
+    done,
+    fixed_adapter,
+    load_definition,
+    load_settings,
+    machine_bound,
+    machine_text,
+    make_context,
+    make_pruner,
+    make_sampler,
+    open_study,
+    run_worker,
+)
+from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, MACHINE_SKIP, StudySettings
+from .space import check_machine, model_shape
 from .storage import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_MAX_RETRY,
@@ -53,6 +73,7 @@ from .storage import (
     open_storage,
     study_names,
 )
+from .tasks import check_rows, check_same_data, describe_tasks, glue_names, read_study_tasks
 
 PROG = "pals-study"
 DEFAULT_OUT = "studies_out"
@@ -219,13 +240,9 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     """Settings from the command line (defaults where not given) and the names of those given."""
     kw: dict = {}
     if args.tasks_file is not None:
-        from .tasks import read_study_tasks
-
         names = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks is not None else None
         kw["tasks_file"], kw["tasks"], kw["data"] = read_study_tasks(args.tasks_file, names)
     elif args.tasks is not None:
-        from pals_core.tasks.glue import parse_task_list
-
         kw["tasks"] = parse_task_list(args.tasks)
     if args.model is not None:
         kw["model"] = args.model if args.model == TINY else os.path.abspath(args.model)
@@ -261,8 +278,6 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     if args.seed is not None:
         kw["seed"] = _int(args.seed, "--seed")
     if args.seeds is not None:
-        from pals_core.train.seeds import parse_seeds
-
         try:
             kw["seeds"] = parse_seeds(args.seeds)
         except ValueError as e:
@@ -292,8 +307,6 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     given = set(kw) | ({"adapter"} if design_given else set())
     if args.tasks is None:  # --tasks-file alone names this machine's copy of the file, not which of its tasks
         given.discard("tasks")
-    from pals_core.budget.families import get_family
-    from .space import model_shape
 
     shape = model_shape(settings.model)
     try:  # every trial trains sequences of max_len tokens: one the model cannot take is refused here, not per trial
@@ -301,15 +314,10 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     except ValueError as e:
         raise StudyError(f"--max-len: {e}") from None
     if settings.machine is not None:
-        from .runner import machine_bound
-        from .space import check_machine
-
         check_machine(shape, settings.calc_tasks(), machine_bound(settings))
     if d.searches_design:
         settings.adapter = template.as_dict()
     else:
-        from .runner import fixed_adapter
-
         settings.adapter = fixed_adapter(settings, shape, template)
     return settings, given
 
@@ -329,8 +337,6 @@ def _machine(given: dict) -> dict:
 
 
 def _open(args, study_name: str, *, worker: bool):
-    from .runner import make_pruner, make_sampler, open_study
-
     definition = get_definition(args.name)
     requested, given = requested_settings(args.name, args)
     if worker:
@@ -346,16 +352,10 @@ def _open(args, study_name: str, *, worker: bool):
         sampler = pruner = None
     new = study_name not in study_names(storage)
     if new:  # a new study: refuse settings nothing can be trained under, and rows no trial could read, first
-        from .runner import make_context
-        from .space import model_shape
-        from .tasks import check_rows
-
         make_context(definition, requested, model_shape(requested.model))
         check_rows(requested.records(), requested.seed)
     study, settings = open_study(storage, study_name, definition, requested, given, sampler=sampler, pruner=pruner)
     if not new and settings.tasks_file is not None and (worker or args.tasks_file is not None):
-        from .tasks import check_same_data
-
         local = requested.tasks_file if args.tasks_file is not None else settings.tasks_file
         check_same_data(settings, local, study_name)  # this machine's copy is what the study was created on
         settings = replace(settings, tasks_file=local)  # this worker's trials read its own copy
@@ -363,9 +363,6 @@ def _open(args, study_name: str, *, worker: bool):
 
 
 def _describe(definition, settings, ctx) -> str:
-    from .runner import budget_text, machine_text
-    from .tasks import describe_tasks
-
     lines = [
         f"study definition {definition.name!r}: {definition.title}",
         f"tasks {describe_tasks(settings)} · model {settings.model or 'embedded MiniLM'} · budget "
@@ -386,9 +383,6 @@ def _describe(definition, settings, ctx) -> str:
 
 
 def cmd_create(args) -> int:
-    from .runner import make_context
-    from .space import model_shape
-
     name = check_study_name(args.name if args.study_name is None else args.study_name)
     definition, study, settings = _open(args, name, worker=False)
     ctx = make_context(definition, settings, model_shape(settings.model))
@@ -398,13 +392,6 @@ def cmd_create(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
-
-    from .objective import Objective
-    from .runner import counts, done, make_context, run_worker
-    from .space import model_shape
-    from .tasks import glue_names
-
     name = check_study_name(args.name if args.study_name is None else args.study_name)
     timeout = parse_positive_float(args.timeout, "--timeout") if args.timeout is not None else None
     threads = parse_positive_int(args.threads, "--threads") if args.threads is not None else None
@@ -443,7 +430,7 @@ def cmd_run(args) -> int:
     )
     result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
     print(f"study {name!r}: {_counts_text(result.counts)} · this worker ran {result.ran}")
-    from .report import format_table, leaderboard
+    from .report import format_table, leaderboard  # late: loads pandas and plotly (the report only)
 
     print(
         format_table(
@@ -493,7 +480,14 @@ def _counts_text(c: dict) -> str:
 
 
 def cmd_report(args) -> int:
-    from .report import format_table, leaderboard, summary, trials_frame, unread_text, write_report
+    from .report import (
+        format_table,
+        leaderboard,
+        summary,
+        trials_frame,
+        unread_text,
+        write_report,
+    )  # late: loads pandas and plotly (the report only)
 
     storage = open_storage(args.storage, heartbeat=None, create=False)
     study = load(storage, args.name)
@@ -502,9 +496,6 @@ def cmd_report(args) -> int:
     s = summary(study)
     c = s["counts"]
     try:
-        from .runner import budget_text, load_definition, load_settings, machine_text
-        from .tasks import describe_tasks
-
         d, st = load_definition(study), load_settings(study)
         print(
             f"{d.name}: {d.title} · tasks {describe_tasks(st)} · model {st.model or 'embedded MiniLM'} · "

@@ -20,7 +20,13 @@ from typing import Optional, Union
 
 import optuna
 
+from pals_core.data.metrics import main_score
 from pals_core.pricing.config import design_label
+from pals_core.tasks import records_of_config
+from pals_core.train import seeds as sd
+from pals_core.train.aggregate import aggregate
+from pals_core.train.config import TrainConfig
+from pals_core.train.rundir import atomic_write_json
 
 from .definitions import Context, Definition
 from .space import cost_of
@@ -98,10 +104,7 @@ class Objective:
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
 
     def __call__(self, trial: optuna.Trial) -> Union[float, tuple[float, float]]:
-        from pals_core.data.metrics import main_score
-        from pals_core.tasks import records_of_config
-        from pals_core.train.config import TrainConfig
-        from pals_core.train.trainer import TrainingStopped, train
+        from pals_core.train.trainer import TrainingStopped, train  # late: loads torch
 
         self.last_trial = trial.number
         self.surplus = False
@@ -222,10 +225,7 @@ class Objective:
         """The trial once per seed, one after another in ``<run_dir>/seed-<k>`` (``pals-train --seeds`` layout, so
         ``pals-train --resume --out <run_dir>`` also continues it); the first seed's run reports to the pruner.
         Returns the aggregate summary (``pals_core.train.aggregate``): mean, sample std, 95 % t-interval."""
-        from pals_core.train import seeds as sd
-        from pals_core.train.aggregate import aggregate
-        from pals_core.train.rundir import atomic_write_json
-        from pals_core.train.trainer import resolve, train
+        from pals_core.train.trainer import resolve, train  # late: loads torch
 
         plan = sd.SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
         if not (resume and sd.is_seeds_dir(cfg.out)):

@@ -19,7 +19,6 @@ Everything shown about a study is computed here (the explorer view only lays it 
 from __future__ import annotations
 
 import math
-
 import os
 from typing import Any, Callable, Optional, Sequence
 
@@ -30,6 +29,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from pals_core.atomic import atomic_write_text
 
+from .errors import StudyError
+from .runner import counts, load_settings
 from .storage import retry_of
 
 AVERAGE = "dev average"
@@ -106,9 +107,6 @@ def _params_of(a: dict) -> Optional[float]:
 def study_metrics(study: optuna.Study) -> dict[str, str]:
     """task → its main metric, from the study's settings (its task records; GLUE's for GLUE names); {} for a study
     that pals-study did not create or cannot read."""
-    from .errors import StudyError
-    from .runner import load_settings
-
     try:
         return {r.name: r.main_metric for r in load_settings(study).records()}
     except (StudyError, ValueError, TypeError, KeyError, AttributeError):  # settings another program wrote
@@ -213,8 +211,6 @@ def leaderboard(study: optuna.Study, top: Optional[int] = None) -> pd.DataFrame:
 
 def summary(study: optuna.Study) -> dict:
     """Counts by state (``runner.counts``: surplus trials apart from the pruned) and the best finished trial."""
-    from .runner import counts
-
     c = counts(study)
     board = leaderboard(study, top=1)
     best = board.iloc[0].to_dict() if not board.empty else None

@@ -17,11 +17,13 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
-from pals_core.budget import AdapterConfig
+from pals_core.budget import AdapterConfig, get_method
 from pals_core.footprint.constraints import BY_NAME
+from pals_core.train.models import model_conditions
 
 from .definitions import Context, Definition, get_definition
 from .errors import StudyError
+from .naming import RUN_KEY_ATTR, new_run_key
 from .settings import SETTINGS_ATTR, StudySettings
 from .space import MachineBound, capped, check_machine, cost_of, feasible_designs, largest_size
 
@@ -33,8 +35,6 @@ def fixed_adapter(settings: StudySettings, shape, template: AdapterConfig) -> di
     """The design of a study that does not search it: ``template`` (method "pals" and location "all" unless given)
     with its ``d_s`` as given, or the largest within the budget and the machine's budgets (and within the cap
     d_s ≤ d of ``feasible_designs``)."""
-    from pals_core.budget import get_method
-
     m = get_method(template.method)
     cfg = replace(template, location=(template.location or "all") if m.within else None)
     if cfg.d_s is None and m.sized:
@@ -50,7 +50,6 @@ def machine_bound(settings: StudySettings) -> Optional[MachineBound]:
     machine = settings.machine_obj()
     if machine is None:
         return None
-    from pals_core.train.models import model_conditions
 
     return MachineBound(machine, settings.max_len, model_conditions(settings.model))
 
@@ -149,8 +148,6 @@ def open_study(
             f"{definition.name!r} has {len(definition.directions)} (use another --study-name)"
         )
     if SETTINGS_ATTR not in attrs:
-        from .naming import RUN_KEY_ATTR, new_run_key
-
         study.set_user_attr(RUN_KEY_ATTR, new_run_key())  # keys its trial folders (``naming.trial_root``)
         study.set_user_attr(DEFINITION_ATTR, definition.name)
         study.set_user_attr(SETTINGS_ATTR, requested.as_dict())
@@ -198,7 +195,7 @@ def counts(study: optuna.Study) -> dict[str, int]:
     """Trials by state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING — and SURPLUS: the trials given up untrained
     because the study's target was taken (stored PRUNED, ``objective.is_surplus``), counted there and not as pruned:
     they are no result, and no place of the target."""
-    from .objective import is_surplus
+    from .objective import is_surplus  # late: loads optuna
 
     out = {**{s.name: 0 for s in TrialState}, "SURPLUS": 0}
     for t in study.get_trials(deepcopy=False):

@@ -29,9 +29,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
 from pals_core.budget import AdapterConfig, Budget, parse_tasks
+from pals_core.budget.machine import Machine
 from pals_core.budget.tasks import Task
 from pals_core.flags import flags_of
-from pals_core.budget.machine import Machine
+from pals_core.tasks import TaskRecord, glue_record
+from pals_core.train.seeds import parse_seeds
 
 SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 2  # 2: tasks_file and data (tasks of one's own)
@@ -96,8 +98,6 @@ class StudySettings:
         if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
             raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
         if self.seeds is not None:
-            from pals_core.train.seeds import parse_seeds
-
             self.seeds = parse_seeds(",".join(str(k) for k in self.seeds))
         if self.machine is not None:
             self.machine = machine_fields(self.machine)
@@ -108,8 +108,6 @@ class StudySettings:
 
     def _check_task_data(self) -> None:
         """``tasks_file`` is an absolute path and ``data`` holds a checked record, C_t and fingerprint for each task."""
-        from pals_core.tasks import TaskRecord
-
         if not isinstance(self.tasks_file, str) or not os.path.isabs(self.tasks_file):
             raise ValueError(f"tasks_file must be an absolute path, got {self.tasks_file!r}")
         self.tasks = list(self.tasks)
@@ -134,8 +132,6 @@ class StudySettings:
 
     def records(self) -> list:
         """The study's ``TaskRecord``s in ``tasks`` order: as stored (tasks file), else GLUE's built-in ones."""
-        from pals_core.tasks import TaskRecord, glue_record
-
         if self.data is None:
             return [glue_record(t) for t in self.tasks]
         return [TaskRecord.from_dict(self.data[t]["record"]) for t in self.tasks]

@@ -16,9 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
-from pals_core.pricing.activations import Conditions
-from pals_core.pricing.config import design_label
-from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget import (
     METHODS,
     AdapterConfig,
@@ -32,7 +29,11 @@ from pals_core.budget import (
     rows,
     solve,
 )
+from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget.tasks import Task
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import design_label
+from pals_core.train.models import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
 #: GLUE names (GLUE's label counts)
@@ -98,14 +99,12 @@ class DesignChoice:
 
 def model_shape(model: Optional[str]) -> BaseModel:
     """The shape of the trained model as the calculator sees it (the trainer's own reading of its config)."""
-    from pals_core.train.models import model_shape as _shape
-
     return _shape(model)
 
 
 def usable_methods() -> list[str]:
     """Methods the calculator prices and ``MultiTaskBert`` can build (both registries), in the calculator's order."""
-    from pals_core.methods.adapters import ADAPTERS
+    from pals_core.methods.adapters import ADAPTERS  # late: loads torch
 
     return [name for name in METHODS if name in ADAPTERS]
 

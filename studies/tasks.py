@@ -16,7 +16,10 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+from pals_core.data.load import describe_data
 from pals_core.tasks import TaskRecord, resolve_records
+from pals_core.tasks.rows import read_rows
+from pals_core.train.config import data_differences
 
 from .errors import StudyError
 from .storage import one_line
@@ -33,8 +36,6 @@ def _records(names: Optional[Sequence[str]], tasks_file: str) -> list[TaskRecord
 def study_data(records: Sequence[TaskRecord]) -> dict:
     """The ``data`` block a study stores: ``describe_data`` of its records, GLUE ones without files (each worker
     has its own GLUE folder; ``source="hub"`` describes a GLUE task by its layout alone, reading nothing)."""
-    from pals_core.data.load import describe_data
-
     try:
         return describe_data(records, source="hub")
     except ValueError as e:
@@ -53,8 +54,6 @@ def read_study_tasks(tasks_file: str, names: Optional[Sequence[str]] = None) -> 
 def check_rows(records: Sequence[TaskRecord], seed: int) -> None:
     """Read and check every row of the tasks of one's own (GLUE ones are the trainer's), so that a study on a bad
     file is refused when it is created, not by every trial failing."""
-    from pals_core.tasks.rows import read_rows
-
     for r in records:
         if r.glue is None:
             try:
@@ -66,8 +65,6 @@ def check_rows(records: Sequence[TaskRecord], seed: int) -> None:
 def check_same_data(settings, tasks_file: str, study_name: str) -> None:
     """Refuse (one line naming the file) a worker whose copy of the study's tasks (``tasks_file``) is not what the
     study was created on: another record, or a data file of another sha256."""
-    from pals_core.train.config import data_differences
-
     try:
         now = study_data(_records(settings.tasks, tasks_file))
     except StudyError as e:

@@ -17,16 +17,18 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from pals_core.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
 from pals_core.budget.machine import Machine
+from pals_core.flags import flags_of
+from pals_core.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
 from pals_core.supervise import workers as supervised
 from pals_core.supervise.proof import STUDY_WORKER
 from pals_core.supervise.roots import workers_root
 from pals_core.supervise.workers import Worker
 
+from .definitions import get_definition
 from .errors import StudyError
 from .naming import check_study_name, folder_name
-from .settings import StudySettings
+from .settings import MACHINE_NAMES, MACHINE_SKIP, StudySettings
 
 STUDY_MODULE = STUDY_WORKER[0]
 _URL_OK = re.compile(r"^[A-Za-z0-9+]+://")
@@ -35,8 +37,6 @@ BUDGET_FLAGS = {"ratio": "--budget", "extra": "--extra", "per_task": "--per-task
 
 def settings_flags(settings: StudySettings) -> list[str]:
     """``pals-study`` flags that give exactly ``settings`` (the study's stored, validated settings)."""
-    from .definitions import get_definition
-
     s = settings
     argv = ["--tasks", ",".join(s.tasks)]
     if s.tasks_file is not None:  # the tasks are the file's (GLUE names otherwise)
@@ -74,8 +74,6 @@ def settings_flags(settings: StudySettings) -> list[str]:
     searched = ("method", "location", "d_s") if get_definition(s.definition).searches_design else ()
     argv += adapter_flags(s.template(), skip=searched)
     if s.machine is not None:  # the study's Machine (its batch is --batch-size), flags from the same declaration
-        from .settings import MACHINE_NAMES, MACHINE_SKIP
-
         argv += adapter_flags(s.machine_obj(), skip=MACHINE_SKIP, names=MACHINE_NAMES)  # the device is always stored
     return argv
 
@@ -95,7 +93,7 @@ def worker_argv(
 ) -> list[str]:
     """``[python, -m, studies.cli, run, <definition>, --storage, URL, --study-name, NAME, --trials, N, --out, OUT,
     …settings]``. Raises ``ValueError`` unless ``pals-study``'s parser reads these flags back as ``settings``."""
-    from .cli import build_parser, requested_settings
+    from .cli import build_parser, requested_settings  # late: loads optuna
 
     _study_name(study_name)
     if not isinstance(storage, str) or not _URL_OK.match(storage):
@@ -147,10 +145,7 @@ def settings_from_form(
     (``--tasks-file``). ``machine``: ``Machine`` field → the text typed for it (empty or the field's default: not
     given), passed as pals-study's machine flags (``--memory``, ``--max-slowdown``, ``--precision``,
     ``--device-profile``)."""
-    from pals_core.flags import flags_of
-
-    from .cli import build_parser, requested_settings
-    from .settings import MACHINE_NAMES
+    from .cli import build_parser, requested_settings  # late: loads optuna
 
     if budget_kind not in BUDGET_FLAGS:
         raise ValueError(f"unknown budget kind {budget_kind!r} ({', '.join(BUDGET_FLAGS)})")

@@ -65,7 +65,7 @@ def pytest_report_header(config) -> str:
 def here(capsys, monkeypatch):
     """A console command's ``main(argv)`` run in this process, as a ``CompletedProcess`` (exit status, stdout,
     stderr): the installed script calls the same function, without the seconds a new process spends importing torch
-    (tests/test_adversarial_round2.py runs the installed ``pals-train`` itself once)."""
+    (tests/test_cli_refusals.py runs the installed ``pals-train`` itself once)."""
 
     def run(main, *args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
         monkeypatch.chdir(cwd)

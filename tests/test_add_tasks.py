@@ -1,4 +1,4 @@
-"""Add a task later (issue #27 item 7): ``pals-train --from RUN_DIR --add-tasks F --out NEW`` trains only the new
+"""Add a task later: ``pals-train --from RUN_DIR --add-tasks F --out NEW`` trains only the new
 tasks' parts on a run whose design shares nothing trained; every old task's outputs stay bit-identical; the new run
 is priced as the calculator prices the whole task set; a design that trains the trunk (PALs as in the paper) or
 shares modules across tasks (CA-MTL) is refused with the reason."""

@@ -751,7 +751,7 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
 
 
 def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
-    """Issue 11 item 7: the page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
+    """The page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
     from pals_core.budget import base_params
     from pals_core.budget.costs import embedding_params
     from pals_core.pricing.units import human

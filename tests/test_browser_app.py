@@ -198,7 +198,7 @@ def test_budget_to_a_finished_run_in_a_real_browser(server):
             expect(page.get_by_test_id("stProgress")).to_have_count(0)
             page.reload()
             _settled(page)
-            # 20 steps: a smoke run, drawn on its own scale and labelled so (issue #29), never ranked as measured
+            # 20 steps: a smoke run, drawn on its own scale and labelled so, never ranked as measured
             smoke = page.get_by_test_id("stPlotlyChart").filter(has_text="Smoke runs (not measurements)")
             expect(smoke).to_be_visible(timeout=30_000)
             expect(page.get_by_test_id("stPlotlyChart").filter(has_text="Measured designs ranked")).to_have_count(0)

@@ -1,4 +1,4 @@
-"""Issue #29 in a real headless Chromium (items 3, 6 and 8): the numbers a person reads on the page, in the CSV the
+"""In a real headless Chromium: the numbers a person reads on the page, in the CSV the
 browser downloads and in ``pals-budget``'s table are the same digits; a first visit without a GLUE folder is offered
 the example tasks instead of failing on its first click; an empty study storage is an invitation. Every view looked
 at is saved at 1400 and 1000 px wide under test-artifacts/ (gitignored).
@@ -178,7 +178,7 @@ def test_a_first_visit_is_offered_the_example_tasks_and_an_invitation_to_study(f
             browser.close()
 
 
-# ------------------------------------------------------------------ #34 items 7 and 8: readable at 1000 and 1400 px
+# ------------------------------------------------------------------ readable at 1000 and 1400 px
 
 
 @pytest.fixture(scope="module")

@@ -292,7 +292,7 @@ def test_mixed_batch_keeps_the_most_uncertain_rows_of_every_task():
 
 
 def test_released_shares_on_the_constructed_four_task_case():
-    """Issue 15's case: four tasks whose candidates' H' have means 0.55 / 0.50 / 0.45 / 0.30 (drawn N(μ_t, 0.18²),
+    """Four tasks whose candidates' H' have means 0.55 / 0.50 / 0.45 / 0.30 (drawn N(μ_t, 0.18²),
     clipped to [0, 1], b = 32, 500 steps). The released algorithm (most uncertain b of the T·b candidates as one
     batch) trains them in shares 0.54 / 0.32 / 0.14 / 0.00 (the project's former one-task-per-step choice: 0.88 /
     0.12 / 0.00 / 0.00 of the steps)."""

@@ -1,4 +1,4 @@
-"""A clean green run (#34 item 11): the collection pytest makes after an xdist worker reports "finished" is quick, so
+"""A clean green run: the collection pytest makes after an xdist worker reports "finished" is quick, so
 execnet never SIGINTs the worker into an unraisable KeyboardInterrupt (``conftest.settle_garbage``)."""
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,9 @@ from pals_core.budget_cli import main as pals_budget
 from pals_core.export.cli import main as pals_export
 from pals_core.predict_cli import main as pals_predict
 from pals_core.tasks_cli import main as pals_tasks
+from tiny_models import tiny_config_json
 
+BIN = Path(sys.executable).parent
 ROWS = [("invoice please pay", "billing"), ("money back refund", "refund")] * 4
 
 
@@ -218,3 +222,35 @@ def test_an_export_out_that_is_a_link_to_a_folder_is_followed(run, tmp_path, her
     p = here(pals_export, str(run), "--format", "onnx", "--no-check", "--out", str(dangling), cwd=tmp_path)
     refused(p, f"--out {dangling} is a symbolic link", "does not exist")
     assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def installed_pals_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The installed ``pals-train`` script in a process of its own (the other tests call its main() in process)."""
+    return subprocess.run(
+        [str(BIN / "pals-train"), *args, "--no-progress"], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+@pytest.mark.slow  # the installed script in a process of its own (~3 s): what a user sees on the terminal
+def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tmp_path):
+    """An MPNet folder without its tokenizer files ended in a tokenizers traceback after the run folder was made."""
+    import json
+
+    folder = tmp_path / "mpnet"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(tiny_config_json("mpnet")))
+    out = installed_pals_train(
+        "--model",
+        str(folder),
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--steps",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "holds no tokenizer" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

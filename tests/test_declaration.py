@@ -1,4 +1,4 @@
-"""One design, declared once (issue: what you price is what you train).
+"""One design, declared once (what you price is what you train).
 
 - Every ``AdapterConfig`` field is a flag of ``pals-budget``, ``pals-train`` and ``pals-study`` with the same help.
 - config → argv → parse → config is the identity, for every method and field (hypothesis), on all three CLIs, and
@@ -190,11 +190,12 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
 @pytest.mark.parametrize("label,cfg", list(_designs()), ids=[n for n, _ in _designs()])
 def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label, cfg):
     from pals_core.budget import Task
-    from pals_core.train.models import build_model, model_shape
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import model_shape
     from pals_core.train.params import run_params
 
     row = _priced(tiny_config, cfg)
-    model = build_model(TINY, cfg, TASKS)  # what pals-train builds for these flags
+    model = MultiTaskModel.from_base(TINY, cfg, TASKS)  # what pals-train builds for these flags
     assert sum(p.numel() for p in model.parameters()) == row["params_total"]
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == row["params_trained"]
     params = run_params(

@@ -1,4 +1,4 @@
-"""Models and values the calculator must refuse or handle with a reason (issue 16 items 10 and 11): a 1-layer model,
+"""Models and values the calculator must refuse or handle with a reason: a 1-layer model,
 top/bottom with no layer, sizes and budgets past their named limits — in the calculator, pals-budget and the page."""
 
 import json

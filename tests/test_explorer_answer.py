@@ -232,7 +232,8 @@ def test_a_running_sweep_shows_its_finished_seeds_then_its_aggregate(tmp_path):
 def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
     """A ``pals-train --seeds 0,1,2`` folder (its plan, seeds.json) with no aggregate yet: one finished seed stands
     for itself; from two on, the folder is one result over the seeds so far — its interval, "2 of 3 seeds so far"."""
-    from pals_core.train.seeds import KIND, SEEDS_FILE
+    from pals_core.train.rundir import SEEDS_FILE
+    from pals_core.train.seeds import KIND
 
     design = tmp_path / "sweep" / "pals"
     design.mkdir(parents=True)

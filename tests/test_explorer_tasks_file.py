@@ -1,4 +1,4 @@
-"""The explorer on one's own tasks (issue #25 items 2, 5, 7, 9), driven through ``streamlit.testing.v1.AppTest``:
+"""The explorer on one's own tasks, driven through ``streamlit.testing.v1.AppTest``:
 a tasks file priced as ``pals-budget --tasks-file`` prices it, the task panel (rows, labels, majority class, token
 lengths and the p95 offered as n), a bad file or row as one error line, the launcher's ``--tasks-file``, and a run
 trained on a tasks file found in Runs & measured by what its tasks are (their fingerprints), not by their names."""
@@ -240,7 +240,7 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
 
 
 def test_a_rejected_upload_says_why_once_and_keeps_nothing(app, runs_dir, tmp_path, example):
-    """#34 item 9: an upload the page cannot use shows its own reason, once (no generic "enter the path" banner
+    """An upload the page cannot use shows its own reason, once (no generic "enter the path" banner
     beside it), and leaves nothing under <runs>/uploads/; a good upload is then kept and used."""
     app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
     uploads = runs_dir / inputs.UPLOADS

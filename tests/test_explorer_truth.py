@@ -1,4 +1,4 @@
-"""The explorer tells the truth at a glance (issue #29 items 3, 4, 6 and #26's untrained tasks), driven through
+"""The explorer tells the truth at a glance (untrained tasks included), driven through
 ``streamlit.testing.v1.AppTest`` as a person reads the page:
 
 - one number, one rounding: the answer, the metrics, the design table, its CSV and ``pals-budget`` write the same
@@ -29,7 +29,7 @@ from pals_core.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-QUESTION = {"model": "minilm-l6-h384", "tasks": "cola,sst2,mrpc,stsb,rte", "budget": "1.5"}  # the issue's question
+QUESTION = {"model": "minilm-l6-h384", "tasks": "cola,sst2,mrpc,stsb,rte", "budget": "1.5"}  # a newcomer's question
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def cli_rows(*args: str) -> dict[tuple[str, str], dict[str, str]]:
 
 
 def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
-    """The issue's question (MiniLM, five GLUE tasks, 1.5×): the recommendation, the chosen design's metrics, its row
+    """A newcomer's question (MiniLM, five GLUE tasks, 1.5×): the recommendation, the chosen design's metrics, its row
     of the table, the CSV of that table, the Memory & step time table and ``pals-budget`` agree to the digit — the
     share of the budget rounded down once (never 99.8 % in the answer and 99.9 % in the metric), the ratio rounded
     once (never 1.1291 beside 1.1292)."""
@@ -305,7 +305,7 @@ def test_smoke_runs_are_labelled_and_kept_off_the_measured_scale(env, glue_dir):
 
 
 def test_a_run_with_untrained_tasks_says_so(env, glue_dir):
-    """#26: a task no step reached (summary.json ``untrained``) is named wherever the run's scores are shown."""
+    """A task no step reached (summary.json ``untrained``) is named wherever the run's scores are shown."""
     _summary(env / "runs", "starved", "lhuc", 0.55, 400, untrained=["mrpc"])
     at = open_at(TINY_Q, "runs")
     assert page_errors(at) == []
@@ -352,7 +352,7 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
 
 
 def test_the_design_table_says_whether_tasks_can_be_added_later():
-    """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot (#27 item 7)."""
+    """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot."""
     from explorer.figures import table_frame
     from pals_core.budget import PRESETS, Task, rows
 

@@ -22,9 +22,9 @@ from pals_core.export import ExportRefused
 from pals_core.export.cli import main as pals_export
 from pals_core.export.peft import export_hf, export_peft
 from pals_core.train.lock import RunLock
-from test_export_onnx import CHECKPOINTS as ONNX_CHECKPOINTS
 from test_export_onnx import trained_run as onnx_run
 from test_export_peft import checkpoints, data, trained_run  # noqa: F401  (module fixtures)
+from tiny_models import TINY_CONFIGS, save_tiny_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")  # peft 0.21
 LONG = " ".join(f"word{i % 7} refund money" for i in range(40))  # well past the runs' 32 tokens
@@ -123,18 +123,14 @@ def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length
     """A run of max length 24 whose conditional attention bias is 32 wide (the trace sees only rows narrower than
     it): onnxruntime on a moved export gives torch's logits at 12, 32, 40 and 100 tokens."""
     import onnxruntime as ort
+    from transformers import AutoTokenizer
 
     from test_export_onnx import own_tasks
 
     f = own_tasks(tmp_path / "data")
     path = tmp_path / "ck"
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    save_tiny_checkpoint(path, "distilbert")
 
-    from pals_core.train.models import minilm_path
-
-    torch.manual_seed(0)
-    AutoModel.from_config(AutoConfig.for_model("distilbert", **ONNX_CHECKPOINTS["distilbert"])).save_pretrained(path)
-    AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True).save_pretrained(path)
     adapter = AdapterConfig(method="ca_mtl", d_s=4, cond_attn_max_len=32, cond_attn_blocks=2)
     run = onnx_run(tmp_path / "run", f, str(path), adapter)
     model = MultiTaskModel.from_run(run)
@@ -158,7 +154,7 @@ def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length
 
 
 def test_albert_is_refused_for_peft_with_the_reason(tmp_path):
-    albert = dict(ONNX_CHECKPOINTS["albert"], model_type="albert")
+    albert = dict(TINY_CONFIGS["albert"], model_type="albert")
     model = MultiTaskModel.from_base_config(albert, AdapterConfig(method="lora", d_s=4), {"a": 2})
     with pytest.raises(ExportRefused) as err:
         export_peft(model, tmp_path / "out")

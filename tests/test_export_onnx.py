@@ -1,4 +1,4 @@
-"""ONNX for every design (issue #27 item 3, docs/design.md §14): tiny ``pals-train`` runs of several families and methods, on
+"""ONNX for every design (docs/design.md §14): tiny ``pals-train`` runs of several families and methods, on
 tasks of one's own (a classification, a regression on pairs, a multilabel), exported with ``pals-export --format onnx``
 to one graph — inputs input_ids / attention_mask (/ token_type_ids where the family reads them), dynamic batch and
 sequence axes, one logits output per task — with the tokenizer and export.json beside it; onnxruntime's logits equal
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 from pairwise import grid
-from transformers import AutoConfig, AutoModel, AutoTokenizer
+from tiny_models import TINY_CONFIGS, save_tiny_checkpoint, tiny_config
+from transformers import AutoTokenizer
 
 from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.budget import METHODS, design, from_hf_config, parse_tasks
@@ -33,49 +34,14 @@ from pals_core.export.onnx import (
 )
 from pals_core.predict_cli import main as pals_predict
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import minilm_path, tiny_config_dict
+from pals_core.train.models import tiny_config_dict
 from pals_core.train.trainer import train
 
 torch.set_num_threads(1)
 BIN = Path(sys.executable).parent
-V = 30522  # MiniLM's vocabulary: the tiny checkpoints use its tokenizer
-SMALL = dict(
-    hidden_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=24,
-    vocab_size=V,
-    max_position_embeddings=130,
-)
-CHECKPOINTS = {  # tiny random checkpoints of each family but BERT (the trainer's own "tiny")
-    "roberta": dict(SMALL, type_vocab_size=1, pad_token_id=0),
-    "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128),
-    "electra": dict(SMALL, embedding_size=8),
-    "deberta-v2": dict(
-        SMALL,
-        relative_attention=True,
-        position_buckets=16,
-        pos_att_type="p2c|c2p",
-        share_att_key=True,
-        position_biased_input=False,
-        type_vocab_size=0,
-        norm_rel_ebd="layer_norm",
-    ),
-    "modernbert": dict(
-        SMALL,
-        num_hidden_layers=3,
-        intermediate_size=12,
-        local_attention=8,
-        pad_token_id=0,
-        bos_token_id=101,
-        eos_token_id=102,
-        cls_token_id=101,
-        sep_token_id=102,
-        classifier_pooling="mean",
-    ),
-    "mpnet": dict(SMALL),
-    "albert": dict(SMALL, embedding_size=8),  # one layer's weights run by both layers
-}
+CHECKPOINTS = {
+    f: tiny_config(f) for f in TINY_CONFIGS if f not in ("bert", "xlm-roberta")
+}  # BERT: the trainer's "tiny"
 FAMILIES = ("bert", *CHECKPOINTS)
 TOKEN_TYPES = {
     "bert",
@@ -179,11 +145,7 @@ def checkpoints(tmp_path_factory):
 
     def get(family: str) -> str:
         if family not in made:
-            path = tmp_path_factory.mktemp(family)
-            torch.manual_seed(0)
-            AutoModel.from_config(AutoConfig.for_model(family, **CHECKPOINTS[family])).save_pretrained(path)
-            AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True).save_pretrained(path)
-            made[family] = str(path)
+            made[family] = str(save_tiny_checkpoint(tmp_path_factory.mktemp(family), family, CHECKPOINTS[family]))
         return made[family]
 
     return get

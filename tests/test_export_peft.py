@@ -1,4 +1,4 @@
-"""Your model out as peft adapters and merged transformers folders (issue #27 item 4, docs/design.md §14): tiny LoRA and IA³
+"""Your model out as peft adapters and merged transformers folders (docs/design.md §14): tiny LoRA and IA³
 runs of several families, trained for a few steps on tasks of one's own (a classification, a regression on pairs, a
 multilabel), exported with ``export_peft`` / ``export_hf`` and loaded back with nothing but transformers and peft —
 ``PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)``
@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import torch
 from pairwise import grid
+from tiny_models import save_tiny_checkpoint, tiny_config
 from transformers import (
-    AutoConfig,
-    AutoModel,
     AutoModelForSequenceClassification,
     AutoTokenizer,
 )
@@ -26,53 +25,17 @@ from pals_core import AdapterConfig, MultiTaskModel
 from pals_core.export import ExportRefused
 from pals_core.export.peft import export_hf, export_peft
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import minilm_path, tiny_config_dict
+from pals_core.train.models import tiny_config_dict
 from pals_core.train.trainer import train
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")  # peft 0.21
-V = 30522  # MiniLM's vocabulary: the tiny checkpoints use its tokenizer
 # initialiser scale 0.3 (BERT's 0.02 leaves a tiny random layer's sublayers, and so every adapter, all but invisible
-# beside the residual stream: an export that dropped the adapter would then pass)
-SMALL = dict(
-    hidden_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=24,
-    vocab_size=V,
-    max_position_embeddings=130,
-    initializer_range=0.3,
-)
-CHECKPOINTS = {  # tiny random checkpoints of each family
-    "bert": SMALL,
-    "roberta": dict(SMALL, type_vocab_size=1, pad_token_id=0),
-    "distilbert": dict(
-        dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128, initializer_range=0.3
-    ),
-    "electra": dict(SMALL, embedding_size=8),
-    "deberta-v2": dict(
-        SMALL,
-        relative_attention=True,
-        position_buckets=16,
-        pos_att_type="p2c|c2p",
-        share_att_key=False,
-        position_biased_input=False,
-        type_vocab_size=0,
-        norm_rel_ebd="layer_norm",
-    ),
-    "modernbert": dict(
-        SMALL,
-        num_hidden_layers=3,
-        intermediate_size=12,
-        local_attention=8,
-        pad_token_id=0,
-        bos_token_id=101,
-        eos_token_id=102,
-        cls_token_id=101,
-        sep_token_id=102,
-        classifier_pooling="mean",
-    ),
-    "mpnet": dict(SMALL),
+# beside the residual stream: an export that dropped the adapter would then pass); DeBERTa with its own position
+# projections (sharing them is refused: test_deberta_sharing_its_projections_with_the_relative_positions_is_refused)
+CHECKPOINTS = {
+    f: tiny_config(f, initializer_range=0.3, **({"share_att_key": False} if f == "deberta-v2" else {}))
+    for f in ("bert", "roberta", "distilbert", "electra", "deberta-v2", "modernbert", "mpnet")
 }
 POOLER_FAMILIES = ("bert", "roberta", "mpnet")  # a pooler in the base model: per-task poolers apply
 WORDS = {"billing": ["invoice", "charge", "bill"], "refund": ["money", "back", "return"], "other": ["hello", "time"]}
@@ -127,11 +90,7 @@ def checkpoints(tmp_path_factory) -> dict:
 
     def get(family: str) -> str:
         if family not in made:
-            path = tmp_path_factory.mktemp(family)
-            torch.manual_seed(0)
-            AutoModel.from_config(AutoConfig.for_model(family, **CHECKPOINTS[family])).save_pretrained(path)
-            AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True).save_pretrained(path)
-            made[family] = str(path)
+            made[family] = str(save_tiny_checkpoint(tmp_path_factory.mktemp(family), family, CHECKPOINTS[family]))
         return made[family]
 
     return get

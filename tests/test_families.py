@@ -1,4 +1,4 @@
-"""Encoder families (issue 11, SPEC §2): every preset is the published checkpoint, an unsupported ``model_type``
+"""Encoder families (SPEC §2): every preset is the published checkpoint, an unsupported ``model_type``
 is refused (never priced as BERT), and the calculator's N_base is ``AutoModel.from_config``'s for each family."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every family trains, predicts, saves and resumes (issue 11 items 6, 8): a tiny random checkpoint of each family,
+"""Every family trains, predicts, saves and resumes: a tiny random checkpoint of each family,
 written to disk with the embedded MiniLM tokenizer (vocabulary 30522) — nothing downloaded — goes through
 ``MultiTaskModel.from_pretrained`` and the trainer (``pals-train --model PATH``) on real GLUE rows."""
 
@@ -10,112 +10,25 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel, AutoTokenizer
+from tiny_models import TINY_CONFIGS, save_tiny_checkpoint
+from transformers import AutoTokenizer
 
 from pals_core import AdapterConfig, MultiTaskBert, MultiTaskModel
 from pals_core.adapters import TaskAdapter
 from pals_core.budget import at_size, design, parse_tasks
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import minilm_path, model_shape
+from pals_core.train.models import model_shape
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
 torch.set_num_threads(1)
 
-V = 30522  # MiniLM's vocabulary: the checkpoints use its tokenizer
-TINY = {
-    "bert": dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, vocab_size=V),
-    "roberta": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        max_position_embeddings=130,
-        type_vocab_size=1,
-        pad_token_id=0,
-    ),
-    "xlm-roberta": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        max_position_embeddings=130,
-        type_vocab_size=1,
-        pad_token_id=0,
-    ),
-    "distilbert": dict(dim=16, n_layers=2, n_heads=2, hidden_dim=24, vocab_size=V, max_position_embeddings=128),
-    "electra": dict(
-        embedding_size=8,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        max_position_embeddings=128,
-    ),
-    "deberta-v2": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        relative_attention=True,
-        position_buckets=16,
-        pos_att_type="p2c|c2p",
-        share_att_key=True,
-        position_biased_input=False,
-        type_vocab_size=0,
-        norm_rel_ebd="layer_norm",
-        max_position_embeddings=128,
-    ),
-    "modernbert": dict(
-        hidden_size=16,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        intermediate_size=12,
-        vocab_size=V,
-        local_attention=8,
-        max_position_embeddings=128,
-        pad_token_id=0,
-        bos_token_id=101,
-        eos_token_id=102,
-        cls_token_id=101,
-        sep_token_id=102,
-        classifier_pooling="mean",
-    ),
-    "mpnet": dict(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        max_position_embeddings=130,
-    ),
-    "albert": dict(
-        embedding_size=8,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        vocab_size=V,
-        max_position_embeddings=128,
-    ),  # one layer's weights run twice
-}
+TINY = TINY_CONFIGS  # every family, xlm-roberta beside roberta
 
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict[str, Path]:
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
-    out = {}
-    for model_type, fields in TINY.items():
-        path = tmp_path_factory.mktemp(model_type)
-        torch.manual_seed(0)
-        AutoModel.from_config(AutoConfig.for_model(model_type, **fields)).save_pretrained(path)
-        tokenizer.save_pretrained(path)
-        out[model_type] = path
-    return out
+    return {model_type: save_tiny_checkpoint(tmp_path_factory.mktemp(model_type), model_type) for model_type in TINY}
 
 
 @pytest.fixture(scope="session")

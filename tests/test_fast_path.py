@@ -1,4 +1,4 @@
-"""The calculator's fast path is the trace (issue 28 item 8): memory and step time derived once per model × method.
+"""The calculator's fast path is the trace: memory and step time derived once per model × method.
 
 ``trace_forward`` replays each part of the forward once per kind (a plain layer, an adapted layer of a method whose
 hooks give a ``layer_key``, the embeddings, the head) and applies the record wherever it recurs; ``step_poly`` prices

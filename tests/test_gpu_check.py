@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py cannot rot (issue 38, item 2): ``--device cpu --tiny`` runs every part of the GPU check —
+"""benchmarks/gpu_check.py cannot rot: ``--device cpu --tiny`` runs every part of the GPU check —
 the training steps of shared, PALs, Houlsby and LoRA at the 1.13× budget's sizes, serving, and pals-train then
 pals-predict end to end — on a tiny BERT and a few real GLUE rows, and writes every figure the device run reports."""
 

@@ -1,4 +1,4 @@
-"""Help that does not contradict itself (#34 item 6): every flag of ``pals-budget`` and ``pals-train`` states one
+"""Help that does not contradict itself: every flag of ``pals-budget`` and ``pals-train`` states one
 default, the one the command uses when the flag is absent; a run on a tasks file carries no ``--glue-dir``."""
 
 from __future__ import annotations

@@ -156,7 +156,8 @@ def test_regression_targets_reach_the_metric_as_read_in_float64(tmp_path):
     from pals_core.data.load import load_tasks, load_tokenizer
     from pals_core.pricing.config import AdapterConfig
     from pals_core.train.evaluate import evaluate, predict
-    from pals_core.train.models import TINY, build_model, tokenizer_path
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import TINY, tokenizer_path
 
     rng = np.random.default_rng(0)
     texts = [f"row {i} says {' '.join(rng.choice(['good', 'bad', 'fine', 'odd'], 5))}" for i in range(40)]
@@ -169,7 +170,7 @@ def test_regression_targets_reach_the_metric_as_read_in_float64(tmp_path):
     as_read = np.array([float(y) for y in targets])
     assert data.dev[""].labels.dtype == np.float64 and np.array_equal(data.dev[""].labels, as_read)
     torch.manual_seed(0)
-    model = build_model(TINY, AdapterConfig(method="shared"), {"r": 1})
+    model = MultiTaskModel.from_base(TINY, AdapterConfig(method="shared"), {"r": 1})
     kw = dict(batch_size=16, device=torch.device("cpu"), autocast=lambda: torch.autocast("cpu", enabled=False))
     scores = evaluate(model, {"r": dict(data.dev)}, {"r": record}, **kw)
     outputs = predict(model, "r", data.dev[""], kind="regression", **kw).astype(np.float64)

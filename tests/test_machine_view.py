@@ -57,7 +57,7 @@ def test_memory_breakdown_and_step_time_follow_device_and_batch(app):
     assert "local" not in app.selectbox(key="machine_device").options  # not calibrated here
 
 
-# The question carries the conditions of the model it asks about (issue 12): an uploaded config.json is priced with its
+# The question carries the conditions of the model it asks about: an uploaded config.json is priced with its
 # own dropout and attention implementation, as ``pals-budget --model that/config.json`` prices it — not BERT's defaults.
 TINY_BERT = dict(
     model_type="bert",

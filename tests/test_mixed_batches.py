@@ -1,4 +1,4 @@
-"""Every sampler trains every task it was given (issue 16 item 5, regression tasks included), and MT-Uncertainty's
+"""Every sampler trains every task it was given (regression tasks included), and MT-Uncertainty's
 mixed batch is one optimiser step on the mean of the per-task mean losses (SPEC section 7). Real GLUE rows, the
 trainer's own step."""
 
@@ -17,7 +17,7 @@ from pals_core.train.config import TrainConfig
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
-TASKS = ["rte", "stsb", "mrpc"]  # issue 16's reproduction: a regression task between two classification tasks
+TASKS = ["rte", "stsb", "mrpc"]  # a regression task between two classification tasks
 
 
 def config(out, cache, sampling, **kw) -> TrainConfig:

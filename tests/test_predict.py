@@ -1,4 +1,4 @@
-"""Your model out (issue #27, first part): ``MultiTaskModel.from_run`` and texts in; ``pals-predict`` reproducing a run's
+"""Your model out: ``MultiTaskModel.from_run`` and texts in; ``pals-predict`` reproducing a run's
 dev scores from its dev files; mixed-task batches equal to each row alone, for every method."""
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def test_bad_input_is_one_line_exit_2(trained, tmp_path, args, needle, capsys):
 
 @pytest.mark.slow
 def test_the_input_is_checked_before_the_weights_load(trained, tmp_path, capsys):
-    """#34 item 10: tasks and columns are checked against the run's files before its weights are read: on a copy of
+    """Tasks and columns are checked against the run's files before its weights are read: on a copy of
     the run whose weights cannot be read, every input mistake still gets its own line, at once."""
     import shutil
     import time

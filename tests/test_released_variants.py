@@ -1,6 +1,5 @@
 """The released-code variants of PALs, low-rank, projected attention on top and the BERT layer on top
-(AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) and their paper-text forms, one setting away
-(issue 15 item 3): what each computes, that the counts do not change, and what holds where identity at
+(AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) and their paper-text forms, one setting away: what each computes, that the counts do not change, and what holds where identity at
 initialisation does not (replacement on top, a fresh top layer). Exact counts and memory per default setting:
 test_exactness.py, test_memory.py."""
 

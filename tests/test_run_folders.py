@@ -1,4 +1,4 @@
-"""A run folder is owned (issue 16, items 2–4, 8, 9): one trainer at a time, nothing foreign deleted, a failed
+"""A run folder is owned: one trainer at a time, nothing foreign deleted, a failed
 start reusable, and every bad input one line with exit status 2 (a diverged run: exit 1, "diverged at step N").
 Real trainer (``--model tiny``), real GLUE rows, real processes where two are needed."""
 
@@ -327,3 +327,58 @@ def test_a_diverged_run_says_so_and_exits_1(tmp_path, cache, capsys):
     assert progress["status"] == "failed" and "diverged at step" in progress["error"]
     line = one_line(*cli(argv + ["--resume"], capsys), code=1)  # resumed: the same answer, no crash
     assert "diverged" in line
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint_stays(glue_dir, tmp_path, pals_train):
+    """A real full disk: a tmpfs that holds one checkpoint but not two (mounting needs root; elsewhere the test says
+    why it cannot run). The second save fails: one line, exit 2; the first stays, and --resume finishes once there
+    is room."""
+    import json
+
+    def du(path: Path) -> int:
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+    from pals_core.train.cli import main
+
+    args = [
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--eval-every",
+        "2",
+        "--steps",
+        "6",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--glue-dir",
+        str(glue_dir),
+    ]
+    assert main([*args, "--out", str(tmp_path / "probe"), "--no-progress"]) == 0  # the size of one checkpoint
+    one = du(tmp_path / "probe" / "checkpoints" / "step-00000006")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    size = f"{(one * 3 // 2 + (1 << 20)) // 1024}k"  # the run's small files and one checkpoint, not two
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here to fill: {mounted.stderr.decode().strip()[:100]}")
+    try:
+        out = pals_train(*args, "--out", str(disk / "run"), cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert "cannot write the checkpoint of step 4" in out.stderr and "no space left" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+        checkpoints = disk / "run" / "checkpoints"
+        assert json.loads((checkpoints / "latest.json").read_text())["dir"] == "step-00000002"
+        assert (checkpoints / "step-00000002" / "state.json").is_file()
+        assert not [p for p in checkpoints.iterdir() if p.name.startswith(".")], "a partial checkpoint was left"
+        subprocess.run(["mount", "-o", f"remount,size={4 * one // 1024 + 2048}k", str(disk)], check=True)
+        again = pals_train(*args, "--out", str(disk / "run"), "--resume", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert json.loads((disk / "run" / "summary.json").read_text())["steps"] == 6
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)

@@ -87,7 +87,8 @@ def test_holm_step_down():
 
 def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
     """A --seeds run still training: the aggregate of the seeds done so far and the plan's seeds; the file system only."""
-    from pals_core.train.seeds import KIND, SEEDS_FILE, aggregate_so_far
+    from pals_core.train.rundir import SEEDS_FILE
+    from pals_core.train.seeds import KIND, aggregate_so_far
 
     assert aggregate_so_far(tmp_path) is None  # no plan
     (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": True, "template": {}}))
@@ -353,3 +354,57 @@ def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
     assert at(50, 5, 0)["eta_s"] is None  # a run stepped back to its checkpoint: measured again from here
     assert at(100, 55, 0)["eta_s"] == pytest.approx(145 * 50 / 50, abs=0.1)
     assert at(101, 55, 0, "stopped")["eta_s"] is None and at(102, 100, 100, "finished")["eta_s"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "extra",
+    (
+        ["--method", "pals", "--d-s", "24", "--seeds", "0"],
+        ["--method", "separate"],
+        ["--method", "separate", "--seeds", "0,1"],
+    ),
+)
+def test_seeds_and_separate_never_overwrite_a_folder_that_holds_no_run(glue_dir, tmp_path, extra, pals_train):
+    """`mkdir f; echo precious > f/summary.json; pals-train … --seeds 0 --out f` overwrote the user's files."""
+    f = tmp_path / "f"
+    f.mkdir()
+    (f / "summary.json").write_text("precious\n")
+    (f / "progress.json").write_text("mine\n")
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--steps",
+        "2",
+        *extra,
+        "--out",
+        str(f),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "is not empty and holds no pals-train run" in out.stderr
+    assert (f / "summary.json").read_text() == "precious\n" and (f / "progress.json").read_text() == "mine\n"
+    assert sorted(p.name for p in f.iterdir()) == ["progress.json", "summary.json"]
+
+
+@pytest.mark.parametrize("flag, seed", [("--seed", str(2**63)), ("--seed", str(2**64)), ("--seeds", f"0,{2**63}")])
+def test_a_seed_of_2_63_or_more_is_refused_before_anything_is_written(tmp_path, flag, seed, pals_train):
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte",
+        "--steps",
+        "2",
+        "--method",
+        "shared",
+        flag,
+        seed,
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "2**63 − 1" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

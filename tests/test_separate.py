@@ -100,7 +100,8 @@ def read(p):
 def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_cache):
     from pals_core.budget import AdapterConfig, Task, design, evaluate
     from pals_core.data.metrics import main_score
-    from pals_core.train.models import build_model, model_shape
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import model_shape
 
     cache = token_cache
     ref = tmp_path / "ref"
@@ -137,7 +138,7 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     labels = {"rte": 2, "mrpc": 2, "stsb": 1}
     costs = {t: evaluate(design(shape, [Task(t, c)], AdapterConfig(method="shared")), None) for t, c in labels.items()}
     held = {
-        t: sum(x.numel() for x in build_model("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
+        t: sum(x.numel() for x in MultiTaskModel.from_base("tiny", AdapterConfig(method="shared"), {t: c}).parameters())
         for t, c in labels.items()
     }
     n_base = costs["rte"].params_total - costs["rte"].params_task_specific
@@ -179,3 +180,25 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     assert write_finished_separate(plans) == [0]
     assert read(ref / "summary.json") == s
     assert write_finished_separate(plans) == []  # written once
+
+
+@pytest.mark.parametrize("budget", [["--budget", "1.1"], ["--extra", "2M"], ["--per-task", "100k"]])
+def test_separate_with_a_budget_says_the_budget_does_not_apply(glue_dir, tmp_path, budget, pals_train):
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--tasks",
+        "rte,stsb",
+        "--steps",
+        "2",
+        "--method",
+        "separate",
+        *budget,
+        "--out",
+        str(tmp_path / "sep"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "does not apply" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "sep").exists()

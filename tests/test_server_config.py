@@ -1,4 +1,4 @@
-"""Server hygiene (issue 14 item 5): the explorer's server watches no files (its folder holds .venv and runs/)."""
+"""Server hygiene: the explorer's server watches no files (its folder holds .venv and runs/)."""
 
 import tomllib
 from pathlib import Path

@@ -18,6 +18,7 @@ from pals_core.budget.machine import Machine
 from pals_core.train.models import model_conditions
 from studies.cli import main
 from studies.space import model_shape
+from tiny_models import tiny_config_json
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
 TASKS = ["rte", "mrpc"]
@@ -244,41 +245,7 @@ def test_bad_machine_input_exits_2_with_one_line(tmp_path, capsys, bad):
     assert err.startswith("pals-study: error: ")
 
 
-_CONFIGS = {  # tiny configs of the families whose memory and time were modelled last (issue 12)
-    "deberta-v2": dict(
-        model_type="deberta-v2",
-        hidden_size=24,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        vocab_size=51,
-        relative_attention=True,
-        max_relative_positions=6,
-        pos_att_type=["c2p"],
-        share_att_key=False,
-    ),
-    "modernbert": dict(
-        model_type="modernbert",
-        hidden_size=24,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=19,
-        vocab_size=53,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=2,
-        cls_token_id=2,
-        sep_token_id=1,
-    ),
-    "mpnet": dict(
-        model_type="mpnet",
-        hidden_size=24,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        vocab_size=51,
-    ),
-}
+_CONFIGS = {f: tiny_config_json(f) for f in ("deberta-v2", "modernbert", "mpnet")}  # modelled memory and time
 
 
 @pytest.mark.parametrize("family", sorted(_CONFIGS))

@@ -136,7 +136,7 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
 
 
 def test_explorer_view_on_a_bad_storage_shows_one_error(tmp_path):
-    """A storage file not made yet is a first visit (an invitation, issue #29); a storage that cannot be one (its
+    """A storage file not made yet is a first visit (an invitation); a storage that cannot be one (its
     folder is not there) is one error. Neither is created by looking."""
     from streamlit.testing.v1 import AppTest
 

@@ -1,5 +1,5 @@
 """Studies never write outside their folders, never change a storage they only read, and never run more trials than
-asked (issue 16 items 5, 6, 12). Real Optuna storages (SQLite), real training where a trial must run."""
+asked. Real Optuna storages (SQLite), real training where a trial must run."""
 
 from __future__ import annotations
 

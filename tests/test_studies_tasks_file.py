@@ -1,4 +1,4 @@
-"""``pals-study … --tasks-file F`` (issue #25): a study on the user's own tasks, as a user runs it — a CSV
+"""``pals-study … --tasks-file F``: a study on the user's own tasks, as a user runs it — a CSV
 classification task with string labels (3 classes) and a JSON Lines regression task, the random tiny BERT, a real
 SQLite storage. The trials are priced from the tasks' real label counts (the same numbers ``pals-budget
 --tasks-file`` gives), the report names each task's main metric, a worker whose data file changed is refused naming

@@ -1,4 +1,4 @@
-"""Your own tasks (issue #25): the tasks file, the readers, checked rows, pricing from label counts — pure Python,
+"""Your own tasks: the tasks file, the readers, checked rows, pricing from label counts — pure Python,
 no torch. Training on records is in test_task_training.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Your own tasks, trained (issue #25): GLUE through a file equals GLUE built in; multilabel; runs know their data;
+"""Your own tasks, trained: GLUE through a file equals GLUE built in; multilabel; runs know their data;
 --seeds and --method separate on a tasks file; bad data never trains. The tiny BERT, real GLUE rows."""
 
 from __future__ import annotations

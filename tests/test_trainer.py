@@ -132,11 +132,12 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
 
     # the parameter block is the calculator's, and the module agrees
     from pals_core.budget import Task, design, evaluate
-    from pals_core.train.models import build_model, model_shape
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import model_shape
 
     cfg = tiny(out, cache_dir)
     cost = evaluate(design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)], cfg.adapter), 8)
-    model = build_model("tiny", cfg.adapter, {"rte": 2, "stsb": 1, "mrpc": 2})
+    model = MultiTaskModel.from_base("tiny", cfg.adapter, {"rte": 2, "stsb": 1, "mrpc": 2})
     p = summary["params"]
     assert p["total"] == cost.params_total == sum(x.numel() for x in model.parameters())
     assert p["task_specific"] == cost.params_task_specific and p["trained"] == p["total"]
@@ -359,7 +360,7 @@ def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):
 def test_frozen_trunk_stays_put(tmp_path, cache_dir):
     from safetensors.torch import load_file
 
-    from pals_core.train.models import build_model
+    from pals_core.model import MultiTaskModel
 
     cfg = tiny(
         tmp_path / "run",
@@ -372,7 +373,7 @@ def test_frozen_trunk_stays_put(tmp_path, cache_dir):
     summary = run(cfg)
     assert summary["params"]["trained"] == summary["params"]["task_specific"]
     torch.manual_seed(cfg.seed)  # the trainer seeds the same way before building the model
-    fresh = build_model("tiny", cfg.adapter, {"rte": 2, "stsb": 1, "mrpc": 2})
+    fresh = MultiTaskModel.from_base("tiny", cfg.adapter, {"rte": 2, "stsb": 1, "mrpc": 2})
     shared = load_file(str(tmp_path / "run" / "checkpoints" / "step-00000006" / "shared.safetensors"))
     params = dict(fresh.named_parameters())
     assert all(torch.equal(v, params[k]) for k, v in shared.items() if k.startswith("bert."))
@@ -387,14 +388,15 @@ def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
     from safetensors.torch import load_file
 
     from pals_core.budget import Task, design, evaluate
-    from pals_core.train.models import build_model, model_shape
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import model_shape
 
     adapter = AdapterConfig(method="ia3", location="top")
     summary = run(tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling="round_robin", adapter=adapter))
     tasks = {"rte": 2, "stsb": 1, "mrpc": 2}
     cost = evaluate(design(model_shape("tiny"), [Task(t, c) for t, c in tasks.items()], adapter), None)
     assert summary["params"]["total"] == cost.params_total
-    assert sum(p.numel() for p in build_model("tiny", adapter, tasks).parameters()) == cost.params_total
+    assert sum(p.numel() for p in MultiTaskModel.from_base("tiny", adapter, tasks).parameters()) == cost.params_total
     task = load_file(str(tmp_path / "run" / "checkpoints" / "step-00000006" / "task-rte.safetensors"))
     scales = {k: v for k, v in task.items() if k.startswith("adapter.")}
     assert set(scales) == {"adapter.key_scales", "adapter.value_scales", "adapter.ffn_scales"}
@@ -513,3 +515,38 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     # failed when 4 quick steps took under 50 ms)
     assert abs(meas["step_s"] * 4 - summary["train_time_s"]) <= 5e-4 + 1e-9 and meas["peak_memory_bytes"] > 0
     assert report.GPU_PROFILES  # the CUDA path names its profiles
+
+
+@pytest.mark.slow
+def test_a_task_that_received_no_step_is_named_untrained(glue_dir, tmp_path, pals_train):
+    """A sampler can leave a task without a step (MT-Uncertainty starving one; here round robin over one step): its
+    scores are an untrained head's, and the log and summary.json say so."""
+    import json
+
+    out = pals_train(
+        "--model",
+        "tiny",
+        "--method",
+        "shared",
+        "--tasks",
+        "rte,mrpc",
+        "--sampling",
+        "round_robin",
+        "--steps",
+        "1",
+        "--max-train-examples",
+        "8",
+        "--max-eval-examples",
+        "8",
+        "--batch-size",
+        "4",
+        "--out",
+        str(tmp_path / "run"),
+        "--glue-dir",
+        str(glue_dir),
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["task_steps"] == {"rte": 1, "mrpc": 0} and s["untrained"] == ["mrpc"]
+    assert "untrained: mrpc received no training step" in out.stdout

@@ -48,6 +48,7 @@ from pals_core.pricing.poly import Poly
 from pals_core.flops import count_forward_flops
 from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
 from pairwise import grid
+from tiny_models import tiny_config_json
 
 torch.set_num_threads(1)
 
@@ -545,3 +546,81 @@ def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):
     )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "head_dim 4" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "family, fields, needle",
+    [
+        ("bert", {"hidden_dropout_prob": "0.1"}, "hidden_dropout_prob is '0.1', not a number"),
+        ("bert", {"attention_probs_dropout_prob": 2.0}, "not a probability in [0, 1)"),
+        ("bert", {"classifier_dropout": -0.5}, "not a probability in [0, 1)"),
+        ("bert", {"pad_token_id": 0.5}, "pad_token_id is 0.5; it takes an integer"),
+        ("modernbert", {"mlp_bias": "false"}, "mlp_bias is 'false'; it takes true or false"),
+        ("modernbert", {"local_attention": "64"}, "local_attention is '64'; it takes an integer"),
+        ("deberta-v2", {"relative_attention": "yes"}, "relative_attention is 'yes'; it takes true or false"),
+        ("deberta-v2", {"conv_kernel_size": 3, "conv_groups": 0}, "conv_groups 0 is out of range"),
+        ("deberta-v2", {"pos_att_type": 5}, "pos_att_type is 5"),
+        (
+            "deberta-v2",
+            {"relative_attention": True, "max_relative_positions": 10**9},
+            "max_relative_positions 1,000,000,000 is out of range",
+        ),
+        (
+            "mpnet",
+            {"relative_attention_num_buckets": 10**12},
+            "relative_attention_num_buckets 1000000000000 is not an integer from 32",
+        ),
+    ],
+)
+def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, capsys, family, fields, needle):
+    """Several were priced before (mlp_bias "false" *with* biases; MPNet buckets 10¹² and DeBERTa positions 10⁹ at
+    2·10¹² parameters); every one is one line now."""
+    import json
+
+    from pals_core.budget_cli import main
+
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(tiny_config_json(family, **fields)))
+    assert main(["--model", str(f), "--budget", "1.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+
+
+@pytest.mark.parametrize("rate", [2.0, float("nan"), -0.5])
+def test_a_dropout_that_is_no_probability_is_refused_by_train_and_study_too(tmp_path, rate, pals_train, here):
+    """pals-budget refused it; pals-train and pals-study read the same config through the same reader now."""
+    import json
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(tiny_config_json("bert", hidden_dropout_prob=rate)))
+    train = pals_train(
+        "--model",
+        str(folder),
+        "--tasks",
+        "rte",
+        "--method",
+        "shared",
+        "--steps",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
+    assert train.returncode == 2 and "not a probability in [0, 1)" in train.stderr, train.stderr
+    from studies.cli import main as pals_study
+
+    study = here(
+        pals_study,
+        "create",
+        "design",
+        "--model",
+        str(folder),
+        "--storage",
+        f"sqlite:///{tmp_path / 's.db'}",
+        "--study-name",
+        "s",
+        cwd=tmp_path,
+    )
+    assert study.returncode == 2 and "not a probability in [0, 1)" in study.stderr, study.stderr
+    assert len(study.stderr.strip().splitlines()) == 1 and "Traceback" not in study.stderr + train.stderr

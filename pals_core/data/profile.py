@@ -26,7 +26,7 @@ import numpy as np
 
 from ..tasks import TaskRecord
 from .glue import RawSplit, check_files, choose_source
-from .load import label_array, load_tokenizer, raw_splits
+from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, majority_scores
 
 TOKEN_BATCH = 1000  # rows per tokenizer call
@@ -219,8 +219,6 @@ def tokenizer_of(model: Optional[str]):
     """The tokenizer of ``model`` (a local HF folder, "tiny", or None = the embedded MiniLM); ``ValueError``
     in one line for a model that is not there or has no tokenizer."""
     from pathlib import Path
-
-    from .load import TINY, check_tokenizer, tokenizer_path
 
     if model not in (None, TINY) and not Path(model).expanduser().is_dir():
         raise ValueError(f"model {model!r}: not a local model folder (or 'tiny'; none = the embedded MiniLM)")

@@ -72,7 +72,7 @@ class OnnxExport:
 def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cpu") -> list:
     """The model of a ``pals-train`` run (at its best checkpoint or ``step``), or — a ``--method separate`` folder —
     each task's own model (each at its own best checkpoint). ``ValueError`` in one line otherwise."""
-    from ..model import MultiTaskModel
+    from ..model import MultiTaskModel  # late: loads torch
     from ..train.separate import is_separate_dir, read_plan
 
     root = Path(run_dir)

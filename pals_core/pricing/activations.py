@@ -38,7 +38,7 @@ from .poly import Poly, Number
 
 INT64 = 8
 
-# What each activation of transformers (``ACT2FN[name]``, transformers 5.23) keeps for backward when its input requires
+# What each activation of transformers (``ACT2FN[name]``, transformers 5.24) keeps for backward when its input requires
 # grad, measured with saved_tensors_hooks (tests/test_unseen_configs.py holds every entry to torch): "in" its input,
 # "out" its output, "new" one more tensor of the input's shape (a step of the forms written as several torch ops:
 # gelu_new = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), quick_gelu = x·σ(1.702·x), …). No entry keeps nothing but

@@ -39,6 +39,7 @@ from typing import Any, Optional
 
 from pals_core.atomic import atomic_write_json, not_regular, open_regular, read_json
 from pals_core.train.config import TrainConfig
+from pals_core.train.rundir import RunDir
 
 from .children import record_exit, spawn
 from .proof import TRAINER, busy, training_pid
@@ -438,8 +439,6 @@ def resume_argv(run_dir: Path, launched: Optional[TrainConfig] = None) -> list[s
     (``TrainConfig.to_argv``) from the folder's config.json, validated as a ``TrainConfig``; a run stopped before
     the trainer wrote one is started again from its validated launch settings (``launched``). ``out`` is always
     this folder. ``ValueError`` names the problem; launch.json's ``argv`` is never used."""
-    from pals_core.train.rundir import RunDir
-
     run_dir = Path(run_dir).resolve()
     if (run_dir / "config.json").is_file():
         cfg = TrainConfig.from_dict(RunDir(run_dir).read_config())

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from ..atomic import MAX_JSON_BYTES, open_regular, read_regular
+
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
 
@@ -76,8 +78,6 @@ def file_format(path: "str | Path") -> str:
 def _json(path: Path) -> dict:
     """The JSON object in a ``datasets`` folder's own file (state.json, dataset_info.json, dataset_dict.json), read
     by the guarded reader (``atomic.read_regular``: a FIFO is named, never opened); ``TaskDataError`` naming it."""
-    from ..atomic import MAX_JSON_BYTES, read_regular
-
     data = read_regular(path, "datasets file", MAX_JSON_BYTES, TaskDataError)
     try:
         value = json.loads(data.decode("utf-8"))
@@ -95,8 +95,6 @@ def _short(value: Any) -> str:
 
 def _bytes(path: Path) -> bytes:
     """A data file's bytes by the guarded reader (``atomic.read_regular``)."""
-    from ..atomic import read_regular
-
     return read_regular(path, "data file", MAX_FILE_BYTES, TaskDataError)
 
 
@@ -266,8 +264,6 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
 def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
     import pyarrow.parquet as pq
 
-    from ..atomic import open_regular
-
     with open_regular(path, "data file", MAX_FILE_BYTES, TaskDataError) as f:
         parquet = pq.ParquetFile(f)
         names = parquet.schema_arrow.names
@@ -280,8 +276,6 @@ def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
 
 def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     import pyarrow as pa
-
-    from ..atomic import open_regular
 
     state = _json(path / "state.json")
     info_file = path / "dataset_info.json"
@@ -332,8 +326,6 @@ def sha256_of(path: "str | Path") -> str:
     Remembered per process by each file's size and modification time (nanoseconds), so the explorer's redraws and a
     run's start do not read a large task file again unless it changed."""
     import hashlib
-
-    from ..atomic import open_regular
 
     p = Path(path)
     files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]

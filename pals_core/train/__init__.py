@@ -8,7 +8,7 @@ __all__ = ["TrainConfig", "train"]
 
 def __getattr__(name: str):
     if name == "train":
-        from .trainer import train
+        from .trainer import train  # late: loads torch
 
         return train
     raise AttributeError(f"module 'pals_core.train' has no attribute {name!r}")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..pricing.config import AdapterConfig
-from ..flags import OneLineParser, UsageError, add_flags, given_values
+from ..budget import get_method
 from ..budget.solver import add_budget_flags, budget_from_args
+from ..flags import OneLineParser, UsageError, add_flags, given_values
+from ..pricing.config import AdapterConfig
 from .config import TrainConfig
 from .extend import DESIGN_FROM_BASE, extension_config
+from .rundir import RunDir
 
 _S = argparse.SUPPRESS
 
@@ -39,8 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
     """TrainConfig from parsed flags (absent flags: the saved run's values with --resume, else the
     defaults). Returns (config, resume). ``ValueError`` names the bad flag."""
-    from .rundir import RunDir
-
     given = dict(given)
     resume = bool(given.pop("resume", False))
     if given.pop("hub", False):
@@ -69,7 +69,6 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
             )
         run_given["tasks"] = []
     adapter = AdapterConfig(**adapter_given)
-    from ..budget import get_method
 
     if get_method(adapter.method).sized and adapter.d_s is None and budget is None:
         raise UsageError(

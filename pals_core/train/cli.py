@@ -18,14 +18,16 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from ..data.metrics import main_score
+from ..deps import DependencyError, check_transformers
+from ..tasks import records_of_config
 from .args import UsageError, build_parser, config_from_args, one_line  # noqa: F401  (re-exported: the CLI's parser)
+from .rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..deps import DependencyError, check_transformers
-
     try:
         check_transformers()
     except DependencyError as e:
@@ -41,8 +43,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if orchestrate.handles(orch, args):
             return orchestrate.run(orch, args, progress)
         cfg, resume = config_from_args(args)
-        from .rundir import RunDir
-        from .trainer import resolve
+        from .trainer import resolve  # late: loads torch
 
         cfg = resolve(cfg)
         if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run
@@ -50,7 +51,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ValueError, TypeError) as e:
         print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
-    from .trainer import TrainingDiverged, TrainingStopped, train
+    from .trainer import TrainingDiverged, TrainingStopped, train  # late: loads torch
 
     try:
         summary = train(cfg, resume=resume, progress=progress)
@@ -73,9 +74,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def format_summary(summary: dict) -> str:
     """The best checkpoint's dev scores (×100) and the parameter cost, as a small table."""
-    from ..data.metrics import main_score
-    from ..tasks import records_of_config
-
     records = records_of_config(summary.get("config") or {})
 
     def pct(v) -> str:  # a score ×100; "—" where it is not a number (NaN is stored as null)

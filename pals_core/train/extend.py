@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import read_json_file
+from ..budget.costs import adding_tasks_refused
 from ..tasks import TaskRecord, read_tasks_file, records_of_config
 
 DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
@@ -128,8 +129,6 @@ def check_base_precision(from_run: str, precision: str) -> None:
 
 def check_design(design) -> None:
     """``ValueError`` with the reason when tasks cannot be added to this design without changing the others."""
-    from ..budget.costs import adding_tasks_refused
-
     reason = adding_tasks_refused(design)
     if reason:
         raise ValueError(f"--from: tasks cannot be added later to this run: {reason}")
@@ -163,7 +162,7 @@ def with_base_tasks(summary: dict, from_run: str, measured: dict, dev_examples: 
 def load_base_weights(model, from_run: str) -> int:
     """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks
     keep their fresh initialisation. Returns the step loaded."""
-    from .checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name
+    from .checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name  # late: loads torch
 
     root = Path(from_run) / "checkpoints"
     best = Checkpoints(root).best()

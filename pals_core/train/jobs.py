@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .config import TrainConfig
-from .rundir import read_json
+from .rundir import RunDir, read_json
 
 POLL_S = 0.5
 _ROOT = str(Path(__file__).resolve().parents[2])
@@ -66,8 +66,6 @@ def launch(cfg: TrainConfig) -> subprocess.Popen:
 
 def _finished(cfg: TrainConfig) -> Optional[dict]:
     """The summary of a run that already finished with this very configuration, else None."""
-    from .rundir import RunDir
-
     run = RunDir(cfg.out)
     if not run.summary.is_file() or (run.read_progress() or {}).get("status") != "finished":
         return None
@@ -83,7 +81,7 @@ def run_all(
 ) -> dict[str, dict]:
     """{cfg.out: summary} of every run, trained (or resumed) as needed. Raises ``TrainingStopped`` if
     stopped by a signal and ``RunsFailed`` if any run failed (the others are finished first)."""
-    from .trainer import TrainingStopped, train
+    from .trainer import TrainingStopped, train  # late: loads torch
 
     results: dict[str, dict] = {}
     if jobs <= 1:
@@ -139,7 +137,7 @@ def run_all(
 
 def _child(argv: Sequence[str]) -> int:
     """One run from its configuration JSON (the child side of ``launch``)."""
-    from .trainer import TrainingStopped, train
+    from .trainer import TrainingStopped, train  # late: loads torch
 
     cfg = TrainConfig.from_dict(json.loads(argv[0]))
     try:

@@ -19,9 +19,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from ..budget import Task, design, evaluate
 from pals_core.families.models import conditions_from_config
+
+from ..budget import Task, design, evaluate
 from ..budget.machine import Machine, resources, supported
+from ..footprint.memory import memory_infer, memory_train
 from ..footprint.timing import local_profile_path
 
 GPU_PROFILES = {"h100": "h100", "h200": "h200", "a100": "a100", "l4": "l4", "t4": "t4"}
@@ -67,7 +69,6 @@ def predicted(
     cond = conditions_from_config(hf_config)
     if device is None:  # memory needs no profile: price it on the run's backend
         cond = replace(cond, backend="cuda" if cuda else "cpu", float_bytes=2 if precision == "bf16" else 4)
-        from ..footprint.memory import memory_infer, memory_train
 
         out["memory_train"] = memory_train(ds, adapter.d_s, cost, batch=batch, cond=cond).as_dict()
         out["memory_infer"] = memory_infer(ds, adapter.d_s, cost, batch=batch, cond=cond)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..budget import AdapterConfig, BaseModel, from_hf_config, load_model
-from ..families.models import EMBEDDED_MODEL, read_config
+from ..budget import BaseModel, from_hf_config, load_model
 from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
+from ..families.models import EMBEDDED_MODEL, conditions_for_model, conditions_from_config, read_config
 
 
 def tiny_config_dict() -> dict:
@@ -48,17 +48,6 @@ def model_shape(model: Optional[str]) -> BaseModel:
 def model_conditions(model: Optional[str]):
     """The dropout and attention implementation the trained model's config gives it (``pricing.activations.Conditions``:
     what the calculator's memory and step time replay)."""
-    from ..families.models import conditions_for_model, conditions_from_config
-
     if model == TINY:
         return conditions_from_config(tiny_config_dict())
     return conditions_for_model(minilm_path() if model is None else model)
-
-
-def build_model(model: Optional[str], adapter: AdapterConfig, tasks: dict[str, int]):
-    """A ``MultiTaskModel`` (weights of new modules drawn from torch's current RNG: seed first)."""
-    from .. import MultiTaskModel
-
-    if model == TINY:
-        return MultiTaskModel.from_base_config(tiny_config_dict(), adapter, tasks=tasks)
-    return MultiTaskModel.from_pretrained(model, adapter, tasks=tasks)

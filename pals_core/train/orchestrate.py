@@ -21,11 +21,15 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-from . import separate as sep
-from . import seeds as sd
+from ..data.metrics import main_score
 from ..flags import given_values
-from .args import one_line
+from ..tasks import records_of_config
+from . import seeds as sd
+from . import separate as sep
+from .args import config_from_args, one_line
 from .config import RESUME_FREE, TrainConfig, data_differences
+from .jobs import RunsFailed
+from .rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 LOCAL_FLAGS = {"out", "num_threads", "device", "glue_dir", "cache_dir", "glue_source"}
@@ -87,8 +91,7 @@ def handles(o: Orchestration, args: dict) -> bool:
 
 
 def _template_from_args(given: dict) -> TrainConfig:
-    from .args import config_from_args
-    from .trainer import resolve
+    from .trainer import resolve  # late: loads torch
 
     cfg, _ = config_from_args({**given, "resume": False})
     return resolve(cfg)
@@ -124,8 +127,6 @@ def _check_resume(stored: TrainConfig, given: dict, separate: bool) -> TrainConf
 
 def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
     """("seeds", SeedsPlan) or ("separate", SeparatePlan), written to OUT (new) or read back (--resume)."""
-    from .rundir import RunDir
-
     given = {k: v for k, v in args.items() if v is not None}  # (the budget flags are present as None when absent)
     resume = bool(given.pop("resume", False))
     given.pop("no_progress", None)
@@ -174,8 +175,7 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
 
 def run(o: Orchestration, args: dict, progress: bool = True) -> int:
     """Run the plan; the exit status of ``pals-train`` (the summary table on stdout)."""
-    from .jobs import RunsFailed
-    from .trainer import TrainingStopped
+    from .trainer import TrainingStopped  # late: loads torch
 
     try:
         kind, plan = prepare(o, args)
@@ -206,9 +206,6 @@ def _params_line(p: dict) -> str:
 
 
 def format_separate(summary: dict) -> str:
-    from ..data.metrics import main_score
-    from ..tasks import records_of_config
-
     records = records_of_config(summary.get("config") or {})
 
     lines = [

@@ -18,10 +18,12 @@ from typing import Optional, Sequence
 
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
-from ..families.registry import get_family
 from ..budget.methods import label_of
+from ..data.load import describe_data
+from ..families.registry import get_family
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
+from .models import model_shape
 
 
 def design_cost(
@@ -95,9 +97,6 @@ def resolve(cfg):
     """A validated copy of ``cfg`` (a ``TrainConfig``) with d_s taken from its budget (if one is given), checked
     against the calculator on the model the run will build. ``ValueError`` names the problem (unknown task or
     method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching."""
-    from ..data.load import describe_data
-    from .models import model_shape
-
     cfg = copy.deepcopy(cfg)
     cfg.validate()
     records = cfg.declared_records()

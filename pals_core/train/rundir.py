@@ -29,11 +29,16 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import atomic_write_json, atomic_write_text, dumps, open_regular, read_json  # noqa: F401  (re-exported)
+from .config import TrainConfig
+from .lock import LOCK_FILE
 
 STATUSES = ("running", "finished", "failed", "stopped")
 TRAINER_FILES = ("config.json", "progress.json", "metrics.jsonl", "summary.json")
 #: notes a launcher (the explorer) keeps beside a run: allowed in a new run's folder, never deleted by the trainer
 LAUNCHER_FILES = ("launch.json", "log.txt", "cancel.json", "exit.json")
+#: the plan a ``--seeds`` parent (``seeds.py``) and a separate-models parent (``separate.py``) keep beside their runs
+SEEDS_FILE = "seeds.json"
+PLAN_FILE = "separate.json"
 
 
 def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optional[Path]:
@@ -42,10 +47,6 @@ def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optio
     file exists yet (a run's metrics.jsonl appears at its first evaluation). A run folder: one of ``runs``, or a
     folder holding config.json and checkpoints/, progress.json, seeds.json or separate.json. Symbolic links are
     followed. What writes files for people (``pals-predict --out``) never writes one of these."""
-    from .lock import LOCK_FILE
-    from .seeds import SEEDS_FILE
-    from .separate import PLAN_FILE
-
     own = set(TRAINER_FILES) | set(LAUNCHER_FILES) | {LOCK_FILE, SEEDS_FILE, PLAN_FILE}
     target = Path(path).resolve()
     given = {Path(r).resolve() for r in runs}
@@ -91,8 +92,6 @@ class RunDir:
 
     def read_config(self) -> dict:
         """The stored configuration (a ``TrainConfig`` dict); ``ValueError`` naming the file if it is not one."""
-        from .config import TrainConfig
-
         try:
             data = read_json(self.config)
         except OSError as e:
@@ -132,7 +131,6 @@ class RunDir:
             return "run" if self.started() else "unstarted"
         if not self.root.is_dir():
             return "new"
-        from .lock import LOCK_FILE
 
         allowed = set(LAUNCHER_FILES) | {LOCK_FILE}
         foreign = sorted(
@@ -149,7 +147,7 @@ class RunDir:
 
     def clear_own_files(self) -> None:
         """Delete what the trainer wrote here (its files and checkpoints), nothing else: a new start."""
-        from .checkpoint import Checkpoints
+        from .checkpoint import Checkpoints  # late: loads torch
 
         for name in TRAINER_FILES:
             (self.root / name).unlink(missing_ok=True)

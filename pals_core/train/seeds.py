@@ -20,15 +20,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from ..atomic import read_json_file
 from . import separate as sep
 from .aggregate import aggregate
 from .config import MAX_SEED, RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
-from ..atomic import read_json_file
-from .rundir import RunDir, atomic_write_json, eta_s, read_json
+from .rundir import SEEDS_FILE, RunDir, atomic_write_json, eta_s, read_json
 
-SEEDS_FILE = "seeds.json"
 KIND = "pals-train/seeds"
 
 
@@ -156,7 +155,7 @@ def run_leaves(
 def _run_leaves_locked(
     out: Path, leaves: list[TrainConfig], jobs: int, progress: bool, on_change: Optional[Callable[[], None]]
 ) -> dict[str, dict]:
-    from .trainer import TrainingStopped
+    from .trainer import TrainingStopped  # late: loads torch
 
     write = _progress_writer(out, leaves, time.monotonic())
     last = [float("-inf")]

@@ -42,14 +42,16 @@ from typing import Optional
 import numpy as np
 
 from ..budget import AdapterConfig
-from ..tasks import records_of_config
+from ..data.load import raw_splits
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
+from ..tasks import records_of_config
 from .config import TrainConfig
-from .rundir import atomic_write_json, read_json
+from .models import model_shape
+from .params import design_cost, run_tasks
+from .rundir import PLAN_FILE, atomic_write_json, read_json
 
 METHOD = "separate"
-PLAN_FILE = "separate.json"
 KIND = "pals-train/separate"
 STEPS_RULE = (
     "n_t = sum over the multi-task run's steps of p_t(step) under its sampling, rounded by largest remainder "
@@ -84,8 +86,6 @@ def largest_remainder(shares: dict[str, float], total: int) -> dict[str, int]:
 
 def train_sizes(cfg: TrainConfig) -> dict[str, int]:
     """Training examples per task as the trainer will see them (rows read, capped by max_train_examples)."""
-    from ..data.load import raw_splits
-
     out = {}
     for record in cfg.records():
         raws, _ = raw_splits(record, glue_dir=cfg.glue_dir, source=cfg.glue_source, seed=cfg.seed)
@@ -176,7 +176,7 @@ def check_template(cfg: TrainConfig) -> TrainConfig:
 
 def make_plan(template: TrainConfig) -> SeparatePlan:
     """The plan for ``template`` (resolved, validated); reads the training files to count examples."""
-    from .trainer import resolve
+    from .trainer import resolve  # late: loads torch
 
     template = resolve(check_template(template))
     sizes = train_sizes(template)
@@ -214,9 +214,6 @@ def read_plan(out: "str | Path") -> SeparatePlan:
 
 def separate_params(template: TrainConfig) -> dict:
     """The ``params`` block: the calculator's one-task ``shared`` model per task, summed."""
-    from .models import model_shape
-    from .params import design_cost, run_tasks
-
     shape = model_shape(template.model)
     adapter = AdapterConfig.from_dict({**template.adapter.as_dict(), "method": "shared", "d_s": None})
     costs = {t.name: design_cost(shape, [t], adapter) for t in run_tasks(template)}

@@ -37,8 +37,10 @@ from ..data.glue import check_files, choose_source
 from ..data.load import load_tasks, load_tokenizer, raw_splits
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
-from .checkpoint import Checkpoints
+from ..model import MultiTaskModel
+from .checkpoint import CheckpointDamaged, Checkpoints
 from .config import TrainConfig, data_differences
+from .evaluate import EvalInterrupted, evaluate
 from .extend import (
     added_task_names,
     base_config,
@@ -48,7 +50,8 @@ from .extend import (
     with_base_tasks,
 )
 from .lock import RunLock
-from .models import build_model, model_shape, tokenizer_path
+from .machine_report import measured, predicted
+from .models import check_tokenizer, model_shape, tokenizer_path
 from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .schedule import linear_schedule
@@ -255,7 +258,7 @@ class _Run:
                     f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
                     f"the run was set up for {t.num_labels}"
                 )
-        model = build_model(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
+        model = MultiTaskModel.from_base(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
             train_only(model, self.trained)
@@ -281,8 +284,6 @@ class _Run:
         try:
             self._restore_state(state)
         except (KeyError, TypeError, ValueError) as e:
-            from .checkpoint import CheckpointDamaged
-
             raise CheckpointDamaged(
                 f"checkpoint {folder} holds an unreadable state.json ({type(e).__name__}: {e}); "
                 "the run cannot continue from it: start a new one (another --out)"
@@ -445,8 +446,6 @@ class _Run:
         return logits[keep], index[keep]
 
     def evaluate(self) -> None:
-        from .evaluate import evaluate
-
         st, cfg = self.st, self.cfg
         t0 = time.monotonic()
         scores = evaluate(
@@ -558,8 +557,6 @@ class _Run:
 
     def _predict(self, shape, model) -> dict:
         """The calculator's step time and memory for this run (``machine_report``); never stops a run."""
-        from .machine_report import predicted
-
         cfg = self.cfg
         try:
             return predicted(
@@ -578,8 +575,6 @@ class _Run:
     def _evaluate_base_tasks(self) -> dict:
         """The base run's tasks' dev scores as this run's model gives them (their weights never train here, so any
         step's are the best step's)."""
-        from .evaluate import evaluate
-
         t0 = time.monotonic()
         scores = evaluate(
             self.net,
@@ -596,8 +591,6 @@ class _Run:
         return scores
 
     def summary(self) -> dict:
-        from .machine_report import measured
-
         st = self.st
         config = read_json(self.run.config)
         out = {
@@ -635,10 +628,10 @@ class _Run:
             },
         }
         if self.cfg.from_run:  # the base run's tasks, their dev scores as this run's model gives them
-            measured = self._evaluate_base_tasks()
+            base_scores = self._evaluate_base_tasks()
             out["eval_time_s"] = round(st.eval_time_s, 3)
             dev_examples = {t: sum(len(d) for d in data.dev.values()) for t, data in self.base_dev.items()}
-            out = with_base_tasks(out, self.cfg.from_run, measured, dev_examples)
+            out = with_base_tasks(out, self.cfg.from_run, base_scores, dev_examples)
             out["average"] = dev_average(out["scores"], self.records)
         return out
 
@@ -678,8 +671,6 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
 def check_data(cfg: TrainConfig) -> None:
     """Every file there and every row of a task's own files good, before anything is written: the model's tokenizer
     files, ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
-    from .models import check_tokenizer
-
     check_tokenizer(cfg.model)
     records = cfg.records()
     glue = [r.glue for r in records if r.glue is not None]
@@ -725,8 +716,6 @@ def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnE
             r.write_progress("stopped", error="interrupted")
             raise
         except BaseException as e:
-            from .evaluate import EvalInterrupted
-
             if isinstance(e, EvalInterrupted):
                 r.checkpoint()
                 r.write_progress("stopped")

@@ -24,7 +24,7 @@ from ..bert.description import layer_flops, layer_params, layer_tensors, trace_d
 
 def read(config: dict, name: str) -> BaseModel:
     """``activation`` is the FFN's (``hidden_act`` option); ``sinusoidal_pos_embds`` only initialises the position
-    table (transformers 5.23 keeps it a trained parameter): nothing to count differently."""
+    table (transformers 5.24 keeps it a trained parameter): nothing to count differently."""
     options = activation_option(config, name, "activation")
     return BaseModel(
         name=name,

@@ -1,6 +1,6 @@
 """MPNet (``model_type`` mpnet: microsoft/mpnet-base, sentence-transformers/all-mpnet-base-v2; Song et al. 2020):
 BERT's post-norm layers whose attention scores get a relative position bias, RoBERTa's position numbering, no token
-types (transformers 5.23, ``modeling_mpnet.py``).
+types (transformers 5.24, ``modeling_mpnet.py``).
 
 R = ``relative_attention_num_buckets`` (32), P = ``max_position_embeddings``.
     embeddings (V + P)·d + 2d + R·h   word and position tables (padding row 1), LayerNorm, and the encoder's
