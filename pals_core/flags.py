@@ -54,6 +54,15 @@ def register_choices(name: str, values: Callable[[], Sequence[str]]) -> None:
     CHOICES[name] = values
 
 
+DEFAULT_TEXTS: dict[str, Callable[[], str]] = {}
+"""Named defaults in words (``metadata["default_text"] = "trunk"``), registered by the module that knows them
+(``register_default_text``), for the same reason as ``CHOICES``."""
+
+
+def register_default_text(name: str, text: Callable[[], str]) -> None:
+    DEFAULT_TEXTS[name] = text
+
+
 @dataclasses.dataclass(frozen=True)
 class Flag:
     """One field as a command-line flag."""
@@ -71,7 +80,7 @@ class Flag:
     always: bool
     renamed: Optional[str] = None  # the argparse dest when the flag is renamed in one CLI (``names``)
     negative: Optional[str] = None  # a boolean's flag for False (``--train-trunk``); else ``--no-<flag>``
-    default_text: Optional[Callable[[], str]] = None  # the default in words where it is not one value
+    default_text: Optional[str] = None  # the name of the default in words (``DEFAULT_TEXTS``) where it is not one value
 
     @property
     def dest(self) -> str:
@@ -229,7 +238,7 @@ def _flags_of(cls: type, renamed: tuple[tuple[str, str], ...]) -> tuple[Flag, ..
 
 def _default_text(flag: Flag) -> str:
     if flag.default_text is not None:
-        return flag.default_text()
+        return DEFAULT_TEXTS[flag.default_text]()
     if flag.default is dataclasses.MISSING:
         return "required"
     if flag.boolean:

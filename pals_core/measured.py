@@ -349,7 +349,7 @@ def question_keys(records: Sequence[TaskRecord], glue_dir: Optional[str] = None)
     ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
     if all(r.glue is not None for r in records):
         return [f"glue:{r.glue}" for r in records]
-    from pals_core.data.load import describe_data
+    from pals_core.data.load import describe_data  # late: loads numpy and datasets (a file's fingerprint)
 
     data = describe_data(list(records), glue_dir=glue_dir)
     return [data[r.name]["fingerprint"] for r in records]
@@ -401,10 +401,10 @@ def majority_average(
     """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
-    from pals_core.data.glue import missing_files, resolve_glue_dir
-    from pals_core.data.load import label_array, raw_splits
-    from pals_core.data.metrics import dev_average, majority_scores
-    from pals_core.tasks import glue_record
+    from pals_core.data.glue import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
+    from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
+    from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
+    from pals_core.tasks import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
     if not records:

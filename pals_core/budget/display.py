@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from ..pricing.units import human
+
 RATIO_DIGITS = 4  # parameters and FLOPs × the base model's: 1.4989
 STEP_DIGITS = 3  # a training step's time × the base model's: 1.252
 GIB_DIGITS = 2  # memory in GiB: 1.26
@@ -85,8 +87,6 @@ def trained_text(cost) -> str:
 
 def trained_of_total(cost) -> str:
     """'2.95M of 25.7M': the parameters a design trains of all it holds (``pals-budget``'s "trained" column)."""
-    from ..pricing.units import human
-
     return f"{human(cost.params_trained)} of {human(cost.params_total)}"
 
 

@@ -271,7 +271,7 @@ def step_slowdowns(make_design, machine=None, model_cond=None) -> Callable[[Sequ
     (method, location) → the row's design with its d_s left open."""
 
     def slowdowns(costs: Sequence[Cost]) -> dict[Key, float]:
-        from .machine import time_ratio
+        from .machine import time_ratio  # late: the time model, read only when a machine prices the step
 
         out = {}
         for c in costs:

@@ -8,12 +8,25 @@ it collects; the calculator (``pals_core.budget``) reads it from above.
 
 from __future__ import annotations
 
-from ..flags import register_choices
+from ..flags import register_choices, register_default_text
 from ..pricing.method import Method
 from . import collect
 
 METHODS: dict[str, Method] = collect("cost", "METHODS", "declared")
 register_choices("method", lambda: list(METHODS))  # AdapterConfig's --method choices
+
+
+def _trunk_defaults() -> str:
+    """``--freeze-trunk``'s default in words: each method's own (``Method.trunk``, its authors' way)."""
+    by: dict[str, list[str]] = {}
+    for m in METHODS.values():
+        by.setdefault(m.trunk, []).append(m.name)
+    return "the method's, as its authors train it: " + "; ".join(
+        f"{trunk} for {', '.join(names)}" for trunk, names in by.items()
+    )
+
+
+register_default_text("trunk", _trunk_defaults)  # AdapterConfig's --freeze-trunk default in words
 
 
 def get_method(name: str) -> Method:

@@ -84,7 +84,7 @@ class AdapterConfig:
             "help": "--freeze-trunk: train only the task-specific weights (adapters, heads, per-task poolers); "
             "--train-trunk: fine-tune the base model too (CA-MTL: above its frozen layers).",
             "negative": "--train-trunk",
-            "default_text": lambda: _trunk_defaults(),
+            "default_text": "trunk",  # each method's own: methods/registry.py registers the words
         },
     )
     # --- the released PALs code (AsaCooperStickland/Bert-n-Pals, which produced the paper's Table 3) ----------------
@@ -183,18 +183,6 @@ class AdapterConfig:
     def from_dict(cls, d: dict) -> "AdapterConfig":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
-
-
-def _trunk_defaults() -> str:
-    """``--freeze-trunk``'s default in words: each method's own (``Method.trunk``, its authors' way)."""
-    from ..methods.registry import METHODS  # a floor above this one, read when the help is written
-
-    by = {}
-    for m in METHODS.values():
-        by.setdefault(m.trunk, []).append(m.name)
-    return "the method's, as its authors train it: " + "; ".join(
-        f"{trunk} for {', '.join(names)}" for trunk, names in by.items()
-    )
 
 
 def design_label(method: str, location: Optional[str]) -> str:
