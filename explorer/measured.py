@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from pals_core.results import DEPTH, SCALE, read_summary, walk
+from pals_core.results import DEPTH, SCALE, question_keys, read_summary, walk  # noqa: F401  (question_keys: re-exported)
 from pals_core.results import read_or_none as _read  # noqa: F401  (the name tests and callers know)
 from pals_core.results import run_config as _config, seed_averages as _seed_averages
 from pals_core.results import summary_files as _summary_files
@@ -242,17 +242,6 @@ def scan(roots: Iterable[Path]) -> list[Result]:
 
     kept = {folder for folder, _ in walk(roots, accept)}
     return [r for r in out if Path(r.path) in kept]
-
-
-def question_keys(records: Sequence[TaskRecord], glue_dir: Optional[str] = None) -> list[str]:
-    """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
-    ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
-    if all(r.glue is not None for r in records):
-        return [f"glue:{r.glue}" for r in records]
-    from pals_core.data.load import describe_data
-
-    data = describe_data(list(records), glue_dir=glue_dir)
-    return [data[r.name]["fingerprint"] for r in records]
 
 
 def same_question(

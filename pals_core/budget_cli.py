@@ -83,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
+        "--results",
+        action="append",
+        metavar="DIR",
+        help="finished pals-train runs (any depth up to 3) of this model and these tasks: adds the dev average each "
+        "row's size is predicted to reach, with its 80 %% interval (docs/design.md §15); repeatable",
+    )
+    p.add_argument("--storage", metavar="URL", help="an Optuna storage whose studies' trials count as runs too")
+    p.add_argument(
         "--wide",
         action="store_true",
         help="every column, whatever the terminal's width (the table "
@@ -112,7 +120,8 @@ COLUMNS = [
     "binds",
     "fits",
 ]
-NUMERIC = set(COLUMNS[2:13])
+PREDICTED = "predicted"  # with --results: the predicted dev average [80 % interval]
+NUMERIC = {*COLUMNS[2:13], PREDICTED}
 DROP_ORDER = ["all tasks GFLOPs", "act. GiB", "serve GiB", "step s", "extra total", "FLOPs × base", "binds"]
 """Columns left out, in this order, until the table fits the terminal (``--wide``: none)."""
 NOT_A_TERMINAL_WIDTH = 100
@@ -133,27 +142,28 @@ def terminal_width(fallback: int = NOT_A_TERMINAL_WIDTH) -> int:
     return columns if columns > 0 else fallback
 
 
-def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
+def _fit(lines: list[list[str]], width: int, columns: Sequence[str] = COLUMNS) -> tuple[list[str], list[str]]:
     """The columns shown (the table's order) and those left out so that the rows fit ``width``."""
-    widths = {c: max(len(c), *(len(r[j]) for r in lines)) for j, c in enumerate(COLUMNS)}
+    widths = {c: max(len(c), *(len(r[j]) for r in lines)) for j, c in enumerate(columns)}
 
     def total(cols: list[str]) -> int:
         return sum(widths[c] for c in cols) + 2 * (len(cols) - 1)
 
-    shown = list(COLUMNS)
+    shown = list(columns)
     for c in DROP_ORDER:
         if total(shown) <= width:
             break
         shown.remove(c)
-    return shown, [c for c in COLUMNS if c not in shown]
+    return shown, [c for c in columns if c not in shown]
 
 
-def _table(costs, header: str, width: Optional[int] = None) -> str:
+def _table(costs, header: str, width: Optional[int] = None, predicted: Optional[dict] = None) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
-    last line naming the columns left out; the header wrapped to the same width."""
+    last line naming the columns left out; the header wrapped to the same width. ``predicted`` (``--results``):
+    each row's ``score_model.Prediction`` (or None) by ``id`` of its cost, shown after ``× base``."""
     import textwrap
 
-    cols = COLUMNS
+    cols = COLUMNS if predicted is None else [*COLUMNS[:6], PREDICTED, *COLUMNS[6:]]
     lines = []
     for c in costs:
         mem = c.memory_train or {}
@@ -176,7 +186,10 @@ def _table(costs, header: str, width: Optional[int] = None) -> str:
                 "yes" if c.feasible else "NO",
             ]
         )
-    shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width)
+        if predicted is not None:
+            p = predicted.get(id(c))
+            lines[-1].insert(6, "—" if p is None else p.text())
+    shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width, cols)
     keep = [cols.index(c) for c in shown]
     lines = [[r[i] for i in keep] for r in lines]
     widths = [max(len(h), *(len(r[j]) for r in lines)) for j, h in enumerate(shown)]
@@ -270,6 +283,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     if not costs and costs.refused:  # every design refused: say why (one line, exit 2)
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
+    predicted = _predictions(args, costs, template.freeze_trunk) if args.results or args.storage else None
     if args.json:
         return json.dumps(
             {
@@ -292,7 +306,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
-                "rows": [c.as_row() for c in costs],
+                "rows": [
+                    c.as_row()
+                    if predicted is None
+                    else {**c.as_row(), "predicted_score": _json_of(predicted.get(id(c)))}
+                    for c in costs
+                ],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
             indent=2,
@@ -304,8 +323,49 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
-    return _table(sort_rows(costs), header, None if args.wide else terminal_width()) + "".join(
-        f"\nnot priced: {label}: {reason}" for label, reason in costs.refused
+    return (
+        _table(sort_rows(costs), header, None if args.wide else terminal_width(), predicted)
+        + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
+        + ("" if predicted is None else _predicted_notes(costs, predicted))
+    )
+
+
+def _predictions(args, costs, freeze_trunk: bool) -> dict:
+    """``--results``/``--storage``: each row's predicted dev average (``score_model``), by ``id`` of its cost."""
+    from . import score_model as sm  # loaded (with scipy) only when asked
+
+    if args.tasks_file:
+        from .results import question_keys
+
+        keys = question_keys(resolve_records(args.tasks, args.tasks_file))
+    elif args.tasks and not args.tasks.strip().isdigit():
+        keys = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    else:
+        raise UsageError(
+            "--results needs the tasks by name (--tasks rte,mrpc,… or --tasks-file): runs are matched by task"
+        )
+    curves = sm.question_curves(args.results or [], args.storage, sm.trainer_model(args.model), keys)
+    return {id(c): sm.row_prediction(curves, c, freeze_trunk) for c in costs}
+
+
+def _json_of(p) -> Optional[dict]:
+    return None if p is None else p.as_json()
+
+
+def _predicted_notes(costs, predicted: dict) -> str:
+    """Below the table: what each prediction rests on, and where there is none."""
+    from .score_model import LEVEL
+
+    got = [(c, predicted.get(id(c))) for c in costs]
+    lines = [f"{c.method} @ {c.location or '—'}, d_s {c.d_s}: {p.basis()}" for c, p in got if p is not None]
+    if not lines:
+        return (
+            "\npredicted: — (no method here has finished runs at three sizes or more of this model, these tasks and "
+            "this trunk setting under --results/--storage)"
+        )
+    return (
+        f"\npredicted: dev average (0–100) of one new run [{round(LEVEL * 100)} % interval], from a curve over the measured "
+        "sizes of each method (docs/design.md §15; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
     )
 
 

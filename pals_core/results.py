@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
 
 from .atomic import read_json_file
+
+if TYPE_CHECKING:
+    from .tasks import TaskRecord
 
 SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
 DEPTH = 3  # run folders searched: <root>/<run>, a --seeds run's <root>/<run>/seed-<k>, a sweep's <root>/<sweep>/<design>/seed-<k>
@@ -138,3 +141,14 @@ def walk(roots: Iterable[Path], accept: Callable[[dict, Path], bool]) -> Iterato
             if content not in contents:  # the first root's copy is the one kept
                 contents.add(content)
                 yield folder, summary
+
+
+def question_keys(records: Sequence["TaskRecord"], glue_dir: Optional[str] = None) -> list[str]:
+    """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
+    ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
+    if all(r.glue is not None for r in records):
+        return [f"glue:{r.glue}" for r in records]
+    from .data.load import describe_data
+
+    data = describe_data(list(records), glue_dir=glue_dir)
+    return [data[r.name]["fingerprint"] for r in records]
