@@ -419,3 +419,49 @@ def question_curves(
 def row_prediction(curves_: Mapping[Family, Curve], cost, freeze_trunk: bool) -> Optional[Prediction]:
     """The prediction for a calculator row (``Cost``: method, location, d_s) of this trunk setting, or None."""
     return best_prediction(curves_, cost.method, cost.location, cost.d_s, freeze_trunk)
+
+
+# --- the hold-out check (benchmarks/accuracy_model.py) -----------------------------------------------------------
+
+
+def holdout(observations_: Iterable[Observation]) -> list[dict]:
+    """Each measured size of each family held out in turn: the curve fitted on the family's other sizes (when they
+    are three or more) predicts each held-out run. One dict per held-out run: family, d_s, the run's dev average,
+    the prediction (mean, lo, hi) and whether d_s lay outside the sizes fitted (extrapolated)."""
+    by: dict[Family, list[Observation]] = {}
+    for o in observations_:
+        by.setdefault(o.family, []).append(o)
+    out = []
+    for fam, obs in by.items():
+        for d in sorted({o.d_s for o in obs}):
+            curve = fit([o for o in obs if o.d_s != d])
+            if curve is None:
+                continue
+            p = curve.predict(d)
+            for o in obs:
+                if o.d_s == d:
+                    for y in o.runs:
+                        out.append(
+                            {
+                                "family": fam.label(),
+                                "d_s": d,
+                                "measured": round(y, 4),
+                                "mean": round(p.mean, 4),
+                                "lo": round(p.lo, 4),
+                                "hi": round(p.hi, 4),
+                                "inside": p.lo <= y <= p.hi,
+                                "extrapolated": p.extrapolated,
+                            }
+                        )
+    return out
+
+
+def holdout_summary(points: Sequence[dict]) -> dict:
+    """``mae`` (points of dev average), ``coverage80`` (share inside the 80 % interval) and ``points`` (held-out
+    runs); None for the first two without points."""
+    n = len(points)
+    return {
+        "mae": round(sum(abs(p["measured"] - p["mean"]) for p in points) / n, 4) if n else None,
+        "coverage80": round(sum(p["inside"] for p in points) / n, 4) if n else None,
+        "points": n,
+    }

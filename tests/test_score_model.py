@@ -156,3 +156,24 @@ def test_pals_budget_results_bad_input_is_one_line(tmp_path, capsys):
     assert _budget(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--results" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_the_holdout_check_writes_mae_coverage_and_points(tmp_path):
+    """benchmarks/accuracy_model.py: each size held out in turn, predicted from the others (three or more)."""
+    import subprocess
+    import sys
+
+    study(tmp_path / "runs", sizes=(4, 8, 16, 32), seeds=(0, 1), noise=0.3)
+    study(tmp_path / "runs", method="pals", sizes=(12, 24, 48), seeds=(0, 1), noise=0.3)  # 3 sizes: nothing to hold out
+    out = tmp_path / "a.json"
+    cmd = [sys.executable, "benchmarks/accuracy_model.py", "--results", str(tmp_path / "runs"), "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["points"] == 8 and report["runs"] == 14  # houlsby's 4 sizes × 2 seeds held out; pals' none
+    assert report["interpolated"]["points"] == 4 and report["extrapolated"]["points"] == 4  # 8 and 16 lie inside
+    assert 0 < report["mae"] < 1.0 and 0 <= report["coverage80"] <= 1
+    inner = [p for p in report["held_out"] if not p["extrapolated"]]
+    assert {p["d_s"] for p in inner} == {8, 16}
+    assert sm.holdout_summary([]) == {"mae": None, "coverage80": None, "points": 0}
