@@ -66,6 +66,7 @@ class Observation:
     runs: tuple[float, ...]
     tasks: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # task → one value per run (0–100)
     source: str = ""
+    config: Optional[Mapping] = field(default=None, compare=False, repr=False)  # a run's config.json: to train the next
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,17 @@ class Curve:
     runs: int
     sizes: tuple[int, ...]  # distinct measured sizes, ascending
     points: tuple[tuple[int, float], ...]  # (d_s, dev average) of every run: what a figure draws
+    config: Optional[Mapping] = field(default=None, compare=False, repr=False)  # one run's settings (the recipe)
+
+    def next_config(self, d_s: int, seed: int = 0) -> Optional[dict]:
+        """The settings of a run of this family at ``d_s``: the recipe of its runs, this size, no out folder."""
+        if not self.config:
+            return None
+        cfg = json.loads(json.dumps(self.config))
+        cfg["adapter"] = {**(cfg.get("adapter") or {}), "d_s": d_s}
+        cfg["seed"] = seed
+        cfg.pop("out", None)
+        return cfg
 
     def predict(self, d_s: int) -> Prediction:
         i = self.line.at(d_s)
@@ -216,7 +228,8 @@ def fit(observations: Sequence[Observation]) -> Optional[Curve]:
         tl = fit_line(tp)
         if tl is not None:
             tasks[t] = tl
-    return Curve(family, line, tasks, len(points), tuple(sorted({s for s, _ in points})), tuple(points))
+    config = next((o.config for o in observations if o.config), None)
+    return Curve(family, line, tasks, len(points), tuple(sorted({s for s, _ in points})), tuple(points), config)
 
 
 def curves(observations: Iterable[Observation]) -> dict[Family, Curve]:
@@ -295,7 +308,7 @@ def observation(summary: dict, folder: Path) -> Optional[tuple[Optional[str], tu
     fam = Family(
         method, location, bool(adapter.get("freeze_trunk")), json.dumps(recipe(config), sort_keys=True, default=str)
     )
-    return config.get("model"), keys, Observation(fam, d_s, tuple(averages), tasks, str(folder))
+    return config.get("model"), keys, Observation(fam, d_s, tuple(averages), tasks, str(folder), config)
 
 
 def _storage_summaries(url: str) -> list[tuple[Path, dict]]:
@@ -465,3 +478,104 @@ def holdout_summary(points: Sequence[dict]) -> dict:
         "coverage80": round(sum(p["inside"] for p in points) / n, 4) if n else None,
         "points": n,
     }
+
+
+# --- one setting for a page's ranking, and the next run worth measuring ---------------------------------------------
+
+
+def main_setting(curves_: Mapping[Family, Curve]) -> dict[Family, Curve]:
+    """The curves of the one trunk setting and recipe with the most runs behind them: a ranking compares predictions
+    trained alike, never one recipe's against another's."""
+    if not curves_:
+        return {}
+    runs: dict[tuple[bool, str], int] = {}
+    for f, c in curves_.items():
+        runs[(f.freeze_trunk, f.recipe)] = runs.get((f.freeze_trunk, f.recipe), 0) + c.runs
+    best = max(runs, key=lambda k: (runs[k], k[1]))
+    return {f: c for f, c in curves_.items() if (f.freeze_trunk, f.recipe) == best}
+
+
+def recipe_text(family: Family) -> str:
+    """'300 steps × batch 16, lr 0.001, uniform sampling, max_len 64, trunk frozen' — how the runs were trained."""
+    try:
+        r = json.loads(family.recipe)
+    except ValueError:
+        r = {}
+    parts = []
+    if r.get("steps") is not None:
+        parts.append(f"{r['steps']} steps × batch {r.get('batch_size', '?')}")
+    if r.get("lr") is not None:
+        parts.append(f"lr {r['lr']:g}" if isinstance(r["lr"], (int, float)) else f"lr {r['lr']}")
+    if r.get("sampling"):
+        parts.append(f"{r['sampling']} sampling")
+    if r.get("max_len") is not None:
+        parts.append(f"max_len {r['max_len']}")
+    parts.append("trunk frozen" if family.freeze_trunk else "trunk fine-tuned")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A design at the budget, as the answer ranks it: its measured score (mean, ci95) or its prediction."""
+
+    label: str
+    d_s: Optional[int]
+    predicted: Optional[Prediction] = None
+    measured_mean: Optional[float] = None
+    measured_ci95: Optional[float] = None
+
+    def interval(self) -> Optional[tuple[float, float]]:
+        if self.measured_mean is not None:
+            half = self.measured_ci95 or 0.0
+            return self.measured_mean - half, self.measured_mean + half
+        if self.predicted is not None:
+            return self.predicted.lo, self.predicted.hi
+        return None
+
+    def value(self) -> Optional[float]:
+        """What ranks it: the measured mean, else an interpolated prediction's mean (an extrapolated one ranks nothing)."""
+        if self.measured_mean is not None:
+            return self.measured_mean
+        if self.predicted is not None and not self.predicted.extrapolated:
+            return self.predicted.mean
+        return None
+
+
+@dataclass(frozen=True)
+class NextRun:
+    option: Option
+    why: str
+
+
+def next_run(options: Sequence[Option]) -> Optional[NextRun]:
+    """The one design and size whose measurement would most change the decision at this budget: among the designs not
+    measured at their size whose predicted 80 % interval overlaps the leader's interval (the leader's own, if it is
+    only predicted), the one with the highest upper bound — the design that could still turn out first. None when
+    no unmeasured design has a prediction, or the leader's measured interval is clear of every prediction."""
+    ranked = [o for o in options if o.value() is not None]
+    if not ranked:
+        return None
+    leader = max(ranked, key=lambda o: o.value())
+    lo, hi = leader.interval()
+    open_ = [
+        o
+        for o in options
+        if o.measured_mean is None and o.predicted is not None and o.predicted.lo <= hi and lo <= o.predicted.hi
+    ]
+    if not open_:
+        return None
+    best = max(open_, key=lambda o: o.predicted.hi)
+    p = best.predicted
+    if best is leader:
+        why = f"it leads on prediction alone ({p.text()}); one run at d_s {best.d_s} tells whether the lead is real"
+    else:
+        lead = (
+            f"{leader.label}'s measured {leader.measured_mean:.1f}"
+            if leader.measured_mean is not None
+            else f"{leader.label}'s predicted {leader.predicted.text()}"
+        )
+        why = (
+            f"its 80 % interval ({p.text()}) overlaps {lead} and reaches highest: it is the design that could still "
+            "turn out first"
+        )
+    return NextRun(best, why)

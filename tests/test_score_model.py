@@ -177,3 +177,41 @@ def test_the_holdout_check_writes_mae_coverage_and_points(tmp_path):
     inner = [p for p in report["held_out"] if not p["extrapolated"]]
     assert {p["d_s"] for p in inner} == {8, 16}
     assert sm.holdout_summary([]) == {"mae": None, "coverage80": None, "points": 0}
+
+
+def _pred(mean, lo, hi, extrapolated=False):
+    return sm.Prediction(16, mean, lo, hi, 8, 4, 8, 64, extrapolated)
+
+
+def test_the_next_run_is_the_overlapping_design_with_the_highest_upper_bound():
+    leader = sm.Option("houlsby @ all", 40, measured_mean=62.0, measured_ci95=1.0)
+    close = sm.Option("pals @ all", 48, predicted=_pred(61.0, 59.0, 64.5))
+    closer_but_lower = sm.Option("lora @ all", 40, predicted=_pred(61.5, 60.5, 62.5))
+    far = sm.Option("low_rank @ all", 80, predicted=_pred(55.0, 54.0, 56.0))
+    wide = sm.Option("ia3 @ all", None)  # nothing measured, nothing predicted
+    nxt = sm.next_run([leader, close, closer_but_lower, far, wide])
+    assert nxt.option is close and "overlaps houlsby @ all's measured 62.0" in nxt.why
+    # the leader's measured interval clear of every prediction: nothing would change the decision
+    assert sm.next_run([sm.Option("h", 8, measured_mean=70.0, measured_ci95=0.5), far]) is None
+    # only predictions: the predicted leader itself is worth measuring when it reaches highest
+    top = sm.Option("pals @ all", 48, predicted=_pred(63.0, 60.0, 66.0))
+    assert sm.next_run([top, far]).option is top
+    # an extrapolated prediction ranks nothing but may still be the run worth making
+    ext = sm.Option("lora @ all", 256, predicted=_pred(70.0, 58.0, 80.0, extrapolated=True))
+    assert ext.value() is None and sm.next_run([leader, ext]).option is ext
+    assert sm.next_run([wide]) is None
+
+
+def test_a_page_ranks_one_recipe_only_and_can_launch_the_next_run_with_it(tmp_path):
+    study(tmp_path / "a", seeds=(0, 1))
+    study(tmp_path / "b", lr=3e-4, seeds=(0,))
+    cs = sm.curves(sm.observations([tmp_path], None, list(TASKS)))
+    assert len(cs) == 2
+    [(fam, curve)] = sm.main_setting(cs).items()
+    assert (
+        curve.runs == 10
+        and sm.recipe_text(fam) == "300 steps × batch 32, lr 0.001, annealed sampling, max_len 128, trunk frozen"
+    )
+    cfg = curve.next_config(24)
+    assert cfg["adapter"]["d_s"] == 24 and cfg["lr"] == 1e-3 and cfg["seed"] == 0 and "out" not in cfg
+    assert TrainConfig.from_dict(cfg).adapter.d_s == 24  # the trainer takes it as it is
