@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The measured study behind benchmarks/accuracy_model.py (issue 37 item 5): the embedded MiniLM, three small GLUE
 # tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x four sizes x two seeds, ONE recipe (frozen trunk, 300 steps
-# x batch 16, uniform sampling, lr 1e-3, 10 % warm-up, max_len 128, full dev sets, one evaluation at the end).
+# x batch 16, uniform sampling, lr 1e-3, 10 % warm-up, max_len 64, full dev sets, one evaluation at the end).
 # Each design is an ordinary `pals-train --seeds 0,1 --jobs 2` folder under runs/accuracy_study/ (gitignored; its
 # two seeds train side by side at 1 thread each); the designs run one after another, sizes interleaved between the
 # methods (smallest, largest, then the middle) so a study cut short still holds three sizes of each method. After each
 # design its small JSON files (summary, seeds; never a checkpoint) are copied to benchmarks/results/accuracy_study/.
 # Run it again and finished designs are skipped, a started one resumes from its checkpoints.
 #
-#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study.sh        # ~70 min on 2 CPU cores
+#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study.sh        # ~55 min on 2 shared CPU cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs/accuracy_study}
 RESULTS=benchmarks/results/accuracy_study
-RECIPE=(--tasks rte,mrpc,stsb --freeze-trunk --steps 300 --batch-size 16 --max-len 128 --lr 1e-3 --warmup 0.1
+RECIPE=(--tasks rte,mrpc,stsb --freeze-trunk --steps 300 --batch-size 16 --max-len 64 --lr 1e-3 --warmup 0.1
         --sampling uniform --eval-every 300 --seeds 0,1 --jobs 2 --threads 1 --no-progress)
 DESIGNS=(houlsby:8 pals:12 houlsby:64 pals:96 houlsby:16 pals:24 houlsby:32 pals:48)
 mkdir -p "$RUNS" "$RESULTS"
