@@ -20,6 +20,7 @@ import streamlit as st
 from pals_core.budget import Cost
 
 from . import address, calc, design_view, machine_view, measured, recommend, runs_view, sidebar, tasks_view, train_view
+from . import predicted_view  # issue 37: predicted scores
 from .calc import key_of, label
 from .inputs import Inputs, files_stamp, one_line, parse_inputs
 
@@ -148,8 +149,14 @@ def main() -> None:
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         machine = machine_view.page_machine()  # one machine for the answer and every view
+        curves = predicted_view.question_curves(inp, question_keys)  # issue 37: what the measured sizes predict
         picks = recommend.candidates(
-            costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs, machine), hidden=inp.model.hidden
+            costs,
+            inp.budget,
+            scores,
+            slowdowns=lambda cs: calc.slowdowns(inp, cs, machine),
+            hidden=inp.model.hidden,
+            predicted=predicted_view.ranked(costs, curves),
         )
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
@@ -159,6 +166,7 @@ def main() -> None:
                 + "\n".join(f"- **{label}**: {reason}" for label, reason in refused)
             )
         design_view.render_answer(inp, costs, picks)
+        _guard("The predicted scores", predicted_view.render, inp, picks, curves)
         default = picks[0].key if picks else design_view.first_fits(inp)[0].key
         chosen = design_view.choose_design(costs, default, link.design if link else None)
         design_view.render_metrics(chosen, inp)

@@ -5,6 +5,8 @@ is measured, else the one that spends the most of the budget (ties: fewer FLOPs)
 is measured is not hidden behind a larger, unmeasured location of it. Candidates are ranked by what a person trades, in this order:
 1. a measured dev score of this very design — method, location and d_s — on this model and these tasks (finished
    runs on disk), best mean first (a score of another size is shown, labelled, and ranks nothing);
+1b. a predicted dev score of the design (``predicted``: given by the caller, e.g. a model fitted to measured runs),
+   best mean first, after every measured design;
 2. the share of the budget spent — the largest adapter that fits is what was asked for — compared in
    steps of ``SAME_SHARE`` (half a percent), so that designs spending the same share are ranked
 3. by the smallest predicted training-step slowdown (``time_ratio``, the calculator's time model), then the smallest
@@ -71,6 +73,7 @@ class Pick:
     time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
     oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
     other_size: Optional[Score] = None  # a score at another d_s, or a smoke run's: shown, never ranked
+    predicted: Optional[Score] = None  # a predicted dev score of this design (``candidates(predicted=…)``)
 
     @property
     def slowdown(self) -> float:
@@ -88,17 +91,20 @@ def candidates(
     measured: Mapping[Key, Score] = {},
     slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
     hidden: Optional[int] = None,
+    predicted: Mapping[Key, Score] = {},
 ) -> list[Pick]:
     """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
     predicted step-time ratios of the candidates (``calc.slowdowns``); asked only for the one candidate per method.
     ``hidden`` (the model's d): a design whose d_s is wider is ranked after every design of sensible size, and its
-    method's candidate is its largest design that is not wider, where it has one."""
+    method's candidate is its largest design that is not wider, where it has one. ``predicted``: a predicted dev
+    score per design (method, location; its ``d_s`` None or the design's), ranked after the measured ones."""
     best: dict[str, Pick] = {}
     for c in costs:
         if not c.feasible:
             continue
         score = measured.get(key_of(c))
         own = score if score is not None and score.d_s == c.d_s and not score.smoke else None
+        guess = predicted.get(key_of(c))
         p = Pick(
             c,
             budget_used(c, budget),
@@ -106,6 +112,7 @@ def candidates(
             own,
             oversized=hidden is not None and wider_than_model(c, hidden),
             other_size=score if own is None else None,
+            predicted=guess if guess is not None and guess.d_s in (None, c.d_s) else None,
         )
         old = best.get(c.method)
         if old is None or _within_method(p) > _within_method(old):
@@ -139,10 +146,13 @@ def share(used: float) -> str:
 
 
 def rank_key(p: Pick) -> tuple:
-    """Sensible sizes first; then measured (best mean first), then the budget's share, the step time, the FLOPs."""
+    """Sensible sizes first; then measured (best mean first), then the budget's share, the step time, the FLOPs; an
+    exact tie by the design's name, so that the order never depends on the order the rows came in."""
     if p.measured is not None:
-        return (p.oversized, 0, -p.measured.mean, p.slowdown, p.flops)
-    return (p.oversized, 1, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops)
+        return (p.oversized, 0, -p.measured.mean, p.slowdown, p.flops, label(p.key))
+    if p.predicted is not None:
+        return (p.oversized, 1, -p.predicted.mean, p.slowdown, p.flops, label(p.key))
+    return (p.oversized, 2, -math.floor(p.used / SAME_SHARE + 1e-9), p.slowdown, p.flops, label(p.key))
 
 
 def reason(p: Pick, picks: Sequence[Pick]) -> str:
@@ -161,6 +171,8 @@ def reason(p: Pick, picks: Sequence[Pick]) -> str:
             + "."
             + _oversized(p)
         )
+    if p.predicted is not None:
+        return head + f", and has the best predicted dev average here: {p.predicted.text()}." + _oversized(p)
     others = [q for q in picks if q is not p]
     tied = [q for q in others if rank_key(q)[:3] == rank_key(p)[:3]]
     if tied:

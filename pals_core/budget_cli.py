@@ -188,7 +188,7 @@ def _table(costs, header: str, width: Optional[int] = None, predicted: Optional[
         )
         if predicted is not None:
             p = predicted.get(id(c))
-            lines[-1].insert(6, "—" if p is None else p.text())
+            lines[-1].insert(6, "—" if p is None else p.cell())
     shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width, cols)
     keep = [cols.index(c) for c in shown]
     lines = [[r[i] for i in keep] for r in lines]

@@ -105,9 +105,22 @@ class Prediction:
             },
         }
 
-    def text(self) -> str:
-        """'63.4 [61.9, 64.9]' (+ ' extrapolated')."""
+    def cell(self) -> str:
+        """'63.4 [61.9, 64.9]' (+ ' extrapolated'): pals-budget's predicted column."""
         return f"{self.mean:.1f} [{self.lo:.1f}, {self.hi:.1f}]" + (" extrapolated" if self.extrapolated else "")
+
+    def text(self) -> str:
+        """'63.4 [61.9, 64.9] (80 % interval of one new run), predicted from 16 runs at d_s 8–64': the answer's words
+        (``recommend.reason`` writes a predicted score by its ``text``)."""
+        return f"{self.cell()} ({round(LEVEL * 100)} % interval of one new run), {self.basis()}"
+
+    @property
+    def n(self) -> int:  # read as a Score's (recommend.ranking): the runs behind it
+        return self.runs
+
+    @property
+    def ci95(self) -> None:  # a prediction has its 80 % interval (lo, hi), no 95 % half-width
+        return None
 
     def basis(self) -> str:
         """'predicted from 16 runs at d_s 8–64' (', extrapolated' outside that range)."""
@@ -553,8 +566,16 @@ def next_run(options: Sequence[Option]) -> Optional[NextRun]:
     only predicted), the one with the highest upper bound — the design that could still turn out first. None when
     no unmeasured design has a prediction, or the leader's measured interval is clear of every prediction."""
     ranked = [o for o in options if o.value() is not None]
-    if not ranked:
-        return None
+    if not ranked:  # every prediction at this budget is an extrapolation: measure the one that could reach highest
+        guesses = [o for o in options if o.measured_mean is None and o.predicted is not None]
+        if not guesses:
+            return None
+        best = max(guesses, key=lambda o: o.predicted.hi)
+        return NextRun(
+            best,
+            f"no design at this budget lies inside the measured sizes, and this one's extrapolated interval "
+            f"({best.predicted.cell()}) reaches highest: one run turns the guess into a measurement",
+        )
     leader = max(ranked, key=lambda o: o.value())
     lo, hi = leader.interval()
     open_ = [
@@ -567,15 +588,15 @@ def next_run(options: Sequence[Option]) -> Optional[NextRun]:
     best = max(open_, key=lambda o: o.predicted.hi)
     p = best.predicted
     if best is leader:
-        why = f"it leads on prediction alone ({p.text()}); one run at d_s {best.d_s} tells whether the lead is real"
+        why = f"it leads on prediction alone ({p.cell()}); one run at d_s {best.d_s} tells whether the lead is real"
     else:
         lead = (
             f"{leader.label}'s measured {leader.measured_mean:.1f}"
             if leader.measured_mean is not None
-            else f"{leader.label}'s predicted {leader.predicted.text()}"
+            else f"{leader.label}'s predicted {leader.predicted.cell()}"
         )
         why = (
-            f"its 80 % interval ({p.text()}) overlaps {lead} and reaches highest: it is the design that could still "
+            f"its 80 % interval ({p.cell()}) overlaps {lead} and reaches highest: it is the design that could still "
             "turn out first"
         )
     return NextRun(best, why)

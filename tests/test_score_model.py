@@ -200,6 +200,8 @@ def test_the_next_run_is_the_overlapping_design_with_the_highest_upper_bound():
     ext = sm.Option("lora @ all", 256, predicted=_pred(70.0, 58.0, 80.0, extrapolated=True))
     assert ext.value() is None and sm.next_run([leader, ext]).option is ext
     assert sm.next_run([wide]) is None
+    # nothing ranks (every prediction extrapolated): the highest upper bound is still the run to make
+    assert sm.next_run([ext, sm.Option("x", 8, predicted=_pred(50, 40, 60, extrapolated=True))]).option is ext
 
 
 def test_a_page_ranks_one_recipe_only_and_can_launch_the_next_run_with_it(tmp_path):
