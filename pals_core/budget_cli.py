@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="DIR",
         help="finished pals-train runs (any depth up to 3) of this model and these tasks: adds the dev average each "
-        "row's size is predicted to reach, with its 80 %% interval (docs/design.md §15); repeatable",
+        "row's size is predicted to reach, with its 80 %% interval (docs/design.md §23); repeatable",
     )
     p.add_argument("--storage", metavar="URL", help="an Optuna storage whose studies' trials count as runs too")
     p.add_argument(
@@ -365,7 +365,7 @@ def _predicted_notes(costs, predicted: dict) -> str:
         )
     return (
         f"\npredicted: dev average (0–100) of one new run [{round(LEVEL * 100)} % interval], from a curve over the measured "
-        "sizes of each method (docs/design.md §15; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
+        "sizes of each method (docs/design.md §23; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
     )
 
 
