@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The measured study behind benchmarks/accuracy_model.py (issue 37 item 5): the embedded MiniLM, three small GLUE
-# tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x four sizes x two seeds, ONE recipe (frozen trunk, 300 steps
-# x batch 16, uniform sampling, lr 1e-3, 10 % warm-up, max_len 64, full dev sets, one evaluation at the end).
+# tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x four sizes x two seeds, ONE recipe (frozen trunk, 150 steps
+# x batch 8, uniform sampling, lr 2e-3, 10 % warm-up, max_len 64, full dev sets, one evaluation at the end).
 # Each design is an ordinary `pals-train --seeds 0,1 --jobs 2` folder under runs/accuracy_study/ (gitignored; its
 # two seeds train side by side at 1 thread each); the designs run one after another, sizes interleaved between the
 # methods (smallest, largest, then the middle) so a study cut short still holds three sizes of each method. After each
@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs/accuracy_study}
 RESULTS=benchmarks/results/accuracy_study
-RECIPE=(--tasks rte,mrpc,stsb --freeze-trunk --steps 300 --batch-size 16 --max-len 64 --lr 1e-3 --warmup 0.1
-        --sampling uniform --eval-every 300 --seeds 0,1 --jobs 2 --threads 1 --no-progress)
+RECIPE=(--tasks rte,mrpc,stsb --freeze-trunk --steps 150 --batch-size 8 --max-len 64 --lr 2e-3 --warmup 0.1
+        --sampling uniform --eval-every 150 --seeds 0,1 --jobs 2 --threads 1 --no-progress)
 DESIGNS=(houlsby:8 pals:12 houlsby:64 pals:96 houlsby:16 pals:24 houlsby:32 pals:48)
 mkdir -p "$RUNS" "$RESULTS"
 for d in "${DESIGNS[@]}"; do

@@ -9,6 +9,7 @@ How good the predictions are is measured by ``benchmarks/accuracy_model.py`` (ea
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -57,7 +58,7 @@ def predicted_figure(
         left = min(lo_d / 2, at or lo_d)
         right = max(hi_d * 2, at or hi_d)
         grid = [left * (right / left) ** (i / 60) for i in range(61)]
-        preds = [c.predict(max(1, round(d))) for d in grid]
+        preds = [c.line.at(d) for d in grid]  # the curve between sizes too (a design's d_s is an integer)
         inside = [lo_d <= d <= hi_d for d in grid]
         fig.add_trace(
             dict(
@@ -105,10 +106,16 @@ def predicted_figure(
         ys += [y for _, y in c.points] + [p.lo for p in preds] + [p.hi for p in preds]
         if at:
             p = c.predict(at)
-            fig.add_vline(
-                x=at,
-                line=dict(color=color, dash="dash", width=1),
-                annotation_text=f"budget: {name} d_s {at}",
+            fig.add_vline(x=at, line=dict(color=color, dash="dash", width=1))
+            fig.add_annotation(  # on a log axis an annotation's x is log10 of the value
+                text=f"budget: {name} d_s {at}",
+                xref="x",
+                x=math.log10(at),
+                yref="paper",
+                y=1,
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=11, color=color),
             )
             fig.add_trace(
                 dict(
@@ -143,9 +150,11 @@ def _alpha(hex_color: str, a: float) -> str:
 
 
 def options(picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> list[sm.Option]:
-    """The answer's candidates (``recommend.Pick``) as the next-run rule reads them."""
+    """The answer's candidates (``recommend.Pick``) as the next-run rule reads them: each with its prediction at its
+    size, extrapolated ones included (they rank nothing, but may be the run worth making)."""
     from .calc import label
 
+    freeze = next(iter(curves)).freeze_trunk if curves else False
     out = []
     for p in picks:
         m = p.measured
@@ -153,7 +162,7 @@ def options(picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> list[sm.Op
             sm.Option(
                 label(p.key),
                 p.cost.d_s,
-                predicted=getattr(p, "predicted", None),
+                predicted=sm.row_prediction(curves, p.cost, freeze),
                 measured_mean=m.mean if m is not None else None,
                 measured_ci95=m.ci95 if m is not None else None,
             )

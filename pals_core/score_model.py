@@ -562,8 +562,8 @@ class NextRun:
 
 def next_run(options: Sequence[Option]) -> Optional[NextRun]:
     """The one design and size whose measurement would most change the decision at this budget: among the designs not
-    measured at their size whose predicted 80 % interval overlaps the leader's interval (the leader's own, if it is
-    only predicted), the one with the highest upper bound — the design that could still turn out first. None when
+    measured at their size whose predicted 80 % interval overlaps the leader's interval or lies above it (the
+    leader's own, if it is only predicted), the one with the highest upper bound — the design that could still turn out first. None when
     no unmeasured design has a prediction, or the leader's measured interval is clear of every prediction."""
     ranked = [o for o in options if o.value() is not None]
     if not ranked:  # every prediction at this budget is an extrapolation: measure the one that could reach highest
@@ -579,10 +579,8 @@ def next_run(options: Sequence[Option]) -> Optional[NextRun]:
     leader = max(ranked, key=lambda o: o.value())
     lo, hi = leader.interval()
     open_ = [
-        o
-        for o in options
-        if o.measured_mean is None and o.predicted is not None and o.predicted.lo <= hi and lo <= o.predicted.hi
-    ]
+        o for o in options if o.measured_mean is None and o.predicted is not None and lo <= o.predicted.hi
+    ]  # could tie or beat the leader: its interval overlaps the leader's or lies above it (an extrapolation, unranked)
     if not open_:
         return None
     best = max(open_, key=lambda o: o.predicted.hi)
@@ -596,7 +594,7 @@ def next_run(options: Sequence[Option]) -> Optional[NextRun]:
             else f"{leader.label}'s predicted {leader.predicted.cell()}"
         )
         why = (
-            f"its 80 % interval ({p.cell()}) overlaps {lead} and reaches highest: it is the design that could still "
-            "turn out first"
+            f"its 80 % interval ({p.cell()}) {'overlaps' if p.lo <= hi else 'lies above'} {lead} and reaches "
+            "highest: it is the design that could still turn out first"
         )
     return NextRun(best, why)

@@ -196,9 +196,12 @@ def test_the_next_run_is_the_overlapping_design_with_the_highest_upper_bound():
     # only predictions: the predicted leader itself is worth measuring when it reaches highest
     top = sm.Option("pals @ all", 48, predicted=_pred(63.0, 60.0, 66.0))
     assert sm.next_run([top, far]).option is top
-    # an extrapolated prediction ranks nothing but may still be the run worth making
+    # an extrapolated prediction ranks nothing but may still be the run worth making, above the leader too
     ext = sm.Option("lora @ all", 256, predicted=_pred(70.0, 58.0, 80.0, extrapolated=True))
     assert ext.value() is None and sm.next_run([leader, ext]).option is ext
+    above = sm.Option("pals @ all", 120, predicted=_pred(65.0, 63.5, 66.5, extrapolated=True))
+    nxt = sm.next_run([leader, closer_but_lower, above])
+    assert nxt.option is above and "lies above houlsby @ all's measured 62.0" in nxt.why
     assert sm.next_run([wide]) is None
     # nothing ranks (every prediction extrapolated): the highest upper bound is still the run to make
     assert sm.next_run([ext, sm.Option("x", 8, predicted=_pred(50, 40, 60, extrapolated=True))]).option is ext
