@@ -220,3 +220,10 @@ def test_a_page_ranks_one_recipe_only_and_can_launch_the_next_run_with_it(tmp_pa
     cfg = curve.next_config(24)
     assert cfg["adapter"]["d_s"] == 24 and cfg["lr"] == 1e-3 and cfg["seed"] == 0 and "out" not in cfg
     assert TrainConfig.from_dict(cfg).adapter.d_s == 24  # the trainer takes it as it is
+
+
+def test_pals_budget_storage_that_cannot_be_read_is_one_line(tmp_path, capsys):
+    argv = ["--tasks", "rte,mrpc", "--budget", "1.1", "--storage", f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}"]
+    assert _budget(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read the study storage" in err and "Traceback" not in err
