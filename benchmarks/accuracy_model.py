@@ -5,7 +5,7 @@ family's other sizes (three or more) predicts every held-out run. Reports the me
 average (points, 0–100) and the share of held-out runs inside their 80 % interval — over every held-out run, and
 apart for the sizes inside the fitted range (interpolated: what the explorer ranks) and outside it (extrapolated:
 shown, never ranked). Writes ``benchmarks/results/accuracy_model.json`` (``mae``, ``coverage80``, ``points``, the
-two subsets, every point).
+two subsets, every point) and beside it ``accuracy_model.csv`` (every run read: family, d_s, dev average, each task).
 
     .venv/bin/python benchmarks/accuracy_model.py                       # the committed study (accuracy_study.sh)
     .venv/bin/python benchmarks/accuracy_model.py --results runs/x --tasks rte,mrpc --model tiny --out /tmp/a.json
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pals_core.atomic import atomic_write_json  # noqa: E402
+from pals_core.atomic import atomic_write_json, atomic_write_text  # noqa: E402
 from pals_core.score_model import holdout, holdout_summary, observations  # noqa: E402
 
 GOAL_MAE, GOAL_COVERAGE = 1.0, 0.75
@@ -54,6 +54,13 @@ def main(argv=None) -> int:
         "held_out": points,
     }
     atomic_write_json(a.out, report)
+    tasks = sorted({t for o in obs for t in o.tasks})
+    lines = [",".join(["family", "d_s", "run", "dev_average", *tasks])]
+    for o in sorted(obs, key=lambda o: (o.family.label(), o.d_s)):
+        for i, y in enumerate(o.runs):
+            vals = [f"{o.tasks[t][i]:.4f}" if t in o.tasks else "" for t in tasks]
+            lines.append(",".join([o.family.label(), str(o.d_s), str(i), f"{y:.4f}", *vals]))
+    atomic_write_text(Path(a.out).with_suffix(".csv"), "\n".join(lines) + "\n")  # every run the fit read
     print(f"{report['runs']} runs in {len(report['families'])} families; {len(points)} held-out runs")
     for name, s in (
         ("all", report),
