@@ -28,10 +28,14 @@ def holdout_text(path: Path = HOLDOUT) -> str:
         r = json.loads(path.read_text())
         inner = r.get("interpolated") or {}
         s = inner if inner.get("points") else r
+        goal = r.get("goal") or {}
+        met = s["mae"] <= goal.get("mae", 1.0) and s["coverage80"] >= goal.get("coverage80", 0.75)
         return (
             f"checked by holding out each measured size of the committed study in turn: MAE {s['mae']:.1f} points, "
             f"{s['coverage80']:.0%} of held-out runs inside their 80 % interval ({s['points']} runs"
             + (", sizes inside the measured range" if s is inner else "")
+            + f"; the goal, MAE ≤ {goal.get('mae', 1.0):g} and ≥ {goal.get('coverage80', 0.75):.0%} inside, is "
+            + ("met" if met else "**not met**: read a prediction as a rough guide, its interval as the honest part")
             + "; BENCHMARKS.md)"
         )
     except (OSError, ValueError, KeyError, TypeError):

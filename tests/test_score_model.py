@@ -227,3 +227,18 @@ def test_pals_budget_storage_that_cannot_be_read_is_one_line(tmp_path, capsys):
     assert _budget(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot read the study storage" in err and "Traceback" not in err
+
+
+def test_the_page_quotes_the_holdout_check_as_committed(tmp_path):
+    from explorer.predicted_view import holdout_text
+
+    f = tmp_path / "a.json"
+    assert "not yet checked" in holdout_text(f)
+    f.write_text(json.dumps({"mae": 2.5, "coverage80": 0.8, "points": 12, "goal": {"mae": 1.0, "coverage80": 0.75}}))
+    assert "MAE 2.5 points, 80% of held-out runs" in holdout_text(f) and "**not met**" in holdout_text(f)
+    f.write_text(
+        json.dumps(
+            {"mae": 0.5, "coverage80": 0.9, "points": 8, "interpolated": {"mae": 0.4, "coverage80": 1.0, "points": 4}}
+        )
+    )
+    assert "MAE 0.4 points, 100% of held-out runs" in holdout_text(f) and "is met" in holdout_text(f)
