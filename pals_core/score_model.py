@@ -143,10 +143,11 @@ class Line:
     mean_x: float
     sxx: float
 
-    def at(self, d_s: float) -> Interval:
+    def at(self, d_s: float, k: int = 1) -> Interval:
+        """The 80 % interval of one new run at ``d_s`` (``k`` runs: of their mean)."""
         x = math.log(d_s)
         mean = self.a + self.b * x
-        half = self.t * self.s * math.sqrt(1 + 1 / self.n + (x - self.mean_x) ** 2 / self.sxx)
+        half = self.t * self.s * math.sqrt(1 / k + 1 / self.n + (x - self.mean_x) ** 2 / self.sxx)
         return Interval(mean, mean - half, mean + half)
 
 
@@ -479,6 +480,37 @@ def holdout(observations_: Iterable[Observation]) -> list[dict]:
                                 "extrapolated": p.extrapolated,
                             }
                         )
+    return out
+
+
+def holdout_sizes(observations_: Iterable[Observation]) -> list[dict]:
+    """As ``holdout``, one dict per held-out size: its measured dev average (the mean over its runs, as a ``--seeds``
+    result reports it) against the predicted mean and the 80 % interval of the mean of that many runs."""
+    by: dict[Family, list[Observation]] = {}
+    for o in observations_:
+        by.setdefault(o.family, []).append(o)
+    out = []
+    for fam, obs in by.items():
+        for d in sorted({o.d_s for o in obs}):
+            curve = fit([o for o in obs if o.d_s != d])
+            if curve is None:
+                continue
+            ys = [y for o in obs if o.d_s == d for y in o.runs]
+            y = sum(ys) / len(ys)
+            i = curve.line.at(d, k=len(ys))
+            out.append(
+                {
+                    "family": fam.label(),
+                    "d_s": d,
+                    "runs": len(ys),
+                    "measured": round(y, 4),
+                    "mean": round(i.mean, 4),
+                    "lo": round(i.lo, 4),
+                    "hi": round(i.hi, 4),
+                    "inside": i.lo <= y <= i.hi,
+                    "extrapolated": not curve.sizes[0] <= d <= curve.sizes[-1],
+                }
+            )
     return out
 
 

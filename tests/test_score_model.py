@@ -171,11 +171,13 @@ def test_the_holdout_check_writes_mae_coverage_and_points(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
-    assert report["points"] == 8 and report["runs"] == 14  # houlsby's 4 sizes × 2 seeds held out; pals' none
-    assert report["interpolated"]["points"] == 4 and report["extrapolated"]["points"] == 4  # 8 and 16 lie inside
+    assert report["points"] == 4 and report["runs"] == 14  # houlsby's 4 sizes held out (2 seeds each); pals' none
+    assert report["interpolated"]["points"] == 2 and report["extrapolated"]["points"] == 2  # 8 and 16 lie inside
+    assert {p["d_s"] for p in report["held_out"] if not p["extrapolated"]} == {8, 16}
+    assert all(p["runs"] == 2 for p in report["held_out"])  # a size's dev average: the mean of its two seeds
+    assert report["per_run"]["points"] == 8 and report["per_run"]["interpolated"]["points"] == 4
     assert 0 < report["mae"] < 1.0 and 0 <= report["coverage80"] <= 1
-    inner = [p for p in report["held_out"] if not p["extrapolated"]]
-    assert {p["d_s"] for p in inner} == {8, 16}
+    assert out.with_suffix(".csv").read_text().count("\n") == 15  # a header and every run read
     assert sm.holdout_summary([]) == {"mae": None, "coverage80": None, "points": 0}
 
 
