@@ -29,6 +29,20 @@ from pals_core.score_model import holdout, holdout_sizes, holdout_summary, obser
 GOAL_MAE, GOAL_COVERAGE = 1.0, 0.75
 
 
+def markdown(report: dict) -> str:
+    """The held-out sizes as BENCHMARKS.md shows them."""
+    out = [
+        "| family | held-out d_s | measured (mean of runs) | predicted [80 % interval] | inside | extrapolated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for q in report["held_out"]:
+        out.append(
+            f"| {q['family']} | {q['d_s']} | {q['measured']:.2f} ({q['runs']} runs) | {q['mean']:.2f} "
+            f"[{q['lo']:.2f}, {q['hi']:.2f}] | {'yes' if q['inside'] else 'no'} | {'yes' if q['extrapolated'] else 'no'} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", action="append", help="folders of finished runs (default: the committed study)")
@@ -36,6 +50,7 @@ def main(argv=None) -> int:
     p.add_argument("--tasks", default="rte,mrpc,stsb", help="the tasks, by name or fingerprint (default rte,mrpc,stsb)")
     p.add_argument("--model", default=None, help="the runs' pals-train --model (default: the embedded MiniLM)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "accuracy_model.json"))
+    p.add_argument("--markdown", action="store_true", help="also print the held-out sizes as a Markdown table")
     a = p.parse_args(argv)
     roots = [Path(r) for r in (a.results or [ROOT / "benchmarks" / "results" / "accuracy_study"])]
     for r in roots:
@@ -92,6 +107,9 @@ def main(argv=None) -> int:
         else:
             print(f"{name:15s}: none held out (a family needs four measured sizes: three to fit, one to hold out)")
     print(f"→ {a.out}")
+    if a.markdown:
+        print()
+        print(markdown(report))
     return 0
 
 
