@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The measured study behind benchmarks/accuracy_model.py (issue 37 item 5): the embedded MiniLM, three small GLUE
-# tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x four sizes x two seeds, ONE recipe (frozen trunk, 150 steps
+# tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x five sizes x two seeds, ONE recipe (frozen trunk, 150 steps
 # x batch 8, uniform sampling, lr 2e-3, 10 % warm-up, max_len 64, full dev sets, one evaluation at the end).
 # Each design is an ordinary `pals-train --seeds 0,1 --jobs 2` folder under runs/accuracy_study/ (gitignored; its
 # two seeds train side by side at 1 thread each); the designs run one after another, sizes interleaved between the
-# methods (smallest, largest, then the middle) so a study cut short still holds three sizes of each method. After each
+# methods (smallest, largest, then the middle, then one size more each) so a study cut short still holds three sizes
+# of each method. After each
 # design its small JSON files (summary, seeds; never a checkpoint) are copied to benchmarks/results/accuracy_study/.
 # Run it again and finished designs are skipped, a started one resumes from its checkpoints.
 #
@@ -16,7 +17,7 @@ RUNS=${RUNS:-runs/accuracy_study}
 RESULTS=benchmarks/results/accuracy_study
 RECIPE=(--tasks rte,mrpc,stsb --freeze-trunk --steps 150 --batch-size 8 --max-len 64 --lr 2e-3 --warmup 0.1
         --sampling uniform --eval-every 150 --seeds 0,1 --jobs 2 --threads 1 --no-progress)
-DESIGNS=(houlsby:8 pals:12 houlsby:64 pals:96 houlsby:16 pals:24 houlsby:32 pals:48)
+DESIGNS=(houlsby:8 pals:12 houlsby:64 pals:96 houlsby:16 pals:24 houlsby:32 pals:48 houlsby:128 pals:192)
 mkdir -p "$RUNS" "$RESULTS"
 for d in "${DESIGNS[@]}"; do
   method=${d%%:*}; ds=${d##*:}; out="$RUNS/$method-$ds"
