@@ -247,14 +247,15 @@ def question_curves(inp, keys_of) -> dict:
     the one recipe and trunk setting with the most runs (``score_model.main_setting``); {} when there are none."""
     if inp is None or not inp.trainable or not inp.records:
         return {}
-    from . import measured, registry
+    from pals_core.supervise.roots import runs_root
+
     from .inputs import files_stamp
 
     try:
         keys = keys_of(inp.records, files_stamp(inp.records))
     except (OSError, ValueError):
         return {}
-    roots = (str(registry.runs_root()), str(measured.RESULTS))
+    roots = (str(runs_root()), str(ROOT / "benchmarks" / "results"))  # the explorer's measured results' roots
     return sm.main_setting(_curves(roots, inp.train_model, tuple(keys)))
 
 
