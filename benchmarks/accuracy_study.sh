@@ -36,3 +36,24 @@ for d in "${DESIGNS[@]}"; do
   done
 done
 echo "$(date -u +%H:%M:%S) all designs finished"
+# A third seed of every design: single runs (seed 2) of the same recipe, two side by side at 1 thread each, each
+# copied to benchmarks/results/accuracy_study/<method>-<d_s>-seed-2/ when it finishes.
+SEED2=(--tasks rte,mrpc,stsb --freeze-trunk --steps 150 --batch-size 8 --max-len 64 --lr 2e-3 --warmup 0.1
+       --sampling uniform --eval-every 150 --seed 2 --threads 1 --no-progress)
+seed2() {  # method d_s
+  local out="$RUNS/$1-$2-seed-2"
+  if [[ ! -f "$out/summary.json" ]]; then
+    "$PY" -m pals_core.train.cli --method "$1" --d-s "$2" "${SEED2[@]}" --out "$out" $([[ -d "$out" ]] && echo --resume) \
+      > "$out.log" 2>&1 || { echo "$(date -u +%H:%M:%S) $1 d_s=$2 seed 2 failed (see $out.log)"; return; }
+  fi
+  mkdir -p "$RESULTS/$1-$2-seed-2"
+  cp "$out/summary.json" "$out/config.json" "$RESULTS/$1-$2-seed-2/"
+  echo "$(date -u +%H:%M:%S) $1 d_s=$2 seed 2 finished"
+}
+for ((i = 0; i < ${#DESIGNS[@]}; i += 2)); do
+  a=${DESIGNS[i]}; b=${DESIGNS[i+1]:-}
+  seed2 "${a%%:*}" "${a##*:}" &
+  [[ -n "$b" ]] && seed2 "${b%%:*}" "${b##*:}" &
+  wait
+done
+echo "$(date -u +%H:%M:%S) third seed finished"
