@@ -7,9 +7,10 @@
 # methods (smallest, largest, then the middle, then one size more each) so a study cut short still holds three sizes
 # of each method. After each
 # design its small JSON files (summary, seeds; never a checkpoint) are copied to benchmarks/results/accuracy_study/.
+# Then a third seed (2) of every design, as single runs of the same recipe, two side by side.
 # Run it again and finished designs are skipped, a started one resumes from its checkpoints.
 #
-#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study.sh        # ~55 min on 2 shared CPU cores
+#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study.sh        # 53 min on 2 shared CPU cores (BENCHMARKS.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
