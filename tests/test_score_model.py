@@ -237,10 +237,13 @@ def test_the_page_quotes_the_holdout_check_as_committed(tmp_path):
     f = tmp_path / "a.json"
     assert "not yet checked" in holdout_text(f)
     f.write_text(json.dumps({"mae": 2.5, "coverage80": 0.8, "points": 12, "goal": {"mae": 1.0, "coverage80": 0.75}}))
-    assert "MAE 2.5 points, 80% of held-out runs" in holdout_text(f) and "**not met**" in holdout_text(f)
+    assert "MAE 2.5 points on 12 held-out sizes, 80% of them inside" in holdout_text(
+        f
+    ) and "**not met**" in holdout_text(f)
     f.write_text(
         json.dumps(
             {"mae": 0.5, "coverage80": 0.9, "points": 8, "interpolated": {"mae": 0.4, "coverage80": 1.0, "points": 4}}
         )
     )
-    assert "MAE 0.4 points, 100% of held-out runs" in holdout_text(f) and "is met" in holdout_text(f)
+    text = holdout_text(f)
+    assert "MAE 0.4 points on 4 held-out sizes inside the measured range, 100% of them" in text and "is met" in text
