@@ -21,8 +21,9 @@ from pals_core.budget import Cost
 
 from pals_core import measured
 from pals_core.budget import recommend
+from pals_core import results, score_model
 
-from . import address, calc, design_view, machine_view, runs_view, sidebar, tasks_view, train_view
+from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
 from .calc import key_of, label
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
@@ -94,7 +95,7 @@ def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
 @st.cache_data(show_spinner=False, max_entries=16)
 def question_keys(records: tuple, stamp: tuple) -> list[str]:
     """The question's task fingerprints (its own tasks' files hashed once per version: ``stamp``)."""
-    return measured.question_keys(records)
+    return results.question_keys(records)
 
 
 def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
@@ -152,8 +153,14 @@ def main() -> None:
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         machine = machine_view.page_machine()  # one machine for the answer and every view
+        curves = predicted_view.question_curves(inp, question_keys)  # what the measured sizes predict
         picks = recommend.candidates(
-            costs, inp.budget, scores, slowdowns=lambda cs: calc.slowdowns(inp, cs, machine), hidden=inp.model.hidden
+            costs,
+            inp.budget,
+            scores,
+            slowdowns=lambda cs: calc.slowdowns(inp, cs, machine),
+            hidden=inp.model.hidden,
+            predicted=score_model.ranked(costs, curves),
         )
         st.markdown(design_view.budget_sentence(inp))
         refused = getattr(costs, "refused", [])
@@ -163,6 +170,7 @@ def main() -> None:
                 + "\n".join(f"- **{label}**: {reason}" for label, reason in refused)
             )
         design_view.render_answer(inp, costs, picks)
+        _guard("The predicted scores", predicted_view.render, inp, picks, curves)
         default = picks[0].key if picks else design_view.first_fits(inp)[0].key
         chosen = design_view.choose_design(costs, default, link.design if link else None)
         design_view.render_metrics(chosen, inp)

@@ -112,10 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder of finished runs (pals-train's summary.json, three levels deep) whose dev scores rank the "
         "designs, as the explorer's do; repeat for several (default: the explorer's: $PALS_RUNS_DIR or ./runs, and "
         "this checkout's benchmarks/results). Runs count for a model the trainer builds (the embedded model or a "
-        "checkpoint folder) on exactly these tasks",
+        "checkpoint folder) on exactly these tasks; where a method has runs at three sizes or more, a predicted column "
+        "gives the dev average each row's size is predicted to reach, with its 80 %% interval (docs/design.md §23)",
     )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--storage", metavar="URL", help="an Optuna storage whose studies' trials count as runs too")
     p.add_argument(
         "--wide",
         action="store_true",
@@ -148,7 +150,8 @@ COLUMNS = [
     "binds",
     "fits",
 ]
-NUMERIC = set(COLUMNS[2:15]) - {"trunk"}
+PREDICTED = "predicted"  # with --results/--storage: the predicted dev average [80 % interval]
+NUMERIC = (set(COLUMNS[2:15]) - {"trunk"}) | {PREDICTED}
 DROP_ORDER = [
     "all tasks GFLOPs",
     "act. GiB",
@@ -180,28 +183,32 @@ def terminal_width(fallback: int = NOT_A_TERMINAL_WIDTH) -> int:
     return columns if columns > 0 else fallback
 
 
-def _fit(lines: list[list[str]], width: int) -> tuple[list[str], list[str]]:
+def _fit(lines: list[list[str]], width: int, columns: Sequence[str] = COLUMNS) -> tuple[list[str], list[str]]:
     """The columns shown (the table's order) and those left out so that the rows fit ``width``."""
-    widths = {c: max(len(c), *(len(r[j]) for r in lines)) for j, c in enumerate(COLUMNS)}
+    widths = {c: max(len(c), *(len(r[j]) for r in lines)) for j, c in enumerate(columns)}
 
     def total(cols: list[str]) -> int:
         return sum(widths[c] for c in cols) + 2 * (len(cols) - 1)
 
-    shown = list(COLUMNS)
+    shown = list(columns)
     for c in DROP_ORDER:
         if total(shown) <= width:
             break
         shown.remove(c)
-    return shown, [c for c in COLUMNS if c not in shown]
+    return shown, [c for c in columns if c not in shown]
 
 
-def _table(costs, header: str, width: Optional[int] = None, answer: Optional[str] = None) -> str:
+def _table(
+    costs, header: str, width: Optional[int] = None, answer: Optional[str] = None, predicted: Optional[dict] = None
+) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
     last line naming the columns left out; the header wrapped to the same width, then the recommendation
-    (``answer``), as the page says it under its question."""
+    (``answer``), as the page says it under its question. ``predicted`` (``--results``/``--storage``): each
+    row's ``score_model.Prediction`` (or None) by ``id`` of its cost, shown after ``× base``."""
     import textwrap
 
-    cols = COLUMNS
+    at = COLUMNS.index("× base") + 1  # the predicted score beside the size it buys
+    cols = COLUMNS if predicted is None else [*COLUMNS[:at], PREDICTED, *COLUMNS[at:]]
     lines = []
     for c in costs:
         mem = c.memory_train or {}
@@ -226,7 +233,10 @@ def _table(costs, header: str, width: Optional[int] = None, answer: Optional[str
                 "yes" if c.feasible else "NO",
             ]
         )
-    shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width)
+        if predicted is not None:
+            p = predicted.get(id(c))
+            lines[-1].insert(at, "—" if p is None else p.cell())
+    shown, hidden = (cols, []) if width is None or not lines else _fit(lines, width, cols)
     keep = [cols.index(c) for c in shown]
     lines = [[r[i] for i in keep] for r in lines]
     widths = [max(len(h), *(len(r[j]) for r in lines)) for j, h in enumerate(shown)]
@@ -327,6 +337,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
     picks, scores, roots, unread = [], {}, (), None
+    curves = _curves(args, records)
+    predicted = None
+    if curves is not None:
+        from . import score_model as sm  # late: loads scipy, only with --results/--storage
+
+        predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
         scores, roots, unread = measured_scores(args, records)
         picks = recommend.candidates(
@@ -346,6 +362,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                 conditions_for_model(args.model),
             ),
             hidden=model.hidden,
+            predicted=sm.ranked(costs, curves) if curves else {},
         )
     ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
     answer = recommend.answer(picks, bold="") if picks else None
@@ -378,7 +395,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
                     "measured": len(scores),
                     "not_looked_up": unread,
                 },
-                "rows": [c.as_row() for c in ranked],
+                "rows": [
+                    c.as_row()
+                    if predicted is None
+                    else {**c.as_row(), "predicted_score": _json_of(predicted.get(id(c)))}
+                    for c in ranked
+                ],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
             indent=2,
@@ -391,9 +413,57 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
     return (
-        _table(ranked, header, None if args.wide else terminal_width(), answer)
+        _table(ranked, header, None if args.wide else terminal_width(), answer, predicted)
         + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
         + (f"\nmeasured results are not looked up: {unread}" if unread else "")
+        + ("" if predicted is None else _predicted_notes(ranked, predicted))
+    )
+
+
+def _curves(args, records) -> Optional[dict]:
+    """The score curves (``score_model``) of this model's runs on exactly these tasks under ``--results`` (default:
+    the page's folders, ``measured.default_roots``) and ``--storage``, as the page fits them; None where there is
+    nothing to show (not asked, and no curve under the default folders)."""
+    asked = bool(args.results or args.storage)
+    trainable, train_model = trainer_model(args.model)
+    if not asked and (not records or not trainable):
+        return None  # nothing to look up, and not asked to
+    if asked and not records:
+        raise UsageError(
+            "--results needs the tasks by name (--tasks rte,mrpc,… or --tasks-file): runs are matched by task"
+        )
+    from . import measured  # late: reads run folders (and numpy)
+    from . import score_model as sm  # late: loads scipy
+    from .results import question_keys  # late: with the run folders it reads
+
+    try:
+        keys = question_keys(records)
+    except (OSError, ValueError):
+        return {} if asked else None  # measured_scores says why the runs are not looked up
+    roots = [str(r) for r in (args.results or [d for d in measured.default_roots() if os.path.isdir(d)])]
+    model = train_model if trainable else args.model  # a model the trainer does not build: no run matches it
+    curves = sm.question_curves(roots, args.storage, model, keys)
+    return curves if asked or curves else None  # the page's default roots add a column only where they predict
+
+
+def _json_of(p) -> Optional[dict]:
+    return None if p is None else p.as_json()
+
+
+def _predicted_notes(costs, predicted: dict) -> str:
+    """Below the table: what each prediction rests on, and where there is none."""
+    from .score_model import LEVEL
+
+    got = [(c, predicted.get(id(c))) for c in costs]
+    lines = [f"{c.method} @ {c.location or '—'}, d_s {c.d_s}: {p.basis()}" for c, p in got if p is not None]
+    if not lines:
+        return (
+            "\npredicted: — (no method here has finished runs at three sizes or more of this model, these tasks and "
+            "this trunk setting under --results/--storage)"
+        )
+    return (
+        f"\npredicted: dev average (0–100) of one new run [{round(LEVEL * 100)} % interval], from a curve over the measured "
+        "sizes of each method (docs/design.md §23; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
     )
 
 
@@ -418,11 +488,12 @@ def measured_scores(args, records) -> tuple[dict, tuple, Optional[str]]:
     trainable, train_model = trainer_model(args.model)
     if not trainable or not records:
         return {}, (), None
-    from . import measured  # reads run folders (and numpy): loaded only when there are runs to match
+    from . import measured  # late: reads run folders (and numpy), only when there are runs to match
+    from .results import question_keys  # late: with the run folders above
 
     roots = tuple(args.results) if args.results else measured.default_roots()
     try:
-        keys = measured.question_keys(records)  # a tasks file's tasks are what their files hold: hashed
+        keys = question_keys(records)  # a tasks file's tasks are what their files hold: hashed
     except (OSError, ValueError) as e:
         return {}, (), " ".join(str(e).split())
     found = measured.same_question(measured.scan(roots), train_model, trainable, keys)

@@ -33,19 +33,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .atomic import read_json_file
 from .budget import get_method
-from .train.aggregate import compare
+from .results import DEPTH, SCALE, read_summary, walk
+from .results import read_or_none as _read
+from .results import run_config as _config
+from .results import seed_averages as _seed_averages
+from .results import summary_files as _summary_files
 from .tasks import TaskRecord
+from .train.aggregate import compare
 from .train.config import recipe, task_keys
-from .train.seeds import SEEDS_FILE, aggregate_so_far
 
 from .budget.recommend import Key, Score, label
 from .supervise.roots import runs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
 SMOKE_STEPS = 100  # a run of fewer training steps is a smoke run: a check that training runs, not a measurement
 
 
@@ -136,40 +138,6 @@ class Unreadable:
     reason: str
 
 
-def read_summary(path: Path) -> dict:
-    """The JSON object in a ``summary.json`` (read by ``pals_core.atomic.read_json_file``: never opens a folder or a
-    FIFO, nor parses past its size limit or Python's nesting depth); ``ValueError`` in one line, without the path,
-    for anything else."""
-    what = path.name
-    try:
-        data = read_json_file(path, what)
-    except ValueError as e:
-        raise ValueError(" ".join(str(e).replace(f" {path}", "").split())) from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{what} holds a JSON {type(data).__name__}, not an object")
-    return data
-
-
-def _read(path: Path) -> Optional[dict]:
-    try:
-        return read_summary(path)
-    except ValueError:
-        return None
-
-
-DEPTH = 3  # run folders searched: <root>/<run>, a --seeds run's <root>/<run>/seed-<k>, a sweep's <root>/<sweep>/<design>/seed-<k>
-
-
-def _summary_files(root: Path, depth: int = DEPTH) -> list[Path]:
-    """Every ``summary.json`` in the folders ``depth`` levels under ``root``, shallowest first (a folder, a FIFO or a
-    broken symbolic link of that name too: it is an unreadable summary)."""
-    patterns = ["/".join(["*"] * n) for n in range(1, depth + 1)]
-    found = {d / "summary.json" for pattern in patterns for d in root.glob(pattern) if d.is_dir()}
-    return sorted(
-        (f for f in found if os.path.lexists(f)), key=lambda p: (len(p.parts), str(p))
-    )  # lexists: a broken link too
-
-
 def unreadable(roots: Iterable[Path], depth: int = DEPTH) -> list[Unreadable]:
     """The summaries in the run folders ``depth`` levels under ``roots`` that cannot be read, each with its reason:
     shown on their own rows, never a reason for the rest of the page to fail."""
@@ -184,40 +152,6 @@ def unreadable(roots: Iterable[Path], depth: int = DEPTH) -> list[Unreadable]:
             except ValueError as e:
                 out.append(Unreadable(str(f.parent), str(e)))
     return out
-
-
-def _config(summary: dict, folder: Path) -> Optional[dict]:
-    """The run's settings: its own, or (an aggregate) the first seed run's."""
-    if isinstance(summary.get("config"), dict):
-        return summary["config"]
-    for run in summary.get("runs") or []:
-        if isinstance(run, dict) and isinstance(run.get("config"), dict):
-            return run["config"]
-        sub = folder / str(run) if isinstance(run, str) else None
-        for candidate in [sub / "summary.json", sub / "config.json"] if sub else []:
-            data = _read(candidate) if candidate.is_file() else None
-            if data:
-                return data.get("config", data)
-    for seed in summary.get("seeds") or []:
-        data = _read(folder / f"seed-{seed}" / "config.json") or (
-            _read(folder / f"seed-{seed}" / "summary.json") or {}
-        ).get("config")
-        if data:
-            return data
-    return None
-
-
-def _seed_averages(summary: dict, folder: Path) -> tuple[float, ...]:
-    """An aggregate's per-seed dev averages (0–100): from its ``runs`` entries, or (an entry naming a folder)
-    that seed run's own summary."""
-    out = []
-    for run in summary.get("runs") or []:
-        if isinstance(run, str):
-            run = _read(folder / run / "summary.json") or {}
-        avg = run.get("average") if isinstance(run, dict) else None
-        if isinstance(avg, (int, float)):
-            out.append(SCALE * avg)
-    return tuple(out)
 
 
 def parse(summary: dict, folder: Path) -> Optional[Result]:
@@ -301,58 +235,20 @@ def _ints(value) -> tuple[int, ...]:
     return tuple(value) if isinstance(value, list) and all(isinstance(v, int) for v in value) else ()
 
 
-def _so_far(root: Path) -> list[tuple[Path, dict]]:
-    """(folder, aggregate of the seeds finished so far) for each ``--seeds`` plan under ``root`` (two levels deep)
-    that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``). A plan with a seed
-    summary that cannot be read (a FIFO would hang the seeds' reader, deep nesting crash it) is passed over."""
-    out = []
-    for plan in sorted({f for depth in ("*", "*/*") for f in root.glob(f"{depth}/{SEEDS_FILE}")}):
-        if any(_read(f) is None for f in plan.parent.glob("seed-*/summary.json")):
-            continue  # a seed's summary that cannot be read (shown by ``unreadable``): never handed to the seeds' reader
-        if not (plan.parent / "summary.json").is_file():
-            agg = aggregate_so_far(plan.parent)
-            if agg is not None and len(agg["runs"]) >= 2:
-                out.append((plan.parent, agg))
-    return out
-
-
 def scan(roots: Iterable[Path]) -> list[Result]:
     """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs — a
     ``--seeds`` run still training by the seeds it has finished, once it has two — each summary once (an
-    identical copy under a later root is skipped)."""
+    identical copy under a later root is skipped): ``pals_core.results.walk``."""
     out: list[Result] = []
-    seen: set[Path] = set()
-    contents: set[str] = (
-        set()
-    )  # a summary copied elsewhere (a sweep's run and its copy under benchmarks/results) is one result
-    for root in roots:
-        root = Path(root)
-        if not root.is_dir():
-            continue
-        for folder, summary in [*_so_far(root), *((f.parent, _read(f)) for f in _summary_files(root))]:
-            resolved = folder.resolve()
-            if resolved in seen or any(p in seen for p in resolved.parents):
-                continue  # a run inside an aggregate already read (a seed, a separate seed's task)
-            r = parse(summary, folder) if summary else None
-            if r is None:
-                continue
-            seen.add(resolved)
-            content = json.dumps(summary, sort_keys=True)
-            if content not in contents:  # the first root's copy is the one shown
-                contents.add(content)
-                out.append(r)
-    return out
 
+    def accept(summary: dict, folder: Path) -> bool:
+        r = parse(summary, folder)
+        if r is not None:
+            out.append(r)
+        return r is not None
 
-def question_keys(records: Sequence[TaskRecord], glue_dir: Optional[str] = None) -> list[str]:
-    """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
-    ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
-    if all(r.glue is not None for r in records):
-        return [f"glue:{r.glue}" for r in records]
-    from pals_core.data.load import describe_data  # late: loads numpy and datasets (a file's fingerprint)
-
-    data = describe_data(list(records), glue_dir=glue_dir)
-    return [data[r.name]["fingerprint"] for r in records]
+    kept = {folder for folder, _ in walk(roots, accept)}
+    return [r for r in out if Path(r.path) in kept]
 
 
 def same_question(

@@ -193,6 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--progress", action="store_true", help="show the trainer's progress bars")
     r.add_argument(
+        "--first-trial",
+        metavar="METHOD[@LOCATION]:D_S",
+        help="design studies: train this design first (Optuna enqueue_trial), e.g. houlsby@all:32 — the explorer's "
+        "'next run worth measuring'; queued once per study",
+    )
+    r.add_argument(
         "--no-checkpoints",
         action="store_true",
         help="delete a finished trial's checkpoints (its config, metrics and summary stay); saves disk",
@@ -415,6 +421,8 @@ def cmd_run(args) -> int:
         return 0
     shape = model_shape(settings.model)
     ctx = make_context(definition, settings, shape)
+    if args.first_trial is not None:
+        enqueue_first(study, definition, ctx, args.first_trial)
     print(_describe(definition, settings, ctx), flush=True)
     objective = Objective(
         definition,
@@ -468,6 +476,41 @@ def cmd_run(args) -> int:
         )
         return 1
     return 0
+
+
+def first_trial_params(definition, ctx, text: str) -> dict:
+    """``METHOD[@LOCATION]:D_S`` → the Optuna parameters a design study's trial of that design samples
+    (``definitions.suggest_design`` and its d_s); ``StudyError`` in one line for a design the study cannot sample."""
+    if not definition.searches_design:
+        raise StudyError(f"--first-trial: study {definition.name!r} does not search the design")
+    design, sep, size = text.strip().rpartition(":")
+    method, _, location = design.partition("@")
+    if not sep or not method or not size.strip().isdigit():
+        raise StudyError(f"--first-trial takes METHOD[@LOCATION]:D_S, e.g. houlsby@all:32; got {text!r}")
+    d_s = int(size)
+    here = [c for c in ctx.designs if c.method == method.strip()]
+    if not here:
+        raise StudyError(
+            f"--first-trial: {method!r} is not among this study's methods ({', '.join(dict.fromkeys(c.method for c in ctx.designs))})"
+        )
+    loc = location.strip() or (None if here[0].location is None else "all")
+    choice = next((c for c in here if c.location == loc), None)
+    if choice is None:
+        raise StudyError(f"--first-trial: {method} has no location {loc!r} in this study")
+    if not choice.sized or d_s < choice.step or d_s > choice.d_max or d_s % choice.step:
+        raise StudyError(
+            f"--first-trial: d_s {d_s} is not one this study samples for {choice.method} @ {choice.location or '—'} "
+            f"({choice.step}–{choice.d_max} in steps of {choice.step}: the budget's range)"
+        )
+    params = {"method": choice.method, choice.d_s_param: d_s}
+    if choice.location is not None:
+        params[f"location_{choice.method}"] = choice.location
+    return params
+
+
+def enqueue_first(study, definition, ctx, text: str) -> None:
+    """Queue ``--first-trial``'s design (``enqueue_trial``; once: a second worker with the same flag adds nothing)."""
+    study.enqueue_trial(first_trial_params(definition, ctx, text), skip_if_exists=True)
 
 
 def _counts_text(c: dict) -> str:

@@ -145,11 +145,14 @@ def candidates(
 
 
 def _within_method(p: Pick) -> tuple:
-    """Which of a method's fitting designs is its candidate: measured first (best mean), then the largest share."""
+    """Which of a method's fitting designs is its candidate: measured first (best mean), then predicted (best mean),
+    then the largest share."""
     return (
         not p.oversized,
         p.measured is not None,
         p.measured.mean if p.measured is not None else 0.0,
+        p.predicted is not None,  # then a location whose size a fitted curve predicts (issue 37), best first
+        p.predicted.mean if p.predicted is not None else 0.0,
         p.used,
         -p.flops,
         -_LOCATIONS.get(p.cost.location, len(_LOCATIONS)),  # a tie (top and bottom alike): all, then top, bottom

@@ -1,0 +1,154 @@
+"""Finished runs on disk, read without torch: the ``summary.json`` files ``pals-train`` writes (a single run's, or the
+aggregate of ``pals-train --seeds``), found the way the explorer finds them. Shared by the explorer's "measured"
+(``explorer/measured.py``: what each result shows) and the score model (``pals_core/score_model.py``: what the
+measured sizes predict, for the page and ``pals-budget --results``).
+
+Folders searched: each root, three levels deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an
+aggregate is represented by the aggregate, a ``--seeds`` plan still training by the seeds it has finished (two or
+more), and the same summary in two places (a sweep's run and its copy under ``benchmarks/results``) is read once, at
+the first root's path. A summary that cannot be read is passed over (``explorer.measured.unreadable`` names it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
+
+from .atomic import read_json_file
+
+if TYPE_CHECKING:
+    from .tasks import TaskRecord
+
+SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
+DEPTH = 3  # run folders searched: <root>/<run>, a --seeds run's <root>/<run>/seed-<k>, a sweep's <root>/<sweep>/<design>/seed-<k>
+SEEDS_FILE = "seeds.json"  # pals_core.train.seeds.SEEDS_FILE (that module is not imported until a plan is read)
+
+
+def read_summary(path: Path) -> dict:
+    """The JSON object in a ``summary.json`` (read by ``pals_core.atomic.read_json_file``: never opens a folder or a
+    FIFO, nor parses past its size limit or Python's nesting depth); ``ValueError`` in one line, without the path,
+    for anything else."""
+    what = path.name
+    try:
+        data = read_json_file(path, what)
+    except ValueError as e:
+        raise ValueError(" ".join(str(e).replace(f" {path}", "").split())) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def read_or_none(path: Path) -> Optional[dict]:
+    try:
+        return read_summary(path)
+    except ValueError:
+        return None
+
+
+def summary_files(root: Path, depth: int = DEPTH) -> list[Path]:
+    """Every ``summary.json`` in the folders ``depth`` levels under ``root``, shallowest first (a folder, a FIFO or a
+    broken symbolic link of that name too: it is an unreadable summary)."""
+    patterns = ["/".join(["*"] * n) for n in range(1, depth + 1)]
+    found = {d / "summary.json" for pattern in patterns for d in root.glob(pattern) if d.is_dir()}
+    return sorted(
+        (f for f in found if os.path.lexists(f)), key=lambda p: (len(p.parts), str(p))
+    )  # lexists: a broken link too
+
+
+def run_config(summary: dict, folder: Path) -> Optional[dict]:
+    """The run's settings: its own, or (an aggregate) the first seed run's."""
+    if isinstance(summary.get("config"), dict):
+        return summary["config"]
+    for run in summary.get("runs") or []:
+        if isinstance(run, dict) and isinstance(run.get("config"), dict):
+            return run["config"]
+        sub = folder / str(run) if isinstance(run, str) else None
+        for candidate in [sub / "summary.json", sub / "config.json"] if sub else []:
+            data = read_or_none(candidate) if candidate.is_file() else None
+            if data:
+                return data.get("config", data)
+    for seed in summary.get("seeds") or []:
+        data = read_or_none(folder / f"seed-{seed}" / "config.json") or (
+            read_or_none(folder / f"seed-{seed}" / "summary.json") or {}
+        ).get("config")
+        if data:
+            return data
+    return None
+
+
+def seed_runs(summary: dict, folder: Path) -> list[dict]:
+    """An aggregate's per-seed summaries (its ``runs`` entries, or — an entry naming a folder — that seed run's own
+    summary); a single run's summary is its own one run."""
+    if not isinstance(summary.get("average"), dict):
+        return [summary]
+    out = []
+    for run in summary.get("runs") or []:
+        if isinstance(run, str):
+            run = read_or_none(folder / run / "summary.json") or {}
+        if isinstance(run, dict):
+            out.append(run)
+    return out
+
+
+def seed_averages(summary: dict, folder: Path) -> tuple[float, ...]:
+    """An aggregate's per-seed dev averages (0–100): from its ``runs`` entries, or (an entry naming a folder)
+    that seed run's own summary."""
+    out = []
+    for run in seed_runs(summary, folder) if isinstance(summary.get("average"), dict) else []:
+        avg = run.get("average")
+        if isinstance(avg, (int, float)):
+            out.append(SCALE * avg)
+    return tuple(out)
+
+
+def plans_so_far(root: Path) -> list[tuple[Path, dict]]:
+    """(folder, aggregate of the seeds finished so far) for each ``--seeds`` plan under ``root`` (two levels deep)
+    that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``). A plan with a seed
+    summary that cannot be read (a FIFO would hang the seeds' reader, deep nesting crash it) is passed over."""
+    plans = sorted({f for depth in ("*", "*/*") for f in root.glob(f"{depth}/{SEEDS_FILE}")})
+    out = []
+    for plan in plans:
+        if any(read_or_none(f) is None for f in plan.parent.glob("seed-*/summary.json")):
+            continue  # a seed's summary that cannot be read (shown by ``unreadable``): never handed to the seeds' reader
+        if not (plan.parent / "summary.json").is_file():
+            from .train.seeds import aggregate_so_far
+
+            agg = aggregate_so_far(plan.parent)
+            if agg is not None and len(agg["runs"]) >= 2:
+                out.append((plan.parent, agg))
+    return out
+
+
+def walk(roots: Iterable[Path], accept: Callable[[dict, Path], bool]) -> Iterator[tuple[Path, dict]]:
+    """(folder, summary) of every finished result under ``roots`` that ``accept(summary, folder)`` takes, aggregates
+    in place of their seed runs, each summary once (an identical copy under a later root is skipped)."""
+    seen: set[Path] = set()
+    contents: set[str] = set()
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        for folder, summary in [*plans_so_far(root), *((f.parent, read_or_none(f)) for f in summary_files(root))]:
+            resolved = folder.resolve()
+            if resolved in seen or any(p in seen for p in resolved.parents):
+                continue  # a run inside an aggregate already read (a seed, a separate seed's task)
+            if not summary or not accept(summary, folder):
+                continue
+            seen.add(resolved)
+            content = json.dumps(summary, sort_keys=True)
+            if content not in contents:  # the first root's copy is the one kept
+                contents.add(content)
+                yield folder, summary
+
+
+def question_keys(records: Sequence["TaskRecord"], glue_dir: Optional[str] = None) -> list[str]:
+    """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
+    ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
+    if all(r.glue is not None for r in records):
+        return [f"glue:{r.glue}" for r in records]
+    from .data.load import describe_data
+
+    data = describe_data(list(records), glue_dir=glue_dir)
+    return [data[r.name]["fingerprint"] for r in records]
