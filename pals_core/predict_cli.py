@@ -41,6 +41,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .flags import OneLineParser, UsageError
+from .kinds import get_kind
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
@@ -207,7 +208,8 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep
 
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
     """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
-    ``prob`` (classification) and, with ``probs``, ``probs`` for every label. Known before predicting; a name two
+    ``prob`` and, with ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``). Known
+    before predicting; a name two
     tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
     out: dict[str, tuple[str, str, int]] = {}
 
@@ -220,13 +222,14 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
         out[column] = (task, what, j)
 
     for t in names:
-        kind = info.records[t].kind
-        add(t, t, "label")
-        if kind == "classification":
-            add(f"{t}_prob", t, "prob")
-        if probs and kind != "regression":
-            for j, name in enumerate(info.labels[t]):
-                add(f"{t}_prob_{name}", t, "probs", j)
+        for what in get_kind(info.records[t].kind).columns(probs):
+            if what == "label":
+                add(t, t, "label")
+            elif what == "prob":
+                add(f"{t}_prob", t, "prob")
+            else:
+                for j, name in enumerate(info.labels[t]):
+                    add(f"{t}_prob_{name}", t, "probs", j)
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .atomic import read_json
+from .kinds import get_kind
 from .outputs import Decoded, TaskOutputs
 from .tasks import TaskRecord, records_of_config
 
@@ -29,7 +30,7 @@ class RunInfo:
     checkpoint: Path  # the weights loaded
     step: int
     records: dict[str, TaskRecord]
-    labels: dict[str, tuple[str, ...]]  # class names per task, in output order (() for regression)
+    labels: dict[str, tuple[str, ...]]  # label names per task, in output order (() for a kind without)
     num_labels: dict[str, int]
 
     @property
@@ -137,8 +138,9 @@ def _read_config(config: dict) -> tuple[dict, dict, dict]:
     labels, counts = {}, {}
     for t, r in records.items():
         names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
-        labels[t] = () if r.regression else names
-        counts[t] = 1 if r.regression else len(names)
+        kind = get_kind(r.kind)
+        labels[t] = names if kind.has_labels else ()
+        counts[t] = kind.num_outputs(labels[t])
     return records, labels, counts
 
 

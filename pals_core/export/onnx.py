@@ -191,6 +191,17 @@ def check_opset(opset: int) -> int:
     return opset
 
 
+def _kind(models: Sequence, task: str):
+    """The kind of ``task`` (its run's record; a model without a run: the default kind), which names its output axes."""
+    from ..kinds import DEFAULT_KIND, get_kind
+
+    for m in models:
+        info = getattr(m, "run", None)
+        if info is not None and task in info.records:
+            return get_kind(info.records[task].kind)
+    return get_kind(DEFAULT_KIND)
+
+
 def write_graph(
     models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *, max_len: Optional[int] = None
 ) -> tuple[list[str], list[str]]:
@@ -205,7 +216,7 @@ def write_graph(
     batch = _sample_batch(models[0], max_len)
     outputs = [t for names in graph.names for t in names]
     args = tuple(batch[k] for k in INPUT_NAMES)
-    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: {0: "batch"} for t in outputs}
+    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: _kind(models, t).output_axes() for t in outputs}
     torch.onnx.register_custom_op_symbolic("aten::block_diag", symbolic_helper.parse_args("v")(_block_diag), opset)
     try:
         with warnings.catch_warnings(), torch.no_grad():

@@ -56,6 +56,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
+from ..kinds import get_kind
 from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
@@ -205,7 +206,8 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
         return scope + "(" + "|".join(re.escape(n) for n in dict.fromkeys(names)) + ")"
 
     _, save = HEADS[model.trunk.family](model, task, prefix)
-    common = {"task_type": "SEQ_CLS", "modules_to_save": list(save)} if head else {}
+    task_type = get_kind(_run(model).records[task].kind).peft_task_type
+    common = {"task_type": task_type, "modules_to_save": list(save)} if head else {}
     if model.config.method == "lora":
         s = model.config.d_s
         alpha = float(model.config.lora_alpha if model.config.lora_alpha is not None else s)
@@ -232,14 +234,12 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
 
 
 def _problem_type(record) -> str:
-    if record.regression:
-        return "regression"
-    return "multi_label_classification" if record.multilabel else "single_label_classification"
+    return get_kind(record.kind).problem_type
 
 
 def task_config(model, task: str):
     """The trunk's transformers config for ``task``'s ``…ForSequenceClassification``: C_t outputs named by the
-    task's labels (a regression: the task's name), its ``problem_type``."""
+    task's labels (a kind without named labels: the task's name), its kind's ``problem_type``."""
     info = _run(model)
     names = info.labels[task] or (task,)
     if len(names) != model.tasks[task]:

@@ -102,11 +102,9 @@ def resolve(cfg):
     cfg.validate()
     records = cfg.declared_records()
     trained = set(added_task_names(cfg))
-    if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records if r.name in trained):
-        raise ValueError(
-            "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
-            "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)"
-        )
+    refused = [r.kind_of for r in records if r.name in trained and r.kind_of.entropy_sampling is None]
+    if cfg.sampling == "mt_uncertainty" and refused:
+        raise ValueError(refused[0].entropy_refusal)
     if cfg.from_run:  # the base run's tasks as it recorded them (their files checked); the added ones described now
         base = base_data(cfg)
         own = [r for r in records if r.name not in trained and r.glue is None and r.name in base]

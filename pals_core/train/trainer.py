@@ -1,8 +1,8 @@
 """Multi-task training of one ``MultiTaskBert`` on several GLUE tasks (Stickland & Murray 2019, Section 4).
 
 Each step draws a task from the sampler (p_i ∝ N_i^α, ``pals_core.data.samplers``), takes the next
-``batch_size`` examples of that task, and makes one AdamW step on that task's loss (cross-entropy;
-mean squared error for a regression, binary cross-entropy with logits for a multilabel task):
+``batch_size`` examples of that task, and makes one AdamW step on that task's loss (its kind's:
+``pals_core/kinds/<kind>/module.py``):
 
     θ ← AdamW(θ, ∇L_t(θ)),  lr_s = lr · min(s / (w·S), (S − s) / (S − w·S))   (warm-up w = 10 %, S steps)
 
@@ -37,6 +37,7 @@ from ..data.glue import check_files, choose_source
 from ..data.load import load_tasks, load_tokenizer, raw_splits
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
+from ..kinds import get_kind
 from .checkpoint import Checkpoints
 from .config import TrainConfig, data_differences
 from .extend import (
@@ -208,6 +209,7 @@ class _Run:
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
         self.records = {r.name: r for r in cfg.records()}
+        self.scales: dict[str, dict] = {}  # each task's target scale (``Kind.scale``; none: trained as read)
         self.data = load_tasks(
             [self.records[t] for t in self.trained],
             self.tokenizer,
@@ -378,10 +380,7 @@ class _Run:
         return [(task, self.next_batch(task))]
 
     def part_loss(self, model, task: str, batch: dict):
-        """Mean loss of one task's rows: cross-entropy; mean squared error (regression); binary cross-entropy
-        with logits over the C labels (multilabel)."""
-        import torch.nn.functional as F
-
+        """Mean loss of one task's rows, as its kind computes it (``pals_core/kinds/<kind>/module.py``: ``loss``)."""
         dev = self.acc.device
         with self.acc.autocast():
             logits = model(
@@ -391,12 +390,7 @@ class _Run:
                 token_type_ids=batch["token_type_ids"].to(dev),
             )
         labels = batch["labels"].to(dev)
-        kind = self.records[task].kind
-        if kind == "regression":
-            return F.mse_loss(logits.float().squeeze(-1), labels.float())
-        if kind == "multilabel":
-            return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-        return F.cross_entropy(logits.float(), labels)
+        return get_kind(self.records[task].kind).module().loss(logits, labels, self.scales.get(task))
 
     def train_step(self, parts: list[tuple[str, dict]]):
         """One optimiser step on the mean of the parts' mean losses (one part: that task's loss)."""
