@@ -187,7 +187,10 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep
     device = next(model.parameters()).device
     order = np.argsort(data.lengths, kind="stable")
     rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
-    decoded = {t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep) for t in names}
+    decoded = {
+        t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
+        for t in names
+    }
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]

@@ -6,7 +6,8 @@ onnxruntime user can serve from alone, without this package's torch modules.
                                   family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
                                   after the task (C_t = 1: a regression score)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
-    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns), max_len, inputs
+    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
+                          target scale: a regression's value is output·std + mean), max_len, inputs
 
 The graph is ``MultiTaskModel.predict_all`` traced by torch's TorchScript-based exporter (``dynamo=False``: the one
 that exports every method and family here, data-dependent Python branches included) with dynamic batch and sequence
@@ -264,6 +265,8 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
                 "step": int(m.run.step),
                 "record": r.as_dict(),
             }
+            if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
+                tasks[t]["scale"] = dict(m.run.scales[t])
     steps = {m.run.step for m in models}
     return {
         "format": FORMAT,
@@ -470,6 +473,7 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
         records,
         {t: tuple(d["labels"]) for t, d in tasks.items()},
         {t: int(d["num_labels"]) for t, d in tasks.items()},
+        {t: dict(d["scale"]) for t, d in tasks.items() if d.get("scale")},
     )
 
 

@@ -16,7 +16,8 @@ Every tokenizer written says the run's max length (``model_max_length``).
 ``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
 ``AutoModelForSequenceClassification`` folder with the adapter merged into the weights (LoRA's B·A added, IA³'s
 scales folded into the rows / columns they scale), the task's label names (``id2label``), its ``problem_type`` and the
-tokenizer.
+tokenizer. A task trained on standardised targets (a regression: ``Kind.scale``) has its scale folded into its head's
+last Linear in both formats (W·std, b·std + mean): transformers alone gives the value in the task's own units.
 
 How the project's modules map onto peft's (``pals_core/methods/lora``, ``pals_core/methods/ia3``):
 
@@ -266,6 +267,12 @@ def _hf_model(model, task: str) -> nn.Module:
     parts, _ = HEADS[model.trunk.family](model, task, hf.base_model_prefix)
     for name, module in parts.items():
         hf.get_submodule(name).load_state_dict(module.state_dict())
+    scale = _run(model).scales.get(task)
+    if scale:  # trained on standardised targets: the last Linear gives z·std + mean, the value in the task's units
+        out = next(hf.get_submodule(n) for n in parts if getattr(hf.get_submodule(n), "out_features", 0) == 1)
+        with torch.no_grad():
+            out.weight.mul_(scale["std"])
+            out.bias.mul_(scale["std"]).add_(scale["mean"])
     return hf
 
 
@@ -342,6 +349,10 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
         with torch.no_grad():
             want = model(task, **{k: v.to(device) for k, v in inputs.items()}).float().cpu()
             got = exported(**inputs).logits.float()
+        scale = _run(model).scales.get(task)
+        if scale:  # the export folds the task's target scale into its head: compare in the task's units
+            want = want.double() * scale["std"] + scale["mean"]
+            got = got.double()
     finally:
         model.train(was_training)
     err = (want - got).abs().max().item()

@@ -8,8 +8,9 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
 * the rows — ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
-  model trains on), ``scale`` (the targets' standardisation kept in the run, or None);
-* the head — ``num_outputs`` (C_t from the label set), ``logits_floats`` (the logits' memory);
+  model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
+* the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
+  family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
   ``baseline_text`` (the profile's label statistics);
@@ -63,13 +64,26 @@ class Kind:
         return np.asarray(labels, dtype=np.int64)
 
     def scale(self, train_labels: Any) -> Optional[dict]:
-        """The targets' standardisation learned from the train rows, kept in the run (None: trained as read)."""
+        """The targets' standardisation learned from the train rows, kept in the run's config.json (``data.<task>.
+        scale``) so that evaluation, ``pals-predict`` and the exports give the user's units (None: trained as read)."""
         return None
+
+    def unscale(self, preds: Any, scale: Optional[dict]) -> Any:
+        """The dev metrics' predictions (``module.reduce``'s, gathered) in the user's units."""
+        return preds
 
     # --- the head ------------------------------------------------------------------------------------
 
     def num_outputs(self, names: Sequence[str]) -> int:
         return len(names)
+
+    def head_params(self, family: Any, m: Any, num_labels: int, paper: bool) -> int:
+        """The exact parameters of one task's head: the family's sequence head (``pricing.family``) on C_t outputs."""
+        return family.head_params(m, num_labels, paper)
+
+    def head_flops(self, family: Any, m: Any, num_labels: int, seq: int) -> int:
+        """Forward FLOPs of one task's head on a row of ``seq`` tokens (pooled: the head runs once a row)."""
+        return family.head_flops(m, num_labels)
 
     def logits_floats(self, batch: int, seq: int, num_labels: int) -> int:
         """Floats of one batch's logits of a task with C_t = ``num_labels`` outputs (pooled: one vector a row)."""

@@ -84,6 +84,7 @@ def evaluate(
     dev: dict[str, dict[str, Encoded]],
     records: Optional[dict[str, TaskRecord]] = None,
     *,
+    scales: Optional[dict[str, dict]] = None,
     batch_size: int,
     device: torch.device,
     autocast,
@@ -93,7 +94,8 @@ def evaluate(
     should_stop: Optional[Callable[[], bool]] = None,
 ) -> dict[str, dict[str, float]]:
     """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record
-    (``records``; None: the built-in GLUE task of each name)."""
+    (``records``; None: the built-in GLUE task of each name), its predictions in the user's units (``scales``: the
+    run's target scale of each task, ``Kind.scale``)."""
     was_training = model.training
     model.eval()
     try:
@@ -115,7 +117,7 @@ def evaluate(
                     gather=gather,
                     should_stop=should_stop,
                 )
-                outputs[suffix] = (preds, data.labels)
+                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.labels)
             scores[task] = task_scores(record, outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:

@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
 from ..families.registry import get_family
+from ..kinds import DEFAULT_KIND
 from ..budget.methods import label_of
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
@@ -88,7 +89,10 @@ def run_params(
 
 def run_tasks(cfg) -> list[Task]:
     """The calculator's tasks of a resolved run: each task's name and C_t, as its data says."""
-    return [Task(t, cfg.data[t]["num_labels"]) for t in cfg.tasks]
+    return [
+        Task(t, cfg.data[t]["num_labels"], (cfg.data[t].get("record") or {}).get("kind", DEFAULT_KIND))
+        for t in cfg.tasks
+    ]
 
 
 def resolve(cfg):

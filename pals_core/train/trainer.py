@@ -209,7 +209,6 @@ class _Run:
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
         self.records = {r.name: r for r in cfg.records()}
-        self.scales: dict[str, dict] = {}  # each task's target scale (``Kind.scale``; none: trained as read)
         self.data = load_tasks(
             [self.records[t] for t in self.trained],
             self.tokenizer,
@@ -237,6 +236,7 @@ class _Run:
                 cache_dir=cfg.cache_dir,
                 seed=base.get("seed", cfg.seed),
             )
+        self.scales = self._scales(resume)
         sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(
             cfg.sampling,
@@ -272,6 +272,27 @@ class _Run:
         self.ckpt = Checkpoints(self.run.checkpoints)
         if resume:
             self._restore()
+
+    def _scales(self, resume: bool) -> dict[str, dict]:
+        """Each task's target scale (``Kind.scale``: a regression's mean and std of its train rows), kept in
+        config.json's ``data.<task>.scale`` for evaluation, ``pals-predict`` and the exports. A resumed run and a base
+        run's task keep the scale they were trained with (none: trained on the targets as read)."""
+        saved = self.run.read_config().get("data") or {} if resume else {}
+        out = {}
+        for t in self.cfg.tasks:
+            if t in self.trained and not resume:
+                scale = get_kind(self.records[t].kind).scale(self.data[t].train.labels)
+            else:
+                scale = ((saved if t in self.trained else self.cfg.data or {}).get(t) or {}).get("scale")
+            if scale:
+                out[t] = scale
+        if self.main and not resume and out:
+            config = self.run.read_config()
+            for t, scale in out.items():
+                config["data"][t]["scale"] = scale
+                self.cfg.data[t]["scale"] = scale
+            atomic_write_json(self.run.config, config)
+        return out
 
     def _restore(self) -> None:
         folder = self.ckpt.latest()
@@ -447,6 +468,7 @@ class _Run:
             self.net,
             {t: self.data[t].dev for t in self.trained},
             self.records,
+            scales=self.scales,
             batch_size=cfg.eval_batch_size,
             device=self.acc.device,
             autocast=self.acc.autocast,
@@ -579,6 +601,7 @@ class _Run:
             self.net,
             {t: d.dev for t, d in self.base_dev.items()},
             self.records,
+            scales=self.scales,
             batch_size=self.cfg.eval_batch_size,
             device=self.acc.device,
             autocast=self.acc.autocast,

@@ -1,9 +1,13 @@
 """Regression: one number per row (pure Python; the torch part is ``module.py``).
 
 Label values: a finite number (a float, an integer, or text that is a decimal number in ASCII), inside the declared
-``range`` when there is one. Head: C_t = 1 output; loss: mean squared error; decoding: the one output, in the
-user's units. Metrics: ``pearson`` (main by default), ``spearman`` (0.0 for a constant prediction: undefined
-correlation). Baseline: the training mean on every dev row (whose correlations are 0). Its rows have no
+``range`` when there is one. Head: C_t = 1 output; training on standardised targets: the head's output z is trained
+towards (y − mean) / std, mean and std (population, ddof 0; 1 for targets all equal) of the train rows kept in the
+run's config.json (``data.<task>.scale``), and every prediction is z·std + mean, in the user's units (the dev
+metrics, ``pals-predict``, ``predict_texts``; the ONNX export's ``export.json`` names the scale, the peft / hf export
+folds it into the head's last Linear). Loss: mean squared error of z. Metrics: ``pearson`` (main by default),
+``spearman`` (0.0 for a constant prediction: undefined correlation), ``rmse`` and ``mae`` (in the user's units;
+lower is better, so never a main metric). Baseline: the training mean on every dev row (whose correlations are 0). Its rows have no
 distribution to rank by entropy: MT-Uncertainty copies another task's (``pals_core.data.mt_uncertainty``).
 """
 
@@ -21,9 +25,12 @@ NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|(?i:[+-]?(nan|inf
 would also take '1_0' as 10 and Arabic-Indic digits as numbers."""
 
 
+LOWER_BETTER = ("rmse", "mae")
+
+
 class Regression(Kind):
     name = "regression"
-    metrics = ("pearson", "spearman")
+    metrics = ("pearson", "spearman", "rmse", "mae")
     fields = ("range",)
     field_notes = {"range": "regression tasks"}
     has_labels = False
@@ -33,12 +40,27 @@ class Regression(Kind):
     def check(self, record: Any, where: str) -> None:
         from ...tasks.record import TaskRecordError, is_number
 
+        if record.main_metric in LOWER_BETTER:
+            raise TaskRecordError(
+                f"{where}: {record.main_metric!r} is lower-better and cannot be the main metric (the dev average and "
+                "the best checkpoint take the highest): report it in 'metrics', keep pearson or spearman as 'metric'"
+            )
         r = record.range
         if r is not None and (len(r) != 2 or not all(is_number(v) and math.isfinite(v) for v in r) or r[0] >= r[1]):
             raise TaskRecordError(f"{where}: 'range' is [low, high] with low < high, got {list(r)!r}")
 
     def num_outputs(self, names: Sequence[str]) -> int:
         return 1
+
+    def scale(self, train_labels: Any) -> Optional[dict]:
+        import numpy as np
+
+        y = np.asarray(train_labels, dtype=np.float64)
+        std = float(y.std()) if len(y) else 0.0
+        return {"mean": float(y.mean()) if len(y) else 0.0, "std": std if std > 0 else 1.0}
+
+    def unscale(self, preds: Any, scale: Optional[dict]) -> Any:
+        return to_units(preds, scale)
 
     def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
         column = record.label
@@ -108,14 +130,24 @@ class Regression(Kind):
         from ...outputs import TaskOutputs
 
         logits = np.asarray(logits, dtype=np.float32)
-        return TaskOutputs(task, self.name, (), [float(v) for v in logits[:, 0]], None, None, logits)
+        return TaskOutputs(task, self.name, (), [float(v) for v in to_units(logits[:, 0], scale)], None, None, logits)
 
     def columns(self, probs: bool) -> list[str]:
         return ["label"]
 
 
+def to_units(z: Any, scale: Optional[dict]) -> Any:
+    """The head's standardised outputs z as values in the user's units, z·std + mean in float64 (the same
+    arithmetic for the dev metrics and for ``pals-predict``, so the two agree to the last bit); no scale: as given."""
+    import numpy as np
+
+    if not scale:
+        return z
+    return np.asarray(z, dtype=np.float64) * scale["std"] + scale["mean"]
+
+
 def regression_scores(preds: Any, labels: Any, metrics: Sequence[str] = ("pearson", "spearman")) -> dict[str, float]:
-    """Pearson and Spearman correlation; 0.0 for a constant prediction (undefined correlation)."""
+    """Pearson and Spearman correlation (0.0 for a constant prediction: undefined correlation), RMSE and MAE."""
     import numpy as np
     from scipy.stats import pearsonr, spearmanr
 
@@ -125,7 +157,15 @@ def regression_scores(preds: Any, labels: Any, metrics: Sequence[str] = ("pearso
     check_lengths(preds, labels)
     constant = np.ptp(preds) == 0 or np.ptp(labels) == 0
     fn = {"pearson": pearsonr, "spearman": spearmanr}
-    return {m: 0.0 if constant else float(fn[m](preds, labels)[0]) for m in metrics}
+    out = {}
+    for m in metrics:
+        if m == "rmse":
+            out[m] = float(np.sqrt(np.mean((preds - labels) ** 2)))
+        elif m == "mae":
+            out[m] = float(np.mean(np.abs(preds - labels)))
+        else:
+            out[m] = 0.0 if constant else float(fn[m](preds, labels)[0])
+    return out
 
 
 KIND = Regression()

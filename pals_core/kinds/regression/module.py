@@ -9,8 +9,10 @@ import torch.nn.functional as F
 
 
 def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
-    """Mean squared error of the one output (B, 1) and the targets (B,)."""
-    return F.mse_loss(logits.float().squeeze(-1), labels.float())
+    """Mean squared error of the one output (B, 1) and the standardised targets (y − mean) / std (B,); without a
+    scale, of the targets as read."""
+    target = labels.float() if not scale else ((labels.double() - scale["mean"]) / scale["std"]).float()
+    return F.mse_loss(logits.float().squeeze(-1), target)
 
 
 def reduce(logits: torch.Tensor) -> torch.Tensor:
