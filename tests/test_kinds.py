@@ -152,3 +152,17 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
     record = TaskRecord("minutes", kind="regression", train="x", label="minutes")
     assert task_scores(record, {"": (pred, gold)}, 1) == scores
     assert scores["mae"] < 8  # predicting ~0 (the raw head's start) would miss by ~41 minutes
+
+    # the ONNX export names the scale, and pals-predict on the export gives the same minutes (within ONNX's 1e-4)
+    from pals_core.export.onnx import export_onnx, read_export
+    from pals_core.model import MultiTaskModel
+
+    export_onnx(MultiTaskModel.from_run(tmp_path / "run"), tmp_path / "onnx")
+    assert read_export(tmp_path / "onnx")["tasks"]["minutes"]["scale"] == scale
+    out = tmp_path / "pred_onnx.jsonl"
+    code = predict_main(
+        [str(tmp_path / "onnx"), "--input", str(tmp_path / "dev.jsonl"), "--out", str(out), "--no-progress"]
+    )
+    assert code == 0, capsys.readouterr().err
+    onnx_pred = np.array([json.loads(line)["minutes"] for line in out.read_text().splitlines()])
+    assert np.allclose(onnx_pred, pred, rtol=0, atol=1e-4 * scale["std"] * 10)

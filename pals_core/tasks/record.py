@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
@@ -25,15 +26,22 @@ from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
 KINDS = PACKAGES  # the registered kinds (``pals_core.kinds.PACKAGES``)
 
 
-class _MetricsOfKind(dict):
-    """{kind: the metrics a task of that kind may report}, read from each kind's package on first use."""
+class _MetricsOfKind(Mapping):
+    """{kind: the metrics a task of that kind may report}, read from each kind's package when asked."""
 
-    def __missing__(self, kind: str) -> tuple[str, ...]:
-        self[kind] = get_kind(kind).metrics
-        return self[kind]
+    def __getitem__(self, kind: str) -> tuple[str, ...]:
+        if kind not in PACKAGES:
+            raise KeyError(kind)
+        return get_kind(kind).metrics
+
+    def __iter__(self):
+        return iter(PACKAGES)
+
+    def __len__(self) -> int:
+        return len(PACKAGES)
 
 
-METRICS_OF_KIND: dict[str, tuple[str, ...]] = _MetricsOfKind()
+METRICS_OF_KIND: Mapping[str, tuple[str, ...]] = _MetricsOfKind()
 DEFAULT_DEV_FRACTION = 0.1
 OPTIONAL_FIELDS = ("labels", "positive", "range", "label_sep")  # each taken by the kinds that list it (Kind.fields)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
