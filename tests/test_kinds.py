@@ -166,3 +166,25 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
     assert code == 0, capsys.readouterr().err
     onnx_pred = np.array([json.loads(line)["minutes"] for line in out.read_text().splitlines()])
     assert np.allclose(onnx_pred, pred, rtol=0, atol=1e-4 * scale["std"] * 10)
+
+
+def test_mt_uncertainty_is_refused_with_the_reason_the_kind_gives(tmp_path):
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.train.config import TrainConfig
+    from pals_core.train.params import resolve
+
+    import json
+
+    rows = [{"text": f"row {i}", "tags": ["a", "b"][: 1 + i % 2]} for i in range(6)]
+    (tmp_path / "tags.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "tasks.yaml").write_text("tasks:\n  tags: {train: tags.jsonl, label: tags, kind: multilabel}\n")
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(tmp_path / "tasks.yaml"),
+        adapter=AdapterConfig(method="shared"),
+        model="tiny",
+        out=str(tmp_path / "run"),
+        sampling="mt_uncertainty",
+    )
+    with pytest.raises(ValueError, match="a multilabel task has none"):
+        resolve(cfg)
