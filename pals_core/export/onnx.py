@@ -112,6 +112,11 @@ def _as_models(model) -> list:
             f"task {clash[0]!r} is named like a graph input ({', '.join(INPUT_NAMES)}): ONNX needs "
             "distinct names; rename the task"
         )
+    for m in models:
+        for t in m.tasks:
+            why = _kind(models, t).export_refusal("onnx")
+            if why:
+                raise ExportRefused(f"task {t!r}: {why}")
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
     return models

@@ -178,6 +178,11 @@ def check_exportable(model) -> None:
     reason = _deberta_refusal(model.bert.config, method) if family == "deberta-v2" else None
     if reason:
         raise ExportRefused(f"{reason}: {ONNX}")
+    info = getattr(model, "run", None)
+    for task in model.tasks if info is not None else ():
+        why = get_kind(info.records[task].kind).export_refusal("peft")
+        if why:
+            raise ExportRefused(f"task {task!r}: {why}")
 
 
 def _run(model):

@@ -132,6 +132,8 @@ class Kind:
         return {0: "batch"}
 
     def export_refusal(self, fmt: str) -> Optional[str]:
+        """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
+        folders), in one line; None when it can (``pals-export`` then refuses with it, exit 2)."""
         return None
 
 
