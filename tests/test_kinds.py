@@ -188,3 +188,15 @@ def test_mt_uncertainty_is_refused_with_the_reason_the_kind_gives(tmp_path):
     )
     with pytest.raises(ValueError, match="a multilabel task has none"):
         resolve(cfg)
+
+
+def test_the_label_set_read_from_the_file_is_checked_by_the_kind(tmp_path):
+    from pals_core.tasks import TaskDataError
+    from pals_core.tasks.rows import read_rows
+
+    f = tmp_path / "t.csv"
+    f.write_text("text,label\n" + "".join(f"row {i},{'abc'[i % 3]}\n" for i in range(9)))
+    with pytest.raises(TaskDataError, match=r"column 'label': positive label 'z' is not a label \(a, b, c\)"):
+        read_rows(TaskRecord("t", train=str(f), positive="z"))
+    with pytest.raises(TaskDataError, match="metric 'f1' is binary; this task has 3 labels"):
+        read_rows(TaskRecord("t", train=str(f), metric="f1"))

@@ -55,6 +55,9 @@ class Kind:
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
         return ()
 
+    def check_label_names(self, record: Any, names: tuple[str, ...]) -> None:
+        """Raise ``TaskDataError`` when the label set read from the train file does not fit the record."""
+
     def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
         raise NotImplementedError
 

@@ -87,15 +87,7 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
     a dev file, ``dev_fraction`` of train is held out, drawn by ``seed``."""
     train_cols = _columns(record, record.train)
     names = read_label_names(record, train_cols)
-    if record.positive is not None and record.positive not in names:
-        raise TaskDataError(
-            f"{record.train}, column {record.label!r}: positive label {record.positive!r} "
-            f"is not a label ({', '.join(names)})"
-        )
-    if "f1" in record.reported_metrics(len(names)) and len(names) != 2:
-        raise TaskDataError(
-            f"{record.train}, column {record.label!r}: metric 'f1' is binary; this task has {len(names)} labels"
-        )
+    get_kind(record.kind).check_label_names(record, names)
     train = Rows(*_texts(record, train_cols), _targets(record, train_cols, names, "train"), record.train)
     if record.dev:
         dev_cols = _columns(record, record.dev)

@@ -48,6 +48,18 @@ class Classification(Kind):
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
         return L.read_label_names(record, cols, _row_labels, strings_at_once=True)
 
+    def check_label_names(self, record: Any, names: tuple[str, ...]) -> None:
+        """The ``positive`` label among the labels read; binary ``f1`` on two labels only."""
+        if record.positive is not None and record.positive not in names:
+            raise L.data_error(
+                f"{record.train}, column {record.label!r}: positive label {record.positive!r} "
+                f"is not a label ({', '.join(names)})"
+            )
+        if "f1" in record.reported_metrics(len(names)) and len(names) != 2:
+            raise L.data_error(
+                f"{record.train}, column {record.label!r}: metric 'f1' is binary; this task has {len(names)} labels"
+            )
+
     def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
         return [k[0] for k in L.label_indices(record, cols, names, split, _row_labels)]
 
