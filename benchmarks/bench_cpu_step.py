@@ -33,11 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from pals_core import AdapterConfig  # noqa: E402
 from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
+from pals_core.kinds import get_kind  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.train.models import tokenizer_path  # noqa: E402
@@ -63,9 +63,7 @@ def loss_of(model, task: str, b: dict) -> torch.Tensor:
     logits = model(
         task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
     )
-    if GLUE_TASKS[task].regression:
-        return F.mse_loss(logits.float().squeeze(-1), b["labels"].float())
-    return F.cross_entropy(logits.float(), b["labels"])
+    return get_kind(GLUE_TASKS[task].kind).module().loss(logits, b["labels"])
 
 
 def make_model():

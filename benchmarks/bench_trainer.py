@@ -26,11 +26,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from pals_core import AdapterConfig  # noqa: E402
 from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
+from pals_core.kinds import get_kind  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
@@ -84,11 +84,7 @@ def bare_loop(cfg: TrainConfig, batches, device: torch.device) -> tuple[float, f
                 token_type_ids=b["token_type_ids"].to(device),
             )
         labels = b["labels"].to(device)
-        loss = (
-            F.mse_loss(logits.float().squeeze(-1), labels.float())
-            if GLUE_TASKS[task].regression
-            else F.cross_entropy(logits.float(), labels)
-        )
+        loss = get_kind(GLUE_TASKS[task].kind).module().loss(logits, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
@@ -121,11 +117,7 @@ def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
         logits = net(
             task=task, input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
         )
-        loss = (
-            F.mse_loss(logits.float().squeeze(-1), b["labels"].float())
-            if GLUE_TASKS[task].regression
-            else F.cross_entropy(logits.float(), b["labels"])
-        )
+        loss = get_kind(GLUE_TASKS[task].kind).module().loss(logits, b["labels"])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()

@@ -292,8 +292,8 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
         if code != 0:
             raise RuntimeError(f"pals-predict exited {code} on {name}")
         got = [json.loads(line)[name] for line in rows_out.read_text().splitlines()]
-        if record.regression:
-            pred = np.array(got, dtype=np.float32)
+        if not record.kind_of.has_labels:  # values in the task's units (float64, as pals-predict writes them)
+            pred = np.array(got, dtype=np.float64)
         else:
             pred = np.array([summary["tasks"][name]["labels"].index(v) for v in got])
         gold = label_array(raw.labels, record.kind, gt.num_labels)

@@ -20,6 +20,7 @@ import streamlit as st
 
 from pals_core.budget.families import get_family
 from pals_core.families.models import EMBEDDED_MODEL
+from pals_core.kinds import get_kind
 from pals_core.tasks import TaskRecord
 
 from .inputs import Inputs, TASKS_FILE, files_stamp, one_line
@@ -75,7 +76,7 @@ def summary_row(p: dict) -> dict:
         "kind": p["kind"],
         "train rows": p["train_rows"],
         "dev rows": p["dev_rows"],
-        "labels (C_t)": 1 if p["kind"] == "regression" else len(labels),
+        "labels (C_t)": get_kind(p["kind"]).num_outputs(labels),
         "majority class on dev": f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})",
         "tokens p50": tok.get("p50", "—"),
         "tokens p95": tok.get("p95", "—"),
@@ -111,14 +112,6 @@ def distribution_figure(p: dict) -> go.Figure:
         yaxis=dict(title="% of rows", ticksuffix="%"),
     )
     return fig
-
-
-def regression_text(p: dict) -> str:
-    parts = []
-    for split in ("train", "dev"):
-        d = p["distribution"][split]
-        parts.append(f"{split}: mean {d['mean']:.2f} ± {d['std']:.2f}, range {d['min']:g} … {d['max']:g}")
-    return f"**{p['name']}** (regression targets) — " + " · ".join(parts)
 
 
 def p95_of(profiles: Sequence[dict], inp: Inputs) -> Optional[tuple[int, int]]:
@@ -210,11 +203,11 @@ def render(inp: Optional[Inputs]) -> None:
     st.caption(
         "Dev rows: " + " · ".join(f"{p['name']} from {short_source(p.get('dev_source') or '')}" for p in profiles)
     )
-    classes = [p for p in profiles if p["kind"] != "regression"]
+    classes = [p for p in profiles if p["labels"]]
     for i in range(0, len(classes), 3):
         cols = st.columns(3)
         for col, p in zip(cols, classes[i : i + 3]):
             col.plotly_chart(distribution_figure(p), config=CHART, key=f"fig_labels::{p['name']}")
     for p in profiles:
-        if p["kind"] == "regression":
-            st.markdown(regression_text(p))
+        if not p["labels"]:
+            st.markdown(get_kind(p["kind"]).distribution_text(p))

@@ -314,7 +314,7 @@ def majority_average(
         splits, names = raw_splits(
             r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto", seed=seed
         )
-        c = 1 if r.regression else len(names)
+        c = r.kind_of.num_outputs(names)
         train = label_array(splits.pop("train").labels, r.kind, c)
         dev = {
             key[len("dev_") :] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)

@@ -1,6 +1,6 @@
-"""What a task's logits say, in its own words (numpy; no torch): the label name and its probability
-(classification: softmax), the value (regression: the one output), the label set (multilabel: each label whose
-sigmoid exceeds 0.5, i.e. whose logit is positive — the threshold the dev metrics use).
+"""What a task's logits say, in its own words (numpy; no torch), as its kind decodes them
+(``pals_core/kinds/<kind>/``: ``decode``; e.g. a class name and its softmax probability, a number, the set of labels
+whose sigmoid exceeds 0.5 — the threshold the dev metrics use).
 """
 
 from __future__ import annotations
@@ -10,43 +10,31 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .kinds import get_kind
+
 
 @dataclass
 class TaskOutputs:
-    """One task's outputs over n rows. ``label``: names (classification), floats (regression) or lists of names
-    (multilabel); ``prob``: the probability of the predicted label (classification; None otherwise); ``probs``:
-    (n, C) — softmax (classification), sigmoid (multilabel) — or None (regression)."""
+    """One task's outputs over n rows, as its kind decodes them. ``label``: one value per row (a name, a number, a
+    list of names); ``prob``: the probability of the predicted label (None where the kind has none); ``probs``:
+    (n, C) — each label's probability — or None."""
 
     task: str
     kind: str
-    labels: tuple[str, ...]  # class names in output order; () for regression
+    labels: tuple[str, ...]  # label names in output order; () for a kind without named labels
     label: list
     prob: Optional[np.ndarray]
     probs: Optional[np.ndarray]
     logits: Optional[np.ndarray]  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    z = np.exp(x - x.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
-
-
-def decode(task: str, kind: str, labels: Sequence[str], logits: np.ndarray, *, keep: bool = True) -> TaskOutputs:
-    """``logits`` (n, C) of ``task`` as labels and probabilities (see the module docstring); ``keep=False``: without
-    the (n, C) arrays (``logits``, ``probs``: None), what a caller streaming many batches of many labels keeps."""
-    logits = np.asarray(logits, dtype=np.float32)
-    names = tuple(labels)
-    if kind == "regression":
-        return TaskOutputs(task, kind, (), [float(v) for v in logits[:, 0]], None, None, logits)
-    if kind == "multilabel":
-        probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-        chosen = [[names[j] for j in np.flatnonzero(row > 0)] for row in logits]
-        return TaskOutputs(task, kind, names, chosen, None, probs if keep else None, logits if keep else None)
-    probs = _softmax(logits.astype(np.float64))
-    top = logits.argmax(axis=-1)
-    prob = probs[np.arange(len(top)), top]
-    label = [names[k] for k in top]
-    return TaskOutputs(task, kind, names, label, prob, probs if keep else None, logits if keep else None)
+def decode(
+    task: str, kind: str, labels: Sequence[str], logits: np.ndarray, *, keep: bool = True, scale: Optional[dict] = None
+) -> TaskOutputs:
+    """``logits`` (n, C) of ``task`` as its kind's values and probabilities; ``keep=False``: without the (n, C)
+    arrays (``logits``, ``probs``: None), what a caller streaming many batches of many labels keeps. ``scale``: the
+    run's target scale of the task (``Kind.scale``), None when it has none."""
+    return get_kind(kind).decode(task, labels, logits, keep, scale)
 
 
 class Decoded:
@@ -54,19 +42,36 @@ class Decoded:
     logits then let go unless ``keep``), put back in row order by ``outputs()``: the memory of n labels, not of
     n × C floats, however many labels the task has."""
 
-    def __init__(self, task: str, kind: str, labels: Sequence[str], width: int, *, keep: bool = True) -> None:
+    def __init__(
+        self,
+        task: str,
+        kind: str,
+        labels: Sequence[str],
+        width: int,
+        *,
+        keep: bool = True,
+        scale: Optional[dict] = None,
+    ) -> None:
         self.task, self.kind, self.labels, self.width, self.keep = task, kind, tuple(labels), width, keep
+        self.scale = scale
         self.rows: list[np.ndarray] = []
         self.parts: list[TaskOutputs] = []
 
     def add(self, rows: np.ndarray, logits: np.ndarray) -> None:
         self.rows.append(np.asarray(rows, dtype=np.int64))
-        self.parts.append(decode(self.task, self.kind, self.labels, logits, keep=self.keep))
+        self.parts.append(decode(self.task, self.kind, self.labels, logits, keep=self.keep, scale=self.scale))
 
     def outputs(self) -> TaskOutputs:
         """Every row's outputs, in ascending row order."""
         if not self.parts:
-            return decode(self.task, self.kind, self.labels, np.zeros((0, self.width), np.float32), keep=self.keep)
+            return decode(
+                self.task,
+                self.kind,
+                self.labels,
+                np.zeros((0, self.width), np.float32),
+                keep=self.keep,
+                scale=self.scale,
+            )
         order = np.argsort(np.concatenate(self.rows), kind="stable")
         first = self.parts[0]
         label = [v for p in self.parts for v in p.label]

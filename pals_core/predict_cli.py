@@ -47,6 +47,7 @@ from .outputs import Decoded
 from .run_info import encode_texts, predict_texts, read_run
 from .tasks.readers import read_columns
 from .train.rundir import run_owning
+from .kinds import get_kind
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
@@ -182,7 +183,10 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep
     device = next(model.parameters()).device
     order = np.argsort(data.lengths, kind="stable")
     rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
-    decoded = {t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep) for t in names}
+    decoded = {
+        t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
+        for t in names
+    }
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
@@ -203,7 +207,8 @@ def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep
 
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
     """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
-    ``prob`` (classification) and, with ``probs``, ``probs`` for every label. Known before predicting; a name two
+    ``prob`` and, with ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``). Known
+    before predicting; a name two
     tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
     out: dict[str, tuple[str, str, int]] = {}
 
@@ -216,13 +221,14 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
         out[column] = (task, what, j)
 
     for t in names:
-        kind = info.records[t].kind
-        add(t, t, "label")
-        if kind == "classification":
-            add(f"{t}_prob", t, "prob")
-        if probs and kind != "regression":
-            for j, name in enumerate(info.labels[t]):
-                add(f"{t}_prob_{name}", t, "probs", j)
+        for what in get_kind(info.records[t].kind).columns(probs):
+            if what == "label":
+                add(t, t, "label")
+            elif what == "prob":
+                add(f"{t}_prob", t, "prob")
+            else:
+                for j, name in enumerate(info.labels[t]):
+                    add(f"{t}_prob_{name}", t, "probs", j)
     return out
 
 

@@ -9,7 +9,7 @@ longest-first) and batched as it evaluated its dev sets (``train.evaluate.predic
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -19,6 +19,7 @@ from .atomic import read_json
 from .budget import check_config
 from .data.encoded import Encoded
 from .data.load import load_tokenizer, tokenizer_path
+from .kinds import get_kind
 from .outputs import Decoded, TaskOutputs
 from .pricing.config import AdapterConfig
 from .tasks import TaskRecord, records_of_config
@@ -35,8 +36,9 @@ class RunInfo:
     checkpoint: Path  # the weights loaded
     step: int
     records: dict[str, TaskRecord]
-    labels: dict[str, tuple[str, ...]]  # class names per task, in output order (() for regression)
+    labels: dict[str, tuple[str, ...]]  # label names per task, in output order (() for a kind without)
     num_labels: dict[str, int]
+    scales: dict[str, dict] = field(default_factory=dict)  # a task's target scale (config.json data.<t>.scale)
 
     @property
     def max_len(self) -> int:
@@ -78,7 +80,7 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
     if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
         raise ValueError(f"{config_file} is not a pals-train configuration")
     try:
-        records, labels, counts = _read_config(config)
+        records, labels, counts, scales = _read_config(config)
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a hand-edited config.json: wrong types
         raise ValueError(f"{config_file} is not a pals-train configuration: {' '.join(str(e).split())[:200]}") from None
     ckpts = Checkpoints(root / "checkpoints")
@@ -92,10 +94,10 @@ def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> Ru
     if not (folder / "shared.safetensors").is_file():
         kept = sorted(p.name for p in (root / "checkpoints").glob("step-*"))
         raise ValueError(f"{root} keeps no checkpoint of step {step} (kept: {', '.join(kept) or 'none'})")
-    return RunInfo(root, config, folder, int(step), records, labels, counts)
+    return RunInfo(root, config, folder, int(step), records, labels, counts, scales)
 
 
-def _read_config(config: dict) -> tuple[dict, dict, dict]:
+def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     """The records, label names and label counts of a run's config.json, every field read checked for its type
     (the file may have been edited by hand); ``TypeError`` / ``ValueError`` naming the field otherwise."""
     tasks = config["tasks"]
@@ -128,12 +130,20 @@ def _read_config(config: dict) -> tuple[dict, dict, dict]:
         if names is not None and (not isinstance(names, list) or not all(isinstance(x, str) for x in names)):
             raise TypeError(f"data.{t}.labels must be a list of label names, got {names!r}")
     records = {t: r.check() for t, r in records_of_config(config).items()}
-    labels, counts = {}, {}
+    labels, counts, scales = {}, {}, {}
     for t, r in records.items():
+        scale = (data.get(t) or {}).get("scale")
+        if scale is not None:
+            if not isinstance(scale, dict) or not all(
+                isinstance(scale.get(k), (int, float)) and not isinstance(scale.get(k), bool) for k in ("mean", "std")
+            ):
+                raise TypeError(f"data.{t}.scale must be an object with numbers mean and std, got {scale!r}")
+            scales[t] = {"mean": float(scale["mean"]), "std": float(scale["std"])}
         names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
-        labels[t] = () if r.regression else names
-        counts[t] = 1 if r.regression else len(names)
-    return records, labels, counts
+        kind = get_kind(r.kind)
+        labels[t] = names if kind.has_labels else ()
+        counts[t] = kind.num_outputs(labels[t])
+    return records, labels, counts, scales
 
 
 def encode_texts(
@@ -196,7 +206,10 @@ def predict_texts(
         raise ValueError(f"task(s) {', '.join(wants_pair)} read a pair of texts: give the second texts")
     size = batch_size or info.eval_batch_size
     device = next(model.parameters()).device
-    decoded = {t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep) for t in names}
+    decoded = {
+        t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
+        for t in names
+    }
     # tasks of one text and pair tasks see their own tokens (a pair task's second text is never given to the others);
     # within each group one predict_all per batch runs the trunk once for all of its tasks
     for group in ([t for t in names if t not in wants_pair], wants_pair):

@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 from .families.models import EMBEDDED_MODEL
 from .flags import OneLineParser, UsageError
 from .tasks import read_tasks_file
+from .kinds import get_kind
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,30 +67,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
 
 
 def _labels_lines(p: dict) -> list[str]:
-    dist = p["distribution"]
-    if p["kind"] == "regression":
-        rows = [[split, *(f"{d[k]:.3g}" for k in ("mean", "std", "min", "max"))] for split, d in dist.items()]
-        return _table(["target", "mean", "std", "min", "max"], rows)
-    n = {"train": p["train_rows"], "dev": p["dev_rows"]}
-    what = "rows with label" if p["kind"] == "multilabel" else "label"
-    rows = [
-        [name] + [f"{dist[s][name]:,} ({_pct(dist[s][name] / n[s]) if n[s] else '0.0'} %)" for s in ("train", "dev")]
-        for name in p["labels"]
-    ]
-    return _table([what, "train", "dev"], rows)
+    return get_kind(p["kind"]).profile_lines(p, _table)
 
 
 def _majority_line(p: dict) -> str:
     m = p["majority"]
-    if p["kind"] == "regression":
-        what = f"the train mean {p['distribution']['train']['mean']:.3g} on every row"
-    elif p["kind"] == "multilabel":
-        dist, n = p["distribution"]["train"], p["train_rows"]
-        kept = [name for name in p["labels"] if n and dist[name] / n > 0.5]
-        what = f"on every row the tags most train rows carry: {', '.join(kept) or 'none'}"
-    else:
-        dist = p["distribution"]["train"]
-        what = f"always {max(p['labels'], key=lambda name: dist[name])!r}"
+    what = get_kind(p["kind"]).baseline_text(p)
     others = " · ".join(f"{k} {_pct(v)}" for k, v in m["scores"].items() if k != m["metric"])
     return f"  majority reference, {what}: {m['metric']} {_pct(m['main'])}" + (f" · {others}" if others else "")
 

@@ -34,6 +34,7 @@ from pals_core.budget.tasks import Task
 from pals_core.flags import flags_of
 from pals_core.tasks import TaskRecord, glue_record
 from pals_core.train.seeds import parse_seeds
+from pals_core.kinds import DEFAULT_KIND
 
 SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 2  # 2: tasks_file and data (tasks of one's own)
@@ -141,7 +142,10 @@ class StudySettings:
         (the count ``tasks_of_records`` gives, and the trainer's own), GLUE's label counts for GLUE names."""
         if self.data is None:
             return parse_tasks(list(self.tasks))
-        return [Task(t, self.data[t]["num_labels"]) for t in self.tasks]
+        return [
+            Task(t, self.data[t]["num_labels"], (self.data[t].get("record") or {}).get("kind", DEFAULT_KIND))
+            for t in self.tasks
+        ]
 
     def template(self) -> AdapterConfig:
         """The design settings shared by every trial (AdapterConfig defaults where the study set none)."""

@@ -93,6 +93,6 @@ def describe_tasks(settings) -> str:
     parts = []
     for r in settings.records():
         d = settings.data[r.name]
-        what = "regression" if r.regression else f"{r.kind}, {d['num_labels']} labels"
+        what = f"{r.kind}, {d['num_labels']} labels" if r.kind_of.has_labels else r.kind
         parts.append(f"{r.name} ({'glue ' + r.glue + ', ' if r.glue else ''}{what}, {r.main_metric})")
     return ", ".join(parts) + f" from {settings.tasks_file}"

@@ -11,7 +11,8 @@ import numpy as np
 from pals_core.tasks.glue import GLUE_TASKS
 import pytest
 
-from pals_core.data.metrics import dev_average, main_score, majority_scores, regression_scores, task_scores
+from pals_core.data.metrics import dev_average, main_score, majority_scores, task_scores
+from pals_core.kinds.regression import regression_scores
 
 
 def test_classification_metrics_by_hand():

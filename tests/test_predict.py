@@ -140,7 +140,7 @@ def test_pals_predict_on_each_dev_file_reproduces_summary_scores_exactly(trained
     )
     assert code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "score.jsonl").read_text().splitlines()]
-    values = np.array([r["score"] for r in rows], dtype=np.float32)
+    values = np.array([r["score"] for r in rows], dtype=np.float64)  # the user's units (z·std + mean), float64
     assert (
         task_scores(records["score"], {"": (values, np.array([r["y"] for r in rows]))}, 1) == summary["scores"]["score"]
     )

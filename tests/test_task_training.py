@@ -52,7 +52,7 @@ def glue_as_files(glue: Path, into: Path) -> Path:
         entry = {
             "text": ["premise", "hypothesis"] if t.text_b is not None else "utterance",
             "label": "gold",
-            "kind": "regression" if t.regression else "classification",
+            "kind": t.kind,
             "metric": t.main,
             "metrics": list(t.metrics),
         }
@@ -67,7 +67,9 @@ def glue_as_files(glue: Path, into: Path) -> Path:
                     if raw.text_b is not None
                     else {"utterance": raw.text_a[i]}
                 )
-                row["gold"] = y if t.regression else (int(t.classes[y]) if t.classes[y].isdigit() else t.classes[y])
+                row["gold"] = (
+                    y if t.classes is None else (int(t.classes[y]) if t.classes[y].isdigit() else t.classes[y])
+                )
                 rows.append(row)
             path = into / f"{name}_{split}.{fmt[name]}"
             if fmt[name] == "csv":
@@ -164,6 +166,8 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     assert set(s["scores"]["intent"]) == {"macro_f1", "accuracy", "mcc"} and set(s["scores"]["score"]) == {
         "pearson",
         "spearman",
+        "rmse",  # issue 35 item 4: a regression reports its error in the user's units beside the correlations
+        "mae",
     }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows

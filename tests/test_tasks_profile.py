@@ -114,7 +114,12 @@ def test_majority_reference_is_the_hand_computed_one(profiles):
     assert m["metric"] == "micro_f1" and m["main"] == pytest.approx(2 * tp / (2 * tp + fp + fn)) and m["main"] > 0
     # regression: the train mean on every row correlates with nothing
     m = profiles["reviews"]["majority"]
-    assert m == {"metric": "pearson", "main": 0.0, "scores": {"pearson": 0.0, "spearman": 0.0}}
+    assert m["metric"] == "pearson" and m["main"] == 0.0
+    assert {k: m["scores"][k] for k in ("pearson", "spearman")} == {"pearson": 0.0, "spearman": 0.0}
+    # ... and misses by its RMSE: mean((y - c)²) = var(y) + (mean(y) - c)², c the train mean (issue 35 item 4)
+    train, dev = profiles["reviews"]["distribution"]["train"], profiles["reviews"]["distribution"]["dev"]
+    rmse = math.sqrt(dev["std"] ** 2 + (dev["mean"] - train["mean"]) ** 2)
+    assert m["scores"]["rmse"] == pytest.approx(rmse) and 0 < m["scores"]["mae"] <= m["scores"]["rmse"]
 
 
 def test_seed_draws_the_held_out_dev_rows(records):

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from ..pricing.config import AdapterConfig, format_location
 from ..families.registry import get_family
+from ..kinds import get_kind
 from ..pricing.method import Method, Part, linear
 from .methods import check_config, label_of, resolve_trunk, trunk_text
 from ..pricing.shape import BaseModel
@@ -58,7 +59,7 @@ def embedding_params(m: BaseModel, convention: str = "exact") -> int:
 def head_params(m: BaseModel, task: Task, convention: str = "exact") -> int:
     """One task's head as the family's ``…ForSequenceClassification`` has it: BERT d·C_t + C_t on the pooled [CLS];
     families without a pooler add their per-task dense layer."""
-    return get_family(m.family).head_params(m, task.num_labels, _paper(convention))
+    return get_kind(task.kind).head_params(get_family(m.family), m, task.num_labels, _paper(convention))
 
 
 @lru_cache(maxsize=512)
@@ -265,15 +266,18 @@ def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
 
 
 @lru_cache(maxsize=1024)
-def _plain_flops(m: BaseModel, n: int, labels: tuple[int, ...]) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
+def _plain_flops(
+    m: BaseModel, n: int, labels: tuple[tuple[int, str], ...]
+) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
     """(each layer, the embeddings, the pooler, each task's head) forward FLOPs on n tokens, as the model's family
-    counts them. Fixed by the shape alone, so computed once per shape (plots evaluate thousands of sizes)."""
+    counts them and each task's kind runs its head (``labels``: (C_t, kind) per task). Fixed by the shape alone, so
+    computed once per shape (plots evaluate thousands of sizes)."""
     family = get_family(m.family)
     return (
         tuple(layer_flops(m, n)),
         family.embedding_flops(m, n),
         family.pooler_flops(m),
-        tuple(family.head_flops(m, c) for c in labels),
+        tuple(get_kind(kind).head_flops(family, m, c, n) for c, kind in labels),
     )
 
 
@@ -286,7 +290,7 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     The ``shared`` method with a shared pooler runs even the pooler once.
     """
     m, n = ds.model, ds.seq_len
-    layers, embed, pooler, heads = _plain_flops(m, n, tuple(t.num_labels for t in ds.tasks))
+    layers, embed, pooler, heads = _plain_flops(m, n, tuple((t.num_labels, t.kind) for t in ds.tasks))
     trunk = embed + sum(layers)
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     plain = trunk + pooler + heads[0]

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kinds import DEFAULT_KIND
 from ..tasks.glue import GLUE_LABELS, PAPER_TASKS, glue_name
 
 
 @dataclass(frozen=True)
 class Task:
     name: str
-    num_labels: int  # C_t; 1 means regression
+    num_labels: int  # C_t (1: one number per row)
+    kind: str = DEFAULT_KIND  # the task's kind (``pals_core.kinds``): its head's FLOPs and its logits' memory
 
     def as_dict(self) -> dict:
         return {"name": self.name, "num_labels": self.num_labels}
@@ -68,10 +70,10 @@ def _count(n: int) -> list[Task]:
 
 def tasks_of_records(records) -> list[Task]:
     """The calculator's tasks of ``TaskRecord``s: each name with its C_t (declared labels, or the train file's
-    label column read — never the text; regression 1)."""
+    label column read — never the text; a kind without named labels: its own count) and its kind."""
     from ..tasks import num_labels  # the rows reader: loaded for a tasks file only (pals-budget's start-up)
 
-    tasks = [Task(r.name, num_labels(r)) for r in records]
+    tasks = [Task(r.name, num_labels(r), r.kind) for r in records]
     if not tasks:
         raise ValueError("no tasks given")
     return tasks

@@ -168,7 +168,7 @@ def read_hub(task: GlueTask, split: str) -> RawSplit:
         ) from None
     col_a, col_b = task.hub_columns
     labels = ds["label"]
-    labels = [float(x) for x in labels] if task.regression else [int(x) for x in labels]
+    labels = [float(x) for x in labels] if task.classes is None else [int(x) for x in labels]
     return RawSplit(
         list(ds[col_a]),
         list(ds[col_b]) if col_b else None,

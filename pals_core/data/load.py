@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from ..kinds import get_kind
 from ..tasks import GLUE_TASKS, TaskRecord, glue_record
 from ..tasks.rows import read_rows
 from .encoded import Encoded
@@ -42,14 +43,14 @@ class TaskData:
     task: TaskRecord
     train: Optional[Encoded]
     dev: dict[str, Encoded]
-    label_names: tuple[str, ...] = ()  # class order (classification, multilabel); () for regression
+    label_names: tuple[str, ...] = ()  # label order (a kind with named labels); () for a kind without
     dropped: dict[str, int] = field(default_factory=dict)  # file → rows dropped (GLUE QQP)
     cached: dict[str, bool] = field(default_factory=dict)  # split → read from the tokenisation cache
     sources: dict[str, str] = field(default_factory=dict)  # split → file path or hub name
 
     @property
     def num_labels(self) -> int:
-        return 1 if self.task.regression else len(self.label_names)
+        return get_kind(self.task.kind).num_outputs(self.label_names)
 
 
 # ---------------------------------------------------------------------------------- tokenising
@@ -98,16 +99,9 @@ def texts_fingerprint(text_a: Sequence[str], text_b: Optional[Sequence[str]]) ->
 
 
 def label_array(labels: Sequence[Any], kind: str, num_labels: int) -> np.ndarray:
-    """int64 class indices; float64 targets (regression: as read, so the dev metrics are those a person recomputes
-    from the file — the loss casts them to the logits' float32); float32 (n, C) multi-hot (multilabel: 0 and 1)."""
-    if kind == "regression":
-        return np.asarray(labels, dtype=np.float64)
-    if kind == "multilabel":
-        out = np.zeros((len(labels), num_labels), dtype=np.float32)
-        for i, idx in enumerate(labels):
-            out[i, list(idx)] = 1.0
-        return out
-    return np.asarray(labels, dtype=np.int64)
+    """What the model trains on, as the task's kind holds it (``Kind.label_array``: e.g. int64 class indices,
+    float64 targets as read, a float32 (n, C) multi-hot)."""
+    return get_kind(kind).label_array(labels, num_labels)
 
 
 def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -293,7 +287,7 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     out = {}
     for r in records:
         if r.glue is None:
-            names = () if r.regression else read_label_names(r)
+            names = read_label_names(r)
             files = {
                 role: {"path": path, "sha256": sha256_of(path)}
                 for role, path in (("train", r.train), ("dev", r.dev))
@@ -315,7 +309,7 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
         out[r.name] = {
             "record": r.as_dict(),
             "labels": list(names),
-            "num_labels": 1 if r.regression else len(names),
+            "num_labels": get_kind(r.kind).num_outputs(names),
             "files": files,
             "fingerprint": fingerprint(r, hashes),
         }

@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..kinds import get_kind
 from ..tasks import TaskRecord
 from .glue import RawSplit, check_files, choose_source
 from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
@@ -42,23 +43,6 @@ def check_max_len(max_len: Any) -> int:
 
 
 # ------------------------------------------------------------------------------------ labels
-
-
-def _distribution(record: TaskRecord, y: np.ndarray, names: Sequence[str]) -> dict:
-    """Classification: rows of each label; multilabel: rows carrying each label; regression: mean/std/min/max
-    (of the targets as written, float64: not the float32 the model trains on)."""
-    if record.regression:
-        return {"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()), "max": float(y.max())}
-    counts = y.sum(axis=0) if record.multilabel else np.bincount(y, minlength=len(names))
-    return {name: int(c) for name, c in zip(names, counts)}
-
-
-def _merge_counts(parts: Sequence[dict]) -> dict:
-    out: dict = {}
-    for p in parts:
-        for k, v in p.items():
-            out[k] = out.get(k, 0) + v
-    return out
 
 
 # ------------------------------------------------------------------------------------ tokens
@@ -165,17 +149,11 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     """The profile of rows already read (the module docstring gives its shape)."""
     check_max_len(max_len)
     record, train, devs, names = rows.record, rows.train, rows.devs, rows.names
-    c = 1 if record.regression else len(names)
+    kind = get_kind(record.kind)
+    c = kind.num_outputs(names)
     train_y = label_array(train.labels, record.kind, c)
     dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
-    if record.regression:
-        train_dist = _distribution(record, np.asarray(train.labels, dtype=np.float64), names)
-        dev_dist = _distribution(
-            record, np.asarray([v for raw in devs.values() for v in raw.labels], np.float64), names
-        )
-    else:
-        train_dist = _distribution(record, train_y, names)
-        dev_dist = _merge_counts([_distribution(record, y, names) for y in dev_y.values()])
+    train_dist, dev_dist = kind.distribution(train_y, dev_y, names)
     scores = majority_scores(record, train_y, dev_y, c)
     tokens = None
     if tokenizer is not None:

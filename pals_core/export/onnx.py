@@ -6,7 +6,8 @@ onnxruntime user can serve from alone, without this package's torch modules.
                                   family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
                                   after the task (C_t = 1: a regression score)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
-    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns), max_len, inputs
+    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
+                          target scale: a regression's value is output·std + mean), max_len, inputs
 
 The graph is ``MultiTaskModel.predict_all`` traced by torch's TorchScript-based exporter (``dynamo=False``: the one
 that exports every method and family here, data-dependent Python branches included) with dynamic batch and sequence
@@ -111,6 +112,11 @@ def _as_models(model) -> list:
             f"task {clash[0]!r} is named like a graph input ({', '.join(INPUT_NAMES)}): ONNX needs "
             "distinct names; rename the task"
         )
+    for m in models:
+        for t in m.tasks:
+            why = _kind(models, t).export_refusal("onnx")
+            if why:
+                raise ExportRefused(f"task {t!r}: {why}")
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
     return models
@@ -191,6 +197,17 @@ def check_opset(opset: int) -> int:
     return opset
 
 
+def _kind(models: Sequence, task: str):
+    """The kind of ``task`` (its run's record; a model without a run: the default kind), which names its output axes."""
+    from ..kinds import DEFAULT_KIND, get_kind
+
+    for m in models:
+        info = getattr(m, "run", None)
+        if info is not None and task in info.records:
+            return get_kind(info.records[task].kind)
+    return get_kind(DEFAULT_KIND)
+
+
 def write_graph(
     models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *, max_len: Optional[int] = None
 ) -> tuple[list[str], list[str]]:
@@ -205,7 +222,7 @@ def write_graph(
     batch = _sample_batch(models[0], max_len)
     outputs = [t for names in graph.names for t in names]
     args = tuple(batch[k] for k in INPUT_NAMES)
-    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: {0: "batch"} for t in outputs}
+    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: _kind(models, t).output_axes() for t in outputs}
     torch.onnx.register_custom_op_symbolic("aten::block_diag", symbolic_helper.parse_args("v")(_block_diag), opset)
     try:
         with warnings.catch_warnings(), torch.no_grad():
@@ -253,6 +270,8 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
                 "step": int(m.run.step),
                 "record": r.as_dict(),
             }
+            if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
+                tasks[t]["scale"] = dict(m.run.scales[t])
     steps = {m.run.step for m in models}
     return {
         "format": FORMAT,
@@ -459,6 +478,7 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
         records,
         {t: tuple(d["labels"]) for t, d in tasks.items()},
         {t: int(d["num_labels"]) for t, d in tasks.items()},
+        {t: dict(d["scale"]) for t, d in tasks.items() if d.get("scale")},
     )
 
 

@@ -16,7 +16,8 @@ Every tokenizer written says the run's max length (``model_max_length``).
 ``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
 ``AutoModelForSequenceClassification`` folder with the adapter merged into the weights (LoRA's B·A added, IA³'s
 scales folded into the rows / columns they scale), the task's label names (``id2label``), its ``problem_type`` and the
-tokenizer.
+tokenizer. A task trained on standardised targets (a regression: ``Kind.scale``) has its scale folded into its head's
+last Linear in both formats (W·std, b·std + mean): transformers alone gives the value in the task's own units.
 
 How the project's modules map onto peft's (``pals_core/methods/lora``, ``pals_core/methods/ia3``):
 
@@ -56,6 +57,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
+from ..kinds import get_kind
 from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
@@ -176,6 +178,11 @@ def check_exportable(model) -> None:
     reason = _deberta_refusal(model.bert.config, method) if family == "deberta-v2" else None
     if reason:
         raise ExportRefused(f"{reason}: {ONNX}")
+    info = getattr(model, "run", None)
+    for task in model.tasks if info is not None else ():
+        why = get_kind(info.records[task].kind).export_refusal("peft")
+        if why:
+            raise ExportRefused(f"task {task!r}: {why}")
 
 
 def _run(model):
@@ -205,7 +212,8 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
         return scope + "(" + "|".join(re.escape(n) for n in dict.fromkeys(names)) + ")"
 
     _, save = HEADS[model.trunk.family](model, task, prefix)
-    common = {"task_type": "SEQ_CLS", "modules_to_save": list(save)} if head else {}
+    task_type = get_kind(_run(model).records[task].kind).peft_task_type
+    common = {"task_type": task_type, "modules_to_save": list(save)} if head else {}
     if model.config.method == "lora":
         s = model.config.d_s
         alpha = float(model.config.lora_alpha if model.config.lora_alpha is not None else s)
@@ -232,14 +240,12 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
 
 
 def _problem_type(record) -> str:
-    if record.regression:
-        return "regression"
-    return "multi_label_classification" if record.multilabel else "single_label_classification"
+    return get_kind(record.kind).problem_type
 
 
 def task_config(model, task: str):
     """The trunk's transformers config for ``task``'s ``…ForSequenceClassification``: C_t outputs named by the
-    task's labels (a regression: the task's name), its ``problem_type``."""
+    task's labels (a kind without named labels: the task's name), its kind's ``problem_type``."""
     info = _run(model)
     names = info.labels[task] or (task,)
     if len(names) != model.tasks[task]:
@@ -266,6 +272,12 @@ def _hf_model(model, task: str) -> nn.Module:
     parts, _ = HEADS[model.trunk.family](model, task, hf.base_model_prefix)
     for name, module in parts.items():
         hf.get_submodule(name).load_state_dict(module.state_dict())
+    scale = _run(model).scales.get(task)
+    if scale:  # trained on standardised targets: the last Linear gives z·std + mean, the value in the task's units
+        out = next(hf.get_submodule(n) for n in parts if getattr(hf.get_submodule(n), "out_features", 0) == 1)
+        with torch.no_grad():
+            out.weight.mul_(scale["std"])
+            out.bias.mul_(scale["std"]).add_(scale["mean"])
     return hf
 
 
@@ -342,6 +354,10 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
         with torch.no_grad():
             want = model(task, **{k: v.to(device) for k, v in inputs.items()}).float().cpu()
             got = exported(**inputs).logits.float()
+        scale = _run(model).scales.get(task)
+        if scale:  # the export folds the task's target scale into its head: compare in the task's units
+            want = want.double() * scale["std"] + scale["mean"]
+            got = got.double()
     finally:
         model.train(was_training)
     err = (want - got).abs().max().item()

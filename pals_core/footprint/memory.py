@@ -43,6 +43,7 @@ from typing import Optional
 
 from ..pricing.activations import ActivationHooks, Conditions, Sym, Trace
 from ..families.registry import get_family, replay_of
+from ..kinds import get_kind
 from ..pricing.poly import Poly, S
 
 PRECISIONS = ("fp32", "bf16")
@@ -321,7 +322,7 @@ def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     of every task (an estimate, compared with ``memory_probe.inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
     attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
-    logits = batch * sum(t.num_labels for t in ds.tasks)
+    logits = sum(get_kind(t.kind).logits_floats(batch, n, t.num_labels) for t in ds.tasks)
     return cond.float_bytes * (batch * n * m.hidden + max(attention, ffn) + logits)
 
 

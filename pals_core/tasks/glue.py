@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..kinds import DEFAULT_KIND
 from .record import TaskRecord
 
 Column = Union[str, int]  # a header name, or a 0-based index for files without a header
@@ -25,7 +26,7 @@ class GlueTask:
     text_a: Column
     text_b: Optional[Column]
     label: Column
-    classes: Optional[tuple[str, ...]]  # label strings in class-index order; None = regression (float)
+    classes: Optional[tuple[str, ...]]  # label strings in class-index order; None = a number per row (STS-B)
     metrics: tuple[str, ...]  # reported on dev
     main: str  # the metric of the paper's dev average (Table 3)
     dev_files: tuple[tuple[str, str], ...] = (("", "dev.tsv"),)  # (split suffix, file name)
@@ -36,16 +37,13 @@ class GlueTask:
     hub_columns: tuple[str, Optional[str]] = ("sentence", None)
     hub_dev_splits: tuple[tuple[str, str], ...] = (("", "validation"),)
     train_file: str = "train.tsv"
-    range: Optional[tuple[float, float]] = None  # regression: the targets' declared range
+    range: Optional[tuple[float, float]] = None  # a number per row: the targets' declared range
+    kind: str = DEFAULT_KIND  # the task's kind (``pals_core.kinds``)
 
     @property
     def num_labels(self) -> int:
-        """C_t: classes, or 1 for the regression task (STS-B)."""
+        """C_t: classes, or 1 for STS-B's score."""
         return 1 if self.classes is None else len(self.classes)
-
-    @property
-    def regression(self) -> bool:
-        return self.classes is None
 
     @property
     def dev_splits(self) -> tuple[str, ...]:
@@ -60,10 +58,9 @@ class GlueTask:
     def record(self) -> TaskRecord:
         """This task as a record: rows from the GLUE folder, columns named as on the hub."""
         text = tuple(c for c in self.hub_columns if c)
-        kind = "regression" if self.regression else "classification"
         return TaskRecord(
             name=self.name,
-            kind=kind,
+            kind=self.kind,
             text=text,
             label="label",
             labels=self.classes,
@@ -127,6 +124,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
             hub_config="stsb",
             hub_columns=("sentence1", "sentence2"),
             range=(0.0, 5.0),
+            kind="regression",
         ),  # STS-B similarity scores: 0 (unrelated) … 5 (equivalent)
         GlueTask(
             "qqp",

@@ -4,7 +4,7 @@ its kind, its label order and its metrics (docs: "Task records and the tasks fil
 Pure Python (no torch, no transformers): the calculator prices a task from its record alone. The number of
 outputs of a task's head is
 
-    C_t = |labels|   (classification, multilabel)        C_t = 1   (regression)
+    C_t = the kind's outputs for its labels (``pals_core.kinds``: |labels|, or 1 for a kind without named labels)
 
 and the head is d·C_t + C_t, as for GLUE. Declared ``labels`` fix the class order and spare reading the file;
 without them the classes are the sorted distinct training labels (numeric order when every label is an
@@ -16,21 +16,34 @@ folder (``--glue-dir``) instead of a file of their own.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Mapping
 from typing import Any, Optional
 
-KINDS = ("classification", "regression", "multilabel")
-METRICS_OF_KIND: dict[str, tuple[str, ...]] = {
-    "classification": ("accuracy", "macro_f1", "mcc", "f1"),
-    "regression": ("pearson", "spearman"),
-    "multilabel": ("micro_f1", "macro_f1"),
-}
-"""The metrics a task of each kind may report (``f1``: binary classification only, of the ``positive`` label)."""
-DEFAULT_METRIC = {"classification": "accuracy", "regression": "pearson", "multilabel": "micro_f1"}
+from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
+
+KINDS = PACKAGES  # the registered kinds (``pals_core.kinds.PACKAGES``)
+
+
+class _MetricsOfKind(Mapping):
+    """{kind: the metrics a task of that kind may report}, read from each kind's package when asked."""
+
+    def __getitem__(self, kind: str) -> tuple[str, ...]:
+        if kind not in PACKAGES:
+            raise KeyError(kind)
+        return get_kind(kind).metrics
+
+    def __iter__(self):
+        return iter(PACKAGES)
+
+    def __len__(self) -> int:
+        return len(PACKAGES)
+
+
+METRICS_OF_KIND: Mapping[str, tuple[str, ...]] = _MetricsOfKind()
 DEFAULT_DEV_FRACTION = 0.1
-DEFAULT_LABEL_SEP = ","
+OPTIONAL_FIELDS = ("labels", "positive", "range", "label_sep")  # each taken by the kinds that list it (Kind.fields)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
 
 
@@ -43,17 +56,17 @@ class TaskRecord:
     """One task. Paths are absolute once read from a tasks file (``taskfile.read_tasks_file``)."""
 
     name: str
-    kind: str = "classification"
+    kind: str = DEFAULT_KIND
     train: Optional[str] = None  # a file or a save_to_disk folder; None for a built-in GLUE task
     dev: Optional[str] = None  # None: dev_fraction of train, split by the run's seed
     text: tuple[str, ...] = ("text",)  # one column, or two for a pair
     label: str = "label"
-    labels: Optional[tuple[str, ...]] = None  # class order (classification, multilabel); None = read from train
+    labels: Optional[tuple[str, ...]] = None  # label order (a kind with named labels); None = read from train
     metric: Optional[str] = None  # the main metric (the task's entry in the dev average); None = the kind's default
     metrics: tuple[str, ...] = ()  # metrics reported; () = every metric of the kind that applies
     positive: Optional[str] = None  # binary f1: the positive label (default: the second label)
-    range: Optional[tuple[float, float]] = None  # regression: targets must lie in [low, high]
-    label_sep: Optional[str] = None  # multilabel labels written as one string: the separator (default ",")
+    range: Optional[tuple[float, float]] = None  # a numeric target must lie in [low, high] (the kind's field)
+    label_sep: Optional[str] = None  # a label set written as one string: the separator (default ",")
     dev_fraction: float = DEFAULT_DEV_FRACTION
     glue: Optional[str] = None  # a built-in GLUE task: its rows come from the GLUE folder
 
@@ -68,12 +81,9 @@ class TaskRecord:
     # --- what the calculator and the trainer read ---------------------------------------------------
 
     @property
-    def regression(self) -> bool:
-        return self.kind == "regression"
-
-    @property
-    def multilabel(self) -> bool:
-        return self.kind == "multilabel"
+    def kind_of(self):
+        """This task's ``Kind`` (``pals_core.kinds``): everything that depends on what its label is."""
+        return get_kind(self.kind)
 
     @property
     def pair(self) -> bool:
@@ -81,7 +91,7 @@ class TaskRecord:
 
     @property
     def main_metric(self) -> str:
-        return self.metric or DEFAULT_METRIC[self.kind]
+        return self.metric or get_kind(self.kind).default_metric
 
     def reported_metrics(self, num_labels: Optional[int] = None) -> tuple[str, ...]:
         """The metrics scored on dev: the declared ones, else every metric of the kind that applies (``f1``
@@ -89,7 +99,8 @@ class TaskRecord:
         if self.metrics:
             names = list(self.metrics)
         else:
-            applies = [m for m in METRICS_OF_KIND[self.kind] if not (m == "f1" and num_labels not in (None, 2))]
+            kind = get_kind(self.kind)
+            applies = [m for m in kind.metrics if kind.applies(m, num_labels)]
             names = [self.main_metric] + [m for m in applies if m != self.main_metric]
         if self.main_metric not in names:
             names.insert(0, self.main_metric)
@@ -150,42 +161,20 @@ class TaskRecord:
         for m in (self.main_metric, *self.metrics):
             if m not in allowed:
                 raise TaskRecordError(f"{where}: unknown metric {m!r} for a {self.kind} task ({', '.join(allowed)})")
-        if self.labels is not None:
-            if self.regression:
-                raise TaskRecordError(f"{where}: a regression task takes no 'labels'")
-            if len(set(self.labels)) != len(self.labels):
-                raise TaskRecordError(f"{where}: 'labels' lists a label twice")
-            if len(self.labels) < 2:
-                raise TaskRecordError(f"{where}: 'labels' needs at least two labels, got {list(self.labels)!r}")
-        if self.positive is not None:
-            if self.kind != "classification":
-                raise TaskRecordError(f"{where}: 'positive' is for binary classification (f1)")
-            if self.labels is not None and self.positive not in self.labels:
-                raise TaskRecordError(f"{where}: positive label {self.positive!r} is not in 'labels'")
-        if self.labels is not None and "f1" in (self.main_metric, *self.metrics) and len(self.labels) != 2:
-            raise TaskRecordError(
-                f"{where}: metric 'f1' is binary; this task has {len(self.labels)} labels (macro_f1 takes any number)"
-            )
-        if self.range is not None:
-            if not self.regression:
-                raise TaskRecordError(f"{where}: 'range' is for regression tasks")
-            if (
-                len(self.range) != 2
-                or not all(_is_number(v) and math.isfinite(v) for v in self.range)
-                or self.range[0] >= self.range[1]
-            ):
-                raise TaskRecordError(f"{where}: 'range' is [low, high] with low < high, got {list(self.range)!r}")
-        if self.label_sep is not None:
-            if not self.multilabel:
-                raise TaskRecordError(f"{where}: 'label_sep' is for multilabel tasks")
-            if not isinstance(self.label_sep, str) or not self.label_sep:
-                raise TaskRecordError(f"{where}: 'label_sep' is a non-empty string")
-        if not _is_number(self.dev_fraction) or not 0 < self.dev_fraction < 1:
+        kind = get_kind(self.kind)
+        for name in OPTIONAL_FIELDS:
+            if getattr(self, name) is not None and name not in kind.fields:
+                owner = next((k for k in map(get_kind, KINDS) if name in k.field_notes), None)
+                if owner is None:
+                    raise TaskRecordError(f"{where}: a {self.kind} task takes no {name!r}")
+                raise TaskRecordError(f"{where}: {name!r} is for {owner.field_notes[name]}")
+        kind.check(self, where)
+        if not is_number(self.dev_fraction) or not 0 < self.dev_fraction < 1:
             raise TaskRecordError(f"{where}: dev_fraction is a number between 0 and 1, got {self.dev_fraction!r}")
         return self
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -203,4 +192,4 @@ def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> st
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-__all__ = ["DEFAULT_METRIC", "KINDS", "METRICS_OF_KIND", "TaskRecord", "TaskRecordError", "fingerprint"]
+__all__ = ["KINDS", "METRICS_OF_KIND", "TaskRecord", "TaskRecordError", "fingerprint"]

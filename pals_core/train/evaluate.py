@@ -16,6 +16,7 @@ import torch
 
 from ..data.encoded import Encoded
 from ..data.metrics import record_of, task_scores
+from ..kinds import DEFAULT_KIND, get_kind
 from ..tasks import TaskRecord
 
 
@@ -24,15 +25,10 @@ class EvalInterrupted(Exception):
 
 
 def reduce_logits(kind: str, logits: torch.Tensor) -> torch.Tensor:
-    """What a task's metrics read of one batch's logits (B, C), on the logits' device: the arg-max class
-    (classification, int64 (B,)), the one output (regression, float32 (B,)), each label's decision logit > 0
-    (multilabel, uint8 (B, C)) — never the (B, C) floats, so a dev set's outputs take O(n) memory (O(n·C) bytes
-    for multilabel), whatever C."""
-    if kind == "regression":
-        return logits[:, 0].float()
-    if kind == "multilabel":
-        return (logits > 0).to(torch.uint8)
-    return logits.float().argmax(dim=-1)
+    """What a task's metrics read of one batch's logits (B, C), on the logits' device, as its kind keeps them
+    (``pals_core/kinds/<kind>/module.py``: ``reduce``; e.g. the arg-max class, the one output, each label's decision)
+    — never the (B, C) floats, so a dev set's outputs take O(n) memory (O(n·C) bytes for a label set), whatever C."""
+    return get_kind(kind).module().reduce(logits)
 
 
 def predict(
@@ -40,7 +36,7 @@ def predict(
     task: str,
     data: Encoded,
     *,
-    kind: str = "classification",
+    kind: str = DEFAULT_KIND,
     batch_size: int,
     device: torch.device,
     autocast,
@@ -72,16 +68,15 @@ def predict(
     if outs:
         preds, index = torch.cat(outs), torch.cat(idx)
     else:
-        width = (model.tasks[task],) if kind == "multilabel" and hasattr(model, "tasks") else ()
-        dtype = {"regression": torch.float32, "multilabel": torch.uint8}.get(kind, torch.int64)
-        preds, index = torch.zeros((0, *width), dtype=dtype, device=device), torch.zeros(0, dtype=torch.int64)
+        width = model.tasks[task] if hasattr(model, "tasks") else 0
+        preds, index = get_kind(kind).module().empty(width).to(device), torch.zeros(0, dtype=torch.int64)
         index = index.to(device)
     if world > 1 and gather is not None:
         preds, index = gather(preds, index)
     preds, index = preds.cpu().numpy(), index.cpu().numpy()
     result = np.zeros((len(data), *preds.shape[1:]), dtype=preds.dtype)
     result[index] = preds
-    return result.astype(bool) if kind == "multilabel" else result
+    return get_kind(kind).module().finish(result)
 
 
 def evaluate(
@@ -89,6 +84,7 @@ def evaluate(
     dev: dict[str, dict[str, Encoded]],
     records: Optional[dict[str, TaskRecord]] = None,
     *,
+    scales: Optional[dict[str, dict]] = None,
     batch_size: int,
     device: torch.device,
     autocast,
@@ -98,7 +94,8 @@ def evaluate(
     should_stop: Optional[Callable[[], bool]] = None,
 ) -> dict[str, dict[str, float]]:
     """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record
-    (``records``; None: the built-in GLUE task of each name)."""
+    (``records``; None: the built-in GLUE task of each name), its predictions in the user's units (``scales``: the
+    run's target scale of each task, ``Kind.scale``)."""
     was_training = model.training
     model.eval()
     try:
@@ -120,7 +117,7 @@ def evaluate(
                     gather=gather,
                     should_stop=should_stop,
                 )
-                outputs[suffix] = (preds, data.labels)
+                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.labels)
             scores[task] = task_scores(record, outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:

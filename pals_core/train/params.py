@@ -18,9 +18,10 @@ from typing import Optional, Sequence
 
 from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
 from ..budget.costs import Cost
+from ..families.registry import get_family
+from ..kinds import DEFAULT_KIND
 from ..budget.methods import label_of
 from ..data.load import describe_data
-from ..families.registry import get_family
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
 from .models import model_shape
@@ -90,7 +91,10 @@ def run_params(
 
 def run_tasks(cfg) -> list[Task]:
     """The calculator's tasks of a resolved run: each task's name and C_t, as its data says."""
-    return [Task(t, cfg.data[t]["num_labels"]) for t in cfg.tasks]
+    return [
+        Task(t, cfg.data[t]["num_labels"], (cfg.data[t].get("record") or {}).get("kind", DEFAULT_KIND))
+        for t in cfg.tasks
+    ]
 
 
 def resolve(cfg):
@@ -101,11 +105,9 @@ def resolve(cfg):
     cfg.validate()
     records = cfg.declared_records()
     trained = set(added_task_names(cfg))
-    if cfg.sampling == "mt_uncertainty" and any(r.multilabel for r in records if r.name in trained):
-        raise ValueError(
-            "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "
-            "multilabel task has none (use annealed, proportional, sqrt, uniform or round_robin)"
-        )
+    refused = [r.kind_of for r in records if r.name in trained and r.kind_of.entropy_sampling is None]
+    if cfg.sampling == "mt_uncertainty" and refused:
+        raise ValueError(refused[0].entropy_refusal)
     if cfg.from_run:  # the base run's tasks as it recorded them (their files checked); the added ones described now
         base = base_data(cfg)
         own = [r for r in records if r.name not in trained and r.glue is None and r.name in base]

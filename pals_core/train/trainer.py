@@ -1,8 +1,8 @@
 """Multi-task training of one ``MultiTaskBert`` on several GLUE tasks (Stickland & Murray 2019, Section 4).
 
 Each step draws a task from the sampler (p_i ∝ N_i^α, ``pals_core.data.samplers``), takes the next
-``batch_size`` examples of that task, and makes one AdamW step on that task's loss (cross-entropy;
-mean squared error for a regression, binary cross-entropy with logits for a multilabel task):
+``batch_size`` examples of that task, and makes one AdamW step on that task's loss (its kind's:
+``pals_core/kinds/<kind>/module.py``):
 
     θ ← AdamW(θ, ∇L_t(θ)),  lr_s = lr · min(s / (w·S), (S − s) / (S − w·S))   (warm-up w = 10 %, S steps)
 
@@ -39,6 +39,7 @@ from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from ..model import MultiTaskModel
 from .checkpoint import CheckpointDamaged, Checkpoints
+from ..kinds import get_kind
 from .config import TrainConfig, data_differences
 from .evaluate import EvalInterrupted, evaluate
 from .extend import (
@@ -238,6 +239,7 @@ class _Run:
                 cache_dir=cfg.cache_dir,
                 seed=base.get("seed", cfg.seed),
             )
+        self.scales = self._scales(resume)
         sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(
             cfg.sampling,
@@ -273,6 +275,27 @@ class _Run:
         self.ckpt = Checkpoints(self.run.checkpoints)
         if resume:
             self._restore()
+
+    def _scales(self, resume: bool) -> dict[str, dict]:
+        """Each task's target scale (``Kind.scale``: a regression's mean and std of its train rows), kept in
+        config.json's ``data.<task>.scale`` for evaluation, ``pals-predict`` and the exports. A resumed run and a base
+        run's task keep the scale they were trained with (none: trained on the targets as read)."""
+        saved = self.run.read_config().get("data") or {} if resume else {}
+        out = {}
+        for t in self.cfg.tasks:
+            if t in self.trained and not resume:
+                scale = get_kind(self.records[t].kind).scale(self.data[t].train.labels)
+            else:
+                scale = ((saved if t in self.trained else self.cfg.data or {}).get(t) or {}).get("scale")
+            if scale:
+                out[t] = scale
+        if self.main and not resume and out:
+            config = self.run.read_config()
+            for t, scale in out.items():
+                config["data"][t]["scale"] = scale
+                self.cfg.data[t]["scale"] = scale
+            atomic_write_json(self.run.config, config)
+        return out
 
     def _restore(self) -> None:
         folder = self.ckpt.latest()
@@ -379,10 +402,7 @@ class _Run:
         return [(task, self.next_batch(task))]
 
     def part_loss(self, model, task: str, batch: dict):
-        """Mean loss of one task's rows: cross-entropy; mean squared error (regression); binary cross-entropy
-        with logits over the C labels (multilabel)."""
-        import torch.nn.functional as F
-
+        """Mean loss of one task's rows, as its kind computes it (``pals_core/kinds/<kind>/module.py``: ``loss``)."""
         dev = self.acc.device
         with self.acc.autocast():
             logits = model(
@@ -392,12 +412,7 @@ class _Run:
                 token_type_ids=batch["token_type_ids"].to(dev),
             )
         labels = batch["labels"].to(dev)
-        kind = self.records[task].kind
-        if kind == "regression":
-            return F.mse_loss(logits.float().squeeze(-1), labels.float())
-        if kind == "multilabel":
-            return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-        return F.cross_entropy(logits.float(), labels)
+        return get_kind(self.records[task].kind).module().loss(logits, labels, self.scales.get(task))
 
     def train_step(self, parts: list[tuple[str, dict]]):
         """One optimiser step on the mean of the parts' mean losses (one part: that task's loss)."""
@@ -452,6 +467,7 @@ class _Run:
             self.net,
             {t: self.data[t].dev for t in self.trained},
             self.records,
+            scales=self.scales,
             batch_size=cfg.eval_batch_size,
             device=self.acc.device,
             autocast=self.acc.autocast,
@@ -580,6 +596,7 @@ class _Run:
             self.net,
             {t: d.dev for t, d in self.base_dev.items()},
             self.records,
+            scales=self.scales,
             batch_size=self.cfg.eval_batch_size,
             device=self.acc.device,
             autocast=self.acc.autocast,

@@ -1,0 +1,158 @@
+"""``Kind``: what a task kind owns, with the behaviour most kinds share (pure Python: numpy at most, never torch).
+
+A kind's package (``pals_core/kinds/<kind>/__init__.py``) subclasses ``Kind`` and sets ``KIND``; its torch part
+(``module.py``: ``loss``, ``reduce``) loads through ``Kind.module()``. Everything below is asked of a kind by the
+rest of the project, which never names one (``pals_core.kinds.get_kind``):
+
+* the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
+  with ``field_notes`` saying what each is for), ``check`` (those fields' values);
+* the rows — ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
+  (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
+  model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
+* the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
+  family's head), ``logits_floats`` (the logits' memory);
+* the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
+  ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
+  ``baseline_text`` (the profile's label statistics);
+* the export — ``output_axes`` (ONNX), ``peft_task_type`` and ``problem_type`` (peft / transformers), or
+  ``export_refusal`` (why it cannot be exported, None when it can);
+* training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
+  "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any, Mapping, Optional, Sequence
+
+
+class Kind:
+    name: str = ""
+    metrics: tuple[str, ...] = ()  # every metric the kind may report; the first is the default main metric
+    fields: tuple[str, ...] = ()  # optional record fields only this kind takes (labels, positive, range, label_sep)
+    field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
+    has_labels: bool = True  # a set of named labels (its order = the head's output order)
+    peft_task_type: Optional[str] = "SEQ_CLS"
+    problem_type: str = ""
+    entropy_sampling: Optional[str] = "softmax"
+    entropy_refusal: str = ""
+
+    # --- the record ----------------------------------------------------------------------------------
+
+    @property
+    def default_metric(self) -> str:
+        return self.metrics[0]
+
+    def applies(self, metric: str, num_labels: Optional[int]) -> bool:
+        """Whether ``metric`` is reported by default for a task of ``num_labels`` outputs."""
+        return True
+
+    def check(self, record: Any, where: str) -> None:
+        """Raise ``TaskRecordError`` for a bad value of one of ``fields``."""
+
+    # --- the rows ------------------------------------------------------------------------------------
+
+    def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
+        return ()
+
+    def check_label_names(self, record: Any, names: tuple[str, ...]) -> None:
+        """Raise ``TaskDataError`` when the label set read from the train file does not fit the record."""
+
+    def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
+        raise NotImplementedError
+
+    def label_array(self, labels: Sequence[Any], num_labels: int):
+        import numpy as np
+
+        return np.asarray(labels, dtype=np.int64)
+
+    def scale(self, train_labels: Any) -> Optional[dict]:
+        """The targets' standardisation learned from the train rows, kept in the run's config.json (``data.<task>.
+        scale``) so that evaluation, ``pals-predict`` and the exports give the user's units (None: trained as read)."""
+        return None
+
+    def unscale(self, preds: Any, scale: Optional[dict]) -> Any:
+        """The dev metrics' predictions (``module.reduce``'s, gathered) in the user's units."""
+        return preds
+
+    # --- the head ------------------------------------------------------------------------------------
+
+    def num_outputs(self, names: Sequence[str]) -> int:
+        return len(names)
+
+    def head_params(self, family: Any, m: Any, num_labels: int, paper: bool) -> int:
+        """The exact parameters of one task's head: the family's sequence head (``pricing.family``) on C_t outputs."""
+        return family.head_params(m, num_labels, paper)
+
+    def head_flops(self, family: Any, m: Any, num_labels: int, seq: int) -> int:
+        """Forward FLOPs of one task's head on a row of ``seq`` tokens (pooled: the head runs once a row)."""
+        return family.head_flops(m, num_labels)
+
+    def logits_floats(self, batch: int, seq: int, num_labels: int) -> int:
+        """Floats of one batch's logits of a task with C_t = ``num_labels`` outputs (pooled: one vector a row)."""
+        return batch * num_labels
+
+    def module(self) -> Any:
+        """The kind's torch part (``module.py``)."""
+        return import_module(f"pals_core.kinds.{self.name}.module")
+
+    # --- the outputs ---------------------------------------------------------------------------------
+
+    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+        raise NotImplementedError
+
+    def columns(self, probs: bool) -> list[str]:
+        """The prediction columns' ``what``s: ``label`` (the task's own column), ``prob`` (``<task>_prob``),
+        ``probs`` (``<task>_prob_<label>`` for every label)."""
+        return ["label", "probs"] if probs else ["label"]
+
+    def scores(self, record: Any, preds: Any, labels: Any, metrics: Sequence[str], num_labels: int) -> dict:
+        raise NotImplementedError
+
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+        """``({split: predictions}, C_t)``: the trivial reference's predictions on every dev set."""
+        raise NotImplementedError
+
+    def distribution(self, train_y: Any, dev_ys: Mapping[str, Any], names: Sequence[str]) -> tuple[dict, dict]:
+        """The profile's label statistics of train and of the dev sets together."""
+        raise NotImplementedError
+
+    def profile_lines(self, profile: dict, table) -> list[str]:
+        """``pals-tasks``'s label table of a profile (``table(header, rows)`` lays it out)."""
+        raise NotImplementedError
+
+    def baseline_text(self, profile: dict) -> str:
+        """What the trivial reference predicts, in words."""
+        raise NotImplementedError
+
+    def distribution_text(self, profile: dict) -> str:
+        """The label statistics in a line of markdown (the explorer's, for a kind whose labels it does not chart)."""
+        return ""
+
+    # --- the export ----------------------------------------------------------------------------------
+
+    def output_axes(self) -> dict[int, str]:
+        return {0: "batch"}
+
+    def export_refusal(self, fmt: str) -> Optional[str]:
+        """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
+        folders), in one line; None when it can (``pals-export`` then refuses with it, exit 2)."""
+        return None
+
+
+def counts_table(profile: dict, table, what: str) -> list[str]:
+    """Rows of each label, train and dev, with their shares (a kind with named labels)."""
+    dist = profile["distribution"]
+    n = {"train": profile["train_rows"], "dev": profile["dev_rows"]}
+    rows = [
+        [name]
+        + [
+            f"{dist[s][name]:,} ({100 * dist[s][name] / n[s]:.1f} %)" if n[s] else f"{dist[s][name]:,} (0.0 %)"
+            for s in ("train", "dev")
+        ]
+        for name in profile["labels"]
+    ]
+    return table([what, "train", "dev"], rows)
+
+
+__all__ = ["Kind", "counts_table"]
