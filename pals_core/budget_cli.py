@@ -452,7 +452,7 @@ def _json_of(p) -> Optional[dict]:
 
 def _predicted_notes(costs, predicted: dict) -> str:
     """Below the table: what each prediction rests on, and where there is none."""
-    from .score_model import LEVEL
+    from .score_model import LEVEL  # late: loads scipy's quantile code path only with --results
 
     got = [(c, predicted.get(id(c))) for c in costs]
     lines = [f"{c.method} @ {c.location or '—'}, d_s {c.d_s}: {p.basis()}" for c, p in got if p is not None]

@@ -113,7 +113,9 @@ def plans_so_far(root: Path) -> list[tuple[Path, dict]]:
         if any(read_or_none(f) is None for f in plan.parent.glob("seed-*/summary.json")):
             continue  # a seed's summary that cannot be read (shown by ``unreadable``): never handed to the seeds' reader
         if not (plan.parent / "summary.json").is_file():
-            from .train.seeds import aggregate_so_far
+            from .train.seeds import (
+                aggregate_so_far,
+            )  # late: the trainer's package, only for a --seeds run still training
 
             agg = aggregate_so_far(plan.parent)
             if agg is not None and len(agg["runs"]) >= 2:
@@ -148,7 +150,7 @@ def question_keys(records: Sequence["TaskRecord"], glue_dir: Optional[str] = Non
     ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
     if all(r.glue is not None for r in records):
         return [f"glue:{r.glue}" for r in records]
-    from .data.load import describe_data
+    from .data.load import describe_data  # late: loads numpy and datasets (a file's fingerprint)
 
     data = describe_data(list(records), glue_dir=glue_dir)
     return [data[r.name]["fingerprint"] for r in records]

@@ -291,7 +291,7 @@ def _metrics(summary: dict, folder: Path) -> dict[str, Optional[str]]:
 def observation(summary: dict, folder: Path) -> Optional[tuple[Optional[str], tuple[str, ...], Observation]]:
     """(the run's ``--model``, its tasks' fingerprints, the observation) of a finished sized run; None for anything
     else (a reference, a sizeless method, a smoke run, no score)."""
-    from .train.config import recipe, task_keys
+    from .train.config import recipe, task_keys  # late: the trainer's package, only when a run is read
 
     config = run_config(summary, folder)
     if not config:
@@ -423,7 +423,7 @@ def trainer_model(spec: str) -> Optional[str]:
     """The ``pals-train --model`` value whose runs answer ``pals-budget --model spec``: None for the embedded MiniLM's
     preset (or an alias of it), a checkpoint folder for a config.json path (or its folder), else ``spec`` itself
     (a preset the trainer does not build: no run matches it)."""
-    from .families.models import ALIASES
+    from .families.models import ALIASES  # late: the presets, only to match a model name
 
     if ALIASES.get(spec, spec) == EMBEDDED_PRESET:
         return None

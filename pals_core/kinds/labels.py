@@ -75,7 +75,7 @@ def read_label_names(record: Any, cols: Any, row_labels: RowLabels, strings_at_o
     if record.labels is not None:
         return tuple(record.labels)
     if cols is None:
-        from ..tasks.readers import read_columns
+        from ..tasks.readers import read_columns  # late: pals_core.tasks imports the kinds
 
         cols = read_columns(record.train, [record.label])
     if record.label in cols.label_names:
@@ -122,7 +122,7 @@ def label_indices(record: Any, cols: Any, names: tuple[str, ...], split: str, ro
 
 def check_label_set(record: Any, where: str) -> None:
     """Declared ``labels``: each once, at least two."""
-    from ..tasks.record import TaskRecordError
+    from ..tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
 
     if record.labels is not None:
         if len(set(record.labels)) != len(record.labels):

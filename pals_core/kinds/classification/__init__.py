@@ -35,7 +35,7 @@ class Classification(Kind):
         return not (metric == "f1" and num_labels not in (None, 2))
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError
+        from ...tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
 
         L.check_label_set(record, where)
         if record.positive is not None and record.labels is not None and record.positive not in record.labels:
@@ -68,7 +68,7 @@ class Classification(Kind):
         import numpy as np
         from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-        from ...data.metrics import check_lengths
+        from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
         positive = record.positive_index(record.labels) if record.labels is not None else 1
         logits, labels = np.asarray(preds), np.asarray(labels)
@@ -115,7 +115,7 @@ class Classification(Kind):
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
 
-        from ...outputs import TaskOutputs
+        from ...outputs import TaskOutputs  # late: outputs imports the kinds
 
         logits = np.asarray(logits, dtype=np.float32)
         names = tuple(names)

@@ -53,7 +53,7 @@ class Multilabel(Kind):
     )
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError
+        from ...tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
 
         L.check_label_set(record, where)
         if record.label_sep is not None and (not isinstance(record.label_sep, str) or not record.label_sep):
@@ -79,7 +79,7 @@ class Multilabel(Kind):
         import numpy as np
         from sklearn.metrics import f1_score
 
-        from ...data.metrics import check_lengths
+        from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
         logits, labels = np.asarray(preds), np.asarray(labels)
         preds = (logits > 0) if logits.dtype != bool else logits
@@ -111,7 +111,7 @@ class Multilabel(Kind):
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
 
-        from ...outputs import TaskOutputs
+        from ...outputs import TaskOutputs  # late: outputs imports the kinds
 
         logits = np.asarray(logits, dtype=np.float32)
         names = tuple(names)

@@ -38,7 +38,7 @@ class Regression(Kind):
     entropy_sampling = "borrow"
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError, is_number
+        from ...tasks.record import TaskRecordError, is_number  # late: pals_core.tasks imports the kinds
 
         if record.main_metric in LOWER_BETTER:
             raise TaskRecordError(
@@ -127,7 +127,7 @@ class Regression(Kind):
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
 
-        from ...outputs import TaskOutputs
+        from ...outputs import TaskOutputs  # late: outputs imports the kinds
 
         logits = np.asarray(logits, dtype=np.float32)
         return TaskOutputs(task, self.name, (), [float(v) for v in to_units(logits[:, 0], scale)], None, None, logits)
@@ -151,7 +151,7 @@ def regression_scores(preds: Any, labels: Any, metrics: Sequence[str] = ("pearso
     import numpy as np
     from scipy.stats import pearsonr, spearmanr
 
-    from ...data.metrics import check_lengths
+    from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
     preds, labels = np.asarray(preds, dtype=np.float64).reshape(-1), np.asarray(labels, dtype=np.float64)
     check_lengths(preds, labels)
