@@ -60,6 +60,8 @@ def test_peft_adapters_load_with_auto_peft_from_a_moved_folder_for_any_label_cou
         texts = [LONG, *texts]  # one row the run's tokenizer cuts at its max length
         pairs = None if pairs is None else [LONG, *pairs]
         want = model.predict_texts(texts, pairs, tasks=[task])[task].logits
+        scale = model.run.scales.get(task)  # a regression head is exported in the user's units
+        want = want if scale is None else want * scale["std"] + scale["mean"]
         monkeypatch.chdir(away / task)  # peft resolves the base path against the working directory
         loaded = AutoPeftModelForSequenceClassification.from_pretrained(".").eval()
         tokenizer = AutoTokenizer.from_pretrained(".")

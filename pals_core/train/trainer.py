@@ -289,12 +289,14 @@ class _Run:
                 scale = ((saved if t in self.trained else self.cfg.data or {}).get(t) or {}).get("scale")
             if scale:
                 out[t] = scale
-        if self.main and not resume and out:
-            config = self.run.read_config()
+        if not resume and out:
             for t, scale in out.items():
-                config["data"][t]["scale"] = scale
                 self.cfg.data[t]["scale"] = scale
-            atomic_write_json(self.run.config, config)
+            if self.main and self.run.config.exists():  # a run folder (the in-process steps of a test have none)
+                config = self.run.read_config()
+                for t, scale in out.items():
+                    config["data"][t]["scale"] = scale
+                atomic_write_json(self.run.config, config)
         return out
 
     def _restore(self) -> None:
