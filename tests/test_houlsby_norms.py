@@ -96,6 +96,8 @@ def test_a_houlsby_model_starts_as_its_base_model(base):
 def test_a_step_moves_the_tasks_own_norms_and_leaves_the_trunks_and_the_other_tasks():
     model = _model("bert")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    own = {n for n in before if n.startswith("adapters.rte.LayerNorm.")}
+    assert own <= set(model.no_decay_parameter_names())  # LayerNorm parameters: no weight decay (docs/design.md §7)
     optimizer = torch.optim.AdamW(model.parameter_groups(), lr=1e-2)
     ids = torch.randint(3, 40, (2, 7))
     for _ in range(2):  # the first step moves U off zero; the second reaches the norms through it
@@ -103,7 +105,6 @@ def test_a_step_moves_the_tasks_own_norms_and_leaves_the_trunks_and_the_other_ta
         model("rte", ids).logsumexp(-1).sum().backward()
         optimizer.step()
     moved = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
-    own = {n for n in before if n.startswith("adapters.rte.LayerNorm.")}
     assert len(own) == 3 * 2 * 2 and {n for n in moved if ".LayerNorm." in n} == own
     assert not any(n.startswith(("bert.", "adapters.stsb.")) for n in moved)
 
