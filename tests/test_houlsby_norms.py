@@ -16,7 +16,10 @@ from pals_core.budget import at_size, design, evaluate, from_hf_config, parse_ta
 from pals_core.families.models import conditions_from_config
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from pals_core.adapters.base import TaskAdapter
+from pals_core.budget.families import get_family
 from pals_core.model import _hf_config
+from test_exactness import BASES as EXACT_BASES
 
 D = 24
 TASKS = {"rte": 2, "stsb": 1}
@@ -121,3 +124,43 @@ def test_memory_is_priced_for_the_tasks_own_norms_on_a_pre_norm_family():
     assert mem.gradients == 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert mem.optimizer == optimizer_state_bytes(model)
     assert activation_bytes(ds, 2, cond)(CFG.d_s) == saved_activation_bytes(model, "rte", 2, 8)
+
+
+class _Recorder(TaskAdapter):
+    """Every hook at its identity; records the module the trunk hands to each norm hook."""
+
+    def __init__(self, layers) -> None:
+        super().__init__(layers)
+        self.seen: dict[tuple[int, int], nn.Module] = {}
+
+    def attention_norm(self, i, norm, x):
+        self.seen[i, 0] = norm
+        return norm(x)
+
+    def output_norm(self, i, norm, x):
+        self.seen[i, 1] = norm
+        return norm(x)
+
+
+@pytest.mark.parametrize("base", list(EXACT_BASES))
+def test_every_family_hands_its_hook_norms_to_the_hooks_and_the_calculator_counts_them(base):
+    """What a task copies (``Trunk.hook_norms``) is what the adapted layer normalises with, and the family's
+    ``hook_norms`` counts exactly its parameters and tensors — in every family the calculator prices."""
+    hf = _hf_config(EXACT_BASES[base][0])
+    model = MultiTaskBert.from_base_config(hf, AdapterConfig(method="shared"), {"a": 2})
+    shape, family = model.shape, get_family(model.shape.family)
+    recorder = _Recorder(range(shape.layers))
+    ids = torch.randint(3, 30, (1, 6))
+    h, state = model._embed(ids, torch.ones_like(ids), None)
+    model.trunk.run(0, shape.layers, h, state, recorder)
+    for i in range(shape.layers):
+        declared = family.hook_norms(shape, i)
+        for which, module in enumerate(model.trunk.hook_norms(i)):
+            if (i, which) in recorder.seen:
+                assert recorder.seen[i, which] is module, (i, which)
+            else:  # a place with no norm never calls its hook (ModernBERT's layer 0)
+                assert isinstance(module, nn.Identity)
+            params = list(module.parameters())
+            norm = declared[which]
+            assert sum(p.numel() for p in params) == (norm.params(False) if norm else 0), (i, which)
+            assert len(params) == (norm.tensors if norm else 0), (i, which)
