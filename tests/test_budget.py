@@ -88,7 +88,9 @@ def test_exact_formulas_add_biases_and_layernorms():
     d, s, K = 10, 6, 4
     assert adapter("pals", s, convention="exact", heads=2) == (d * s + s) + (s * d + d) + K * 3 * (s * s + s)
     assert adapter("low_rank", s, convention="exact") == K * (d * s + s + s * d + d)
-    assert adapter("houlsby", s, convention="exact") == K * 2 * (d * s + s + s * d + d)
+    # Houlsby trains each task's own LN1 and LN2 (gain and bias, 2·2d per layer) beside its adapters (Sec. 2.1)
+    assert adapter("houlsby", s, convention="exact") == K * 2 * (d * s + s + s * d + d) + K * 2 * 2 * d
+    assert adapter("houlsby", s, convention="exact", freeze_trunk=False) == K * 2 * (d * s + s + s * d + d)
     assert adapter("lora", s, convention="exact") == K * 4 * d * s  # LoRA has no biases
     assert adapter("lhuc", convention="exact") == K * d
     assert adapter("ia3", convention="exact") == K * (2 * d + 20)  # scale vectors are weights: exact = paper
@@ -247,11 +249,13 @@ def test_trained_parameters_with_a_frozen_trunk():
     default = at_size(design(BERT, tasks, AdapterConfig(method="houlsby", d_s=64)), 64)
     assert default.params_trained == frozen.params_trained  # Houlsby's own: the trunk frozen
     assert free.params_trained == free.params_total
-    assert frozen.params_total == free.params_total
+    # frozen, each task holds its own copy of the 12 layers' two LayerNorms (2·768 each); fine-tuned, the tasks share
+    # the trunk's, which train with it
+    assert frozen.params_total == free.params_total + 2 * 12 * 2 * 2 * 768
     assert (
         frozen.params_trained
         == frozen.params_task_specific
-        == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + (768 * 2 + 2) + (768 + 1)
+        == 2 * 12 * 2 * (2 * 768 * 64 + 64 + 768) + 2 * 12 * 2 * 2 * 768 + (768 * 2 + 2) + (768 + 1)
     )
 
 

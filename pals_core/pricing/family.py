@@ -18,12 +18,34 @@ FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/desi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from .activations import check_activation
 from .limits import MAX_WIDTH
 from .method import layer_norm, linear, mm
 from .shape import BaseModel
+
+
+class Norm(NamedTuple):
+    """A LayerNorm of a layer as the calculator counts it: its width and whether it holds a bias beside its gain."""
+
+    width: int
+    bias: bool = True
+
+    def params(self, paper: bool) -> int:
+        """width (+ width): 0 in the paper convention (docs/design.md §3 drops every LayerNorm parameter)."""
+        return 0 if paper else self.width * (2 if self.bias else 1)
+
+    @property
+    def tensors(self) -> int:
+        """Parameter tensors (AdamW keeps a step per tensor): the gain (+ the bias)."""
+        return 2 if self.bias else 1
+
+
+def post_norms(m: BaseModel, i: int) -> tuple[Optional[Norm], Optional[Norm]]:
+    """The norms at the ``attention_norm`` and ``output_norm`` hooks of layer i: LN1 and LN2, LayerNorm(d) with bias
+    (BERT, RoBERTa, ELECTRA, MPNet, DistilBERT, ALBERT's shared layer, DeBERTa-v2)."""
+    return Norm(m.hidden), Norm(m.hidden)
 
 
 def no_count(*_) -> int:
@@ -206,6 +228,9 @@ class Family:
     notes: str = ""  # what the family's counts assume, for the documentation
     replay: Optional[Replay] = None  # its forward on symbolic tensors (memory and step time); None = not modelled
     reserved_positions: Callable[[BaseModel], int] = no_count  # position rows no token can use (RoBERTa: pad + 1)
+    # (model, layer i) -> the norms the trunk hands to layer i's ``attention_norm`` and ``output_norm`` hooks (None:
+    # no norm there, ModernBERT's layer 0); what a per-task copy of them holds (Houlsby's LayerNorms)
+    hook_norms: Callable[[BaseModel, int], tuple[Optional[Norm], Optional[Norm]]] = post_norms
 
     def refusal(self, method: str) -> Optional[str]:
         """Why ``method`` cannot apply to this family (None = it can)."""

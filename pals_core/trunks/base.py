@@ -99,6 +99,11 @@ class Trunk:
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         raise NotImplementedError
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        """The modules ``adapted_layer`` hands to layer i's ``attention_norm`` and ``output_norm`` hooks (what a
+        task's own copy of them copies: Houlsby's LayerNorms); the calculator's ``Family.hook_norms`` counts them."""
+        raise NotImplementedError
+
     def layer(self, i: int, h: torch.Tensor, state: State, adapter: Optional[TaskAdapter]) -> torch.Tensor:
         if adapter is not None and i in adapter.layers:
             return self.adapted_layer(i, h, state, adapter)

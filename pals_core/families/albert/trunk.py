@@ -73,6 +73,10 @@ class AlbertTrunk(Trunk):
         h = self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
         return self.model.encoder.embedding_hidden_mapping_in(h)
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.attention.LayerNorm, layer.full_layer_layer_norm  # the one shared layer's
+
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         """``AlbertLayer.forward`` for layer i with layer i's hooks, in the order ``TaskAdapter`` lists them."""
         layer = self.layers[i]
@@ -88,10 +92,10 @@ class AlbertTrunk(Trunk):
             y,
             state.mask,
             adapter,
-            att.LayerNorm,
+            self.hook_norms(i)[0],
             lambda a: layer.activation(layer.ffn(a)),
             layer.ffn_output,
-            layer.full_layer_layer_norm,
+            self.hook_norms(i)[1],
         )
 
 

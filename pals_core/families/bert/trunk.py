@@ -91,6 +91,10 @@ class BertTrunk(Trunk):
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         return adapted_bert_layer(self.layers[i], i, h, state.mask, adapter)
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.attention.output.LayerNorm, layer.output.LayerNorm
+
 
 class RobertaTrunk(BertTrunk):
     family = "roberta"

@@ -89,6 +89,10 @@ class DebertaV2Trunk(Trunk):
             state.extra["layer0_input"] = h
         return self._after(i, super().layer(i, h, state, adapter), state)
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.attention.output.LayerNorm, layer.output.LayerNorm
+
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         layer, e = self.layers[i], state.extra
         sa, so, out = layer.attention.self, layer.attention.output, layer.output
@@ -116,10 +120,10 @@ class DebertaV2Trunk(Trunk):
             y,
             state.mask,
             adapter,
-            so.LayerNorm,
+            self.hook_norms(i)[0],
             layer.intermediate,
             lambda g: out.dropout(out.dense(g)),
-            out.LayerNorm,
+            self.hook_norms(i)[1],
         )
 
     def new_head(self, num_labels: int) -> nn.Module:

@@ -36,6 +36,10 @@ class DistilBertTrunk(Trunk):
     def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
         return self.model.embeddings(input_ids)
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.sa_layer_norm, layer.output_layer_norm
+
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         block = self.layers[i]
         sa, ffn = block.attention, block.ffn
@@ -50,10 +54,10 @@ class DistilBertTrunk(Trunk):
             y,
             state.mask,
             adapter,
-            block.sa_layer_norm,
+            self.hook_norms(i)[0],
             lambda a: ffn.activation(ffn.lin1(a)),
             lambda g: ffn.dropout(ffn.lin2(g)),
-            block.output_layer_norm,
+            self.hook_norms(i)[1],
         )
 
     def new_head(self, num_labels: int) -> nn.Module:

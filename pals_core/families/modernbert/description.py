@@ -19,10 +19,12 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ...pricing.activations import INT64
 from ...pricing.method import linear, mm
 from ...pricing.shape import BaseModel
-from ...pricing.family import Family, Replay, activation_option, flag, integer, probability
+from ...pricing.family import Family, Norm, Replay, activation_option, flag, integer, probability
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -81,6 +83,12 @@ def read(config: dict, name: str) -> BaseModel:
 def norm(m: BaseModel, paper: bool) -> int:
     """LayerNorm(d, bias=norm_bias): d (+ d); 0 in the paper convention."""
     return 0 if paper else m.hidden * (2 if m.option("norm_bias", False) else 1)
+
+
+def hook_norms(m: BaseModel, i: int) -> tuple[Optional[Norm], Optional[Norm]]:
+    """attn_norm (the identity in layer 0: no norm) and mlp_norm, LayerNorm(d, bias=norm_bias)."""
+    one = Norm(m.hidden, m.option("norm_bias", False))
+    return (one if i > 0 else None), one
 
 
 def embeddings(m: BaseModel, paper: bool) -> int:
@@ -268,4 +276,5 @@ FAMILY = Family(
         ),
     ),
     replay=REPLAY,
+    hook_norms=hook_norms,
 )

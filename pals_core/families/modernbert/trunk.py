@@ -82,10 +82,14 @@ class ModernBertTrunk(Trunk):
         kind = module.attention_type
         return module(h, attention_mask=state.extra["masks"][kind], position_embeddings=state.extra["rope"][kind])
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.attn_norm, layer.mlp_norm  # attn_norm: the identity in layer 0
+
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         layer = self.layers[i]
         attn, mlp, kind = layer.attn, layer.mlp, layer.attention_type
-        x = adapter.attention_norm(i, layer.attn_norm, h)
+        x = adapter.attention_norm(i, self.hook_norms(i)[0], h)
         q, k, v = attn.Wqkv(x).chunk(3, dim=-1)
         q, k, v = adapter.adapt_query(i, x, q), adapter.adapt_key(i, x, k), adapter.adapt_value(i, x, v)
         shape = (*x.shape[:-1], -1, attn.head_dim)
@@ -107,7 +111,7 @@ class ModernBertTrunk(Trunk):
         )
         y = adapter.adapt_attention_output(i, attn.out_drop(attn.Wo(ctx.reshape(*x.shape[:-1], -1).contiguous())))
         a = h + y
-        xin, gate = mlp.Wi(adapter.output_norm(i, layer.mlp_norm, a)).chunk(2, dim=-1)
+        xin, gate = mlp.Wi(adapter.output_norm(i, self.hook_norms(i)[1], a)).chunk(2, dim=-1)
         g = adapter.adapt_ffn_activation(i, mlp.act(xin) * gate)
         z = a + adapter.adapt_ffn_output(i, mlp.Wo(mlp.drop(g)))
         ts = adapter.parallel_branch(i, h, state.mask)

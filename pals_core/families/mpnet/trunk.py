@@ -43,6 +43,10 @@ class MPNetTrunk(BertTrunk):
     def plain_layer(self, module: nn.Module, i: int, h: torch.Tensor, state: State) -> torch.Tensor:
         return module(h, state.mask, state.extra["position_bias"])[0]
 
+    def hook_norms(self, i: int) -> tuple[nn.Module, nn.Module]:
+        layer = self.layers[i]
+        return layer.attention.LayerNorm, layer.output.LayerNorm
+
     def adapted_layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter) -> torch.Tensor:
         layer = self.layers[i]
         attention, out = layer.attention, layer.output
@@ -66,10 +70,10 @@ class MPNetTrunk(BertTrunk):
             y,
             state.mask,
             adapter,
-            attention.LayerNorm,
+            self.hook_norms(i)[0],
             layer.intermediate,
             lambda g: out.dropout(out.dense(g)),
-            out.LayerNorm,
+            self.hook_norms(i)[1],
         )
 
 
