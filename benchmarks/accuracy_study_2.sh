@@ -11,6 +11,8 @@
 # hold-out check needs four (three to fit, one to hold out). After each run its small JSON files (summary, config)
 # are copied to benchmarks/results/accuracy_study_2/<method>-<d_s>-seed-<N>/.
 # Run it again and finished runs are skipped, a started one resumes from its checkpoints. SEEDS=0,1 to stop earlier.
+# LR=1e-3 trains the same grid at another learning rate (a second recipe: its own families, never mixed with the
+# first), named <method>-<d_s>-lr1e-3-seed-<N>.
 #
 #   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study_2.sh      # ~3.5 min per pair on 2 shared CPU cores
 set -euo pipefail
@@ -19,12 +21,14 @@ PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs/accuracy_study_2}
 RESULTS=benchmarks/results/accuracy_study_2
 SEEDS=${SEEDS:-0,1,2}
-RECIPE=(--tasks sst2 --freeze-trunk --steps 150 --batch-size 16 --max-len 64 --lr 2e-3 --warmup 0.1
+LR=${LR:-2e-3}
+TAG=$([[ "$LR" != 2e-3 ]] && echo "-lr$LR" || true)
+RECIPE=(--tasks sst2 --freeze-trunk --steps 150 --batch-size 16 --max-len 64 --lr "$LR" --warmup 0.1
         --eval-every 150 --max-eval-examples 500 --threads 1 --no-progress)
 SIZES=(4 256 16 64)
 mkdir -p "$RUNS" "$RESULTS"
 single() {  # method d_s seed: one run of the recipe, copied when it finishes
-  local name="$1-$2-seed-$3" out="$RUNS/$1-$2-seed-$3"
+  local name="$1-$2$TAG-seed-$3" out="$RUNS/$1-$2$TAG-seed-$3"
   if [[ ! -f "$out/summary.json" ]]; then
     "$PY" -m pals_core.train.cli --method "$1" --d-s "$2" --seed "$3" "${RECIPE[@]}" --out "$out" \
       $([[ -d "$out" ]] && echo --resume) > "$out.log" 2>&1 || { echo "$(date -u +%H:%M:%S) $name failed (see $out.log)"; return; }
@@ -35,7 +39,7 @@ single() {  # method d_s seed: one run of the recipe, copied when it finishes
 }
 for seed in ${SEEDS//,/ }; do
   for ds in "${SIZES[@]}"; do
-    echo "$(date -u +%H:%M:%S) houlsby and lora d_s=$ds seed $seed: training"
+    echo "$(date -u +%H:%M:%S) houlsby and lora d_s=$ds seed $seed lr $LR: training"
     single houlsby "$ds" "$seed" &
     single lora "$ds" "$seed" &
     wait
