@@ -12,17 +12,17 @@
 # are copied to benchmarks/results/accuracy_study_2/<method>-<d_s>-seed-<N>/.
 # Run it again and finished runs are skipped, a started one resumes from its checkpoints. SEEDS=0,1 to stop earlier.
 # LR=1e-3 trains the same grid at another learning rate (a second recipe: its own families, never mixed with the
-# first), named <method>-<d_s>-lr1e-3-seed-<N>.
+# first), named <method>-<d_s>-lr1e-3-seed-<N>, copied to benchmarks/results/accuracy_study_2-lr1e-3/.
 #
 #   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study_2.sh      # ~3.5 min per pair on 2 shared CPU cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs/accuracy_study_2}
-RESULTS=benchmarks/results/accuracy_study_2
 SEEDS=${SEEDS:-0,1,2}
 LR=${LR:-2e-3}
 TAG=$([[ "$LR" != 2e-3 ]] && echo "-lr$LR" || true)
+RESULTS=benchmarks/results/accuracy_study_2$TAG
 RECIPE=(--tasks sst2 --freeze-trunk --steps 150 --batch-size 16 --max-len 64 --lr "$LR" --warmup 0.1
         --eval-every 150 --max-eval-examples 500 --threads 1 --no-progress)
 SIZES=(4 256 16 64)
