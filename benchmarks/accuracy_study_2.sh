@@ -14,7 +14,7 @@
 # LR=1e-3 trains the same grid at another learning rate (a second recipe: its own families, never mixed with the
 # first), named <method>-<d_s>-lr1e-3-seed-<N>, copied to benchmarks/results/accuracy_study_2-lr1e-3/.
 #
-#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study_2.sh      # ~3.5 min per pair on 2 shared CPU cores
+#   PALS_GLUE_DIR=/path/to/glue bash benchmarks/accuracy_study_2.sh      # 1–3 min per pair on 2 shared CPU cores (BENCHMARKS.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
