@@ -168,6 +168,7 @@ def test_the_holdout_check_writes_mae_coverage_and_points(tmp_path):
     study(tmp_path / "runs", method="pals", sizes=(12, 24, 48), seeds=(0, 1), noise=0.3)  # 3 sizes: nothing to hold out
     out = tmp_path / "a.json"
     cmd = [sys.executable, "benchmarks/accuracy_model.py", "--results", str(tmp_path / "runs"), "--out", str(out)]
+    cmd += ["--tasks", ",".join(TASKS)]  # the default is the committed study's (sst2)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
