@@ -34,7 +34,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Iterator, Mapping, Optional, Sequence
 
 from .results import SCALE, read_or_none, run_config, seed_runs, walk
 
@@ -463,66 +463,62 @@ def ranked(costs: Sequence, curves_: Mapping[Family, Curve]) -> dict:
 # --- the hold-out check (benchmarks/accuracy_model.py) -----------------------------------------------------------
 
 
-def holdout(observations_: Iterable[Observation]) -> list[dict]:
-    """Each measured size of each family held out in turn: the curve fitted on the family's other sizes (when they
-    are three or more) predicts each held-out run. One dict per held-out run: family, d_s, the run's dev average,
-    the prediction (mean, lo, hi) and whether d_s lay outside the sizes fitted (extrapolated)."""
+def _held_out(observations_: Iterable[Observation]) -> Iterator[tuple[Family, int, Curve, list[float]]]:
+    """Each measured size of each family held out in turn: (family, d_s, the curve fitted on the family's other
+    sizes — when they are three or more —, the held-out size's runs)."""
     by: dict[Family, list[Observation]] = {}
     for o in observations_:
         by.setdefault(o.family, []).append(o)
-    out = []
     for fam, obs in by.items():
         for d in sorted({o.d_s for o in obs}):
             curve = fit([o for o in obs if o.d_s != d])
-            if curve is None:
-                continue
-            p = curve.predict(d)
-            for o in obs:
-                if o.d_s == d:
-                    for y in o.runs:
-                        out.append(
-                            {
-                                "family": fam.label(),
-                                "d_s": d,
-                                "measured": round(y, 4),
-                                "mean": round(p.mean, 4),
-                                "lo": round(p.lo, 4),
-                                "hi": round(p.hi, 4),
-                                "inside": p.lo <= y <= p.hi,
-                                "extrapolated": p.extrapolated,
-                            }
-                        )
+            if curve is not None:
+                yield fam, d, curve, [y for o in obs if o.d_s == d for y in o.runs]
+
+
+def holdout(observations_: Iterable[Observation]) -> list[dict]:
+    """Each measured size of each family held out in turn (``_held_out``): the curve fitted on the family's other
+    sizes predicts each held-out run. One dict per held-out run: family, d_s, the run's dev average, the prediction
+    (mean, lo, hi) and whether d_s lay outside the sizes fitted (extrapolated)."""
+    out = []
+    for fam, d, curve, ys in _held_out(observations_):
+        p = curve.predict(d)
+        for y in ys:
+            out.append(
+                {
+                    "family": fam.label(),
+                    "d_s": d,
+                    "measured": round(y, 4),
+                    "mean": round(p.mean, 4),
+                    "lo": round(p.lo, 4),
+                    "hi": round(p.hi, 4),
+                    "inside": p.lo <= y <= p.hi,
+                    "extrapolated": p.extrapolated,
+                }
+            )
     return out
 
 
 def holdout_sizes(observations_: Iterable[Observation]) -> list[dict]:
     """As ``holdout``, one dict per held-out size: its measured dev average (the mean over its runs, as a ``--seeds``
     result reports it) against the predicted mean and the 80 % interval of the mean of that many runs."""
-    by: dict[Family, list[Observation]] = {}
-    for o in observations_:
-        by.setdefault(o.family, []).append(o)
     out = []
-    for fam, obs in by.items():
-        for d in sorted({o.d_s for o in obs}):
-            curve = fit([o for o in obs if o.d_s != d])
-            if curve is None:
-                continue
-            ys = [y for o in obs if o.d_s == d for y in o.runs]
-            y = sum(ys) / len(ys)
-            i = curve.line.at(d, k=len(ys))
-            out.append(
-                {
-                    "family": fam.label(),
-                    "d_s": d,
-                    "runs": len(ys),
-                    "measured": round(y, 4),
-                    "mean": round(i.mean, 4),
-                    "lo": round(i.lo, 4),
-                    "hi": round(i.hi, 4),
-                    "inside": i.lo <= y <= i.hi,
-                    "extrapolated": not curve.sizes[0] <= d <= curve.sizes[-1],
-                }
-            )
+    for fam, d, curve, ys in _held_out(observations_):
+        y = sum(ys) / len(ys)
+        i = curve.line.at(d, k=len(ys))
+        out.append(
+            {
+                "family": fam.label(),
+                "d_s": d,
+                "runs": len(ys),
+                "measured": round(y, 4),
+                "mean": round(i.mean, 4),
+                "lo": round(i.lo, 4),
+                "hi": round(i.hi, 4),
+                "inside": i.lo <= y <= i.hi,
+                "extrapolated": not curve.sizes[0] <= d <= curve.sizes[-1],
+            }
+        )
     return out
 
 
