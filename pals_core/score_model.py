@@ -416,21 +416,6 @@ def best_prediction(
 
 # --- the question's side (pals-budget --results, the explorer) ---------------------------------------------------
 
-EMBEDDED_PRESET = "minilm-l6-h384"  # the calculator's preset of the embedded MiniLM (pals-train without --model)
-
-
-def trainer_model(spec: str) -> Optional[str]:
-    """The ``pals-train --model`` value whose runs answer ``pals-budget --model spec``: None for the embedded MiniLM's
-    preset (or an alias of it), a checkpoint folder for a config.json path (or its folder), else ``spec`` itself
-    (a preset the trainer does not build: no run matches it)."""
-    from .families.models import ALIASES  # late: the presets, only to match a model name
-
-    if ALIASES.get(spec, spec) == EMBEDDED_PRESET:
-        return None
-    if os.path.exists(spec):
-        return os.path.dirname(os.path.abspath(spec)) if os.path.isfile(spec) else os.path.abspath(spec)
-    return spec
-
 
 def question_curves(
     roots: Sequence[str], storage: Optional[str], model: Optional[str], keys: Sequence[str]

@@ -17,10 +17,9 @@ from pals_core.budget_cli import main as pals_budget
 from pals_core.export.cli import main as pals_export
 from pals_core.predict_cli import main as pals_predict
 from pals_core.tasks_cli import main as pals_tasks
-from tiny_models import tiny_config_json
+from tiny_models import tiny_config_json, train_tiny_run
 
 BIN = Path(sys.executable).parent
-ROWS = [("invoice please pay", "billing"), ("money back refund", "refund")] * 4
 
 
 def refused(p, *needles: str) -> None:
@@ -35,28 +34,10 @@ def refused(p, *needles: str) -> None:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     """A frozen-trunk PALs run of a tiny BERT (one task, ``intent``), trained for one step; tests damage copies."""
-    from pals_core import AdapterConfig
-    from pals_core.train.config import TrainConfig
-    from pals_core.train.trainer import train
-
     root = tmp_path_factory.mktemp("refusals")
-    (root / "rows.csv").write_text("text,intent\n" + "".join(f"{t},{y}\n" for t, y in ROWS))
     (root / "new.csv").write_text("text\ninvoice to pay\n")
-    (root / "tasks.yaml").write_text("tasks:\n  intent: {train: rows.csv, dev: rows.csv, text: text, label: intent}\n")
     (root / "more.yaml").write_text("tasks:\n  topic: {train: rows.csv, dev: rows.csv, text: text, label: intent}\n")
-    cfg = TrainConfig(
-        tasks=[],
-        tasks_file=str(root / "tasks.yaml"),
-        adapter=AdapterConfig(method="pals", d_s=8, heads=2, freeze_trunk=True),
-        model="tiny",
-        out=str(root / "run"),
-        steps=1,
-        batch_size=4,
-        max_len=16,
-        seed=0,
-    )
-    train(cfg, progress=False)
-    return root / "run"
+    return train_tiny_run(root, ["intent"])
 
 
 def shared_file(run: Path) -> Path:

@@ -12,40 +12,16 @@ import pytest
 
 from pals_core.predict_cli import main
 from pals_core.tasks.readers import read_columns
+from tiny_models import train_tiny_run
 
 pytestmark = pytest.mark.slow  # a run trained once for the module (5-30 s on two busy cores); each test then < 1.5 s
-
-ROWS = [("invoice please pay", "billing"), ("money back refund", "refund")] * 4
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     """A frozen-trunk PALs run of two tasks, ``intent`` and ``intent_prob`` (whose name is ``intent``'s probability
     column), on one text column ``text``."""
-    from pals_core import AdapterConfig
-    from pals_core.train.config import TrainConfig
-    from pals_core.train.trainer import train
-
-    root = tmp_path_factory.mktemp("predict-safety")
-    (root / "rows.csv").write_text("text,intent\n" + "".join(f"{t},{y}\n" for t, y in ROWS))
-    (root / "tasks.yaml").write_text(
-        "tasks:\n"
-        "  intent: {train: rows.csv, dev: rows.csv, text: text, label: intent}\n"
-        "  intent_prob: {train: rows.csv, dev: rows.csv, text: text, label: intent}\n"
-    )
-    cfg = TrainConfig(
-        tasks=[],
-        tasks_file=str(root / "tasks.yaml"),
-        adapter=AdapterConfig(method="pals", d_s=8, heads=2, freeze_trunk=True),
-        model="tiny",
-        out=str(root / "run"),
-        steps=1,
-        batch_size=4,
-        max_len=16,
-        seed=0,
-    )
-    train(cfg, progress=False)
-    return root / "run"
+    return train_tiny_run(tmp_path_factory.mktemp("predict-safety"), ["intent", "intent_prob"])
 
 
 def predict(here, cwd: Path, *args: str):

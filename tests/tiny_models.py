@@ -73,3 +73,33 @@ def save_tiny_checkpoint(path: Path, family: str, fields: "dict | None" = None) 
     AutoModel.from_config(AutoConfig.for_model(family, **fields)).save_pretrained(path)
     AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True).save_pretrained(path)
     return Path(path)
+
+
+INTENT_ROWS = [("invoice please pay", "billing"), ("money back refund", "refund")] * 4
+"""Eight rows of a two-intent task (``rows.csv`` of ``train_tiny_run``)."""
+
+
+def train_tiny_run(root: Path, tasks: "list[str]") -> Path:
+    """A frozen-trunk PALs run of the tiny BERT, trained for one step under ``root/run``: each of ``tasks`` reads
+    ``root/rows.csv`` (``INTENT_ROWS``: columns text, intent) from ``root/tasks.yaml``."""
+    from pals_core import AdapterConfig
+    from pals_core.train.config import TrainConfig
+    from pals_core.train.trainer import train
+
+    (root / "rows.csv").write_text("text,intent\n" + "".join(f"{t},{y}\n" for t, y in INTENT_ROWS))
+    (root / "tasks.yaml").write_text(
+        "tasks:\n" + "".join(f"  {t}: {{train: rows.csv, dev: rows.csv, text: text, label: intent}}\n" for t in tasks)
+    )
+    cfg = TrainConfig(
+        tasks=[],
+        tasks_file=str(root / "tasks.yaml"),
+        adapter=AdapterConfig(method="pals", d_s=8, heads=2, freeze_trunk=True),
+        model="tiny",
+        out=str(root / "run"),
+        steps=1,
+        batch_size=4,
+        max_len=16,
+        seed=0,
+    )
+    train(cfg, progress=False)
+    return root / "run"
