@@ -337,14 +337,15 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
         raise UsageError("; ".join(f"{label}: {reason}" for label, reason in costs.refused[:3]))
     n_base = base_params(model, args.convention)
     picks, scores, roots, unread = [], {}, (), None
-    curves = _curves(args, records)
+    keys = _task_keys(args, records)
+    curves = _curves(args, records, keys)
     predicted = None
     if curves is not None:
         from . import score_model as sm  # late: loads scipy, only with --results/--storage
 
         predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
-        scores, roots, unread = measured_scores(args, records)
+        scores, roots, unread = measured_scores(args, records, keys)
         picks = recommend.candidates(
             costs,
             budget,
@@ -420,7 +421,22 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     )
 
 
-def _curves(args, records) -> Optional[dict]:
+def _task_keys(args, records) -> tuple[Optional[list[str]], Optional[str]]:
+    """The question's task fingerprints (``results.question_keys``: a tasks file's files hashed, once for the
+    measured scores and the curves alike) and, where they cannot be read, why in one line; (None, None) where no
+    run can match (a model the trainer does not build, or N anonymous tasks)."""
+    trainable, _ = trainer_model(args.model)
+    if not trainable or not records:
+        return None, None
+    from .results import question_keys  # late: reads the tasks' files (and numpy), only when runs can match
+
+    try:
+        return question_keys(records), None
+    except (OSError, ValueError) as e:
+        return None, " ".join(str(e).split())
+
+
+def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]]) -> Optional[dict]:
     """The score curves (``score_model``) of this model's runs on exactly these tasks under ``--results`` (default:
     the page's folders, ``measured.default_roots``) and ``--storage``, as the page fits them; None where there is
     nothing to show (not asked, and no curve under the default folders)."""
@@ -434,15 +450,13 @@ def _curves(args, records) -> Optional[dict]:
         )
     from . import measured  # late: reads run folders (and numpy)
     from . import score_model as sm  # late: loads scipy
-    from .results import question_keys  # late: with the run folders it reads
 
-    try:
-        keys = question_keys(records)
-    except (OSError, ValueError):
-        return {} if asked else None  # measured_scores says why the runs are not looked up
+    keys, _ = task_keys
+    if keys is None and trainable:
+        return {} if asked else None  # measured_scores says why the runs are not looked up (``unread``)
     roots = [str(r) for r in (args.results or [d for d in measured.default_roots() if os.path.isdir(d)])]
     model = train_model if trainable else args.model  # a model the trainer does not build: no run matches it
-    curves = sm.question_curves(roots, args.storage, model, keys)
+    curves = sm.question_curves(roots, args.storage, model, keys or [])
     return curves if asked or curves else None  # the page's default roots add a column only where they predict
 
 
@@ -477,7 +491,9 @@ def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
     return False, None
 
 
-def measured_scores(args, records) -> tuple[dict, tuple, Optional[str]]:
+def measured_scores(
+    args, records, task_keys: tuple[Optional[list[str]], Optional[str]]
+) -> tuple[dict, tuple, Optional[str]]:
     """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
     (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, the folders
     read, and why none were looked up when the tasks' files cannot be read (the page says the same in a caption);
@@ -489,13 +505,11 @@ def measured_scores(args, records) -> tuple[dict, tuple, Optional[str]]:
     if not trainable or not records:
         return {}, (), None
     from . import measured  # late: reads run folders (and numpy), only when there are runs to match
-    from .results import question_keys  # late: with the run folders above
 
     roots = tuple(args.results) if args.results else measured.default_roots()
-    try:
-        keys = question_keys(records)  # a tasks file's tasks are what their files hold: hashed
-    except (OSError, ValueError) as e:
-        return {}, (), " ".join(str(e).split())
+    keys, unread = task_keys  # a tasks file's tasks are what their files hold: hashed (``_task_keys``)
+    if keys is None:
+        return {}, (), unread
     found = measured.same_question(measured.scan(roots), train_model, trainable, keys)
     return measured.best_by_design(found), roots, None
 
