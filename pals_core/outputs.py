@@ -57,7 +57,10 @@ class Decoded:
         self.rows: list[np.ndarray] = []
         self.parts: list[TaskOutputs] = []
 
-    def add(self, rows: np.ndarray, logits: np.ndarray) -> None:
+    def add(self, rows: np.ndarray, logits) -> None:
+        """One batch's logits (an array or a tensor; a ``forward.Sink``), decoded at once."""
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
         self.rows.append(np.asarray(rows, dtype=np.int64))
         self.parts.append(decode(self.task, self.kind, self.labels, logits, keep=self.keep, scale=self.scale))
 

@@ -115,6 +115,16 @@ def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+def token_ids(tokenizer, max_len: int, text_a: Sequence[str], text_b: Optional[Sequence[str]] = None) -> dict:
+    """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
+    truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
+    evaluation and prediction alike (``encode``, ``forward.encode_texts``)."""
+    out = tokenizer(
+        text_a, text_b, truncation=True, max_length=max_len, return_token_type_ids=True, return_attention_mask=False
+    )
+    return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+
+
 def encode(
     raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *, cache_dir: Optional[Path] = None
 ) -> tuple[Encoded, bool]:
@@ -147,15 +157,7 @@ def encode(
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict) -> dict:
-        out = tokenizer(
-            batch["text_a"],
-            batch.get("text_b"),
-            truncation=True,
-            max_length=max_len,
-            return_token_type_ids=True,
-            return_attention_mask=False,
-        )
-        return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"))
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()

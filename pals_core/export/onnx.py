@@ -32,6 +32,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from . import ExportFailed, ExportRefused, save_tokenizer
+from ..forward import encode_texts
 from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
@@ -156,8 +157,6 @@ def _sample_batch(model, max_len: Optional[int] = None) -> dict:
 
     info: Optional[RunInfo] = getattr(model, "run", None)
     if info is not None:
-        from ..run_info import encode_texts
-
         n = max_len or info.max_len
         return encode_texts(info, [" ".join(["word"] * (2 * n)), SAMPLE_TEXTS[0]]).batch([0, 1])
     config = model.base_config

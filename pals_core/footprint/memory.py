@@ -21,7 +21,7 @@ plus the logits — an estimate (the allocator's temporaries are not modelled): 
 ``memory_probe.inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
 small DeBERTa-v3 and ModernBERT ones (tests/test_constraints.py holds small BERTs to 0.6–1.2).
 Evaluation (``train.evaluate``: one task's ``forward`` per batch) and prediction (``run_info.predict_texts``,
-``pals-predict``) reduce each batch's logits to what they keep (the class, the value, the label and its
+``pals-predict``), one path over rows (``forward.forward_rows``), reduce each batch's logits to what they keep (the class, the value, the label and its
 probability) before the next batch runs, so they too hold one batch's logits at a time, as priced here at their
 batch size, never a dev set's n × C (tests/test_bounded_evaluation.py). Adapted layers keep four more (B, n, d)
 tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
