@@ -188,3 +188,29 @@ def test_the_installed_packages_hold_only_modules_they_use():
     unused = [m for m in _modules_nothing_installed_names(ROOT) if m not in USED_BY_USERS]
     assert unused == []
     assert all((ROOT / m).is_file() for m in USED_BY_USERS)
+
+
+#: methods named only where they are defined because a library calls them by that name
+PROTOCOLS = {"extra_repr": "torch.nn.Module's repr", "to_plotly_json": "plotly's JSON encoder"}
+
+
+def test_every_function_of_the_installed_packages_is_named_somewhere_else():
+    """No dead code: each function, class and method of the installed packages is named by some other line of the
+    project (the packages, app.py, the tests, the benchmarks, pyproject.toml), or by the library that calls it."""
+    sources = [p for d in ("pals_core", "explorer", "studies") for p in sorted((ROOT / d).rglob("*.py"))]
+    others = [ROOT / "app.py", ROOT / "pyproject.toml", *(ROOT / "tests").rglob("*.py"), *ROOT.glob("benchmarks/*.py")]
+    words: dict[str, int] = {}
+    for path in sources + [p for p in others if p.is_file()]:
+        for word in re.findall(r"[A-Za-z_]\w*", path.read_text()):
+            words[word] = words.get(word, 0) + 1
+    unnamed = []
+    for path in sources:
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            members = node.body if isinstance(node, ast.ClassDef) else []
+            for fn in [node, *members]:
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and fn.name.strip("_"):
+                    if not fn.name.startswith("__") and fn.name not in PROTOCOLS and words.get(fn.name, 0) <= 1:
+                        unnamed.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}")
+    assert unnamed == []
