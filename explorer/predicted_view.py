@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Sequence
 
 from pals_core import score_model as sm
 
-from .figures import _Fig, _layout, location_dash, method_color
+from .figures.style import Fig, location_dash, method_color, styled
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLDOUT = ROOT / "benchmarks" / "results" / "accuracy_model.json"
@@ -61,7 +61,7 @@ def predicted_figure(
     """Dev average (0–100) against d_s (log): each family's measured runs (points), its fitted curve (solid inside
     the measured sizes, dotted outside: extrapolated) with the 80 % band of one new run, and the size the budget
     buys (a vertical line per method, labelled)."""
-    fig = _Fig()
+    fig = Fig()
     ys: list[float] = []
     for f, c in curves.items():
         color = method_color(f.method)
@@ -147,7 +147,7 @@ def predicted_figure(
     fig.update_xaxes(type="log")
     if ys:
         fig.update_yaxes(range=[min(ys) - 1, max(ys) + 1])
-    return _layout(
+    return styled(
         fig,
         "Predicted: dev average vs adapter size, fitted to the measured runs (band: 80 % of one new run; dotted: "
         "extrapolated; dashed line: the size the budget buys)",

@@ -16,7 +16,9 @@ from pals_core.pricing.config import design_label
 
 from pals_core import measured
 
-from . import figures, registry
+from . import registry
+from .figures.measured import measured_figure, measured_ranking_figure
+from .tables import runs_frame
 from .calc import key_of
 from pals_core.tasks import TaskRecord
 
@@ -224,7 +226,7 @@ def runs_table(runs: Sequence[Run], problems: dict[str, str]) -> pd.DataFrame:
     rows = [r.row() for r in runs]
     listed = {r.id for r in runs}
     rows += [{"run": name, "status": UNREADABLE} for name in sorted(problems) if name not in listed]
-    frame = figures.runs_frame(rows)
+    frame = runs_frame(rows)
     notes = {r.id: r.note for r in runs if r.note}  # run files passed over (a FIFO named progress.json, …)
     if problems or notes:
         frame.insert(2, "problem", [problems.get(name) or notes.get(name, "") for name in frame["run"]])
@@ -297,7 +299,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         else f"no majority-class line: {why_not}"
     )
     if real:
-        st.plotly_chart(figures.measured_figure(real, base, key), config=CHART, key="fig_measured")
+        st.plotly_chart(measured_figure(real, base, key), config=CHART, key="fig_measured")
         st.caption(
             "Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters "
             "each run added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). "
@@ -305,7 +307,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
             "The ringed marker is the chosen design."
             + (f" Smoke runs (fewer than {measured.SMOKE_STEPS} steps) are drawn apart, below." if smoke else "")
         )
-        st.plotly_chart(figures.measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
+        st.plotly_chart(measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
     if smoke:
         st.markdown(
             f"**Smoke runs** — fewer than {measured.SMOKE_STEPS} training steps: a check that training runs, "
@@ -317,7 +319,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
             )
         )
         st.plotly_chart(
-            figures.measured_ranking_figure(
+            measured_ranking_figure(
                 smoke, base, key, title="Smoke runs (not measurements): dev average after a few steps"
             ),
             config=CHART,

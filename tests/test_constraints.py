@@ -25,7 +25,7 @@ from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
 from pals_core.footprint.memory import inference_activation_bytes, memory_infer
 from pals_core.families.models import PRESETS
-from pals_core.memory_probe import inference_peak_bytes
+from memory_probe import inference_peak_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = {"memory": ["24GB", "80GiB", "1.5e10"], "max_slowdown": ["1.2", "1"], "memory_infer": ["2GB", "512MiB"]}

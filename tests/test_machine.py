@@ -16,7 +16,7 @@ from pals_core.budget import Budget, load_model, parse_tasks, rows
 from pals_core.budget_cli import main, run
 from pals_core.budget.machine import parse_memory
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 
 torch.set_num_threads(1)
 

@@ -27,7 +27,7 @@ from pals_core.pricing.activations import Conditions
 from pals_core.families.models import conditions_from_config
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.budget.families import get_family
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.model import _hf_config
 from pairwise import grid
 

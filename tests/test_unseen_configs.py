@@ -45,8 +45,8 @@ from pals_core.budget_cli import main as pals_budget
 from pals_core.budget.families import get_family
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.pricing.poly import Poly
-from pals_core.flops import count_forward_flops
-from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
+from flops import count_forward_flops
+from memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
 from pairwise import grid
 from tiny_models import tiny_config_json
 

@@ -452,9 +452,6 @@ class ExportedRun(RunInfo):
             self._tokenizer = load_tokenizer(str(self.path))
         return self._tokenizer
 
-    def build_model(self):
-        raise ValueError(f"{self.path} is an ONNX export: it holds no torch weights (serve it with OnnxRunner)")
-
 
 def exported_run(folder: Path, meta: dict) -> ExportedRun:
     from ..tasks import TaskRecord

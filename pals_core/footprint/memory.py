@@ -18,7 +18,7 @@ mode — the hidden states every task reads (the shared prefix's output) plus th
 layer as its family's ``Replay.inference_layer`` counts it (BERT: attention: its input, q, k, v and the context,
 with the B·h·n² scores twice under eager attention; FFN: its input, the attention output and two B·n·d_ff tensors)
 plus the logits — an estimate (the allocator's temporaries are not modelled): 0.73–1.06 of the peak
-``memory_probe.inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
+``tests/memory_probe.py:inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
 small DeBERTa-v3 and ModernBERT ones (tests/test_constraints.py holds small BERTs to 0.6–1.2).
 Evaluation (``train.evaluate``: one task's ``forward`` per batch) and prediction (``run_info.predict_texts``,
 ``pals-predict``), one path over rows (``forward.forward_rows``), reduce each batch's logits to what they keep (the class, the value, the label and its
@@ -319,7 +319,7 @@ def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     """The activations live at the peak of ``predict_all`` in inference mode (an estimate, see the module docstring):
     the (B, n, d) hidden states every task reads, plus the largest working set of one layer (attention or FFN, as the
     family's ``Replay.inference_layer`` counts it: BERT's is ``families.base.bert_inference_layer``), plus the logits
-    of every task (an estimate, compared with ``memory_probe.inference_peak_bytes`` by hand, not by a test)."""
+    of every task (an estimate, compared with ``tests/memory_probe.py:inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
     attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
     logits = sum(get_kind(t.kind).logits_floats(batch, n, t.num_labels) for t in ds.tasks)

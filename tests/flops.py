@@ -6,6 +6,8 @@ the CPU kernel of ``F.scaled_dot_product_attention``
 (``aten._scaled_dot_product_flash_attention_for_cpu``), so on CPU attention would count 0:
 ``register_cpu_sdpa_formulas()`` (idempotent; called by every counter here) registers torch's own
 ``sdpa_flop_count`` for it, and the backward formula for its backward kernel.
+
+An instrument of the tests (the calculator's FLOPs against torch's), not part of the installed package.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from torch.utils.flop_counter import (
     sdpa_flop_count,
 )
 
-from .families.registry import get_family
+from pals_core.families.registry import get_family
 
 _aten = torch.ops.aten
 
