@@ -20,7 +20,8 @@ from .budget import check_config
 from .data.encoded import Encoded
 from .data.load import load_tokenizer, tokenizer_path
 from .kinds import get_kind
-from .outputs import Decoded, TaskOutputs
+from .kinds.base import TaskOutputs
+from .outputs import Decoded
 from .pricing.config import AdapterConfig
 from .tasks import TaskRecord, records_of_config
 from .train.config import _positive_int

@@ -25,8 +25,9 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..kinds.errors import TaskRecordError
 from .glue import glue_name, glue_record, get_task
-from .record import TaskRecord, TaskRecordError
+from .record import TaskRecord
 
 MAX_TASKS_FILE_BYTES = 1 << 20
 RECORD_FIELDS = (
