@@ -30,7 +30,7 @@ from pals_core.budget.series import ScalingPoint, budget_used, pareto_front, wid
 from pals_core.pricing.units import human
 
 from .calc import Curves, Key, key_of, label
-from pals_core.measured import BASELINES
+from pals_core.measured import BASELINES, score_text, smoke
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method
 _PALETTE = [c for c in qualitative.D3 if c != "#7F7F7F"] + [
@@ -962,8 +962,6 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
     """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
     thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
     ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
-    from pals_core.measured import score_text, smoke
-
     cols = [
         "run",
         "status",

@@ -14,8 +14,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pals_core", "explorer", "studies")
-#: folders whose late imports wait for their restructuring now under way (the explorer's views, the task kinds' export)
-PENDING = ("explorer/", "pals_core/export/", "pals_core/data/load.py")
 
 
 def _modules() -> dict[str, Path]:
@@ -79,7 +77,6 @@ def test_every_import_left_inside_a_function_says_why_it_is_late():
     silent = [
         f"{path.relative_to(ROOT)}:{line}"
         for path in _modules().values()
-        if not str(path.relative_to(ROOT)).startswith(PENDING)
         for line, _node, says in _late_imports(path)
         if not says
     ]

@@ -58,6 +58,7 @@ from torch import nn
 
 from ..adapters.base import layer_key
 from ..kinds import get_kind
+from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
@@ -164,8 +165,6 @@ def check_exportable(model) -> None:
     """``ExportRefused`` (one line: the reason, and ONNX) unless peft can express ``model``'s design exactly."""
     method = model.config.method
     if method not in PEFT_METHODS:
-        from ..budget import get_method
-
         title = get_method(method).title
         raise ExportRefused(
             f"the {method} design ({title}) has no peft equivalent (peft and merged transformers "
