@@ -27,6 +27,7 @@ from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 
 from .adapters import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
+from .atomic import read_json_file  # noqa: E402
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .budget.methods import trunk_frozen  # noqa: E402
@@ -153,8 +154,6 @@ class MultiTaskModel(nn.Module):
         path = default_checkpoint() if path is None else os.fspath(path)
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise ValueError(f"no checkpoint at {path!r} (a folder with config.json and weights is needed)")
-        from .atomic import read_json_file  # the guarded reader: never a FIFO, nothing over its cap
-
         on_disk = read_json_file(os.path.join(path, "config.json"), "model config")
         if not isinstance(on_disk, dict):
             raise ValueError(f"model config {os.path.join(path, 'config.json')} is not a JSON object")
