@@ -224,7 +224,8 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
     with st.expander(f"Predicted scores: {len(curves)} method(s) fitted from measured runs ({settings})"):
         st.plotly_chart(predicted_figure(curves, at), key="predicted_figure", width="stretch")
         st.caption(
-            "Each curve is score = a + b·ln(d_s) fitted to one method's runs of one recipe (docs/design.md §23); "
+            "Each curve is score = a + b·ln(d_s) fitted to one method's runs of one recipe "
+            "(docs/design.md 'Predicted scores'); "
             "the band holds 80 % of single new runs if the curve's form holds — "
             + holdout_text()
             + ". A size outside the measured ones is extrapolated: shown dotted, never ranked."

@@ -1,4 +1,4 @@
-"""``pals-export``: a trained run handed over in a format others serve (docs/design.md §14).
+"""``pals-export``: a trained run handed over in a format others serve (docs/design.md "Using a trained run").
 
     pals-export runs/mine --format onnx --out exported/        # one graph, every task; tokenizer + export.json
     pals-export runs/mine --format peft --out adapters/        # DIR/base + DIR/<task> peft adapters (LoRA, IA³)

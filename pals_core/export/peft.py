@@ -1,5 +1,6 @@
 """A run's LoRA / IA³ tasks as peft adapters (``--format peft``) and as merged transformers models (``--format hf``)
-(docs/design.md §14): what someone who already serves Hugging Face models can load without this project.
+(docs/design.md "Using a trained run"): what someone who already serves Hugging Face models can load without this
+project.
 
 ``export_peft(model, DIR)`` writes ``DIR/base`` — the trunk as trained (fine-tuned or frozen): a plain transformers
 folder (config, safetensors, tokenizer) — and per task ``DIR/<task>``, a peft adapter folder (``adapter_config.json``,

@@ -1,4 +1,4 @@
-"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md §9). Pure Python.
+"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md "Memory (bytes)"). Pure Python.
 
 Training, one step of one task's path (``model(task=t, …)``) on B sequences of n tokens, fp32, AdamW:
 

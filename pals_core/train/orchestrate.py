@@ -1,4 +1,5 @@
-"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md §11).
+"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md "Baselines
+and repeated runs").
 
 These are orchestration flags, not ``TrainConfig`` fields: ``split_flags`` takes them off the command
 line before the trainer's own parser sees it (``--method separate`` becomes ``--method shared``, the
