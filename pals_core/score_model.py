@@ -40,7 +40,7 @@ from .results import SCALE, read_or_none, run_config, seed_runs, walk
 
 LEVEL = 0.80  # the interval's coverage
 MIN_SIZES = 3  # distinct measured sizes a prediction needs
-SMOKE_STEPS = 100  # as pals_core.measured.SMOKE_STEPS: a run of fewer steps checks that training runs, it measures nothing
+SMOKE_STEPS = 100  # as pals_core.measured.SMOKE_STEPS: fewer steps check that training runs, they measure nothing
 
 
 @dataclass(frozen=True)
