@@ -25,6 +25,7 @@ from .figures.paper import paper_figure
 from .address import link_budget
 from .calc import Key, key_of, label
 from .inputs import Inputs
+from .machine_view import machine_of_key, page_machine, page_machine_key, priced
 
 CHART = {"displaylogo": False}
 HASH = {Inputs: repr}  # a validated question is a frozen dataclass: its repr is its identity, and cheap to hash
@@ -42,8 +43,6 @@ BUDGET_KIND_KEY = {"ratio": "ratio", "extra": "extra", "per_task": "per-task"}
 def table(inp: Inputs, machine_key: tuple = ()) -> list[Cost]:
     """The rows of a question; with its machine bounds, on the page's machine (``machine_key``: its batch, device
     and precision, a cache key; ``machine_view.page_machine_key``)."""
-    from .machine_view import machine_of_key
-
     return calc.table(inp, machine_of_key(machine_key) if inp.bounds else None)
 
 
@@ -60,8 +59,6 @@ def budget_text(b: Budget) -> str:
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def first_fits(inp: Inputs) -> list[recommend.FirstFit]:
     """Nothing fits: the smallest budget of the question's kind at which each design first fits."""
-    from .machine_view import page_machine_key
-
     rows = table(inp, page_machine_key() if inp.bounds else ())
     return recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in rows}, inp.budget)
 
@@ -117,8 +114,6 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
 def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
     """The recommended design on the page's one machine (``machine_view.page_machine``: the device, batch and
     precision of the Memory & step time view): its training memory and step time there, the device named."""
-    from .machine_view import page_machine, priced
-
     machine = page_machine()
     rows = priced(inp, [pick.cost], machine)
     if not rows:

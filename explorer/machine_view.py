@@ -1,4 +1,5 @@
-"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (docs/design.md §9–10).
+"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (docs/design.md "Memory
+(bytes)", "Time").
 
 Device, batch and precision are inputs of this view; every figure comes from the calculator
 (``pals_core.budget.machine.resources``: ``memory_train`` {weights, gradients, optimizer, activations},

@@ -15,6 +15,7 @@ from pals_core.budget import Cost
 from pals_core.pricing.config import design_label
 
 from pals_core import measured
+from pals_core.data.glue import missing_files, resolve_glue_dir
 
 from . import registry
 from .figures.measured import measured_figure, measured_ranking_figure
@@ -353,8 +354,6 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
 
 def glue_folder() -> Optional[str]:
     """The GLUE folder, found as the trainer finds it (``resolve_glue_dir``: ``$PALS_GLUE_DIR``), as text."""
-    from pals_core.data.glue import resolve_glue_dir
-
     path = resolve_glue_dir(None)
     return str(path) if path is not None else None
 
@@ -362,8 +361,6 @@ def glue_folder() -> Optional[str]:
 def no_majority_reason(records: Sequence[TaskRecord], glue_dir: Optional[str]) -> str:
     """Why the majority-class line cannot be drawn (``measured.majority_average`` gave None): the GLUE folder is not
     set, is not there, or lacks a task's files."""
-    from pals_core.data.glue import missing_files
-
     glue = [r.glue for r in records if r.glue is not None]
     if not glue:
         return "the tasks' rows gave no majority class"

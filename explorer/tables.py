@@ -13,6 +13,7 @@ from pals_core.budget.costs import Cost, flops_ratio
 from pals_core.budget.recommend import Key, key_of, label
 from pals_core.budget.series import budget_used, wider_than_model
 from pals_core.budget.solver import Budget
+from pals_core.measured import score_text, smoke
 from pals_core.pricing.units import GIGA
 
 TABLE_FORMATS = {
@@ -95,8 +96,6 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
     """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
     thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
     ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
-    from pals_core.measured import score_text, smoke
-
     cols = [
         "run",
         "status",

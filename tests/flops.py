@@ -1,6 +1,6 @@
 """Counting forward FLOPs of a ``MultiTaskBert`` with ``torch.utils.flop_counter.FlopCounterMode``.
 
-The convention is FlopCounterMode's (docs/design.md §5): matrix multiplies only, 2 FLOPs per
+The convention is FlopCounterMode's (docs/design.md "FLOPs"): matrix multiplies only, 2 FLOPs per
 multiply-add; attention's QKᵀ and AV count 2·n²·width each. FlopCounterMode has no formula for
 the CPU kernel of ``F.scaled_dot_product_attention``
 (``aten._scaled_dot_product_flash_attention_for_cpu``), so on CPU attention would count 0:

@@ -1,4 +1,5 @@
-"""Measuring what a ``MultiTaskBert`` really holds, to check the calculator's memory figures (docs/design.md §9).
+"""Measuring what a ``MultiTaskBert`` really holds, to check the calculator's memory figures (docs/design.md "Memory
+(bytes)").
 
 - ``saved_activation_bytes``: the bytes autograd saves in one training-mode forward of one task — every tensor
   handed to ``torch.autograd.graph.saved_tensors_hooks``, each storage counted once, parameters excluded.

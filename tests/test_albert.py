@@ -1,4 +1,4 @@
-"""ALBERT, the family added as one folder (docs/design.md §19): ``pals_core/families/albert/``
+"""ALBERT, the family added as one folder (docs/design.md "Recipe: add a family"): ``pals_core/families/albert/``
 (description, trunk, presets) and one line in ``pals_core.families.PACKAGES``.
 
 Here: the published checkpoints' counts (``AutoModel.from_config`` on the meta device), the one shared layer (counted

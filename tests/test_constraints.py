@@ -1,7 +1,7 @@
-"""The machine constraints are records (``pals_core.footprint.constraints.CONSTRAINTS``, docs/design.md §20): each is read
-the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the solver sizes d_s to the
-tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is one line, exit 2.
-The address reads every key with the CLIs' own parsers (no second parser)."""
+"""The machine constraints are records (``pals_core.footprint.constraints.CONSTRAINTS``, docs/design.md "Recipe: add a
+constraint"): each is read the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the
+solver sizes d_s to the tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is
+one line, exit 2. The address reads every key with the CLIs' own parsers (no second parser)."""
 
 from __future__ import annotations
 
@@ -276,7 +276,7 @@ TINY_BERT = dict(
 def test_serving_memory_against_torch(method, location, d_s, tasks):
     """``memory_infer`` = weights + the activations live at the peak of ``predict_all``. The weights are torch's to the
     byte (every task's head and adapter, the trunk once, at the serving precision); the activations are the
-    documented estimate (docs/design.md §9), held here to the band it claims against the measured peak."""
+    documented estimate (docs/design.md "Memory (bytes)"), held here to the band it claims against the measured peak."""
     from pals_core import MultiTaskBert
 
     torch.manual_seed(0)

@@ -1,4 +1,5 @@
-"""The calculator's counts are the torch model's counts, to the parameter and to the FLOP (SPEC §3, §5, §8).
+"""The calculator's counts are the torch model's counts, to the parameter and to the FLOP (docs/design.md "Two counting
+conventions", "FLOPs", "Public interface").
 
 Every built method × location (all / top / bottom / an explicit list) × convention × several small
 random base configurations of every family with a torch trunk (odd sizes, d_s not a power of two, per-task

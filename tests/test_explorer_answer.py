@@ -1,5 +1,6 @@
 """The explorer's answer, pure parts: the address (URL ↔ question), the recommendation's ranking and the
-measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md §11)."""
+measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md "Baselines and repeated
+runs")."""
 
 import json
 from dataclasses import replace
@@ -182,7 +183,7 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
         _summary(agg, f"seed-{k}", 0.6 + k / 100)
     (agg / "summary.json").write_text(
         json.dumps(
-            {  # docs/design.md §11
+            {  # docs/design.md "Baselines and repeated runs"
                 "seeds": [0, 1, 2],
                 "runs": ["seed-0", "seed-1", "seed-2"],
                 "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},

@@ -100,7 +100,8 @@ def test_a_step_moves_the_tasks_own_norms_and_leaves_the_trunks_and_the_other_ta
     model = _model("bert")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     own = {n for n in before if n.startswith("adapters.rte.LayerNorm.")}
-    assert own <= set(model.no_decay_parameter_names())  # LayerNorm parameters: no weight decay (docs/design.md §7)
+    # LayerNorm parameters: no weight decay (docs/design.md "Multi-task training")
+    assert own <= set(model.no_decay_parameter_names())
     optimizer = torch.optim.AdamW(model.parameter_groups(), lr=1e-2)
     ids = torch.randint(3, 40, (2, 7))
     for _ in range(2):  # the first step moves U off zero; the second reaches the norms through it

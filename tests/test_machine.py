@@ -1,5 +1,5 @@
-"""Memory and step time on a machine (SPEC §9–10): budgets in the solver, the CLI's table and JSON, device profiles,
-pals-calibrate, bad input (exit 2, one line)."""
+"""Memory and step time on a machine (docs/design.md "Memory (bytes)", "Time"): budgets in the solver, the CLI's table
+and JSON, device profiles, pals-calibrate, bad input (exit 2, one line)."""
 
 from __future__ import annotations
 

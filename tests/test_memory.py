@@ -1,4 +1,4 @@
-"""The calculator's training memory is torch's, to the byte (SPEC section 9).
+"""The calculator's training memory is torch's, to the byte (docs/design.md "Memory (bytes)").
 
 activations == bytes autograd saves in one training-mode forward (saved_tensors_hooks, each storage once,
 parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet,

@@ -27,7 +27,9 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks import GLUE_TASKS, TaskRecord, glue_record
-from ..tasks.rows import read_rows
+from ..tasks.readers import sha256_of
+from ..tasks.record import fingerprint
+from ..tasks.rows import read_label_names, read_rows
 from .encoded import Encoded
 from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
 
@@ -284,8 +286,6 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
     declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
     file check names it)."""
-    from ..tasks import fingerprint, read_label_names, sha256_of
-
     out = {}
     for r in records:
         if r.glue is None:

@@ -1,4 +1,4 @@
-"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md §9). Pure Python.
+"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md "Memory (bytes)"). Pure Python.
 
 Training, one step of one task's path (``model(task=t, …)``) on B sequences of n tokens, fp32, AdamW:
 
@@ -318,7 +318,7 @@ def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) ->
 def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     """The activations live at the peak of ``predict_all`` in inference mode (an estimate, see the module docstring):
     the (B, n, d) hidden states every task reads, plus the largest working set of one layer (attention or FFN, as the
-    family's ``Replay.inference_layer`` counts it: BERT's is ``families.base.bert_inference_layer``), plus the logits
+    family's ``Replay.inference_layer`` counts it: BERT's is ``pricing.family.bert_inference_layer``), plus the logits
     of every task (an estimate, compared with ``tests/memory_probe.py:inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
     attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
