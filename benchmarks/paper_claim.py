@@ -145,8 +145,8 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
             ),
         )
     plan = sd.SeedsPlan(resolve(cfg), seeds, separate=design == "separate")
-    if sd.is_seeds_dir(out):
-        old = sd.read_plan(out)
+    if sd.SeedsPlan.held_in(out):
+        old = sd.SeedsPlan.read(out)
         x, y = old.template.resumable_view(), plan.template.resumable_view()
         diff = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
         if diff or old.seeds != seeds or old.separate != plan.separate:
@@ -161,7 +161,7 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
                 **{k: getattr(plan.template, k) for k in ("num_threads", "device", "glue_dir", "cache_dir")},
             ),
         )
-    sd.write_plan(plan)
+    plan.write()
     return plan
 
 

@@ -74,18 +74,18 @@ def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cp
     """The model of a ``pals-train`` run (at its best checkpoint or ``step``), or — a ``--method separate`` folder —
     each task's own model (each at its own best checkpoint). ``ValueError`` in one line otherwise."""
     from ..model import MultiTaskModel  # late: loads torch
-    from ..train.separate import is_separate_dir, read_plan
+    from ..train.separate import SeparatePlan
 
     root = Path(run_dir)
     if not root.is_dir():
         raise ValueError(f"{root}: no such run folder")
-    if is_separate_dir(root):
+    if SeparatePlan.held_in(root):
         if step is not None:
             raise ValueError(
                 f"{root} is a separate-models folder: each task's run keeps its own best checkpoint, "
                 "--step does not apply (export one task's run, task-<name>/, for another step)"
             )
-        plan = read_plan(root)
+        plan = SeparatePlan.read(root)
         models = []
         for t in plan.template.tasks:
             sub = Path(plan.task_dir(t))
