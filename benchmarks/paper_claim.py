@@ -146,7 +146,7 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
         )
     plan = sd.SeedsPlan(resolve(cfg), seeds, separate=design == "separate")
     if sd.SeedsPlan.held_in(out):
-        old = sd.SeedsPlan.read(out)
+        old = sd.SeedsPlan.read(out, local=plan.template)  # where things lie and how it computes: this invocation's
         x, y = old.template.resumable_view(), plan.template.resumable_view()
         diff = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
         if diff or old.seeds != seeds or old.separate != plan.separate:
@@ -154,13 +154,7 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
                 f"paper_claim: {out} holds runs with other settings ({', '.join(diff) or 'seeds'}); "
                 f"choose another --out"
             )
-        return replace(
-            old,
-            template=replace(
-                old.template,
-                **{k: getattr(plan.template, k) for k in ("num_threads", "device", "glue_dir", "cache_dir")},
-            ),
-        )
+        return old
     plan.write()
     return plan
 

@@ -27,10 +27,9 @@ every max(1, round(eval_every · n_t / S)) steps. Each model keeps its own best 
 dev score): a separate model is tuned on its own, as in the paper.
 
 The run folder ``OUT`` holds ``separate.json`` (the template and the plan: ``SeparatePlan``, read and written by
-``plan.Plan`` as ``seeds.json`` is), one ordinary ``pals-train``
-run per task in ``OUT/task-<name>/`` (``shared`` method, one task; resumable like any run) and, at the
-end, ``OUT/summary.json`` in the trainer's format (``scores``, ``average``, ``params``, …) with
-``best_step`` and ``task_steps`` per task.
+``plan.Plan`` as ``seeds.json`` is), one ordinary ``pals-train`` run per task in ``OUT/task-<name>/`` (``shared``
+method, one task; resumable like any run) and, at the end, ``OUT/summary.json`` in the trainer's format
+(``scores``, ``average``, ``params``, …) with ``best_step`` and ``task_steps`` per task.
 """
 
 from __future__ import annotations
