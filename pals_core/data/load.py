@@ -225,6 +225,43 @@ def raw_splits(
     return out, t.classes or ()
 
 
+TaskSplits = tuple[dict[str, RawSplit], tuple[str, ...]]
+"""One task's checked rows as ``raw_splits`` gives them: the splits by name and the label names."""
+
+
+def read_tasks(
+    records: Sequence[TaskRecord],
+    *,
+    glue_dir: Optional[str] = None,
+    source: str = "auto",
+    train: bool = True,
+    seed: int = 0,
+    seeds: Optional[dict[str, int]] = None,
+    dev_only: Sequence[str] = (),
+) -> dict[str, TaskSplits]:
+    """Every task's rows, read and checked once, whatever its source: GLUE's files looked for first (one
+    ``GlueDataError`` names every missing one before any is read), then each task through ``raw_splits``.
+    ``seeds``: a task's own seed (the dev split of a task without a dev file), else ``seed``; the tasks named in
+    ``dev_only`` (or all, ``train=False``) without their train split (a task without a dev file still reads
+    and checks its train file: its dev rows are drawn from it)."""
+    glue = [r.glue for r in records if r.glue is not None]
+    if glue:
+        kind, root = choose_source(glue_dir, source)
+        if kind == "files":
+            check_files(root, glue, train)
+    seeds = seeds or {}
+    return {
+        r.name: raw_splits(
+            r,
+            glue_dir=glue_dir,
+            source=source,
+            train=train and r.name not in dev_only,
+            seed=seeds.get(r.name, seed),
+        )
+        for r in records
+    }
+
+
 def load_task(task: TaskLike, tokenizer, **kw) -> TaskData:
     """Tokenised train (if ``train``) and dev splits of one task (see ``load_tasks``)."""
     record = task if isinstance(task, TaskRecord) else glue_record(task)
@@ -243,30 +280,30 @@ def load_tasks(
     train: bool = True,
     cache_dir: Optional[str] = None,
     seed: int = 0,
+    rows: Optional[dict[str, TaskSplits]] = None,
 ) -> dict[str, TaskData]:
-    """Tokenised splits of several tasks (records, or built-in GLUE names). Every GLUE task's files are checked
-    before any is read (one ``GlueDataError`` names them all); every row of a task's own files is checked
-    (``TaskDataError`` naming file, row and column). ``seed`` draws the dev split of a task without a dev file."""
+    """Tokenised splits of several tasks (records, or built-in GLUE names): their rows (``read_tasks``: every GLUE
+    task's files checked before any is read, one ``GlueDataError`` naming them all; every row of a task's own files
+    checked, ``TaskDataError`` naming file, row and column), tokenised, capped. ``rows``: the tasks' rows already
+    read (a run's set-up: ``trainer.check_data``), tokenised without reading a file again. ``seed`` draws the dev
+    split of a task without a dev file."""
     if not isinstance(max_len, int) or max_len < 8:
         raise ValueError(f"max_len must be an integer of at least 8, got {max_len!r}")
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
-    glue = [r.glue for r in records if r.glue is not None]
-    if glue:
-        kind, root = choose_source(glue_dir, source)
-        if kind == "files":
-            check_files(root, glue, train)
+    if rows is None:
+        rows = read_tasks(records, glue_dir=glue_dir, source=source, train=train, seed=seed)
     cdir = Path(cache_dir) if cache_dir else None
     out: dict[str, TaskData] = {}
     for r in records:
-        raws, names = raw_splits(r, glue_dir=glue_dir, source=source, train=train, seed=seed)
+        raws, names = rows[r.name]
         data = TaskData(r, None, {}, tuple(names))
         for key, raw in raws.items():
             if raw.dropped:
                 data.dropped[raw.source] = raw.dropped
             enc, hit = encode(raw, label_array(raw.labels, r.kind, data.num_labels), tokenizer, max_len, cache_dir=cdir)
-            rows = subset(len(enc), max_train if key == "train" else max_eval)
-            if rows is not None:
-                enc = enc.select(rows)
+            rows_kept = subset(len(enc), max_train if key == "train" else max_eval)
+            if rows_kept is not None:
+                enc = enc.select(rows_kept)
             data.cached[key] = hit
             data.sources[key] = raw.source
             if key == "train":
@@ -363,6 +400,7 @@ __all__ = [
     "CACHE_DIR_ENV",
     "TINY",
     "TaskData",
+    "TaskSplits",
     "check_tokenizer",
     "describe_data",
     "encode",
@@ -372,6 +410,7 @@ __all__ = [
     "load_tokenizer",
     "minilm_path",
     "raw_splits",
+    "read_tasks",
     "subset",
     "tokenizer_path",
 ]
