@@ -137,3 +137,30 @@ def test_a_run_adding_tasks_reads_each_file_once(tmp_path, monkeypatch):
     # again; their sha256, compared with the base run's, remembered from the base run trained in this process)
     base_files = {f"data/{f}": 1 for f in data_files(tasks) if f != "tickets.parquet"}
     assert reads.of(tmp_path / "tasks") == {"later.yaml": 1, "data/tickets.parquet": ROWS_AND_HASH, **base_files}
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.slow
+def test_a_resumed_run_reads_each_file_once(tmp_path, monkeypatch):
+    from pals_core.train.args import build_parser, config_from_args
+    from pals_core.train.trainer import train
+
+    tasks = example_tasks(tmp_path / "tasks")
+    out = tmp_path / "run"
+    argv = ["--tasks-file", str(tasks), "--steps", "4", "--eval-every", "2", "--out", str(out), *SMALL]
+    cfg, _ = config_from_args(vars(build_parser().parse_args(argv)))
+
+    def stop(step, scores, average):
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        train(cfg, on_eval=stop, progress=False)
+    reads = Reads(monkeypatch)
+    assert train_main(["--resume", "--out", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 4
+    assert reads.resolves == 1
+    # each file's rows read once; its sha256 remembered from the run's start in this process (same size and time)
+    assert reads.of(tmp_path / "tasks") == {"tasks.yaml": 1, **{f"data/{f}": 1 for f in data_files(tasks)}}
