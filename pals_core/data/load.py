@@ -26,8 +26,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks import GLUE_TASKS, TaskRecord, glue_record
-from ..tasks.rows import read_rows
+from ..tasks import GLUE_TASKS, TaskRecord, fingerprint, glue_record
+from ..tasks.readers import sha256_of
+from ..tasks.rows import read_label_names, read_rows
 from .encoded import Encoded
 from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
 
@@ -203,30 +204,94 @@ def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
 TaskLike = Union[TaskRecord, str]
 
 
-def raw_splits(
-    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
-) -> tuple[dict[str, RawSplit], tuple[str, ...]]:
-    """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
-    class indices / floats / index lists, and its label names. No tokenising."""
-    if record.glue is None:
-        tr, dv, names = read_rows(record, seed)
+TaskSplits = tuple[dict[str, RawSplit], tuple[str, ...]]
+"""One task's checked rows: its splits by name (``train``, ``dev``; GLUE MNLI ``dev_m``, ``dev_mm``) with labels
+as class indices / floats / index lists, and its label names."""
+
+
+@dataclass(frozen=True)
+class OwnFiles:
+    """A task of one's own: its rows from the files its record names (``tasks/rows.py``)."""
+
+    record: TaskRecord
+
+    def label_names(self) -> tuple[str, ...]:
+        """Declared, else read from the train file's label column (``read_label_names``)."""
+        return read_label_names(self.record)
+
+    def files(self) -> dict[str, dict]:
+        """role → its file's path and sha256."""
+        r = self.record
+        return {
+            role: {"path": path, "sha256": sha256_of(path)}
+            for role, path in (("train", r.train), ("dev", r.dev))
+            if path
+        }
+
+    def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
+        tr, dv, names = read_rows(self.record, seed)
         out = {"dev": RawSplit(dv.text_a, dv.text_b, dv.labels, 0, dv.source)}
         if train:
             out = {"train": RawSplit(tr.text_a, tr.text_b, tr.labels, 0, tr.source), **out}
         return out, names
-    t = GLUE_TASKS[record.glue]
+
+
+@dataclass(frozen=True)
+class GlueSource:
+    """A built-in GLUE task: its rows from the official TSVs in a GLUE folder (``root``), or from the hub (``root``
+    None; also the description of a GLUE task no source is given for: no files)."""
+
+    record: TaskRecord
+    root: Optional[Path] = None
+
+    def label_names(self) -> tuple[str, ...]:
+        return GLUE_TASKS[self.record.glue].classes or ()
+
+    def _paths(self, train: bool = True) -> dict[str, Path]:
+        t = GLUE_TASKS[self.record.glue]
+        if self.root is None:
+            return {}
+        names = ([("train", t.train_file)] if train else []) + [(_dev_key(s), f) for s, f in t.dev_files]
+        return {key: self.root / t.folder / name for key, name in names}
+
+    def files(self) -> dict[str, dict]:
+        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it)."""
+        return {
+            role: {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+            for role, path in self._paths().items()
+        }
+
+    def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
+        t = GLUE_TASKS[self.record.glue]
+        if self.root is not None:
+            return {key: read_tsv(t, path) for key, path in self._paths(train).items()}, self.label_names()
+        splits = ([("train", "train")] if train else []) + [(_dev_key(s), split) for s, split in t.hub_dev_splits]
+        return {key: read_hub(t, split) for key, split in splits}, self.label_names()
+
+
+TaskSource = Union[OwnFiles, GlueSource]
+
+
+def _dev_key(suffix: str) -> str:
+    return f"dev{('_' + suffix) if suffix else ''}"
+
+
+def task_source(record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto") -> TaskSource:
+    """Where a task's rows come from: its own files, or GLUE's folder (``glue_dir``, ``$PALS_GLUE_DIR``) or the hub.
+    Every source gives its label names, its files (path, sha256) and its rows alike, and the set-up enters each the
+    same way. ``GlueDataError`` for a GLUE task with no source (no folder, the hub off)."""
+    if record.glue is None:
+        return OwnFiles(record)
     kind, root = choose_source(glue_dir, source)
-    splits: list[tuple[str, str]] = [("train", t.train_file if kind == "files" else "train")] if train else []
-    devs = t.dev_files if kind == "files" else t.hub_dev_splits
-    splits += [(f"dev{('_' + s) if s else ''}", where) for s, where in devs]
-    out = {
-        key: read_tsv(t, root / t.folder / where) if kind == "files" else read_hub(t, where) for key, where in splits
-    }
-    return out, t.classes or ()
+    return GlueSource(record, root if kind == "files" else None)
 
 
-TaskSplits = tuple[dict[str, RawSplit], tuple[str, ...]]
-"""One task's checked rows as ``raw_splits`` gives them: the splits by name and the label names."""
+def raw_splits(
+    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
+) -> TaskSplits:
+    """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
+    class indices / floats / index lists, and its label names (its source's ``rows``). No tokenising."""
+    return task_source(record, glue_dir=glue_dir, source=source).rows(train, seed)
 
 
 def read_tasks(
@@ -239,26 +304,18 @@ def read_tasks(
     seeds: Optional[dict[str, int]] = None,
     dev_only: Sequence[str] = (),
 ) -> dict[str, TaskSplits]:
-    """Every task's rows, read and checked once, whatever its source: GLUE's files looked for first (one
-    ``GlueDataError`` names every missing one before any is read), then each task through ``raw_splits``.
-    ``seeds``: a task's own seed (the dev split of a task without a dev file), else ``seed``; the tasks named in
-    ``dev_only`` (or all, ``train=False``) without their train split (a task without a dev file still reads
-    and checks its train file: its dev rows are drawn from it)."""
-    glue = [r.glue for r in records if r.glue is not None]
-    if glue:
-        kind, root = choose_source(glue_dir, source)
-        if kind == "files":
-            check_files(root, glue, train)
+    """Every task's rows, read and checked once, whatever its source (``task_source``): GLUE's files looked for first
+    (one ``GlueDataError`` names every missing one before any is read), then each task's rows. ``seeds``: a task's
+    own seed (the dev split of a task without a dev file), else ``seed``; the tasks named in ``dev_only`` (or all,
+    ``train=False``) without their train split (a task without a dev file still reads and checks its train file:
+    its dev rows are drawn from it)."""
+    sources = [task_source(r, glue_dir=glue_dir, source=source) for r in records]
+    folders = [s for s in sources if isinstance(s, GlueSource) and s.root is not None]
+    if folders:
+        check_files(folders[0].root, [s.record.glue for s in folders], train)
     seeds = seeds or {}
     return {
-        r.name: raw_splits(
-            r,
-            glue_dir=glue_dir,
-            source=source,
-            train=train and r.name not in dev_only,
-            seed=seeds.get(r.name, seed),
-        )
-        for r in records
+        s.record.name: s.rows(train and s.record.name not in dev_only, seeds.get(s.record.name, seed)) for s in sources
     }
 
 
@@ -316,32 +373,17 @@ def load_tasks(
 
 def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, source: str = "auto") -> dict:
     """What a run's data is, for its config.json: per task its record, label names, C_t, its files' paths and
-    sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
-    declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
-    file check names it)."""
-    from ..tasks import fingerprint, read_label_names, sha256_of
-
+    sha256, and its fingerprint (``tasks.fingerprint``), as its source gives them (``task_source``). Reads a task's
+    label column when its labels are not declared, and hashes its files; a GLUE file that is not there (or the hub,
+    or no GLUE source at all) has no sha256 (the trainer's file check names it)."""
     out = {}
     for r in records:
-        if r.glue is None:
-            names = read_label_names(r)
-            files = {
-                role: {"path": path, "sha256": sha256_of(path)}
-                for role, path in (("train", r.train), ("dev", r.dev))
-                if path
-            }
-        else:
-            t = GLUE_TASKS[r.glue]
-            names = t.classes or ()
-            try:
-                kind, root = choose_source(glue_dir, source)
-            except ValueError:
-                kind, root = "none", None
-            files = {}
-            if kind == "files":
-                for role, rel in zip(["train"] + [f"dev{('_' + s) if s else ''}" for s in t.dev_splits], t.files(True)):
-                    path = root / rel
-                    files[role] = {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+        try:
+            src = task_source(r, glue_dir=glue_dir, source=source)
+        except ValueError:  # a GLUE task with no folder and the hub off: described without files
+            src = GlueSource(r)
+        names = src.label_names()
+        files = src.files()
         hashes = {role: f["sha256"] for role, f in files.items()}
         out[r.name] = {
             "record": r.as_dict(),
@@ -399,7 +441,10 @@ def load_tokenizer(path: str):
 __all__ = [
     "CACHE_DIR_ENV",
     "TINY",
+    "GlueSource",
+    "OwnFiles",
     "TaskData",
+    "TaskSource",
     "TaskSplits",
     "check_tokenizer",
     "describe_data",
@@ -412,5 +457,6 @@ __all__ = [
     "raw_splits",
     "read_tasks",
     "subset",
+    "task_source",
     "tokenizer_path",
 ]
