@@ -137,6 +137,7 @@ def test_a_run_adding_tasks_reads_each_file_once(tmp_path, monkeypatch):
     # again; their sha256, compared with the base run's, remembered from the base run trained in this process)
     base_files = {f"data/{f}": 1 for f in data_files(tasks) if f != "tickets.parquet"}
     assert reads.of(tmp_path / "tasks") == {"later.yaml": 1, "data/tickets.parquet": ROWS_AND_HASH, **base_files}
+    assert reads.of(base)["config.json"] == 1  # the base run's settings and records, read once
 
 
 class _Stop(Exception):
