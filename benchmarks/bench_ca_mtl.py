@@ -31,7 +31,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pals_core.budget import AdapterConfig, Task, at_size, design  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.budget.tasks import Task  # noqa: E402
+from pals_core.budget.solver import at_size  # noqa: E402
+from pals_core.budget.costs import design  # noqa: E402
 from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
 
 

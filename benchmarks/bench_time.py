@@ -28,8 +28,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 
-from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
-from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.model import MultiTaskBert  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.budget.costs import design, evaluate  # noqa: E402
+from pals_core.families.models import from_hf_config  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 from pals_core.families.models import conditions_from_config
 from pals_core.pricing.config import design_label  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402

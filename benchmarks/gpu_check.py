@@ -57,8 +57,12 @@ import torch  # noqa: E402
 
 import bench_serving  # noqa: E402  (the serving benchmark's design, model and calculator speed-up)
 from bench_modules import inputs  # noqa: E402
-from pals_core import AdapterConfig, MultiTaskModel  # noqa: E402
-from pals_core.budget import Budget, from_hf_config, parse_tasks, rows  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.families.models import from_hf_config  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 from pals_core.budget.machine import Machine  # noqa: E402
 from pals_core.families.models import conditions_from_config  # noqa: E402
 from pals_core.footprint.timing import load_profile  # noqa: E402
@@ -304,7 +308,7 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
 def stopped_and_resumed(argv, out):
     """The same run stopped at its first evaluation, then resumed (``--resume``) from that checkpoint: the trainer's
     restore of weights, AdamW state and RNGs onto the device. Returns the resumed run's summary."""
-    from pals_core.train.cli import build_parser, config_from_args
+    from pals_core.train.args import build_parser, config_from_args
     from pals_core.train.trainer import train
 
     argv = [*argv]

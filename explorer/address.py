@@ -28,7 +28,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Union
 
-from pals_core.budget import AdapterConfig, CONVENTIONS, PRESETS, Budget, parse_tasks, resolve_layers
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.costs import CONVENTIONS
+from pals_core.families.models import PRESETS
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.methods import resolve_layers
 from pals_core.pricing.config import format_location
 from pals_core.footprint.constraints import CONSTRAINTS
 from pals_core.flags import flags_of

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from pals_core.supervise.runs import TRAIN_MODULE, command, launch_argv  # noqa: F401  (what the launcher runs)
+from pals_core.supervise.runs import TRAIN_MODULE
 from pals_core.train.config import TrainConfig
 
 
@@ -27,7 +27,8 @@ def check_with_trainer(cfg: TrainConfig) -> TrainConfig:
     """The run as the trainer will see it: its flags parsed by the trainer's own parser, validated and resolved
     against the calculator on the training model (d_s from the budget; a design over its budget refused).
     No torch, nothing written. Raises ``ValueError`` with the trainer's message."""
-    from pals_core.train.args import UsageError, build_parser, config_from_args
+    from pals_core.flags import UsageError
+    from pals_core.train.args import build_parser, config_from_args
     from pals_core.train.params import resolve
 
     try:

@@ -10,9 +10,13 @@ from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
+from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params
+from pals_core.budget.solver import Budget
+from pals_core.budget import display
+from pals_core.methods.registry import get_method
+from pals_core.budget.paper import paper_reproduction
 from pals_core.footprint.constraints import BY_FIELD
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.budget.costs import embedding_params, flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
@@ -21,7 +25,7 @@ from pals_core.budget import recommend
 
 from . import calc, figures
 from .address import link_budget
-from .calc import Key, key_of, label
+from pals_core.budget.recommend import Key, key_of, label
 from .inputs import Inputs
 
 CHART = {"displaylogo": False}

@@ -24,12 +24,17 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from pals_core.budget import METHODS, Budget, Cost, PaperRow, display
+from pals_core.methods.registry import METHODS
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import Cost
+from pals_core.budget.paper import PaperRow
+from pals_core.budget import display
 from pals_core.budget.costs import flops_ratio
 from pals_core.budget.series import ScalingPoint, budget_used, pareto_front, wider_than_model
 from pals_core.pricing.units import human
 
-from .calc import Curves, Key, key_of, label
+from .calc import Curves
+from pals_core.budget.recommend import Key, key_of, label
 from pals_core.measured import BASELINES
 
 # D3 without its grey (grey means "over budget" here), then more distinct hues: one per registered method

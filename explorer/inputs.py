@@ -30,30 +30,26 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from pals_core.budget import (
-    AdapterConfig,
-    CONVENTIONS,
-    DEFAULT_SEQ_LEN,
-    METHODS,
-    PAPER_TASKS,
-    PRESETS,
-    BaseModel,
-    Budget,
-    Task,
-    default_seq_len,
-    from_hf_config,
-    get_method,
-    parse_tasks,
-    resolve_layers,
-)
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.tasks.glue import PAPER_TASKS
+from pals_core.families.models import PRESETS, from_hf_config
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import Task, parse_tasks
+from pals_core.budget.methods import resolve_layers
 from pals_core.pricing.activations import Conditions
 from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.families.models import ALIASES, EMBEDDED_MODEL, conditions_for_model, conditions_from_config
+from pals_core.families.models import ALIASES, conditions_for_model, conditions_from_config
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.budget.tasks import tasks_of_records
-from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.glue import glue_record
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.glue import glue_name
 
 UPLOAD = "upload a config.json…"
@@ -142,7 +138,8 @@ class Inputs:
 def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
     """A model the trainer builds → (its shape, its ``--model`` value, its conditions), read by the trainer's own
     ``model_shape`` and ``model_conditions`` (config.json only, no weights)."""
-    from pals_core.train.models import TINY as TINY_MODEL, model_conditions, model_shape
+    from pals_core.data.load import TINY as TINY_MODEL
+    from pals_core.train.models import model_conditions, model_shape
 
     if choice == EMBEDDED:
         train_model = None
@@ -283,7 +280,7 @@ def save_upload(data: bytes, root: Path) -> Path:
     import tempfile
 
     from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
-    from pals_core.train.rundir import atomic_write_text
+    from pals_core.atomic import atomic_write_text
 
     if len(data) > MAX_TASKS_FILE_BYTES:
         raise ValueError(f"the uploaded file is over {MAX_TASKS_FILE_BYTES >> 20} MiB: not a tasks file")

@@ -16,6 +16,7 @@ from typing import Mapping, Optional, Sequence
 from pals_core import score_model as sm
 
 from .figures import _Fig, _layout, location_dash, method_color
+from pals_core.supervise.runs import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLDOUT = ROOT / "benchmarks" / "results" / "accuracy_model.json"
@@ -165,7 +166,7 @@ def _alpha(hex_color: str, a: float) -> str:
 def options(picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> list[sm.Option]:
     """The answer's candidates (``recommend.Pick``) as the next-run rule reads them: each with its prediction at its
     size, extrapolated ones included (they rank nothing, but may be the run worth making)."""
-    from .calc import label
+    from pals_core.budget.recommend import label
 
     out = []
     for p in picks:
@@ -229,7 +230,7 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
 
 
 def _label(pick) -> str:
-    from .calc import label
+    from pals_core.budget.recommend import label
 
     return label(pick.key)
 
@@ -239,10 +240,8 @@ def _launch(cfg: dict) -> None:
 
     from pals_core.train.config import TrainConfig
 
-    from . import registry
-
     try:
-        run = registry.launch(TrainConfig.from_dict(cfg))
+        run = launch(TrainConfig.from_dict(cfg))
     except (ValueError, OSError, TypeError) as e:
         st.error(f"Could not launch: {' '.join(str(e).split())}")
     else:

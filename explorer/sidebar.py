@@ -15,7 +15,10 @@ from dataclasses import fields
 
 import streamlit as st
 
-from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import CONVENTIONS
+from pals_core.tasks.glue import GLUE_LABELS
+from pals_core.methods.registry import METHODS
 from pals_core.footprint.constraints import CONSTRAINTS
 
 from .inputs import (
@@ -103,7 +106,7 @@ def _open_example() -> None:
 
 def _save_upload() -> None:
     """An uploaded tasks file → saved under the runs folder, its path in the path field (or one error line)."""
-    from .registry import runs_root
+    from pals_core.supervise.roots import runs_root
 
     up = st.session_state.get("tasks_upload")
     st.session_state.pop("_upload_error", None)

@@ -25,11 +25,12 @@ from .budget.costs import (
 )
 from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
 from .budget.machine import Machine
-from .budget.methods import METHODS, get_method
+from .methods.registry import METHODS, get_method
 from .budget.solver import add_budget_flags, budget_from_args
 from .budget.table import rows, sort_rows
 from .budget.tasks import parse_tasks, tasks_of_records
-from .families.models import ALIASES, DEFAULT_MODEL, EMBEDDED_MODEL, PRESETS, conditions_for_model, load_model
+from .families.models import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from .families.bert.presets import EMBEDDED_MODEL
 from .families.registry import get_family
 from .flags import OneLineParser, UsageError, add_flags, given_values
 from .footprint.constraints import CONSTRAINTS

@@ -33,13 +33,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .budget import get_method
+from .methods.registry import get_method
 from .results import DEPTH, SCALE, read_summary, walk
 from .results import read_or_none as _read
 from .results import run_config as _config
 from .results import seed_averages as _seed_averages
 from .results import summary_files as _summary_files
-from .tasks import TaskRecord
+from .tasks.record import TaskRecord
 from .train.aggregate import compare
 from .train.config import recipe, task_keys
 
@@ -300,7 +300,7 @@ def majority_average(
     from pals_core.data.glue import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
     from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
     from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
-    from pals_core.tasks import glue_record  # late: with the data path above
+    from pals_core.tasks.glue import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
     if not records:

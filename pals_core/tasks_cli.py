@@ -15,9 +15,9 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from .families.models import EMBEDDED_MODEL
+from .families.bert.presets import EMBEDDED_MODEL
 from .flags import OneLineParser, UsageError
-from .tasks import read_tasks_file
+from .tasks.taskfile import read_tasks_file
 from .kinds import get_kind
 
 

@@ -26,7 +26,7 @@ from pals_core.tasks import records_of_config
 from pals_core.train import seeds as sd
 from pals_core.train.aggregate import aggregate
 from pals_core.train.config import TrainConfig
-from pals_core.train.rundir import atomic_write_json
+from pals_core.atomic import atomic_write_json
 
 from .definitions import Context, Definition
 from .space import cost_of
@@ -225,7 +225,8 @@ class Objective:
         """The trial once per seed, one after another in ``<run_dir>/seed-<k>`` (``pals-train --seeds`` layout, so
         ``pals-train --resume --out <run_dir>`` also continues it); the first seed's run reports to the pruner.
         Returns the aggregate summary (``pals_core.train.aggregate``): mean, sample std, 95 % t-interval."""
-        from pals_core.train.trainer import resolve, train  # late: loads torch
+        from pals_core.train.params import resolve  # late: loads torch
+        from pals_core.train.trainer import train  # late: loads torch
 
         plan = sd.SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
         if not (resume and sd.is_seeds_dir(cfg.out)):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pals_core import MultiTaskModel
-from pals_core.budget import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.cli import main as train_main
 from pals_core.train.config import TrainConfig
 from pals_core.train.models import tiny_config_dict

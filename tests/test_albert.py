@@ -20,18 +20,13 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import (
-    METHODS,
-    PRESETS,
-    at_size,
-    base_params,
-    design,
-    from_hf_config,
-    get_method,
-    load_model,
-    parse_tasks,
-)
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.families.models import PRESETS, from_hf_config, load_model
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import base_params, design
+from pals_core.budget.tasks import parse_tasks
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.families.models import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
@@ -74,7 +69,7 @@ def test_the_presets_are_the_published_checkpoints(name):
 
 def test_the_folder_is_registered_by_its_one_line():
     """The three registries read the folder by its name in ``PACKAGES``: the calculator's, the trunks', the presets'."""
-    from pals_core.budget.families import get_family_for
+    from pals_core.families.registry import get_family_for
     from pals_core.families import PACKAGES
     from pals_core.families.albert import presets, trunk
     from pals_core.families.trunks import TRUNKS
@@ -181,7 +176,7 @@ def test_the_description_imported_first_needs_no_torch():
     code = (
         "import sys\n"
         "from pals_core.families.albert.description import FAMILY\n"
-        "from pals_core.budget.families import get_family_for\n"
+        "from pals_core.families.registry import get_family_for\n"
         "assert get_family_for('albert') is FAMILY\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
     )

@@ -17,7 +17,12 @@ from transformers import BertConfig
 
 from explorer import address, calc
 from explorer.inputs import TINY, RawInputs, bound_key, parse_bound, parse_inputs
-from pals_core.budget import AdapterConfig, Budget, design, evaluate, from_hf_config, parse_tasks, rows
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import design, evaluate
+from pals_core.families.models import from_hf_config
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
 from pals_core.budget_cli import build_parser, run
 from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
@@ -277,7 +282,7 @@ def test_serving_memory_against_torch(method, location, d_s, tasks):
     """``memory_infer`` = weights + the activations live at the peak of ``predict_all``. The weights are torch's to the
     byte (every task's head and adapter, the trunk once, at the serving precision); the activations are the
     documented estimate (docs/design.md §9), held here to the band it claims against the measured peak."""
-    from pals_core import MultiTaskBert
+    from pals_core.model import MultiTaskBert
 
     torch.manual_seed(0)
     hf = BertConfig(**TINY_BERT)

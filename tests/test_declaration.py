@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pals_core.budget import METHODS, AdapterConfig, Budget, get_method
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
 from pals_core.budget_cli import build_parser as budget_parser
 from pals_core.pricing.config import NAMED_LOCATIONS
 from pals_core.flags import flags_of, given_values
@@ -27,7 +29,8 @@ from pals_core.tasks.glue import GLUE_TASKS
 from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import TINY, tiny_config_dict
+from pals_core.data.load import TINY
+from pals_core.train.models import tiny_config_dict
 from studies.cli import build_parser as study_parser
 
 PARSERS = {
@@ -189,7 +192,7 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
 
 @pytest.mark.parametrize("label,cfg", list(_designs()), ids=[n for n, _ in _designs()])
 def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label, cfg):
-    from pals_core.budget import Task
+    from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
     from pals_core.train.models import model_shape
     from pals_core.train.params import run_params

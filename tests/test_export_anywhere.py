@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from pals_core import AdapterConfig, MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
 from pals_core.export import ExportRefused
 from pals_core.export.cli import main as pals_export
 from pals_core.export.peft import export_hf, export_peft

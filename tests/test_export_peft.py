@@ -21,7 +21,8 @@ from transformers import (
     AutoTokenizer,
 )
 
-from pals_core import AdapterConfig, MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
 from pals_core.export import ExportRefused
 from pals_core.export.peft import export_hf, export_peft
 from pals_core.train.config import TrainConfig

@@ -11,9 +11,10 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.budget import PRESETS, base_params, from_hf_config, load_model
+from pals_core.families.models import PRESETS, from_hf_config, load_model
+from pals_core.budget.costs import base_params
 from pals_core.budget.costs import embedding_params
-from pals_core.budget.families import FAMILIES, MODEL_TYPES
+from pals_core.families.registry import FAMILIES, MODEL_TYPES
 from pals_core.families.models import PRESET_CONFIGS
 
 # Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
@@ -169,7 +170,10 @@ def test_distilbert_config_is_read_by_its_own_field_names():
 @pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_a_ratio_of_the_non_embedding_parameters():
     """``--budget-of non-embedding``: N_total − N_emb ≤ B·(N_base − N_emb), one setting on every CLI."""
-    from pals_core.budget import AdapterConfig, Budget, at_size, design, parse_tasks, solve
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.budget.solver import Budget, at_size, solve
+    from pals_core.budget.costs import design
+    from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.solver import budget_from_flags
 
     m = PRESETS["xlm-roberta-base"]
@@ -215,7 +219,8 @@ def test_a_ratio_of_the_non_embedding_parameters():
 
 @pytest.mark.slow  # starts pals-train (torch) in a process of its own
 def test_the_api_refuses_an_unsupported_model_type(tmp_path):
-    from pals_core import AdapterConfig, MultiTaskModel
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.model import MultiTaskModel
 
     with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
         MultiTaskModel.from_base_config(

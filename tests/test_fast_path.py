@@ -21,10 +21,16 @@ from dataclasses import replace
 
 import pytest
 
-from pals_core.budget import METHODS, PRESETS, AdapterConfig, Budget, design, parse_tasks, rows
+from pals_core.methods.registry import METHODS
+from pals_core.families.models import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import design
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
 from pals_core.budget_cli import build_parser, main, terminal_width
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine
 from pals_core.footprint.memory import activation_bytes, trace_forward
 from pals_core.families.models import conditions_for_model

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pals_core.atomic import atomic_write_json, read_json, read_json_file
-from pals_core.tasks import TaskDataError, TaskRecord
+from pals_core.tasks.readers import TaskDataError
+from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.readers import read_columns, sha256_of
 from pals_core.tasks.rows import read_rows
 

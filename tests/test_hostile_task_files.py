@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from explorer import inputs
-from pals_core.tasks import TaskRecordError, read_tasks_file
+from pals_core.tasks.record import TaskRecordError
+from pals_core.tasks.taskfile import read_tasks_file
 
 # a billion laughs: nine levels of nine aliases, 9⁹ ≈ 3.9e8 strings once expanded (a file of 609 bytes)
 BOMB = "".join(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pals_core.kinds import PACKAGES, get_kind
-from pals_core.tasks import TaskRecord, TaskRecordError
+from pals_core.tasks.record import TaskRecord, TaskRecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -191,7 +191,7 @@ def test_mt_uncertainty_is_refused_with_the_reason_the_kind_gives(tmp_path):
 
 
 def test_the_label_set_read_from_the_file_is_checked_by_the_kind(tmp_path):
-    from pals_core.tasks import TaskDataError
+    from pals_core.tasks.readers import TaskDataError
     from pals_core.tasks.rows import read_rows
 
     f = tmp_path / "t.csv"

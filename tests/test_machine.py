@@ -11,10 +11,14 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import Budget, load_model, parse_tasks, rows
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert
+from pals_core.budget.solver import Budget
+from pals_core.families.models import load_model
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.budget_cli import main, run
-from pals_core.budget.machine import parse_memory
+from pals_core.pricing.units import parse_memory
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
 

@@ -14,10 +14,11 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import METHODS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.methods.registry import METHODS
 from pals_core.data.metrics import task_scores
-from pals_core.tasks import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.readers import read_columns
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train

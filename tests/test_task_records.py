@@ -12,15 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.tasks import (
-    TaskDataError,
-    TaskRecord,
-    TaskRecordError,
-    glue_record,
-    num_labels,
-    read_tasks_file,
-    resolve_records,
-)
+from pals_core.tasks.readers import TaskDataError
+from pals_core.tasks.record import TaskRecord, TaskRecordError
+from pals_core.tasks.glue import glue_record
+from pals_core.tasks.rows import num_labels
+from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.tasks import resolve_records
 from pals_core.tasks.readers import read_columns
 from pals_core.tasks.rows import dev_rows, read_rows
 
@@ -354,7 +351,7 @@ def test_a_files_digest_is_remembered_until_the_file_changes(tmp_path):
     import hashlib
     import os
 
-    from pals_core.tasks import sha256_of
+    from pals_core.tasks.readers import sha256_of
 
     f = tmp_path / "t.csv"
     f.write_text("text,label\nhello,a\n")

@@ -14,10 +14,10 @@ import pytest
 from pals_core.pricing.config import AdapterConfig
 from pals_core.data.glue import read_tsv
 from pals_core.data.load import load_tasks, load_tokenizer
-from pals_core.tasks import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.glue import GLUE_TASKS
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import TINY, tokenizer_path
+from pals_core.data.load import TINY, tokenizer_path
 from pals_core.train.trainer import train
 
 TASKS = ("rte", "mrpc", "stsb", "cola", "sst2")
@@ -171,7 +171,10 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows
-    from pals_core.budget import at_size, design, from_hf_config, tasks_of_records
+    from pals_core.budget.solver import at_size
+    from pals_core.budget.costs import design
+    from pals_core.families.models import from_hf_config
+    from pals_core.budget.tasks import tasks_of_records
     from pals_core.train.models import tiny_config_dict
 
     shape = from_hf_config(tiny_config_dict(), name="tiny")

@@ -15,7 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pals_core.data.profile import profile_task, profile_tasks
-from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.glue import glue_record
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.rows import dev_rows
 from pals_core.tasks_cli import main
 
@@ -167,7 +169,7 @@ def _stats(lengths, max_len):
 def test_token_stats_match_the_tokenizer_called_directly(records, model):
     from transformers import AutoTokenizer
 
-    from pals_core.train.models import tokenizer_path
+    from pals_core.data.load import tokenizer_path
 
     tok = AutoTokenizer.from_pretrained(tokenizer_path(model), local_files_only=True)
     got = {p["name"]: p["tokens"] for p in profile_tasks(list(records.values()), model=model, max_len=24)}
@@ -185,7 +187,7 @@ def test_token_stats_match_the_tokenizer_called_directly(records, model):
 def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
     from transformers import AutoTokenizer
 
-    from pals_core.train.models import tokenizer_path
+    from pals_core.data.load import tokenizer_path
 
     rows = [
         (f"premise number {i} " + "word " * (i % 7), f"hypothesis {i}" + " more" * (i % 5), str(i % 2))

@@ -30,8 +30,13 @@ from hypothesis import strategies as st
 from transformers import AutoConfig, AutoModel
 from transformers.activations import ACT2CLS, ACT2FN
 
-from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import base_params, design
+from pals_core.families.models import from_hf_config
+from pals_core.budget.tasks import parse_tasks
 from pals_core.pricing.activations import (
     ACTIVATIONS,
     PARAMETRISED_ACTIVATIONS,
@@ -42,7 +47,7 @@ from pals_core.pricing.activations import (
 )
 from pals_core.families.models import conditions_from_config
 from pals_core.budget_cli import main as pals_budget
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.pricing.poly import Poly
 from pals_core.flops import count_forward_flops

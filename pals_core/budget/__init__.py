@@ -30,12 +30,15 @@ from .costs import (
     pooler_params,
 )
 from ..pricing.method import Method, Part
-from .methods import METHODS, check_config, get_method, location_label, resolve_layers
-from ..families.models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
+from ..methods.registry import METHODS, get_method
+from .methods import check_config, location_label, resolve_layers
+from ..families.models import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
+from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
-from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks, tasks_of_records
+from ..tasks.glue import GLUE_LABELS, PAPER_TASKS
+from .tasks import Task, glue_task, parse_tasks, tasks_of_records
 
 _LAZY = {"PaperRow": "paper", "paper_reproduction": "paper"}  # the paper's reproduction, loaded on first use (--paper)
 

@@ -11,7 +11,7 @@ from ..pricing.config import AdapterConfig, design_label
 from ..pricing.shape import BaseModel
 from .costs import Cost, Design, design
 from .machine import Machine, constrain
-from .methods import METHODS, get_method
+from ..methods.registry import METHODS, get_method
 from .solver import Budget, at_size, solve
 from .tasks import Task
 

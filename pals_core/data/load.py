@@ -26,7 +26,8 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks import GLUE_TASKS, TaskRecord, glue_record
+from ..tasks.glue import GLUE_TASKS, glue_record
+from ..tasks.record import TaskRecord
 from ..tasks.rows import read_rows
 from .encoded import Encoded
 from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
@@ -282,7 +283,9 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
     declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
     file check names it)."""
-    from ..tasks import fingerprint, read_label_names, sha256_of
+    from ..tasks.record import fingerprint
+    from ..tasks.rows import read_label_names
+    from ..tasks.readers import sha256_of
 
     out = {}
     for r in records:

@@ -458,7 +458,7 @@ class ExportedRun(RunInfo):
 
 
 def exported_run(folder: Path, meta: dict) -> ExportedRun:
-    from ..tasks import TaskRecord
+    from ..tasks.record import TaskRecord
 
     tasks = meta["tasks"]
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}

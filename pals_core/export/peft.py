@@ -164,7 +164,7 @@ def check_exportable(model) -> None:
     """``ExportRefused`` (one line: the reason, and ONNX) unless peft can express ``model``'s design exactly."""
     method = model.config.method
     if method not in PEFT_METHODS:
-        from ..budget import get_method
+        from ..methods.registry import get_method
 
         title = get_method(method).title
         raise ExportRefused(

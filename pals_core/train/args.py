@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..budget import get_method
+from ..methods.registry import get_method
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..pricing.config import AdapterConfig

@@ -21,7 +21,8 @@ from typing import Optional, Sequence
 from ..data.metrics import main_score
 from ..deps import DependencyError, check_transformers
 from ..tasks import records_of_config
-from .args import UsageError, build_parser, config_from_args, one_line  # noqa: F401  (re-exported: the CLI's parser)
+from ..flags import UsageError
+from .args import build_parser, config_from_args, one_line
 from .rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
@@ -43,7 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if orchestrate.handles(orch, args):
             return orchestrate.run(orch, args, progress)
         cfg, resume = config_from_args(args)
-        from .trainer import resolve  # late: loads torch
+        from .params import resolve  # late: loads torch
 
         cfg = resolve(cfg)
         if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run

@@ -17,7 +17,7 @@ import torch
 from ..data.encoded import Encoded
 from ..data.metrics import record_of, task_scores
 from ..kinds import DEFAULT_KIND, get_kind
-from ..tasks import TaskRecord
+from ..tasks.record import TaskRecord
 
 
 class EvalInterrupted(Exception):

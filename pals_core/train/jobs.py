@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .config import TrainConfig
-from .rundir import RunDir, read_json
+from .rundir import RunDir
+from ..atomic import read_json
 
 POLL_S = 0.5
 _ROOT = str(Path(__file__).resolve().parents[2])

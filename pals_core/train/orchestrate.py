@@ -91,7 +91,7 @@ def handles(o: Orchestration, args: dict) -> bool:
 
 
 def _template_from_args(given: dict) -> TrainConfig:
-    from .trainer import resolve  # late: loads torch
+    from .params import resolve  # late: loads torch
 
     cfg, _ = config_from_args({**given, "resume": False})
     return resolve(cfg)

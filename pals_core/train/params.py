@@ -16,7 +16,12 @@ import copy
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
+from ..pricing.config import AdapterConfig
+from ..pricing.shape import BaseModel
+from ..budget.solver import Budget, at_size, solve
+from ..budget.tasks import Task
+from ..budget.costs import design
+from ..methods.registry import get_method
 from ..budget.costs import Cost
 from ..families.registry import get_family
 from ..kinds import DEFAULT_KIND

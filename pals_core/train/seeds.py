@@ -26,7 +26,8 @@ from .aggregate import aggregate
 from .config import MAX_SEED, RESUME_FREE, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
-from .rundir import SEEDS_FILE, RunDir, atomic_write_json, eta_s, read_json
+from .rundir import SEEDS_FILE, RunDir, eta_s
+from ..atomic import atomic_write_json, read_json
 
 KIND = "pals-train/seeds"
 

@@ -41,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..budget import AdapterConfig
+from ..pricing.config import AdapterConfig
 from ..data.load import raw_splits
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
@@ -49,7 +49,8 @@ from ..tasks import records_of_config
 from .config import TrainConfig
 from .models import model_shape
 from .params import design_cost, run_tasks
-from .rundir import PLAN_FILE, atomic_write_json, read_json
+from .rundir import PLAN_FILE
+from ..atomic import atomic_write_json, read_json
 
 METHOD = "separate"
 KIND = "pals-train/separate"
@@ -176,7 +177,7 @@ def check_template(cfg: TrainConfig) -> TrainConfig:
 
 def make_plan(template: TrainConfig) -> SeparatePlan:
     """The plan for ``template`` (resolved, validated); reads the training files to count examples."""
-    from .trainer import resolve  # late: loads torch
+    from .params import resolve  # late: loads torch
 
     template = resolve(check_template(template))
     sizes = train_sizes(template)
