@@ -35,7 +35,7 @@ from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.budget.tasks import Task  # noqa: E402
 from pals_core.budget.solver import at_size  # noqa: E402
 from pals_core.budget.costs import design  # noqa: E402
-from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
+from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 
 
 def trained(model, tasks, cfg: AdapterConfig) -> int:

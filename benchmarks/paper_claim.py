@@ -50,7 +50,7 @@ from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.tasks import Task  # noqa: E402
 from pals_core.data.metrics import dev_average, main_metric_label, main_score, majority_scores  # noqa: E402
-from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
+from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
 from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402

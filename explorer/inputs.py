@@ -33,7 +33,7 @@ from typing import Any, Iterable, Optional
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
 from pals_core.methods.registry import METHODS, get_method
-from pals_core.tasks.glue import PAPER_TASKS
+from pals_core.tasks.glue_tasks import PAPER_TASKS
 from pals_core.families.models import PRESETS, from_hf_config
 from pals_core.pricing.shape import BaseModel
 from pals_core.budget.solver import Budget
@@ -48,9 +48,9 @@ from pals_core.families.models import ALIASES, conditions_for_model, conditions_
 from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue import glue_record
+from pals_core.tasks.glue_tasks import glue_record
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.tasks.glue import glue_name
+from pals_core.tasks.glue_tasks import glue_name
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)

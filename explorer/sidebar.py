@@ -17,7 +17,7 @@ import streamlit as st
 
 from pals_core.budget.solver import Budget
 from pals_core.budget.costs import CONVENTIONS
-from pals_core.tasks.glue import GLUE_LABELS
+from pals_core.tasks.glue_tasks import GLUE_LABELS
 from pals_core.methods.registry import METHODS
 from pals_core.footprint.constraints import CONSTRAINTS
 

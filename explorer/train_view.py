@@ -24,7 +24,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pals_core.tasks.glue import GLUE_LABELS
+from pals_core.tasks.glue_tasks import GLUE_LABELS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.costs import Cost
 from pals_core.budget.tasks import Task, glue_task
@@ -58,7 +58,7 @@ SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model",
 def trainable_tasks() -> list[str]:
     """The GLUE tasks the trainer knows (``pals_core.data.tasks``), else the calculator's list."""
     try:
-        from pals_core.tasks.glue import GLUE_TASKS
+        from pals_core.tasks.glue_tasks import GLUE_TASKS
     except ImportError:
         return list(GLUE_LABELS)
     return list(GLUE_TASKS)

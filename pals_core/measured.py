@@ -300,7 +300,7 @@ def majority_average(
     from pals_core.data.glue import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
     from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
     from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
-    from pals_core.tasks.glue import glue_record  # late: with the data path above
+    from pals_core.tasks.glue_tasks import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
     if not records:

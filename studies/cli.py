@@ -38,7 +38,7 @@ from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
 from pals_core.data.samplers import SAMPLERS
 from pals_core.flags import add_flags, given_values
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
-from pals_core.tasks.glue import parse_task_list
+from pals_core.tasks.glue_tasks import parse_task_list
 from pals_core.data.load import TINY
 from pals_core.train.seeds import parse_seeds
 

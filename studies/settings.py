@@ -35,7 +35,7 @@ from pals_core.budget.machine import Machine
 from pals_core.budget.tasks import Task
 from pals_core.flags import flags_of
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue import glue_record
+from pals_core.tasks.glue_tasks import glue_record
 from pals_core.train.seeds import parse_seeds
 from pals_core.kinds import DEFAULT_KIND
 

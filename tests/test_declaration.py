@@ -25,7 +25,7 @@ from pals_core.budget.solver import Budget
 from pals_core.budget_cli import build_parser as budget_parser
 from pals_core.pricing.config import NAMED_LOCATIONS
 from pals_core.flags import flags_of, given_values
-from pals_core.tasks.glue import GLUE_TASKS
+from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig

@@ -15,7 +15,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.data.glue import read_tsv
 from pals_core.data.load import load_tasks, load_tokenizer
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.tasks.glue import GLUE_TASKS
+from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.train.config import TrainConfig
 from pals_core.data.load import TINY, tokenizer_path
 from pals_core.train.trainer import train

@@ -16,7 +16,7 @@ import pytest
 
 from pals_core.data.profile import profile_task, profile_tasks
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue import glue_record
+from pals_core.tasks.glue_tasks import glue_record
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.rows import dev_rows
 from pals_core.tasks_cli import main

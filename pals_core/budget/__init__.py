@@ -37,7 +37,7 @@ from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
-from ..tasks.glue import GLUE_LABELS, PAPER_TASKS
+from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS
 from .tasks import Task, glue_task, parse_tasks, tasks_of_records
 
 _LAZY = {"PaperRow": "paper", "paper_reproduction": "paper"}  # the paper's reproduction, loaded on first use (--paper)

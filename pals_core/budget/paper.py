@@ -14,7 +14,7 @@ from ..pricing.config import AdapterConfig
 from .costs import design
 from ..families.models import PRESETS
 from .solver import Budget, at_size, solve
-from ..tasks.glue import PAPER_TASKS
+from ..tasks.glue_tasks import PAPER_TASKS
 from .tasks import glue_task
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kinds import DEFAULT_KIND
-from ..tasks.glue import GLUE_LABELS, PAPER_TASKS, glue_name
+from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS, glue_name
 
 
 @dataclass(frozen=True)

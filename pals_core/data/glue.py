@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..atomic import open_regular
-from ..tasks.glue import GlueTask, get_task
+from ..tasks.glue_tasks import GlueTask, get_task
 from ..tasks.readers import TaskDataError, sha256_of
 
 GLUE_DIR_ENV = "PALS_GLUE_DIR"

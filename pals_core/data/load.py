@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks.glue import GLUE_TASKS, glue_record
+from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord
 from ..tasks.rows import read_rows
 from .encoded import Encoded

@@ -1,5 +1,5 @@
 """Tasks as records (docs: "Task records and the tasks file"): ``TaskRecord`` (``record.py``), GLUE's built-in
-records (``glue.py``, the one place that knows GLUE), the tasks file (``taskfile.py``), the readers of
+records (``glue_tasks.py``, the one place that knows the GLUE tasks), the tasks file (``taskfile.py``), the readers of
 CSV / TSV / JSON Lines / Parquet / save_to_disk folders (``readers.py``) and checked rows (``rows.py``).
 
 Pure Python on the ground floor: the calculator, the trainer, the studies and the explorer read records from
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from .glue import glue_record, parse_task_list
+from .glue_tasks import glue_record, parse_task_list
 from .record import TaskRecord
 from .taskfile import read_tasks_file, select
 

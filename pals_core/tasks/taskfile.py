@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .glue import glue_name, glue_record, get_task
+from .glue_tasks import glue_name, glue_record, get_task
 from .record import TaskRecord, TaskRecordError
 
 MAX_TASKS_FILE_BYTES = 1 << 20
