@@ -353,7 +353,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
 
 def glue_folder() -> Optional[str]:
     """The GLUE folder, found as the trainer finds it (``resolve_glue_dir``: ``$PALS_GLUE_DIR``), as text."""
-    from pals_core.data.glue import resolve_glue_dir
+    from pals_core.data.glue_rows import resolve_glue_dir
 
     path = resolve_glue_dir(None)
     return str(path) if path is not None else None
@@ -362,7 +362,7 @@ def glue_folder() -> Optional[str]:
 def no_majority_reason(records: Sequence[TaskRecord], glue_dir: Optional[str]) -> str:
     """Why the majority-class line cannot be drawn (``measured.majority_average`` gave None): the GLUE folder is not
     set, is not there, or lacks a task's files."""
-    from pals_core.data.glue import missing_files
+    from pals_core.data.glue_rows import missing_files
 
     glue = [r.glue for r in records if r.glue is not None]
     if not glue:

@@ -67,7 +67,7 @@ def trainable_tasks() -> list[str]:
 def available_tasks(glue_dir: str) -> Optional[list[str]]:
     """Tasks whose train and dev files are in ``glue_dir`` (None if it cannot be told)."""
     try:
-        from pals_core.data.glue import missing_files
+        from pals_core.data.glue_rows import missing_files
     except ImportError:
         return None
     path = Path(glue_dir).expanduser() if glue_dir else None
@@ -215,7 +215,7 @@ def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optio
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
     """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
-    from pals_core.data.glue import resolve_glue_dir
+    from pals_core.data.glue_rows import resolve_glue_dir
 
     found = resolve_glue_dir(None)  # as pals-train finds it: --glue-dir's default, $PALS_GLUE_DIR
     glue_env = str(found) if found is not None else ""
@@ -357,7 +357,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
 def check_data(spec: TrainConfig) -> None:
     """The GLUE files this run needs must be there (the trainer's own check). A tasks file's own tasks were read
     and hashed when the run was resolved (``commands.check_with_trainer``): a missing file is named there."""
-    from pals_core.data.glue import check_files, resolve_glue_dir
+    from pals_core.data.glue_rows import check_files, resolve_glue_dir
 
     glue = [r.glue for r in spec.records() if r.glue is not None]
     if not glue:
@@ -372,7 +372,7 @@ def data_problem(spec: TrainConfig) -> Optional[str]:
     """Why this run cannot read its GLUE tasks, said before anyone clicks Launch (``check_data``, the trainer's own
     check); None when the files are there, or when no folder is given and the trainer may download GLUE from the
     hub (``HF_HUB_OFFLINE`` unset)."""
-    from pals_core.data.glue import hub_allowed, resolve_glue_dir
+    from pals_core.data.glue_rows import hub_allowed, resolve_glue_dir
 
     try:
         check_data(spec)

@@ -297,7 +297,7 @@ def majority_average(
     """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
-    from pals_core.data.glue import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
+    from pals_core.data.glue_rows import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
     from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
     from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
     from pals_core.tasks.glue_tasks import glue_record  # late: with the data path above

@@ -254,7 +254,7 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
 
 
 def test_majority_class_reference_from_the_glue_files(glue_dir):
-    from pals_core.data.glue import read_tsv
+    from pals_core.data.glue_rows import read_tsv
     from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     rte = GLUE_TASKS["rte"]

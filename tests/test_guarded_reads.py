@@ -202,7 +202,7 @@ def test_a_log_that_is_a_fifo_gives_an_empty_tail(tmp_path):
 
 
 def test_a_glue_file_that_is_a_fifo_is_named(tmp_path):
-    from pals_core.data.glue import GlueDataError, read_tsv
+    from pals_core.data.glue_rows import GlueDataError, read_tsv
     from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     f = fifo(tmp_path / "dev.tsv")

@@ -82,7 +82,7 @@ GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 
 @pytest.mark.skipif(not (GLUE / "RTE" / "dev.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
 def test_majority_baselines_on_the_real_dev_sets():
-    from pals_core.data.glue import read_tsv
+    from pals_core.data.glue_rows import read_tsv
     from pals_core.tasks.glue_tasks import get_task
 
     def labels(task, file):

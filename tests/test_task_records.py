@@ -331,7 +331,7 @@ def test_pals_budget_refuses_bad_data_in_one_line(tmp_path, tasks, message):
 
 @pytest.mark.parametrize("score", ["-40", "1e308", "5.01"])
 def test_a_glue_sts_b_score_outside_0_5_is_a_data_error_naming_file_and_line(tmp_path, score):
-    from pals_core.data.glue import GlueDataError, read_tsv
+    from pals_core.data.glue_rows import GlueDataError, read_tsv
     from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     f = tmp_path / "dev.tsv"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pals_core.pricing.config import AdapterConfig
-from pals_core.data.glue import read_tsv
+from pals_core.data.glue_rows import read_tsv
 from pals_core.data.load import load_tasks, load_tokenizer
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.glue_tasks import GLUE_TASKS

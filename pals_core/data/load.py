@@ -30,7 +30,7 @@ from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord
 from ..tasks.rows import read_rows
 from .encoded import Encoded
-from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
+from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
 CACHE_FORMAT = 2  # bump when the cached layout changes (2: token ids only, labels from the rows)

@@ -19,7 +19,7 @@ from ..pricing.config import AdapterConfig
 from ..flags import to_argv
 from ..budget.methods import resolve_trunk
 from ..budget.solver import Budget
-from ..data.glue import GLUE_DIR_ENV
+from ..data.glue_rows import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
 from ..tasks.record import TaskRecord
 from ..tasks import resolve_records

@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..data.glue import check_files, choose_source
+from ..data.glue_rows import check_files, choose_source
 from ..data.load import load_tasks, load_tokenizer, raw_splits
 from ..data.metrics import dev_average, main_score
 from ..data.task_sampler import TaskSampler
