@@ -114,7 +114,7 @@ async ([want]) => {
 def browser(reps: int) -> None:
     from playwright.sync_api import sync_playwright
 
-    from pals_core.families.models import PRESETS
+    from pals_core.families.shapes import PRESETS
     from pals_core.pricing.config import AdapterConfig
     from pals_core.budget.solver import Budget, solve
     from pals_core.budget.costs import design

@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pals_core.families.models import PRESETS  # noqa: E402
+from pals_core.families.shapes import PRESETS  # noqa: E402
 from pals_core.budget.sweep import sweep  # noqa: E402
 
 TARGET = 2.0  # × python -c pass

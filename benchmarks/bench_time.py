@@ -32,10 +32,10 @@ from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.model import MultiTaskBert  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.costs import design, evaluate  # noqa: E402
-from pals_core.families.models import from_hf_config  # noqa: E402
+from pals_core.families.shapes import from_hf_config  # noqa: E402
 from pals_core.budget.tasks import parse_tasks  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
-from pals_core.families.models import conditions_from_config
+from pals_core.families.shapes import conditions_from_config
 from pals_core.pricing.config import design_label  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402

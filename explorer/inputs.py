@@ -34,7 +34,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
 from pals_core.methods.registry import METHODS, get_method
 from pals_core.tasks.glue_tasks import PAPER_TASKS
-from pals_core.families.models import PRESETS, from_hf_config
+from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.shape import BaseModel
 from pals_core.budget.solver import Budget
 from pals_core.budget.tasks import Task, parse_tasks
@@ -44,7 +44,7 @@ from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constra
 from pals_core.families.registry import get_family
 from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.families.models import ALIASES, conditions_for_model, conditions_from_config
+from pals_core.families.shapes import ALIASES, conditions_for_model, conditions_from_config
 from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks.record import TaskRecord

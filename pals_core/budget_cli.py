@@ -29,7 +29,7 @@ from .methods.registry import METHODS, get_method
 from .budget.solver import add_budget_flags, budget_from_args
 from .budget.table import rows, sort_rows
 from .budget.tasks import parse_tasks, tasks_of_records
-from .families.models import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from .families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
 from .families.bert.presets import EMBEDDED_MODEL
 from .families.registry import get_family
 from .flags import OneLineParser, UsageError, add_flags, given_values

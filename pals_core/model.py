@@ -30,7 +30,7 @@ from .adapters.rows import RowGroups  # noqa: E402
 from .pricing.config import AdapterConfig  # noqa: E402
 from .pricing.shape import BaseModel  # noqa: E402
 from .budget.methods import check_config  # noqa: E402
-from .families.models import from_hf_config  # noqa: E402
+from .families.shapes import from_hf_config  # noqa: E402
 from .budget.tasks import parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .budget.methods import trunk_frozen  # noqa: E402

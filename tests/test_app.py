@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer.inputs import EMBEDDED, LOCAL, LOCATION_CUSTOM, TASKS_COUNT, TINY, UPLOAD
-from pals_core.families.models import PRESETS, from_hf_config
+from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, smallest_budget, solve
 from pals_core.budget.costs import design

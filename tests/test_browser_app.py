@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.families.models import PRESETS
+from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, solve
 from pals_core.budget.costs import design

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pals_core.methods.registry import METHODS
-from pals_core.families.models import PRESETS
+from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.shape import BaseModel
 from pals_core.budget.solver import Budget, at_size, solve

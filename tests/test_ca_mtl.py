@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
 from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
-from pals_core.families.models import from_hf_config
+from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.data.mt_uncertainty import (
     MTUncertaintySampler,

@@ -57,7 +57,7 @@ def test_exact_counts_by_hand():
 
 def test_released_bert_base_with_the_8_glue_tasks_is_129_235_232():
     """CA-MTL built as released, BERT-base, the 8 GLUE tasks, d_s = d/3 = 256."""
-    from pals_core.families.models import load_model
+    from pals_core.families.shapes import load_model
 
     [row] = rows(load_model("bert-base-uncased"), parse_tasks(8), methods=["ca_mtl"], location="all", d_s=256)
     assert row.location == "all" and row.params_total == 129_235_232

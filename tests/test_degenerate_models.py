@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.families.models import PRESETS, from_hf_config
+from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
 from pals_core.budget.costs import design

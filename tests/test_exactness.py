@@ -28,7 +28,7 @@ from pals_core.methods.adapters import ADAPTERS
 from pals_core.methods.registry import METHODS, get_method
 from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
-from pals_core.families.models import from_hf_config
+from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.families.registry import get_family

@@ -412,7 +412,7 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
 def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
     """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
     from explorer import figures
-    from pals_core.families.models import PRESETS
+    from pals_core.families.shapes import PRESETS
     from pals_core.budget.solver import Budget
     from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.table import rows
@@ -438,7 +438,7 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     """At budget 1.5 the answer recommended houlsby @ all at d_s 245 'with the best measured dev average' — of runs at
     d_s 63. A score belongs to the design measured; another size shows it labelled and ranks nothing."""
     from explorer import figures
-    from pals_core.families.models import PRESETS
+    from pals_core.families.shapes import PRESETS
     from pals_core.budget.solver import Budget
     from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.table import rows

@@ -7,7 +7,7 @@ import pytest
 from explorer import calc, figures
 from explorer import commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
-from pals_core.families.models import PRESETS
+from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, solve
 from pals_core.budget.costs import design

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import inputs
 from pals_core import measured
 from explorer.inputs import TASKS_FILE, TINY
-from pals_core.families.models import PRESETS
+from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows

@@ -354,7 +354,7 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
 def test_the_design_table_says_whether_tasks_can_be_added_later():
     """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot."""
     from explorer.figures import table_frame
-    from pals_core.families.models import PRESETS
+    from pals_core.families.shapes import PRESETS
     from pals_core.budget.tasks import Task
     from pals_core.budget.table import rows
 

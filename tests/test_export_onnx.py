@@ -24,7 +24,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.model import MultiTaskModel
 from pals_core.methods.registry import METHODS
 from pals_core.budget.costs import design
-from pals_core.families.models import from_hf_config
+from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.export.cli import main as pals_export
 from pals_core.export.onnx import (

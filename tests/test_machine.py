@@ -14,7 +14,7 @@ from transformers import BertConfig
 from pals_core.pricing.config import AdapterConfig
 from pals_core.model import MultiTaskBert
 from pals_core.budget.solver import Budget
-from pals_core.families.models import load_model
+from pals_core.families.shapes import load_model
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.budget_cli import main, run
@@ -320,7 +320,7 @@ def test_family_presets_take_memory_and_slowdown_budgets(preset):
 def test_presets_read_their_family_conditions():
     """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
     from pals_core.pricing.activations import Conditions
-    from pals_core.families.models import conditions_for_model
+    from pals_core.families.shapes import conditions_for_model
 
     assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
     assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0

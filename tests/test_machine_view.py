@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.families.models import PRESETS
+from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, solve
 from pals_core.budget.costs import design
@@ -106,7 +106,7 @@ def _cli_row(tmp_path, config: dict, name: str) -> dict:
 
 def _with_default_conditions(config: dict) -> dict:
     """What the view showed before the fix: the same design priced under BERT's default conditions."""
-    from pals_core.families.models import from_hf_config
+    from pals_core.families.shapes import from_hf_config
 
     ds = design(from_hf_config(config), parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
     cost = solve(ds, Budget(ratio=1.13))
@@ -160,7 +160,7 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
     from explorer import calc
     from explorer.inputs import EMBEDDED, LOCAL, TINY, UPLOAD, RawInputs, parse_inputs
     from pals_core.budget.machine import time_ratio
-    from pals_core.families.models import conditions_for_model, conditions_from_config
+    from pals_core.families.shapes import conditions_for_model, conditions_from_config
     from pals_core.train.models import model_conditions
 
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))

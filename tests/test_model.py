@@ -15,7 +15,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.model import MultiTaskBert
 from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design, pooler_params
-from pals_core.families.models import from_hf_config
+from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.model import default_checkpoint
 

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from pals_core.budget_cli import main as pals_budget
 from pals_core.families.bert.presets import EMBEDDED_MODEL
-from pals_core.families.models import PRESETS, load_model
+from pals_core.families.shapes import PRESETS, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 OTHER_NAMES = ("minilm-l6-h384", "nreimers/MiniLM-L6-H384-uncased", "embedded MiniLM", "MiniLM-L6 (embedded")

@@ -123,7 +123,7 @@ def test_tasks_whose_files_cannot_be_read_are_priced_and_say_their_runs_are_not_
 def test_a_predicted_score_ranks_after_the_measured_and_before_the_rest():
     """``candidates`` takes predicted dev scores beside measured ones (a model fitted to measured runs gives them)."""
     from pals_core.budget.solver import Budget
-    from pals_core.families.models import load_model
+    from pals_core.families.shapes import load_model
     from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.table import rows
     from pals_core.budget.recommend import Score, answer, candidates

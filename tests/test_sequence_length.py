@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.families.models import from_hf_config
+from pals_core.families.shapes import from_hf_config
 from pals_core.budget_cli import main as pals_budget
 from pals_core.families.registry import get_family
 

@@ -173,7 +173,7 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows
     from pals_core.budget.solver import at_size
     from pals_core.budget.costs import design
-    from pals_core.families.models import from_hf_config
+    from pals_core.families.shapes import from_hf_config
     from pals_core.budget.tasks import tasks_of_records
     from pals_core.train.models import tiny_config_dict
 

@@ -499,7 +499,7 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     import pals_core.train.machine_report as report
     from pals_core.budget.tasks import Task
     from pals_core.budget.costs import design, evaluate
-    from pals_core.families.models import conditions_from_config
+    from pals_core.families.shapes import conditions_from_config
     from pals_core.footprint.memory import memory_train
     from pals_core.train.models import model_shape, tiny_config_dict
 

@@ -32,7 +32,7 @@ from .costs import (
 from ..pricing.method import Method, Part
 from ..methods.registry import METHODS, get_method
 from .methods import check_config, location_label, resolve_layers
-from ..families.models import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
+from ..families.shapes import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
 from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve

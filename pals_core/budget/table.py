@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from ..families.models import conditions_for_model
+from ..families.shapes import conditions_for_model
 from ..pricing.activations import Conditions
 from ..pricing.config import AdapterConfig, design_label
 from ..pricing.shape import BaseModel

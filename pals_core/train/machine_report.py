@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from pals_core.families.models import conditions_from_config
+from pals_core.families.shapes import conditions_from_config
 
 from ..budget.tasks import Task
 from ..budget.costs import design, evaluate
