@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     import torch
 
     from pals_core.train.config import TrainConfig
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
     from pals_core.train.trainer import train
 
     torch.set_num_threads(args.threads)

@@ -68,7 +68,7 @@ from pals_core.families.shapes import conditions_from_config  # noqa: E402
 from pals_core.footprint.timing import load_profile  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402
-from pals_core.train.models import tiny_config_dict  # noqa: E402
+from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.trainer import make_accelerator, make_optimizer  # noqa: E402
 
 DESIGNS = [  # (method, location, freeze_trunk): the trunk setting given explicitly, whatever a method's default

@@ -54,7 +54,7 @@ from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
 from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
-from pals_core.train.models import model_shape  # noqa: E402
+from pals_core.train.base_model import model_shape  # noqa: E402
 from pals_core.data.load import tokenizer_path  # noqa: E402
 from pals_core.train.params import solve_d_s  # noqa: E402
 from pals_core.atomic import atomic_write_text  # noqa: E402

@@ -8,7 +8,7 @@ routes the widget values to it.
 The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
 implementation: ``pals_core.pricing.activations.Conditions``) from the same source as its shape — a preset's
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
-the trainer reads (``pals_core.train.models.model_conditions``) — so every view that prices memory or step time
+the trainer reads (``pals_core.train.base_model.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
 
 The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
@@ -139,7 +139,7 @@ def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str]
     """A model the trainer builds → (its shape, its ``--model`` value, its conditions), read by the trainer's own
     ``model_shape`` and ``model_conditions`` (config.json only, no weights)."""
     from pals_core.data.load import TINY as TINY_MODEL
-    from pals_core.train.models import model_conditions, model_shape
+    from pals_core.train.base_model import model_conditions, model_shape
 
     if choice == EMBEDDED:
         train_model = None

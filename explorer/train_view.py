@@ -104,9 +104,9 @@ def price_training(
     d_s: Optional[int],
     freeze_trunk: Optional[bool] = None,
 ) -> Priced:
-    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``), the
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.base_model.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)

@@ -41,7 +41,7 @@ from .run_info import predict_texts, read_run  # noqa: E402
 from .task_weights import load_task, save_task  # noqa: E402
 from .train.checkpoint import load_model  # noqa: E402
 from .data.load import TINY  # noqa: E402
-from .train.models import tiny_config_dict  # noqa: E402
+from .train.base_model import tiny_config_dict  # noqa: E402
 from .trunks.base import State  # noqa: E402
 
 TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
@@ -138,7 +138,7 @@ class MultiTaskModel(nn.Module):
     @classmethod
     def from_base(cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
-        local folder, or ``"tiny"`` (``train.models.tiny_config_dict``). Weights of new modules are drawn from torch's
+        local folder, or ``"tiny"`` (``train.base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
         current RNG: seed first."""
         if model == TINY:
             return cls.from_base_config(tiny_config_dict(), config, tasks)

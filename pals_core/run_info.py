@@ -25,7 +25,7 @@ from .pricing.config import AdapterConfig
 from .tasks.record import TaskRecord
 from .tasks import records_of_config
 from .train.config import _positive_int
-from .train.models import model_shape
+from .train.base_model import model_shape
 
 
 @dataclass

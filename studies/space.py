@@ -27,7 +27,7 @@ from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget.tasks import Task
 from pals_core.pricing.activations import Conditions
 from pals_core.pricing.config import design_label
-from pals_core.train.models import model_shape as _shape
+from pals_core.train.base_model import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
 #: GLUE names (GLUE's label counts)

@@ -17,7 +17,7 @@ from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
 from pals_core.train.cli import main as train_main
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train
 from test_predict import own_tasks
 

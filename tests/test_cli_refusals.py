@@ -121,7 +121,7 @@ def test_add_tasks_on_another_model_is_one_line(run, tmp_path, pals_train):
     from transformers import AutoConfig, AutoModel
 
     from pals_core.data.load import minilm_path
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.train.base_model import tiny_config_dict
 
     fields = {k: v for k, v in tiny_config_dict().items() if k != "model_type"}
     fields.update(hidden_size=64, intermediate_size=128)

@@ -30,7 +30,7 @@ from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig
 from pals_core.data.load import TINY
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from studies.cli import build_parser as study_parser
 
 PARSERS = {
@@ -194,7 +194,7 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
 def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label, cfg):
     from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
     from pals_core.train.params import run_params
 
     row = _priced(tiny_config, cfg)

@@ -38,7 +38,7 @@ from pals_core.export.onnx import (
 )
 from pals_core.predict_cli import main as pals_predict
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train
 
 torch.set_num_threads(1)

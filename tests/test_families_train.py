@@ -20,7 +20,7 @@ from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
 from pals_core.budget.tasks import parse_tasks
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import model_shape
+from pals_core.train.base_model import model_shape
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")

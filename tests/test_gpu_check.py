@@ -88,7 +88,7 @@ def test_summary_prediction_prices_the_precision_the_run_trains_in(tmp_path, mon
     from pals_core.budget.tasks import Task
     from pals_core.footprint.timing import load_profile
     from pals_core.train.machine_report import predicted
-    from pals_core.train.models import model_shape, tiny_config_dict
+    from pals_core.train.base_model import model_shape, tiny_config_dict
 
     args = (model_shape("tiny"), [Task("rte", 2)], AdapterConfig(method="pals", d_s=8, heads=2), tiny_config_dict())
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))  # no profile: memory alone

@@ -375,7 +375,7 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
 
     from test_export_onnx import CHECKPOINTS, adapter_for
 
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     config = (

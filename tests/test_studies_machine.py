@@ -17,7 +17,7 @@ from pals_core.budget.solver import Budget
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.budget.machine import Machine
-from pals_core.train.models import model_conditions
+from pals_core.train.base_model import model_conditions
 from studies.cli import main
 from studies.space import model_shape
 from tiny_models import tiny_config_json

@@ -19,7 +19,7 @@ import pytest
 
 from pals_core.pricing.config import AdapterConfig
 from pals_core.data.load import TINY
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from studies.cli import main
 from studies.runner import load_settings
 from studies.settings import SETTINGS_VERSION, StudySettings

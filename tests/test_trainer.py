@@ -135,7 +135,7 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     from pals_core.budget.tasks import Task
     from pals_core.budget.costs import design, evaluate
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     cfg = tiny(out, cache_dir)
     cost = evaluate(design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)], cfg.adapter), 8)
@@ -345,7 +345,7 @@ def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):
     from pals_core.budget.solver import Budget, solve
     from pals_core.budget.tasks import Task
     from pals_core.budget.costs import design
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
     from pals_core.train.params import resolve
 
     cfg = resolve(tiny(tmp_path / "r", cache_dir, adapter=AdapterConfig(method="pals", heads=2), budget=1.01))
@@ -394,7 +394,7 @@ def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
     from pals_core.budget.tasks import Task
     from pals_core.budget.costs import design, evaluate
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     adapter = AdapterConfig(method="ia3", location="top")
     summary = run(tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling="round_robin", adapter=adapter))
@@ -501,7 +501,7 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     from pals_core.budget.costs import design, evaluate
     from pals_core.families.shapes import conditions_from_config
     from pals_core.footprint.memory import memory_train
-    from pals_core.train.models import model_shape, tiny_config_dict
+    from pals_core.train.base_model import model_shape, tiny_config_dict
 
     profile = tmp_path / "local.json"
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(profile))

@@ -29,7 +29,7 @@ from ..budget.methods import label_of
 from ..data.load import describe_data
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
-from .models import model_shape
+from .base_model import model_shape
 
 
 def design_cost(

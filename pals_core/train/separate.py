@@ -47,7 +47,7 @@ from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
 from ..tasks import records_of_config
 from .config import TrainConfig
-from .models import model_shape
+from .base_model import model_shape
 from .params import design_cost, run_tasks
 from .rundir import PLAN_FILE
 from ..atomic import atomic_write_json, read_json

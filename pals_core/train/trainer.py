@@ -54,7 +54,7 @@ from .extend import (
 from .lock import RunLock
 from .machine_report import measured, predicted
 from ..data.load import check_tokenizer, tokenizer_path
-from .models import model_shape
+from .base_model import model_shape
 from .params import resolve, run_params, run_tasks
 from .rundir import RunDir, eta_s
 from ..atomic import atomic_write_json, read_json
