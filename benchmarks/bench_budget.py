@@ -30,7 +30,7 @@ from pals_core.families.shapes import PRESETS  # noqa: E402
 from pals_core.budget.sweep import sweep  # noqa: E402
 
 TARGET = 2.0  # × python -c pass
-CONSOLE = "import sys; from pals_core.budget_cli import console; sys.exit(console())"
+CONSOLE = "import sys; from pals_core.cli.budget import console; sys.exit(console())"
 STDLIB = "import argparse, dataclasses, json, locale, textwrap, typing"  # what the CLI cannot start without
 
 

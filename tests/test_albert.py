@@ -129,7 +129,7 @@ def test_ca_mtl_is_refused_in_one_line_with_the_reason():
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             "albert-base-v2",
             "--method",
@@ -158,7 +158,7 @@ def test_pals_budget_prices_an_albert_config_json_without_torch(tmp_path):
     path.write_text(json.dumps(dict(PRESET_CONFIGS["albert-base-v2"], architectures=["AlbertForMaskedLM"])))
     code = (
         "import sys\n"
-        "from pals_core.budget_cli import run\n"
+        "from pals_core.cli.budget import run\n"
         f"out = run(['--model', {str(path)!r}, '--tasks', 'rte,stsb', '--budget', '1.13', '--method', 'pals', '--json'])\n"
         "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

@@ -10,7 +10,7 @@ from pals_core.budget.methods import check_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.pricing.method import bert_layer_flops
-from pals_core.budget_cli import main as budget_main
+from pals_core.cli.budget import main as budget_main
 
 # d = 10, L = 4, d_ff = 20, V + P + Y = 68
 TINY = BaseModel("t", hidden=10, layers=4, heads=2, intermediate=20, vocab=50, positions=16, token_types=2)

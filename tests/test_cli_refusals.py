@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.budget_cli import main as pals_budget
+from pals_core.cli.budget import main as pals_budget
 from pals_core.export.cli import main as pals_export
 from pals_core.predict_cli import main as pals_predict
 from pals_core.tasks_cli import main as pals_tasks

@@ -24,7 +24,7 @@ from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
-from pals_core.budget_cli import build_parser, run
+from pals_core.cli.budget import build_parser, run
 from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
 from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
@@ -59,7 +59,7 @@ def test_a_bound_reads_the_same_from_the_cli_the_sidebar_and_the_address(field, 
 
 @pytest.mark.parametrize("field,text", [(f, t) for f in BAD for t in BAD[f]])
 def test_a_bad_bound_is_one_line_everywhere(field, text, capsys):
-    from pals_core.budget_cli import main
+    from pals_core.cli.budget import main
 
     flag = f"--{field.replace('_', '-')}"
     assert main(["--budget", "1.1", f"{flag}={text}"]) == 2

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pals_core.methods.registry import METHODS, get_method
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
-from pals_core.budget_cli import build_parser as budget_parser
+from pals_core.cli.budget import build_parser as budget_parser
 from pals_core.pricing.config import NAMED_LOCATIONS
 from pals_core.flags import flags_of, given_values
 from pals_core.tasks.glue_tasks import GLUE_TASKS
@@ -173,7 +173,7 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             str(tiny_config),
             "--tasks",
@@ -243,7 +243,7 @@ def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_
 @pytest.mark.parametrize("method", [m for m in METHODS if not get_method(m).sized])
 def test_sizeless_methods_are_priced_without_a_budget(method):
     p = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--method", method, "--tasks", "3", "--json"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--method", method, "--tasks", "3", "--json"],
         capture_output=True,
         text=True,
         timeout=60,

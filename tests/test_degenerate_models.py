@@ -35,7 +35,7 @@ TASKS = parse_tasks("8")
 
 def budget_cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", *map(str, args)],
+        [sys.executable, "-m", "pals_core.cli.budget", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,

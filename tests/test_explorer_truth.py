@@ -24,7 +24,7 @@ from explorer import figures, inputs
 from explorer.inputs import TASKS_FILE
 from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.budget import display
-from pals_core.budget_cli import run as pals_budget
+from pals_core.cli.budget import run as pals_budget
 from pals_core.train.config import TrainConfig
 from pals_core.budget.recommend import key_of
 from studies.workers import settings_from_form

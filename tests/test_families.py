@@ -153,7 +153,7 @@ def test_unsupported_model_type_is_refused_never_priced_as_bert(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
     out = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--model", str(path), "--budget", "1.1"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--model", str(path), "--budget", "1.1"],
         capture_output=True,
         text=True,
     )
@@ -192,7 +192,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             "xlm-roberta-base",
             "--budget",

@@ -29,7 +29,7 @@ from pals_core.budget.costs import design
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
-from pals_core.budget_cli import build_parser, main, terminal_width
+from pals_core.cli.budget import build_parser, main, terminal_width
 from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine
 from pals_core.footprint.memory import activation_bytes, trace_forward
@@ -168,7 +168,7 @@ def test_the_console_entry_answers_as_main(capsys):
     argv = ["--tasks", "8", "--budget", "1.13", "--wide"]
     assert main(argv) == 0
     want = capsys.readouterr().out
-    code = "import sys; from pals_core.budget_cli import console; sys.exit(console())"
+    code = "import sys; from pals_core.cli.budget import console; sys.exit(console())"
     proc = subprocess.run(
         [sys.executable, "-c", code, *argv],
         capture_output=True,

@@ -58,7 +58,7 @@ def test_an_alias_bomb_is_refused_at_once_by_the_reader(tmp_path):
 def test_an_alias_bomb_is_one_line_and_exit_2_at_every_entry_point(cli, here, tmp_path):
     path = write(tmp_path, BOMB)
     if cli == "pals-budget":
-        from pals_core.budget_cli import main
+        from pals_core.cli.budget import main
 
         args = ["--tasks-file", str(path)]
     elif cli == "pals-tasks":

@@ -17,7 +17,7 @@ from pals_core.budget.solver import Budget
 from pals_core.families.shapes import load_model
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
-from pals_core.budget_cli import main, run
+from pals_core.cli.budget import main, run
 from pals_core.pricing.units import parse_memory
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes

@@ -95,7 +95,7 @@ TINY_MODERNBERT = dict(
 def _cli_row(tmp_path, config: dict, name: str) -> dict:
     """``pals-budget --model <config.json> --json`` at the view's defaults (8 GLUE tasks, ratio 1.13, h100, B = 32):
     its pals @ all row."""
-    from pals_core.budget_cli import run
+    from pals_core.cli.budget import run
 
     path = tmp_path / name / "config.json"
     path.parent.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.budget_cli import main as pals_budget
+from pals_core.cli.budget import main as pals_budget
 from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.families.shapes import PRESETS, load_model
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.budget_cli import main as pals_budget
+from pals_core.cli.budget import main as pals_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = {"model": "all-MiniLM-L6-v2", "tasks": "rte,mrpc", "budget": "1.13"}

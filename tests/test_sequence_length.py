@@ -11,7 +11,7 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from pals_core.families.shapes import from_hf_config
-from pals_core.budget_cli import main as pals_budget
+from pals_core.cli.budget import main as pals_budget
 from pals_core.families.registry import get_family
 
 torch.set_num_threads(1)

@@ -305,7 +305,7 @@ def test_pals_budget_never_imports_torch_for_a_tasks_file(tmp_path):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
     f = write_tasks(tmp_path, {"intent": {"train": "intent.csv", "text": "message", "label": "intent"}})
     code = (
-        "import sys; from pals_core.budget_cli import run; "
+        "import sys; from pals_core.cli.budget import run; "
         f"run(['--tasks-file', {str(f)!r}, '--budget', '1.13']); "
         "assert not [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules], sys.modules.keys()"
     )

@@ -274,7 +274,7 @@ def test_installed_script_bad_row_and_bad_record(tmp_path):
 
 
 def test_example_prices_with_pals_budget(capsys):
-    from pals_core.budget_cli import main as budget_main
+    from pals_core.cli.budget import main as budget_main
 
     assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
