@@ -281,7 +281,7 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
 
     from pals_core.data.load import label_array, raw_splits
     from pals_core.data.metrics import task_scores
-    from pals_core.predict_cli import main as pals_predict
+    from pals_core.cli.predict import main as pals_predict
     from pals_core.tasks.glue_tasks import GLUE_TASKS, glue_record
 
     scores = {}

@@ -36,7 +36,7 @@ from pals_core.export.onnx import (
     load_models,
     read_export,
 )
-from pals_core.predict_cli import main as pals_predict
+from pals_core.cli.predict import main as pals_predict
 from pals_core.train.config import TrainConfig
 from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train

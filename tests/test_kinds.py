@@ -97,7 +97,7 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
     import numpy as np
 
     from pals_core.data.metrics import task_scores
-    from pals_core.predict_cli import main as predict_main
+    from pals_core.cli.predict import main as predict_main
     from pals_core.pricing.config import AdapterConfig
     from pals_core.tasks.readers import read_columns
     from pals_core.train.config import TrainConfig

@@ -102,7 +102,7 @@ def pals_predict(*args: str) -> subprocess.CompletedProcess:
 def predict_here(capsys, *args: str) -> tuple[int, str]:
     """pals-predict's main() in this process: (exit status, stderr). The same command as the installed script, without
     the seconds a new process takes to import torch; one test runs the installed script itself."""
-    from pals_core.predict_cli import main
+    from pals_core.cli.predict import main
 
     capsys.readouterr()
     code = main([*args, "--no-progress"])
