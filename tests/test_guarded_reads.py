@@ -124,7 +124,7 @@ def test_a_malformed_state_json_is_one_line(tmp_path, state, match):
     ],
 )
 def test_a_malformed_dataset_dict_json_is_one_line_and_exit_2(tmp_path, here, content, match):
-    from pals_core.tasks_cli import main
+    from pals_core.cli.tasks import main
 
     folder = tmp_path / "dd"
     folder.mkdir()

@@ -62,7 +62,7 @@ def test_an_alias_bomb_is_one_line_and_exit_2_at_every_entry_point(cli, here, tm
 
         args = ["--tasks-file", str(path)]
     elif cli == "pals-tasks":
-        from pals_core.tasks_cli import main
+        from pals_core.cli.tasks import main
 
         args = [str(path)]
     elif cli == "pals-train":

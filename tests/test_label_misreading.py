@@ -63,7 +63,7 @@ def test_a_classlabel_index_past_the_names_is_refused(tmp_path):
 
 
 def test_a_classlabel_past_the_names_is_exit_2_from_pals_tasks(tmp_path, here):
-    from pals_core.tasks_cli import main
+    from pals_core.cli.tasks import main
 
     folder = classlabel_folder(tmp_path / "ds", [0, 1, -1, 1, 0, 1])
     (tmp_path / "t.yaml").write_text(f"tasks:\n  t: {{train: {folder}}}\n")

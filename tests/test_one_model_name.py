@@ -34,7 +34,7 @@ def test_the_preset_list_and_pals_budget_call_it_by_its_one_name(capsys, monkeyp
 
 
 def test_pals_tasks_help_calls_it_by_its_one_name(capsys, monkeypatch):
-    from pals_core.tasks_cli import main as pals_tasks
+    from pals_core.cli.tasks import main as pals_tasks
 
     monkeypatch.setenv("COLUMNS", "1000")
     with pytest.raises(SystemExit):
@@ -44,7 +44,7 @@ def test_pals_tasks_help_calls_it_by_its_one_name(capsys, monkeypatch):
 
 @pytest.mark.slow  # the tokenizer and the example rows: seconds
 def test_pals_tasks_calls_it_by_its_one_name(capsys):
-    from pals_core.tasks_cli import main as pals_tasks
+    from pals_core.cli.tasks import main as pals_tasks
 
     assert pals_tasks([str(ROOT / "examples" / "tasks" / "tasks.yaml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == EMBEDDED_MODEL

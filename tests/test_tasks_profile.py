@@ -19,7 +19,7 @@ from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.glue_tasks import glue_record
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.rows import dev_rows
-from pals_core.tasks_cli import main
+from pals_core.cli.tasks import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tasks"
