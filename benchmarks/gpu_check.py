@@ -329,7 +329,7 @@ def stopped_and_resumed(argv, out):
 
 
 def end_to_end(args, device, work):
-    from pals_core.train.cli import main as pals_train
+    from pals_core.cli.train import main as pals_train
 
     run = work / "run"
     argv = [

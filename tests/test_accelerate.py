@@ -25,7 +25,7 @@ def _accelerate(out: Path, *extra: str) -> list[str]:
         "--dynamo_backend",
         "no",
         "-m",
-        "pals_core.train.cli",
+        "pals_core.cli.train",
         "--model",
         "tiny",
         "--tasks",

@@ -15,7 +15,7 @@ import torch
 
 from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.cli import main as train_main
+from pals_core.cli.train import main as train_main
 from pals_core.train.config import TrainConfig
 from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train

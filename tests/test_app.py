@@ -551,8 +551,8 @@ def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
         and f"--tasks {','.join(tasks)} " in c
         for c in codes
     ), codes
-    assert any(c.startswith("accelerate launch --num_processes 2 -m pals_core.train.cli --method pals") for c in codes)
-    assert any(c.startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli") for c in codes)
+    assert any(c.startswith("accelerate launch --num_processes 2 -m pals_core.cli.train --method pals") for c in codes)
+    assert any(c.startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.cli.train") for c in codes)
     compare = table_with(app, "count")
     assert list(compare["d_s"]) == [str(solved("pals").d_s), str(solved("pals").d_s), str(minilm.d_s)]
     assert list(compare["total × base"])[0] == f"{solved('pals').ratio:.4f}×"

@@ -224,7 +224,7 @@ def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_
         num_threads=1,
     )
     p = subprocess.run(
-        [sys.executable, "-m", "pals_core.train.cli", *run.to_argv(), "--no-progress"],
+        [sys.executable, "-m", "pals_core.cli.train", *run.to_argv(), "--no-progress"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -277,7 +277,7 @@ def test_launch_argv_and_commands():
         max_eval_examples=50,
     )
     argv = launch_argv(cfg)
-    assert argv[1:3] == ["-m", "pals_core.train.cli"]
+    assert argv[1:3] == ["-m", "pals_core.cli.train"]
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
@@ -286,9 +286,9 @@ def test_launch_argv_and_commands():
     ).startswith(
         "pals-train --method pals --d-s 204 --location top --per-task-pooler --train-trunk --tasks rte,mrpc"  # the trunk stated
     )
-    assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
+    assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.cli.train")
     assert commands.torchrun_command(cfg, 2).startswith(
-        "torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli"
+        "torchrun --standalone --nproc_per_node 2 -m pals_core.cli.train"
     )
     assert "--resume" in launch_argv(cfg, resume=True)
 

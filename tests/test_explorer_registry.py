@@ -85,7 +85,7 @@ def test_a_run_the_trainer_refuses_shows_its_error_and_log(tmp_path):
     empty.mkdir()
     run = supervise_runs.launch(_spec(empty), root=tmp_path / "runs", name="bad-data")
     launch = json.loads((run.path / "launch.json").read_text())
-    assert launch["argv"][1:3] == ["-m", "pals_core.train.cli"] and launch["pid"] == run.pid
+    assert launch["argv"][1:3] == ["-m", "pals_core.cli.train"] and launch["pid"] == run.pid
     done = _wait(run.path, lambda r: not r.alive, timeout=60)
     assert done.status == "died" and done.exit_code == 2
     assert "exit status 2" in done.error
@@ -208,7 +208,7 @@ def test_resume_runs_only_the_trainer_rebuilt_from_config_json(tmp_path):
     argv = resumed.launch["argv"]
     import sys as _sys
 
-    assert argv[:3] == [_sys.executable, "-m", "pals_core.train.cli"] and argv[-1] == "--resume"
+    assert argv[:3] == [_sys.executable, "-m", "pals_core.cli.train"] and argv[-1] == "--resume"
     assert argv[argv.index("--out") + 1] == str(run_dir.resolve()) and argv.count("--out") == 1
     done = _wait(run_dir, lambda r: not r.alive, timeout=60)
     assert done.exit_code == 2 and "GLUE" in done.log_tail()  # the trainer ran, and refused the empty GLUE folder
@@ -232,7 +232,7 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
                     "pid": bystander.pid,
                     "pid_start": start,
                     "started": 1.0,
-                    "argv": [sys.executable, "-m", "pals_core.train.cli", "--out", "."],
+                    "argv": [sys.executable, "-m", "pals_core.cli.train", "--out", "."],
                 }
             },
         }

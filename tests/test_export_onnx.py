@@ -451,7 +451,7 @@ def test_poolers_locations_and_frozen_trunks_export_too(family, adapter, data, c
 
 @pytest.mark.slow
 def test_a_separate_models_folder_becomes_one_graph_of_every_tasks_model(data, tmp_path, capsys):
-    from pals_core.train.cli import main as pals_train
+    from pals_core.cli.train import main as pals_train
 
     sep = tmp_path / "sep"
     assert (

@@ -208,7 +208,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
     )
     row = json.loads(out.stdout)
     assert row["budget"]["of"] == "non-embedding" and row["rows"][0]["d_s"] == cost.d_s
-    for cli in ("pals_core.train.cli", "studies.cli"):
+    for cli in ("pals_core.cli.train", "studies.cli"):
         helptext = subprocess.run(
             [sys.executable, "-m", cli, *([] if cli.startswith("pals") else ["run"]), "--help"],
             capture_output=True,
@@ -233,7 +233,7 @@ def test_the_api_refuses_an_unsupported_model_type(tmp_path):
         [
             sys.executable,
             "-m",
-            "pals_core.train.cli",
+            "pals_core.cli.train",
             "--model",
             str(tmp_path),
             "--tasks",

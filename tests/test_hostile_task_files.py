@@ -66,7 +66,7 @@ def test_an_alias_bomb_is_one_line_and_exit_2_at_every_entry_point(cli, here, tm
 
         args = [str(path)]
     elif cli == "pals-train":
-        from pals_core.train.cli import main
+        from pals_core.cli.train import main
 
         args = ["--tasks-file", str(path), "--d-s", "8", "--out", str(tmp_path / "run"), "--no-progress"]
     else:

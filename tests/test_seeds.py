@@ -170,7 +170,7 @@ COMMON = [
 def cli(*args, cache, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        [sys.executable, "-m", "pals_core.cli.train", *args, "--cache-dir", cache],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -236,7 +236,7 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
 
     # resuming with other settings, or starting over an existing run, is refused with one line (the command's own
     # main() in this process: a refusal happens before any training, so a process of its own would only add seconds)
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     monkeypatch.setenv("PALS_GLUE_DIR", str(GLUE))
     for argv in (
@@ -262,7 +262,7 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
     ],
 )
 def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     code = main([*argv, "--model", "tiny", "--tasks", "rte", "--method", "shared", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err

@@ -82,7 +82,7 @@ COMMON = [
 def cli(*args, cache):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        [sys.executable, "-m", "pals_core.cli.train", *args, "--cache-dir", cache],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -269,7 +269,7 @@ def _launch(out, cache_dir, extra=()):
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pals_core.train.cli", *args],
+        [sys.executable, "-m", "pals_core.cli.train", *args],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -447,7 +447,7 @@ def test_a_model_aware_sampler_is_asked_with_the_model(tmp_path, cache_dir):
     ],
 )
 def test_cli_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     code = main(
         [*argv, "--out", str(tmp_path / "run"), "--glue-dir", str(GLUE)]

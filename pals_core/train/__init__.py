@@ -1,2 +1,2 @@
-"""Multi-task training (paper Section 4): ``TrainConfig`` (config.py), ``train`` (trainer.py), the
-``pals-train`` CLI (cli.py). Torch is imported when training starts (``trainer``), not on import of this package."""
+"""Multi-task training (paper Section 4): ``TrainConfig`` (config.py), ``train`` (trainer.py); the ``pals-train`` CLI
+is ``pals_core/cli/train.py``. Torch is imported when training starts (``trainer``), not on import of this package."""

@@ -1,5 +1,5 @@
 """The flags of ``pals-train``, generated from the dataclasses (``AdapterConfig``: the design; the budget;
-``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``cli.py``), the
+``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``pals_core/cli/train.py``), the
 several-runs orchestration (``orchestrate.py``) and the explorer's launcher (``explorer/commands.py``)."""
 
 from __future__ import annotations
