@@ -26,7 +26,7 @@ from pals_core.methods.registry import METHODS
 from pals_core.budget.costs import design
 from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
-from pals_core.export.cli import main as pals_export
+from pals_core.cli.export import main as pals_export
 from pals_core.export.onnx import (
     META_FILE,
     MODEL_FILE,
