@@ -147,7 +147,7 @@ def test_a_data_file_that_is_a_fifo_is_named(tmp_path, suffix):
 @pytest.mark.parametrize("name", ["progress.json", "summary.json", "cancel.json"])
 def test_a_run_folder_file_that_is_a_fifo_is_named_and_passed_over(tmp_path, here, name):
     """pals-runs list (and the explorer's runs table, by ``Run.note``) lists the run at once and names the file."""
-    from pals_core.supervise.cli import main
+    from pals_core.cli.runs import main
     from pals_core.supervise.runs import list_runs
 
     run = tmp_path / "r1"
@@ -169,7 +169,7 @@ def test_a_run_folder_file_that_is_a_fifo_is_named_and_passed_over(tmp_path, her
 
 
 def test_a_run_whose_only_file_is_a_fifo_is_listed_not_lost(tmp_path, here):
-    from pals_core.supervise.cli import main
+    from pals_core.cli.runs import main
 
     run = tmp_path / "r2"
     run.mkdir()

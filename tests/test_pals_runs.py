@@ -18,7 +18,7 @@ import pytest
 from pals_core.atomic import atomic_write_json
 from pals_core.pricing.config import AdapterConfig
 from pals_core.supervise import roots, runs, signals
-from pals_core.supervise.cli import main
+from pals_core.cli.runs import main
 from pals_core.train.config import TrainConfig
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import launch
@@ -228,7 +228,7 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
 def test_pals_runs_stays_on_its_floor():
     """``pals-runs list`` is quick: no torch, and nothing of the explorer or the studies (docs/design.md §15)."""
     code = (
-        "import sys; from pals_core.supervise.cli import main; main(['list', '--root', 'no-such-folder']); "
+        "import sys; from pals_core.cli.runs import main; main(['list', '--root', 'no-such-folder']); "
         "print(sorted(m for m in ('torch', 'streamlit', 'optuna', 'explorer', 'studies') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
