@@ -39,7 +39,7 @@ from pals_core.families.shapes import conditions_from_config
 from pals_core.pricing.config import design_label  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402
-from pals_core.calibrate import measure  # noqa: E402
+from pals_core.cli.calibrate import measure  # noqa: E402
 from pals_core.memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402
 
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)

@@ -361,7 +361,7 @@ def test_time_model_prices_narrow_attention_heads():
 def test_pals_calibrate_writes_a_local_profile(tmp_path):
     out = tmp_path / "local.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pals_core.calibrate", "--threads", "1", "--out", str(out)],
+        [sys.executable, "-m", "pals_core.cli.calibrate", "--threads", "1", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -370,7 +370,7 @@ def test_pals_calibrate_writes_a_local_profile(tmp_path):
     p = load_profile(str(out))
     assert p.kind == "cpu" and p.threads == 1 and p.matmul_flops > 1e8 and p.bandwidth > 1e8
     bad = subprocess.run(
-        [sys.executable, "-m", "pals_core.calibrate", "--threads", "0"], capture_output=True, text=True
+        [sys.executable, "-m", "pals_core.cli.calibrate", "--threads", "0"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
