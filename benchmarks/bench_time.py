@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.pricing.config import AdapterConfig, design_label  # noqa: E402
 from pals_core.model import MultiTaskBert  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.costs import design, evaluate  # noqa: E402
@@ -36,7 +36,6 @@ from pals_core.families.shapes import from_hf_config  # noqa: E402
 from pals_core.budget.tasks import parse_tasks  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
 from pals_core.families.shapes import conditions_from_config
-from pals_core.pricing.config import design_label  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402
 from pals_core.cli.calibrate import measure  # noqa: E402

@@ -28,13 +28,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
+from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.kinds import get_kind  # noqa: E402
 from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
-from pals_core.data.load import tokenizer_path  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 from pals_core.train.trainer import train  # noqa: E402
 

@@ -60,11 +60,10 @@ from bench_modules import inputs  # noqa: E402
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
-from pals_core.families.shapes import from_hf_config  # noqa: E402
+from pals_core.families.shapes import from_hf_config, conditions_from_config  # noqa: E402
 from pals_core.budget.tasks import parse_tasks  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
 from pals_core.budget.machine import Machine  # noqa: E402
-from pals_core.families.shapes import conditions_from_config  # noqa: E402
 from pals_core.footprint.timing import load_profile  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402

@@ -56,9 +56,8 @@ from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.base_model import model_shape  # noqa: E402
 from pals_core.data.load import tokenizer_path  # noqa: E402
-from pals_core.train.params import solve_d_s  # noqa: E402
+from pals_core.train.params import solve_d_s, resolve  # noqa: E402
 from pals_core.atomic import atomic_write_text  # noqa: E402
-from pals_core.train.params import resolve  # noqa: E402
 
 TASKS = ["cola", "sst2", "mrpc", "stsb", "rte"]
 DESIGNS = ["majority", "shared", "separate", "pals", "low_rank", "houlsby"]

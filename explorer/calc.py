@@ -14,9 +14,8 @@ from pals_core.budget.costs import Cost, Design, breakdown, design
 from pals_core.budget.tasks import Task
 from pals_core.budget.solver import at_size, solve
 from pals_core.methods.registry import get_method
-from pals_core.budget.table import rows, sort_rows
+from pals_core.budget.table import rows, sort_rows, Rows
 from pals_core.budget.recommend import Key, key_of, step_slowdowns
-from pals_core.budget.table import Rows
 from pals_core.budget.series import (
     ScalingPoint,
     SizePoint,

@@ -10,18 +10,16 @@ from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params
+from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params, embedding_params, flops_ratio
 from pals_core.budget.solver import Budget
-from pals_core.budget import display
+from pals_core.budget import display, recommend
 from pals_core.methods.registry import get_method
 from pals_core.budget.paper import paper_reproduction
 from pals_core.footprint.constraints import BY_FIELD
 from pals_core.families.registry import get_family
-from pals_core.budget.costs import embedding_params, flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
 
-from pals_core.budget import recommend
 
 from . import calc, figures
 from .address import link_budget

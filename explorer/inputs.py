@@ -33,24 +33,20 @@ from typing import Any, Iterable, Optional
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
 from pals_core.methods.registry import METHODS, get_method
-from pals_core.tasks.glue_tasks import PAPER_TASKS
-from pals_core.families.shapes import PRESETS, from_hf_config
+from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_record, glue_name
+from pals_core.families.shapes import PRESETS, from_hf_config, ALIASES, conditions_for_model, conditions_from_config
 from pals_core.pricing.shape import BaseModel
 from pals_core.budget.solver import Budget
-from pals_core.budget.tasks import Task, parse_tasks
+from pals_core.budget.tasks import Task, parse_tasks, tasks_of_records
 from pals_core.budget.methods import resolve_layers
 from pals_core.pricing.activations import Conditions
 from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
 from pals_core.families.registry import get_family
 from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.families.shapes import ALIASES, conditions_for_model, conditions_from_config
 from pals_core.families.bert.presets import EMBEDDED_MODEL
-from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue_tasks import glue_record
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.tasks.glue_tasks import glue_name
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)

@@ -19,9 +19,8 @@ import streamlit as st
 
 from pals_core.budget.costs import Cost
 
-from pals_core import measured
+from pals_core import measured, results, score_model
 from pals_core.budget import recommend
-from pals_core import results, score_model
 
 from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
 from pals_core.budget.recommend import key_of, label

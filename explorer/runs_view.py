@@ -21,9 +21,8 @@ from pals_core.budget.recommend import key_of
 from pals_core.tasks.record import TaskRecord
 
 from .inputs import EMBEDDED, Inputs, files_stamp, one_line
-from pals_core.supervise.runs import ACTIVE, Run
+from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
 from pals_core.supervise.roots import runs_root
-from pals_core.supervise.runs import cancel, list_runs, resume
 
 REFRESH_S = 2.0
 UNREADABLE = "unreadable"  # a run's status when its summary.json cannot be read (the reason is in its row)

@@ -17,13 +17,12 @@ import pandas as pd
 import streamlit as st
 
 from pals_core.families.bert.presets import EMBEDDED_MODEL
-from studies import report
+from studies import report, workers as studies_workers
 from studies.errors import StudyError
 from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
 from studies.storage import NoStudies, load, masked, open_storage, study_names
 from pals_core.supervise.roots import workers_root
 from pals_core.supervise.workers import list_workers, stop
-from studies import workers as studies_workers
 from studies.workers import absolute_storage, resume, settings_from_form
 
 CHART = {"displaylogo": False}

@@ -30,9 +30,8 @@ from typing import Any, Optional
 
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
-from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.tasks import parse_tasks, Task
 from pals_core.budget.machine import Machine
-from pals_core.budget.tasks import Task
 from pals_core.flags import flags_of
 from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.glue_tasks import glue_record

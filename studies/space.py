@@ -17,16 +17,14 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
 from pals_core.methods.registry import METHODS, get_method
-from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.config import AdapterConfig, design_label
 from pals_core.pricing.shape import BaseModel
 from pals_core.budget.solver import Budget, at_size, solve
 from pals_core.budget.costs import Cost, design
-from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.tasks import parse_tasks, Task
 from pals_core.budget.table import rows
 from pals_core.budget.machine import Machine, check_supported, constrain
-from pals_core.budget.tasks import Task
 from pals_core.pricing.activations import Conditions
-from pals_core.pricing.config import design_label
 from pals_core.train.base_model import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or

@@ -21,18 +21,16 @@ import torch
 from transformers import AutoConfig, AutoModel
 
 from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
+from pals_core.model import MultiTaskBert, _hf_config
 from pals_core.methods.registry import METHODS, get_method
-from pals_core.families.shapes import PRESETS, from_hf_config, load_model
+from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS, conditions_from_config
 from pals_core.budget.solver import at_size
 from pals_core.budget.costs import base_params, design
 from pals_core.budget.tasks import parse_tasks
 from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.families.shapes import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
 from pals_core.flops import count_forward_flops, count_predict_all_flops
 from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
-from pals_core.model import _hf_config
 
 torch.set_num_threads(1)
 

@@ -14,13 +14,12 @@ from explorer.inputs import EMBEDDED, LOCAL, LOCATION_CUSTOM, TASKS_COUNT, TINY,
 from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, smallest_budget, solve
-from pals_core.budget.costs import design
+from pals_core.budget.costs import design, flops_ratio
 from pals_core.budget.table import designs_for, rows
 from pals_core.budget import display
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.paper import paper_reproduction
 from pals_core.budget.machine import time_ratio
-from pals_core.budget.costs import flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.train.config import TrainConfig
 from pals_core.supervise import runs

@@ -20,7 +20,7 @@ from explorer.inputs import TINY, RawInputs, bound_key, parse_bound, parse_input
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
 from pals_core.budget.costs import design, evaluate
-from pals_core.families.shapes import from_hf_config
+from pals_core.families.shapes import from_hf_config, PRESETS
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
@@ -29,7 +29,6 @@ from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
 from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
 from pals_core.footprint.memory import inference_activation_bytes, memory_infer
-from pals_core.families.shapes import PRESETS
 from pals_core.memory_probe import inference_peak_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

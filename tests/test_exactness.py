@@ -23,7 +23,7 @@ import torch
 from transformers import BertConfig
 
 from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
+from pals_core.model import MultiTaskBert, _hf_config
 from pals_core.methods.adapters import ADAPTERS
 from pals_core.methods.registry import METHODS, get_method
 from pals_core.budget.solver import at_size
@@ -33,7 +33,6 @@ from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
 from pals_core.families.registry import get_family
 from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
-from pals_core.model import _hf_config
 from pairwise import grid
 
 torch.set_num_threads(1)

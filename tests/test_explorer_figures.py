@@ -4,17 +4,15 @@ import math
 
 import pytest
 
-from explorer import calc, figures
-from explorer import commands
+from explorer import calc, figures, commands
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget, solve
-from pals_core.budget.costs import design
+from pals_core.budget.costs import design, flops_ratio
 from pals_core.budget.paper import paper_reproduction
 from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
-from pals_core.budget.costs import flops_ratio
 from pals_core.budget.series import budget_used, pareto_front, per_task_limit
 from pals_core.train.config import TrainConfig
 from pals_core.budget.recommend import key_of, label

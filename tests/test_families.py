@@ -11,11 +11,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.families.shapes import PRESETS, from_hf_config, load_model
-from pals_core.budget.costs import base_params
-from pals_core.budget.costs import embedding_params
+from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS
+from pals_core.budget.costs import base_params, embedding_params
 from pals_core.families.registry import FAMILIES, MODEL_TYPES
-from pals_core.families.shapes import PRESET_CONFIGS
 
 # Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
 PUBLISHED = {

@@ -22,7 +22,7 @@ from dataclasses import replace
 import pytest
 
 from pals_core.methods.registry import METHODS
-from pals_core.families.shapes import PRESETS
+from pals_core.families.shapes import PRESETS, conditions_for_model
 from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
 from pals_core.budget.costs import design
@@ -33,7 +33,6 @@ from pals_core.cli.budget import build_parser, main, terminal_width
 from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine
 from pals_core.footprint.memory import activation_bytes, trace_forward
-from pals_core.families.shapes import conditions_for_model
 from pals_core.footprint.timing import DeviceProfile, load_profile, step_seconds, work_seconds
 from pairwise import grid
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as Timeout
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as Timeout
 from pathlib import Path
 
 import pytest
 
 from pals_core.atomic import atomic_write_json, read_json, read_json_file
-from pals_core.tasks.readers import TaskDataError
+from pals_core.tasks.readers import TaskDataError, read_columns, sha256_of
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.readers import read_columns, sha256_of
 from pals_core.tasks.rows import read_rows
 
 

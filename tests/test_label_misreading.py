@@ -13,8 +13,7 @@ import pytest
 
 from pals_core.tasks.readers import TaskDataError
 from pals_core.tasks.record import TaskRecord, TaskRecordError
-from pals_core.tasks.rows import read_label_names
-from pals_core.tasks.rows import read_rows
+from pals_core.tasks.rows import read_label_names, read_rows
 
 TEXTS = ["the invoice is wrong", "give my money back", "hello there", "charged twice", "return this", "what time"]
 

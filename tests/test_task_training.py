@@ -13,11 +13,10 @@ import pytest
 
 from pals_core.pricing.config import AdapterConfig
 from pals_core.data.glue_rows import read_tsv
-from pals_core.data.load import load_tasks, load_tokenizer
+from pals_core.data.load import load_tasks, load_tokenizer, TINY, tokenizer_path
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.train.config import TrainConfig
-from pals_core.data.load import TINY, tokenizer_path
 from pals_core.train.trainer import train
 
 TASKS = ("rte", "mrpc", "stsb", "cola", "sst2")

@@ -25,8 +25,7 @@ import sys
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from transformers import AutoConfig, AutoModel
 from transformers.activations import ACT2CLS, ACT2FN
 
@@ -35,7 +34,7 @@ from pals_core.model import MultiTaskModel
 from pals_core.methods.registry import METHODS, get_method
 from pals_core.budget.solver import at_size
 from pals_core.budget.costs import base_params, design
-from pals_core.families.shapes import from_hf_config
+from pals_core.families.shapes import from_hf_config, conditions_from_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.pricing.activations import (
     ACTIVATIONS,
@@ -45,7 +44,6 @@ from pals_core.pricing.activations import (
     Trace,
     check_activation,
 )
-from pals_core.families.shapes import conditions_from_config
 from pals_core.cli.budget import main as pals_budget
 from pals_core.families.registry import get_family
 from pals_core.footprint.memory import activation_bytes, memory_train

@@ -12,10 +12,9 @@ import os
 from typing import Optional
 
 from ..pricing.shape import BaseModel
-from ..families.shapes import from_hf_config, load_model
+from ..families.shapes import from_hf_config, load_model, conditions_for_model, conditions_from_config, read_config
 from ..data.load import TINY, minilm_path
 from ..families.bert.presets import EMBEDDED_MODEL
-from ..families.shapes import conditions_for_model, conditions_from_config, read_config
 
 
 def tiny_config_dict() -> dict:

@@ -20,9 +20,8 @@ from ..pricing.config import AdapterConfig
 from ..pricing.shape import BaseModel
 from ..budget.solver import Budget, at_size, solve
 from ..budget.tasks import Task
-from ..budget.costs import design
+from ..budget.costs import design, Cost
 from ..methods.registry import get_method
-from ..budget.costs import Cost
 from ..families.registry import get_family
 from ..kinds import DEFAULT_KIND
 from ..budget.methods import label_of
