@@ -170,3 +170,29 @@ def test_the_users_faces_keep_their_documented_names():
         ).d_s
         == 192
     )
+
+
+def test_the_console_scripts_sit_in_one_place():
+    """Each command of the core is ``pals_core/cli/<command>.py``; ``pals-study``'s is ``studies/cli.py`` (the studies
+    stand above the core); no other module is a CLI by its name."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    where = {name: entry.partition(":")[0] for name, entry in scripts.items()}
+    assert where.pop("pals-study") == "studies.cli"
+    assert where == {name: f"pals_core.cli.{name.removeprefix('pals-')}" for name in where}
+    assert all(module in MODULES for module in where.values())
+    named_cli = sorted(
+        str(p.relative_to(ROOT))
+        for package in INSTALLED
+        for p in (ROOT / package).rglob("*cli*.py")
+        if p.parent != ROOT / "pals_core" / "cli"
+    )
+    assert named_cli == ["studies/cli.py"], named_cli
+
+
+def test_files_are_named_for_what_they_hold():
+    """One ``glue`` module each for GLUE's task table and its rows, and no ``models.py`` beside ``pals_core/model.py``."""
+    names = [p.relative_to(ROOT) for package in INSTALLED for p in (ROOT / package).rglob("*.py")]
+    assert not [n for n in names if n.name == "glue.py"], "GLUE's modules: tasks/glue_tasks.py, data/glue_rows.py"
+    assert not [n for n in names if n.name == "models.py"], "pals_core/model.py is the one model module"
