@@ -57,7 +57,8 @@ def _scan(name: str) -> tuple[set, dict, dict]:
                 elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     defined |= {x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)}
-                    if "_LAZY" in defined and isinstance(node.value, ast.Dict) and not lazy:
+                    is_lazy = any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets)
+                    if is_lazy and isinstance(node.value, ast.Dict):
                         for k, v in zip(node.value.keys, node.value.values):
                             lazy[k.value] = v.value if v.value.startswith("pals_core.") else f"{package}.{v.value}"
                 elif isinstance(node, ast.ImportFrom):
