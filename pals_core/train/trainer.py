@@ -33,10 +33,11 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..data.glue import check_files, choose_source
-from ..data.load import load_tasks, load_tokenizer, raw_splits
+from ..data.glue_rows import check_files, choose_source
+from ..data.load import load_tasks, load_tokenizer, raw_splits, check_tokenizer, tokenizer_path
 from ..data.metrics import dev_average, main_score
-from ..data.samplers import TaskSampler, make_sampler
+from ..data.task_sampler import TaskSampler
+from ..data.samplers import make_sampler
 from ..model import MultiTaskModel
 from .checkpoint import CheckpointDamaged, Checkpoints
 from ..kinds import get_kind
@@ -53,9 +54,10 @@ from .extend import (
 )
 from .lock import RunLock
 from .machine_report import measured, predicted
-from .models import check_tokenizer, model_shape, tokenizer_path
-from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
-from .rundir import RunDir, atomic_write_json, eta_s, read_json
+from .base_model import model_shape
+from .params import resolve, run_params, run_tasks
+from .rundir import RunDir, eta_s
+from ..atomic import atomic_write_json, read_json
 from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
 
