@@ -89,6 +89,29 @@ def test_regression_trains_on_standardised_targets_and_reports_error_in_user_uni
 
 
 @pytest.mark.slow
+def test_the_printed_summary_shows_an_error_in_the_users_units_and_a_correlation_x100():
+    """pals-train's table: RMSE 1.34 minutes is "rmse 1.34", not "rmse 134.00" (a fraction's ×100)."""
+    from pals_core.cli.train import format_summary
+    from pals_core.train.orchestrate import format_aggregate
+
+    record = TaskRecord("minutes", kind="regression", train="x.jsonl", label="minutes").as_dict()
+    config = {"tasks": ["minutes"], "data": {"minutes": {"record": record}}}
+    scores = {"minutes": {"pearson": 0.8123, "spearman": 0.8, "rmse": 1.3412, "mae": 0.9}}
+    params = {"total": 1, "ratio": 1.0, "task_specific": 0, "trained": 1}
+    out = format_summary(
+        {"config": config, "scores": scores, "average": 0.8123, "best_step": 1, "steps": 1, "params": params}
+    )
+    assert "pearson 81.23" in out and "rmse 1.341" in out and "mae 0.9" in out and "134" not in out
+    agg = {"minutes": {m: {"mean": v, "ci95": v / 10} for m, v in scores["minutes"].items()}}
+    summary = {"config": config, "scores": agg, "method": "shared", "seeds": [0, 1], "wall_time_s": 1.0}
+    summary |= {
+        "average": {"mean": 0.8123, "ci95": 0.01},
+        "params": {"total": 1, "ratio": 1.0, "task_specific": 0, "trained": 1},
+    }
+    out = format_aggregate(summary)
+    assert "pearson 81.23 ± 8.12" in out and "rmse 1.341 ± 0.1341" in out
+
+
 def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_scores(tmp_path, capsys):
     """The newcomer's "minutes" task (trips of ~41 minutes): trained a few steps, its predictions are minutes (not
     the 2-8 a head trained on raw targets gives after as many steps), the run keeps the train rows' scale, reports

@@ -23,6 +23,7 @@ from ..deps import DependencyError, check_transformers
 from ..tasks import records_of_config
 from ..train import orchestrate
 from ..flags import UsageError
+from ..kinds import DEFAULT_KIND, get_kind
 from ..train.args import build_parser, config_from_args, one_line
 from ..train.rundir import RunDir
 
@@ -84,7 +85,8 @@ def format_summary(summary: dict) -> str:
         f"{pct(summary.get('average')).strip()}  ·  {summary.get('wall_time_s') or 0:.0f} s"
     ]
     for task, scores in (summary.get("scores") or {}).items():
-        metrics = "  ".join(f"{k} {pct(v).strip()}" for k, v in scores.items())
+        kind = get_kind(records[task]) if task in records else get_kind(DEFAULT_KIND)
+        metrics = "  ".join(f"{k} {kind.metric_text(k, v)}" for k, v in scores.items())
         try:
             main = main_score(records.get(task, task), scores)
         except (KeyError, TypeError, ValueError):

@@ -72,12 +72,21 @@ class Kind:
     problem_type: str = ""
     entropy_sampling: Optional[str] = "softmax"
     entropy_refusal: str = ""
+    in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
 
     # --- the record ----------------------------------------------------------------------------------
 
     @property
     def default_metric(self) -> str:
         return self.metrics[0]
+
+    def metric_text(self, metric: str, value: Any, ci95: Any = None) -> str:
+        """A dev metric as the commands print it: a fraction ×100 ("81.23"), one of ``in_units`` (an error in the
+        user's units: RMSE, MAE) as it is ("1.342"); with ``ci95``, "± half-width" likewise; "—" for none."""
+        if not isinstance(value, (int, float)) or value != value:
+            return "—"
+        shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
+        return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
 
     def applies(self, metric: str, num_labels: Optional[int]) -> bool:
         """Whether ``metric`` is reported by default for a task of ``num_labels`` outputs."""

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 
 from ..data.metrics import main_score
 from ..flags import OneLineParser, given_values
+from ..kinds import DEFAULT_KIND, get_kind
 from ..tasks import records_of_config
 from . import seeds as sd, separate as sep
 from .args import config_from_args, one_line
@@ -213,7 +214,8 @@ def format_separate(summary: dict) -> str:
         f"{summary['wall_time_s']:.0f} s"
     ]
     for task, scores in summary["scores"].items():
-        metrics = "  ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
+        kind = get_kind(records.get(task) or DEFAULT_KIND)
+        metrics = "  ".join(f"{k} {kind.metric_text(k, v)}" for k, v in scores.items())
         lines.append(
             f"  {task:6s} {100 * main_score(records.get(task, task), scores):6.2f}   ({metrics})  · {summary['task_steps'][task]} steps, "
             f"best step {summary['best_step'][task]}"
@@ -229,11 +231,14 @@ def _pm(stat: dict) -> str:
 
 
 def format_aggregate(summary: dict) -> str:
+    records = records_of_config(summary.get("config") or {})
     lines = [
         f"{summary['method']} · seeds {','.join(map(str, summary['seeds']))} · dev average {_pm(summary['average'])} "
         f"(mean ± 95 % t-interval half-width) · {summary['wall_time_s']:.0f} s of training in all"
     ]
     for task, metrics in summary["scores"].items():
-        lines.append(f"  {task:6s} " + "  ".join(f"{m} {_pm(s)}" for m, s in metrics.items()))
+        kind = get_kind(records.get(task) or DEFAULT_KIND)
+        shown = [f"{m} {kind.metric_text(m, s['mean'], s['ci95'])}" for m, s in metrics.items()]
+        lines.append(f"  {task:6s} " + "  ".join(shown))
     lines.append(_params_line(summary["params"]))
     return "\n".join(lines)

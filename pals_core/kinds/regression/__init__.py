@@ -37,6 +37,7 @@ class Regression(Kind):
     has_labels = False
     problem_type = "regression"
     entropy_sampling = "borrow"
+    in_units = LOWER_BETTER
 
     def check(self, record: Any, where: str) -> None:
         if record.main_metric in LOWER_BETTER:
