@@ -240,9 +240,9 @@ def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> 
         idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
         values = [None] * n
         if what == "label":
-            sep = info.records[t].label_sep or ","
+            kind = get_kind(info.records[t].kind)
             for i, v in zip(idx, o.label):
-                values[i] = sep.join(v) if (joined and isinstance(v, list)) else v
+                values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v
         else:
             for i, v in zip(idx, o.prob if what == "prob" else o.probs[:, j]):
                 values[i] = float(v)

@@ -36,6 +36,7 @@ class Kind:
     problem_type: str = ""
     entropy_sampling: Optional[str] = "softmax"
     entropy_refusal: str = ""
+    per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
 
     # --- the record ----------------------------------------------------------------------------------
 
@@ -105,6 +106,10 @@ class Kind:
         """The prediction columns' ``what``s: ``label`` (the task's own column), ``prob`` (``<task>_prob``),
         ``probs`` (``<task>_prob_<label>`` for every label)."""
         return ["label", "probs"] if probs else ["label"]
+
+    def joined(self, record: Any, value: list) -> str:
+        """A row's list of labels in one CSV/TSV cell (``pals-predict``): joined by the record's ``label_sep``."""
+        return (record.label_sep or ",").join(value)
 
     def scores(self, record: Any, preds: Any, labels: Any, metrics: Sequence[str], num_labels: int) -> dict:
         raise NotImplementedError

@@ -220,6 +220,10 @@ class Family:
     pooler: bool = True  # the base model holds a pooler Linear(d, d) + tanh, shared by the tasks by default
     head_params: Callable[[BaseModel, int, bool], int] = linear_head_params  # one task's head (C labels)
     head_flops: Callable[[BaseModel, int], int] = linear_head_flops
+    # one tagging task's head, the same weights on every token (what ``<Family>ForTokenClassification`` holds;
+    # dropout + Linear(d, C) by default): its parameters and its FLOPs on one token
+    token_head_params: Callable[[BaseModel, int, bool], int] = linear_head_params
+    token_head_flops: Callable[[BaseModel, int], int] = linear_head_flops
     token_types: bool = True  # the trunk reads token_type_ids
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)

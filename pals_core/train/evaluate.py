@@ -62,13 +62,17 @@ def predict(
                     attention_mask=b["attention_mask"].to(device),
                     token_type_ids=b["token_type_ids"].to(device),
                 )
-            outs.append(reduce_logits(kind, logits))
+            out = reduce_logits(kind, logits)
+            if data.per_word:  # each word's tag from its first sub-token, a cut word's the baseline's: (B, W)
+                fill = get_kind(kind).fill_index(data.names)
+                out = get_kind(kind).module().words(out, b["starts"].to(device), b["words"].to(device), fill)
+            outs.append(out)
             del logits
             idx.append(torch.from_numpy(rows).to(device))
     if outs:
         preds, index = torch.cat(outs), torch.cat(idx)
     else:
-        width = model.tasks[task] if hasattr(model, "tasks") else 0
+        width = data.max_words if data.per_word else model.tasks[task] if hasattr(model, "tasks") else 0
         preds, index = get_kind(kind).module().empty(width).to(device), torch.zeros(0, dtype=torch.int64)
         index = index.to(device)
     if world > 1 and gather is not None:
@@ -117,7 +121,7 @@ def evaluate(
                     gather=gather,
                     should_stop=should_stop,
                 )
-                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.labels)
+                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.gold)
             scores[task] = task_scores(record, outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:

@@ -260,7 +260,12 @@ class _Run:
                     f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
                     f"the run was set up for {t.num_labels}"
                 )
-        model = MultiTaskModel.from_base(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
+        model = MultiTaskModel.from_base(
+            cfg.model,
+            cfg.adapter,
+            {t.name: t.num_labels for t in tasks},
+            per_word=[t.name for t in tasks if get_kind(t.kind).per_word],
+        )
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
             train_only(model, self.trained)
