@@ -39,11 +39,7 @@ class TokenOutputs:
     per_word = True
     peft_task_type: Optional[str] = "TOKEN_CLS"
     problem_type = ""  # transformers' ForTokenClassification reads none
-    entropy_sampling: Optional[str] = None
-    entropy_refusal = (
-        "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a tagging task has "
-        "one per word (use annealed, proportional, sqrt, uniform or round_robin)"
-    )
+    entropy_sampling: Optional[str] = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
     # --- the head ------------------------------------------------------------------------------------
 
