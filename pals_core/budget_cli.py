@@ -1,6 +1,6 @@
 """``pals-budget``: the largest adapter that fits a parameter budget, for every method and location.
 
-Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md §8.
+Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md "Public interface".
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(
         p,
         Machine,
-        title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
-        "record of footprint.constraints, §20)",
+        title="machine (docs/design.md 'Memory (bytes)' and 'Time'; each bound a record of footprint.constraints, "
+        "docs/design.md 'Recipe: add a constraint')",
     )
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument(
@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         "designs, as the explorer's do; repeat for several (default: the explorer's: $PALS_RUNS_DIR or ./runs, and "
         "this checkout's benchmarks/results). Runs count for a model the trainer builds (the embedded model or a "
         "checkpoint folder) on exactly these tasks; where a method has runs at three sizes or more, a predicted column "
-        "gives the dev average each row's size is predicted to reach, with its 80 %% interval (docs/design.md §23)",
+        "gives the dev average each row's size is predicted to reach, with its 80 %% interval "
+        "(docs/design.md 'Predicted scores')",
     )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -477,7 +478,8 @@ def _predicted_notes(costs, predicted: dict) -> str:
         )
     return (
         f"\npredicted: dev average (0–100) of one new run [{round(LEVEL * 100)} % interval], from a curve over the measured "
-        "sizes of each method (docs/design.md §23; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
+        "sizes of each method (docs/design.md 'Predicted scores'; its hold-out check: BENCHMARKS.md)\n"
+        + "\n".join(lines)
     )
 
 

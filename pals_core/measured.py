@@ -1,8 +1,8 @@
 """What the budget bought, measured: finished runs on disk for the question's model and tasks. No maths.
 
 A result is one ``summary.json`` written by ``pals-train``: a single run's (``average`` is a number,
-``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md §11:
-``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
+``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md "Baselines and repeated
+runs": ``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
 scale, 0–100, as the CLI prints them. The majority-class reference comes from the tasks' own rows — GLUE's files,
 or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.majority_scores``: the most
 frequent training label on every dev example (regression: the training mean; multilabel: per label).

@@ -1,12 +1,12 @@
 """Finished runs on disk, read without torch: the ``summary.json`` files ``pals-train`` writes (a single run's, or the
 aggregate of ``pals-train --seeds``), found the way the explorer finds them. Shared by the explorer's "measured"
-(``explorer/measured.py``: what each result shows) and the score model (``pals_core/score_model.py``: what the
+(``pals_core/measured.py``: what each result shows) and the score model (``pals_core/score_model.py``: what the
 measured sizes predict, for the page and ``pals-budget --results``).
 
 Folders searched: each root, three levels deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an
 aggregate is represented by the aggregate, a ``--seeds`` plan still training by the seeds it has finished (two or
 more), and the same summary in two places (a sweep's run and its copy under ``benchmarks/results``) is read once, at
-the first root's path. A summary that cannot be read is passed over (``explorer.measured.unreadable`` names it).
+the first root's path. A summary that cannot be read is passed over (``pals_core.measured.unreadable`` names it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a budget buys before you train: the dev score of a design size that was not measured, predicted from the
-sizes that were (issue 37; docs/design.md §23). Pure Python but for the fit's t quantile (scipy, imported inside the
-function that needs it: ``pals-budget`` without ``--results`` never loads it).
+sizes that were (issue 37; docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
+inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
 A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × recipe (the run's
 ``config.recipe``: model, tasks by fingerprint, steps, batch, lr, sampling, …). Runs of different recipes are never
@@ -23,7 +23,7 @@ fitted the same way (``Prediction.tasks``).
 
 Where the runs come from: ``observations`` reads every finished ``summary.json`` under the roots (the explorer's
 search: ``pals_core.results.walk``) and the trials of the studies in an Optuna storage (their ``run_dir``'s summary),
-keeps those of the question's model and exactly its tasks (by fingerprint, as ``explorer.measured.same_question``),
+keeps those of the question's model and exactly its tasks (by fingerprint, as ``pals_core.measured.same_question``),
 and drops smoke runs (fewer than ``SMOKE_STEPS`` steps) and references (``shared``, ``separate``: no size).
 """
 
@@ -40,7 +40,7 @@ from .results import SCALE, read_or_none, run_config, seed_runs, walk
 
 LEVEL = 0.80  # the interval's coverage
 MIN_SIZES = 3  # distinct measured sizes a prediction needs
-SMOKE_STEPS = 100  # explorer.measured.SMOKE_STEPS: a run of fewer steps checks that training runs, it measures nothing
+SMOKE_STEPS = 100  # as pals_core.measured.SMOKE_STEPS: fewer steps check that training runs, they measure nothing
 
 
 @dataclass(frozen=True)

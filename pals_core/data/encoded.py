@@ -121,6 +121,29 @@ class Encoded:
             self.starts[gather],
         )
 
+    def word_batch(self, rows: Sequence[int], width: int):
+        """Per word: the torch tensors ``starts`` (len(rows), ``width``: the word each token starts, else -1) and
+        ``words`` (the gold tags, (len(rows), ``max_words``), -1 on padding) of ``rows``, as ``batch`` pads them."""
+        import torch
+
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = _padded(self.starts, self.offsets, rows, -1, width)[0]
+        return torch.from_numpy(starts), torch.from_numpy(
+            _padded(self.words, self.word_offsets, rows, -1, self.max_words)[0]
+        )
+
+    def word_logits(self, rows: Sequence[int], logits: np.ndarray) -> list[np.ndarray]:
+        """Per row of ``rows``: the (words, C) logits of each word's first sub-token out of the batch's token logits
+        (len(rows), n, C); a row of NaN for a word without one (cut by ``max_len``)."""
+        out = []
+        for i, r in enumerate(np.asarray(rows, dtype=np.int64)):
+            starts = self.starts[self.offsets[r] : self.offsets[r + 1]]
+            row = np.full((self.word_offsets[r + 1] - self.word_offsets[r], logits.shape[-1]), np.nan, np.float32)
+            first = np.flatnonzero(starts >= 0)
+            row[starts[first]] = logits[i, first]
+            out.append(row)
+        return out
+
     def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
         """Padded torch tensors for ``rows``: input_ids, attention_mask, token_type_ids, labels (per word: (B, n),
         -100 on padding) and, per word, ``starts`` (B, n): the word each token starts, else -1, and ``words``: the

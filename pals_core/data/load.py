@@ -27,7 +27,9 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks import GLUE_TASKS, TaskRecord, glue_record
-from ..tasks.rows import read_rows
+from ..tasks.readers import sha256_of
+from ..tasks.record import fingerprint
+from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
 from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
 
@@ -136,7 +138,7 @@ def first_subtokens(word_ids: Sequence[Optional[int]]) -> list[int]:
 def align_words(ids: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray, labels: Sequence[Any], names):
     """An ``Encoded`` of a per-word task: each token's label (its word's tag on a word's first sub-token, -100
     elsewhere) and every word's gold tag (the words ``max_len`` cut included)."""
-    token_ids, types, offsets = ids
+    flat, types, offsets = ids
     rows = [np.asarray(r, dtype=np.int64) for r in labels]
     word_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rows], out=word_offsets[1:])
@@ -147,7 +149,30 @@ def align_words(ids: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarr
         raise ValueError("a row has more words than tags")
     token_labels = np.full(len(starts), IGNORE, dtype=np.int64)
     token_labels[first] = words[word_offsets[row_of[first]] + starts[first]]
-    return Encoded(token_ids, types, offsets, token_labels, words, word_offsets, tuple(names), starts)
+    return Encoded(flat, types, offsets, token_labels, words, word_offsets, tuple(names), starts)
+
+
+def token_ids(
+    tokenizer, max_len: int, text_a: Sequence[Any], text_b: Optional[Sequence[str]] = None, *, words: bool = False
+) -> dict:
+    """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
+    truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
+    evaluation and prediction alike (``encode``, ``forward.encode_texts``). ``words``: each text is a list of words
+    (a per-word task: ``is_split_into_words``), and "word_ids" gives per token the word it starts
+    (``first_subtokens``)."""
+    out = tokenizer(
+        text_a,
+        text_b,
+        truncation=True,
+        max_length=max_len,
+        return_token_type_ids=True,
+        return_attention_mask=False,
+        **({"is_split_into_words": True} if words else {}),
+    )
+    got = {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+    if words:
+        got["word_ids"] = [first_subtokens(out.word_ids(i)) for i in range(len(out["input_ids"]))]
+    return got
 
 
 def encode(
@@ -196,19 +221,7 @@ def encode(
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict) -> dict:
-        out = tokenizer(
-            batch["text_a"],
-            batch.get("text_b"),
-            truncation=True,
-            max_length=max_len,
-            return_token_type_ids=True,
-            return_attention_mask=False,
-            **({"is_split_into_words": True} if per_word else {}),
-        )
-        got = {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
-        if per_word:
-            got["word_ids"] = [first_subtokens(out.word_ids(i)) for i in range(len(out["input_ids"]))]
-        return got
+        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"), words=per_word)
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -343,8 +356,6 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
     declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
     file check names it)."""
-    from ..tasks import fingerprint, read_label_names, sha256_of
-
     out = {}
     for r in records:
         if r.glue is None:

@@ -23,13 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from ..atomic import MAX_JSON_BYTES, open_regular, read_regular
+from ..kinds.errors import TaskDataError
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
-
-
-class TaskDataError(ValueError):
-    """A task's data cannot be used: the message names the file, and the row and column where there is one."""
 
 
 @dataclass

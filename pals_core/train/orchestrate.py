@@ -1,4 +1,5 @@
-"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md §11).
+"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md "Baselines
+and repeated runs").
 
 These are orchestration flags, not ``TrainConfig`` fields: ``split_flags`` takes them off the command
 line before the trainer's own parser sees it (``--method separate`` becomes ``--method shared``, the
@@ -16,13 +17,12 @@ plan; either give only ``--out`` (and machine-local flags: ``--threads --device 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from ..data.metrics import main_score
-from ..flags import given_values
+from ..flags import OneLineParser, given_values
 from ..tasks import records_of_config
 from . import seeds as sd
 from . import separate as sep
@@ -49,7 +49,7 @@ class Orchestration:
 def split_flags(argv: Sequence[str]) -> tuple[Orchestration, list[str]]:
     """(--seeds, --jobs, --method separate) and the rest of ``argv`` for the trainer's parser
     (``--method separate`` replaced by ``--method shared``). ``ValueError`` for bad values."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    p = OneLineParser(add_help=False, allow_abbrev=False)
     p.add_argument("--seeds")
     p.add_argument("--jobs")
     known, rest = p.parse_known_args(list(argv))

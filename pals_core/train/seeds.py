@@ -1,4 +1,5 @@
-"""``--seeds 0,1,2``: the same run once per seed, and the statistics over seeds (docs/design.md §11).
+"""``--seeds 0,1,2``: the same run once per seed, and the statistics over seeds (docs/design.md "Baselines and repeated
+runs").
 
     OUT/seeds.json          {"kind", "seeds", "separate", "template"}: what was asked (for --resume)
     OUT/seed-<k>/           one ordinary run per seed (or a ``--method separate`` folder per seed)
