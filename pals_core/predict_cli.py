@@ -99,9 +99,13 @@ def _text_columns(info, names: Sequence[str], text: Optional[str], pair: Optiona
     return text, pair
 
 
-def _texts(cols, column: str) -> list[str]:
+def _texts(cols, column: str) -> list:
+    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet)."""
     out = []
     for i, v in enumerate(cols.values[column]):
+        if isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
+            out.append(list(v))
+            continue
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{cols.where(i, column)}: {'empty' if isinstance(v, str) else 'missing'} text")
         out.append(v)
@@ -401,6 +405,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
     renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
     note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
+    for t in names:  # a per-word task's words cut by the run's max length: tagged as its baseline tags them
+        kind = get_kind(info.records[t].kind)
+        if kind.per_word:
+            res = results[t][1] if isinstance(results[t], tuple) else results[t]
+            cut, fill = int(sum(np.isnan(p).sum() for p in res.prob)), res.labels[kind.fill_index(res.labels)]
+            note += f" · {t}: {cut:,} word(s) cut by max length {info.max_len}, tagged {fill!r}"
     step = f"step {info.step}" if info.step >= 0 else "each task's best step"
     return (
         f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "
