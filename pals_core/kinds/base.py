@@ -69,6 +69,7 @@ class Kind:
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
     peft_task_type: Optional[str] = "SEQ_CLS"
+    hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
     entropy_sampling: Optional[str] = "softmax"
     entropy_refusal: str = ""

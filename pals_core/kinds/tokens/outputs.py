@@ -38,6 +38,7 @@ class TokenOutputs:
 
     per_word = True
     peft_task_type: Optional[str] = "TOKEN_CLS"
+    hf_head = "TokenClassification"
     problem_type = ""  # transformers' ForTokenClassification reads none
     entropy_sampling: Optional[str] = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
