@@ -58,7 +58,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
-from ..kinds import get_kind
+from ..kinds import DEFAULT_KIND, get_kind
 from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
 
@@ -245,7 +245,8 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
         return scope + "(" + "|".join(re.escape(n) for n in dict.fromkeys(names)) + ")"
 
     _, save = _head(model, task, prefix)
-    task_type = get_kind(_run(model).records[task].kind).peft_task_type
+    info = getattr(model, "run", None)  # a model built in memory (benchmarks/bench_serving.py): the default kind
+    task_type = get_kind(info.records[task].kind if info is not None else DEFAULT_KIND).peft_task_type
     common = {"task_type": task_type, "modules_to_save": list(save)} if head else {}
     if model.config.method == "lora":
         s = model.config.d_s
