@@ -159,6 +159,11 @@ def no_prepare(tr, m: BaseModel, trains: bool) -> None:
     """Nothing computed once per forward besides the embeddings."""
 
 
+def trace_token_head(tr, m: BaseModel, h):
+    """A tagging task's head on every token, dropout + Linear(d, C): the Linear keeps the dropped-out states (B·n·d)."""
+    return tr.linear(tr.dropout(h, tr.cond.head_dropout), 1, True)
+
+
 def keep(tr, m: BaseModel, h, trains: bool):
     """Nothing after the last layer."""
     return h
@@ -203,6 +208,8 @@ class Replay:
     idle_params: Callable[[BaseModel], int] = (
         no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
     )
+    tag: Callable[..., Any] = trace_token_head  # (tr, m, h) -> Sym: a tagging task's head on every token
+    token_head_tensors: Callable[[BaseModel], int] = lambda m: 2  # its weight and bias (Linear(d, C))
 
 
 @dataclass(frozen=True)
