@@ -159,3 +159,31 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
     shape = from_hf_config(tiny_config_dict(), name="tiny")
     shared = at_size(design(shape, tasks_of_records(read_tasks_file(f).values()), AdapterConfig(method="shared")), None)
     assert shared.params_task_specific == (shape.hidden * 3 + 3) + (shape.hidden * 2 + 2)
+
+
+def test_pals_budget_prices_a_tasks_file_with_a_tagging_task_per_token(tmp_path):
+    import subprocess
+
+    from pals_core.budget import Task, at_size, design
+    from pals_core.families.models import PRESETS
+    from pals_core.pricing.config import AdapterConfig
+
+    write_tagging_tasks(tmp_path)
+    bin_ = Path(sys.executable).parent / "pals-budget"
+    args = ["--tasks-file", str(tmp_path / "tasks.yaml"), "--method", "shared", "--seq-len", "64", "--json"]
+    out = subprocess.run([str(bin_), *args, "--model", "electra-small-discriminator"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["tasks"] == [{"name": "ner", "num_labels": 3}, {"name": "intent", "num_labels": 2}]
+    d = got["model"]["hidden"]
+    # ELECTRA's sentence head holds its own dense layer; its token head is Linear(d, C) on every token
+    assert got["rows"][0]["params_task_specific"] == (d * 3 + 3) + (d * d + d + d * 2 + 2)
+    m = PRESETS["electra-small-discriminator"]
+    cfg = AdapterConfig(method="shared")
+    tagging = at_size(design(m, [Task("ner", 3, "tokens"), Task("intent", 2)], cfg, seq_len=64), None)
+    sentence = at_size(design(m, [Task("ner", 3), Task("intent", 2)], cfg, seq_len=64), None)
+    assert got["rows"][0]["flops_all_tasks_per_seq"] == tagging.flops_all_tasks_per_seq
+    # the ner head: 64 tokens × 2·d·3 instead of one dense head (2d² + 2·d·3) on the first token
+    assert tagging.flops_all_tasks_per_seq - sentence.flops_all_tasks_per_seq == 64 * 2 * d * 3 - (
+        2 * d * d + 2 * d * 3
+    )
