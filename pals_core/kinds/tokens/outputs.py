@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
+from ..base import TaskOutputs
+from ..labels import softmax
+
 OUTSIDE = "O"
 
 
@@ -69,9 +72,6 @@ class TokenOutputs:
         word cut by ``max_len`` (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
         ``prob``: each row's array of the chosen tags' softmax probabilities."""
         import numpy as np
-
-        from ...outputs import TaskOutputs  # late: outputs imports the kinds
-        from ..labels import softmax
 
         names = tuple(names)
         fill = fill_index(names) if names else 0
