@@ -8,7 +8,9 @@ In: CSV, TSV, JSON Lines or Parquet (``pals_core.tasks.readers``). Out (the form
 columns (one named like a prediction column is kept as ``<name> (input)``, or ``<name> (input 2)``, … when the input has
 that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
 (classification), the value (regression), the label set
-(multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV) — and ``<task>_prob``, the
+(multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV), the tag of each word (tokens: a
+list, space-joined in CSV/TSV; a word cut by the max length gets the baseline's tag, counted in the closing line; the
+text is a list of words, or split at whitespace) — and ``<task>_prob``, the
 predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
