@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from pathlib import Path
 from typing import Optional
 from urllib.parse import urlencode
 
@@ -87,9 +88,15 @@ def render_studies(inp: Optional[Inputs] = None) -> None:
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
+def found_runs(roots: tuple[str, ...]) -> list[results.Run]:
+    """Finished runs on disk, each ``summary.json`` read once (``results.runs``) for the measured scores and the score
+    curves alike (re-read every few seconds: runs finish while the page is open)."""
+    return results.runs([Path(r) for r in roots])
+
+
 def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
-    """Finished runs on disk (re-read every few seconds: runs finish while the page is open)."""
-    return measured.scan(roots)
+    """What each finished run shows (``measured.parse`` of ``found_runs``)."""
+    return [measured.parse(run) for run in found_runs(roots)]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -153,7 +160,7 @@ def main() -> None:
     if inp is not None and costs:
         scores = measured.best_by_design(results_for(inp))
         machine = machine_view.page_machine()  # one machine for the answer and every view
-        curves = predicted_view.question_curves(inp, question_keys)  # what the measured sizes predict
+        curves = predicted_view.question_curves(inp, question_keys, found_runs)  # what the measured sizes predict
         picks = recommend.candidates(
             costs,
             inp.budget,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from pals_core import score_model as sm
-from pals_core.supervise.roots import runs_root
+from pals_core.measured import default_roots
 from pals_core.supervise.runs import launch
 from pals_core.train.config import TrainConfig
 
@@ -248,24 +248,15 @@ def _launch(cfg: dict) -> None:
         st.success(f"Launched run **{run.id}** (pid {run.pid}); its progress is in Runs & measured.")
 
 
-def question_curves(inp, keys_of) -> dict:
-    """The curves of the question's model and tasks (``keys_of(records, stamp)``: the page's cached fingerprints), of
-    the one recipe and trunk setting with the most runs (``score_model.main_setting``); {} when there are none."""
+def question_curves(inp, keys_of, found) -> dict:
+    """The curves of the question's model and tasks (``keys_of(records, stamp)``: the page's cached fingerprints;
+    ``found(roots)``: the page's runs, read once for its measured scores too), of the one recipe and trunk setting
+    with the most runs (``score_model.main_setting``); {} when there are none."""
     if inp is None or not inp.trainable or not inp.records:
         return {}
     try:
         keys = keys_of(inp.records, files_stamp(inp.records))
     except (OSError, ValueError):
         return {}
-    roots = (str(runs_root()), str(ROOT / "benchmarks" / "results"))  # the explorer's measured results' roots
-    return sm.main_setting(_curves(roots, inp.train_model, tuple(keys)))
-
-
-def _curves(roots: tuple, model: Optional[str], keys: tuple) -> dict:
-    import streamlit as st
-
-    @st.cache_data(show_spinner=False, ttl=5.0, max_entries=8)
-    def cached(roots: tuple, model: Optional[str], keys: tuple) -> dict:
-        return sm.curves(sm.observations([Path(r) for r in roots], model, list(keys)))
-
-    return cached(roots, model, keys)
+    roots = tuple(map(str, default_roots()))  # the explorer's measured results' roots
+    return sm.main_setting(sm.question_curves(found(roots), None, inp.train_model, keys))

@@ -234,11 +234,13 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
     """A ``pals-train --seeds 0,1,2`` folder (its plan, seeds.json) with no aggregate yet: one finished seed stands
     for itself; from two on, the folder is one result over the seeds so far — its interval, "2 of 3 seeds so far"."""
     from pals_core.train.rundir import SEEDS_FILE
-    from pals_core.train.seeds import KIND
+    from pals_core.train.seeds import SeedsPlan
 
     design = tmp_path / "sweep" / "pals"
     design.mkdir(parents=True)
-    (design / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": False, "template": {}}))
+    (design / SEEDS_FILE).write_text(
+        json.dumps({"kind": SeedsPlan.KIND, "seeds": [0, 1, 2], "separate": False, "template": {}})
+    )
     _summary(design, "seed-0", 0.60)
     [one] = measured.scan([tmp_path])
     assert one.seed == 0 and one.runs_label() == "seed 0" and one.seeds_label() == "0"

@@ -87,3 +87,30 @@ def test_the_launch_button_trains_the_next_run_with_the_curves_recipe(page, tmp_
         assert cfg.adapter.freeze_trunk and cfg.steps == 300 and cfg.model == "tiny" and cfg.tasks == TASKS
     finally:
         registry.cancel(run, grace_s=10)
+
+
+@pytest.mark.slow
+def test_the_page_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp_path, monkeypatch):
+    from collections import Counter
+
+    from pals_core import results
+
+    reads = Counter()
+    read = results.read_summary
+
+    def counted(path):
+        reads[Path(path)] += 1
+        return read(path)
+
+    monkeypatch.setattr(results, "read_summary", counted)
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("PALS_RUNS_DIR", str(runs))
+    write_runs(runs, "houlsby", (1, 2, 4, 8), 60.0, 1.0)
+    at = AppTest.from_file(APP, default_timeout=90).run()
+    at.sidebar.selectbox(key="model").set_value(TINY).run()
+    at.sidebar.multiselect(key="glue_tasks").set_value(TASKS).run()
+    reads.clear()
+    at.sidebar.text_input(key="budget_ratio").set_value("1.01").run()  # a new question: the runs re-read, once each
+    assert any(c.key == "predicted_figure" for c in at.get("plotly_chart"))  # the curves came from these reads
+    mine = {p: n for p, n in reads.items() if runs in p.parents}  # (the committed results under benchmarks/ too)
+    assert sorted(mine) == sorted(runs.glob("*/*/summary.json")) and set(mine.values()) == {1}

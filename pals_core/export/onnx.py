@@ -38,7 +38,7 @@ from ..forward import encode_texts
 from ..run_info import RunInfo, predict_texts
 from ..tasks import TaskRecord
 from ..tasks.readers import read_columns
-from ..train.separate import is_separate_dir, read_plan
+from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer
 
 MODEL_FILE = "model.onnx"
@@ -85,13 +85,13 @@ def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cp
     root = Path(run_dir)
     if not root.is_dir():
         raise ValueError(f"{root}: no such run folder")
-    if is_separate_dir(root):
+    if SeparatePlan.held_in(root):
         if step is not None:
             raise ValueError(
                 f"{root} is a separate-models folder: each task's run keeps its own best checkpoint, "
                 "--step does not apply (export one task's run, task-<name>/, for another step)"
             )
-        plan = read_plan(root)
+        plan = SeparatePlan.read(root)
         models = []
         for t in plan.template.tasks:
             sub = Path(plan.task_dir(t))
