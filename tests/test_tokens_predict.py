@@ -96,6 +96,10 @@ def test_pals_predict_tags_each_word_and_reproduces_the_dev_scores(trained, caps
     ids = load_tokenizer(minilm_path())(rows[-1]["words"], is_split_into_words=True, truncation=True, max_length=16)
     kept = max(w for w in ids.word_ids() if w is not None) + 1
     assert kept < 25 and f"ner: {25 - kept} word(s) cut by max length 16, tagged 'O'" in err
+    assert summary["cut_words"] == {"ner": {"train": 0, "dev": 25 - kept}}  # the run counted them too
+    from pals_core.train.cli import format_summary
+
+    assert f"ner: words cut by --max-len 16: 0 in train, {25 - kept} in dev" in format_summary(summary)
     gold, pred = [r["tags"] for r in rows], [r["ner"] for r in rows]
     assert all(isinstance(p, list) and len(p) == len(g) for p, g in zip(pred, gold))
     assert pred[-1][kept:] == ["O"] * (25 - kept)  # the cut words: the baseline's tag

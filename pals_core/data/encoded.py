@@ -96,6 +96,11 @@ class Encoded:
         return int(np.diff(self.word_offsets).max()) if self.per_word and len(self) else 0
 
     @property
+    def cut_words(self) -> int:
+        """Per word: the words without a sub-token (cut by ``max_len``): scored as tagged with the baseline's tag."""
+        return int(len(self.words) - (self.starts >= 0).sum()) if self.per_word else 0
+
+    @property
     def gold(self):
         """What the dev metrics compare predictions with: the labels, or per word ``WordTags`` (every word)."""
         if not self.per_word:

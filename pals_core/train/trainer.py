@@ -646,6 +646,12 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+            # a tagging task's words max_len leaves without a sub-token, per split (scored with the baseline's tag)
+            "cut_words": {
+                t: {"train": d.train.cut_words} | {f"dev{'_' + s if s else ''}": e.cut_words for s, e in d.dev.items()}
+                for t, d in self.data.items()
+                if d.train is not None and d.train.per_word
+            },
             "mixed_precision": str(self.acc.mixed_precision),  # what "auto" was on this machine
             "machine": {
                 "predicted": self.predicted,
