@@ -102,3 +102,20 @@ def test_one_pass_answers_a_tagging_row_and_a_sentence_row_together():
         torch.testing.assert_close(out[1], model(task="intent", input_ids=ids[1:], attention_mask=mask[1:])[0])
         every = model.predict_all(ids, mask, torch.zeros_like(ids))
         assert every["ner"].shape == (2, 7, 5) and every["intent"].shape == (2, 3)
+
+
+def test_a_tagging_tasks_weights_travel_in_a_task_file(tmp_path):
+    from pals_core.model import MultiTaskModel
+    from pals_core.train.models import tiny_config_dict
+
+    torch.manual_seed(0)
+    cfg = AdapterConfig(method="lora", d_s=4)
+    model = MultiTaskModel.from_base_config(tiny_config_dict(), cfg, {"ner": 5, "intent": 3}, per_word=["ner"])
+    model.save_task("ner", tmp_path / "ner.safetensors")
+    other = MultiTaskModel.from_base_config(tiny_config_dict(), cfg, {"intent": 3})
+    other.bert.load_state_dict(model.bert.state_dict())
+    assert other.load_task(tmp_path / "ner.safetensors") == "ner" and other.per_word == {"ner"}
+    ids = torch.randint(1000, 2000, (2, 6))
+    torch.testing.assert_close(other(task="ner", input_ids=ids), model(task="ner", input_ids=ids))
+    with pytest.raises(ValueError, match="a sentence head in the model, a head on every token"):
+        MultiTaskModel.from_base_config(tiny_config_dict(), cfg, {"ner": 5}).load_task(tmp_path / "ner.safetensors")
