@@ -324,8 +324,8 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path, cache_dir, launched_r
     same_result(out, ref_out)
 
 
-@pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
-def test_a_crash_is_recorded_as_failed(tmp_path, cache_dir):
+@pytest.mark.slow  # 1-3 s of real rows: make test, not make test-fast
+def test_a_malformed_glue_file_is_refused_before_the_run_folder(tmp_path, cache_dir):
     glue = tmp_path / "glue"
     for folder in ("RTE", "STS-B"):
         shutil.copytree(GLUE / folder, glue / folder)
@@ -335,8 +335,18 @@ def test_a_crash_is_recorded_as_failed(tmp_path, cache_dir):
     out = tmp_path / "run"
     with pytest.raises(ValueError, match=r"train\.tsv:4: expected 10 tab-separated fields"):
         run(tiny(out, cache_dir, tasks=["rte", "stsb"], glue_dir=str(glue)))
+    assert not out.exists()  # GLUE's rows, as a tasks file's, are read and checked before anything is written
+
+
+@pytest.mark.slow  # 1-3 s of real tokenising: make test, not make test-fast
+def test_a_crash_is_recorded_as_failed(tmp_path):
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the tokenisation cache goes")
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=r"cannot set up the run: File exists"):
+        run(tiny(out, str(blocked), tasks=["rte"]))
     progress = read(out / "progress.json")
-    assert progress["status"] == "failed" and "train.tsv:4" in progress["error"]
+    assert progress["status"] == "failed" and "cannot set up the run" in progress["error"]
 
 
 def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):

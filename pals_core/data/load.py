@@ -269,26 +269,119 @@ def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
 TaskLike = Union[TaskRecord, str]
 
 
-def raw_splits(
-    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
-) -> tuple[dict[str, RawSplit], tuple[str, ...]]:
-    """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
-    class indices / floats / index lists, and its label names. No tokenising."""
-    if record.glue is None:
-        tr, dv, names = read_rows(record, seed)
+TaskSplits = tuple[dict[str, RawSplit], tuple[str, ...]]
+"""One task's checked rows: its splits by name (``train``, ``dev``; GLUE MNLI ``dev_m``, ``dev_mm``) with labels
+as class indices / floats / index lists, and its label names."""
+
+
+@dataclass(frozen=True)
+class OwnFiles:
+    """A task of one's own: its rows from the files its record names (``tasks/rows.py``)."""
+
+    record: TaskRecord
+
+    def label_names(self) -> tuple[str, ...]:
+        """Declared, else read from the train file's label column (``read_label_names``)."""
+        return read_label_names(self.record)
+
+    def files(self) -> dict[str, dict]:
+        """role → its file's path and sha256."""
+        r = self.record
+        return {
+            role: {"path": path, "sha256": sha256_of(path)}
+            for role, path in (("train", r.train), ("dev", r.dev))
+            if path
+        }
+
+    def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
+        tr, dv, names = read_rows(self.record, seed)
         out = {"dev": RawSplit(dv.text_a, dv.text_b, dv.labels, 0, dv.source)}
         if train:
             out = {"train": RawSplit(tr.text_a, tr.text_b, tr.labels, 0, tr.source), **out}
         return out, names
-    t = GLUE_TASKS[record.glue]
+
+
+@dataclass(frozen=True)
+class GlueSource:
+    """A built-in GLUE task: its rows from the official TSVs in a GLUE folder (``root``), or from the hub (``root``
+    None; also the description of a GLUE task no source is given for: no files)."""
+
+    record: TaskRecord
+    root: Optional[Path] = None
+
+    def label_names(self) -> tuple[str, ...]:
+        return GLUE_TASKS[self.record.glue].classes or ()
+
+    def _paths(self, train: bool = True) -> dict[str, Path]:
+        t = GLUE_TASKS[self.record.glue]
+        if self.root is None:
+            return {}
+        names = ([("train", t.train_file)] if train else []) + [(_dev_key(s), f) for s, f in t.dev_files]
+        return {key: self.root / t.folder / name for key, name in names}
+
+    def files(self) -> dict[str, dict]:
+        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it)."""
+        return {
+            role: {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+            for role, path in self._paths().items()
+        }
+
+    def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
+        t = GLUE_TASKS[self.record.glue]
+        if self.root is not None:
+            return {key: read_tsv(t, path) for key, path in self._paths(train).items()}, self.label_names()
+        splits = ([("train", "train")] if train else []) + [(_dev_key(s), split) for s, split in t.hub_dev_splits]
+        return {key: read_hub(t, split) for key, split in splits}, self.label_names()
+
+
+TaskSource = Union[OwnFiles, GlueSource]
+
+
+def _dev_key(suffix: str) -> str:
+    return f"dev{('_' + suffix) if suffix else ''}"
+
+
+def task_source(record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto") -> TaskSource:
+    """Where a task's rows come from: its own files, or GLUE's folder (``glue_dir``, ``$PALS_GLUE_DIR``) or the hub.
+    Every source gives its label names, its files (path, sha256) and its rows alike, and the set-up enters each the
+    same way. ``GlueDataError`` for a GLUE task with no source (no folder, the hub off)."""
+    if record.glue is None:
+        return OwnFiles(record)
     kind, root = choose_source(glue_dir, source)
-    splits: list[tuple[str, str]] = [("train", t.train_file if kind == "files" else "train")] if train else []
-    devs = t.dev_files if kind == "files" else t.hub_dev_splits
-    splits += [(f"dev{('_' + s) if s else ''}", where) for s, where in devs]
-    out = {
-        key: read_tsv(t, root / t.folder / where) if kind == "files" else read_hub(t, where) for key, where in splits
+    return GlueSource(record, root if kind == "files" else None)
+
+
+def raw_splits(
+    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
+) -> TaskSplits:
+    """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
+    class indices / floats / index lists, and its label names (its source's ``rows``). No tokenising."""
+    return task_source(record, glue_dir=glue_dir, source=source).rows(train, seed)
+
+
+def read_tasks(
+    records: Sequence[TaskRecord],
+    *,
+    glue_dir: Optional[str] = None,
+    source: str = "auto",
+    train: bool = True,
+    seed: int = 0,
+    seeds: Optional[dict[str, int]] = None,
+    dev_only: Sequence[str] = (),
+) -> dict[str, TaskSplits]:
+    """Every task's rows, read and checked once, whatever its source (``task_source``): GLUE's files looked for first
+    (one ``GlueDataError`` names every missing one before any is read), then each task's rows. ``seeds``: a task's
+    own seed (the dev split of a task without a dev file), else ``seed``; the tasks named in ``dev_only`` (or all,
+    ``train=False``) without their train split (a task without a dev file still reads and checks its train file:
+    its dev rows are drawn from it)."""
+    sources = [task_source(r, glue_dir=glue_dir, source=source) for r in records]
+    folders = [s for s in sources if isinstance(s, GlueSource) and s.root is not None]
+    if folders:
+        check_files(folders[0].root, [s.record.glue for s in folders], train)
+    seeds = seeds or {}
+    return {
+        s.record.name: s.rows(train and s.record.name not in dev_only, seeds.get(s.record.name, seed)) for s in sources
     }
-    return out, t.classes or ()
 
 
 def load_task(task: TaskLike, tokenizer, **kw) -> TaskData:
@@ -309,22 +402,22 @@ def load_tasks(
     train: bool = True,
     cache_dir: Optional[str] = None,
     seed: int = 0,
+    rows: Optional[dict[str, TaskSplits]] = None,
 ) -> dict[str, TaskData]:
-    """Tokenised splits of several tasks (records, or built-in GLUE names). Every GLUE task's files are checked
-    before any is read (one ``GlueDataError`` names them all); every row of a task's own files is checked
-    (``TaskDataError`` naming file, row and column). ``seed`` draws the dev split of a task without a dev file."""
+    """Tokenised splits of several tasks (records, or built-in GLUE names): their rows (``read_tasks``: every GLUE
+    task's files checked before any is read, one ``GlueDataError`` naming them all; every row of a task's own files
+    checked, ``TaskDataError`` naming file, row and column), tokenised, capped. ``rows``: the tasks' rows already
+    read (a run's set-up: ``trainer.check_data``), tokenised without reading a file again. ``seed`` draws the dev
+    split of a task without a dev file."""
     if not isinstance(max_len, int) or max_len < 8:
         raise ValueError(f"max_len must be an integer of at least 8, got {max_len!r}")
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
-    glue = [r.glue for r in records if r.glue is not None]
-    if glue:
-        kind, root = choose_source(glue_dir, source)
-        if kind == "files":
-            check_files(root, glue, train)
+    if rows is None:
+        rows = read_tasks(records, glue_dir=glue_dir, source=source, train=train, seed=seed)
     cdir = Path(cache_dir) if cache_dir else None
     out: dict[str, TaskData] = {}
     for r in records:
-        raws, names = raw_splits(r, glue_dir=glue_dir, source=source, train=train, seed=seed)
+        raws, names = rows[r.name]
         data = TaskData(r, None, {}, tuple(names))
         for key, raw in raws.items():
             if raw.dropped:
@@ -338,9 +431,9 @@ def load_tasks(
                 per_word=r.kind_of.per_word,
                 names=data.label_names,
             )
-            rows = subset(len(enc), max_train if key == "train" else max_eval)
-            if rows is not None:
-                enc = enc.select(rows)
+            rows_kept = subset(len(enc), max_train if key == "train" else max_eval)
+            if rows_kept is not None:
+                enc = enc.select(rows_kept)
             data.cached[key] = hit
             data.sources[key] = raw.source
             if key == "train":
@@ -353,30 +446,17 @@ def load_tasks(
 
 def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, source: str = "auto") -> dict:
     """What a run's data is, for its config.json: per task its record, label names, C_t, its files' paths and
-    sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
-    declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
-    file check names it)."""
+    sha256, and its fingerprint (``tasks.fingerprint``), as its source gives them (``task_source``). Reads a task's
+    label column when its labels are not declared, and hashes its files; a GLUE file that is not there (or the hub,
+    or no GLUE source at all) has no sha256 (the trainer's file check names it)."""
     out = {}
     for r in records:
-        if r.glue is None:
-            names = read_label_names(r)
-            files = {
-                role: {"path": path, "sha256": sha256_of(path)}
-                for role, path in (("train", r.train), ("dev", r.dev))
-                if path
-            }
-        else:
-            t = GLUE_TASKS[r.glue]
-            names = t.classes or ()
-            try:
-                kind, root = choose_source(glue_dir, source)
-            except ValueError:
-                kind, root = "none", None
-            files = {}
-            if kind == "files":
-                for role, rel in zip(["train"] + [f"dev{('_' + s) if s else ''}" for s in t.dev_splits], t.files(True)):
-                    path = root / rel
-                    files[role] = {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+        try:
+            src = task_source(r, glue_dir=glue_dir, source=source)
+        except ValueError:  # a GLUE task with no folder and the hub off: described without files
+            src = GlueSource(r)
+        names = src.label_names()
+        files = src.files()
         hashes = {role: f["sha256"] for role, f in files.items()}
         out[r.name] = {
             "record": r.as_dict(),
@@ -434,7 +514,11 @@ def load_tokenizer(path: str):
 __all__ = [
     "CACHE_DIR_ENV",
     "TINY",
+    "GlueSource",
+    "OwnFiles",
     "TaskData",
+    "TaskSource",
+    "TaskSplits",
     "check_tokenizer",
     "describe_data",
     "encode",
@@ -444,6 +528,8 @@ __all__ = [
     "load_tokenizer",
     "minilm_path",
     "raw_splits",
+    "read_tasks",
     "subset",
+    "task_source",
     "tokenizer_path",
 ]

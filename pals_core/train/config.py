@@ -190,15 +190,18 @@ class TrainConfig:
 
     # --- checks -------------------------------------------------------------------------------------
 
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first bad field (before any file or weight is touched)."""
+    def validate(self, records: Optional[list[TaskRecord]] = None) -> list[TaskRecord]:
+        """Raise ``ValueError`` naming the first bad field (before any file or weight is touched); returns the tasks'
+        records for the caller to use: ``records`` when the caller holds them (a run's config.json: ``records()``),
+        else as declared (``declared_records``: the tasks file parsed here, once)."""
         if not isinstance(self.adapter, AdapterConfig):
             raise ValueError(f"adapter must be an AdapterConfig, got {type(self.adapter).__name__}")
         if self.tasks_file is not None and not str(self.tasks_file).strip():
             raise ValueError("tasks_file is empty: give the path of a tasks file, or leave it out for GLUE")
         if self.add_tasks and not self.from_run:
             raise ValueError("--add-tasks adds tasks to a trained run: give it with --from RUN_DIR")
-        self.tasks = [r.name for r in self.declared_records()]
+        records = self.declared_records() if records is None else records
+        self.tasks = [r.name for r in records]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
             _positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
@@ -242,6 +245,7 @@ class TrainConfig:
             raise ValueError(
                 f"no checkpoint at {self.model!r} (a folder with config.json; or 'tiny', or none for MiniLM)"
             )
+        return records
 
     def records(self) -> list[TaskRecord]:
         """The run's task records, in ``tasks`` order: as recorded in ``data`` once resolved (``params.resolve``),

@@ -16,6 +16,7 @@ Torch-free except ``load_base_weights`` and ``train_only`` (the trainer's).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Optional
 
@@ -28,8 +29,12 @@ DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
 SAME_AS_BASE = ("max_len", "mixed_precision")
 
 
+_BASE_CONFIGS: dict[tuple, dict] = {}  # (path, size, mtime) → the config read: a run's set-up asks ~10 times
+
+
 def base_config(from_run: str) -> dict:
-    """The base run's config.json, refusing (``ValueError``, one line) a folder that holds no finished run."""
+    """The base run's config.json, refusing (``ValueError``, one line) a folder that holds no finished run. Read once
+    per change of the file in a process (a copy each time: the caller may change it)."""
     root = Path(from_run)
     config_file, summary = root / "config.json", root / "summary.json"
     if not config_file.is_file():
@@ -39,10 +44,14 @@ def base_config(from_run: str) -> dict:
         )
     if not summary.is_file():
         raise ValueError(f"--from {from_run}: the run has not finished (no summary.json): finish it first (--resume)")
-    config = read_json_file(config_file, "the base run's config")
-    if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
-        raise ValueError(f"--from {from_run}: {config_file} is not a pals-train configuration")
-    return config
+    st = config_file.stat()
+    key = (str(config_file.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _BASE_CONFIGS:
+        config = read_json_file(config_file, "the base run's config")
+        if not isinstance(config, dict) or "adapter" not in config or "tasks" not in config:
+            raise ValueError(f"--from {from_run}: {config_file} is not a pals-train configuration")
+        _BASE_CONFIGS[key] = config
+    return copy.deepcopy(_BASE_CONFIGS[key])
 
 
 def base_summary(from_run: str) -> dict:

@@ -102,8 +102,7 @@ def resolve(cfg):
     against the calculator on the model the run will build. ``ValueError`` names the problem (unknown task or
     method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching."""
     cfg = copy.deepcopy(cfg)
-    cfg.validate()
-    records = cfg.declared_records()
+    records = cfg.validate()
     trained = set(added_task_names(cfg))
     refused = [r.kind_of for r in records if r.name in trained and r.kind_of.entropy_sampling is None]
     if cfg.sampling == "mt_uncertainty" and refused:
@@ -152,7 +151,20 @@ def resolve(cfg):
     except ValueError as e:
         raise ValueError(f"max_len: {e}") from None
     check_memory(cost.params_total)
+    cfg._resolved = _resolved_key(cfg)
     return cfg
+
+
+def is_resolved(cfg) -> bool:
+    """Whether ``cfg`` is what ``resolve`` returned, unchanged since: a caller that resolved a run's config (to refuse
+    it before anything else) hands it on, and the trainer does not resolve it again (its files hashed again)."""
+    return getattr(cfg, "_resolved", None) == _resolved_key(cfg)
+
+
+def _resolved_key(cfg) -> str:
+    import json
+
+    return json.dumps(cfg.as_dict(), sort_keys=True, default=str)
 
 
 BYTES_PER_TRAINED_PARAM = 16  # fp32 weight, gradient and AdamW's two moments

@@ -103,7 +103,8 @@ class RunDir:
         if not isinstance(data, dict):
             raise ValueError(f"{self.config} is not a pals-train configuration (a JSON object)")
         try:
-            TrainConfig.from_dict(data).validate()
+            cfg = TrainConfig.from_dict(data)
+            cfg.validate(cfg.records())  # its records as it recorded them: its tasks file is not parsed again
         except (TypeError, ValueError, KeyError, AttributeError) as e:
             raise ValueError(f"{self.config} is not a pals-train configuration: {' '.join(str(e).split())}") from None
         return data

@@ -33,8 +33,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..data.glue import check_files, choose_source
-from ..data.load import load_tasks, load_tokenizer, raw_splits
+from ..data.load import TaskSplits, load_tasks, load_tokenizer, read_tasks
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import TaskSampler, make_sampler
 from ..model import MultiTaskModel
@@ -54,7 +53,7 @@ from .extend import (
 from .lock import RunLock
 from .machine_report import measured, predicted
 from .models import check_tokenizer, model_shape, tokenizer_path
-from .params import resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
+from .params import is_resolved, resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
 from .rundir import RunDir, atomic_write_json, eta_s, read_json
 from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
@@ -179,10 +178,13 @@ class _State:
 
 
 class _Run:
-    def __init__(self, cfg: TrainConfig, run: RunDir, progress: bool, on_eval: Optional[OnEval]) -> None:
+    def __init__(
+        self, cfg: TrainConfig, run: RunDir, progress: bool, on_eval: Optional[OnEval], rows: dict[str, TaskSplits]
+    ) -> None:
         import torch
 
         self.cfg, self.run, self.show_progress, self.on_eval = cfg, run, progress, on_eval
+        self.rows = rows  # every task's rows as ``check_data`` read them: tokenised by the set-up, then let go
         self.stop_flag = threading.Event()
         self.started = time.monotonic()
         self.trained = added_task_names(cfg)  # the tasks this run trains: all, or those it adds (--from)
@@ -213,6 +215,7 @@ class _Run:
         cfg = self.cfg
         self.tokenizer = load_tokenizer(tokenizer_path(cfg.model))
         self.records = {r.name: r for r in cfg.records()}
+        rows, self.rows = self.rows, {}
         self.data = load_tasks(
             [self.records[t] for t in self.trained],
             self.tokenizer,
@@ -223,6 +226,7 @@ class _Run:
             max_eval=cfg.max_eval_examples,
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
+            rows=rows,
         )
         # --from: the base run's tasks' dev sets, read as the base run read them, measured again at the end
         self.base_dev = {}
@@ -239,7 +243,9 @@ class _Run:
                 train=False,
                 cache_dir=cfg.cache_dir,
                 seed=base.get("seed", cfg.seed),
+                rows=rows,
             )
+        rows.clear()  # the texts: tokenised now (the rows' dict is the caller's too: emptied, they are let go)
         self.scales = self._scales(resume)
         sizes = {t: len(self.data[t].train) for t in self.trained}
         self.sampler: TaskSampler = make_sampler(
@@ -299,10 +305,7 @@ class _Run:
             for t, scale in out.items():
                 self.cfg.data[t]["scale"] = scale
             if self.main and self.run.config.exists():  # a run folder (the in-process steps of a test have none)
-                config = self.run.read_config()
-                for t, scale in out.items():
-                    config["data"][t]["scale"] = scale
-                atomic_write_json(self.run.config, config)
+                atomic_write_json(self.run.config, self.cfg.as_dict())  # what ``_train_in`` wrote, with the scales
         return out
 
     def _restore(self) -> None:
@@ -683,8 +686,9 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
     exception propagates. SIGTERM/SIGINT stop after the current step with a checkpoint and raise
     ``TrainingStopped``. Any other error marks the run "failed" (with the error) and propagates.
     Bad configurations raise ``ValueError`` before anything is written."""
-    cfg = resolve(cfg)
-    check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
+    if not is_resolved(cfg):  # a config the caller resolved (``pals-train`` does, to refuse it early) is not again
+        cfg = resolve(cfg)
+    rows = check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
     if cfg.from_run:
         check_base_precision(cfg.from_run, effective_precision(cfg))
     run = RunDir(cfg.out)
@@ -693,28 +697,40 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] =
         run.ensure_folder()
         lock.acquire()
     try:
-        return _train_in(cfg, run, resume, on_eval, progress)
+        return _train_in(cfg, run, resume, on_eval, progress, rows)
     finally:
         if lock is not None:
             lock.release()
 
 
-def check_data(cfg: TrainConfig) -> None:
-    """Every file there and every row of a task's own files good, before anything is written: the model's tokenizer
-    files, ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row."""
+def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
+    """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
+    ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
+    the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
+    once. A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
+    rows it measures again."""
     check_tokenizer(cfg.model)
-    records = cfg.records()
-    glue = [r.glue for r in records if r.glue is not None]
-    if glue:
-        kind, root = choose_source(cfg.glue_dir, cfg.glue_source)
-        if kind == "files":
-            check_files(root, glue)
-    for r in records:
-        if r.glue is None:
-            raw_splits(r, seed=cfg.seed)
+    trained = added_task_names(cfg)
+    kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
+    base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
+    return read_tasks(
+        cfg.records(),
+        glue_dir=cfg.glue_dir,
+        source=cfg.glue_source,
+        seed=cfg.seed,
+        seeds={t: base_seed for t in kept},
+        dev_only=kept,
+    )
 
 
-def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnEval], progress: bool) -> dict:
+def _train_in(
+    cfg: TrainConfig,
+    run: RunDir,
+    resume: bool,
+    on_eval: Optional[OnEval],
+    progress: bool,
+    rows: dict[str, TaskSplits],
+) -> dict:
     """``train`` in a folder this process owns (see ``RunDir.kind`` for what a folder may hold)."""
     if run.kind() == "run":
         if not resume:
@@ -728,7 +744,7 @@ def _train_in(cfg: TrainConfig, run: RunDir, resume: bool, on_eval: Optional[OnE
             return read_json(run.summary)
     else:
         resume = False  # nothing to continue from: a new start (a failed or killed start's files are replaced)
-    r = _Run(cfg, run, progress, on_eval)
+    r = _Run(cfg, run, progress, on_eval, rows)
     if r.main:
         run.create()
         if not resume:
