@@ -26,10 +26,10 @@ for d in "${DESIGNS[@]}"; do
     echo "$(date -u +%H:%M:%S) $method d_s=$ds: finished before, skipped"
   elif [[ -f "$out/seeds.json" ]]; then
     echo "$(date -u +%H:%M:%S) $method d_s=$ds: resuming"
-    "$PY" -m pals_core.train.cli --resume --out "$out" --jobs 2 --threads 1 --no-progress
+    "$PY" -m pals_core.cli.train --resume --out "$out" --jobs 2 --threads 1 --no-progress
   else
     echo "$(date -u +%H:%M:%S) $method d_s=$ds: training"
-    "$PY" -m pals_core.train.cli --method "$method" --d-s "$ds" "${RECIPE[@]}" --out "$out"
+    "$PY" -m pals_core.cli.train --method "$method" --d-s "$ds" "${RECIPE[@]}" --out "$out"
   fi
   mkdir -p "$RESULTS/$method-$ds"
   (cd "$out" && find . -name '*.json' -not -path '*/checkpoints/*' -not -name progress.json) | while read -r f; do
@@ -44,7 +44,7 @@ SEED2=(--tasks rte,mrpc,stsb --freeze-trunk --steps 150 --batch-size 8 --max-len
 seed2() {  # method d_s
   local out="$RUNS/$1-$2-seed-2"
   if [[ ! -f "$out/summary.json" ]]; then
-    "$PY" -m pals_core.train.cli --method "$1" --d-s "$2" "${SEED2[@]}" --out "$out" $([[ -d "$out" ]] && echo --resume) \
+    "$PY" -m pals_core.cli.train --method "$1" --d-s "$2" "${SEED2[@]}" --out "$out" $([[ -d "$out" ]] && echo --resume) \
       > "$out.log" 2>&1 || { echo "$(date -u +%H:%M:%S) $1 d_s=$2 seed 2 failed (see $out.log)"; return; }
   fi
   mkdir -p "$RESULTS/$1-$2-seed-2"

@@ -30,7 +30,7 @@ mkdir -p "$RUNS" "$RESULTS"
 single() {  # method d_s seed: one run of the recipe, copied when it finishes
   local name="$1-$2$TAG-seed-$3" out="$RUNS/$1-$2$TAG-seed-$3"
   if [[ ! -f "$out/summary.json" ]]; then
-    "$PY" -m pals_core.train.cli --method "$1" --d-s "$2" --seed "$3" "${RECIPE[@]}" --out "$out" \
+    "$PY" -m pals_core.cli.train --method "$1" --d-s "$2" --seed "$3" "${RECIPE[@]}" --out "$out" \
       $([[ -d "$out" ]] && echo --resume) > "$out.log" 2>&1 || { echo "$(date -u +%H:%M:%S) $name failed (see $out.log)"; return; }
   fi
   mkdir -p "$RESULTS/$name"

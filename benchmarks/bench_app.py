@@ -114,7 +114,11 @@ async ([want]) => {
 def browser(reps: int) -> None:
     from playwright.sync_api import sync_playwright
 
-    from pals_core.budget import PRESETS, AdapterConfig, Budget, design, parse_tasks, solve
+    from pals_core.families.shapes import PRESETS
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.budget.solver import Budget, solve
+    from pals_core.budget.costs import design
+    from pals_core.budget.tasks import parse_tasks
 
     ds = design(
         PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False

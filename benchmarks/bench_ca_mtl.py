@@ -31,8 +31,11 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pals_core.budget import AdapterConfig, Task, at_size, design  # noqa: E402
-from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.budget.tasks import Task  # noqa: E402
+from pals_core.budget.solver import at_size  # noqa: E402
+from pals_core.budget.costs import design  # noqa: E402
+from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 
 
 def trained(model, tasks, cfg: AdapterConfig) -> int:
@@ -75,7 +78,7 @@ def main(argv=None) -> int:
     import torch
 
     from pals_core.train.config import TrainConfig
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
     from pals_core.train.trainer import train
 
     torch.set_num_threads(args.threads)

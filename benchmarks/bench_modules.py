@@ -35,9 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
-from pals_core.budget import Budget, from_hf_config, parse_tasks, rows  # noqa: E402
-from pals_core.model import default_checkpoint  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.model import MultiTaskBert, default_checkpoint  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.families.shapes import from_hf_config  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,11 @@ import torch  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from bench_modules import inputs, round_robin  # noqa: E402
-from pals_core import AdapterConfig, MultiTaskModel  # noqa: E402
-from pals_core.budget import Task, from_hf_config, rows  # noqa: E402
-from pals_core.model import default_checkpoint  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.model import MultiTaskModel, default_checkpoint  # noqa: E402
+from pals_core.budget.tasks import Task  # noqa: E402
+from pals_core.families.shapes import from_hf_config  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 
 BERT_BASE = {
     "model_type": "bert",

@@ -29,13 +29,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 
-from pals_core import AdapterConfig, MultiTaskBert  # noqa: E402
-from pals_core.budget import Budget, design, evaluate, from_hf_config, parse_tasks, rows  # noqa: E402
-from pals_core.families.models import conditions_from_config
-from pals_core.pricing.config import design_label  # noqa: E402
+from pals_core.pricing.config import AdapterConfig, design_label  # noqa: E402
+from pals_core.model import MultiTaskBert  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.budget.costs import design, evaluate  # noqa: E402
+from pals_core.families.shapes import conditions_from_config, from_hf_config  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402
-from pals_core.calibrate import measure  # noqa: E402
+from pals_core.cli.calibrate import measure  # noqa: E402
 from memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402  (tests/)
 
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)

@@ -27,14 +27,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from pals_core import AdapterConfig  # noqa: E402
-from pals_core.data.load import load_tasks, load_tokenizer  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.kinds import get_kind  # noqa: E402
-from pals_core.tasks.glue import GLUE_TASKS  # noqa: E402
+from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
-from pals_core.train.models import tokenizer_path  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 from pals_core.train.trainer import train  # noqa: E402
 
@@ -100,7 +99,8 @@ def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
     Accelerate) against the bare step on the same batch. Alternating every step cancels the drift of
     a shared machine that whole-run comparisons suffer from."""
     from pals_core.train.rundir import RunDir
-    from pals_core.train.trainer import _Run, resolve
+    from pals_core.train.trainer import _Run
+    from pals_core.train.params import resolve
 
     cfg = resolve(cfg)
     r = _Run(cfg, RunDir(cfg.out), False, None)

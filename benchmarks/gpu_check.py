@@ -58,14 +58,17 @@ import torch  # noqa: E402
 
 import bench_serving  # noqa: E402  (the serving benchmark's design, model and calculator speed-up)
 from bench_modules import inputs  # noqa: E402
-from pals_core import AdapterConfig, MultiTaskModel  # noqa: E402
-from pals_core.budget import Budget, from_hf_config, parse_tasks, rows  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.families.shapes import from_hf_config, conditions_from_config  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 from pals_core.budget.machine import Machine  # noqa: E402
-from pals_core.families.models import conditions_from_config  # noqa: E402
 from pals_core.footprint.timing import load_profile  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402
-from pals_core.train.models import tiny_config_dict  # noqa: E402
+from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.trainer import make_accelerator, make_optimizer  # noqa: E402
 
 DESIGNS = [  # (method, location, freeze_trunk): the trunk setting given explicitly, whatever a method's default
@@ -278,8 +281,8 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
 
     from pals_core.data.load import label_array, raw_splits
     from pals_core.data.metrics import task_scores
-    from pals_core.predict_cli import main as pals_predict
-    from pals_core.tasks.glue import GLUE_TASKS, glue_record
+    from pals_core.cli.predict import main as pals_predict
+    from pals_core.tasks.glue_tasks import GLUE_TASKS, glue_record
 
     scores = {}
     for name in summary["scores"]:
@@ -305,7 +308,7 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
 def stopped_and_resumed(argv, out):
     """The same run stopped at its first evaluation, then resumed (``--resume``) from that checkpoint: the trainer's
     restore of weights, AdamW state and RNGs onto the device. Returns the resumed run's summary."""
-    from pals_core.train.cli import build_parser, config_from_args
+    from pals_core.train.args import build_parser, config_from_args
     from pals_core.train.trainer import train
 
     argv = [*argv]
@@ -326,7 +329,7 @@ def stopped_and_resumed(argv, out):
 
 
 def end_to_end(args, device, work):
-    from pals_core.train.cli import main as pals_train
+    from pals_core.cli.train import main as pals_train
 
     run = work / "run"
     argv = [

@@ -29,13 +29,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Union
 
-from pals_core.budget import AdapterConfig, CONVENTIONS, PRESETS, Budget, parse_tasks, resolve_layers
-from pals_core.pricing.config import format_location
+from pals_core.pricing.config import AdapterConfig, format_location
+from pals_core.budget.costs import CONVENTIONS
+from pals_core.families.shapes import PRESETS, ALIASES
+from pals_core.budget.solver import Budget, budget_from_flags
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.methods import resolve_layers, parse_methods
 from pals_core.footprint.constraints import CONSTRAINTS
 from pals_core.flags import flags_of
-from pals_core.budget.methods import parse_methods
-from pals_core.families.models import ALIASES
-from pals_core.budget.solver import budget_from_flags
 from pals_core.pricing.units import parse_positive_int
 
 from .inputs import (

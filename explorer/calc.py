@@ -8,22 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from pals_core.budget import (
-    AdapterConfig,
-    BaseModel,
-    Cost,
-    Design,
-    Task,
-    at_size,
-    breakdown,
-    design,
-    get_method,
-    rows,
-    solve,
-    sort_rows,
-)
-from pals_core.budget.recommend import Key, key_of, label, step_slowdowns  # noqa: F401 (the page's names for them)
-from pals_core.budget.table import Rows
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.costs import Cost, Design, breakdown, design
+from pals_core.budget.tasks import Task
+from pals_core.budget.solver import at_size, solve
+from pals_core.methods.registry import get_method
+from pals_core.budget.table import rows, sort_rows, Rows
+from pals_core.budget.recommend import Key, key_of, step_slowdowns
 from pals_core.budget.series import (
     ScalingPoint,
     SizePoint,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import shlex
 
-from pals_core.supervise.runs import TRAIN_MODULE, command, launch_argv  # noqa: F401  (what the launcher runs)
-from pals_core.train.args import UsageError, build_parser, config_from_args
+from pals_core.supervise.runs import TRAIN_MODULE
+from pals_core.flags import UsageError
+from pals_core.train.args import build_parser, config_from_args
 from pals_core.train.config import TrainConfig
 from pals_core.train.params import resolve
 

@@ -10,20 +10,22 @@ from typing import Mapping, Optional
 
 import streamlit as st
 
-from pals_core.budget import DEFAULT_SEQ_LEN, Budget, Cost, base_params, display, get_method, paper_reproduction
+from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params, embedding_params, flops_ratio
+from pals_core.budget.solver import Budget
+from pals_core.budget import display, recommend
+from pals_core.methods.registry import get_method
+from pals_core.budget.paper import paper_reproduction
 from pals_core.footprint.constraints import BY_FIELD
-from pals_core.budget.families import get_family
-from pals_core.budget.costs import embedding_params, flops_ratio
+from pals_core.families.registry import get_family
 from pals_core.budget.series import budget_used
 from pals_core.pricing.units import human
 
-from pals_core.budget import recommend
 
 from . import calc, tables
 from .figures import breakdown, design_space, scaling, size_curves
 from .figures.paper import paper_figure
 from .address import link_budget
-from .calc import Key, key_of, label
+from pals_core.budget.recommend import Key, key_of, label
 from .inputs import Inputs
 from .machine_view import machine_of_key, page_machine, page_machine_key, priced
 

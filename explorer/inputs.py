@@ -8,7 +8,7 @@ routes the widget values to it.
 The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
 implementation: ``pals_core.pricing.activations.Conditions``) from the same source as its shape — a preset's
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
-the trainer reads (``pals_core.train.models.model_conditions``) — so every view that prices memory or step time
+the trainer reads (``pals_core.train.base_model.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
 
 The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
@@ -30,33 +30,25 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from pals_core.budget import (
-    AdapterConfig,
-    CONVENTIONS,
-    DEFAULT_SEQ_LEN,
-    METHODS,
-    PAPER_TASKS,
-    PRESETS,
-    BaseModel,
-    Budget,
-    Task,
-    default_seq_len,
-    from_hf_config,
-    get_method,
-    parse_tasks,
-    resolve_layers,
-)
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_record, glue_name
+from pals_core.families.shapes import PRESETS, from_hf_config, ALIASES, conditions_for_model, conditions_from_config
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import Task, parse_tasks, tasks_of_records
+from pals_core.budget.methods import resolve_layers
 from pals_core.pricing.activations import Conditions
 from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.flags import flags_of
 from pals_core.budget.machine import Machine
-from pals_core.families.models import ALIASES, EMBEDDED_MODEL, conditions_for_model, conditions_from_config
-from pals_core.budget.tasks import tasks_of_records
-from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
-from pals_core.tasks.glue import glue_name
-from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
-from pals_core.train.models import TINY as TINY_MODEL, model_conditions, model_shape
+from pals_core.families.bert.presets import EMBEDDED_MODEL
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.taskfile import read_tasks_file, MAX_TASKS_FILE_BYTES
+from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.train.base_model import model_conditions, model_shape
 from pals_core.atomic import atomic_write_text
 
 UPLOAD = "upload a config.json…"

@@ -16,14 +16,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pals_core.budget import Cost, display
+from pals_core.budget.costs import Cost
+from pals_core.budget import display
 from pals_core.budget.machine import Machine, default_device, resources, supported
 from pals_core.footprint.memory import PRECISIONS
 from pals_core.footprint.timing import builtin_devices, local_profile_path
 
 from .figures.legibility import readable_labels
 from .figures.style import location_symbol, method_color
-from .calc import design_of, key_of, label
+from .calc import design_of
+from pals_core.budget.recommend import label, key_of
 from .inputs import Inputs
 
 PARTS = ("weights", "gradients", "optimizer", "activations")

@@ -18,14 +18,14 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from pals_core.budget import Cost
+from pals_core.budget.costs import Cost
 
-from pals_core import measured
+from pals_core import measured, results, score_model
 from pals_core.budget import recommend
-from pals_core import results, score_model
 
 from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
-from .calc import key_of, label
+from pals_core.budget.recommend import key_of, label
+from pals_core.supervise.children import reap_children
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
@@ -132,7 +132,7 @@ def _read_link() -> Optional[address.FromLink]:
 
 def main() -> None:
     st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
-    runs_view.registry.reap_children()  # a run that ended is collected on the next redraw, whatever the view
+    reap_children()  # a run that ended is collected on the next redraw, whatever the view
     link = _read_link()
     sidebar.init_state(link.widgets if link else {})
     st.session_state.setdefault("view", "designs")

@@ -18,7 +18,7 @@ from pals_core.measured import default_roots
 from pals_core.supervise.runs import launch
 from pals_core.train.config import TrainConfig
 
-from .calc import label
+from pals_core.budget.recommend import label
 from .figures.style import Fig, location_dash, method_color, styled
 from .inputs import files_stamp
 

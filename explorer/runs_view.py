@@ -1,5 +1,5 @@
 """The runs: live progress and ETA, cancel, resume, errors with the log tail, the table of runs; and the
-measured trade-off (dev score vs task-specific parameters) for the question's model and tasks. Read from disk on every draw (``registry``), and
+measured trade-off (dev score vs task-specific parameters) for the question's model and tasks. Read from disk on every draw (``pals_core.supervise.runs``), and
 redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 
 from __future__ import annotations
@@ -11,20 +11,20 @@ from typing import Optional, Sequence
 import pandas as pd
 import streamlit as st
 
-from pals_core.budget import Cost
+from pals_core.budget.costs import Cost
 from pals_core.pricing.config import design_label
 
 from pals_core import measured
-from pals_core.data.glue import missing_files, resolve_glue_dir
+from pals_core.data.glue_rows import missing_files, resolve_glue_dir
 
-from . import registry
 from .figures.measured import measured_figure, measured_ranking_figure
 from .tables import runs_frame
-from .calc import key_of
-from pals_core.tasks import TaskRecord
+from pals_core.budget.recommend import key_of
+from pals_core.tasks.record import TaskRecord
 
 from .inputs import EMBEDDED, Inputs, files_stamp, one_line
-from .registry import ACTIVE, Run
+from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
+from pals_core.supervise.roots import runs_root
 
 REFRESH_S = 2.0
 UNREADABLE = "unreadable"  # a run's status when its summary.json cannot be read (the reason is in its row)
@@ -87,7 +87,7 @@ def _active(run: Run) -> None:
                 "A process holds this folder that the explorer cannot prove is its trainer: not cancellable here."
             )
         elif st.button("Cancel", key=f"cancel::{run.id}", help="SIGTERM to the process training this run"):
-            if registry.cancel(run):
+            if cancel(run):
                 st.toast(f"Cancelling {run.id}")
             st.rerun(scope="app")
 
@@ -109,7 +109,7 @@ def _problem(run: Run) -> None:
             help="pals-train --resume in this folder, with the settings of its config.json",
         ):
             try:
-                registry.resume(run)
+                resume(run)
             except (ValueError, OSError) as e:
                 st.error(f"Could not resume: {e}")
             else:
@@ -200,8 +200,8 @@ def _guarded(draw, what) -> None:
 
 
 def body(was_active: bool) -> None:
-    root = registry.runs_root()
-    runs = registry.list_runs(root)
+    root = runs_root()
+    runs = list_runs(root)
     active = [r for r in runs if r.status in ACTIVE]
     if bool(active) != was_active:
         st.rerun(scope="app")  # start or stop the timer
@@ -235,7 +235,7 @@ def runs_table(runs: Sequence[Run], problems: dict[str, str]) -> pd.DataFrame:
 
 
 def render() -> None:
-    runs = registry.list_runs()
+    runs = list_runs()
     was_active = any(r.status in ACTIVE for r in runs)
     st.fragment(body, run_every=REFRESH_S if was_active else None)(was_active)
 
@@ -264,7 +264,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
     if not results:
         st.info(
             f"No finished run of {inp.model.name} on exactly {', '.join(tasks)}{source} yet (in "
-            f"`{registry.runs_root()}` or benchmarks/results). Launch one from the Train view."
+            f"`{runs_root()}` or benchmarks/results). Launch one from the Train view."
         )
         return
     if inp.tasks_file:

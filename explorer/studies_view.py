@@ -3,7 +3,7 @@
 Layout only: the leaderboard, counts and figures all come from ``studies.report``; the storage from
 ``studies.storage``. ``render(storage_url)`` can be called from any streamlit page (``app.py``'s Studies tab).
 Starting, stopping and resuming study workers from the page is ``studies.workers`` (the argument list) and
-``pals_core.supervise.workers`` (the process rules of training runs), both through ``explorer.study_workers``; this
+``pals_core.supervise.workers`` (the process rules of training runs), which this view calls directly; this
 file only draws the form and the workers' table.
 """
 
@@ -17,20 +17,22 @@ import pandas as pd
 import streamlit as st
 
 from pals_core.budget.machine import Machine
-from pals_core.families.models import EMBEDDED_MODEL
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.flags import flags_of
 from pals_core.footprint.constraints import CONSTRAINTS
 from pals_core.footprint.memory import PRECISIONS
-from studies import report
+from studies import report, workers as studies_workers
 from studies.definitions import DEFINITIONS
 from studies.errors import StudyError
 from studies.runner import machine_text
 from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, SETTINGS_ATTR, StudySettings
 from studies.storage import NoStudies, load, masked, open_storage, study_names
 
-from . import study_workers
 from .inputs import EMBEDDED, LOCAL, TINY
 from .machine_view import devices
+from pals_core.supervise.roots import workers_root
+from pals_core.supervise.workers import list_workers, stop
+from studies.workers import absolute_storage, resume, settings_from_form
 
 CHART = {"displaylogo": False}
 FIGURE_TITLES = {
@@ -208,7 +210,7 @@ def render_start_form(storage_url: str, inp=None) -> None:
         submitted = st.form_submit_button("Start")
     if submitted:
         try:
-            settings = study_workers.settings_from_form(
+            settings = settings_from_form(
                 definition,
                 tasks=tasks,
                 model=models[model],
@@ -220,7 +222,7 @@ def render_start_form(storage_url: str, inp=None) -> None:
                 max_examples=int(examples) or None,
                 machine=machine,
             )
-            worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
+            worker = studies_workers.start(settings, storage_url, name.strip() or definition, int(trials))
         except (ValueError, OSError) as e:  # the worker's start says a StudyError as a ValueError
             st.error(f"Could not start the study: {e}")
         else:
@@ -229,10 +231,10 @@ def render_start_form(storage_url: str, inp=None) -> None:
 
 def render_workers() -> None:
     """Every worker started from this page (read from disk each time): status, and Stop / Resume."""
-    workers = study_workers.list_workers()
+    workers = list_workers()
     if not workers:
         return
-    st.markdown(f"**Study workers** (folders in `{study_workers.workers_root()}`)")
+    st.markdown(f"**Study workers** (folders in `{workers_root()}`)")
     for w in workers:
         c = st.columns([5, 2, 1, 1])
         code = "" if w.exit_code is None else f", exit status {w.exit_code}"
@@ -240,13 +242,13 @@ def render_workers() -> None:
         c[1].markdown(f"**{w.status}**" + (f" (pid {w.owner})" if w.owner else code))
         if w.alive and c[2].button("Stop", key=f"study_worker_stop_{w.id}"):
             try:
-                study_workers.stop(w)
+                stop(w)
             except OSError as e:
                 st.error(f"Could not stop {w.id}: {e}")
             st.rerun()
         if not w.alive and w.status != "finished" and c[3].button("Resume", key=f"study_worker_resume_{w.id}"):
             try:
-                study_workers.resume(w)
+                resume(w)
             except (ValueError, OSError) as e:
                 st.error(f"Could not resume {w.id}: {e}")
             else:
@@ -280,10 +282,7 @@ def missing_sqlite_file(url: str) -> Optional[str]:
 
 def _creating(storage_url: str) -> bool:
     """Whether a worker started from this page is alive on this storage (it creates the file in a moment)."""
-    return any(
-        w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
-        for w in study_workers.list_workers()
-    )
+    return any(w.alive and w.get("storage") == absolute_storage(storage_url) for w in list_workers())
 
 
 def pals_study(study) -> bool:

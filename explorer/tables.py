@@ -93,7 +93,7 @@ def table_csv(frame: pd.DataFrame) -> str:
 
 
 def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
-    """Runs (dicts from ``registry.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
+    """Runs (dicts from ``pals_core.supervise.runs.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
     thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
     ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
     cols = [

@@ -18,11 +18,11 @@ from typing import Optional, Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from pals_core.data.profile import profile_task, tokenizer_of
-from pals_core.families.models import EMBEDDED_MODEL
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.kinds import get_kind
-from pals_core.tasks import TaskRecord
+from pals_core.tasks.record import TaskRecord
 
 from .inputs import Inputs, TASKS_FILE, files_stamp, one_line
 

@@ -24,18 +24,25 @@ from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import AdapterConfig, Cost, Task, display, get_method, glue_task
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.costs import Cost
+from pals_core.budget.tasks import Task, glue_task
+from pals_core.budget import display
+from pals_core.methods.registry import get_method
 from pals_core.budget.methods import TRUNK_WORDS, trunk_frozen
-from pals_core.data.glue import check_files, hub_allowed, missing_files, resolve_glue_dir
+from pals_core.data.glue_rows import check_files, hub_allowed, missing_files, resolve_glue_dir
 from pals_core.pricing.limits import MAX_D_S
-from pals_core.tasks import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
-from pals_core.tasks.glue import GLUE_TASKS
-from pals_core.train.models import TINY as TINY_MODEL, model_shape
+from pals_core.tasks.glue_tasks import GLUE_TASKS
+from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.train.base_model import model_shape
 
-from . import calc, commands, registry, tasks_view
-from .calc import key_of, label
+from . import calc, commands, tasks_view
+from pals_core.budget.recommend import key_of, label
 from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
+from pals_core.supervise.roots import runs_root
+from pals_core.supervise.runs import ACTIVE, command, launch, list_runs, new_run_id
 
 MODELS = {
     EMBEDDED: "",
@@ -51,7 +58,7 @@ SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model",
 
 
 def trainable_tasks() -> list[str]:
-    """The GLUE tasks the trainer knows (``pals_core.tasks.glue.GLUE_TASKS``)."""
+    """The GLUE tasks the trainer knows (``pals_core.tasks.glue_tasks.GLUE_TASKS``)."""
     return list(GLUE_TASKS)
 
 
@@ -91,7 +98,7 @@ def price_training(
     d_s: Optional[int],
     freeze_trunk: Optional[bool] = None,
 ) -> Priced:
-    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``), the
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.base_model.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)
@@ -315,7 +322,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
             adapter=adapter,
             model=model or None,
             tasks_file=tasks_file,
-            out=str(registry.runs_root() / (name or "check")),
+            out=str(runs_root() / (name or "check")),
             budget=None,
             steps=steps,
             batch_size=batch,
@@ -329,7 +336,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
         )
         cfg = commands.check_with_trainer(cfg)
         if name:
-            registry.new_run_id(cfg, name)  # checks the name
+            new_run_id(cfg, name)  # checks the name
         return cfg, priced, None, name
     except ValueError as e:
         return None, None, str(e), name
@@ -390,7 +397,7 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
         return
     st.caption(
         f"Design: **{label(key_of(chosen))}** — a real multi-task run of `pals-train` in the background; "
-        f"its files go to `{registry.runs_root()}/<run id>/` ($PALS_RUNS_DIR)."
+        f"its files go to `{runs_root()}/<run id>/` ($PALS_RUNS_DIR)."
     )
     notice = st.container()  # what stops a launch is said above the form, where a first visit reads first
     spec, priced, error, name = build_spec(inp, chosen)
@@ -436,10 +443,10 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
                 on_click=use_example_tasks,
             ):
                 st.rerun(scope="app")  # the sidebar's question changed: the whole page follows it
-    out = str(registry.runs_root() / (name or "<run id>"))
+    out = str(runs_root() / (name or "<run id>"))
     st.markdown("The same run from a shell:")
     shown = spec.with_(out=out)
-    st.code(commands.command(shown), language="bash", wrap_lines=True)
+    st.code(command(shown), language="bash", wrap_lines=True)
     with st.expander("On several GPUs (accelerate launch / torchrun)"):
         gpus = int(st.number_input("GPUs", min_value=1, max_value=64, value=2, key="train_gpus"))
         st.code(commands.accelerate_command(shown, gpus), language="bash", wrap_lines=True)
@@ -453,7 +460,7 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
     ):
         try:
             check_data(spec)
-            run = registry.launch(spec, name=name)
+            run = launch(spec, name=name)
         except (ValueError, OSError) as e:
             st.error(f"Could not launch: {e}")
         else:
@@ -461,8 +468,8 @@ def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
             st.rerun(scope="app")
     last = st.session_state.get("last_launched")
     if last:
-        run = next((r for r in registry.list_runs() if r.id == last), None)
-        if run is not None and run.status in registry.ACTIVE:
+        run = next((r for r in list_runs() if r.id == last), None)
+        if run is not None and run.status in ACTIVE:
             st.success(f"Launched run **{run.id}** (pid {run.pid}): {run.status}. Its progress is in Runs & measured.")
         else:
             st.session_state.pop("last_launched", None)

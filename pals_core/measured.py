@@ -32,11 +32,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .budget import get_method
-from .results import DEPTH, SCALE, Run, read_summary, runs
-from .results import read_or_none as _read
-from .results import summary_files as _summary_files
-from .tasks import TaskRecord
+from .methods.registry import get_method
+from .results import DEPTH, SCALE, Run, read_summary, runs, read_or_none as _read, summary_files as _summary_files
+from .tasks.record import TaskRecord
 from .train.aggregate import compare
 
 from .budget.recommend import Key, Score, label
@@ -263,10 +261,10 @@ def majority_average(
     """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
-    from pals_core.data.glue import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
+    from pals_core.data.glue_rows import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
     from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
     from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
-    from pals_core.tasks import glue_record  # late: with the data path above
+    from pals_core.tasks.glue_tasks import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
     if not records:

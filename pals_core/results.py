@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 from .atomic import read_json_file
 
 if TYPE_CHECKING:
-    from .tasks import TaskRecord
+    from .tasks.record import TaskRecord
 
 SCALE = 100.0  # summaries hold fractions; the page and the CLI show 0–100
 DEPTH = 3  # run folders searched: <root>/<run>, a --seeds run's <root>/<run>/seed-<k>, a sweep's <root>/<sweep>/<design>/seed-<k>

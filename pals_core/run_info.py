@@ -16,15 +16,16 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .atomic import read_json
-from .budget import check_config
+from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
 from .forward import PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
-from .tasks import TaskRecord, records_of_config
+from .tasks.record import TaskRecord
+from .tasks import records_of_config
 from .train.config import _positive_int
-from .train.models import model_shape
+from .train.base_model import model_shape
 
 
 @dataclass

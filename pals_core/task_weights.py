@@ -19,7 +19,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .atomic import atomic_write
-from .budget import AdapterConfig, check_config
+from .pricing.config import AdapterConfig
+from .budget.methods import check_config
 
 FORMAT = "pals-explorer-task/1"
 _GROUPS = {"adapters": "adapter", "heads": "head", "poolers": "pooler"}

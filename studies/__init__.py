@@ -4,9 +4,3 @@ parameter budget. Each trial is a real multi-task training run (``pals_core.trai
 from the calculator (``pals_core.budget``). Command line: ``pals-study`` (``studies.cli``); figures and tables:
 ``studies.report``; storage and distributed workers: ``studies.storage``, ``studies.runner``.
 """
-
-from .definitions import DEFINITIONS, Definition, get_definition
-from .errors import StudyError
-from .settings import StudySettings
-
-__all__ = ["DEFINITIONS", "Definition", "StudyError", "StudySettings", "get_definition"]

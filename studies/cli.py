@@ -29,17 +29,17 @@ import sys
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from pals_core.budget import AdapterConfig
-from pals_core.budget.families import get_family
+from pals_core.pricing.config import AdapterConfig
+from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine, default_device
 from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
-from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
+from pals_core.data.glue_rows import GlueDataError, check_files, resolve_glue_dir
 from pals_core.data.samplers import SAMPLERS
 from pals_core.flags import OneLineParser, add_flags, given_values
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
-from pals_core.tasks.glue import parse_task_list
-from pals_core.train.models import TINY
+from pals_core.tasks.glue_tasks import parse_task_list
+from pals_core.data.load import TINY
 from pals_core.train.seeds import parse_seeds
 
 from .definitions import DEFINITIONS, get_definition

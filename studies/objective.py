@@ -221,7 +221,7 @@ class Objective:
         seed loop (``seeds.run_seeds``: its layout, so ``pals-train --resume --out <run_dir>`` also continues it); the
         first seed's run reports to the pruner. Returns the aggregate summary (``pals_core.train.aggregate``): mean,
         sample std, 95 % t-interval."""
-        from pals_core.train.trainer import resolve  # late: loads torch
+        from pals_core.train.params import resolve  # late: loads torch
 
         plan = SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
         if not (resume and SeedsPlan.held_in(cfg.out)):

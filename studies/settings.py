@@ -28,11 +28,13 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
-from pals_core.budget import AdapterConfig, Budget, parse_tasks
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import parse_tasks, Task
 from pals_core.budget.machine import Machine
-from pals_core.budget.tasks import Task
 from pals_core.flags import flags_of
-from pals_core.tasks import TaskRecord, glue_record
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.glue_tasks import glue_record
 from pals_core.train.seeds import parse_seeds
 from pals_core.kinds import DEFAULT_KIND
 

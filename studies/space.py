@@ -16,24 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional, Sequence
 
-from pals_core.budget import (
-    METHODS,
-    AdapterConfig,
-    BaseModel,
-    Budget,
-    Cost,
-    at_size,
-    design,
-    get_method,
-    parse_tasks,
-    rows,
-    solve,
-)
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.config import AdapterConfig, design_label
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.solver import Budget, at_size, solve
+from pals_core.budget.costs import Cost, design
+from pals_core.budget.tasks import parse_tasks, Task
+from pals_core.budget.table import rows
 from pals_core.budget.machine import Machine, check_supported, constrain
-from pals_core.budget.tasks import Task
 from pals_core.pricing.activations import Conditions
-from pals_core.pricing.config import design_label
-from pals_core.train.models import model_shape as _shape
+from pals_core.train.base_model import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
 #: GLUE names (GLUE's label counts)

@@ -17,7 +17,8 @@ import os
 from typing import Optional, Sequence
 
 from pals_core.data.load import describe_data
-from pals_core.tasks import TaskRecord, resolve_records
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks import resolve_records
 from pals_core.tasks.rows import read_rows
 from pals_core.train.config import data_differences
 

@@ -83,7 +83,7 @@ def here(capsys, monkeypatch):
 @pytest.fixture
 def pals_train(here):
     """``pals-train ARGS --no-progress`` in this process (``here``): ``pals_train(*args, cwd=folder)``."""
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     return lambda *args, cwd: here(main, *args, "--no-progress", cwd=cwd)
 

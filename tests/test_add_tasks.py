@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from pals_core import MultiTaskModel
-from pals_core.budget import AdapterConfig
-from pals_core.train.cli import main as train_main
+from pals_core.model import MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
+from pals_core.cli.train import main as train_main
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train
 from test_predict import own_tasks
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.train.cli import main as train_main
+from pals_core.cli.train import main as train_main
 from test_add_tasks import base  # noqa: F401  (the module's trained base run: intent, score; tags added later)
 
 

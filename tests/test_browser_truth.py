@@ -184,7 +184,7 @@ def test_a_first_visit_is_offered_the_example_tasks_and_an_invitation_to_study(f
 @pytest.fixture(scope="module")
 def measured_visit(tmp_path_factory, glue_dir):
     """The app with four measured runs of the question's model and tasks (their summaries), and the GLUE folder."""
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
 
     tmp = tmp_path_factory.mktemp("measured-visit")
@@ -293,7 +293,7 @@ def test_the_train_form_starts_at_the_tasks_p95_and_its_labels_are_whole(measure
     from playwright.sync_api import expect, sync_playwright
 
     from pals_core.data.profile import profile_tasks
-    from pals_core.tasks import read_tasks_file
+    from pals_core.tasks.taskfile import read_tasks_file
 
     url, _ = measured_visit
     tasks = ROOT / "examples" / "tasks" / "tasks.yaml"

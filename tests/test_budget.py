@@ -8,22 +8,16 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pals_core.budget import (
-    METHODS,
-    PRESETS,
-    AdapterConfig,
-    BaseModel,
-    Budget,
-    at_size,
-    base_params,
-    design,
-    forward_flops,
-    paper_reproduction,
-    parse_tasks,
-    resolve_layers,
-    rows,
-    solve,
-)
+from pals_core.methods.registry import METHODS
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.solver import Budget, at_size, solve
+from pals_core.budget.costs import base_params, design, forward_flops
+from pals_core.budget.paper import paper_reproduction
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.methods import resolve_layers
+from pals_core.budget.table import rows
 from pals_core.pricing.units import parse_count
 
 BERT = PRESETS["bert-base-uncased"]
@@ -264,7 +258,7 @@ def test_trained_parameters_with_a_frozen_trunk():
 @pytest.mark.parametrize("method", list(METHODS))
 def test_smallest_budget_is_where_a_design_first_fits(method, kind):
     """At the smallest budget the design fits at its smallest valid size; just below it, it does not."""
-    from pals_core.budget import smallest_budget
+    from pals_core.budget.solver import smallest_budget
 
     m = METHODS[method]
     cfg = AdapterConfig(method=method, location="top" if m.within else None, heads=4)

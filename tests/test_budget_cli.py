@@ -7,19 +7,19 @@ import sys
 
 import pytest
 
-from pals_core.budget_cli import main
+from pals_core.cli.budget import main
 
 
 def run(*args):
     return subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "pals_core.cli.budget", *args], capture_output=True, text=True, timeout=60
     )
 
 
 def test_budget_never_imports_torch():
     code = (
         "import sys, pals_core.budget, pals_core\n"
-        "from pals_core.budget_cli import run\n"
+        "from pals_core.cli.budget import run\n"
         "run(['--tasks', '8', '--budget', '1.13']); run(['--paper'])\n"
         "heavy = [m for m in ('torch', 'transformers', 'numpy', 'pandas') if m in sys.modules]\n"
         "assert not heavy, heavy"
@@ -260,7 +260,7 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(columns):
 
     env = {**os.environ, "COLUMNS": columns}
     p = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--tasks", "8", "--budget", "1.13"],
         capture_output=True,
         text=True,
         env=env,
@@ -270,7 +270,7 @@ def test_the_table_fits_the_terminal_and_wide_shows_every_column(columns):
     assert max(len(line) for line in p.stdout.splitlines()) <= int(columns)
     assert "method" in p.stdout and "fits" in p.stdout and "× base" in p.stdout
     wide = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--tasks", "8", "--budget", "1.13", "--wide"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--tasks", "8", "--budget", "1.13", "--wide"],
         capture_output=True,
         text=True,
         env=env,

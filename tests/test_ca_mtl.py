@@ -13,11 +13,15 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert
 import torch.nn.functional as F
 
 from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
-from pals_core.budget import at_size, design, from_hf_config, parse_tasks
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import design
+from pals_core.families.shapes import from_hf_config
+from pals_core.budget.tasks import parse_tasks
 from pals_core.data.mt_uncertainty import (
     MTUncertaintySampler,
     fill_regression,

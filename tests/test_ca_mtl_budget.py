@@ -2,21 +2,15 @@
 
 import pytest
 
-from pals_core.budget import (
-    AdapterConfig,
-    BaseModel,
-    Budget,
-    at_size,
-    base_params,
-    breakdown,
-    check_config,
-    design,
-    parse_tasks,
-    rows,
-    solve,
-)
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.shape import BaseModel
+from pals_core.budget.solver import Budget, at_size, solve
+from pals_core.budget.costs import base_params, breakdown, design
+from pals_core.budget.methods import check_config
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.pricing.method import bert_layer_flops
-from pals_core.budget_cli import main as budget_main
+from pals_core.cli.budget import main as budget_main
 
 # d = 10, L = 4, d_ff = 20, V + P + Y = 68
 TINY = BaseModel("t", hidden=10, layers=4, heads=2, intermediate=20, vocab=50, positions=16, token_types=2)
@@ -63,7 +57,7 @@ def test_exact_counts_by_hand():
 
 def test_released_bert_base_with_the_8_glue_tasks_is_129_235_232():
     """CA-MTL built as released, BERT-base, the 8 GLUE tasks, d_s = d/3 = 256."""
-    from pals_core.budget import load_model
+    from pals_core.families.shapes import load_model
 
     [row] = rows(load_model("bert-base-uncased"), parse_tasks(8), methods=["ca_mtl"], location="all", d_s=256)
     assert row.location == "all" and row.params_total == 129_235_232

@@ -8,7 +8,7 @@ import pytest
 @pytest.mark.parametrize("out, needle", [("", "--out is empty"), ("FOLDER", "is a folder")])
 def test_calibrate_refuses_a_bad_out_before_measuring_and_leaves_nothing(tmp_path, monkeypatch, capsys, out, needle):
     """`pals-calibrate --out ""` silently overwrote the default profile; a failed --out left DIR.tmp behind."""
-    from pals_core import calibrate
+    from pals_core.cli import calibrate
 
     default = tmp_path / "default.json"
     default.write_text("{}")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.budget_cli import main as pals_budget
-from pals_core.export.cli import main as pals_export
-from pals_core.predict_cli import main as pals_predict
-from pals_core.tasks_cli import main as pals_tasks
+from pals_core.cli.budget import main as pals_budget
+from pals_core.cli.export import main as pals_export
+from pals_core.cli.predict import main as pals_predict
+from pals_core.cli.tasks import main as pals_tasks
 from tiny_models import tiny_config_json, train_tiny_run
 
 BIN = Path(sys.executable).parent
@@ -121,7 +121,7 @@ def test_add_tasks_on_another_model_is_one_line(run, tmp_path, pals_train):
     from transformers import AutoConfig, AutoModel
 
     from pals_core.data.load import minilm_path
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.train.base_model import tiny_config_dict
 
     fields = {k: v for k, v in tiny_config_dict().items() if k != "model_type"}
     fields.update(hidden_size=64, intermediate_size=128)
@@ -240,15 +240,15 @@ def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tm
 @pytest.mark.parametrize(
     "module, argv, prog",
     [
-        ("pals_core.budget_cli", ["--budget"], "pals-budget"),
-        ("pals_core.train.cli", ["--steps"], "pals-train"),
-        ("pals_core.train.cli", ["--seeds"], "pals-train"),  # read before the trainer's parser, by the same one
+        ("pals_core.cli.budget", ["--budget"], "pals-budget"),
+        ("pals_core.cli.train", ["--steps"], "pals-train"),
+        ("pals_core.cli.train", ["--seeds"], "pals-train"),  # read before the trainer's parser, by the same one
         ("studies.cli", ["run", "design", "--trials"], "pals-study"),
-        ("pals_core.predict_cli", ["run", "--out"], "pals-predict"),
-        ("pals_core.tasks_cli", ["tasks.yaml", "--glue-dir"], "pals-tasks"),
-        ("pals_core.export.cli", ["run", "--format"], "pals-export"),
-        ("pals_core.supervise.cli", ["list", "--root"], "pals-runs"),
-        ("pals_core.calibrate", ["--out"], "pals-calibrate"),
+        ("pals_core.cli.predict", ["run", "--out"], "pals-predict"),
+        ("pals_core.cli.tasks", ["tasks.yaml", "--glue-dir"], "pals-tasks"),
+        ("pals_core.cli.export", ["run", "--format"], "pals-export"),
+        ("pals_core.cli.runs", ["list", "--root"], "pals-runs"),
+        ("pals_core.cli.calibrate", ["--out"], "pals-calibrate"),
     ],
 )
 def test_a_flag_without_its_value_is_one_line_in_every_command(module, argv, prog, capsys):

@@ -17,14 +17,18 @@ from transformers import BertConfig
 
 from explorer import address, calc
 from explorer.inputs import TINY, RawInputs, bound_key, parse_bound, parse_inputs
-from pals_core.budget import AdapterConfig, Budget, design, evaluate, from_hf_config, parse_tasks, rows
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import design, evaluate
+from pals_core.families.shapes import from_hf_config, PRESETS
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
-from pals_core.budget_cli import build_parser, run
+from pals_core.cli.budget import build_parser, run
 from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
 from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
 from pals_core.footprint.memory import inference_activation_bytes, memory_infer
-from pals_core.families.models import PRESETS
 from memory_probe import inference_peak_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +58,7 @@ def test_a_bound_reads_the_same_from_the_cli_the_sidebar_and_the_address(field, 
 
 @pytest.mark.parametrize("field,text", [(f, t) for f in BAD for t in BAD[f]])
 def test_a_bad_bound_is_one_line_everywhere(field, text, capsys):
-    from pals_core.budget_cli import main
+    from pals_core.cli.budget import main
 
     flag = f"--{field.replace('_', '-')}"
     assert main(["--budget", "1.1", f"{flag}={text}"]) == 2
@@ -203,7 +207,7 @@ def test_a_fixed_design_study_takes_the_serving_bound(tmp_path, capsys):
     one line naming serving memory, exit 2."""
     import optuna
 
-    from pals_core.train.models import model_conditions, model_shape
+    from pals_core.train.base_model import model_conditions, model_shape
     from studies.cli import main
 
     common = ["--model", "tiny", "--tasks", "rte,mrpc", "--batch-size", "16", "--max-len", "64"]
@@ -277,7 +281,7 @@ def test_serving_memory_against_torch(method, location, d_s, tasks):
     """``memory_infer`` = weights + the activations live at the peak of ``predict_all``. The weights are torch's to the
     byte (every task's head and adapter, the trunk once, at the serving precision); the activations are the
     documented estimate (docs/design.md "Memory (bytes)"), held here to the band it claims against the measured peak."""
-    from pals_core import MultiTaskBert
+    from pals_core.model import MultiTaskBert
 
     torch.manual_seed(0)
     hf = BertConfig(**TINY_BERT)

@@ -16,18 +16,18 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from pals_core.budget import METHODS, AdapterConfig, Budget, get_method
-from pals_core.budget_cli import build_parser as budget_parser
-from pals_core.pricing.config import NAMED_LOCATIONS
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.config import AdapterConfig, NAMED_LOCATIONS
+from pals_core.budget.solver import Budget
+from pals_core.cli.budget import build_parser as budget_parser
 from pals_core.flags import flags_of, given_values
-from pals_core.tasks.glue import GLUE_TASKS
-from pals_core.train.args import build_parser as train_parser
-from pals_core.train.args import config_from_args
+from pals_core.tasks.glue_tasks import GLUE_TASKS
+from pals_core.train.args import build_parser as train_parser, config_from_args
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import TINY, tiny_config_dict
+from pals_core.data.load import TINY
+from pals_core.train.base_model import tiny_config_dict
 from studies.cli import build_parser as study_parser
 
 PARSERS = {
@@ -170,7 +170,7 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             str(tiny_config),
             "--tasks",
@@ -189,9 +189,9 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
 
 @pytest.mark.parametrize("label,cfg", list(_designs()), ids=[n for n, _ in _designs()])
 def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label, cfg):
-    from pals_core.budget import Task
+    from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
     from pals_core.train.params import run_params
 
     row = _priced(tiny_config, cfg)
@@ -221,7 +221,7 @@ def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_
         num_threads=1,
     )
     p = subprocess.run(
-        [sys.executable, "-m", "pals_core.train.cli", *run.to_argv(), "--no-progress"],
+        [sys.executable, "-m", "pals_core.cli.train", *run.to_argv(), "--no-progress"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -240,7 +240,7 @@ def test_pals_train_reports_what_pals_budget_prices_for_non_default_fields(tiny_
 @pytest.mark.parametrize("method", [m for m in METHODS if not get_method(m).sized])
 def test_sizeless_methods_are_priced_without_a_budget(method):
     p = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--method", method, "--tasks", "3", "--json"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--method", method, "--tasks", "3", "--json"],
         capture_output=True,
         text=True,
         timeout=60,

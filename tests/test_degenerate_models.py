@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.budget import PRESETS, AdapterConfig, Budget, design, from_hf_config, parse_tasks, resolve_layers, rows
+from pals_core.families.shapes import PRESETS, from_hf_config
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import design
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.methods import resolve_layers
+from pals_core.budget.table import rows
 from pals_core.pricing.limits import MAX_D_S, MAX_LAYERS, MAX_RATIO
 from explorer.inputs import UPLOAD
 
@@ -29,7 +35,7 @@ TASKS = parse_tasks("8")
 
 def budget_cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", *map(str, args)],
+        [sys.executable, "-m", "pals_core.cli.budget", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,

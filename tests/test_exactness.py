@@ -23,12 +23,17 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert, _hf_config
 from pals_core.methods.adapters import ADAPTERS
-from pals_core.budget import METHODS, at_size, design, from_hf_config, get_method, parse_tasks, rows
-from pals_core.budget.families import get_family
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import design
+from pals_core.families.shapes import from_hf_config
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
+from pals_core.families.registry import get_family
 from flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
-from pals_core.model import _hf_config
 from pairwise import grid
 
 torch.set_num_threads(1)

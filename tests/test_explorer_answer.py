@@ -12,8 +12,9 @@ from explorer import address, calc
 from pals_core import measured
 from pals_core.budget import recommend
 from explorer.inputs import EMBEDDED, LOCATION_CUSTOM, TASKS_COUNT, TINY, RawInputs, parse_inputs
-from pals_core.budget import Budget
+from pals_core.budget.solver import Budget
 from pals_core.budget.series import budget_used
+from pals_core.budget.recommend import key_of, label
 
 
 @pytest.mark.parametrize(
@@ -88,7 +89,7 @@ def test_the_recommendation_ranks_measured_designs_first():
     for p in plain:  # each is its method's fitting design that spends the most
         same = [c for c in costs if c.method == p.cost.method and c.feasible]
         assert p.used == max(budget_used(c, inp.budget) for c in same)
-    size = {calc.key_of(c): c.d_s for c in costs}  # a score is of the design measured: its size too
+    size = {key_of(c): c.d_s for c in costs}  # a score is of the design measured: its size too
     scores = {
         ("lhuc", "all"): recommend.Score(71.0, 1.2, 3),
         ("pals", "top"): recommend.Score(70.0, None, 1, size[("pals", "top")]),
@@ -107,7 +108,7 @@ def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_r
     inp = parse_inputs(RawInputs())
     costs = calc.table(inp)
     firsts = {p.cost.method: p.key for p in recommend.candidates(costs, inp.budget)}
-    size = {calc.key_of(c): c.d_s for c in costs}  # each score measured at the size it ranks
+    size = {key_of(c): c.d_s for c in costs}  # each score measured at the size it ranks
     S = lambda m, mean, ci: recommend.Score(mean, ci, 3, size[firsts[m]])  # noqa: E731
     overlap = {
         firsts["houlsby"]: S("houlsby", 63.81, 4.48),
@@ -118,13 +119,13 @@ def test_the_recommendation_says_whether_the_seeds_separate_the_first_from_the_r
     said = recommend.reason(ranked[0], ranked)
     assert ranked[0].key == firsts["houlsby"]
     assert said.endswith(
-        f"; the seeds do not separate it from {calc.label(firsts['low_rank'])} (63.8 ± 2.8), "
-        f"{calc.label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap)."
+        f"; the seeds do not separate it from {label(firsts['low_rank'])} (63.8 ± 2.8), "
+        f"{label(firsts['pals'])} (63.3 ± 1.0) (intervals overlap)."
     )
     clear = {firsts["houlsby"]: S("houlsby", 70.0, 1.0), firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, clear)
     assert recommend.reason(ranked[0], ranked).endswith(
-        f", its 95 % interval clear of every other measured design's (next: {calc.label(firsts['pals'])}, 63.3 ± 1.0)."
+        f", its 95 % interval clear of every other measured design's (next: {label(firsts['pals'])}, 63.3 ± 1.0)."
     )
     alone = {firsts["pals"]: S("pals", 63.3, 1.0)}
     ranked = recommend.candidates(costs, inp.budget, alone)
@@ -137,13 +138,13 @@ def test_a_method_measured_at_another_location_is_ranked_by_that_measurement():
     inp = parse_inputs(RawInputs())
     costs = calc.table(inp)
     largest = next(p for p in recommend.candidates(costs, inp.budget) if p.cost.method == "pals")
-    other = next(c for c in costs if c.method == "pals" and c.feasible and calc.key_of(c) != largest.key)
+    other = next(c for c in costs if c.method == "pals" and c.feasible and key_of(c) != largest.key)
     scores = {
-        calc.key_of(other): recommend.Score(63.0, None, 1, other.d_s),
+        key_of(other): recommend.Score(63.0, None, 1, other.d_s),
         ("shared", None): recommend.Score(62.6, None, 1),
     }
     ranked = recommend.candidates(costs, inp.budget, scores)
-    assert [p.key for p in ranked[:2]] == [calc.key_of(other), ("shared", None)]
+    assert [p.key for p in ranked[:2]] == [key_of(other), ("shared", None)]
     assert sum(p.cost.method == "pals" for p in ranked) == 1
 
 
@@ -151,11 +152,11 @@ def test_first_fits_are_the_smallest_budgets():
     inp = parse_inputs(RawInputs(budget_value="1.0001"))
     costs = calc.table(inp)
     assert not any(c.feasible for c in costs)
-    fits = recommend.first_fits({calc.key_of(c): calc.design_of(inp, calc.key_of(c)) for c in costs}, inp.budget)
+    fits = recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in costs}, inp.budget)
     assert [f.budget.ratio for f in fits] == sorted(f.budget.ratio for f in fits)
     first = fits[0]
     inp2 = parse_inputs(RawInputs(budget_value=repr(first.budget.ratio)))
-    assert any(c.feasible and calc.key_of(c) == first.key for c in calc.table(inp2))
+    assert any(c.feasible and key_of(c) == first.key for c in calc.table(inp2))
 
 
 def _summary(tmp, name, average, method="pals", d_s=8, model="tiny", tasks=("rte", "mrpc"), params=1234):
@@ -256,8 +257,8 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
 
 
 def test_majority_class_reference_from_the_glue_files(glue_dir):
-    from pals_core.data.glue import read_tsv
-    from pals_core.tasks.glue import GLUE_TASKS
+    from pals_core.data.glue_rows import read_tsv
+    from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     rte = GLUE_TASKS["rte"]
     dev = read_tsv(rte, glue_dir / rte.folder / "dev.tsv").labels
@@ -414,7 +415,10 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
 def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
     """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
     from explorer.tables import table_frame
-    from pals_core.budget import PRESETS, Budget, parse_tasks, rows
+    from pals_core.families.shapes import PRESETS
+    from pals_core.budget.solver import Budget
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.budget.table import rows
     from pals_core.budget.series import wider_than_model
 
     shape = PRESETS["all-MiniLM-L6-v2"]
@@ -437,7 +441,10 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     """At budget 1.5 the answer recommended houlsby @ all at d_s 245 'with the best measured dev average' — of runs at
     d_s 63. A score belongs to the design measured; another size shows it labelled and ranks nothing."""
     from explorer.tables import table_frame
-    from pals_core.budget import PRESETS, Budget, parse_tasks, rows
+    from pals_core.families.shapes import PRESETS
+    from pals_core.budget.solver import Budget
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.budget.table import rows
 
     costs = list(rows(PRESETS["all-MiniLM-L6-v2"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
     houlsby = next(c for c in costs if (c.method, c.location) == ("houlsby", "all"))

@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from explorer import calc
-from explorer import commands
+from explorer import calc, commands
 from explorer.figures.breakdown import breakdown_compare_figure, breakdown_figure, breakdown_frame
 from explorer.figures.design_space import design_space_figure
 from explorer.figures.measured import measured_figure, measured_ranking_figure
@@ -14,10 +13,17 @@ from explorer.figures.scaling import scaling_figure
 from explorer.figures.size_curves import size_curves_figure
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from explorer.tables import table_frame
-from pals_core.budget import PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve
-from pals_core.budget.costs import flops_ratio
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.costs import design, flops_ratio
+from pals_core.budget.paper import paper_reproduction
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.budget.series import budget_used, pareto_front, per_task_limit
 from pals_core.train.config import TrainConfig
+from pals_core.budget.recommend import key_of, label
+from pals_core.supervise.runs import command, launch_argv
 
 BERT = PRESETS["bert-base-uncased"]
 
@@ -81,18 +87,18 @@ def test_table_is_the_calculators_rows_feasible_first():
     inp = _inputs()
     table = calc.table(inp)
     want = {(c.method, c.location): c for c in rows(BERT, parse_tasks(8), budget=Budget(ratio=1.13))}
-    assert {calc.key_of(c) for c in table} == set(want)
+    assert {key_of(c) for c in table} == set(want)
     for c in table:
-        assert c.d_s == want[calc.key_of(c)].d_s and c.params_task_specific == want[calc.key_of(c)].params_task_specific
+        assert c.d_s == want[key_of(c)].d_s and c.params_task_specific == want[key_of(c)].params_task_specific
     feasible = [c.feasible for c in table]
     assert feasible == sorted(feasible, reverse=True)  # every feasible row before any infeasible one
     frame = table_frame(table)
-    assert list(frame["design"]) == [calc.label(calc.key_of(c)) for c in table]
+    assert list(frame["design"]) == [label(key_of(c)) for c in table]
 
 
 def test_custom_location_goes_to_within_methods_only():
     inp = _inputs(location="layers i,j,…", location_custom="3,1", methods=["pals", "proj_attn_top", "shared"])
-    keys = {calc.key_of(c) for c in calc.table(inp)}
+    keys = {key_of(c) for c in calc.table(inp)}
     assert keys == {("pals", "1,3"), ("proj_attn_top", None), ("shared", None)}
 
 
@@ -106,10 +112,10 @@ def test_size_curves_mark_the_solved_size_and_the_budget_line():
             continue
         ds = design(BERT, parse_tasks(8), AdapterConfig(method=c.method, location=c.location), check_size=False)
         solved = solve(ds, Budget(ratio=1.13))
-        marker = traces[f"chosen: {calc.label(calc.key_of(c))}"]
+        marker = traces[f"chosen: {label(key_of(c))}"]
         assert list(marker.x) == [solved.d_s]
         assert marker.y[0] == pytest.approx(solved.params_task_specific / 8)
-        curve = traces[calc.label(calc.key_of(c))]
+        curve = traces[label(key_of(c))]
         # the curve crosses the budget line between the solved size and the next valid one
         limit = per_task_limit(ds, Budget(ratio=1.13))
         assert list(traces["budget"].y) == [pytest.approx(limit)] * 2
@@ -124,7 +130,7 @@ def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs
     fig = design_space_figure(table, b, chosen=("lora", "top"), recommended=("pals", "all"))
     front = next(t for t in full(fig).data if t.name == "Pareto front")
     ring = next(t for t in full(fig).data if t.name == "chosen: lora @ top")
-    lora_top = next(c for c in table if calc.key_of(c) == ("lora", "top"))
+    lora_top = next(c for c in table if key_of(c) == ("lora", "top"))
     assert list(ring.x) == [pytest.approx(1 - budget_used(lora_top, b))]
     assert list(ring.y) == [pytest.approx(100 * (flops_ratio(lora_top) - 1))]
     feasible = [(budget_used(c, b), flops_ratio(c)) for c in table if c.feasible]
@@ -170,7 +176,7 @@ def test_scaling_matches_the_calculators_all_task_flops():
     fig = scaling_figure(series, 8)
     traces = {t.name: t for t in full(fig).data}
     for c in table:
-        t = traces[calc.label(calc.key_of(c))]
+        t = traces[label(key_of(c))]
         assert t.y[list(t.x).index(8)] == pytest.approx(c.flops_all_tasks_per_seq / 1e9)  # GFLOPs
     sep = traces["separate fine-tuned models"]
     assert sep.y[0] == pytest.approx(table[0].flops_base_per_seq / 1e9)  # one task alone = the plain model
@@ -275,21 +281,21 @@ def test_launch_argv_and_commands():
         steps=10,
         max_eval_examples=50,
     )
-    argv = commands.launch_argv(cfg)
-    assert argv[1:3] == ["-m", "pals_core.train.cli"]
+    argv = launch_argv(cfg)
+    assert argv[1:3] == ["-m", "pals_core.cli.train"]
     a = argv[3:]
     assert a[a.index("--d-s") + 1] == "204" and a[a.index("--location") + 1] == "top" and "--per-task-pooler" in a
     assert a[a.index("--out") + 1] == "runs/x" and "--resume" not in a
-    assert commands.command(
+    assert command(
         cfg
     ).startswith(
         "pals-train --method pals --d-s 204 --location top --per-task-pooler --train-trunk --tasks rte,mrpc"  # the trunk stated
     )
-    assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.train.cli")
+    assert commands.accelerate_command(cfg, 4).startswith("accelerate launch --num_processes 4 -m pals_core.cli.train")
     assert commands.torchrun_command(cfg, 2).startswith(
-        "torchrun --standalone --nproc_per_node 2 -m pals_core.train.cli"
+        "torchrun --standalone --nproc_per_node 2 -m pals_core.cli.train"
     )
-    assert "--resume" in commands.launch_argv(cfg, resume=True)
+    assert "--resume" in launch_argv(cfg, resume=True)
 
 
 @pytest.mark.parametrize(
@@ -335,11 +341,11 @@ def test_every_figure_is_valid_plotly():
     table = calc.table(inp)
     frame = breakdown_frame(calc.breakdown_rows(inp, table[0]))
     built = [
-        size_curves_figure(calc.curves(inp, calc.at_location(table, "all")), calc.key_of(table[0])),
-        design_space_figure(table, inp.budget, calc.key_of(table[0]), calc.key_of(table[1])),
+        size_curves_figure(calc.curves(inp, calc.at_location(table, "all")), key_of(table[0])),
+        design_space_figure(table, inp.budget, key_of(table[0]), key_of(table[1])),
         breakdown_figure(frame, "t"),
         breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
-        scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
+        scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, key_of(table[0])),
         measured_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0),
         measured_ranking_figure(
             [Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0, ("pals", "all")

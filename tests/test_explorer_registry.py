@@ -11,16 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from explorer import registry
 from pals_core.atomic import atomic_write_json, read_json
-from pals_core.budget import AdapterConfig
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
+from pals_core.supervise import runs as supervise_runs
+from pals_core.train import lock
+from pals_core.supervise.roots import RUNS_ENV, runs_root
+from pals_core.supervise.runs import Run, cancel, list_runs, load_run, new_run_id, resume
 
 
-def _wait(run_dir: Path, until, timeout: float = 90.0) -> registry.Run:
+def _wait(run_dir: Path, until, timeout: float = 90.0) -> Run:
     end = time.time() + timeout
     while True:
-        run = registry.load_run(run_dir)
+        run = load_run(run_dir)
         if until(run):
             return run
         if time.time() > end:
@@ -62,27 +65,27 @@ def test_atomic_json_and_tolerant_reads(tmp_path):
 
 def test_run_names_are_checked(tmp_path):
     spec = TrainConfig(tasks=["rte"], adapter=AdapterConfig(method="pals", d_s=24))
-    assert registry.new_run_id(spec, "my-run_1.2") == "my-run_1.2"
+    assert new_run_id(spec, "my-run_1.2") == "my-run_1.2"
     for bad in ("../x", "a b", "/abs", ".hidden"):
         with pytest.raises(ValueError, match="run name"):
-            registry.new_run_id(spec, bad)
-    assert registry.new_run_id(spec).split("-")[2] == "pals"
+            new_run_id(spec, bad)
+    assert new_run_id(spec).split("-")[2] == "pals"
 
 
 def test_runs_dir_from_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv(registry.RUNS_ENV, str(tmp_path / "elsewhere"))
-    assert registry.runs_root() == tmp_path / "elsewhere"
-    monkeypatch.delenv(registry.RUNS_ENV)
-    assert registry.runs_root() == Path("runs")
+    monkeypatch.setenv(RUNS_ENV, str(tmp_path / "elsewhere"))
+    assert runs_root() == tmp_path / "elsewhere"
+    monkeypatch.delenv(RUNS_ENV)
+    assert runs_root() == Path("runs")
 
 
 @pytest.mark.slow
 def test_a_run_the_trainer_refuses_shows_its_error_and_log(tmp_path):
     empty = tmp_path / "no-glue"
     empty.mkdir()
-    run = registry.launch(_spec(empty), root=tmp_path / "runs", name="bad-data")
+    run = supervise_runs.launch(_spec(empty), root=tmp_path / "runs", name="bad-data")
     launch = json.loads((run.path / "launch.json").read_text())
-    assert launch["argv"][1:3] == ["-m", "pals_core.train.cli"] and launch["pid"] == run.pid
+    assert launch["argv"][1:3] == ["-m", "pals_core.cli.train"] and launch["pid"] == run.pid
     done = _wait(run.path, lambda r: not r.alive, timeout=60)
     assert done.status == "died" and done.exit_code == 2
     assert "exit status 2" in done.error
@@ -95,13 +98,13 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     # 0. launched by another process that then exits (a server restart): the folder alone tells the status
     spec = _spec(glue_dir, steps=200)
     code = (
-        f"from explorer import registry; from pals_core.train.config import TrainConfig; "
-        f"registry.launch(TrainConfig.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')"
+        f"from pals_core.supervise.runs import launch; from pals_core.train.config import TrainConfig; "
+        f"launch(TrainConfig.from_dict({spec.as_dict()!r}), root={str(root)!r}, name='life')"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-    run = registry.load_run(root / "life")
+    run = load_run(root / "life")
     assert run.alive and os.getpgid(run.pid) == run.pid  # its own session: cancel reaches the whole group
-    assert [r.id for r in registry.list_runs(root)] == ["life"]
+    assert [r.id for r in list_runs(root)] == ["life"]
     # 1. killed hard while training: progress still says "running", the pid is gone → died
     _wait(run.path, lambda r: r.status == "running" and (r.progress or {}).get("step", 0) >= 12)
     os.killpg(run.pid, signal.SIGKILL)
@@ -110,7 +113,7 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     assert died.exit_code is None  # not our child: no exit code
     assert died.stale and died.error.startswith('stale: progress.json still says "running"')
     # 2. resume: a new process in the same folder, with --resume; the stale progress is not trusted
-    resumed = registry.resume(died)
+    resumed = resume(died)
     assert resumed.status == "starting" and resumed.progress is None
     assert resumed.launch["argv"][-1] == "--resume" and resumed.pid != died.pid
     assert resumed.launch["history"][0]["status"] == "died"
@@ -118,12 +121,12 @@ def test_restart_kill_resume_cancel(tmp_path, glue_dir):
     running = _wait(run.path, lambda r: r.status == "running" and (r.progress or {}).get("step", 0) > 0)
     assert running.progress["step"] >= 10, running.progress
     # 3. cancel: SIGTERM to the group → the trainer checkpoints and writes "stopped"
-    assert registry.cancel(running)
+    assert cancel(running)
     stopped = _wait(run.path, lambda r: not r.alive, timeout=30)
     assert stopped.status == "stopped" and stopped.cancelled
     assert json.loads((run.path / "progress.json").read_text())["status"] == "stopped"  # the trainer's own word
     assert stopped.exit_code == 143  # our child this time: its exit status is known (SIGTERM → 143)
-    assert stopped.row()["status"] == "stopped" and not registry.cancel(stopped)
+    assert stopped.row()["status"] == "stopped" and not cancel(stopped)
 
 
 # ------------------------------------------------------------------ nothing run or signalled on a folder's word
@@ -142,19 +145,19 @@ def test_the_registry_owns_its_childs_exit_status(tmp_path):
     """The cause of the flaky exit code: a dropped Popen is reaped by the next Popen anywhere in the process."""
     empty = tmp_path / "no-glue"
     empty.mkdir()
-    run = registry.launch(_spec(empty), root=tmp_path / "runs", name="quick")
+    run = supervise_runs.launch(_spec(empty), root=tmp_path / "runs", name="quick")
     end = time.time() + 60
     while not _zombie_or_gone(run.pid):  # the child exits; nobody in this process has looked yet
         assert time.time() < end
         time.sleep(0.1)
     subprocess.run(["true"], check=True)  # another Popen: subprocess's clean-up of dropped Popens runs here
-    done = registry.load_run(run.path)
+    done = load_run(run.path)
     assert done.exit_code == 2 and done.status == "died" and not done.alive
     assert json.loads((run.path / "exit.json").read_text())["exit_code"] == 2  # kept for a server restart
 
 
 def _config(glue_dir, out) -> dict:
-    from pals_core import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
 
     cfg = TrainConfig(
@@ -186,26 +189,26 @@ def test_resume_runs_only_the_trainer_rebuilt_from_config_json(tmp_path):
         )
     )
     with pytest.raises(ValueError, match="neither a config.json nor readable launch settings"):
-        registry.resume(registry.load_run(run_dir))
+        resume(load_run(run_dir))
     launch = json.loads((run_dir / "launch.json").read_text())
     (run_dir / "launch.json").write_text(
         json.dumps({**launch, "config": {"tasks": ["rte"], "adapter": {"method": "pals"}, "steps": "1;sh"}})
     )
     with pytest.raises(ValueError, match="neither a config.json nor readable launch settings"):
-        registry.resume(registry.load_run(run_dir))  # launch settings that do not validate are not used
+        resume(load_run(run_dir))  # launch settings that do not validate are not used
     (run_dir / "launch.json").write_text(json.dumps(launch))
     (run_dir / "config.json").write_text(json.dumps({"tasks": ["rte"], "adapter": {"method": "pals"}, "steps": "1;sh"}))
     with pytest.raises(ValueError, match="not a pals-train configuration"):
-        registry.resume(registry.load_run(run_dir))
+        resume(load_run(run_dir))
     empty = tmp_path / "no-glue"
     empty.mkdir()
     (run_dir / "config.json").write_text(json.dumps(_config(empty, "/somewhere/else")))
     (run_dir / "progress.json").write_text(json.dumps({"status": "failed", "step": 0}))
-    resumed = registry.resume(registry.load_run(run_dir))
+    resumed = resume(load_run(run_dir))
     argv = resumed.launch["argv"]
     import sys as _sys
 
-    assert argv[:3] == [_sys.executable, "-m", "pals_core.train.cli"] and argv[-1] == "--resume"
+    assert argv[:3] == [_sys.executable, "-m", "pals_core.cli.train"] and argv[-1] == "--resume"
     assert argv[argv.index("--out") + 1] == str(run_dir.resolve()) and argv.count("--out") == 1
     done = _wait(run_dir, lambda r: not r.alive, timeout=60)
     assert done.exit_code == 2 and "GLUE" in done.log_tail()  # the trainer ran, and refused the empty GLUE folder
@@ -216,7 +219,7 @@ def test_resume_runs_only_the_trainer_rebuilt_from_config_json(tmp_path):
 def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
     bystander = subprocess.Popen(["sleep", "60"])
     try:
-        start = registry.run_lock.start_time(bystander.pid)
+        start = lock.start_time(bystander.pid)
         cases = {
             "progress-pid": {"progress.json": {"status": "running", "step": 3, "pid": bystander.pid}},
             "init": {"progress.json": {"status": "running", "pid": 1}},
@@ -229,7 +232,7 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
                     "pid": bystander.pid,
                     "pid_start": start,
                     "started": 1.0,
-                    "argv": [sys.executable, "-m", "pals_core.train.cli", "--out", "."],
+                    "argv": [sys.executable, "-m", "pals_core.cli.train", "--out", "."],
                 }
             },
         }
@@ -238,12 +241,12 @@ def test_cancel_signals_only_a_process_proven_to_train_the_run(tmp_path):
             d.mkdir()
             for f, body in files.items():
                 (d / f).write_text(json.dumps(body))
-            run = registry.load_run(d)
+            run = load_run(d)
             assert not run.alive and run.owner is None, name
-            assert run.status == "died" and not registry.cancel(run), name
+            assert run.status == "died" and not cancel(run), name
             assert not (d / "cancel.json").exists()
-        assert registry.load_run(tmp_path / "progress-pid").stale
-        assert "stale" in registry.load_run(tmp_path / "progress-pid").error
+        assert load_run(tmp_path / "progress-pid").stale
+        assert "stale" in load_run(tmp_path / "progress-pid").error
         assert bystander.poll() is None  # untouched
     finally:
         bystander.kill()
@@ -261,7 +264,7 @@ def test_malformed_files_never_break_the_runs_list(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / ("summary.json" if name == "c" else "progress.json")).write_text(text)
     (tmp_path / "c" / "config.json").write_text('{"adapter": {"method": ["x"], "d_s": {"a": 1}}, "tasks": 3}')
-    runs = registry.list_runs(tmp_path)
+    runs = list_runs(tmp_path)
     assert sorted(r.id for r in runs) == ["a", "b", "c", "d"]
     for r in runs:
         row = r.row()

@@ -17,9 +17,12 @@ from streamlit.testing.v1 import AppTest
 from explorer import inputs
 from pals_core import measured
 from explorer.inputs import TASKS_FILE, TINY
-from pals_core.budget import PRESETS, AdapterConfig, Budget, rows
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.table import rows
 from pals_core.budget.tasks import tasks_of_records
-from pals_core.tasks import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,10 +27,12 @@ from explorer.figures.legibility import color_distance, readable_labels
 from explorer.figures.style import LEGEND_ENTRY_PX, PLOT_MARGIN_PX
 from explorer.tables import table_csv
 from explorer.inputs import TASKS_FILE
-from pals_core.families.models import EMBEDDED_MODEL
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.budget import display
-from pals_core.budget_cli import run as pals_budget
+from pals_core.cli.budget import run as pals_budget
 from pals_core.train.config import TrainConfig
+from pals_core.budget.recommend import key_of
+from studies.workers import settings_from_form
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -197,7 +199,7 @@ def test_a_legend_never_needs_a_scroll_box():
 
     inp = parse_inputs(RawInputs(model="minilm-l6-h384", budget_value="1.5"))
     costs = calc.table(inp)
-    spec = design_space_figure(costs, inp.budget, calc.key_of(costs[0])).to_dict()
+    spec = design_space_figure(costs, inp.budget, key_of(costs[0])).to_dict()
     entries = [t for t in spec["data"] if t.get("showlegend", True) is not False and t.get("name")]
     assert len(entries) > 14  # more than a 480-px figure shows without scrolling
     assert spec["layout"]["height"] - PLOT_MARGIN_PX >= len(entries) * LEGEND_ENTRY_PX
@@ -245,7 +247,7 @@ def _summary(
     tasks=("rte", "mrpc"),
 ) -> None:
     adapter = {"method": method, **({"location": location} if location else {})}
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
 
     config = TrainConfig(tasks=list(tasks), adapter=AdapterConfig(**adapter), model="tiny", steps=steps)
     folder = runs / name
@@ -335,15 +337,13 @@ def test_an_empty_study_storage_is_an_invitation_and_the_form_starts_from_the_qu
 
 
 def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
-    from explorer import study_workers
-
     example = ROOT / inputs.EXAMPLE_TASKS
     at = open_at({"model": "tiny", "tasks_file": str(example), "extra": "250k"}, "studies")
     assert page_errors(at) == []
     assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets"
     assert at.selectbox(key="study_start_model").value == "tiny random BERT (smoke study)"
     assert at.text_input(key="study_start_budget_count").value == "250,000"
-    settings = study_workers.settings_from_form(
+    settings = settings_from_form(
         "design",
         tasks="intent,reviews",
         model="tiny",
@@ -359,7 +359,9 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
 def test_the_design_table_says_whether_tasks_can_be_added_later():
     """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot."""
     from explorer.tables import table_frame
-    from pals_core.budget import PRESETS, Task, rows
+    from pals_core.families.shapes import PRESETS
+    from pals_core.budget.tasks import Task
+    from pals_core.budget.table import rows
 
     shape = PRESETS["all-MiniLM-L6-v2"]
     tasks = [Task("a", 2), Task("b", 3)]

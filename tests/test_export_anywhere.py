@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from pals_core import AdapterConfig, MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
 from pals_core.export import ExportRefused
-from pals_core.export.cli import main as pals_export
+from pals_core.cli.export import main as pals_export
 from pals_core.export.peft import export_hf, export_peft
 from pals_core.train.lock import RunLock
 from test_export_onnx import trained_run as onnx_run

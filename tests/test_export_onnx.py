@@ -20,9 +20,13 @@ from pairwise import grid
 from tiny_models import TINY_CONFIGS, save_tiny_checkpoint, tiny_config
 from transformers import AutoTokenizer
 
-from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import METHODS, design, from_hf_config, parse_tasks
-from pals_core.export.cli import main as pals_export
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.methods.registry import METHODS
+from pals_core.budget.costs import design
+from pals_core.families.shapes import from_hf_config
+from pals_core.budget.tasks import parse_tasks
+from pals_core.cli.export import main as pals_export
 from pals_core.export.onnx import (
     META_FILE,
     MODEL_FILE,
@@ -32,9 +36,9 @@ from pals_core.export.onnx import (
     load_models,
     read_export,
 )
-from pals_core.predict_cli import main as pals_predict
+from pals_core.cli.predict import main as pals_predict
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import tiny_config_dict
+from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.trainer import train
 
 torch.set_num_threads(1)
@@ -447,7 +451,7 @@ def test_poolers_locations_and_frozen_trunks_export_too(family, adapter, data, c
 
 @pytest.mark.slow
 def test_a_separate_models_folder_becomes_one_graph_of_every_tasks_model(data, tmp_path, capsys):
-    from pals_core.train.cli import main as pals_train
+    from pals_core.cli.train import main as pals_train
 
     sep = tmp_path / "sep"
     assert (

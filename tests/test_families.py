@@ -12,10 +12,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.budget import PRESETS, base_params, from_hf_config, load_model
-from pals_core.budget.costs import embedding_params
-from pals_core.budget.families import FAMILIES, MODEL_TYPES
-from pals_core.families.models import PRESET_CONFIGS
+from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS
+from pals_core.budget.costs import base_params, embedding_params
+from pals_core.families.registry import FAMILIES, MODEL_TYPES
 
 # Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
 PUBLISHED = {
@@ -153,7 +152,7 @@ def test_unsupported_model_type_is_refused_never_priced_as_bert(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
     out = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--model", str(path), "--budget", "1.1"],
+        [sys.executable, "-m", "pals_core.cli.budget", "--model", str(path), "--budget", "1.1"],
         capture_output=True,
         text=True,
     )
@@ -170,7 +169,10 @@ def test_distilbert_config_is_read_by_its_own_field_names():
 @pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_a_ratio_of_the_non_embedding_parameters():
     """``--budget-of non-embedding``: N_total − N_emb ≤ B·(N_base − N_emb), one setting on every CLI."""
-    from pals_core.budget import AdapterConfig, Budget, at_size, design, parse_tasks, solve
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.budget.solver import Budget, at_size, solve
+    from pals_core.budget.costs import design
+    from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.solver import budget_from_flags
 
     m = PRESETS["xlm-roberta-base"]
@@ -189,7 +191,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
         [
             sys.executable,
             "-m",
-            "pals_core.budget_cli",
+            "pals_core.cli.budget",
             "--model",
             "xlm-roberta-base",
             "--budget",
@@ -205,7 +207,7 @@ def test_a_ratio_of_the_non_embedding_parameters():
     )
     row = json.loads(out.stdout)
     assert row["budget"]["of"] == "non-embedding" and row["rows"][0]["d_s"] == cost.d_s
-    for cli in ("pals_core.train.cli", "studies.cli"):
+    for cli in ("pals_core.cli.train", "studies.cli"):
         helptext = subprocess.run(
             [sys.executable, "-m", cli, *([] if cli.startswith("pals") else ["run"]), "--help"],
             capture_output=True,
@@ -216,7 +218,8 @@ def test_a_ratio_of_the_non_embedding_parameters():
 
 @pytest.mark.slow  # starts pals-train (torch) in a process of its own
 def test_the_api_refuses_an_unsupported_model_type(tmp_path):
-    from pals_core import AdapterConfig, MultiTaskModel
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.model import MultiTaskModel
 
     with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
         MultiTaskModel.from_base_config(
@@ -229,7 +232,7 @@ def test_the_api_refuses_an_unsupported_model_type(tmp_path):
         [
             sys.executable,
             "-m",
-            "pals_core.train.cli",
+            "pals_core.cli.train",
             "--model",
             str(tmp_path),
             "--tasks",

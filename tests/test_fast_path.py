@@ -21,13 +21,18 @@ from dataclasses import replace
 
 import pytest
 
-from pals_core.budget import METHODS, PRESETS, AdapterConfig, Budget, design, parse_tasks, rows
+from pals_core.methods.registry import METHODS
+from pals_core.families.shapes import PRESETS, conditions_for_model
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget
+from pals_core.budget.costs import design
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.pricing.activations import Conditions
-from pals_core.budget_cli import build_parser, main, terminal_width
-from pals_core.budget.families import get_family
+from pals_core.cli.budget import build_parser, main, terminal_width
+from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine
 from pals_core.footprint.memory import activation_bytes, trace_forward
-from pals_core.families.models import conditions_for_model
 from pals_core.footprint.timing import DeviceProfile, load_profile, step_seconds, work_seconds
 from pairwise import grid
 
@@ -162,7 +167,7 @@ def test_the_console_entry_answers_as_main(capsys):
     argv = ["--tasks", "8", "--budget", "1.13", "--wide"]
     assert main(argv) == 0
     want = capsys.readouterr().out
-    code = "import sys; from pals_core.budget_cli import console; sys.exit(console())"
+    code = "import sys; from pals_core.cli.budget import console; sys.exit(console())"
     proc = subprocess.run(
         [sys.executable, "-c", code, *argv],
         capture_output=True,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from pals_core.data.glue import RawSplit
+from pals_core.data.glue_rows import RawSplit
 from pals_core.data.load import encode
 from pals_core.forward import encode_texts, forward_rows
 from tiny_models import train_tiny_run

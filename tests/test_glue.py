@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pals_core.data.glue import GlueDataError, check_files, choose_source, read_tsv
+from pals_core.data.glue_rows import GlueDataError, check_files, choose_source, read_tsv
 from pals_core.data.load import load_task, load_tasks, load_tokenizer
-from pals_core.tasks.glue import GLUE_TASKS, get_task, parse_task_list
+from pals_core.tasks.glue_tasks import GLUE_TASKS, get_task, parse_task_list
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as Timeout
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as Timeout
 from pathlib import Path
 
 import pytest
 
 from pals_core.atomic import atomic_write_json, read_json, read_json_file
-from pals_core.tasks import TaskDataError, TaskRecord
+from pals_core.kinds.errors import TaskDataError
 from pals_core.tasks.readers import read_columns, sha256_of
+from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.rows import read_rows
 
 
@@ -123,7 +123,7 @@ def test_a_malformed_state_json_is_one_line(tmp_path, state, match):
     ],
 )
 def test_a_malformed_dataset_dict_json_is_one_line_and_exit_2(tmp_path, here, content, match):
-    from pals_core.tasks_cli import main
+    from pals_core.cli.tasks import main
 
     folder = tmp_path / "dd"
     folder.mkdir()
@@ -146,7 +146,7 @@ def test_a_data_file_that_is_a_fifo_is_named(tmp_path, suffix):
 @pytest.mark.parametrize("name", ["progress.json", "summary.json", "cancel.json"])
 def test_a_run_folder_file_that_is_a_fifo_is_named_and_passed_over(tmp_path, here, name):
     """pals-runs list (and the explorer's runs table, by ``Run.note``) lists the run at once and names the file."""
-    from pals_core.supervise.cli import main
+    from pals_core.cli.runs import main
     from pals_core.supervise.runs import list_runs
 
     run = tmp_path / "r1"
@@ -168,7 +168,7 @@ def test_a_run_folder_file_that_is_a_fifo_is_named_and_passed_over(tmp_path, her
 
 
 def test_a_run_whose_only_file_is_a_fifo_is_listed_not_lost(tmp_path, here):
-    from pals_core.supervise.cli import main
+    from pals_core.cli.runs import main
 
     run = tmp_path / "r2"
     run.mkdir()
@@ -201,8 +201,8 @@ def test_a_log_that_is_a_fifo_gives_an_empty_tail(tmp_path):
 
 
 def test_a_glue_file_that_is_a_fifo_is_named(tmp_path):
-    from pals_core.data.glue import GlueDataError, read_tsv
-    from pals_core.tasks.glue import GLUE_TASKS
+    from pals_core.data.glue_rows import GlueDataError, read_tsv
+    from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     f = fifo(tmp_path / "dev.tsv")
     with pytest.raises(GlueDataError, match=r"dev.tsv: a FIFO \(named pipe\), not a regular file"):

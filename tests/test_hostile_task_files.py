@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from explorer import inputs
-from pals_core.tasks import TaskRecordError, read_tasks_file
+from pals_core.kinds.errors import TaskRecordError
+from pals_core.tasks.taskfile import read_tasks_file
 
 # a billion laughs: nine levels of nine aliases, 9⁹ ≈ 3.9e8 strings once expanded (a file of 609 bytes)
 BOMB = "".join(
@@ -57,15 +58,15 @@ def test_an_alias_bomb_is_refused_at_once_by_the_reader(tmp_path):
 def test_an_alias_bomb_is_one_line_and_exit_2_at_every_entry_point(cli, here, tmp_path):
     path = write(tmp_path, BOMB)
     if cli == "pals-budget":
-        from pals_core.budget_cli import main
+        from pals_core.cli.budget import main
 
         args = ["--tasks-file", str(path)]
     elif cli == "pals-tasks":
-        from pals_core.tasks_cli import main
+        from pals_core.cli.tasks import main
 
         args = [str(path)]
     elif cli == "pals-train":
-        from pals_core.train.cli import main
+        from pals_core.cli.train import main
 
         args = ["--tasks-file", str(path), "--d-s", "8", "--out", str(tmp_path / "run"), "--no-progress"]
     else:

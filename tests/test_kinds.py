@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pals_core.kinds import PACKAGES, get_kind
-from pals_core.tasks import TaskRecord, TaskRecordError
+from pals_core.tasks.record import TaskRecord
+from pals_core.kinds.errors import TaskRecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,7 +101,7 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
     import numpy as np
 
     from pals_core.data.metrics import task_scores
-    from pals_core.predict_cli import main as predict_main
+    from pals_core.cli.predict import main as predict_main
     from pals_core.pricing.config import AdapterConfig
     from pals_core.tasks.readers import read_columns
     from pals_core.train.config import TrainConfig
@@ -194,7 +195,7 @@ def test_mt_uncertainty_is_refused_with_the_reason_the_kind_gives(tmp_path):
 
 
 def test_the_label_set_read_from_the_file_is_checked_by_the_kind(tmp_path):
-    from pals_core.tasks import TaskDataError
+    from pals_core.kinds.errors import TaskDataError
     from pals_core.tasks.rows import read_rows
 
     f = tmp_path / "t.csv"

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pals_core.tasks import TaskDataError, TaskRecord, TaskRecordError, read_label_names
-from pals_core.tasks.rows import read_rows
+from pals_core.kinds.errors import TaskDataError, TaskRecordError
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.rows import read_label_names, read_rows
 
 TEXTS = ["the invoice is wrong", "give my money back", "hello there", "charged twice", "return this", "what time"]
 
@@ -61,7 +62,7 @@ def test_a_classlabel_index_past_the_names_is_refused(tmp_path):
 
 
 def test_a_classlabel_past_the_names_is_exit_2_from_pals_tasks(tmp_path, here):
-    from pals_core.tasks_cli import main
+    from pals_core.cli.tasks import main
 
     folder = classlabel_folder(tmp_path / "ds", [0, 1, -1, 1, 0, 1])
     (tmp_path / "t.yaml").write_text(f"tasks:\n  t: {{train: {folder}}}\n")
@@ -157,7 +158,7 @@ def test_regression_targets_reach_the_metric_as_read_in_float64(tmp_path):
     from pals_core.pricing.config import AdapterConfig
     from pals_core.train.evaluate import evaluate, predict
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import TINY, tokenizer_path
+    from pals_core.data.load import TINY, tokenizer_path
 
     rng = np.random.default_rng(0)
     texts = [f"row {i} says {' '.join(rng.choice(['good', 'bad', 'fine', 'odd'], 5))}" for i in range(40)]

@@ -11,10 +11,14 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import Budget, load_model, parse_tasks, rows
-from pals_core.budget_cli import main, run
-from pals_core.budget.machine import parse_memory
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert
+from pals_core.budget.solver import Budget
+from pals_core.families.shapes import load_model
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
+from pals_core.cli.budget import main, run
+from pals_core.pricing.units import parse_memory
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
 from memory_probe import optimizer_state_bytes, saved_activation_bytes
 
@@ -316,7 +320,7 @@ def test_family_presets_take_memory_and_slowdown_budgets(preset):
 def test_presets_read_their_family_conditions():
     """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
     from pals_core.pricing.activations import Conditions
-    from pals_core.families.models import conditions_for_model
+    from pals_core.families.shapes import conditions_for_model
 
     assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
     assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0
@@ -357,7 +361,7 @@ def test_time_model_prices_narrow_attention_heads():
 def test_pals_calibrate_writes_a_local_profile(tmp_path):
     out = tmp_path / "local.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pals_core.calibrate", "--threads", "1", "--out", str(out)],
+        [sys.executable, "-m", "pals_core.cli.calibrate", "--threads", "1", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -366,7 +370,7 @@ def test_pals_calibrate_writes_a_local_profile(tmp_path):
     p = load_profile(str(out))
     assert p.kind == "cpu" and p.threads == 1 and p.matmul_flops > 1e8 and p.bandwidth > 1e8
     bad = subprocess.run(
-        [sys.executable, "-m", "pals_core.calibrate", "--threads", "0"], capture_output=True, text=True
+        [sys.executable, "-m", "pals_core.cli.calibrate", "--threads", "0"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 

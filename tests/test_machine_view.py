@@ -7,11 +7,16 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.budget import PRESETS, AdapterConfig, Budget, design, parse_tasks, solve
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.costs import design
+from pals_core.budget.tasks import parse_tasks
 from pals_core.pricing.activations import Conditions
 from pals_core.budget.machine import Machine, resources
 
 from test_app import APP, fig, page_errors, show
+from pals_core.budget.recommend import key_of
 
 GIB = 2**30
 
@@ -90,7 +95,7 @@ TINY_MODERNBERT = dict(
 def _cli_row(tmp_path, config: dict, name: str) -> dict:
     """``pals-budget --model <config.json> --json`` at the view's defaults (8 GLUE tasks, ratio 1.13, h100, B = 32):
     its pals @ all row."""
-    from pals_core.budget_cli import run
+    from pals_core.cli.budget import run
 
     path = tmp_path / name / "config.json"
     path.parent.mkdir()
@@ -101,7 +106,7 @@ def _cli_row(tmp_path, config: dict, name: str) -> dict:
 
 def _with_default_conditions(config: dict) -> dict:
     """What the view showed before the fix: the same design priced under BERT's default conditions."""
-    from pals_core.budget import from_hf_config
+    from pals_core.families.shapes import from_hf_config
 
     ds = design(from_hf_config(config), parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
     cost = solve(ds, Budget(ratio=1.13))
@@ -155,8 +160,8 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
     from explorer import calc
     from explorer.inputs import EMBEDDED, LOCAL, TINY, UPLOAD, RawInputs, parse_inputs
     from pals_core.budget.machine import time_ratio
-    from pals_core.families.models import conditions_for_model, conditions_from_config
-    from pals_core.train.models import model_conditions
+    from pals_core.families.shapes import conditions_for_model, conditions_from_config
+    from pals_core.train.base_model import model_conditions
 
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))
     eager = dict(NO_DROPOUT, attn_implementation="eager")
@@ -176,7 +181,7 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
 
     costs = calc.table(upload)
     times = calc.slowdowns(upload, costs)
-    c = next(c for c in costs if calc.key_of(c) == ("pals", "all"))
+    c = next(c for c in costs if key_of(c) == ("pals", "all"))
     ds = calc.design_of(upload, ("pals", "all"))
     assert times[("pals", "all")] == time_ratio(ds, c.d_s, model_cond=conditions_from_config(eager))
     assert times[("pals", "all")] != time_ratio(ds, c.d_s, model_cond=Conditions())

@@ -21,14 +21,16 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import METHODS, design, evaluate, from_hf_config, get_method, parse_tasks
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.budget.costs import design, evaluate
+from pals_core.families.shapes import from_hf_config, conditions_from_config
+from pals_core.budget.tasks import parse_tasks
 from pals_core.pricing.activations import Conditions
-from pals_core.families.models import conditions_from_config
 from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.budget.families import get_family
+from pals_core.families.registry import get_family
 from memory_probe import optimizer_state_bytes, saved_activation_bytes
-from pals_core.model import _hf_config
 from pairwise import grid
 
 torch.set_num_threads(1)

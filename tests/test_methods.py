@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pals_core.budget import METHODS
+from pals_core.methods.registry import METHODS
 from pals_core.methods import PACKAGES
 
 

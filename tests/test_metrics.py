@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pals_core.tasks.glue import GLUE_TASKS
+from pals_core.tasks.glue_tasks import GLUE_TASKS
 import pytest
 
 from pals_core.data.metrics import dev_average, main_score, majority_scores, task_scores
@@ -82,8 +82,8 @@ GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 
 @pytest.mark.skipif(not (GLUE / "RTE" / "dev.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
 def test_majority_baselines_on_the_real_dev_sets():
-    from pals_core.data.glue import read_tsv
-    from pals_core.tasks.glue import get_task
+    from pals_core.data.glue_rows import read_tsv
+    from pals_core.tasks.glue_tasks import get_task
 
     def labels(task, file):
         t = get_task(task)

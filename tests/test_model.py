@@ -11,9 +11,12 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from pals_core import AdapterConfig, MultiTaskBert
-from pals_core.budget import at_size, design, from_hf_config, parse_tasks, pooler_params
-from pals_core.model import default_checkpoint
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskBert, default_checkpoint
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import design, pooler_params
+from pals_core.families.shapes import from_hf_config
+from pals_core.budget.tasks import parse_tasks
 
 torch.set_num_threads(2)
 
@@ -88,7 +91,7 @@ def test_adapters_start_as_the_identity_on_minilm(method, d_s, minilm_batch, min
 def test_adapted_layer_with_every_hook_at_identity_is_bert_layer(attn):
     """The encoder's copy of BertLayer.forward, with a TaskAdapter whose hooks are all at their defaults, computes
     bit for bit what the plain transformers BertLayer computes (padding present, so the mask matters)."""
-    from pals_core.adapters import TaskAdapter
+    from pals_core.adapters.base import TaskAdapter
     from pals_core.families.trunks import trunk_for
 
     torch.manual_seed(0)

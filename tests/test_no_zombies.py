@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from explorer import registry, study_workers
-from pals_core.budget import AdapterConfig
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
+from pals_core.supervise.roots import RUNS_ENV
+from pals_core.supervise.runs import cancel, launch, load_run
+from pals_core.supervise.workers import list_workers, load_worker, stop
+from studies.workers import settings_from_form, start
 
 pytestmark = pytest.mark.slow  # real trainers and a real study worker: tens of seconds on 2 busy cores
 REAPED_WITHIN_S = 2.0
@@ -76,27 +79,25 @@ def _spec(glue_dir, steps: int) -> TrainConfig:
 
 
 def test_cancelled_and_finished_children_are_reaped_within_2_s(tmp_path, glue_dir, monkeypatch):
-    monkeypatch.setenv(registry.RUNS_ENV, str(tmp_path / "runs"))
+    monkeypatch.setenv(RUNS_ENV, str(tmp_path / "runs"))
     monkeypatch.setenv("PALS_GLUE_DIR", str(glue_dir))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    cancelled = registry.launch(_spec(glue_dir, steps=100_000), name="cancel-me")
-    finished = registry.launch(_spec(glue_dir, steps=4), name="finish-me")
-    settings = study_workers.settings_from_form(
-        "design", tasks="rte", model="tiny", budget=1.05, steps=2, max_examples=16
-    )
-    worker = study_workers.start(settings, f"sqlite:///{tmp_path / 'studies.db'}", "zombies", 1, threads=1)
+    cancelled = launch(_spec(glue_dir, steps=100_000), name="cancel-me")
+    finished = launch(_spec(glue_dir, steps=4), name="finish-me")
+    settings = settings_from_form("design", tasks="rte", model="tiny", budget=1.05, steps=2, max_examples=16)
+    worker = start(settings, f"sqlite:///{tmp_path / 'studies.db'}", "zombies", 1, threads=1)
     try:
-        assert registry.cancel(cancelled) == "signalled"  # what the Cancel button does: SIGTERM, no wait
+        assert cancel(cancelled) == "signalled"  # what the Cancel button does: SIGTERM, no wait
         for pid in (cancelled.pid, finished.pid, worker.owner):
             _gone_soon_after_it_ends(pid)
         assert _our_zombies() == []
         # the exit statuses were collected by the reaper and kept: the page reads them back
         assert json.loads((finished.path / "exit.json").read_text())["exit_code"] == 0
-        assert registry.load_run(finished.path).status == "finished"
-        assert registry.load_run(cancelled.path).status == "stopped"
-        assert study_workers.load_worker(worker.path).status == "finished"
+        assert load_run(finished.path).status == "finished"
+        assert load_run(cancelled.path).status == "stopped"
+        assert load_worker(worker.path).status == "finished"
     finally:
         for run in (cancelled, finished):
-            registry.cancel(run, grace_s=10)
-        for w in study_workers.list_workers():
-            study_workers.stop(w, grace_s=10)
+            cancel(run, grace_s=10)
+        for w in list_workers():
+            stop(w, grace_s=10)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pals_core.budget_cli import main as pals_budget
-from pals_core.families.models import EMBEDDED_MODEL, PRESETS, load_model
+from pals_core.cli.budget import main as pals_budget
+from pals_core.families.bert.presets import EMBEDDED_MODEL
+from pals_core.families.shapes import PRESETS, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 OTHER_NAMES = ("minilm-l6-h384", "nreimers/MiniLM-L6-H384-uncased", "embedded MiniLM", "MiniLM-L6 (embedded")
@@ -33,7 +34,7 @@ def test_the_preset_list_and_pals_budget_call_it_by_its_one_name(capsys, monkeyp
 
 
 def test_pals_tasks_help_calls_it_by_its_one_name(capsys, monkeypatch):
-    from pals_core.tasks_cli import main as pals_tasks
+    from pals_core.cli.tasks import main as pals_tasks
 
     monkeypatch.setenv("COLUMNS", "1000")
     with pytest.raises(SystemExit):
@@ -43,7 +44,7 @@ def test_pals_tasks_help_calls_it_by_its_one_name(capsys, monkeypatch):
 
 @pytest.mark.slow  # the tokenizer and the example rows: seconds
 def test_pals_tasks_calls_it_by_its_one_name(capsys):
-    from pals_core.tasks_cli import main as pals_tasks
+    from pals_core.cli.tasks import main as pals_tasks
 
     assert pals_tasks([str(ROOT / "examples" / "tasks" / "tasks.yaml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == EMBEDDED_MODEL

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from explorer import registry
 from pals_core.atomic import atomic_write_json
-from pals_core.budget import AdapterConfig
+from pals_core.pricing.config import AdapterConfig
 from pals_core.supervise import roots, runs, signals
-from pals_core.supervise.cli import main
+from pals_core.cli.runs import main
 from pals_core.train.config import TrainConfig
+from pals_core.supervise.roots import runs_root
+from pals_core.supervise.runs import launch
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 PALS_RUNS = Path(sys.executable).with_name("pals-runs")
@@ -119,7 +120,7 @@ def test_a_study_workers_arguments_are_rebuilt_by_the_studies_through_the_entry_
 
 def test_the_default_root_is_the_explorers(tmp_path, monkeypatch):
     monkeypatch.setenv(roots.RUNS_ENV, str(tmp_path / "elsewhere"))
-    assert registry.runs_root() == roots.runs_root() == tmp_path / "elsewhere"
+    assert runs_root() == roots.runs_root() == tmp_path / "elsewhere"
     done = pals_runs("list", env={roots.RUNS_ENV: str(tmp_path / "elsewhere")})
     assert done.returncode == 0 and str(tmp_path / "elsewhere") in done.stdout
 
@@ -184,7 +185,7 @@ def _wait(path: Path, until, timeout: float = 60.0) -> runs.Run:
 @pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
 def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, capsys):
     root = tmp_path / "runs"
-    run = registry.launch(_spec(tmp_path / "ignored", token_cache), root=root, name="life")  # as the Train view does
+    run = launch(_spec(tmp_path / "ignored", token_cache), root=root, name="life")  # as the Train view does
     latest = run.path / "checkpoints" / "latest.json"
     _wait(run.path, lambda r: r.status == "running" and latest.is_file())  # training, a first checkpoint written
     row = listed(root, capsys)["life"]
@@ -228,7 +229,7 @@ def test_pals_runs_stays_on_its_floor():
     """``pals-runs list`` is quick: no torch, and nothing of the explorer or the studies (docs/design.md "The house:
     floors, and one direction of dependency")."""
     code = (
-        "import sys; from pals_core.supervise.cli import main; main(['list', '--root', 'no-such-folder']); "
+        "import sys; from pals_core.cli.runs import main; main(['list', '--root', 'no-such-folder']); "
         "print(sorted(m for m in ('torch', 'streamlit', 'optuna', 'explorer', 'studies') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

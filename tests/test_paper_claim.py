@@ -69,7 +69,7 @@ def test_differences_are_holm_corrected(pc):
 def test_schedule_is_seed_major_longest_first(pc):
     """The sweep's pool takes every design's seed 0 first, and within a seed the 4,000-step multi-task runs before
     separate's 800-step one-task runs: a session's end then finds both processes busy on comparable work."""
-    from pals_core import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
 
     designs = ("shared", "separate-cola", "separate-rte", "pals", "houlsby")

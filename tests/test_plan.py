@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.budget import AdapterConfig
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
 from pals_core.train.seeds import SeedsPlan
 from pals_core.train.separate import SeparatePlan

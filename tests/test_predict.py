@@ -14,10 +14,11 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import METHODS
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.methods.registry import METHODS
 from pals_core.data.metrics import task_scores
-from pals_core.tasks import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.readers import read_columns
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
@@ -101,7 +102,7 @@ def pals_predict(*args: str) -> subprocess.CompletedProcess:
 def predict_here(capsys, *args: str) -> tuple[int, str]:
     """pals-predict's main() in this process: (exit status, stderr). The same command as the installed script, without
     the seconds a new process takes to import torch; one test runs the installed script itself."""
-    from pals_core.predict_cli import main
+    from pals_core.cli.predict import main
 
     capsys.readouterr()
     code = main([*args, "--no-progress"])
@@ -374,7 +375,7 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
 
     from test_export_onnx import CHECKPOINTS, adapter_for
 
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     config = (

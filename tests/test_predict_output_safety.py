@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.predict_cli import main
+from pals_core.cli.predict import main
 from pals_core.tasks.readers import read_columns
 from tiny_models import train_tiny_run
 

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from explorer.inputs import TINY
 from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
+from pals_core.supervise.runs import cancel, list_runs
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TASKS = ["rte", "mrpc"]
@@ -74,19 +75,17 @@ def test_the_answer_ranks_by_predicted_score_and_names_the_next_run(page):
 def test_the_launch_button_trains_the_next_run_with_the_curves_recipe(page, tmp_path):
     """The next run's button starts a real pals-train of that design at that size, trained as the runs behind the
     curve were (same recipe and trunk setting), so that it joins them."""
-    from explorer import registry
-
     card = next(i.value for i in page.info if i.value.startswith("**Next run worth measuring:**"))
     next(b for b in page.button if b.label == "Launch this run").click().run()
-    runs = [r for r in registry.list_runs(tmp_path / "runs") if r.launch_config is not None]
-    assert len(runs) == 1, [r.path for r in registry.list_runs(tmp_path / "runs")]
+    runs = [r for r in list_runs(tmp_path / "runs") if r.launch_config is not None]
+    assert len(runs) == 1, [r.path for r in list_runs(tmp_path / "runs")]
     run = runs[0]
     try:
         cfg = run.launch_config
         assert f"d_s = {cfg.adapter.d_s}" in card and cfg.adapter.method in card
         assert cfg.adapter.freeze_trunk and cfg.steps == 300 and cfg.model == "tiny" and cfg.tasks == TASKS
     finally:
-        registry.cancel(run, grace_s=10)
+        cancel(run, grace_s=10)
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ import torch
 
 from pals_core.train import lock as run_lock
 from pals_core.train.checkpoint import Checkpoints
-from pals_core.train.cli import main
+from pals_core.cli.train import main
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
@@ -108,7 +108,7 @@ def test_a_second_trainer_on_the_same_out_exits_2_and_the_first_is_untouched(tmp
     out = tmp_path / "run"
     monkeypatch.setattr(run_lock, "ACQUIRE_WAIT_S", 0.1)  # the second trainer is refused without the 2 s wait
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "pals_core.train.cli"]
+    cmd = [sys.executable, "-m", "pals_core.cli.train"]
     first = subprocess.Popen(
         cmd + flags(out, cache, "--seed", "1", "--eval-every", "20", steps=4000),
         env=env,
@@ -339,7 +339,7 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_the_previous_checkpoint
     def du(path: Path) -> int:
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     args = [
         "--model",

@@ -100,7 +100,7 @@ VIEWS = ("designs", "tasks", "sizes", "scaling", "breakdown", "machine", "paper"
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory, glue_dir) -> Path:
     """One finished run: the tiny model with PALs on 8 RTE rows, 2 steps."""
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
     from pals_core.train.trainer import train
 

@@ -7,15 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from pals_core.data.samplers import (
-    SAMPLERS,
-    AlphaSampler,
-    TaskSampler,
-    alpha_at,
-    make_sampler,
-    num_epochs,
-    register_sampler,
-)
+from pals_core.data.samplers import SAMPLERS, AlphaSampler, alpha_at, make_sampler, register_sampler
+from pals_core.data.task_sampler import TaskSampler, num_epochs
 
 # real GLUE training-set sizes of the five tasks with training data here
 SIZES = {"rte": 2490, "mrpc": 3668, "stsb": 5749, "cola": 8551, "sst2": 67349}

@@ -128,7 +128,7 @@ def test_a_seeds_aggregate_counts_each_seed(tmp_path):
 
 
 def _budget(argv):
-    from pals_core.budget_cli import main
+    from pals_core.cli.budget import main
 
     return main(argv)
 

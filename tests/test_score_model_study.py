@@ -38,7 +38,7 @@ def test_the_first_trial_is_the_design_asked_and_the_storage_feeds_the_score_mod
     assert run.d_s == 5 and run.folder == tmp_path / "runs" / run.folder.relative_to(tmp_path / "runs")
     assert sm.observation(run) is None  # 2 steps: a smoke run measures nothing
     assert sm.observations([], "tiny", ["rte", "mrpc"], storage=url) == []
-    from pals_core.budget_cli import main as budget
+    from pals_core.cli.budget import main as budget
 
     capsys.readouterr()
     assert budget(["--tasks", "rte,mrpc", "--budget", "1.1", "--method", "low_rank", "--storage", url, "--json"]) == 0

@@ -17,6 +17,7 @@ import pytest
 import scipy.stats
 
 from pals_core.train.aggregate import aggregate, compare, holm, seed_stats, t_quantile
+from pals_core.supervise.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
@@ -171,7 +172,7 @@ COMMON = [
 def cli(*args, cache, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        [sys.executable, "-m", "pals_core.cli.train", *args, "--cache-dir", cache],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -237,7 +238,7 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
 
     # resuming with other settings, or starting over an existing run, is refused with one line (the command's own
     # main() in this process: a refusal happens before any training, so a process of its own would only add seconds)
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     monkeypatch.setenv("PALS_GLUE_DIR", str(GLUE))
     for argv in (
@@ -263,7 +264,7 @@ def test_parallel_seeds_then_kill_and_resume_give_the_same_aggregate(tmp_path, t
     ],
 )
 def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
-    from pals_core.train.cli import main
+    from pals_core.cli.train import main
 
     code = main([*argv, "--model", "tiny", "--tasks", "rte", "--method", "shared", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
@@ -276,8 +277,7 @@ def test_bad_orchestration_flags_exit_2_with_one_line(tmp_path, capsys, argv, me
 def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_path, token_cache, monkeypatch):
     """OUT/progress.json says "running" while a --seeds / --method separate / sweep parent works: the explorer shows it
     running (not "died: progress.json still says running") and a second orchestrator on the same OUT is refused."""
-    from explorer import registry
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train import lock
     from pals_core.train import seeds as sd
     from pals_core.train.config import TrainConfig
@@ -303,7 +303,7 @@ def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_pat
 
     def while_running() -> None:
         seen["holder"] = lock.holder(out)
-        seen["status"] = registry.load_run(out).status
+        seen["status"] = load_run(out).status
         try:
             sd.run_leaves(out, [leaf], 1, False)
         except lock.RunBusy as e:
@@ -312,14 +312,14 @@ def test_an_orchestrator_holds_its_folders_run_lock_while_its_runs_train(tmp_pat
     done = sd.run_leaves(out, [leaf], 1, False, on_change=while_running)
     assert seen["holder"] == os.getpid() and seen["status"] == "running"
     assert f"another process (pid {os.getpid()}) is training in {out}" in seen["second"]
-    assert lock.holder(out) is None and registry.load_run(out).status == "finished"  # released on the way out
+    assert lock.holder(out) is None and load_run(out).status == "finished"  # released on the way out
     assert done[leaf.out]["steps"] == 2
 
 
 def test_a_sweeps_progress_has_an_eta_at_its_own_pace(tmp_path, monkeypatch):
     """A 9-hour sweep's progress.json gives an ETA from the steps this invocation made (not from steps resumed from
     an earlier one), none in its first half minute, and measures again when a resumed run steps back."""
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train import seeds as sd
     from pals_core.train.config import TrainConfig
     from pals_core.train.rundir import RunDir

@@ -82,7 +82,7 @@ COMMON = [
 def cli(*args, cache):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PALS_GLUE_DIR": str(GLUE)}
     return subprocess.Popen(
-        [sys.executable, "-m", "pals_core.train.cli", *args, "--cache-dir", cache],
+        [sys.executable, "-m", "pals_core.cli.train", *args, "--cache-dir", cache],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -98,10 +98,12 @@ def read(p):
 @needs_glue
 @pytest.mark.slow
 def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_cache):
-    from pals_core.budget import AdapterConfig, Task, design, evaluate
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.budget.tasks import Task
+    from pals_core.budget.costs import design, evaluate
     from pals_core.data.metrics import main_score
     from pals_core.model import MultiTaskModel
-    from pals_core.train.models import model_shape
+    from pals_core.train.base_model import model_shape
 
     cache = token_cache
     ref = tmp_path / "ref"

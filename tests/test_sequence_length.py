@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.budget import from_hf_config
-from pals_core.budget_cli import main as pals_budget
-from pals_core.budget.families import get_family
+from pals_core.families.shapes import from_hf_config
+from pals_core.cli.budget import main as pals_budget
+from pals_core.families.registry import get_family
 
 torch.set_num_threads(1)
 
@@ -105,7 +105,7 @@ def test_presets_take_their_declared_length(model, longest, capsys):
 
 def test_pals_train_refuses_a_max_len_the_model_cannot_take(tmp_path):
     """A run whose --max-len is longer than its model's positions is refused before anything is built."""
-    from pals_core.budget import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
     from pals_core.train.params import resolve
 
@@ -124,7 +124,10 @@ def test_the_python_api_prices_the_longest_by_default_and_refuses_one_more(model
     """``design()``, ``rows()`` and ``sweep()`` follow the same rule as the entry points: no n → 128, or the model's
     longest when shorter; an n longer than the model takes is a ValueError (``rows``: a design not priced, with
     the reason), never priced."""
-    from pals_core.budget import AdapterConfig, design, parse_tasks, rows
+    from pals_core.pricing.config import AdapterConfig
+    from pals_core.budget.costs import design
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.budget.table import rows
     from pals_core.budget.sweep import sweep
 
     shape = from_hf_config(AutoConfig.for_model(model_type, **fields).to_dict())

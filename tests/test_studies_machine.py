@@ -13,9 +13,11 @@ from pathlib import Path
 import optuna
 import pytest
 
-from pals_core.budget import Budget, parse_tasks, rows
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.table import rows
 from pals_core.budget.machine import Machine
-from pals_core.train.models import model_conditions
+from pals_core.train.base_model import model_conditions
 from studies.cli import main
 from studies.space import model_shape
 from tiny_models import tiny_config_json
@@ -266,7 +268,7 @@ def test_deberta_and_modernbert_studies_take_a_machine_budget(tmp_path, family):
 
 def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
     """The explorer rebuilds a worker's flags from the stored settings: the machine comes back the same."""
-    from explorer.study_workers import settings_flags, worker_argv
+    from studies.workers import settings_flags, worker_argv
     from studies.cli import build_parser, requested_settings
 
     args = build_parser().parse_args(
@@ -307,7 +309,7 @@ def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
 def test_the_studies_form_passes_its_machine_to_pals_study(tmp_path):
     """The Studies tab's machine inputs give the settings `pals-study create --memory … --device-profile …` stores;
     empty inputs give no bound; a bad one is pals-study's own one-line message."""
-    from explorer.study_workers import settings_from_form
+    from studies.workers import settings_from_form
     from studies.cli import build_parser, requested_settings
 
     form = dict(tasks="rte,mrpc", model="tiny", budget=1.5, steps=4)

@@ -14,7 +14,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from pals_core.budget import base_params
+from pals_core.budget.costs import base_params
 from studies.space import model_shape
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")

@@ -1,4 +1,4 @@
-"""Study workers started from the explorer (``explorer.study_workers``) with the real ``pals-study`` worker (``--model
+"""Study workers started from the explorer (``studies.workers``, ``pals_core.supervise.workers``) with the real ``pals-study`` worker (``--model
 tiny``, real GLUE rows, a real SQLite Optuna storage in tmp_path): start, stop, resume, a tampered record, and the
 Studies view's form. Every status is read back from the folder on disk."""
 
@@ -17,10 +17,13 @@ import pytest
 from optuna.trial import TrialState
 from streamlit.testing.v1 import AppTest
 
-from explorer import registry, study_workers
 from pals_core.atomic import atomic_write_json, read_json
 from pals_core.train import lock as run_lock
 from studies.cli import main as pals_study
+from pals_core.supervise.children import _CHILDREN
+from pals_core.supervise.roots import RUNS_ENV, workers_root
+from pals_core.supervise.workers import Worker, list_workers, load_worker, stop
+from studies.workers import resume, resume_argv, settings_from_form, settings_of, start
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -30,27 +33,25 @@ pytestmark = pytest.mark.slow  # every test starts real pals-study workers (torc
 @pytest.fixture
 def env(tmp_path, glue_dir, monkeypatch):
     """Workers under tmp_path, one thread each; every worker still running at the end is stopped and reaped."""
-    monkeypatch.setenv(registry.RUNS_ENV, str(tmp_path / "runs"))
+    monkeypatch.setenv(RUNS_ENV, str(tmp_path / "runs"))
     monkeypatch.setenv("PALS_GLUE_DIR", str(glue_dir))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     yield tmp_path
-    for w in study_workers.list_workers():
-        study_workers.stop(w)
-    for w in study_workers.list_workers():
+    for w in list_workers():
+        stop(w)
+    for w in list_workers():
         _wait(w.path, lambda w: not w.alive, 60)
 
 
 def _settings(steps: int = 4):
-    return study_workers.settings_from_form(
-        "design", tasks="rte,mrpc", model="tiny", budget=1.05, steps=steps, max_examples=16
-    )
+    return settings_from_form("design", tasks="rte,mrpc", model="tiny", budget=1.05, steps=steps, max_examples=16)
 
 
-def _wait(path: Path, until, timeout: float = 90.0) -> study_workers.Worker:
+def _wait(path: Path, until, timeout: float = 90.0) -> Worker:
     end = time.time() + timeout
     while True:
-        w = study_workers.load_worker(path)
+        w = load_worker(path)
         if until(w):
             return w
         if time.time() > end:
@@ -62,7 +63,7 @@ def _trials(url: str, name: str) -> list:
     return optuna.load_study(study_name=name, storage=url).trials
 
 
-def _wait_training(w: study_workers.Worker, timeout: float = 90.0) -> None:
+def _wait_training(w: Worker, timeout: float = 90.0) -> None:
     """Until the worker's trial is in its training loop (a progress.json past step 0 in its trial folder): the
     trainer's SIGTERM handler is installed then (before, SIGTERM ends the worker at once, exit -15)."""
     end = time.time() + timeout
@@ -71,7 +72,7 @@ def _wait_training(w: study_workers.Worker, timeout: float = 90.0) -> None:
             progress = read_json(p, or_none=True) or {}
             if progress.get("status") == "running" and (progress.get("step") or 0) > 0:
                 return
-        assert study_workers.load_worker(w.path).alive, study_workers.load_worker(w.path).log_tail(30)
+        assert load_worker(w.path).alive, load_worker(w.path).log_tail(30)
         time.sleep(0.25)
     raise AssertionError("no trial started")
 
@@ -83,45 +84,45 @@ def _bystander() -> subprocess.Popen:
 
 def test_start_runs_the_study_and_keeps_the_exit_status(env):
     url = f"sqlite:///{env / 'studies.db'}"
-    w = study_workers.start(_settings(), url, "smoke", 1, threads=1)
+    w = start(_settings(), url, "smoke", 1, threads=1)
     argv = json.loads((w.path / "worker.json").read_text())["argv"]
     assert argv[:5] == [sys.executable, "-m", "studies.cli", "run", "design"] and "--storage" in argv
-    assert argv[argv.index("--out") + 1] == str(w.path) and w.path.parent == study_workers.workers_root().resolve()
+    assert argv[argv.index("--out") + 1] == str(w.path) and w.path.parent == workers_root().resolve()
     done = _wait(w.path, lambda w: not w.alive)
     assert (done.status, done.exit_code) == ("finished", 0), done.log_tail(30)
     assert sum(t.state in FINISHED for t in _trials(url, "smoke")) == 1
     # a server restart: the Popen is gone, exit.json still knows the status
-    registry._CHILDREN.pop(w.owner, None)
-    again = study_workers.load_worker(w.path)
+    _CHILDREN.pop(w.owner, None)
+    again = load_worker(w.path)
     assert (again.status, again.exit_code, again.alive) == ("finished", 0, False)
-    assert [x.id for x in study_workers.list_workers()] == [w.id]
+    assert [x.id for x in list_workers()] == [w.id]
 
 
 def test_stop_then_resume_rebuilds_the_argv(env):
     url = f"sqlite:///{env / 'studies.db'}"
     bystander = _bystander()
     try:
-        w = study_workers.start(_settings(steps=400), url, "stopme", 1, threads=1)
+        w = start(_settings(steps=400), url, "stopme", 1, threads=1)
         first_argv = json.loads((w.path / "worker.json").read_text())["argv"]
         _wait_training(w)
         pid = w.owner
-        assert study_workers.stop(w)
+        assert stop(w)
         stopped = _wait(w.path, lambda w: not w.alive, 60)
         assert (stopped.status, stopped.exit_code) == ("stopped", 130), stopped.log_tail(30)
         with pytest.raises(ProcessLookupError):  # reaped by our Popen: gone
             os.kill(pid, 0)
         assert bystander.poll() is None  # nothing unrelated signalled
-        assert not study_workers.stop(stopped)  # nothing to stop: no signal at all
+        assert not stop(stopped)  # nothing to stop: no signal at all
         # resume: the argument list comes from the stored settings, the same as the first launch
         record = json.loads((w.path / "worker.json").read_text())
         record["argv"] = [sys.executable, "-c", "raise SystemExit(7)"]  # a record, never run
         atomic_write_json(w.path / "worker.json", record)
-        assert study_workers.resume_argv(study_workers.load_worker(w.path)) == first_argv
-        resumed = study_workers.resume(stopped)
+        assert resume_argv(load_worker(w.path)) == first_argv
+        resumed = resume(stopped)
         assert resumed.alive and run_lock.cmdline(resumed.owner) == first_argv
         history = json.loads((w.path / "worker.json").read_text())["history"]
         assert history[-1]["exit_code"] == 130 and history[-1]["status"] == "stopped"
-        assert study_workers.stop(resumed)
+        assert stop(resumed)
         again = _wait(w.path, lambda w: not w.alive, 60)
         # stopped at once (before its trainer's loop: default SIGTERM, -15) or after a step (130): recorded either way
         assert again.status == "stopped" and again.exit_code in (130, -15) and bystander.poll() is None
@@ -132,7 +133,7 @@ def test_stop_then_resume_rebuilds_the_argv(env):
 
 def test_a_tampered_record_is_never_run_or_signalled(env):
     url = f"sqlite:///{env / 'studies.db'}"
-    root = study_workers.workers_root()
+    root = workers_root()
     bystander = _bystander()
     marker = env / "pwned"
     try:
@@ -151,15 +152,15 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
             "settings": _settings().as_dict(),
         }
         atomic_write_json(folder / "worker.json", record)
-        w = study_workers.load_worker(folder)
+        w = load_worker(folder)
         assert w.owner is None and not w.alive
-        assert not study_workers.stop(w)
+        assert not stop(w)
         # a foreign argv that would write a file: resume runs the study's entry point from the settings instead
         record["argv"] = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
         atomic_write_json(folder / "worker.json", record)
-        argv = study_workers.resume_argv(study_workers.load_worker(folder))
+        argv = resume_argv(load_worker(folder))
         assert argv[1:4] == ["-m", "studies.cli", "run"] and str(marker) not in " ".join(argv)
-        done = _wait(study_workers.resume(study_workers.load_worker(folder)).path, lambda w: not w.alive)
+        done = _wait(resume(load_worker(folder)).path, lambda w: not w.alive)
         assert done.exit_code == 0 and not marker.exists(), done.log_tail(30)
         assert bystander.poll() is None
         # settings that do not validate, or a storage that is not a URL: nothing starts
@@ -171,7 +172,7 @@ def test_a_tampered_record_is_never_run_or_signalled(env):
         ):
             atomic_write_json(folder / "worker.json", {**record, **bad})
             with pytest.raises(ValueError):
-                study_workers.resume(study_workers.load_worker(folder))
+                resume(load_worker(folder))
         assert json.loads((folder / "worker.json").read_text())["pid"] == bystander.pid  # nothing was started
     finally:
         bystander.kill()
@@ -196,9 +197,9 @@ def test_the_studies_view_starts_a_study_from_its_form(env):
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Started worker" in s.value for s in at.success)
-    workers = study_workers.list_workers()
+    workers = list_workers()
     assert len(workers) == 1 and workers[0].get("study_name") == "from-the-page"
-    assert study_workers.settings_of(workers[0]).machine == {
+    assert settings_of(workers[0]).machine == {
         "device": "t4",
         "precision": "fp32",
         "memory": "24GiB",

@@ -12,17 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pals_core.tasks import (
-    TaskDataError,
-    TaskRecord,
-    TaskRecordError,
-    glue_record,
-    num_labels,
-    read_tasks_file,
-    resolve_records,
-)
+from pals_core.kinds.errors import TaskDataError, TaskRecordError
 from pals_core.tasks.readers import read_columns
-from pals_core.tasks.rows import dev_rows, read_rows
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.glue_tasks import glue_record
+from pals_core.tasks.rows import num_labels, dev_rows, read_rows
+from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.tasks import resolve_records
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -308,7 +304,7 @@ def test_pals_budget_never_imports_torch_for_a_tasks_file(tmp_path):
     write_csv(tmp_path / "intent.csv", ["message", "intent"], ROWS)
     f = write_tasks(tmp_path, {"intent": {"train": "intent.csv", "text": "message", "label": "intent"}})
     code = (
-        "import sys; from pals_core.budget_cli import run; "
+        "import sys; from pals_core.cli.budget import run; "
         f"run(['--tasks-file', {str(f)!r}, '--budget', '1.13']); "
         "assert not [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules], sys.modules.keys()"
     )
@@ -334,8 +330,8 @@ def test_pals_budget_refuses_bad_data_in_one_line(tmp_path, tasks, message):
 
 @pytest.mark.parametrize("score", ["-40", "1e308", "5.01"])
 def test_a_glue_sts_b_score_outside_0_5_is_a_data_error_naming_file_and_line(tmp_path, score):
-    from pals_core.data.glue import GlueDataError, read_tsv
-    from pals_core.tasks.glue import GLUE_TASKS
+    from pals_core.data.glue_rows import GlueDataError, read_tsv
+    from pals_core.tasks.glue_tasks import GLUE_TASKS
 
     f = tmp_path / "dev.tsv"
     f.write_text(
@@ -354,7 +350,7 @@ def test_a_files_digest_is_remembered_until_the_file_changes(tmp_path):
     import hashlib
     import os
 
-    from pals_core.tasks import sha256_of
+    from pals_core.tasks.readers import sha256_of
 
     f = tmp_path / "t.csv"
     f.write_text("text,label\nhello,a\n")

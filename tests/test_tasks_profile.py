@@ -15,9 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pals_core.data.profile import profile_task, profile_tasks
-from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.glue_tasks import glue_record
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.rows import dev_rows
-from pals_core.tasks_cli import main
+from pals_core.cli.tasks import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tasks"
@@ -167,7 +169,7 @@ def _stats(lengths, max_len):
 def test_token_stats_match_the_tokenizer_called_directly(records, model):
     from transformers import AutoTokenizer
 
-    from pals_core.train.models import tokenizer_path
+    from pals_core.data.load import tokenizer_path
 
     tok = AutoTokenizer.from_pretrained(tokenizer_path(model), local_files_only=True)
     got = {p["name"]: p["tokens"] for p in profile_tasks(list(records.values()), model=model, max_len=24)}
@@ -185,7 +187,7 @@ def test_token_stats_match_the_tokenizer_called_directly(records, model):
 def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
     from transformers import AutoTokenizer
 
-    from pals_core.train.models import tokenizer_path
+    from pals_core.data.load import tokenizer_path
 
     rows = [
         (f"premise number {i} " + "word " * (i % 7), f"hypothesis {i}" + " more" * (i % 5), str(i % 2))
@@ -272,7 +274,7 @@ def test_installed_script_bad_row_and_bad_record(tmp_path):
 
 
 def test_example_prices_with_pals_budget(capsys):
-    from pals_core.budget_cli import main as budget_main
+    from pals_core.cli.budget import main as budget_main
 
     assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pals_core.data.glue import RawSplit
+from pals_core.data.glue_rows import RawSplit
 from pals_core.data.load import encode, load_tokenizer, minilm_path
 from pals_core.kinds import get_kind
 
@@ -93,7 +93,7 @@ def test_scores_are_seqeval_entity_scores_and_token_accuracy():
 
 def test_the_baseline_tags_every_word_o_or_the_most_frequent_tag_without_o():
     from pals_core.data.metrics import majority_scores
-    from pals_core.tasks import TaskRecord
+    from pals_core.tasks.record import TaskRecord
 
     record = TaskRecord("ner", kind="tokens", train="x")
     train, dev = _gold([[1, 2, 0], [3]]), _gold([[0, 1], [3, 0, 0]])
@@ -105,9 +105,9 @@ def test_the_baseline_tags_every_word_o_or_the_most_frequent_tag_without_o():
 
 
 def test_a_tagging_head_is_priced_per_token():
-    from pals_core.budget import from_hf_config
+    from pals_core.families.shapes import from_hf_config
     from pals_core.families.registry import get_family
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.train.base_model import tiny_config_dict
 
     m = from_hf_config(tiny_config_dict(), name="tiny")
     family = get_family(m.family)
@@ -145,10 +145,13 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent))
     from test_task_training import run_config
 
-    from pals_core.budget import at_size, design, from_hf_config, tasks_of_records
+    from pals_core.budget.costs import design
+    from pals_core.budget.solver import at_size
+    from pals_core.budget.tasks import tasks_of_records
+    from pals_core.families.shapes import from_hf_config
     from pals_core.pricing.config import AdapterConfig
-    from pals_core.tasks import read_tasks_file
-    from pals_core.train.models import tiny_config_dict
+    from pals_core.tasks.taskfile import read_tasks_file
+    from pals_core.train.base_model import tiny_config_dict
     from pals_core.train.trainer import train
 
     f = write_tagging_tasks(tmp_path / "data")
@@ -164,7 +167,9 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
 def test_pals_budget_prices_a_tasks_file_with_a_tagging_task_per_token(tmp_path):
     import subprocess
 
-    from pals_core.budget import Task, at_size, design
+    from pals_core.budget.costs import design
+    from pals_core.budget.solver import at_size
+    from pals_core.budget.tasks import Task
     from pals_core.families.models import PRESETS
     from pals_core.pricing.config import AdapterConfig
 

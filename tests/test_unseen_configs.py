@@ -25,13 +25,17 @@ import sys
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from transformers import AutoConfig, AutoModel
 from transformers.activations import ACT2CLS, ACT2FN
 
-from pals_core import AdapterConfig, MultiTaskModel
-from pals_core.budget import METHODS, at_size, base_params, design, from_hf_config, get_method, parse_tasks
+from pals_core.pricing.config import AdapterConfig
+from pals_core.model import MultiTaskModel
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.budget.solver import at_size
+from pals_core.budget.costs import base_params, design
+from pals_core.families.shapes import from_hf_config, conditions_from_config
+from pals_core.budget.tasks import parse_tasks
 from pals_core.pricing.activations import (
     ACTIVATIONS,
     PARAMETRISED_ACTIVATIONS,
@@ -40,9 +44,8 @@ from pals_core.pricing.activations import (
     Trace,
     check_activation,
 )
-from pals_core.families.models import conditions_from_config
-from pals_core.budget_cli import main as pals_budget
-from pals_core.budget.families import get_family
+from pals_core.cli.budget import main as pals_budget
+from pals_core.families.registry import get_family
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.pricing.poly import Poly
 from flops import count_forward_flops
@@ -542,7 +545,7 @@ def test_the_console_script_refuses_an_unseen_option_in_one_line(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_config_json("modernbert", _fields("modernbert", dict(head_dim=4)))))
     out = subprocess.run(
-        [sys.executable, "-m", "pals_core.budget_cli", "--model", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "pals_core.cli.budget", "--model", str(path)], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "head_dim 4" in out.stderr and "Traceback" not in out.stderr
@@ -577,7 +580,7 @@ def test_config_values_are_read_with_the_types_transformers_requires(tmp_path, c
     2·10¹² parameters); every one is one line now."""
     import json
 
-    from pals_core.budget_cli import main
+    from pals_core.cli.budget import main
 
     f = tmp_path / "config.json"
     f.write_text(json.dumps(tiny_config_json(family, **fields)))

@@ -82,7 +82,7 @@ INTENT_ROWS = [("invoice please pay", "billing"), ("money back refund", "refund"
 def train_tiny_run(root: Path, tasks: "list[str]") -> Path:
     """A frozen-trunk PALs run of the tiny BERT, trained for one step under ``root/run``: each of ``tasks`` reads
     ``root/rows.csv`` (``INTENT_ROWS``: columns text, intent) from ``root/tasks.yaml``."""
-    from pals_core import AdapterConfig
+    from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
     from pals_core.train.trainer import train
 

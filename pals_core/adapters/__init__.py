@@ -4,9 +4,3 @@ modules live in ``pals_core/methods/<name>/module.py``; their registry of builde
 stands above them, ``pals_core.methods.adapters``. ``pals_core.model.MultiTaskBert`` wires them into a shared
 Hugging Face base model.
 """
-
-from __future__ import annotations
-
-from .base import AdapterSpec, BuildContext, Mask, TaskAdapter
-
-__all__ = ["AdapterSpec", "BuildContext", "Mask", "TaskAdapter"]

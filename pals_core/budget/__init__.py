@@ -6,7 +6,7 @@ a price (``Method``/``Part``, ``Poly``, ``AdapterConfig``, ``BaseModel``: ``pals
 parts in ``<name>/cost.py``) and memory and time (``pals_core.footprint``); this package holds the cost model
 (``costs``), the solver (``solver``), the design checks (``methods``), a machine's pricing (``machine``) and the rows
 (``table``), and hands on the public names of the floors below. The command ``pals-budget`` is
-``pals_core/budget_cli.py``.
+``pals_core/cli/budget.py``.
 
     >>> from pals_core.budget import load_model, parse_tasks, rows, Budget
     >>> r = rows(load_model("bert-base-uncased"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
@@ -31,12 +31,15 @@ from .costs import (
     pooler_params,
 )
 from ..pricing.method import Method, Part
-from .methods import METHODS, check_config, get_method, location_label, resolve_layers
-from ..families.models import DEFAULT_MODEL, PRESETS, BaseModel, from_hf_config, load_model
+from ..methods.registry import METHODS, get_method
+from .methods import check_config, location_label, resolve_layers
+from ..families.shapes import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
+from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
-from .tasks import GLUE_LABELS, PAPER_TASKS, Task, glue_task, parse_tasks, tasks_of_records
+from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS
+from .tasks import Task, glue_task, parse_tasks, tasks_of_records
 
 _LAZY = {"PaperRow": "paper", "paper_reproduction": "paper"}  # the paper's reproduction, loaded on first use (--paper)
 

@@ -14,7 +14,7 @@ from dataclasses import field, make_dataclass, replace
 from functools import lru_cache
 from typing import Optional
 
-from ..families.models import conditions_for_model
+from ..families.shapes import conditions_for_model
 from ..families.registry import get_family, replay_of
 from ..footprint.constraints import CONSTRAINTS, PARAMS, Constraint, Pricing, largest_root, train_memory_poly
 from ..footprint.memory import PRECISIONS, memory_infer, memory_train

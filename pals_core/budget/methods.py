@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..families.registry import get_family
-from ..methods.registry import METHODS, get_method  # noqa: F401  (METHODS handed on: budget.methods.METHODS)
+from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig, design_label, format_location
 from ..pricing.limits import MAX_D_S, check_at_most
 from ..pricing.method import Method

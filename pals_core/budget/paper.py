@@ -12,9 +12,10 @@ from typing import Optional
 
 from ..pricing.config import AdapterConfig
 from .costs import design
-from ..families.models import PRESETS
+from ..families.shapes import PRESETS
 from .solver import Budget, at_size, solve
-from .tasks import PAPER_TASKS, glue_task
+from ..tasks.glue_tasks import PAPER_TASKS
+from .tasks import glue_task
 
 
 @dataclass

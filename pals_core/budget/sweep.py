@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, NamedTuple, Optional
 from ..pricing.config import AdapterConfig
 from .costs import design, forward_flops
 from ..families.registry import get_family
-from .methods import get_method
+from ..methods.registry import get_method
 from ..pricing.shape import BaseModel
 from .table import designs_for
 from .tasks import parse_tasks

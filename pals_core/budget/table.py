@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from ..families.models import conditions_for_model
+from ..families.shapes import conditions_for_model
 from ..pricing.activations import Conditions
 from ..pricing.config import AdapterConfig, design_label
 from ..pricing.shape import BaseModel
 from .costs import Cost, Design, design
 from .machine import Machine, constrain
-from .methods import METHODS, get_method
+from ..methods.registry import METHODS, get_method
 from .solver import Budget, at_size, solve
 from .tasks import Task
 

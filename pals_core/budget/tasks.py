@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kinds import DEFAULT_KIND
-from ..tasks.glue import GLUE_LABELS, PAPER_TASKS, glue_name
+from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS, glue_name
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _count(n: int) -> list[Task]:
 def tasks_of_records(records) -> list[Task]:
     """The calculator's tasks of ``TaskRecord``s: each name with its C_t (declared labels, or the train file's
     label column read — never the text; a kind without named labels: its own count) and its kind."""
-    from ..tasks import num_labels  # the rows reader: loaded for a tasks file only (pals-budget's start-up)
+    from ..tasks.rows import num_labels  # the rows reader: loaded for a tasks file only (pals-budget's start-up)
 
     tasks = [Task(r.name, num_labels(r), r.kind) for r in records]
     if not tasks:

@@ -1,1 +1,2 @@
-"""Data for multi-task training: GLUE loading (``glue``), task samplers (``samplers``), metrics (``metrics``)."""
+"""Data for multi-task training: GLUE's rows from the official files or the hub (``glue_rows``), task samplers
+(``samplers``), metrics (``metrics``)."""

@@ -26,12 +26,12 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks import GLUE_TASKS, TaskRecord, glue_record
+from ..tasks.glue_tasks import GLUE_TASKS, glue_record
+from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.readers import sha256_of
-from ..tasks.record import fingerprint
 from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
-from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
+from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
 CACHE_FORMAT = 2  # bump when the cached layout changes (2: token ids only, labels from the rows)

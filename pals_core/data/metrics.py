@@ -20,7 +20,8 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks import GLUE_TASKS, TaskRecord, glue_record
+from ..tasks.glue_tasks import GLUE_TASKS, glue_record
+from ..tasks.record import TaskRecord
 
 TaskLike = Union[TaskRecord, str]  # a record, or the name of a built-in GLUE task (summaries written before records)
 

@@ -25,8 +25,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..kinds import get_kind
-from ..tasks import TaskRecord
-from .glue import RawSplit, check_files, choose_source
+from ..tasks.record import TaskRecord
+from .glue_rows import RawSplit, check_files, choose_source
 from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, majority_scores
 

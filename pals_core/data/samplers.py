@@ -39,7 +39,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .mt_uncertainty import MTUncertaintySampler
-from .task_sampler import DEFAULT_EPOCH_STEPS, TaskSampler, epoch_of, num_epochs  # noqa: F401 (re-exported)
+from .task_sampler import DEFAULT_EPOCH_STEPS, TaskSampler, epoch_of
 
 ALPHA_SHAPES = ("linear", "cosine", "exponential", "step")
 EXPONENTIAL_RATE = 5.0  # k of the exponential α shape

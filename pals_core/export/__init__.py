@@ -1,5 +1,6 @@
 """A trained run handed over (issue "your model out"): ONNX for every design (``onnx.py``), peft adapters and merged
-transformers folders for the designs peft can express (``peft.py``), and ``pals-export`` (``cli.py``)."""
+transformers folders for the designs peft can express (``peft.py``); the command ``pals-export`` is
+``pals_core/cli/export.py``."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from ..data.load import load_tokenizer, raw_splits
 from ..kinds import DEFAULT_KIND, get_kind
 from ..forward import encode_texts
 from ..run_info import RunInfo, predict_texts
-from ..tasks import TaskRecord
+from ..tasks.record import TaskRecord
 from ..tasks.readers import read_columns
 from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer

@@ -11,7 +11,7 @@ A family folder holds three modules:
 
 The three collectors, which stand above the folders they read, load them by name from ``PACKAGES``: the
 calculator's (``registry``: ``FAMILIES``, ``get_family_for``) only ``description`` — so pricing never imports torch —
-the torch side (``trunks``: ``TRUNKS``, ``trunk_for``) ``trunk``, the presets (``models``: ``PRESETS``,
+the torch side (``trunks``: ``TRUNKS``, ``trunk_for``) ``trunk``, the presets (``shapes``: ``PRESETS``,
 ``load_model``) ``presets``. This module imports nothing of the project itself (its loaders import the folders by
 name when called); the shared machinery stands a floor below the folders (``pals_core/pricing/family.py``: the
 ``Family`` record, ``Replay``, config-field readers; ``pals_core/trunks/base.py``: ``Trunk``, ``State``,

@@ -1,5 +1,5 @@
 """``BaseModel``: the calculator's view of an encoder's shape (pure Python). Presets and config.json reading are in
-``pals_core/families/models.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
+``pals_core/families/shapes.py``; each family's counts in its folder's ``description.py`` (``pals_core/families/<f>/``) (both read
 this module, which reads neither)."""
 
 from __future__ import annotations

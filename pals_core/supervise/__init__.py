@@ -12,7 +12,7 @@ and ``pals-runs`` see the same thing. See docs/design.md (process supervision).
 - ``runs``: training runs (``launch``, ``load_run``, ``list_runs``, ``cancel``, ``resume``);
 - ``workers``: study workers (``load_worker``, ``list_workers``, ``start``, ``stop``, ``resume``) given their
   argument lists, which ``studies.workers`` builds from the study's settings;
-- ``cli``: ``pals-runs list|cancel|resume``.
+- the command ``pals-runs list|cancel|resume`` is ``pals_core/cli/runs.py``.
 
 The explorer imports this package; nothing here imports the explorer.
 """

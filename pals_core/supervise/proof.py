@@ -24,7 +24,7 @@ from pals_core.train import lock as run_lock
 from .children import child
 
 EntryPoint = tuple[str, str]  # (the module run with ``-m``, the console script)
-TRAINER: EntryPoint = ("pals_core.train.cli", "pals-train")
+TRAINER: EntryPoint = ("pals_core.cli.train", "pals-train")
 STUDY_WORKER: EntryPoint = ("studies.cli", "pals-study")
 
 

@@ -19,7 +19,7 @@ progress.json is reported as such) — resumable with ``--resume``.
 Nothing a folder says is executed or signalled on its word alone (``proof``): ``cancel`` signals only a process
 proved to train the folder (progress.json's ``pid`` is never used); ``resume`` rebuilds the argument list from the
 folder's config.json, validated as a ``TrainConfig`` (before the trainer wrote one: from launch.json's settings,
-validated the same way), and runs only the trainer's own entry point (``python -m pals_core.train.cli … --out
+validated the same way), and runs only the trainer's own entry point (``python -m pals_core.cli.train … --out
 <folder> --resume``); launch.json's ``argv`` is a record, never run. See docs/design.md (process supervision).
 """
 
@@ -63,7 +63,7 @@ def valid_id(name: str) -> bool:
 
 
 def launch_argv(cfg: TrainConfig, *, resume: bool = False) -> list[str]:
-    """What the launcher runs (a list, never a shell string): this Python, ``-m pals_core.train.cli``, the run's
+    """What the launcher runs (a list, never a shell string): this Python, ``-m pals_core.cli.train``, the run's
     flags (``TrainConfig.to_argv``: parsing them back gives ``cfg``)."""
     return [sys.executable, "-m", TRAIN_MODULE, *cfg.to_argv(), *(["--resume"] if resume else [])]
 

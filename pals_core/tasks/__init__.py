@@ -1,30 +1,19 @@
 """Tasks as records (docs: "Task records and the tasks file"): ``TaskRecord`` (``record.py``), GLUE's built-in
-records (``glue.py``, the one place that knows GLUE), the tasks file (``taskfile.py``), the readers of
+records (``glue_tasks.py``, the one place that knows the GLUE tasks), the tasks file (``taskfile.py``), the readers of
 CSV / TSV / JSON Lines / Parquet / save_to_disk folders (``readers.py``) and checked rows (``rows.py``).
 
 Pure Python on the ground floor: the calculator, the trainer, the studies and the explorer read records from
-here; nothing here imports torch, transformers or the rest of the project. The readers and the rows (csv, the
-sampler's random) load on first use of one of their names (``_LAZY``): the calculator's start-up needs only the
-records and GLUE's.
+here (each name from the module that defines it); nothing here imports torch, transformers or the rest of the
+project. This module holds the records of a run (``resolve_records``, ``records_of_config``).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
-from .glue import GLUE_LABELS, GLUE_TASKS, PAPER_TASKS, get_task, glue_record, parse_task_list
-from ..kinds.errors import TaskDataError, TaskRecordError
-from .record import KINDS, METRICS_OF_KIND, TaskRecord, fingerprint
+from .glue_tasks import glue_record, parse_task_list
+from .record import TaskRecord
 from .taskfile import read_tasks_file, select
-
-_LAZY = {"sha256_of": "readers", "num_labels": "rows", "read_label_names": "rows"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_records(names: "Sequence[str] | str | None", tasks_file: Optional[str] = None) -> list[TaskRecord]:
@@ -39,27 +28,7 @@ def resolve_records(names: "Sequence[str] | str | None", tasks_file: Optional[st
     return [glue_record(n) for n in parse_task_list(list(names))]
 
 
-__all__ = [
-    "GLUE_LABELS",
-    "GLUE_TASKS",
-    "KINDS",
-    "METRICS_OF_KIND",
-    "PAPER_TASKS",
-    "TaskDataError",
-    "TaskRecord",
-    "TaskRecordError",
-    "fingerprint",
-    "get_task",
-    "glue_record",
-    "num_labels",
-    "parse_task_list",
-    "read_label_names",
-    "read_tasks_file",
-    "records_of_config",
-    "resolve_records",
-    "select",
-    "sha256_of",
-]
+__all__ = ["records_of_config", "resolve_records"]
 
 
 def records_of_config(config: dict) -> dict[str, TaskRecord]:

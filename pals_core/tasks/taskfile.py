@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..kinds.errors import TaskRecordError
-from .glue import glue_name, glue_record, get_task
+from .glue_tasks import glue_name, glue_record, get_task
 from .record import TaskRecord
 
 MAX_TASKS_FILE_BYTES = 1 << 20

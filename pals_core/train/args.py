@@ -1,12 +1,12 @@
 """The flags of ``pals-train``, generated from the dataclasses (``AdapterConfig``: the design; the budget;
-``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``cli.py``), the
+``TrainConfig``: the run), and their reading into a ``TrainConfig`` — shared by the CLI (``pals_core/cli/train.py``), the
 several-runs orchestration (``orchestrate.py``) and the explorer's launcher (``explorer/commands.py``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..budget import get_method
+from ..methods.registry import get_method
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..pricing.config import AdapterConfig

@@ -19,11 +19,12 @@ from ..pricing.config import AdapterConfig
 from ..flags import to_argv
 from ..budget.methods import resolve_trunk
 from ..budget.solver import Budget
-from ..data.glue import GLUE_DIR_ENV
+from ..data.glue_rows import GLUE_DIR_ENV
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
-from ..tasks import TaskRecord, resolve_records
+from ..tasks.record import TaskRecord
+from ..tasks import resolve_records
 from .extend import extended_records
-from .models import TINY
+from ..data.load import TINY
 
 DEVICES = ("auto", "cpu", "cuda")
 MAX_SEED = 2**63 - 1  # a signed 64-bit integer: what torch.manual_seed, numpy and every JSON reader take

@@ -18,7 +18,7 @@ from ..data.encoded import Encoded
 from ..data.metrics import record_of, task_scores
 from ..forward import Reduced, forward_rows
 from ..kinds import DEFAULT_KIND, get_kind
-from ..tasks import TaskRecord
+from ..tasks.record import TaskRecord
 
 
 def predict(

@@ -22,7 +22,9 @@ from typing import Optional
 
 from ..atomic import read_json_file
 from ..budget.costs import adding_tasks_refused
-from ..tasks import TaskRecord, read_tasks_file, records_of_config
+from ..tasks.record import TaskRecord
+from ..tasks.taskfile import read_tasks_file
+from ..tasks import records_of_config
 
 DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
 # the settings that shape an old task's outputs: the new run takes the base run's; another value is refused

@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from pals_core.families.models import conditions_from_config
+from pals_core.families.shapes import conditions_from_config
 
-from ..budget import Task, design, evaluate
+from ..budget.tasks import Task
+from ..budget.costs import design, evaluate
 from ..budget.machine import Machine, resources, supported
 from ..footprint.memory import memory_infer, memory_train
 from ..footprint.timing import local_profile_path

@@ -24,8 +24,7 @@ from typing import Optional, Sequence
 from ..data.metrics import main_score
 from ..flags import OneLineParser, given_values
 from ..tasks import records_of_config
-from . import seeds as sd
-from . import separate as sep
+from . import seeds as sd, separate as sep
 from .args import config_from_args, one_line
 from .config import RESUME_FREE, TrainConfig, data_differences
 from .jobs import RunsFailed
@@ -91,7 +90,7 @@ def handles(o: Orchestration, args: dict) -> bool:
 
 
 def _template_from_args(given: dict) -> TrainConfig:
-    from .trainer import resolve  # late: loads torch
+    from .params import resolve  # late: loads torch
 
     cfg, _ = config_from_args({**given, "resume": False})
     return resolve(cfg)

@@ -16,15 +16,19 @@ import copy
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from ..budget import AdapterConfig, BaseModel, Budget, Task, at_size, design, get_method, solve
-from ..budget.costs import Cost
+from ..pricing.config import AdapterConfig
+from ..pricing.shape import BaseModel
+from ..budget.solver import Budget, at_size, solve
+from ..budget.tasks import Task
+from ..budget.costs import design, Cost
+from ..methods.registry import get_method
 from ..families.registry import get_family
 from ..kinds import DEFAULT_KIND
 from ..budget.methods import label_of
 from ..data.load import describe_data
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
-from .models import model_shape
+from .base_model import model_shape
 
 
 def design_cost(

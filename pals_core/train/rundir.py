@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from ..atomic import atomic_write_json, atomic_write_text, dumps, open_regular, read_json  # noqa: F401  (re-exported)
+from ..atomic import atomic_write_json, atomic_write_text, dumps, open_regular, read_json
 from .config import TrainConfig
 from .lock import LOCK_FILE
 

@@ -41,13 +41,13 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
-from ..budget import AdapterConfig
+from ..pricing.config import AdapterConfig
 from ..data.load import raw_splits
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
 from ..tasks import records_of_config
 from .config import TrainConfig
-from .models import model_shape
+from .base_model import model_shape
 from .params import design_cost, run_tasks
 from .plan import Plan
 from .rundir import PLAN_FILE
@@ -185,7 +185,7 @@ def check_template(cfg: TrainConfig) -> TrainConfig:
 
 def make_plan(template: TrainConfig) -> SeparatePlan:
     """The plan for ``template`` (resolved, validated); reads the training files to count examples."""
-    from .trainer import resolve  # late: loads torch
+    from .params import resolve  # late: loads torch
 
     template = resolve(check_template(template))
     sizes = train_sizes(template)

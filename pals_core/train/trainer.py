@@ -33,9 +33,10 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..data.load import TaskSplits, load_tasks, load_tokenizer, read_tasks
+from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
 from ..data.metrics import dev_average, main_score
-from ..data.samplers import TaskSampler, make_sampler
+from ..data.task_sampler import TaskSampler
+from ..data.samplers import make_sampler
 from ..model import MultiTaskModel
 from .checkpoint import CheckpointDamaged, Checkpoints
 from ..kinds import get_kind
@@ -52,9 +53,10 @@ from .extend import (
 )
 from .lock import RunLock
 from .machine_report import measured, predicted
-from .models import check_tokenizer, model_shape, tokenizer_path
-from .params import is_resolved, resolve, run_params, run_tasks  # noqa: F401  (resolve: re-exported, the trainer's public entry)
-from .rundir import RunDir, atomic_write_json, eta_s, read_json
+from .base_model import model_shape
+from .params import is_resolved, resolve, run_params, run_tasks
+from .rundir import RunDir, eta_s
+from ..atomic import atomic_write_json, read_json
 from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
 

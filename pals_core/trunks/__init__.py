@@ -2,7 +2,3 @@
 each family folder's ``trunk.py`` builds on. The registry of the folders' trunks (``trunk_for``, ``build_base``,
 ``load_base``, ``trunk_class``, ``TRUNKS``) stands above them: ``pals_core.families.trunks``.
 """
-
-from .base import DenseHead, State, Trunk, classify_first_token, make_mask
-
-__all__ = ["DenseHead", "State", "Trunk", "classify_first_token", "make_mask"]

@@ -1,7 +1,7 @@
 """The shape fields of ALBERT v2's published config.json files (Hugging Face hub: albert/albert-*-v2), read through
 the family like any user's config.json. ``AutoModel.from_config`` builds albert-base-v2 with 11,683,584 parameters,
 albert-large-v2 17,683,968, albert-xlarge-v2 58,724,864 and albert-xxlarge-v2 222,595,584 (tests/test_albert.py).
-Data only: no imports (``pals_core.families.models`` reads it at import time)."""
+Data only: no imports (``pals_core.families.shapes`` reads it at import time)."""
 
 _ALBERT_V2 = dict(
     model_type="albert",

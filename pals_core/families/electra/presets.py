@@ -1,6 +1,6 @@
 """The shape fields of ELECTRA's discriminators's published config.json files (Hugging Face hub), read through the family like any
 user's config.json; tests/test_families.py builds each with ``AutoModel.from_config`` and checks the published
-parameter count. Data only: no imports (``pals_core.families.models`` reads it at import time)."""
+parameter count. Data only: no imports (``pals_core.families.shapes`` reads it at import time)."""
 
 _ELECTRA = dict(model_type="electra", vocab_size=30522, type_vocab_size=2)
 

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...adapters.base import AdapterSpec, BuildContext, TaskAdapter, init_linear, layer_key, reinitialise
-from ...families.models import from_hf_config
+from ...families.shapes import from_hf_config
 from . import cost as spec
 
 

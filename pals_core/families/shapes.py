@@ -12,9 +12,8 @@ import os
 
 from ..pricing.activations import Conditions
 from ..pricing.family import probability
-from ..pricing.shape import BaseModel  # noqa: F401  (re-exported: families.models.BaseModel)
+from ..pricing.shape import BaseModel
 from . import preset_configs
-from .bert.presets import EMBEDDED as EMBEDDED_MODEL  # noqa: F401  (the embedded checkpoint's one name)
 from .registry import MODEL_TYPES, get_family_for
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from ..flags import OneLineParser, UsageError
-from . import runs, workers
-from .roots import RUNS_ENV, runs_root, workers_root
+from ..supervise import runs, workers
+from ..supervise.roots import RUNS_ENV, runs_root, workers_root
 
 DEFAULT_GRACE_S = 60.0  # a trainer checkpoints on SIGTERM: a large model needs a while
 Item = Union[runs.Run, workers.Worker]

@@ -15,10 +15,10 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from .families.models import EMBEDDED_MODEL
-from .flags import OneLineParser, UsageError
-from .tasks import read_tasks_file
-from .kinds import get_kind
+from ..families.bert.presets import EMBEDDED_MODEL
+from ..flags import OneLineParser, UsageError
+from ..tasks.taskfile import read_tasks_file
+from ..kinds import get_kind
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,7 +129,7 @@ def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
-    from .data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
+    from ..data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
 
     check_max_len(args.max_len)
     records = list(read_tasks_file(args.tasks_file).values())

@@ -3,7 +3,7 @@
     pals-train --method pals --d-s 204 --tasks rte,mrpc,stsb,cola,sst2 --sampling annealed --steps 2000 --out runs/pals
     pals-train --method pals --budget 1.13 --tasks rte,mrpc --out runs/b113     # d_s from the calculator
     pals-train --resume --out runs/pals                                           # continue a stopped/killed run
-    accelerate launch --num_processes 4 -m pals_core.train.cli …                  # several GPUs
+    accelerate launch --num_processes 4 -m pals_core.cli.train …                  # several GPUs
     pals-train --seeds 0,1,2 --jobs 3 … --out runs/x      # one run per seed + mean/std/95 % interval (orchestrate.py)
     pals-train --method separate --tasks … --out runs/sep  # one fully fine-tuned model per task (separate.py)
 
@@ -21,9 +21,10 @@ from typing import Optional, Sequence
 from ..data.metrics import main_score
 from ..deps import DependencyError, check_transformers
 from ..tasks import records_of_config
-from . import orchestrate
-from .args import UsageError, build_parser, config_from_args, one_line  # noqa: F401  (re-exported: the CLI's parser)
-from .rundir import RunDir
+from ..train import orchestrate
+from ..flags import UsageError
+from ..train.args import build_parser, config_from_args, one_line
+from ..train.rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 
@@ -42,7 +43,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if orchestrate.handles(orch, args):
             return orchestrate.run(orch, args, progress)
         cfg, resume = config_from_args(args)
-        from .trainer import resolve  # late: loads torch
+        from ..train.params import resolve  # late: loads torch
 
         cfg = resolve(cfg)
         if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run
@@ -50,7 +51,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ValueError, TypeError) as e:
         print(f"pals-train: error: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
-    from .trainer import TrainingDiverged, TrainingStopped, train  # late: loads torch
+    from ..train.trainer import TrainingDiverged, TrainingStopped, train  # late: loads torch
 
     try:
         summary = train(cfg, resume=resume, progress=progress)

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional
 
 from ..atomic import open_regular
 from ..kinds.errors import TaskDataError
-from ..tasks.glue import GlueTask, get_task
+from ..tasks.glue_tasks import GlueTask, get_task
 from ..tasks.readers import sha256_of
 
 GLUE_DIR_ENV = "PALS_GLUE_DIR"

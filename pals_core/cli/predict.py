@@ -42,13 +42,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .atomic import atomic_write, atomic_write_text
-from .export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
-from .flags import OneLineParser, UsageError
-from .run_info import predict_texts, read_run
-from .tasks.readers import read_columns
-from .train.rundir import run_owning
-from .kinds import get_kind
+from ..atomic import atomic_write, atomic_write_text
+from ..export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
+from ..flags import OneLineParser, UsageError
+from ..run_info import predict_texts, read_run
+from ..tasks.readers import read_columns
+from ..train.rundir import run_owning
+from ..kinds import get_kind
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
@@ -164,7 +164,7 @@ def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
         runner = OnnxRunner(run_dir, device=device)
         _same_step(run_dir, runner.run.step, step)
         return runner
-    from .model import MultiTaskModel  # late: loads torch
+    from ..model import MultiTaskModel  # late: loads torch
 
     return MultiTaskModel.from_run(run_dir, step=step, device=_device(device))
 

@@ -13,8 +13,8 @@ import sys
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from .budget import recommend
-from .budget.costs import (
+from ..budget import recommend
+from ..budget.costs import (
     CONVENTIONS,
     DEFAULT_SEQ_LEN,
     base_params,
@@ -23,19 +23,20 @@ from .budget.costs import (
     embedding_params,
     flops_ratio,
 )
-from .budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
-from .budget.machine import Machine
-from .budget.methods import METHODS, get_method
-from .budget.solver import add_budget_flags, budget_from_args
-from .budget.table import rows, sort_rows
-from .budget.tasks import parse_tasks, tasks_of_records
-from .families.models import ALIASES, DEFAULT_MODEL, EMBEDDED_MODEL, PRESETS, conditions_for_model, load_model
-from .families.registry import get_family
-from .flags import OneLineParser, UsageError, add_flags, given_values
-from .footprint.constraints import CONSTRAINTS
-from .pricing.config import AdapterConfig
-from .pricing.units import parse_positive_int
-from .tasks import resolve_records
+from ..budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
+from ..budget.machine import Machine
+from ..methods.registry import METHODS, get_method
+from ..budget.solver import add_budget_flags, budget_from_args
+from ..budget.table import rows, sort_rows
+from ..budget.tasks import parse_tasks, tasks_of_records
+from ..families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from ..families.bert.presets import EMBEDDED_MODEL
+from ..families.registry import get_family
+from ..flags import OneLineParser, UsageError, add_flags, given_values
+from ..footprint.constraints import CONSTRAINTS
+from ..pricing.config import AdapterConfig
+from ..pricing.units import parse_positive_int
+from ..tasks import resolve_records
 
 
 class _Help(argparse.HelpFormatter):
@@ -261,7 +262,7 @@ def _table(
 
 
 def _paper_text() -> str:
-    from .budget.paper import paper_reproduction  # the reproduction of the paper: loaded for --paper only
+    from ..budget.paper import paper_reproduction  # the reproduction of the paper: loaded for --paper only
 
     out = ["Reproduction of Stickland & Murray (2019): BERT-base, 8 GLUE tasks, paper convention, h_s = 12", ""]
     rows_ = paper_reproduction()
@@ -279,7 +280,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
-            from .budget.paper import paper_reproduction  # loaded for --paper only
+            from ..budget.paper import paper_reproduction  # loaded for --paper only
 
             return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
         return _paper_text()
@@ -343,7 +344,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     curves = _curves(args, records, keys, found)
     predicted = None
     if curves is not None:
-        from . import score_model as sm  # late: loads scipy, only with --results/--storage
+        from .. import score_model as sm  # late: loads scipy, only with --results/--storage
 
         predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
@@ -430,7 +431,7 @@ def _task_keys(args, records) -> tuple[Optional[list[str]], Optional[str]]:
     trainable, _ = trainer_model(args.model)
     if not trainable or not records:
         return None, None
-    from .results import question_keys  # late: reads the tasks' files (and numpy), only when runs can match
+    from ..results import question_keys  # late: reads the tasks' files (and numpy), only when runs can match
 
     try:
         return question_keys(records), None
@@ -458,13 +459,13 @@ class _Runs:
         self.check()
         if self.given:
             return self.given
-        from .measured import default_roots  # late: the explorer's folders, only when runs are looked up
+        from ..measured import default_roots  # late: the explorer's folders, only when runs are looked up
 
         return default_roots()
 
     def __call__(self) -> list:
         if self._found is None:
-            from .results import runs  # late: reads run folders, only when there are runs to match
+            from ..results import runs  # late: reads run folders, only when there are runs to match
 
             self._found = runs(self.roots())
         return self._found
@@ -482,7 +483,7 @@ def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]],
         raise UsageError(
             "--results needs the tasks by name (--tasks rte,mrpc,… or --tasks-file): runs are matched by task"
         )
-    from . import score_model as sm  # late: loads scipy
+    from .. import score_model as sm  # late: loads scipy
 
     keys, _ = task_keys
     if keys is None and trainable:
@@ -498,7 +499,7 @@ def _json_of(p) -> Optional[dict]:
 
 def _predicted_notes(costs, predicted: dict) -> str:
     """Below the table: what each prediction rests on, and where there is none."""
-    from .score_model import LEVEL  # late: loads scipy's quantile code path only with --results
+    from ..score_model import LEVEL  # late: loads scipy's quantile code path only with --results
 
     got = [(c, predicted.get(id(c))) for c in costs]
     lines = [f"{c.method} @ {c.location or '—'}, d_s {c.d_s}: {p.basis()}" for c, p in got if p is not None]
@@ -535,7 +536,7 @@ def measured_scores(
     trainable, train_model = trainer_model(args.model)
     if not trainable or not records:
         return {}, (), None
-    from . import measured  # late: reads run folders (and numpy), only when there are runs to match
+    from .. import measured  # late: reads run folders (and numpy), only when there are runs to match
 
     roots = found.roots()
     keys, unread = task_keys  # a tasks file's tasks are what their files hold: hashed (``_task_keys``)

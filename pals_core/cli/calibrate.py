@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .atomic import atomic_write_text
-from .flags import OneLineParser
-from .footprint.timing import DeviceProfile, local_profile_path
+from ..atomic import atomic_write_text
+from ..flags import OneLineParser
+from ..footprint.timing import DeviceProfile, local_profile_path
 
 
 def _clock(threads: int) -> Callable[[], float]:

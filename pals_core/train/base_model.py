@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..budget import BaseModel, from_hf_config, load_model
-from ..data.load import TINY, check_tokenizer, minilm_path, tokenizer_path  # noqa: F401  (where the tokenizer lives)
-from ..families.models import EMBEDDED_MODEL, conditions_for_model, conditions_from_config, read_config
+from ..pricing.shape import BaseModel
+from ..families.shapes import from_hf_config, load_model, conditions_for_model, conditions_from_config, read_config
+from ..data.load import TINY, minilm_path
+from ..families.bert.presets import EMBEDDED_MODEL
 
 
 def tiny_config_dict() -> dict:

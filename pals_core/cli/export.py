@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 from ..atomic import read_json_file
 from ..flags import OneLineParser, UsageError
-from . import ExportFailed, ExportRefused
+from ..export import ExportFailed, ExportRefused
 
 FORMATS = ("onnx", "peft", "hf")
 
@@ -51,7 +51,7 @@ def _say(line: str) -> None:
 
 
 def _load(args) -> list:
-    from .onnx import load_models  # late: loads numpy
+    from ..export.onnx import load_models  # late: loads numpy
 
     _say(f"loading {args.run_dir}{f' (step {args.step})' if args.step is not None else ''} …")
     return load_models(args.run_dir, args.step)
@@ -80,7 +80,7 @@ def unfinished(models: list) -> list[str]:
 
 
 def _onnx(args, out: Path) -> str:
-    from .onnx import DEFAULT_OPSET, check_opset, export_onnx  # late: loads numpy
+    from ..export.onnx import DEFAULT_OPSET, check_opset, export_onnx  # late: loads numpy
 
     opset = check_opset(DEFAULT_OPSET if args.opset is None else args.opset)
     models = _load(args)
@@ -114,7 +114,7 @@ def _peft(args, out: Path) -> str:
     if args.opset is not None:
         raise UsageError(f"--opset is an ONNX setting: it does not apply to --format {args.format}")
     try:
-        from .peft import export_hf, export_peft  # late: loads torch
+        from ..export.peft import export_hf, export_peft  # late: loads torch
     except ImportError:
         raise UsageError(
             f"--format {args.format} is not available in this installation (pals_core.export.peft)"
@@ -138,7 +138,7 @@ def _peft(args, out: Path) -> str:
 
 
 def run(argv: Optional[Sequence[str]] = None) -> str:
-    from .onnx import check_out  # late: loads numpy
+    from ..export.onnx import check_out  # late: loads numpy
 
     args = build_parser().parse_args(argv)
     if not Path(args.run_dir).is_dir():
