@@ -164,21 +164,19 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
     assert shared.params_task_specific == (shape.hidden * 3 + 3) + (shape.hidden * 2 + 2)
 
 
-def test_pals_budget_prices_a_tasks_file_with_a_tagging_task_per_token(tmp_path):
-    import subprocess
-
+def test_pals_budget_prices_a_tasks_file_with_a_tagging_task_per_token(tmp_path, capsys):
     from pals_core.budget.costs import design
     from pals_core.budget.solver import at_size
     from pals_core.budget.tasks import Task
-    from pals_core.families.models import PRESETS
+    from pals_core.cli.budget import main as pals_budget
+    from pals_core.families.shapes import PRESETS
     from pals_core.pricing.config import AdapterConfig
 
     write_tagging_tasks(tmp_path)
-    bin_ = Path(sys.executable).parent / "pals-budget"
     args = ["--tasks-file", str(tmp_path / "tasks.yaml"), "--method", "shared", "--seq-len", "64", "--json"]
-    out = subprocess.run([str(bin_), *args, "--model", "electra-small-discriminator"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout)
+    capsys.readouterr()
+    assert pals_budget([*args, "--model", "electra-small-discriminator"]) == 0
+    got = json.loads(capsys.readouterr().out)
     assert got["tasks"] == [{"name": "ner", "num_labels": 3}, {"name": "intent", "num_labels": 2}]
     d = got["model"]["hidden"]
     # ELECTRA's sentence head holds its own dense layer; its token head is Linear(d, C) on every token

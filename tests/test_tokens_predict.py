@@ -73,7 +73,7 @@ def trained(tmp_path_factory):
 
 
 def _predict(capsys, *args: str) -> tuple[int, str]:
-    from pals_core.predict_cli import main
+    from pals_core.cli.predict import main
 
     capsys.readouterr()
     code = main([*args, "--no-progress"])
@@ -97,7 +97,7 @@ def test_pals_predict_tags_each_word_and_reproduces_the_dev_scores(trained, caps
     kept = max(w for w in ids.word_ids() if w is not None) + 1
     assert kept < 25 and f"ner: {25 - kept} word(s) cut by max length 16, tagged 'O'" in err
     assert summary["cut_words"] == {"ner": {"train": 0, "dev": 25 - kept}}  # the run counted them too
-    from pals_core.train.cli import format_summary
+    from pals_core.cli.train import format_summary
 
     assert f"ner: words cut by --max-len 16: 0 in train, {25 - kept} in dev" in format_summary(summary)
     gold, pred = [r["tags"] for r in rows], [r["ner"] for r in rows]
