@@ -16,6 +16,10 @@ the values):
 4. The mixed batch against peft's own mixed-batch inference (``adapter_names=[…]``) on the same LoRA design
    (every task: C = 2 labels, since peft's mixed batch needs one output width). Goal: not slower than peft.
 
+``--tagging K`` (default 1) makes the first K of the T tasks tagging tasks (kind: tokens, C = 9: CoNLL-2003's BIO
+tags): a head on every token, (B, n, 9) logits, in every comparison but peft's (whose mixed batch takes one head
+class); the others are sentence tasks of 2 or 3 classes. ``--tagging 0``: sentence tasks only.
+
 Clock: the process's CPU time with one thread for torch and onnxruntime alike; variants timed round-robin
 (``bench_modules.round_robin``), a ratio is the median over rounds of the per-round ratio, so slow drifts of a
 shared machine cancel. ``--json`` writes the figures (benchmarks/results/serving.json is the committed one).
@@ -70,9 +74,9 @@ def design(d_s: int) -> AdapterConfig:
     return AdapterConfig(method="lora", d_s=d_s, location="top", freeze_trunk=True)
 
 
-def build(config: dict, cfg: AdapterConfig, tasks: dict[str, int]) -> MultiTaskModel:
+def build(config: dict, cfg: AdapterConfig, tasks: dict[str, int], per_word=()) -> MultiTaskModel:
     torch.manual_seed(0)
-    model = MultiTaskModel.from_base_config(config, cfg, tasks=tasks).eval()
+    model = MultiTaskModel.from_base_config(config, cfg, tasks=tasks, per_word=per_word).eval()
     with torch.no_grad():  # LoRA's B starts at zero: give every adapter weights, as a trained one has
         for name, p in model.named_parameters():
             if "lora" in name.lower():
@@ -189,6 +193,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--d-s", type=int, default=8)
+    p.add_argument("--tagging", type=int, default=1, help="how many of the T tasks tag every token (kind: tokens)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -202,7 +207,8 @@ def main() -> None:
     cfg = design(args.d_s)
     print(
         f"torch {torch.__version__}, CPU, {args.threads} thread(s); lora @ top, d_s {args.d_s}, trunk frozen; "
-        f"batch {args.batch}, n = {args.seq_len}, {args.reps} rounds (CPU time, round-robin)"
+        f"batch {args.batch}, n = {args.seq_len}, {args.reps} rounds (CPU time, round-robin); "
+        f"{args.tagging} tagging task(s) of 9 tags among the T"
     )
     header = (
         f"{'shape':<10} {'T':>2}  {'predict_all vs T passes':>24} {'(calculator)':>12} {'of calc.':>8}  "
@@ -213,14 +219,17 @@ def main() -> None:
     for shape_name in args.shapes.split(","):
         config = shapes()[shape_name]
         for T in (int(x) for x in args.tasks.split(",")):
-            tasks = [Task(f"t{i}", 2 if i % 2 else 3) for i in range(T)]
+            tasks = [Task(f"tag{i}", 9, "tokens") for i in range(min(args.tagging, T))]
+            tasks += [Task(f"t{i}", 2 if i % 2 else 3) for i in range(len(tasks), T)]
             names = [t.name for t in tasks]
-            model = build(config, cfg, {t.name: t.num_labels for t in tasks})
+            per_word = [t.name for t in tasks if t.kind == "tokens"]
+            model = build(config, cfg, {t.name: t.num_labels for t in tasks}, per_word)
             batch = inputs(config["vocab_size"], args.batch, args.seq_len)
             t0 = time.perf_counter()
             row = {
                 "shape": shape_name,
                 "tasks": T,
+                "tagging": len(per_word),
                 "calculator_speedup": calculator_speedup(config, cfg, tasks, args.seq_len),
             }
             row.update(bench_shared(model, batch, names, args))

@@ -18,7 +18,7 @@ from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
-from .data.encoded import Encoded
+from .data.encoded import IGNORE, Encoded
 from .data.load import token_ids
 from .kinds import get_kind
 
@@ -32,31 +32,65 @@ class Sink(Protocol):
         """One batch of a task's logits (a tensor, one entry per row of ``rows``, in that order)."""
 
 
+def words_of(text) -> list[str]:
+    """A per-word task's row: its list of words as given, or a text split at whitespace."""
+    return [str(w) for w in text] if isinstance(text, (list, tuple)) else str(text).split()
+
+
 def encode_texts(
-    info, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, paired: Optional[Sequence[bool]] = None
+    info,
+    texts: Sequence,
+    pairs: Optional[Sequence[str]] = None,
+    paired: Optional[Sequence[bool]] = None,
+    words: Optional[Sequence[bool]] = None,
 ) -> Encoded:
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were (``info``: a run's
     ``tokenizer()`` and ``max_len``): row i with its second text ``pairs[i]`` where ``paired[i]`` (default: every
-    row when ``pairs`` is given), alone otherwise."""
+    row when ``pairs`` is given), alone otherwise; where ``words[i]`` (a per-word task's row), as a list of words
+    (``words_of``), each word's first sub-token kept (``Encoded.starts``; no gold tags: every word's is 0)."""
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
+    split = [False] * n if words is None else list(words)
     rows: list[Optional[list[int]]] = [None] * n
     kinds: list[Optional[list[int]]] = [None] * n
-    for with_pair in (False, True):
-        idx = [i for i in range(n) if paired[i] == with_pair]
+    starts: list[Optional[list[int]]] = [None] * n
+    for with_pair, as_words in ((False, False), (True, False), (False, True)):
+        idx = [i for i in range(n) if paired[i] == with_pair and split[i] == as_words]
         if not idx:
             continue
-        out = token_ids(
-            info.tokenizer(), info.max_len, [texts[i] for i in idx], [pairs[i] for i in idx] if with_pair else None
-        )
+        if as_words:
+            out = token_ids(info.tokenizer(), info.max_len, [words_of(texts[i]) for i in idx], words=True)
+        else:
+            out = token_ids(
+                info.tokenizer(),
+                info.max_len,
+                [" ".join(texts[i]) if isinstance(texts[i], (list, tuple)) else texts[i] for i in idx],
+                [pairs[i] for i in idx] if with_pair else None,
+            )
         for j, i in enumerate(idx):
             rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
+            starts[i] = out["word_ids"][j] if as_words else [-1] * len(rows[i])
     lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
     types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
-    return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
+    if not any(split):
+        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
+    counts = [len(words_of(texts[i])) if split[i] else 0 for i in range(n)]
+    word_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=word_offsets[1:])
+    first = np.fromiter((w for row in starts for w in row), dtype=np.int64, count=int(offsets[-1]))
+    return Encoded(
+        ids,
+        types,
+        offsets,
+        np.full(int(offsets[-1]), IGNORE, dtype=np.int64),
+        np.zeros(int(word_offsets[-1]), dtype=np.int64),
+        word_offsets,
+        (),
+        first,
+    )
 
 
 def forward_rows(
@@ -113,15 +147,23 @@ class Reduced:
     at once by the task's kind (``pals_core/kinds/<kind>/module.py``: ``reduce``; e.g. the arg-max class, the value,
     each label's decision) — never the logits themselves, so a dev set's outputs take O(n) memory whatever C."""
 
-    def __init__(self, kind: str, width: int, device) -> None:
+    def __init__(self, kind: str, width: int, device, data: Optional[Encoded] = None) -> None:
         self.module, self.width, self.device = get_kind(kind).module(), width, device
         self.outs: list = []
         self.idx: list = []
+        # a per-word task's rows (``data``: their words' first sub-tokens): one tag per word, (B, max_words)
+        self.data = data if data is not None and data.per_word else None
+        if self.data is not None:
+            self.width, self.fill = self.data.max_words, get_kind(kind).fill_index(self.data.names)
 
     def add(self, rows: np.ndarray, logits) -> None:
         import torch  # late: torch is loaded by the model that made ``logits``
 
-        self.outs.append(self.module.reduce(logits))
+        out = self.module.reduce(logits)
+        if self.data is not None:  # each word's tag from its first sub-token, a cut word's the baseline's
+            starts, gold = self.data.word_batch(rows, out.shape[1])
+            out = self.module.words(out, starts.to(out.device), gold.to(out.device), self.fill)
+        self.outs.append(out)
         self.idx.append(torch.from_numpy(rows).to(self.device))
 
     def result(self, n: int, gather: Optional[Callable] = None) -> np.ndarray:
@@ -139,3 +181,16 @@ class Reduced:
         result = np.zeros((n, *preds.shape[1:]), dtype=preds.dtype)
         result[index] = preds
         return self.module.finish(result)
+
+
+class PerWord:
+    """A per-word task's sink seen through its rows' words: each row's token logits (n, C) handed on as its words'
+    (``Encoded.word_logits``: a word's first sub-token's, NaN for a word cut by ``max_len``), what the kind decodes."""
+
+    def __init__(self, sink: Sink, data: Encoded) -> None:
+        self.sink, self.data = sink, data
+
+    def add(self, rows: np.ndarray, logits) -> None:
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
+        self.sink.add(rows, self.data.word_logits(rows, logits))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Iterator, Mapping, Optional, Sequence, Union
+from typing import Collection, Iterator, Mapping, Optional, Sequence, Union
 
 from .deps import check_transformers
 
@@ -37,6 +37,7 @@ from .budget.tasks import parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
+from .kinds import get_kind  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
 from .run_info import predict_texts, read_run  # noqa: E402
 from .task_weights import load_task, save_task  # noqa: E402
@@ -102,7 +103,9 @@ class MultiTaskModel(nn.Module):
     return the model in eval mode, as transformers' ``from_pretrained`` does — call ``.train()`` to train.
     """
 
-    def __init__(self, trunk: nn.Module, config: AdapterConfig, tasks: TaskSpec) -> None:
+    def __init__(
+        self, trunk: nn.Module, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+    ) -> None:
         super().__init__()
         shape, task_dict = validate(trunk.config, config, tasks)
         self.bert = trunk
@@ -113,6 +116,7 @@ class MultiTaskModel(nn.Module):
         self.method, self.layers = check_config(shape, config)
         self._spec = get_adapter(config.method)
         self.tasks: dict[str, int] = {}
+        self.per_word: set[str] = set()  # tagging tasks: a head on every token, logits (B, n, C_t)
         self.adapters = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
@@ -123,27 +127,31 @@ class MultiTaskModel(nn.Module):
         elif config.per_task_pooler and self.trunk.pooler is not None:
             self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
-            self.add_task(name, num_labels)
+            self.add_task(name, num_labels, per_word=name in per_word)
 
     # --- construction ------------------------------------------------------------------------------
 
     @classmethod
-    def from_base_config(cls, hf_config, config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
+    def from_base_config(
+        cls, hf_config, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+    ) -> "MultiTaskModel":
         """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
         dict; ``AutoModel.from_config``). Works under ``with torch.device("meta"):`` to count a large model
         without allocating it."""
         hf = _hf_config(hf_config)
         validate(hf, config, tasks)
-        return cls(build_base(hf), config, tasks).eval()
+        return cls(build_base(hf), config, tasks, per_word=per_word).eval()
 
     @classmethod
-    def from_base(cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec) -> "MultiTaskModel":
+    def from_base(
+        cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+    ) -> "MultiTaskModel":
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
         local folder, or ``"tiny"`` (``train.base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
-        current RNG: seed first."""
+        current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``)."""
         if model == TINY:
-            return cls.from_base_config(tiny_config_dict(), config, tasks)
-        return cls.from_pretrained(model, config, tasks)
+            return cls.from_base_config(tiny_config_dict(), config, tasks, per_word=per_word)
+        return cls.from_pretrained(model, config, tasks, per_word=per_word)
 
     @classmethod
     def from_pretrained(
@@ -153,6 +161,7 @@ class MultiTaskModel(nn.Module):
         tasks: TaskSpec,
         *,
         dtype: torch.dtype = torch.float32,
+        per_word: Collection[str] = (),
     ) -> "MultiTaskModel":
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
         MiniLM. Nothing is downloaded."""
@@ -166,7 +175,7 @@ class MultiTaskModel(nn.Module):
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)
-        return cls(trunk, config, tasks).eval()
+        return cls(trunk, config, tasks, per_word=per_word).eval()
 
     @classmethod
     def from_run(
@@ -177,7 +186,8 @@ class MultiTaskModel(nn.Module):
         and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
         finished-or-checkpointed run or a step it does not keep."""
         info = read_run(run_dir, step)
-        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels)
+        per_word = [t for t, r in info.records.items() if get_kind(r.kind).per_word]
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, per_word=per_word)
         load_model(model, info.checkpoint)
         model = model.to(device).eval()
         model.run = info
@@ -196,9 +206,10 @@ class MultiTaskModel(nn.Module):
             self.shape,
         )
 
-    def add_task(self, name: str, num_labels: int) -> None:
+    def add_task(self, name: str, num_labels: int, *, per_word: bool = False) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
-        dtype, in the model's train/eval mode."""
+        dtype, in the model's train/eval mode. ``per_word``: a tagging task — the family's token head
+        (``Trunk.new_token_head``) on every token, no pooler."""
         _check_task_name(name)
         if name in self.tasks:
             raise ValueError(f"task {name!r} exists already")
@@ -206,19 +217,21 @@ class MultiTaskModel(nn.Module):
         ref = next(self.bert.parameters())
         modules = {
             "adapters": self._spec.build(self._context(name, num_labels)),
-            "heads": self.trunk.new_head(num_labels),
+            "heads": self.trunk.new_token_head(num_labels) if per_word else self.trunk.new_head(num_labels),
         }
         for layer in modules["heads"].modules():
             if isinstance(layer, nn.Linear):
                 nn.init.normal_(layer.weight, std=self.base_config.initializer_range)
                 if layer.bias is not None:
                     nn.init.zeros_(layer.bias)
-        if self.poolers is not None:
+        if self.poolers is not None and not per_word:
             modules["poolers"] = copy.deepcopy(self.trunk.pooler)
         for group, module in modules.items():
             module.to(device=ref.device, dtype=ref.dtype).requires_grad_(True).train(self.training)
             getattr(self, group)[name] = module
         self.tasks[name] = num_labels
+        if per_word:
+            self.per_word.add(name)
 
     def remove_task(self, name: str) -> None:
         """Drop a task and its weights."""
@@ -227,6 +240,7 @@ class MultiTaskModel(nn.Module):
             if group is not None and name in group:
                 del group[name]
         del self.tasks[name]
+        self.per_word.discard(name)
 
     # --- forward -------------------------------------------------------------------------------------
 
@@ -241,6 +255,8 @@ class MultiTaskModel(nn.Module):
         return h, self.trunk.prepare(h, attention_mask)
 
     def _classify(self, task: str, hidden: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if task in self.per_word:
+            return self.trunk.tag(self.heads[task], self.dropout, hidden)
         pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
         return self.trunk.classify(self.heads[task], pooler, self.dropout, hidden, attention_mask)
 
@@ -267,7 +283,7 @@ class MultiTaskModel(nn.Module):
         attention_mask: Optional[torch.Tensor] = None,
         token_type_ids: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
-        """Logits (B, C_t) of one task (C_t = 1: a regression score)."""
+        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t)."""
         return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
 
     @property
@@ -301,8 +317,8 @@ class MultiTaskModel(nn.Module):
         if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
             h = self.trunk.finish(h)
             if self.trunk.pooler is not None:
-                pooled = self.dropout(self.trunk.pooler(h))
-                return {t: self.heads[t](pooled) for t in names}
+                pooled = self.dropout(self.trunk.pooler(h)) if set(names) - self.per_word else None
+                return {t: self._classify(t, h) if t in self.per_word else self.heads[t](pooled) for t in names}
             return {t: self._classify(t, h, attention_mask) for t in names}
         out = {}
         for t in names:  # the per-task remainder; each iteration is one batched pass
@@ -325,7 +341,7 @@ class MultiTaskModel(nn.Module):
         and the layers every task computes alike (``shared_depth``) as for one task; above them every layer runs its
         own weights on the whole batch while each adapter hook applies each task's adapter to that task's rows
         (``adapters.rows.RowGroups``: gathered by index, scattered back); then each task's head on its rows. Returns
-        one logits row per input row (a (C_t,) tensor, in the rows' order); row i equals ``forward(tasks[i], row i)``
+        one logits row per input row (a (C_t,) tensor, a tagging task's (n, C_t), in the rows' order); row i equals ``forward(tasks[i], row i)``
         to float rounding. This is how a service answers many tasks' requests at once (peft's ``adapter_names``)."""
         if len(tasks) != input_ids.shape[0]:
             raise ValueError(f"{len(tasks)} task names for {input_ids.shape[0]} rows")

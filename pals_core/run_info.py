@@ -18,7 +18,7 @@ import numpy as np
 from .atomic import read_json
 from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
-from .forward import encode_texts, forward_rows
+from .forward import PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
@@ -180,17 +180,31 @@ def predict_texts(
         t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
         for t in names
     }
+    per_word = {t for t in names if get_kind(info.records[t].kind).per_word}
+
+    def sinks(group, data) -> dict:  # a per-word task's rows decoded word by word
+        return {t: PerWord(decoded[t], data) if t in per_word else decoded[t] for t in group}
+
     if task_of is not None:  # each row its own task, with its second text where that task reads one
-        data = encode_texts(info, texts, pairs, [info.records[t].pair for t in task_of])
-        forward_rows(model, data, decoded, batch_size=size, device=device, row_tasks=task_of, progress=progress)
+        data = encode_texts(
+            info, texts, pairs, [info.records[t].pair for t in task_of], [t in per_word for t in task_of]
+        )
+        forward_rows(
+            model, data, sinks(names, data), batch_size=size, device=device, row_tasks=task_of, progress=progress
+        )
         rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
         return {t: (rows_of[t], decoded[t].outputs()) for t in names}
-    # tasks of one text and pair tasks see their own tokens (a pair task's second text is never given to the others);
-    # within each group one predict_all per batch runs the trunk once for all of its tasks
-    for group in ([t for t in names if t not in wants_pair], wants_pair):
+    # tasks of one text, pair tasks and per-word tasks see their own tokens (a pair task's second text is never given
+    # to the others; a per-word task's words are tokenised as words); within each group one predict_all per batch runs
+    # the trunk once for all of its tasks
+    single = [t for t in names if t not in wants_pair and t not in per_word]
+    for group in (single, wants_pair, [t for t in names if t in per_word]):
         if not group:
             continue
-        data = encode_texts(info, texts, pairs if group is wants_pair else None)
+        if group[0] in per_word:
+            data = encode_texts(info, texts, None, None, [True] * len(texts))
+        else:
+            data = encode_texts(info, texts, pairs if group is wants_pair else None)
         share = None if progress is None else (lambda k, g=len(group): progress(k * g / len(names)))
-        forward_rows(model, data, {t: decoded[t] for t in group}, batch_size=size, device=device, progress=share)
+        forward_rows(model, data, sinks(group, data), batch_size=size, device=device, progress=share)
     return {t: decoded[t].outputs() for t in names}

@@ -45,6 +45,7 @@ class TaskFile:
     num_labels: int
     config: AdapterConfig
     base: dict
+    per_word: bool = False  # a tagging task's head (on every token); files written before it: False
 
 
 def read_task_file(path: Union[str, os.PathLike]) -> TaskFile:
@@ -67,6 +68,7 @@ def read_task_file(path: Union[str, os.PathLike]) -> TaskFile:
             int(meta["num_labels"]),
             AdapterConfig.from_dict(json.loads(meta["adapter_config"])),
             json.loads(meta["base"]),
+            meta.get("per_word", "0") == "1",
         )
     except (KeyError, ValueError, TypeError) as e:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
@@ -82,6 +84,7 @@ def save_task(model, task: str, path: Union[str, os.PathLike]) -> None:
         "num_labels": str(model.tasks[task]),
         "adapter_config": json.dumps(model.config.as_dict()),
         "base": json.dumps({k: getattr(model.shape, k) for k in _SHAPE_FIELDS}),
+        "per_word": "1" if task in model.per_word else "0",
     }
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
@@ -115,8 +118,13 @@ def load_task(model, path: Union[str, os.PathLike], task: Optional[str] = None) 
     added = name not in model.tasks
     if not added and model.tasks[name] != info.num_labels:
         raise ValueError(f"task {name!r} has {model.tasks[name]} labels in the model, {info.num_labels} in the file")
+    if not added and (name in model.per_word) != info.per_word:
+        heads = {True: "a head on every token (a tagging task)", False: "a sentence head"}
+        raise ValueError(
+            f"task {name!r} has {heads[name in model.per_word]} in the model, {heads[info.per_word]} in the file"
+        )
     if added:
-        model.add_task(name, info.num_labels)
+        model.add_task(name, info.num_labels, per_word=info.per_word)
     try:
         _copy_into(model, name, os.fspath(path))
     except BaseException:

@@ -486,3 +486,38 @@ def test_cpu_attention_is_counted_and_registration_is_idempotent():
     with torch.no_grad():
         flops = count_flops(torch.nn.functional.scaled_dot_product_attention, q, q, q)
     assert flops == 4 * 10 * 10 * 12  # QKᵀ and AV: 2·n²·width each
+
+
+# --- a tagging task (kind: tokens) beside a sentence task: its head on every token, counted by the family --------
+
+
+def _with_a_tagging_task(base: str, method: str):
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, n = _config(base, method, "all" if get_method(method).within else None)
+    first, c = next(iter(tasks.items()))
+    spec = {"tag": 5, first: c}
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, spec, per_word=["tag"])
+    kinds = [Task("tag", 5, "tokens"), Task(first, c)]
+
+    def cost(convention: str):
+        return at_size(design(from_hf_config(hf.to_dict()), kinds, cfg, convention=convention, seq_len=n), cfg.d_s)
+
+    return model, cost, n
+
+
+@pytest.mark.parametrize("method", ["shared", "lora"])
+@pytest.mark.parametrize("base", list(BASES))
+def test_a_tagging_head_is_counted_as_torch_builds_and_runs_it(base, method):
+    if _family(base).refusal(method):
+        pytest.skip(f"{base} refuses {method}")
+    model, cost, n = _with_a_tagging_task(base, method)
+    assert model.num_parameters("exact") == cost("exact").params_total
+    assert model.num_parameters("paper") == cost("paper").params_total
+    assert "tag" not in (model.poolers or {})  # a per-word head reads every token: no pooler of its own
+    exact = cost("exact")
+    assert count_forward_flops(model, "tag", n) == exact.flops_per_seq
+    assert count_predict_all_flops(model, n) == exact.flops_all_tasks_per_seq
+    logits = model(task="tag", input_ids=torch.ones(2, n, dtype=torch.long))
+    assert logits.shape == (2, n, 5)

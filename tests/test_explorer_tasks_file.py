@@ -354,3 +354,25 @@ def test_a_run_on_a_tasks_file_is_measured_with_its_tasks(app, runs_dir, tmp_pat
     app.sidebar.text_input(key="tasks_file").set_value(str(edited / "tasks.yaml")).run()
     assert not any(d.value.columns.isin(["folder"]).any() for d in app.dataframe)
     assert any("No finished run" in i.value for i in app.info)
+
+
+def test_a_tasks_file_with_a_tagging_task_is_priced_as_pals_budget_prices_it(app, tmp_path):
+    """A tagging task's head is priced per token (kind: tokens), beside a sentence task, as the calculator does."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_tokens import write_tagging_tasks
+
+    f = write_tagging_tasks(tmp_path / "tagging")
+    electra = "electra-base-discriminator"  # its sentence head holds a dense layer, its token head does not
+    open_file(app, f, model=electra)
+    assert errors(app) == []
+    tasks = tasks_of_records(read_tasks_file(f).values())
+    assert [(t.name, t.num_labels, t.kind) for t in tasks] == [("ner", 3, "tokens"), ("intent", 2, "classification")]
+    table = table_with(app, "fits")
+    want = {(c.method, c.location or "—"): c for c in rows(PRESETS[electra], tasks, budget=Budget(ratio=1.13))}
+    shared = next(c for c in rows(PRESETS[electra], tasks, methods=["shared"], budget=Budget(ratio=1.13)))
+    assert shared.params_task_specific == (768 * 3 + 3) + (768 * 768 + 768 + 768 * 2 + 2)
+    assert len(table) == len(want) > 0
+    for _, r in table.iterrows():
+        assert r["task-specific (all tasks)"] == want[(r["method"], r["location"])].params_task_specific

@@ -525,3 +525,32 @@ def test_the_installed_pals_export_command(pals_run, tmp_path):
         timeout=300,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not empty" in bad.stderr
+
+
+# --- a tagging task: logits (batch, sequence, C) -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["bert", "modernbert"])
+def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints, tmp_path, capsys):
+    from test_tokens_predict import write_tasks
+
+    f = write_tasks(tmp_path / "data")
+    run = trained_run(tmp_path / "run", f, checkpoints(family), adapter_for("lora"))
+    model = MultiTaskModel.from_run(run)
+    away_from_identity(model)
+    done = export_onnx(model, tmp_path / "onnx", run_dir=run)
+    assert done.max_abs_diff is not None and done.max_abs_diff < 1e-4
+    _, outputs = graph_io(tmp_path / "onnx")
+    assert outputs == {"ner": ["batch", "sequence", 4], "intent": ["batch", 2]}  # O, B-LOC, B-PER, I-PER
+    runner = OnnxRunner(tmp_path / "onnx", threads=1)
+    rows = [json.loads(x)["words"] for x in (tmp_path / "data" / "ner_dev.jsonl").read_text().splitlines()]
+    want = model.predict_texts(rows, tasks=["ner"], batch_size=3)["ner"]
+    got = runner.predict_texts(rows, tasks=["ner"], batch_size=3)["ner"]
+    assert got.label == want.label and len(got.label[-1]) == 25  # one tag per word, the cut ones included
+    for g, w in zip(got.logits, want.logits):
+        assert g.shape == w.shape and np.nanmax(np.abs(g - w)) < 1e-4
+    dev = str(tmp_path / "data" / "ner_dev.jsonl")
+    assert _predict(str(tmp_path / "onnx"), "--input", dev, "--out", str(tmp_path / "o.jsonl"), "--tasks", "ner") == 0
+    assert "onnxruntime CPU" in capsys.readouterr().err
+    assert [json.loads(x)["ner"] for x in (tmp_path / "o.jsonl").read_text().splitlines()] == want.label

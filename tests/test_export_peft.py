@@ -266,3 +266,45 @@ def test_every_family_exports_lora_and_ia3_with_the_runs_logits(
         freeze_trunk=freeze,
     )
     check_run(trained_run(tmp_path, f, checkpoints(family), adapter), tmp_path / "out", dev)
+
+
+# --- a tagging task: TOKEN_CLS adapters and AutoModelForTokenClassification folders ------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,method", [("bert", "lora"), ("modernbert", "lora"), ("distilbert", "ia3")])
+def test_a_tagging_task_exports_for_token_classification_with_the_runs_logits(
+    checkpoints, tmp_path, family, method, monkeypatch
+):
+    from peft import AutoPeftModelForTokenClassification, PeftModel
+    from test_tokens_predict import write_tasks
+    from transformers import AutoModelForTokenClassification
+
+    f = write_tasks(tmp_path / "data")
+    adapter = AdapterConfig(method=method, d_s=4 if method == "lora" else None)
+    model = MultiTaskModel.from_run(trained_run(tmp_path, f, checkpoints(family), adapter))
+    out = tmp_path / "out"
+    export_peft(model, out / "peft")
+    export_hf(model, out / "hf")
+    config = json.loads((out / "peft" / "ner" / "adapter_config.json").read_text())
+    assert config["task_type"] == "TOKEN_CLS"
+    words = [json.loads(x)["words"] for x in (tmp_path / "data" / "ner_dev.jsonl").read_text().splitlines()][:6]
+    tok = AutoTokenizer.from_pretrained(out / "hf" / "ner")
+    enc = tok(words, is_split_into_words=True, padding=True, truncation=True, max_length=32, return_tensors="pt")
+    if family == "distilbert" or family == "modernbert":
+        enc.pop("token_type_ids", None)
+    with torch.no_grad():
+        want = model(task="ner", **dict(enc)).numpy()
+    keep = enc["attention_mask"].bool().numpy()
+    assert want.shape[-1] == 4 and np.abs(want).max() > 0
+    hf = AutoModelForTokenClassification.from_pretrained(out / "hf" / "ner").eval()
+    assert list(hf.config.id2label.values()) == list(model.run.labels["ner"])
+    base = AutoModelForTokenClassification.from_pretrained(out / "peft" / "ner" / "base")
+    peft = PeftModel.from_pretrained(base, out / "peft" / "ner").eval()
+    monkeypatch.chdir(out / "peft" / "ner")  # peft resolves the adapter's relative base from the working directory
+    auto = AutoPeftModelForTokenClassification.from_pretrained(".").eval()
+    for name, exported in (("hf", hf), ("peft", peft), ("auto", auto)):
+        with torch.no_grad():
+            got = exported(**dict(enc)).logits.numpy()
+        assert got.shape == want.shape
+        assert np.abs(got - want)[keep].max() < 1e-5, (name, np.abs(got - want)[keep].max())

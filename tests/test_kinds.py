@@ -28,10 +28,12 @@ def test_each_registered_kind_is_one_folder_with_a_pure_part_and_a_torch_part():
 
 
 def test_an_unknown_kind_is_named_with_the_registered_ones():
-    with pytest.raises(TaskRecordError, match=r"unknown kind 'tokens' \(classification, regression, multilabel\)"):
-        TaskRecord("t", kind="tokens", train="x").check()
-    with pytest.raises(ValueError, match="unknown kind 'tokens'"):
-        get_kind("tokens")
+    with pytest.raises(
+        TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens\)"
+    ):
+        TaskRecord("t", kind="ranking", train="x").check()
+    with pytest.raises(ValueError, match="unknown kind 'ranking'"):
+        get_kind("ranking")
 
 
 def test_a_field_of_another_kind_is_refused_naming_what_it_is_for():
@@ -48,6 +50,7 @@ def test_a_field_of_another_kind_is_refused_naming_what_it_is_for():
 
 BRANCH = re.compile(
     r"""(==|!=|\bin\b|\.get\()\s*\(?\s*["'](classification|regression|multilabel)["']|\.(regression|multilabel)\b"""
+    r"""|(==|!=|\bin\b)\s*\(?\s*["']tokens["']"""  # .get("tokens"): a profile's token counts, no kind
 )
 
 

@@ -632,3 +632,22 @@ def test_activations_are_a_polynomial_in_d_s():
         torch.manual_seed(0)
         model = MultiTaskBert.from_base_config(hf, replace(cfg, d_s=s), tasks)
         assert poly(s) == saved_activation_bytes(model, "rte", batch, n)
+
+
+# --- a tagging task first: its head on every token (kind: tokens) ------------------------------------------------
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["trained", "frozen"])
+@pytest.mark.parametrize("base", OPT)
+def test_a_tagging_heads_activations_and_state_are_torchs(base, freeze):
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, batch, n, _ = _setup(base, "lora", "all", freeze)
+    first, c = next(iter(tasks.items()))
+    ds = design(from_hf_config(hf.to_dict()), [Task("tag", 5, "tokens"), Task(first, c)], cfg, seq_len=n)
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"tag": 5, first: c}, per_word=["tag"])
+    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s) == saved_activation_bytes(model, "tag", batch, n)
+    mem = memory_train(ds, cfg.d_s, evaluate(ds, cfg.d_s), batch=batch, cond=_conditions(hf))
+    assert mem.weights == 4 * sum(p.numel() for p in model.parameters())
+    assert mem.optimizer == optimizer_state_bytes(model)

@@ -8,7 +8,9 @@ In: CSV, TSV, JSON Lines or Parquet (``pals_core.tasks.readers``). Out (the form
 columns (one named like a prediction column is kept as ``<name> (input)``, or ``<name> (input 2)``, … when the input has
 that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
 (classification), the value (regression), the label set
-(multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV) — and ``<task>_prob``, the
+(multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV), the tag of each word (tokens: a
+list, space-joined in CSV/TSV; a word cut by the max length gets the baseline's tag, counted in the closing line; the
+text is a list of words, or split at whitespace) — and ``<task>_prob``, the
 predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
@@ -99,9 +101,13 @@ def _text_columns(info, names: Sequence[str], text: Optional[str], pair: Optiona
     return text, pair
 
 
-def _texts(cols, column: str) -> list[str]:
+def _texts(cols, column: str) -> list:
+    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet)."""
     out = []
     for i, v in enumerate(cols.values[column]):
+        if isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
+            out.append(list(v))
+            continue
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{cols.where(i, column)}: {'empty' if isinstance(v, str) else 'missing'} text")
         out.append(v)
@@ -204,9 +210,9 @@ def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> 
         idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
         values = [None] * n
         if what == "label":
-            sep = info.records[t].label_sep or ","
+            kind = get_kind(info.records[t].kind)
             for i, v in zip(idx, o.label):
-                values[i] = sep.join(v) if (joined and isinstance(v, list)) else v
+                values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v
         else:
             for i, v in zip(idx, o.prob if what == "prob" else o.probs[:, j]):
                 values[i] = float(v)
@@ -401,6 +407,12 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
     renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
     note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
+    for t in names:  # a per-word task's words cut by the run's max length: tagged as its baseline tags them
+        kind = get_kind(info.records[t].kind)
+        if kind.per_word:
+            res = results[t][1] if isinstance(results[t], tuple) else results[t]
+            cut, fill = int(sum(np.isnan(p).sum() for p in res.prob)), res.labels[kind.fill_index(res.labels)]
+            note += f" · {t}: {cut:,} word(s) cut by max length {info.max_len}, tagged {fill!r}"
     step = f"step {info.step}" if info.step >= 0 else "each task's best step"
     return (
         f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "

@@ -98,6 +98,12 @@ def format_summary(summary: dict) -> str:
             f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
             "head's; more --steps, or another --sampling)"
         )
+    for task, cut in (summary.get("cut_words") or {}).items():
+        lines.append(
+            f"{task}: words cut by --max-len {(summary.get('config') or {}).get('max_len')}: "
+            + ", ".join(f"{n:,} in {split}" for split, n in cut.items())
+            + " (a cut word counts as tagged with the baseline's tag)"
+        )
     added = summary.get("added") or {}
     if added:
         kept = [t for t in summary.get("scores") or {} if t not in added.get("tasks", [])]

@@ -2,14 +2,59 @@
 
 Sequence i is ``ids[offsets[i]:offsets[i+1]]``. Batches are padded to their own longest sequence
 (dynamic padding), which on CPU saves most of the cost of padding every batch to ``max_len``.
+
+A task with one label per word (``Kind.per_word``) holds one label per *token* instead, in the layout of ``ids``
+(a word's tag on its first sub-token, -100 on the rest, on the special tokens and, in a batch, on the padding), and
+the gold tag of every word of every row — the words ``max_len`` cut included — in ``words`` (CSR, ``word_offsets``),
+with the tag names (``names``): what the dev scores compare predictions with (``gold``: ``WordTags``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
+
+IGNORE = -100  # a token that carries no label (kinds/<kind>/module.py's loss ignores it)
+
+
+@dataclass
+class WordTags:
+    """The gold tags of a per-word task's rows: ``values`` (n, W) tag indices padded with -1, and the tag names."""
+
+    values: np.ndarray
+    names: tuple[str, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.values.shape
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(new offsets, index into the old flat arrays) of ``rows``, in the given order."""
+    lengths = np.diff(offsets)[rows]
+    new = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new[1:])
+    # item j of new row i sits at starts[i] + (j − new[i]) in the old arrays
+    return new, np.repeat(offsets[rows] - new[:-1], lengths) + np.arange(new[-1])
+
+
+def _padded(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray, fill: int, width: Optional[int] = None):
+    """Rows of a CSR array as an int64 (len(rows), width) matrix padded with ``fill``; also (row of, within) per
+    item (gathering every item once, scattered with fancy indexing)."""
+    starts = offsets[rows]
+    lengths = offsets[rows + 1] - starts
+    width = (int(lengths.max()) if len(rows) else 0) if width is None else width
+    ends = np.cumsum(lengths)
+    within = np.arange(ends[-1] if len(rows) else 0) - np.repeat(ends - lengths, lengths)
+    row_of = np.repeat(np.arange(len(rows)), lengths)
+    out = np.full((len(rows), width), fill, dtype=np.int64)
+    out[row_of, within] = values[np.repeat(starts, lengths) + within]
+    return out, row_of, within
 
 
 @dataclass
@@ -17,51 +62,113 @@ class Encoded:
     ids: np.ndarray  # int32, all token ids back to back
     types: np.ndarray  # int8, token type ids, same layout
     offsets: np.ndarray  # int64, n + 1 entries
-    labels: np.ndarray  # int64 classes, or float32 scores (regression)
+    labels: np.ndarray  # int64 classes, float32 scores (regression), …; per word: int64 per token, layout of ids
+    words: Optional[np.ndarray] = None  # per word: int64 gold tag of every word, CSR by word_offsets
+    word_offsets: Optional[np.ndarray] = None
+    names: tuple[str, ...] = ()  # per word: the tag names
+    starts: Optional[np.ndarray] = None  # per word: int64 per token, the word it starts (its first sub-token), else -1
 
     def __post_init__(self) -> None:
-        if len(self.offsets) != len(self.labels) + 1:
+        if self.words is None and len(self.offsets) != len(self.labels) + 1:
             raise ValueError("offsets must have one more entry than labels")
+        if self.words is not None and (
+            len(self.labels) != self.offsets[-1]
+            or self.word_offsets is None
+            or len(self.word_offsets) != len(self.offsets)
+            or self.starts is None
+            or len(self.starts) != len(self.labels)
+        ):
+            raise ValueError("per-word labels need one label per token and word offsets of one entry per row + 1")
 
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(self.offsets) - 1
 
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    @property
+    def per_word(self) -> bool:
+        return self.words is not None
+
+    @property
+    def max_words(self) -> int:
+        return int(np.diff(self.word_offsets).max()) if self.per_word and len(self) else 0
+
+    @property
+    def cut_words(self) -> int:
+        """Per word: the words without a sub-token (cut by ``max_len``): scored as tagged with the baseline's tag."""
+        return int(len(self.words) - (self.starts >= 0).sum()) if self.per_word else 0
+
+    @property
+    def gold(self):
+        """What the dev metrics compare predictions with: the labels, or per word ``WordTags`` (every word)."""
+        if not self.per_word:
+            return self.labels
+        values, _, _ = _padded(self.words, self.word_offsets, np.arange(len(self)), -1)
+        return WordTags(values, tuple(self.names))
+
     def select(self, rows: Sequence[int]) -> "Encoded":
         """A new ``Encoded`` holding ``rows`` in the given order."""
         rows = np.asarray(rows, dtype=np.int64)
-        lengths = self.lengths[rows]
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        # token j of new sequence i sits at starts[i] + (j − offsets[i]) in the old arrays
-        gather = np.repeat(self.offsets[rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows])
+        offsets, gather = _gather(self.offsets, rows)
+        if not self.per_word:
+            return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows])
+        word_offsets, words = _gather(self.word_offsets, rows)
+        return Encoded(
+            self.ids[gather],
+            self.types[gather],
+            offsets,
+            self.labels[gather],
+            self.words[words],
+            word_offsets,
+            self.names,
+            self.starts[gather],
+        )
 
-    def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
-        """Padded torch tensors for ``rows``: input_ids, attention_mask, token_type_ids, labels."""
+    def word_batch(self, rows: Sequence[int], width: int):
+        """Per word: the torch tensors ``starts`` (len(rows), ``width``: the word each token starts, else -1) and
+        ``words`` (the gold tags, (len(rows), ``max_words``), -1 on padding) of ``rows``, as ``batch`` pads them."""
         import torch
 
         rows = np.asarray(rows, dtype=np.int64)
-        starts = self.offsets[rows]
-        lengths = self.offsets[rows + 1] - starts
-        width = int(lengths.max()) if len(rows) else 0
-        # token j of row i goes to [i, j]: gather every token once, scatter with fancy indexing
-        ends = np.cumsum(lengths)
-        within = np.arange(ends[-1] if len(rows) else 0) - np.repeat(ends - lengths, lengths)
-        row_of = np.repeat(np.arange(len(rows)), lengths)
-        source = np.repeat(starts, lengths) + within
-        ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-        types = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        ids[row_of, within] = self.ids[source]
-        types[row_of, within] = self.types[source]
+        starts = _padded(self.starts, self.offsets, rows, -1, width)[0]
+        return torch.from_numpy(starts), torch.from_numpy(
+            _padded(self.words, self.word_offsets, rows, -1, self.max_words)[0]
+        )
+
+    def word_logits(self, rows: Sequence[int], logits: np.ndarray) -> list[np.ndarray]:
+        """Per row of ``rows``: the (words, C) logits of each word's first sub-token out of the batch's token logits
+        (len(rows), n, C); a row of NaN for a word without one (cut by ``max_len``)."""
+        out = []
+        for i, r in enumerate(np.asarray(rows, dtype=np.int64)):
+            starts = self.starts[self.offsets[r] : self.offsets[r + 1]]
+            row = np.full((self.word_offsets[r + 1] - self.word_offsets[r], logits.shape[-1]), np.nan, np.float32)
+            first = np.flatnonzero(starts >= 0)
+            row[starts[first]] = logits[i, first]
+            out.append(row)
+        return out
+
+    def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
+        """Padded torch tensors for ``rows``: input_ids, attention_mask, token_type_ids, labels (per word: (B, n),
+        -100 on padding) and, per word, ``starts`` (B, n): the word each token starts, else -1, and ``words``: the
+        gold tags (B, ``max_words``), -1 on padding."""
+        import torch
+
+        rows = np.asarray(rows, dtype=np.int64)
+        ids, row_of, within = _padded(self.ids, self.offsets, rows, pad_id)
+        types, _, _ = _padded(self.types, self.offsets, rows, 0)
+        mask = np.zeros(ids.shape, dtype=np.int64)
         mask[row_of, within] = 1
-        return {
+        out = {
             "input_ids": torch.from_numpy(ids),
             "attention_mask": torch.from_numpy(mask),
             "token_type_ids": torch.from_numpy(types),
-            "labels": torch.from_numpy(self.labels[rows].copy()),
         }
+        if self.per_word:
+            out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, rows, IGNORE)[0])
+            out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, rows, -1)[0])
+            out["words"] = torch.from_numpy(_padded(self.words, self.word_offsets, rows, -1, self.max_words)[0])
+        else:
+            out["labels"] = torch.from_numpy(self.labels[rows].copy())
+        return out

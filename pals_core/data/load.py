@@ -30,7 +30,7 @@ from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.readers import sha256_of
 from ..tasks.rows import read_label_names, read_rows
-from .encoded import Encoded
+from .encoded import IGNORE, Encoded
 from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
@@ -90,11 +90,13 @@ def default_cache_dir() -> Path:
     return Path(datasets.config.HF_DATASETS_CACHE) / "pals_glue"
 
 
-def texts_fingerprint(text_a: Sequence[str], text_b: Optional[Sequence[str]]) -> str:
-    """sha256 of the texts themselves (row order included): what the token ids depend on."""
+def texts_fingerprint(text_a: Sequence[Any], text_b: Optional[Sequence[str]]) -> str:
+    """sha256 of the texts themselves (row order included): what the token ids depend on. A row of words (a
+    per-word task) hashes its words with a separator no text holds."""
     h = hashlib.sha256()
     for column in (text_a, text_b or ()):
         for t in column:
+            t = "\x1f".join(t) if isinstance(t, (list, tuple)) else t
             h.update(t.encode("utf-8", "surrogatepass") + b"\0")
         h.update(b"\1")
     return h.hexdigest()
@@ -102,7 +104,7 @@ def texts_fingerprint(text_a: Sequence[str], text_b: Optional[Sequence[str]]) ->
 
 def label_array(labels: Sequence[Any], kind: str, num_labels: int) -> np.ndarray:
     """What the model trains on, as the task's kind holds it (``Kind.label_array``: e.g. int64 class indices,
-    float64 targets as read, a float32 (n, C) multi-hot)."""
+    float64 targets as read, a float32 (n, C) multi-hot, one int64 array of tag indices per row)."""
     return get_kind(kind).label_array(labels, num_labels)
 
 
@@ -117,40 +119,100 @@ def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-def token_ids(tokenizer, max_len: int, text_a: Sequence[str], text_b: Optional[Sequence[str]] = None) -> dict:
+def _word_ids(ds) -> np.ndarray:
+    """The word each token starts (its index in the row's words), -1 for a special token or a word's later
+    sub-token, flat in the layout of ``_ids``."""
+    return np.asarray(ds.data.column("word_ids").combine_chunks().values.to_numpy(), dtype=np.int64)
+
+
+def first_subtokens(word_ids: Sequence[Optional[int]]) -> list[int]:
+    """Per token: the index of the word it starts (the first sub-token of a word carries the word's tag, as in the
+    transformers token-classification example), -1 for a special token or a later sub-token of a word."""
+    out, previous = [], None
+    for w in word_ids:
+        out.append(w if (w is not None and w != previous) else -1)
+        previous = w
+    return out
+
+
+def align_words(ids: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray, labels: Sequence[Any], names):
+    """An ``Encoded`` of a per-word task: each token's label (its word's tag on a word's first sub-token, -100
+    elsewhere) and every word's gold tag (the words ``max_len`` cut included)."""
+    flat, types, offsets = ids
+    rows = [np.asarray(r, dtype=np.int64) for r in labels]
+    word_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=word_offsets[1:])
+    words = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    row_of = np.repeat(np.arange(len(rows)), np.diff(offsets))
+    first = starts >= 0
+    if first.any() and (starts[first] >= np.diff(word_offsets)[row_of[first]]).any():
+        raise ValueError("a row has more words than tags")
+    token_labels = np.full(len(starts), IGNORE, dtype=np.int64)
+    token_labels[first] = words[word_offsets[row_of[first]] + starts[first]]
+    return Encoded(flat, types, offsets, token_labels, words, word_offsets, tuple(names), starts)
+
+
+def token_ids(
+    tokenizer, max_len: int, text_a: Sequence[Any], text_b: Optional[Sequence[str]] = None, *, words: bool = False
+) -> dict:
     """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
     truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
-    evaluation and prediction alike (``encode``, ``forward.encode_texts``)."""
+    evaluation and prediction alike (``encode``, ``forward.encode_texts``). ``words``: each text is a list of words
+    (a per-word task: ``is_split_into_words``), and "word_ids" gives per token the word it starts
+    (``first_subtokens``)."""
     out = tokenizer(
-        text_a, text_b, truncation=True, max_length=max_len, return_token_type_ids=True, return_attention_mask=False
+        text_a,
+        text_b,
+        truncation=True,
+        max_length=max_len,
+        return_token_type_ids=True,
+        return_attention_mask=False,
+        **({"is_split_into_words": True} if words else {}),
     )
-    return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+    got = {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+    if words:
+        got["word_ids"] = [first_subtokens(out.word_ids(i)) for i in range(len(out["input_ids"]))]
+    return got
 
 
 def encode(
-    raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *, cache_dir: Optional[Path] = None
+    raw: RawSplit,
+    labels: np.ndarray,
+    tokenizer,
+    max_len: int,
+    *,
+    cache_dir: Optional[Path] = None,
+    per_word: bool = False,
+    names: Sequence[str] = (),
 ) -> tuple[Encoded, bool]:
-    """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache."""
+    """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache.
+    ``per_word``: each row of ``raw.text_a`` is a list of words and each of ``labels`` their tag indices (tag
+    ``names``), tokenised with ``is_split_into_words`` and aligned (``align_words``)."""
     import datasets
 
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = hashlib.sha256(
-        json.dumps(
-            {
-                "format": CACHE_FORMAT,
-                "tokenizer": tokenizer_fingerprint(tokenizer),
-                "max_len": max_len,
-                "data": raw.fingerprint or texts_fingerprint(raw.text_a, raw.text_b),
-            },
-            sort_keys=True,
-        ).encode()
-    ).hexdigest()[:32]
+    spec = {
+        "format": CACHE_FORMAT,
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "max_len": max_len,
+        "data": raw.fingerprint or texts_fingerprint(raw.text_a, raw.text_b),
+    }
+    if per_word:
+        spec["words"] = True  # words split by the task, not texts: other ids for the same characters
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
+
+    def made(ds) -> Encoded:
+        ids = _ids(ds)
+        if per_word:
+            return align_words(ids, _word_ids(ds), labels, names)
+        return Encoded(*ids, labels)
+
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
-            ids = _ids(datasets.load_from_disk(str(target)))
-            if len(ids[2]) == len(labels) + 1:
-                return Encoded(*ids, labels), True
+            ds = datasets.load_from_disk(str(target))
+            if ds.num_rows == len(labels):
+                return made(ds), True
         except Exception:  # a damaged cache entry is rebuilt
             pass
         shutil.rmtree(target, ignore_errors=True)
@@ -159,7 +221,7 @@ def encode(
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict) -> dict:
-        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"))
+        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"), words=per_word)
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -190,7 +252,7 @@ def encode(
     finally:
         if was_enabled:
             datasets.enable_progress_bars()
-    return Encoded(*_ids(ds), labels), False
+    return made(ds), False
 
 
 def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
@@ -360,7 +422,15 @@ def load_tasks(
         for key, raw in raws.items():
             if raw.dropped:
                 data.dropped[raw.source] = raw.dropped
-            enc, hit = encode(raw, label_array(raw.labels, r.kind, data.num_labels), tokenizer, max_len, cache_dir=cdir)
+            enc, hit = encode(
+                raw,
+                label_array(raw.labels, r.kind, data.num_labels),
+                tokenizer,
+                max_len,
+                cache_dir=cdir,
+                per_word=r.kind_of.per_word,
+                names=data.label_names,
+            )
             rows_kept = subset(len(enc), max_train if key == "train" else max_eval)
             if rows_kept is not None:
                 enc = enc.select(rows_kept)

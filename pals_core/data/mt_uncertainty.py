@@ -44,7 +44,8 @@ def _num_labels(model: Any, task: str, logits) -> int:
 
 
 def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
-    """H'(x) for every candidate of every ``(task, batch)``; NaN for regression tasks (C_t = 1)."""
+    """H'(x) for every candidate of every ``(task, batch)``; NaN for regression tasks (C_t = 1); a per-word task's
+    row: the mean of its words' H' (each word's first sub-token)."""
     import torch
 
     was_training = model.training
@@ -66,6 +67,9 @@ def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> li
                     continue
                 logp = torch.log_softmax(logits, dim=-1)
                 h = -(logp.exp() * logp).sum(-1) / math.log(c)
+                if h.ndim == 2:  # one distribution per token (a per-word task): the mean over the words' first tokens
+                    words = (batch["labels"] != -100).to(h.device)
+                    h = (h * words).sum(-1) / words.sum(-1).clamp(min=1)
                 out.append(h.clamp(0.0, 1.0).cpu().numpy().astype(np.float64))
     finally:
         model.train(was_training)
@@ -156,7 +160,8 @@ def _rows(batch: Batch, rows: list[int]) -> Batch:
     out = {k: v.index_select(0, index) for k, v in batch.items()}
     if "attention_mask" in out and out["attention_mask"].numel():
         width = int(out["attention_mask"].sum(-1).max())
-        for k in ("input_ids", "attention_mask", "token_type_ids"):
+        per_token = ("labels", "starts") if "starts" in out else ()  # a per-word batch's labels are per token
+        for k in ("input_ids", "attention_mask", "token_type_ids", *per_token):
             if k in out:
                 out[k] = out[k][:, :width]
     return out

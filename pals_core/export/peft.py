@@ -58,7 +58,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
-from ..kinds import get_kind
+from ..kinds import DEFAULT_KIND, get_kind
 from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
 
@@ -105,6 +105,39 @@ Head = tuple[dict[str, nn.Module], list[str]]  # (transformers module name → t
 
 def _pooler(model, task: str) -> nn.Module:
     return model.poolers[task] if model.poolers is not None else model.trunk.pooler
+
+
+def _token_head(model, task: str, prefix: str) -> Head:
+    """A tagging task's head: ``…ForTokenClassification``'s ``classifier`` Linear(d, C) on every token (no pooler)."""
+    return {"classifier": model.heads[task]}, ["classifier"]
+
+
+# a tagging task's head in transformers' names, where the family's ``…ForTokenClassification`` differs from
+# ``_token_head`` (``Trunk.new_token_head``)
+TOKEN_HEADS: dict[str, Callable[..., Head]] = {
+    "modernbert": lambda m, t, p: (
+        {"head.dense": m.heads[t].dense, "head.norm": m.heads[t].norm, "classifier": m.heads[t].out},
+        ["head", "classifier"],
+    ),
+}
+
+
+def _head(model, task: str, prefix: str) -> Head:
+    """The task's head in transformers' names: the family's sequence head, or its token head (a per-word task)."""
+    family = model.trunk.family
+    if task in model.per_word:
+        return TOKEN_HEADS.get(family, _token_head)(model, task, prefix)
+    return HEADS[family](model, task, prefix)
+
+
+def _auto(model, task: str, library: str = "transformers"):
+    """transformers' ``AutoModelFor…`` (or peft's ``AutoPeftModelFor…``) class of the task's kind's head."""
+    from importlib import import_module
+
+    head = get_kind(_run(model).records[task].kind).hf_head
+    return getattr(
+        import_module(library), f"AutoModelFor{head}" if library == "transformers" else f"AutoPeftModelFor{head}"
+    )
 
 
 def _bert_head(model, task: str, prefix: str) -> Head:
@@ -211,8 +244,9 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
     def modules(*names: str) -> str:
         return scope + "(" + "|".join(re.escape(n) for n in dict.fromkeys(names)) + ")"
 
-    _, save = HEADS[model.trunk.family](model, task, prefix)
-    task_type = get_kind(_run(model).records[task].kind).peft_task_type
+    _, save = _head(model, task, prefix)
+    info = getattr(model, "run", None)  # a model built in memory (benchmarks/bench_serving.py): the default kind
+    task_type = get_kind(info.records[task].kind if info is not None else DEFAULT_KIND).peft_task_type
     common = {"task_type": task_type, "modules_to_save": list(save)} if head else {}
     if model.config.method == "lora":
         s = model.config.d_s
@@ -253,15 +287,14 @@ def task_config(model, task: str):
     config = copy.deepcopy(model.bert.config)
     config.id2label = dict(enumerate(names))
     config.label2id = {n: i for i, n in enumerate(names)}
-    config.problem_type = _problem_type(info.records[task])
+    config.problem_type = _problem_type(info.records[task]) or None  # a tagging task: none
     return config
 
 
 def _hf_model(model, task: str) -> nn.Module:
-    """``AutoModelForSequenceClassification`` of the task with the trunk's and the head's trained weights."""
-    from transformers import AutoModelForSequenceClassification
-
-    hf = AutoModelForSequenceClassification.from_config(task_config(model, task), dtype=torch.float32).eval()
+    """``AutoModelForSequenceClassification`` (a tagging task: ``…ForTokenClassification``) of the task with the
+    trunk's and the head's trained weights."""
+    hf = _auto(model, task).from_config(task_config(model, task), dtype=torch.float32).eval()
     missing, unexpected = hf.base_model.load_state_dict(model.bert.state_dict(), strict=False)
     unexpected = [k for k in unexpected if not k.startswith("pooler.")]  # the family's head holds its own dense
     if missing or unexpected:
@@ -269,7 +302,7 @@ def _hf_model(model, task: str) -> nn.Module:
             f"the {model.trunk.family} trunk does not fit {type(hf).__name__}: missing "
             f"{missing[:3]}, unexpected {unexpected[:3]}"
         )
-    parts, _ = HEADS[model.trunk.family](model, task, hf.base_model_prefix)
+    parts, _ = _head(model, task, hf.base_model_prefix)
     for name, module in parts.items():
         hf.get_submodule(name).load_state_dict(module.state_dict())
     scale = _run(model).scales.get(task)
@@ -354,6 +387,9 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
         with torch.no_grad():
             want = model(task, **{k: v.to(device) for k, v in inputs.items()}).float().cpu()
             got = exported(**inputs).logits.float()
+        if want.ndim == 3:  # a tagging task: every token's logits, the padding's aside
+            keep = inputs["attention_mask"].bool()
+            want, got = want[keep], got[keep]
         scale = _run(model).scales.get(task)
         if scale:  # the export folds the task's target scale into its head: compare in the task's units
             want = want.double() * scale["std"] + scale["mean"]
@@ -434,6 +470,7 @@ def _model_card(model, task: str, base: str) -> str:
     """The adapter folder's README.md: the base it was trained on (the exported trunk), how to load it."""
     info = _run(model)
     method = {"lora": "LoRA", "ia3": "IA³"}[model.config.method]
+    auto = f"AutoPeftModelFor{get_kind(info.records[task].kind).hf_head}"
     return (
         "---\n"
         f"base_model: {base}\n"
@@ -447,10 +484,10 @@ def _model_card(model, task: str, base: str) -> str:
         f"Base model: `{base}` (relative to this folder) — the trunk the run trained this adapter on: "
         f"{_trained_from(model)}.\n\n"
         "```python\n"
-        "from peft import AutoPeftModelForSequenceClassification\n"
+        f"from peft import {auto}\n"
         "from transformers import AutoTokenizer\n\n"
         "# peft resolves the base path against the working directory: run this from inside this folder\n"
-        'model = AutoPeftModelForSequenceClassification.from_pretrained(".")\n'
+        f'model = {auto}.from_pretrained(".")\n'
         f'tokenizer = AutoTokenizer.from_pretrained(".")  # truncates to the run\'s max length, {info.max_len}\n'
         "```\n"
     )
@@ -528,6 +565,7 @@ def export_hf(model, out: PathLike) -> Path:
 __all__ = [
     "HEADS",
     "PEFT_METHODS",
+    "TOKEN_HEADS",
     "PLACES",
     "Places",
     "check_exportable",

@@ -69,7 +69,14 @@ class MemoryTrain:
 
 
 def replay_forward(
-    tr: Trace, m, hooks: ActivationHooks, *, freeze_trunk: bool, pooler_trains: bool, records: bool = True
+    tr: Trace,
+    m,
+    hooks: ActivationHooks,
+    *,
+    freeze_trunk: bool,
+    pooler_trains: bool,
+    records: bool = True,
+    per_word: bool = False,
 ) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
     top stack, the family's head — as its ``Replay`` says.
@@ -78,7 +85,7 @@ def replay_forward(
     and input (``Record``), then applied wherever they recur — a plain layer everywhere, an adapted layer wherever its
     method's hooks do the same (``ActivationHooks.layer_key``) — so the per-layer work is derived once per model ×
     method and summed per location. ``records=False`` replays every op in place: the reference the records are held
-    to (``tests/test_fast_path.py``)."""
+    to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``)."""
     replay = replay_of(m)
     book = _book(tr, m) if records else None
     emb_trains = hooks.embeddings_train() and not freeze_trunk
@@ -104,6 +111,10 @@ def replay_forward(
     else:
         h = recorded(tr, book, ("finish", not freeze_trunk), h, lambda sub: replay.finish(sub, m, h, not freeze_trunk))
     h = hooks.adapt_top(h)
+    if per_word:
+        if book is None:
+            return replay.tag(tr, m, h)
+        return recorded(tr, book, ("tag",), h, lambda sub: replay.tag(sub, m, h))
     if book is None:
         return replay.classify(tr, m, h, pooler_trains)
     return recorded(tr, book, ("classify", pooler_trains), h, lambda sub: replay.classify(sub, m, h, pooler_trains))
@@ -265,7 +276,13 @@ def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) ->
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
     pooler_trains = ds.config.per_task_pooler or not ds.config.freeze_trunk
     replay_forward(
-        tr, ds.model, hooks, freeze_trunk=ds.config.freeze_trunk, pooler_trains=pooler_trains, records=records
+        tr,
+        ds.model,
+        hooks,
+        freeze_trunk=ds.config.freeze_trunk,
+        pooler_trains=pooler_trains,
+        records=records,
+        per_word=get_kind(ds.tasks[0].kind).per_word,
     )
     return tr
 
@@ -285,7 +302,8 @@ def trainable_tensors(ds) -> int:
     replay, pooler = replay_of(m), get_family(m.family).pooler
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
     heads = replay.head_tensors(m) + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
-    adapters = shared + len(ds.tasks) * (per_task + heads)
+    tags = replay.token_head_tensors(m)  # a tagging task's head: no pooler of its own
+    adapters = shared + sum(per_task + (tags if get_kind(t.kind).per_word else heads) for t in ds.tasks)
     if cfg.freeze_trunk:
         return adapters
     embedding = replay.embedding_tensors(m)

@@ -69,10 +69,12 @@ class Kind:
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
     peft_task_type: Optional[str] = "SEQ_CLS"
+    hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
     entropy_sampling: Optional[str] = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
+    per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
 
     # --- the record ----------------------------------------------------------------------------------
 
@@ -154,6 +156,10 @@ class Kind:
         """The prediction columns' ``what``s: ``label`` (the task's own column), ``prob`` (``<task>_prob``),
         ``probs`` (``<task>_prob_<label>`` for every label)."""
         return ["label", "probs"] if probs else ["label"]
+
+    def joined(self, record: Any, value: list) -> str:
+        """A row's list of labels in one CSV/TSV cell (``pals-predict``): joined by the record's ``label_sep``."""
+        return (record.label_sep or ",").join(value)
 
     def scores(self, record: Any, preds: Any, labels: Any, metrics: Sequence[str], num_labels: int) -> dict:
         raise NotImplementedError

@@ -159,6 +159,11 @@ def no_prepare(tr, m: BaseModel, trains: bool) -> None:
     """Nothing computed once per forward besides the embeddings."""
 
 
+def trace_token_head(tr, m: BaseModel, h):
+    """A tagging task's head on every token, dropout + Linear(d, C): the Linear keeps the dropped-out states (B·n·d)."""
+    return tr.linear(tr.dropout(h, tr.cond.head_dropout), 1, True)
+
+
 def keep(tr, m: BaseModel, h, trains: bool):
     """Nothing after the last layer."""
     return h
@@ -203,6 +208,8 @@ class Replay:
     idle_params: Callable[[BaseModel], int] = (
         no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
     )
+    tag: Callable[..., Any] = trace_token_head  # (tr, m, h) -> Sym: a tagging task's head on every token
+    token_head_tensors: Callable[[BaseModel], int] = lambda m: 2  # its weight and bias (Linear(d, C))
 
 
 @dataclass(frozen=True)
@@ -221,6 +228,10 @@ class Family:
     pooler: bool = True  # the base model holds a pooler Linear(d, d) + tanh, shared by the tasks by default
     head_params: Callable[[BaseModel, int, bool], int] = linear_head_params  # one task's head (C labels)
     head_flops: Callable[[BaseModel, int], int] = linear_head_flops
+    # one tagging task's head, the same weights on every token (what ``<Family>ForTokenClassification`` holds;
+    # dropout + Linear(d, C) by default): its parameters and its FLOPs on one token
+    token_head_params: Callable[[BaseModel, int, bool], int] = linear_head_params
+    token_head_flops: Callable[[BaseModel, int], int] = linear_head_flops
     token_types: bool = True  # the trunk reads token_type_ids
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)

@@ -55,9 +55,12 @@ def num_labels(record: TaskRecord) -> int:
 
 def _texts(record: TaskRecord, cols: Columns) -> tuple[list[str], Optional[list[str]]]:
     out = []
+    words = get_kind(record.kind).per_word  # a row's text is its list of words
     for column in record.text:
         values = cols.values[column]
         for i, v in enumerate(values):
+            if words and isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
+                continue
             if v is None:
                 raise TaskDataError(f"{cols.where(i, column)}: missing text")
             if not isinstance(v, str):

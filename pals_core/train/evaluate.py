@@ -38,7 +38,7 @@ def predict(
     """``task``'s predictions on every example of ``data``, in ``data``'s order, as its metrics read them
     (``forward.Reduced``: classes, values or label decisions), through the one forward path over rows
     (``forward.forward_rows``, the task's own ``forward``); one batch's logits are alive at a time."""
-    sink = Reduced(kind, model.tasks[task] if hasattr(model, "tasks") else 0, device)
+    sink = Reduced(kind, model.tasks[task] if hasattr(model, "tasks") else 0, device, data)
     forward_rows(
         model,
         data,
@@ -92,7 +92,7 @@ def evaluate(
                     gather=gather,
                     should_stop=should_stop,
                 )
-                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.labels)
+                outputs[suffix] = (get_kind(record.kind).unscale(preds, (scales or {}).get(task)), data.gold)
             scores[task] = task_scores(record, outputs, model.tasks[task] if hasattr(model, "tasks") else None)
         return scores
     finally:

@@ -269,7 +269,12 @@ class _Run:
                     f"task {t.name!r}: its data now has {self.data[t.name].num_labels} labels, "
                     f"the run was set up for {t.num_labels}"
                 )
-        model = MultiTaskModel.from_base(cfg.model, cfg.adapter, {t.name: t.num_labels for t in tasks})
+        model = MultiTaskModel.from_base(
+            cfg.model,
+            cfg.adapter,
+            {t.name: t.num_labels for t in tasks},
+            per_word=[t.name for t in tasks if get_kind(t.kind).per_word],
+        )
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
             train_only(model, self.trained)
@@ -646,6 +651,12 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
+            # a tagging task's words max_len leaves without a sub-token, per split (scored with the baseline's tag)
+            "cut_words": {
+                t: {"train": d.train.cut_words} | {f"dev{'_' + s if s else ''}": e.cut_words for s, e in d.dev.items()}
+                for t, d in self.data.items()
+                if d.train is not None and d.train.per_word
+            },
             "mixed_precision": str(self.acc.mixed_precision),  # what "auto" was on this machine
             "machine": {
                 "predicted": self.predicted,

@@ -124,6 +124,15 @@ class Trunk:
         """One task's head: Linear(d, C) on the shared pooler (pooler families); else the family's own head."""
         return nn.Linear(self.config.hidden_size, num_labels)
 
+    def new_token_head(self, num_labels: int) -> nn.Module:
+        """One tagging task's head, run on every token: what the family's ``…ForTokenClassification`` holds (by
+        default dropout + Linear(d, C), the pooler unused); the calculator's ``Family.token_head_params``."""
+        return nn.Linear(self.config.hidden_size, num_labels)
+
+    def tag(self, head: nn.Module, dropout: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits (B, n, C) of every token: head(dropout(H))."""
+        return head(dropout(hidden))
+
     def classify(
         self,
         head: nn.Module,

@@ -224,6 +224,17 @@ def classify(tr, m: BaseModel, h, pooler_trains: bool):
     return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True, rows=b)
 
 
+def tag(tr, m: BaseModel, h):
+    """``ModernBertForTokenClassification``'s head on every token: out(dropout(norm(act(dense(h)))))."""
+    y = tr.activation(tr.linear(h, m.hidden, True), m.option("classifier_act", "gelu"))
+    y = tr.layer_norm(y, True)
+    return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True)
+
+
+def _head_tensors(m: BaseModel) -> int:
+    return 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2
+
+
 def layer_tensors(m: BaseModel, i) -> int:
     """attn_norm (none in layer 0), Wqkv, Wo (+ biases if attention_bias), mlp_norm, Wi, Wo (+ biases if mlp_bias)."""
     att, mlp = 1 + bool(m.option("attention_bias", False)), 1 + bool(m.option("mlp_bias", False))
@@ -249,7 +260,9 @@ REPLAY = Replay(
     embedding_tensors=lambda m: 1 + _norm_tensors(m),
     layer_tensors=layer_tensors,
     final_tensors=_norm_tensors,
-    head_tensors=lambda m: 1 + bool(m.option("classifier_bias", False)) + _norm_tensors(m) + 2,
+    head_tensors=_head_tensors,
+    tag=tag,
+    token_head_tensors=_head_tensors,
     conditions=conditions,
     inference_layer=inference_layer,
 )
@@ -266,6 +279,8 @@ FAMILY = Family(
     pooler=False,
     head_params=head_params,
     head_flops=head_flops,
+    token_head_params=head_params,  # ModernBertForTokenClassification: the same prediction head + classifier, per token
+    token_head_flops=head_flops,
     token_types=False,
     pad_token_id=50283,
     refuses=(

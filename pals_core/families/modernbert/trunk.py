@@ -125,6 +125,12 @@ class ModernBertTrunk(Trunk):
     def new_head(self, num_labels: int) -> nn.Module:
         return ModernBertHead(self.config, num_labels)
 
+    def new_token_head(self, num_labels: int) -> nn.Module:
+        return ModernBertHead(self.config, num_labels)  # ModernBertForTokenClassification: head, drop, classifier
+
+    def tag(self, head: nn.Module, dropout: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+        return head(hidden, dropout)
+
     def classify(self, head, pooler, dropout, hidden, attention_mask) -> torch.Tensor:
         if self.config.classifier_pooling == "mean":
             if attention_mask is None:

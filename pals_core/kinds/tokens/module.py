@@ -1,0 +1,38 @@
+"""Token classification in torch: the loss of a batch and what the dev metrics keep of its logits."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+IGNORE = -100  # a sub-token that is not a word's first, a special token, padding: no loss, no prediction
+
+
+def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
+    """Cross-entropy of the logits (B, n, C) on each word's first sub-token (labels (B, n), -100 elsewhere)."""
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
+
+
+def reduce(logits: torch.Tensor) -> torch.Tensor:
+    """Each token's arg-max tag, int64 (B, n)."""
+    return logits.float().argmax(dim=-1)
+
+
+def words(tags: torch.Tensor, starts: torch.Tensor, gold: torch.Tensor, fill: int) -> torch.Tensor:
+    """One tag per word (B, W) out of each token's tag (B, n): a word's is its first sub-token's (``starts``: the
+    word a token starts, else -1); a word without one (cut by ``max_len``; ``gold`` ≥ 0) gets ``fill``; -1 pads."""
+    out = torch.where(gold >= 0, torch.full_like(gold, fill), torch.full_like(gold, -1))
+    first = starts >= 0
+    row = torch.arange(tags.shape[0], device=tags.device).unsqueeze(1).expand_as(starts)
+    out[row[first], starts[first]] = tags[first]
+    return out
+
+
+def empty(width: int) -> torch.Tensor:
+    return torch.zeros((0, width), dtype=torch.int64)
+
+
+def finish(result):
+    return result
