@@ -27,10 +27,12 @@ def test_each_registered_kind_is_one_folder_with_a_pure_part_and_a_torch_part():
 
 
 def test_an_unknown_kind_is_named_with_the_registered_ones():
-    with pytest.raises(TaskRecordError, match=r"unknown kind 'tokens' \(classification, regression, multilabel\)"):
-        TaskRecord("t", kind="tokens", train="x").check()
-    with pytest.raises(ValueError, match="unknown kind 'tokens'"):
-        get_kind("tokens")
+    with pytest.raises(
+        TaskRecordError, match=r"unknown kind 'spans' \(classification, regression, multilabel, tokens\)"
+    ):
+        TaskRecord("t", kind="spans", train="x").check()
+    with pytest.raises(ValueError, match="unknown kind 'spans'"):
+        get_kind("spans")
 
 
 def test_a_field_of_another_kind_is_refused_naming_what_it_is_for():

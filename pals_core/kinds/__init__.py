@@ -23,6 +23,7 @@ PACKAGES: tuple[str, ...] = (
     "classification",  # one class of C per row: softmax, cross-entropy, accuracy
     "regression",  # one number per row: mean squared error on standardised targets, Pearson
     "multilabel",  # a set of C labels per row: sigmoid, binary cross-entropy, micro F1
+    "tokens",  # one tag per word: a per-token head, cross-entropy on each word's first sub-token, seqeval entity F1
 )
 DEFAULT_KIND = PACKAGES[0]
 

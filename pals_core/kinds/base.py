@@ -6,7 +6,8 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 
 * the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
-* the rows — ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
+* the rows — ``per_word`` (a row is a list of words with one label each, not a text with one label),
+  ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
 * the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
@@ -32,6 +33,7 @@ class Kind:
     fields: tuple[str, ...] = ()  # optional record fields only this kind takes (labels, positive, range, label_sep)
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
+    per_word: bool = False  # one label per word: a row's text is a list of words, its label one per word
     peft_task_type: Optional[str] = "SEQ_CLS"
     problem_type: str = ""
     entropy_sampling: Optional[str] = "softmax"
