@@ -128,7 +128,8 @@ class Kind:
         raise NotImplementedError
 
     def distribution_text(self, profile: dict) -> str:
-        """The label statistics in a line of markdown (the explorer's, for a kind whose labels it does not chart)."""
+        """The label statistics in a line of markdown: the explorer shows it instead of charting the label counts
+        ("": the counts are charted, one bar a label)."""
         return ""
 
     # --- the export ----------------------------------------------------------------------------------
