@@ -219,3 +219,35 @@ def test_a_tasks_file_takes_format(tmp_path):
     r = read_tasks_file(f)["ner"]
     assert (r.kind, r.format, r.label) == ("tokens", "conll", "3")
     assert read_rows(r)[2][0] == "O"
+
+
+# ------------------------------------------------------------------------------------------------ the example
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+
+def test_the_example_tagging_task_reads_alike_from_its_conll_and_its_jsonl_file():
+    r = read_tasks_file(EXAMPLE / "tasks.yaml")["entities"]
+    train, dev, names = read_rows(r)
+    assert (r.kind, len(train), len(dev), dev.source) == ("tokens", 300, 90, r.dev)
+    j = record(EXAMPLE / "data" / "entities_train.jsonl", text="words", label="tags")
+    again, _, same = read_rows(j.with_(dev=str(EXAMPLE / "data" / "entities_train.jsonl")))
+    assert same == names and again.text_a == train.text_a and again.labels == train.labels
+
+
+def test_the_example_entities_are_learnable_from_words():
+    """Each word's most frequent training tag already finds most dev entities (seqeval's entity F1): the example gives
+    a model something to learn, and the all-O reference (F1 0) something to beat."""
+    from collections import Counter, defaultdict
+
+    from seqeval.metrics import f1_score
+
+    train, dev, names = read_rows(read_tasks_file(EXAMPLE / "tasks.yaml")["entities"])
+    seen: dict[str, Counter] = defaultdict(Counter)
+    for words, tags in zip(train.text_a, train.labels):
+        for w, t in zip(words, tags):
+            seen[w.lower()][names[t]] += 1
+    gold = [[names[t] for t in tags] for tags in dev.labels]
+    pred = [[seen[w.lower()].most_common(1)[0][0] if w.lower() in seen else "O" for w in words] for words in dev.text_a]
+    assert f1_score(gold, pred) > 0.5
+    assert f1_score(gold, [["O"] * len(g) for g in gold]) == 0.0
