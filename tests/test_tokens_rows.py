@@ -105,6 +105,15 @@ def test_integer_tags_are_named_by_labels_or_by_the_classlabel_of_a_sequence(tmp
     assert names == tuple(tags)  # the ClassLabel's order, all seven, as the head's output order
     assert words_and_tags(train, names) == SENTENCES
 
+    unlabelled = tmp_path / "unlabelled"
+    ids[1][2] = -1  # what datasets writes for an unlabelled item: a missing tag, never the last class
+    datasets.Dataset.from_dict({"tokens": [w for w, _ in SENTENCES], "ner_tags": ids}, features=features).save_to_disk(
+        str(unlabelled)
+    )
+    with pytest.raises(TaskDataError, match=re.escape(f"{unlabelled}, row 2, column 'ner_tags', word 3: missing tag")):
+        read_rows(record(unlabelled, text="tokens", label="ner_tags", dev=str(folder)))
+    ids[1][2] = tags.index("B-ORG")
+
     j = tmp_path / "ids.jsonl"
     j.write_text("".join(json.dumps({"tokens": w, "ner": i}) + "\n" for (w, _), i in zip(SENTENCES, ids)))
     train, _, names = read_rows(record(j, text="tokens", label="ner", labels=tags, dev=str(j)))
