@@ -24,6 +24,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))  # memory_probe
 
 import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
@@ -35,7 +36,7 @@ from pals_core.pricing.config import design_label  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402
 from pals_core.calibrate import measure  # noqa: E402
-from pals_core.memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402
+from memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402  (tests/)
 
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)
 # the same width and depth in the other families' layouts (DeBERTa-v3's relative attention, ModernBERT's GLU and RoPE)

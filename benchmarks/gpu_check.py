@@ -52,6 +52,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # memory_probe: what torch really holds
 
 import torch  # noqa: E402
 
@@ -130,7 +131,7 @@ def calculator_rows(shape, tasks, cond, machine, seq_len):
 
 def measured_bytes_cpu(model, optimizer, task, batch, seq_len):
     """CPU stand-in for the allocator's peak: weights + gradients + AdamW state + the bytes one forward saves."""
-    from pals_core.memory_probe import saved_activation_bytes
+    from memory_probe import saved_activation_bytes  # tests/memory_probe.py; torch-only, loaded when measured
 
     tensors = [p for p in model.parameters()] + [p.grad for p in model.parameters() if p.grad is not None]
     tensors += [v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)]

@@ -145,8 +145,8 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
             ),
         )
     plan = sd.SeedsPlan(resolve(cfg), seeds, separate=design == "separate")
-    if sd.is_seeds_dir(out):
-        old = sd.read_plan(out)
+    if sd.SeedsPlan.held_in(out):
+        old = sd.SeedsPlan.read(out, local=plan.template)  # where things lie and how it computes: this invocation's
         x, y = old.template.resumable_view(), plan.template.resumable_view()
         diff = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
         if diff or old.seeds != seeds or old.separate != plan.separate:
@@ -154,14 +154,8 @@ def design_plan(a: argparse.Namespace, design: str, base: TrainConfig, seeds: li
                 f"paper_claim: {out} holds runs with other settings ({', '.join(diff) or 'seeds'}); "
                 f"choose another --out"
             )
-        return replace(
-            old,
-            template=replace(
-                old.template,
-                **{k: getattr(plan.template, k) for k in ("num_threads", "device", "glue_dir", "cache_dir")},
-            ),
-        )
-    sd.write_plan(plan)
+        return old
+    plan.write()
     return plan
 
 

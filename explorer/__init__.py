@@ -1,7 +1,7 @@
 """The PALs Explorer web app (``streamlit run app.py``): UI only, every number comes from ``pals_core.budget``.
 
 Pure modules (no streamlit): ``inputs`` (widget values → a validated ``Inputs``), ``calc`` (the
-calculator calls the page makes), ``figures`` (calculator rows → plotly figures and tables),
+calculator calls the page makes), ``figures`` (rows → plotly figures), ``tables`` (rows → tables and CSV),
 ``commands`` (a design → a ``pals-train`` argument list and shell commands), ``registry`` and
 ``study_workers`` (the names the views use for ``pals_core.supervise``: runs and study workers on disk — launch,
 watch, cancel, resume; no process logic lives in the explorer). Views: ``sidebar``, ``design_view``, ``tasks_view`` (the

@@ -1,4 +1,5 @@
-"""The page's address: its question in the URL query string (docs/design.md §12), both ways. Pure Python.
+"""The page's address: its question in the URL query string (docs/design.md "The explorer's address"), both ways. Pure
+Python.
 
 Keys: ``model`` (a preset — the embedded model by its one name, ``all-MiniLM-L6-v2``; ``embedded-minilm`` of older
 links is read as it — ``tiny`` or a checkpoint folder), ``tasks`` (GLUE names

@@ -162,17 +162,6 @@ def at_location(costs: list[Cost], location: Optional[str]) -> list[Cost]:
     return [c for c in costs if c.location is None or c.location == location]
 
 
-def pick_default(costs: list[Cost]) -> Key:
-    """The design shown first: PALs on all layers if it fits, else the first feasible row."""
-    for c in costs:
-        if c.method == "pals" and c.location == "all" and c.feasible:
-            return key_of(c)
-    for c in costs:
-        if c.feasible:
-            return key_of(c)
-    return key_of(costs[0])
-
-
 def on_model(
     inp: Inputs,
     key: Key,

@@ -12,7 +12,9 @@ from __future__ import annotations
 import shlex
 
 from pals_core.supervise.runs import TRAIN_MODULE, command, launch_argv  # noqa: F401  (what the launcher runs)
+from pals_core.train.args import UsageError, build_parser, config_from_args
 from pals_core.train.config import TrainConfig
+from pals_core.train.params import resolve
 
 
 def accelerate_command(cfg: TrainConfig, gpus: int) -> str:
@@ -27,9 +29,6 @@ def check_with_trainer(cfg: TrainConfig) -> TrainConfig:
     """The run as the trainer will see it: its flags parsed by the trainer's own parser, validated and resolved
     against the calculator on the training model (d_s from the budget; a design over its budget refused).
     No torch, nothing written. Raises ``ValueError`` with the trainer's message."""
-    from pals_core.train.args import UsageError, build_parser, config_from_args
-    from pals_core.train.params import resolve
-
     try:
         parsed, _ = config_from_args(vars(build_parser().parse_args(cfg.to_argv())))
         return resolve(parsed)

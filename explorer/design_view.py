@@ -19,10 +19,13 @@ from pals_core.pricing.units import human
 
 from pals_core.budget import recommend
 
-from . import calc, figures
+from . import calc, tables
+from .figures import breakdown, design_space, scaling, size_curves
+from .figures.paper import paper_figure
 from .address import link_budget
 from .calc import Key, key_of, label
 from .inputs import Inputs
+from .machine_view import machine_of_key, page_machine, page_machine_key, priced
 
 CHART = {"displaylogo": False}
 HASH = {Inputs: repr}  # a validated question is a frozen dataclass: its repr is its identity, and cheap to hash
@@ -40,8 +43,6 @@ BUDGET_KIND_KEY = {"ratio": "ratio", "extra": "extra", "per_task": "per-task"}
 def table(inp: Inputs, machine_key: tuple = ()) -> list[Cost]:
     """The rows of a question; with its machine bounds, on the page's machine (``machine_key``: its batch, device
     and precision, a cache key; ``machine_view.page_machine_key``)."""
-    from .machine_view import machine_of_key
-
     return calc.table(inp, machine_of_key(machine_key) if inp.bounds else None)
 
 
@@ -58,8 +59,6 @@ def budget_text(b: Budget) -> str:
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def first_fits(inp: Inputs) -> list[recommend.FirstFit]:
     """Nothing fits: the smallest budget of the question's kind at which each design first fits."""
-    from .machine_view import page_machine_key
-
     rows = table(inp, page_machine_key() if inp.bounds else ())
     return recommend.first_fits({key_of(c): calc.design_of(inp, key_of(c)) for c in rows}, inp.budget)
 
@@ -115,8 +114,6 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
 def machine_sentence(inp: Inputs, pick: recommend.Pick) -> str:
     """The recommended design on the page's one machine (``machine_view.page_machine``: the device, batch and
     precision of the Memory & step time view): its training memory and step time there, the device named."""
-    from .machine_view import page_machine, priced
-
     machine = page_machine()
     rows = priced(inp, [pick.cost], machine)
     if not rows:
@@ -228,7 +225,7 @@ def render_designs_view(
     if any(not c.feasible for c in costs) and not any(c.feasible for c in costs):
         first_fit = {f.key: budget_text(f.budget) for f in first_fits(inp)}
     cells = {key_of(c): recommend.measured_label(measured.get(key_of(c)), c) for c in ordered if key_of(c) in measured}
-    frame = figures.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
+    frame = tables.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
     if inp.bounds:  # which constraint sets each d_s (or which a design breaks): params or a constraint record's name
         frame["binds"] = [c.binding or "—" for c in ordered]
     if link_for is not None:  # a design's row links to its measured results, where they exist ("": an empty cell)
@@ -249,7 +246,7 @@ def render_designs_view(
             "design": st.column_config.TextColumn(pinned=True),
             "% of budget used": st.column_config.ProgressColumn(
                 "% budget",
-                format=figures.TABLE_FORMATS["% of budget used"] + "%%",
+                format=tables.TABLE_FORMATS["% of budget used"] + "%%",
                 min_value=0.0,
                 max_value=100.0,
                 width="small",
@@ -274,8 +271,8 @@ def render_designs_view(
                 help="How the design trains the base model — its method's authors' way: frozen (Houlsby, LoRA, IA³, "
                 "LHUC), fine-tuned (PALs and the paper's variants, shared), CA-MTL above its frozen lower layers"
             ),
-            "total × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["total × base"]),
-            "FLOPs × base": st.column_config.NumberColumn(format=figures.TABLE_FORMATS["FLOPs × base"]),
+            "total × base": st.column_config.NumberColumn(format=tables.TABLE_FORMATS["total × base"]),
+            "FLOPs × base": st.column_config.NumberColumn(format=tables.TABLE_FORMATS["FLOPs × base"]),
             "measured results": st.column_config.LinkColumn(
                 "runs", display_text="open", help="This design's finished runs (Runs & measured)", width="small"
             ),  # a header the small column shows whole
@@ -283,7 +280,7 @@ def render_designs_view(
     )
     st.download_button(
         "Download the table (CSV)",
-        data=lambda: figures.table_csv(frame),
+        data=lambda: tables.table_csv(frame),
         file_name="pals-designs.csv",
         mime="text/csv",
         key="csv",
@@ -313,18 +310,18 @@ def render_designs_view(
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def fig_space(inp: Inputs, chosen: Key, recommended: Optional[Key]):
-    return figures.design_space_figure(table(inp), inp.budget, chosen, recommended)
+    return design_space.design_space_figure(table(inp), inp.budget, chosen, recommended)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def fig_sizes(inp: Inputs, location: Optional[str], chosen: Key):
-    return figures.size_curves_figure(calc.curves(inp, calc.at_location(table(inp), location)), chosen)
+    return size_curves.size_curves_figure(calc.curves(inp, calc.at_location(table(inp), location)), chosen)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
 def fig_scaling(inp: Inputs, location: Optional[str], chosen: Key):
     costs = calc.at_location(table(inp), location)
-    return figures.scaling_figure(
+    return scaling.scaling_figure(
         calc.scaling(inp, costs), len(inp.tasks), chosen, over=[key_of(c) for c in costs if not c.feasible]
     )
 
@@ -357,12 +354,12 @@ def render_scaling_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
 
 
 def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
-    """What the all-tasks plot shows, read from its own lines at the question's T (``figures.scaling_groups``):
+    """What the all-tasks plot shows, read from its own lines at the question's T (``scaling.scaling_groups``):
     which designs save compute over T separate models, which cost as much, which cost more — and how far it is
     drawn (``calc.task_counts``)."""
     drawn = calc.at_location(costs, loc)
     t = len(inp.tasks)
-    groups = figures.scaling_groups(calc.scaling(inp, drawn), t)
+    groups = scaling.scaling_groups(calc.scaling(inp, drawn), t)
     names = lambda keys: ", ".join(label(k) for k in keys)  # noqa: E731
     parts = [
         f"To run every task on one input, the layers below the lowest adapted layer run once and the rest once per "
@@ -372,7 +369,7 @@ def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
         parts.append(f"below the dashed separate-models line, sharing saves compute — {names(groups['below'])};")
     if groups["same"]:
         parts.append(
-            f"on the line (within {figures.SAME_AS_SEPARATE:.1%}), as much as T separate models — "
+            f"on the line (within {scaling.SAME_AS_SEPARATE:.1%}), as much as T separate models — "
             f"{names(groups['same'])} (they share no layer, and add almost no FLOPs of their own);"
         )
     if groups["above"]:
@@ -387,7 +384,7 @@ def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
 
 
 def breakdown_frame(inp: Inputs, cost: Cost):
-    return figures.breakdown_frame(calc.breakdown_rows(inp, cost), top=get_method(cost.method).top)
+    return breakdown.breakdown_frame(calc.breakdown_rows(inp, cost), top=get_method(cost.method).top)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
@@ -395,17 +392,17 @@ def breakdowns(inp: Inputs, chosen: Key):
     """(frame of the chosen design, its figure, the comparison of every fitting design), one colour per part."""
     costs = table(inp)
     rows = {
-        label(key_of(c)): figures.breakdown_places(calc.breakdown_rows(inp, c), top=get_method(c.method).top)
+        label(key_of(c)): breakdown.breakdown_places(calc.breakdown_rows(inp, c), top=get_method(c.method).top)
         for c in costs
         if c.feasible or key_of(c) == chosen
     }
     frame = breakdown_frame(inp, next(c for c in costs if key_of(c) == chosen))
-    colors = figures.part_colors([*rows.values(), frame])
+    colors = breakdown.part_colors([*rows.values(), frame])
     title = f"{label(chosen)}: one task's parameters by place and part"
     return (
         frame,
-        figures.breakdown_figure(frame, title, colors),
-        figures.breakdown_compare_figure(rows, colors, label(chosen)),
+        breakdown.breakdown_figure(frame, title, colors),
+        breakdown.breakdown_compare_figure(rows, colors, label(chosen)),
     )
 
 
@@ -442,7 +439,7 @@ def render_breakdown_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
 @st.cache_resource(show_spinner=False)
 def paper():
     rows = paper_reproduction()
-    return rows, figures.paper_figure(rows)
+    return rows, paper_figure(rows)
 
 
 def render_paper_view() -> None:

@@ -55,6 +55,9 @@ from pals_core.families.models import ALIASES, EMBEDDED_MODEL, conditions_for_mo
 from pals_core.budget.tasks import tasks_of_records
 from pals_core.tasks import TaskRecord, glue_record, read_tasks_file
 from pals_core.tasks.glue import glue_name
+from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
+from pals_core.train.models import TINY as TINY_MODEL, model_conditions, model_shape
+from pals_core.atomic import atomic_write_text
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)
@@ -142,8 +145,6 @@ class Inputs:
 def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
     """A model the trainer builds → (its shape, its ``--model`` value, its conditions), read by the trainer's own
     ``model_shape`` and ``model_conditions`` (config.json only, no weights)."""
-    from pals_core.train.models import TINY as TINY_MODEL, model_conditions, model_shape
-
     if choice == EMBEDDED:
         train_model = None
     elif choice == TINY:
@@ -281,9 +282,6 @@ def save_upload(data: bytes, root: Path) -> Path:
     path) for a file that cannot be used."""
     import shutil
     import tempfile
-
-    from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES
-    from pals_core.train.rundir import atomic_write_text
 
     if len(data) > MAX_TASKS_FILE_BYTES:
         raise ValueError(f"the uploaded file is over {MAX_TASKS_FILE_BYTES >> 20} MiB: not a tasks file")

@@ -1,4 +1,5 @@
-"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (docs/design.md §9–10).
+"""The "Memory & step time" view: what each design costs on the machine that trains or serves it (docs/design.md "Memory
+(bytes)", "Time").
 
 Device, batch and precision are inputs of this view; every figure comes from the calculator
 (``pals_core.budget.machine.resources``: ``memory_train`` {weights, gradients, optimizer, activations},
@@ -20,7 +21,8 @@ from pals_core.budget.machine import Machine, default_device, resources, support
 from pals_core.footprint.memory import PRECISIONS
 from pals_core.footprint.timing import builtin_devices, local_profile_path
 
-from . import figures
+from .figures.legibility import readable_labels
+from .figures.style import location_symbol, method_color
 from .calc import design_of, key_of, label
 from .inputs import Inputs
 
@@ -149,14 +151,14 @@ def fig_memory(rows: list[Cost]) -> go.Figure:
 
 def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
     """Step time × base against task-specific parameters, a point per design (colour = method, marker = location,
-    as in every figure of the page). Only the labels that can be read are written (``figures.readable_labels``);
+    as in every figure of the page). Only the labels that can be read are written (``readable_labels``);
     every point names its design, and the designs drawn on the same spot, on hover."""
     rows = [c for c in rows if c.time_ratio is not None]
     names = [shown_name(c) for c in rows]
     xs, ys = [c.params_task_specific for c in rows], [c.time_ratio for c in rows]
     first = [i for i, c in enumerate(rows) if label(key_of(c)) == chosen]
     # sized below the plot at its narrowest (a 1000 px page; the axes pad the data range): readable there, readable wider
-    places = figures.readable_labels(list(zip(xs, ys)), names, first=first, width=420.0, height=220.0)
+    places = readable_labels(list(zip(xs, ys)), names, first=first, width=420.0, height=220.0)
     same = [
         [
             names[j]
@@ -177,9 +179,9 @@ def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
             textfont=dict(size=11, color="#444"),
             marker=dict(
                 size=[15 if i in first else 10 for i in range(len(rows))],
-                color=[figures.method_color(c.method) for c in rows],
+                color=[method_color(c.method) for c in rows],
                 opacity=[1.0 if c.feasible else 0.35 for c in rows],  # over the budget: pale, and named so
-                symbol=[figures.location_symbol(c.location) for c in rows],
+                symbol=[location_symbol(c.location) for c in rows],
                 line=dict(color=["black" if i in first else "white" for i in range(len(rows))], width=1.5),
             ),
             customdata=[

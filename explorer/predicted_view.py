@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from pals_core import score_model as sm
+from pals_core.supervise.roots import runs_root
+from pals_core.supervise.runs import launch
+from pals_core.train.config import TrainConfig
 
-from .figures import _Fig, _layout, location_dash, method_color
+from .calc import label
+from .figures.style import Fig, location_dash, method_color, styled
+from .inputs import files_stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLDOUT = ROOT / "benchmarks" / "results" / "accuracy_model.json"
@@ -61,7 +66,7 @@ def predicted_figure(
     """Dev average (0–100) against d_s (log): each family's measured runs (points), its fitted curve (solid inside
     the measured sizes, dotted outside: extrapolated) with the 80 % band of one new run, and the size the budget
     buys (a vertical line per method, labelled)."""
-    fig = _Fig()
+    fig = Fig()
     ys: list[float] = []
     for f, c in curves.items():
         color = method_color(f.method)
@@ -147,7 +152,7 @@ def predicted_figure(
     fig.update_xaxes(type="log")
     if ys:
         fig.update_yaxes(range=[min(ys) - 1, max(ys) + 1])
-    return _layout(
+    return styled(
         fig,
         "Predicted: dev average vs adapter size, fitted to the measured runs (band: 80 % of one new run; dotted: "
         "extrapolated; dashed line: the size the budget buys)",
@@ -165,8 +170,6 @@ def _alpha(hex_color: str, a: float) -> str:
 def options(picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> list[sm.Option]:
     """The answer's candidates (``recommend.Pick``) as the next-run rule reads them: each with its prediction at its
     size, extrapolated ones included (they rank nothing, but may be the run worth making)."""
-    from .calc import label
-
     out = []
     for p in picks:
         m = p.measured
@@ -221,7 +224,8 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
     with st.expander(f"Predicted scores: {len(curves)} method(s) fitted from measured runs ({settings})"):
         st.plotly_chart(predicted_figure(curves, at), key="predicted_figure", width="stretch")
         st.caption(
-            "Each curve is score = a + b·ln(d_s) fitted to one method's runs of one recipe (docs/design.md §23); "
+            "Each curve is score = a + b·ln(d_s) fitted to one method's runs of one recipe "
+            "(docs/design.md 'Predicted scores'); "
             "the band holds 80 % of single new runs if the curve's form holds — "
             + holdout_text()
             + ". A size outside the measured ones is extrapolated: shown dotted, never ranked."
@@ -229,20 +233,14 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
 
 
 def _label(pick) -> str:
-    from .calc import label
-
     return label(pick.key)
 
 
 def _launch(cfg: dict) -> None:
     import streamlit as st
 
-    from pals_core.train.config import TrainConfig
-
-    from . import registry
-
     try:
-        run = registry.launch(TrainConfig.from_dict(cfg))
+        run = launch(TrainConfig.from_dict(cfg))
     except (ValueError, OSError, TypeError) as e:
         st.error(f"Could not launch: {' '.join(str(e).split())}")
     else:
@@ -255,10 +253,6 @@ def question_curves(inp, keys_of) -> dict:
     the one recipe and trunk setting with the most runs (``score_model.main_setting``); {} when there are none."""
     if inp is None or not inp.trainable or not inp.records:
         return {}
-    from pals_core.supervise.roots import runs_root
-
-    from .inputs import files_stamp
-
     try:
         keys = keys_of(inp.records, files_stamp(inp.records))
     except (OSError, ValueError):

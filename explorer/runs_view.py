@@ -15,8 +15,11 @@ from pals_core.budget import Cost
 from pals_core.pricing.config import design_label
 
 from pals_core import measured
+from pals_core.data.glue import missing_files, resolve_glue_dir
 
-from . import figures, registry
+from . import registry
+from .figures.measured import measured_figure, measured_ranking_figure
+from .tables import runs_frame
 from .calc import key_of
 from pals_core.tasks import TaskRecord
 
@@ -224,7 +227,7 @@ def runs_table(runs: Sequence[Run], problems: dict[str, str]) -> pd.DataFrame:
     rows = [r.row() for r in runs]
     listed = {r.id for r in runs}
     rows += [{"run": name, "status": UNREADABLE} for name in sorted(problems) if name not in listed]
-    frame = figures.runs_frame(rows)
+    frame = runs_frame(rows)
     notes = {r.id: r.note for r in runs if r.note}  # run files passed over (a FIFO named progress.json, …)
     if problems or notes:
         frame.insert(2, "problem", [problems.get(name) or notes.get(name, "") for name in frame["run"]])
@@ -297,7 +300,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
         else f"no majority-class line: {why_not}"
     )
     if real:
-        st.plotly_chart(figures.measured_figure(real, base, key), config=CHART, key="fig_measured")
+        st.plotly_chart(measured_figure(real, base, key), config=CHART, key="fig_measured")
         st.caption(
             "Dev average on one scale, 0–100 (the paper's Table 3 metric), against the task-specific parameters "
             "each run added; bars are 95 % t-intervals over seeds where a run was repeated (`pals-train --seeds`). "
@@ -305,7 +308,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
             "The ringed marker is the chosen design."
             + (f" Smoke runs (fewer than {measured.SMOKE_STEPS} steps) are drawn apart, below." if smoke else "")
         )
-        st.plotly_chart(figures.measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
+        st.plotly_chart(measured_ranking_figure(real, base, key), config=CHART, key="fig_measured_ranked")
     if smoke:
         st.markdown(
             f"**Smoke runs** — fewer than {measured.SMOKE_STEPS} training steps: a check that training runs, "
@@ -317,7 +320,7 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
             )
         )
         st.plotly_chart(
-            figures.measured_ranking_figure(
+            measured_ranking_figure(
                 smoke, base, key, title="Smoke runs (not measurements): dev average after a few steps"
             ),
             config=CHART,
@@ -351,8 +354,6 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
 
 def glue_folder() -> Optional[str]:
     """The GLUE folder, found as the trainer finds it (``resolve_glue_dir``: ``$PALS_GLUE_DIR``), as text."""
-    from pals_core.data.glue import resolve_glue_dir
-
     path = resolve_glue_dir(None)
     return str(path) if path is not None else None
 
@@ -360,8 +361,6 @@ def glue_folder() -> Optional[str]:
 def no_majority_reason(records: Sequence[TaskRecord], glue_dir: Optional[str]) -> str:
     """Why the majority-class line cannot be drawn (``measured.majority_average`` gave None): the GLUE folder is not
     set, is not there, or lacks a task's files."""
-    from pals_core.data.glue import missing_files
-
     glue = [r.glue for r in records if r.glue is not None]
     if not glue:
         return "the tasks' rows gave no majority class"

@@ -17,6 +17,7 @@ import streamlit as st
 
 from pals_core.budget import Budget, CONVENTIONS, GLUE_LABELS, METHODS
 from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.supervise.roots import runs_root
 
 from .inputs import (
     BUDGET_DEFAULTS,
@@ -103,8 +104,6 @@ def _open_example() -> None:
 
 def _save_upload() -> None:
     """An uploaded tasks file → saved under the runs folder, its path in the path field (or one error line)."""
-    from .registry import runs_root
-
     up = st.session_state.get("tasks_upload")
     st.session_state.pop("_upload_error", None)
     if up is None:  # the file was removed from the uploader: the path stays

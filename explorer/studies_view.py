@@ -16,11 +16,21 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
+from pals_core.budget.machine import Machine
 from pals_core.families.models import EMBEDDED_MODEL
+from pals_core.flags import flags_of
+from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.footprint.memory import PRECISIONS
 from studies import report
+from studies.definitions import DEFINITIONS
 from studies.errors import StudyError
-from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS
+from studies.runner import machine_text
+from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, SETTINGS_ATTR, StudySettings
 from studies.storage import NoStudies, load, masked, open_storage, study_names
+
+from . import study_workers
+from .inputs import EMBEDDED, LOCAL, TINY
+from .machine_view import devices
 
 CHART = {"displaylogo": False}
 FIGURE_TITLES = {
@@ -39,8 +49,6 @@ def _storage(url: str):
 def settings_line(attrs: dict) -> str:
     """A study's fixed settings (``studies.settings``, stored in the study) in one line a person can read; one that
     cannot be read is said to be so."""
-    from studies.settings import SETTINGS_ATTR, StudySettings
-
     if SETTINGS_ATTR not in attrs:
         return "This study holds no PALs settings (not made by `pals-study`)."
     try:
@@ -53,8 +61,6 @@ def settings_line(attrs: dict) -> str:
 
 def _settings_text(s) -> str:
     """A readable study's settings (``StudySettings``) in one line."""
-    from studies.runner import machine_text
-
     model = {None: EMBEDDED_MODEL, "tiny": "tiny random BERT"}.get(s.model, s.model)
     train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
     dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
@@ -100,8 +106,6 @@ def from_question(inp) -> FormStart:
     tasks (GLUE names, or a tasks file's names and path), its model where the trainer builds it, its budget."""
     if inp is None:
         return FormStart()
-    from .inputs import EMBEDDED, LOCAL, TINY
-
     notes = []
     if inp.tasks_file:
         tasks, tasks_file = ",".join(r.name for r in inp.records), os.path.abspath(os.path.expanduser(inp.tasks_file))
@@ -147,14 +151,6 @@ def _machine_inputs() -> dict[str, str]:
     training memory, step time, serving memory, …; key ``study_start_<field>``, its record's label and help), then
     precision and device profile (``Machine`` field → text, as ``pals-study run``'s flags; help text from their
     declaration). An empty bound = none. Read by pals-study's parser on Start, which says what is wrong."""
-    from pals_core.footprint.constraints import CONSTRAINTS
-    from pals_core.flags import flags_of
-    from pals_core.budget.machine import Machine
-    from pals_core.footprint.memory import PRECISIONS
-    from studies.settings import MACHINE_NAMES
-
-    from .machine_view import devices
-
     help_of = {f.name: f.help for f in flags_of(Machine, MACHINE_NAMES)}
     out = {}
     for col, c in zip(st.columns(len(CONSTRAINTS)), CONSTRAINTS):
@@ -174,10 +170,6 @@ def _machine_inputs() -> dict[str, str]:
 def render_start_form(storage_url: str, inp=None) -> None:
     """Definition, study name, tasks, model, budget, steps, trials → a ``pals-study run`` worker in the background;
     tasks, model and budget start from the sidebar's question (``from_question``)."""
-    from studies.definitions import DEFINITIONS
-
-    from . import study_workers
-
     start = from_question(inp)
     _fill_form(start)
     models = start.models()
@@ -229,7 +221,7 @@ def render_start_form(storage_url: str, inp=None) -> None:
                 machine=machine,
             )
             worker = study_workers.start(settings, storage_url, name.strip() or definition, int(trials))
-        except (ValueError, OSError) as e:  # StudyError is a ValueError
+        except (ValueError, OSError) as e:  # the worker's start says a StudyError as a ValueError
             st.error(f"Could not start the study: {e}")
         else:
             st.success(f"Started worker {worker.id} (pid {worker.owner}) on study {worker.get('study_name')!r}.")
@@ -237,8 +229,6 @@ def render_start_form(storage_url: str, inp=None) -> None:
 
 def render_workers() -> None:
     """Every worker started from this page (read from disk each time): status, and Stop / Resume."""
-    from . import study_workers
-
     workers = study_workers.list_workers()
     if not workers:
         return
@@ -290,8 +280,6 @@ def missing_sqlite_file(url: str) -> Optional[str]:
 
 def _creating(storage_url: str) -> bool:
     """Whether a worker started from this page is alive on this storage (it creates the file in a moment)."""
-    from . import study_workers
-
     return any(
         w.alive and w.get("storage") == study_workers.absolute_storage(storage_url)
         for w in study_workers.list_workers()
@@ -300,8 +288,6 @@ def _creating(storage_url: str) -> bool:
 
 def pals_study(study) -> bool:
     """A study ``pals-study`` made: its objective is the dev average as a fraction (shown 0–100 here)."""
-    from studies.settings import SETTINGS_ATTR
-
     return SETTINGS_ATTR in study.user_attrs
 
 

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pals_core.budget.families import get_family
+from pals_core.data.profile import profile_task, tokenizer_of
 from pals_core.families.models import EMBEDDED_MODEL
 from pals_core.kinds import get_kind
 from pals_core.tasks import TaskRecord
@@ -34,16 +35,12 @@ GLUE_FLAG = "_profile_glue"  # the person asked to read GLUE's rows (hundreds of
 @st.cache_resource(show_spinner=False, max_entries=4)
 def tokenizer(model: Optional[str]):
     """The model's tokenizer (``profile.tokenizer_of``: a local folder, "tiny", or None = the embedded MiniLM)."""
-    from pals_core.data.profile import tokenizer_of
-
     return tokenizer_of(model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def profile(record: TaskRecord, stamp: tuple, model: Optional[str], max_len: int, glue_dir: str) -> dict:
     """One task's profile; ``stamp`` (its files' version) is part of the key so an edited file is read again."""
-    from pals_core.data.profile import profile_task
-
     return profile_task(record, tokenizer=tokenizer(model), max_len=max_len, glue_dir=glue_dir or None)
 
 

@@ -24,16 +24,18 @@ from typing import Optional
 
 import streamlit as st
 
-from pals_core.budget import GLUE_LABELS, AdapterConfig, Cost, Task, display, get_method, glue_task
+from pals_core.budget import AdapterConfig, Cost, Task, display, get_method, glue_task
 from pals_core.budget.methods import TRUNK_WORDS, trunk_frozen
+from pals_core.data.glue import check_files, hub_allowed, missing_files, resolve_glue_dir
 from pals_core.pricing.limits import MAX_D_S
 from pals_core.tasks import read_tasks_file
 from pals_core.train.config import TrainConfig
-from pals_core.train.models import TINY as TINY_MODEL
+from pals_core.tasks.glue import GLUE_TASKS
+from pals_core.train.models import TINY as TINY_MODEL, model_shape
 
-from . import calc, commands, registry
+from . import calc, commands, registry, tasks_view
 from .calc import key_of, label
-from .inputs import EMBEDDED, LOCAL, TINY, Inputs, files_stamp
+from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
 
 MODELS = {
     EMBEDDED: "",
@@ -49,20 +51,12 @@ SIZE_SOLVED, SIZE_DS = "the largest that fits the budget on the training model",
 
 
 def trainable_tasks() -> list[str]:
-    """The GLUE tasks the trainer knows (``pals_core.data.tasks``), else the calculator's list."""
-    try:
-        from pals_core.tasks.glue import GLUE_TASKS
-    except ImportError:
-        return list(GLUE_LABELS)
+    """The GLUE tasks the trainer knows (``pals_core.tasks.glue.GLUE_TASKS``)."""
     return list(GLUE_TASKS)
 
 
 def available_tasks(glue_dir: str) -> Optional[list[str]]:
     """Tasks whose train and dev files are in ``glue_dir`` (None if it cannot be told)."""
-    try:
-        from pals_core.data.glue import missing_files
-    except ImportError:
-        return None
     path = Path(glue_dir).expanduser() if glue_dir else None
     if path is None or not path.is_dir():
         return None
@@ -99,8 +93,6 @@ def price_training(
 ) -> Priced:
     """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.models.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
-    from pals_core.train.models import model_shape
-
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)
     key = key_of(chosen)
@@ -185,8 +177,6 @@ def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optio
     """(the max length a run on these tasks of a file should use, the sentence that says why): the largest p95 of
     their token counts under the training model's tokenizer (the task panel's profile), capped at what the trainer
     takes (8 … 512, the model's longest input); None when the rows cannot be read (their error is the panel's)."""
-    from . import tasks_view
-
     if not records:
         return None
     glue_dir = os.environ.get("PALS_GLUE_DIR", "")
@@ -208,8 +198,6 @@ def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optio
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
     """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
-    from pals_core.data.glue import resolve_glue_dir
-
     found = resolve_glue_dir(None)  # as pals-train finds it: --glue-dir's default, $PALS_GLUE_DIR
     glue_env = str(found) if found is not None else ""
     c1, c2, c3 = st.columns(3)
@@ -350,8 +338,6 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Option
 def check_data(spec: TrainConfig) -> None:
     """The GLUE files this run needs must be there (the trainer's own check). A tasks file's own tasks were read
     and hashed when the run was resolved (``commands.check_with_trainer``): a missing file is named there."""
-    from pals_core.data.glue import check_files, resolve_glue_dir
-
     glue = [r.glue for r in spec.records() if r.glue is not None]
     if not glue:
         return
@@ -365,8 +351,6 @@ def data_problem(spec: TrainConfig) -> Optional[str]:
     """Why this run cannot read its GLUE tasks, said before anyone clicks Launch (``check_data``, the trainer's own
     check); None when the files are there, or when no folder is given and the trainer may download GLUE from the
     hub (``HF_HUB_OFFLINE`` unset)."""
-    from pals_core.data.glue import hub_allowed, resolve_glue_dir
-
     try:
         check_data(spec)
     except ValueError as e:  # GlueDataError is one
@@ -379,8 +363,6 @@ def data_problem(spec: TrainConfig) -> Optional[str]:
 def use_example_tasks() -> None:
     """The sidebar's question on the example tasks (examples/tasks/tasks.yaml; their data written by
     examples/tasks/make_data.py when a file is missing): a first run needs no GLUE folder."""
-    from .inputs import ROOT, TASKS_FILE, example_tasks_path
-
     folder = ROOT / "examples" / "tasks"
     records = read_tasks_file(folder / "tasks.yaml").values()
     if any(p and not Path(p).exists() for r in records for p in (r.train, r.dev)):

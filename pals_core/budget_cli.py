@@ -1,6 +1,6 @@
 """``pals-budget``: the largest adapter that fits a parameter budget, for every method and location.
 
-Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md §8.
+Pure Python (no torch): answers in a blink. See ``pals-budget --help`` and docs/design.md "Public interface".
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(
         p,
         Machine,
-        title="machine (memory, docs/design.md §9; step time, docs/design.md §10; each bound a "
-        "record of footprint.constraints, §20)",
+        title="machine (docs/design.md 'Memory (bytes)' and 'Time'; each bound a record of footprint.constraints, "
+        "docs/design.md 'Recipe: add a constraint')",
     )
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
     p.add_argument(
@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         "designs, as the explorer's do; repeat for several (default: the explorer's: $PALS_RUNS_DIR or ./runs, and "
         "this checkout's benchmarks/results). Runs count for a model the trainer builds (the embedded model or a "
         "checkpoint folder) on exactly these tasks; where a method has runs at three sizes or more, a predicted column "
-        "gives the dev average each row's size is predicted to reach, with its 80 %% interval (docs/design.md §23)",
+        "gives the dev average each row's size is predicted to reach, with its 80 %% interval "
+        "(docs/design.md 'Predicted scores')",
     )
     p.add_argument("--paper", action="store_true", help="print the reproduction of the paper's configurations")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -338,14 +339,15 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     n_base = base_params(model, args.convention)
     picks, scores, roots, unread = [], {}, (), None
     keys = _task_keys(args, records)
-    curves = _curves(args, records, keys)
+    found = _Runs(args)
+    curves = _curves(args, records, keys, found)
     predicted = None
     if curves is not None:
         from . import score_model as sm  # late: loads scipy, only with --results/--storage
 
         predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
-        scores, roots, unread = measured_scores(args, records, keys)
+        scores, roots, unread = measured_scores(args, records, keys, found)
         picks = recommend.candidates(
             costs,
             budget,
@@ -436,7 +438,39 @@ def _task_keys(args, records) -> tuple[Optional[list[str]], Optional[str]]:
         return None, " ".join(str(e).split())
 
 
-def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]]) -> Optional[dict]:
+class _Runs:
+    """The finished runs under ``--results`` (default: the page's folders, ``measured.default_roots``), read by the
+    one reader of results (``results.runs``) at the first call and kept for the rest of the answer: the measured
+    scores and the score curves place the same runs, each ``summary.json`` read once."""
+
+    def __init__(self, args) -> None:
+        self.given = tuple(args.results or ())
+        self._found: Optional[list] = None
+
+    def check(self) -> None:
+        """``UsageError`` in one line for a ``--results`` that is no folder."""
+        for root in self.given:
+            if not os.path.isdir(root):
+                raise UsageError(f"--results {root}: no such folder")
+
+    def roots(self) -> tuple:
+        """``--results`` (checked), or the page's folders."""
+        self.check()
+        if self.given:
+            return self.given
+        from .measured import default_roots  # late: the explorer's folders, only when runs are looked up
+
+        return default_roots()
+
+    def __call__(self) -> list:
+        if self._found is None:
+            from .results import runs  # late: reads run folders, only when there are runs to match
+
+            self._found = runs(self.roots())
+        return self._found
+
+
+def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]], found: _Runs) -> Optional[dict]:
     """The score curves (``score_model``) of this model's runs on exactly these tasks under ``--results`` (default:
     the page's folders, ``measured.default_roots``) and ``--storage``, as the page fits them; None where there is
     nothing to show (not asked, and no curve under the default folders)."""
@@ -448,15 +482,13 @@ def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]])
         raise UsageError(
             "--results needs the tasks by name (--tasks rte,mrpc,… or --tasks-file): runs are matched by task"
         )
-    from . import measured  # late: reads run folders (and numpy)
     from . import score_model as sm  # late: loads scipy
 
     keys, _ = task_keys
     if keys is None and trainable:
         return {} if asked else None  # measured_scores says why the runs are not looked up (``unread``)
-    roots = [str(r) for r in (args.results or [d for d in measured.default_roots() if os.path.isdir(d)])]
     model = train_model if trainable else args.model  # a model the trainer does not build: no run matches it
-    curves = sm.question_curves(roots, args.storage, model, keys or [])
+    curves = sm.question_curves(found(), args.storage, model, keys or [])
     return curves if asked or curves else None  # the page's default roots add a column only where they predict
 
 
@@ -477,7 +509,8 @@ def _predicted_notes(costs, predicted: dict) -> str:
         )
     return (
         f"\npredicted: dev average (0–100) of one new run [{round(LEVEL * 100)} % interval], from a curve over the measured "
-        "sizes of each method (docs/design.md §23; its hold-out check: BENCHMARKS.md)\n" + "\n".join(lines)
+        "sizes of each method (docs/design.md 'Predicted scores'; its hold-out check: BENCHMARKS.md)\n"
+        + "\n".join(lines)
     )
 
 
@@ -492,26 +525,24 @@ def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
 
 
 def measured_scores(
-    args, records, task_keys: tuple[Optional[list[str]], Optional[str]]
+    args, records, task_keys: tuple[Optional[list[str]], Optional[str]], found: _Runs
 ) -> tuple[dict, tuple, Optional[str]]:
     """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
     (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, the folders
     read, and why none were looked up when the tasks' files cannot be read (the page says the same in a caption);
     nothing is read for a model the trainer does not build or for N anonymous tasks."""
-    for root in args.results or ():
-        if not os.path.isdir(root):
-            raise UsageError(f"--results {root}: no such folder")
+    found.check()
     trainable, train_model = trainer_model(args.model)
     if not trainable or not records:
         return {}, (), None
     from . import measured  # late: reads run folders (and numpy), only when there are runs to match
 
-    roots = tuple(args.results) if args.results else measured.default_roots()
+    roots = found.roots()
     keys, unread = task_keys  # a tasks file's tasks are what their files hold: hashed (``_task_keys``)
     if keys is None:
         return {}, (), unread
-    found = measured.same_question(measured.scan(roots), train_model, trainable, keys)
-    return measured.best_by_design(found), roots, None
+    same = measured.same_question([measured.parse(run) for run in found()], train_model, trainable, keys)
+    return measured.best_by_design(same), roots, None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -1,4 +1,4 @@
-"""``pals-calibrate``: measure this machine's ``local`` device profile (docs/design.md §10) in a few seconds.
+"""``pals-calibrate``: measure this machine's ``local`` device profile (docs/design.md "Time") in a few seconds.
 
 With torch at the thread count in force (``--threads N`` sets it), each figure of ``footprint.timing.DeviceProfile``
 from one micro-benchmark (the fastest of several repeats — robust on a shared machine; process CPU time with one

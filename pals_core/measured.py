@@ -1,8 +1,8 @@
 """What the budget bought, measured: finished runs on disk for the question's model and tasks. No maths.
 
 A result is one ``summary.json`` written by ``pals-train``: a single run's (``average`` is a number,
-``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md §11:
-``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
+``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md "Baselines and repeated
+runs": ``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
 scale, 0–100, as the CLI prints them. The majority-class reference comes from the tasks' own rows — GLUE's files,
 or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.majority_scores``: the most
 frequent training label on every dev example (regression: the training mean; multilabel: per label).
@@ -27,21 +27,17 @@ on its own row.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from .budget import get_method
-from .results import DEPTH, SCALE, read_summary, walk
+from .results import DEPTH, SCALE, Run, read_summary, runs
 from .results import read_or_none as _read
-from .results import run_config as _config
-from .results import seed_averages as _seed_averages
 from .results import summary_files as _summary_files
 from .tasks import TaskRecord
 from .train.aggregate import compare
-from .train.config import recipe, task_keys
 
 from .budget.recommend import Key, Score, label
 from .supervise.roots import runs_root
@@ -154,60 +150,39 @@ def unreadable(roots: Iterable[Path], depth: int = DEPTH) -> list[Unreadable]:
     return out
 
 
-def parse(summary: dict, folder: Path) -> Optional[Result]:
-    """A summary.json → a Result (None if it is not a finished run the explorer can place)."""
-    config = _config(summary, folder)
-    avg = summary.get("average")
-    if not config or avg is None:
-        return None
-    if isinstance(avg, dict):
-        if not isinstance(avg.get("mean"), (int, float)):
-            return None
+def parse(run: Run) -> Result:
+    """What the page shows of a finished run (``results.Run``: read, and placed, by the one reader of results)."""
+    summary, avg = run.summary, run.summary["average"]
+    if run.aggregate:
         ci = avg.get("ci95")
         n = len(summary.get("seeds") or summary.get("runs") or []) or 1
         score = Score(SCALE * avg["mean"], SCALE * ci if isinstance(ci, (int, float)) else None, n)
-        per_seed = _seed_averages(summary, folder)
-    elif isinstance(avg, (int, float)):
-        score, per_seed = Score(SCALE * avg, None, 1), (SCALE * avg,)
     else:
-        return None
-    adapter = config.get("adapter") if isinstance(config.get("adapter"), dict) else {}
-    method = str(adapter.get("method") or config.get("method") or "")
-    if not method:
-        return None
-    location = adapter.get("location")
+        score = Score(SCALE * avg, None, 1)
     try:
-        within = get_method(method).within
+        within = get_method(run.method).within
     except ValueError:
         within = False  # a reference the calculator does not price (separate fine-tuned models)
-    if within:
-        location = (
-            "all" if location is None else (location if isinstance(location, str) else ",".join(map(str, location)))
-        )
-    else:
-        location = None
-    tasks = config.get("tasks") or []
-    tasks = tuple(tasks.split(",") if isinstance(tasks, str) else map(str, tasks))
     params = summary.get("params") if isinstance(summary.get("params"), dict) else {}
     ts = params.get("task_specific")
-    d_s = adapter.get("d_s")
+    seed = run.config.get("seed")
     return Result(
-        str(folder),
-        method,
-        location,
-        d_s if isinstance(d_s, int) else None,
-        config.get("model"),
-        tasks,
+        str(run.folder),
+        run.method,
+        run.location if within else None,
+        run.d_s,
+        run.model,
+        run.tasks,
         int(ts) if isinstance(ts, (int, float)) else None,
         score,
         summary.get("scores") if isinstance(summary.get("scores"), dict) else {},
-        next((s for s in (summary.get("steps"), config.get("steps")) if isinstance(s, int)), None),
-        config.get("seed") if isinstance(config.get("seed"), int) and not isinstance(avg, dict) else None,
-        _ints(summary.get("seeds")) if isinstance(avg, dict) else (),
-        _ints(summary.get("planned")) if isinstance(avg, dict) else (),
-        per_seed if len(per_seed) == score.n else (),
-        json.dumps(recipe(config), sort_keys=True, default=str),
-        tuple(task_keys({**config, "tasks": list(tasks)})),
+        run.steps,
+        seed if isinstance(seed, int) and not run.aggregate else None,
+        _ints(summary.get("seeds")) if run.aggregate else (),
+        _ints(summary.get("planned")) if run.aggregate else (),
+        run.averages if len(run.averages) == score.n else (),
+        run.recipe,
+        run.task_keys,
         _untrained(summary),
     )
 
@@ -238,17 +213,8 @@ def _ints(value) -> tuple[int, ...]:
 def scan(roots: Iterable[Path]) -> list[Result]:
     """Every finished result under ``roots`` (three levels deep), aggregates in place of their seed runs — a
     ``--seeds`` run still training by the seeds it has finished, once it has two — each summary once (an
-    identical copy under a later root is skipped): ``pals_core.results.walk``."""
-    out: list[Result] = []
-
-    def accept(summary: dict, folder: Path) -> bool:
-        r = parse(summary, folder)
-        if r is not None:
-            out.append(r)
-        return r is not None
-
-    kept = {folder for folder, _ in walk(roots, accept)}
-    return [r for r in out if Path(r.path) in kept]
+    identical copy under a later root is skipped): ``pals_core.results.runs``."""
+    return [parse(run) for run in runs(roots)]
 
 
 def same_question(

@@ -1,6 +1,7 @@
 """``MultiTaskModel`` (alias ``MultiTaskBert``): a shared Hugging Face encoder of any supported family
 (``AutoModel``: BERT, RoBERTa / XLM-R / CamemBERT, DistilBERT, ELECTRA, …; ``pals_core.trunks``) plus, per
-task, an adapter, an optional pooler and a head — exactly the parameters the calculator counts (docs/design.md §2–4, 8):
+task, an adapter, an optional pooler and a head — exactly the parameters the calculator counts (docs/design.md "Base
+models, exact", "Two counting conventions", "Adapter methods (per task)", "Public interface"):
 
     N_total = N_base + Σ_t (adapter_t(d_s) + head_t + pooler_t)
     head_t = Linear(d, C_t) on the shared pooler (BERT, RoBERTa) or the family's own head (its
@@ -8,7 +9,7 @@ task, an adapter, an optional pooler and a head — exactly the parameters the c
 
 ``model(task=…, input_ids=…, …)`` runs one single-task batch (paper Sec. 4: batches are single-task);
 ``predict_all(…)`` runs every task on one batch and computes the layers below the lowest adapted
-layer once (the whole trunk for top methods) — the paper's shared-operations argument (docs/design.md §5).
+layer once (the whole trunk for top methods) — the paper's shared-operations argument (docs/design.md "FLOPs").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 
 from .adapters import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
+from .atomic import read_json_file  # noqa: E402
 from .budget import AdapterConfig, BaseModel, check_config, from_hf_config, parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .budget.methods import trunk_frozen  # noqa: E402
@@ -153,8 +155,6 @@ class MultiTaskModel(nn.Module):
         path = default_checkpoint() if path is None else os.fspath(path)
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise ValueError(f"no checkpoint at {path!r} (a folder with config.json and weights is needed)")
-        from .atomic import read_json_file  # the guarded reader: never a FIFO, nothing over its cap
-
         on_disk = read_json_file(os.path.join(path, "config.json"), "model config")
         if not isinstance(on_disk, dict):
             raise ValueError(f"model config {os.path.join(path, 'config.json')} is not a JSON object")
@@ -273,7 +273,7 @@ class MultiTaskModel(nn.Module):
 
     @property
     def shared_depth(self) -> int:
-        """Layers every task computes identically (the calculator's ``shared_depth``, docs/design.md §5)."""
+        """Layers every task computes identically (the calculator's ``shared_depth``, docs/design.md "FLOPs")."""
         return shared_depth(self.method, self.layers, self.shape.layers)
 
     def predict_all(
@@ -283,7 +283,7 @@ class MultiTaskModel(nn.Module):
         token_type_ids: Optional[torch.Tensor] = None,
         tasks: Optional[Sequence[str]] = None,
     ) -> dict[str, torch.Tensor]:
-        """Logits of every task (or of ``tasks``) on one batch, with shared operations (docs/design.md §5): the
+        """Logits of every task (or of ``tasks``) on one batch, with shared operations (docs/design.md "FLOPs"): the
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
         ``forward`` on each task. Given texts (a model of ``from_run``): ``predict_texts(texts, text_pair)``."""
         if isinstance(input_ids, str) or (
@@ -404,7 +404,8 @@ class MultiTaskModel(nn.Module):
         return names
 
     def bias_and_norm_parameter_names(self) -> list[str]:
-        """Bias vectors and LayerNorm parameters: what the ``paper`` convention leaves out (docs/design.md §3)."""
+        """Bias vectors and LayerNorm parameters: what the ``paper`` convention leaves out (docs/design.md "Two counting
+        conventions")."""
         names = []
         for mod_name, module in self.named_modules():
             for p_name, _ in module.named_parameters(recurse=False):
@@ -413,7 +414,8 @@ class MultiTaskModel(nn.Module):
         return names
 
     def num_parameters(self, convention: str = "exact") -> int:
-        """``exact``: every parameter; ``paper``: without biases and LayerNorm parameters (docs/design.md §3)."""
+        """``exact``: every parameter; ``paper``: without biases and LayerNorm parameters (docs/design.md "Two counting
+        conventions")."""
         if convention not in ("exact", "paper"):
             raise ValueError(f"unknown convention {convention!r} (exact or paper)")
         skip = set(self.bias_and_norm_parameter_names()) if convention == "paper" else set()

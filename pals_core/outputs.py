@@ -1,31 +1,17 @@
 """What a task's logits say, in its own words (numpy; no torch), as its kind decodes them
 (``pals_core/kinds/<kind>/``: ``decode``; e.g. a class name and its softmax probability, a number, the set of labels
-whose sigmoid exceeds 0.5 — the threshold the dev metrics use).
+whose sigmoid exceeds 0.5 — the threshold the dev metrics use): ``TaskOutputs`` (``pals_core.kinds.base``), gathered
+batch by batch here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from .kinds import get_kind
-
-
-@dataclass
-class TaskOutputs:
-    """One task's outputs over n rows, as its kind decodes them. ``label``: one value per row (a name, a number, a
-    list of names); ``prob``: the probability of the predicted label (None where the kind has none); ``probs``:
-    (n, C) — each label's probability — or None."""
-
-    task: str
-    kind: str
-    labels: tuple[str, ...]  # label names in output order; () for a kind without named labels
-    label: list
-    prob: Optional[np.ndarray]
-    probs: Optional[np.ndarray]
-    logits: Optional[np.ndarray]  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
+from .kinds.base import TaskOutputs
 
 
 def decode(
@@ -57,7 +43,10 @@ class Decoded:
         self.rows: list[np.ndarray] = []
         self.parts: list[TaskOutputs] = []
 
-    def add(self, rows: np.ndarray, logits: np.ndarray) -> None:
+    def add(self, rows: np.ndarray, logits) -> None:
+        """One batch's logits (an array or a tensor; a ``forward.Sink``), decoded at once."""
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
         self.rows.append(np.asarray(rows, dtype=np.int64))
         self.parts.append(decode(self.task, self.kind, self.labels, logits, keep=self.keep, scale=self.scale))
 

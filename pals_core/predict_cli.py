@@ -43,8 +43,7 @@ import numpy as np
 from .atomic import atomic_write, atomic_write_text
 from .export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from .flags import OneLineParser, UsageError
-from .outputs import Decoded
-from .run_info import encode_texts, predict_texts, read_run
+from .run_info import predict_texts, read_run
 from .tasks.readers import read_columns
 from .train.rundir import run_owning
 from .kinds import get_kind
@@ -168,41 +167,6 @@ def where_it_ran(model) -> str:
     """The device a model ran on, or the onnxruntime provider an ``OnnxRunner`` ran on (for the closing line)."""
     label = getattr(model, "device_label", None)
     return label or next(model.parameters()).device.type
-
-
-def predict_rows(model, texts, pairs, names, task_of, batch_size, progress, keep: bool = False) -> dict:
-    """{task: TaskOutputs} over every row (each task on every row), or — ``task_of`` given — each row through its
-    own task only, batches shared by the tasks (``forward_mixed``): {task: (row indices, TaskOutputs)}. Each batch
-    is decoded as it comes; every label's probability is kept only with ``keep`` (``--probs``)."""
-    import torch
-
-    if task_of is None:
-        return predict_texts(model, texts, pairs, tasks=names, batch_size=batch_size, progress=progress, keep=keep)
-    info = model.run
-    data = encode_texts(info, texts, pairs, [info.records[t].pair for t in task_of])
-    device = next(model.parameters()).device
-    order = np.argsort(data.lengths, kind="stable")
-    rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
-    decoded = {
-        t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
-        for t in names
-    }
-    with torch.no_grad():
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            b = data.batch(rows)
-            out = model.forward_mixed(
-                b["input_ids"].to(device),
-                b["attention_mask"].to(device),
-                b["token_type_ids"].to(device),
-                tasks=[task_of[r] for r in rows],
-            )
-            for t in {task_of[r] for r in rows}:
-                mine = [j for j, r in enumerate(rows) if task_of[r] == t]
-                decoded[t].add(rows[mine], torch.stack([out[j] for j in mine]).float().cpu().numpy())
-            del out
-            progress(len(rows))
-    return {t: (idx, decoded[t].outputs()) for t, idx in rows_of.items()}
 
 
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
@@ -429,7 +393,9 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
     with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
-        results = predict_rows(model, texts, pairs, names, task_of, size, bar.update, keep=args.probs)
+        results = predict_texts(
+            model, texts, pairs, tasks=names, task_of=task_of, batch_size=size, progress=bar.update, keep=args.probs
+        )
     seconds = time.perf_counter() - started
     predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})

@@ -1,20 +1,24 @@
 """Finished runs on disk, read without torch: the ``summary.json`` files ``pals-train`` writes (a single run's, or the
-aggregate of ``pals-train --seeds``), found the way the explorer finds them. Shared by the explorer's "measured"
-(``explorer/measured.py``: what each result shows) and the score model (``pals_core/score_model.py``: what the
-measured sizes predict, for the page and ``pals-budget --results``).
+aggregate of ``pals-train --seeds``), found the way the explorer finds them. One reader, ``runs``: each ``summary.json`` read once into a ``Run``, which
+holds what a run is placed by (method, location, size, model, tasks by fingerprint, recipe, its seeds' averages).
+Both readers of results take ``Run``s: the explorer's "measured" (``pals_core/measured.py``: what each result shows)
+and the score model (``pals_core/score_model.py``: what the measured sizes predict); ``pals-budget --results`` reads
+the runs once for both.
 
 Folders searched: each root, three levels deep (a sweep's ``<sweep>/<design>/seed-<k>/``); a seed run inside an
 aggregate is represented by the aggregate, a ``--seeds`` plan still training by the seeds it has finished (two or
 more), and the same summary in two places (a sweep's run and its copy under ``benchmarks/results``) is read once, at
-the first root's path. A summary that cannot be read is passed over (``explorer.measured.unreadable`` names it).
+the first root's path. A summary that cannot be read is passed over (``pals_core.measured.unreadable`` names it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .atomic import read_json_file
 
@@ -92,17 +96,6 @@ def seed_runs(summary: dict, folder: Path) -> list[dict]:
     return out
 
 
-def seed_averages(summary: dict, folder: Path) -> tuple[float, ...]:
-    """An aggregate's per-seed dev averages (0–100): from its ``runs`` entries, or (an entry naming a folder)
-    that seed run's own summary."""
-    out = []
-    for run in seed_runs(summary, folder) if isinstance(summary.get("average"), dict) else []:
-        avg = run.get("average")
-        if isinstance(avg, (int, float)):
-            out.append(SCALE * avg)
-    return tuple(out)
-
-
 def plans_so_far(root: Path) -> list[tuple[Path, dict]]:
     """(folder, aggregate of the seeds finished so far) for each ``--seeds`` plan under ``root`` (two levels deep)
     that has no summary of its own yet but two finished seeds or more (``seeds.aggregate_so_far``). A plan with a seed
@@ -123,26 +116,126 @@ def plans_so_far(root: Path) -> list[tuple[Path, dict]]:
     return out
 
 
-def walk(roots: Iterable[Path], accept: Callable[[dict, Path], bool]) -> Iterator[tuple[Path, dict]]:
-    """(folder, summary) of every finished result under ``roots`` that ``accept(summary, folder)`` takes, aggregates
-    in place of their seed runs, each summary once (an identical copy under a later root is skipped)."""
+@dataclass(frozen=True)
+class Run:
+    """One finished result, read once: a single run's ``summary.json``, a ``--seeds`` aggregate's, or a plan's seeds
+    finished so far. What both readers of results place a run by — the explorer's "measured" (``measured.Result``)
+    and the score model (``score_model.Observation``) — is read here, each in one place."""
+
+    folder: Path
+    summary: dict
+    config: dict  # the run's settings (``run_config``: its own, or an aggregate's first seed run's)
+
+    @classmethod
+    def of(cls, summary: Optional[dict], folder: Path) -> Optional["Run"]:
+        """The run, or None for what is no finished result: no settings, no method, no dev average (a number, or an
+        aggregate's {"mean": number})."""
+        if not summary:
+            return None
+        config = run_config(summary, folder)
+        if not config:
+            return None
+        avg = summary.get("average")
+        mean = avg.get("mean") if isinstance(avg, dict) else avg
+        if not isinstance(mean, (int, float)) or isinstance(mean, bool):
+            return None
+        run = cls(folder, summary, config)
+        return run if run.method else None
+
+    @property
+    def adapter(self) -> dict:
+        a = self.config.get("adapter")
+        return a if isinstance(a, dict) else {}
+
+    @property
+    def method(self) -> str:
+        m = self.adapter.get("method") or self.config.get("method")
+        return m if isinstance(m, str) else ""
+
+    @property
+    def location(self) -> str:
+        """Where its adapters sit, as text: "all" (none given), "top", "3,5"."""
+        loc = self.adapter.get("location")
+        return "all" if loc is None else (loc if isinstance(loc, str) else ",".join(map(str, loc)))
+
+    @property
+    def d_s(self) -> Optional[int]:
+        d = self.adapter.get("d_s")
+        return d if isinstance(d, int) and not isinstance(d, bool) else None
+
+    @property
+    def freeze_trunk(self) -> bool:
+        return bool(self.adapter.get("freeze_trunk"))
+
+    @property
+    def model(self) -> Optional[str]:
+        """Its ``pals-train --model`` (None = the embedded MiniLM)."""
+        return self.config.get("model")
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        names = self.config.get("tasks") or []
+        return tuple(names.split(",") if isinstance(names, str) else map(str, names))
+
+    @property
+    def steps(self) -> Optional[int]:
+        return next((s for s in (self.summary.get("steps"), self.config.get("steps")) if isinstance(s, int)), None)
+
+    @property
+    def aggregate(self) -> bool:
+        """An aggregate over seeds (its ``average`` is {"mean", "std", "ci95"})."""
+        return isinstance(self.summary.get("average"), dict)
+
+    @cached_property
+    def seed_runs(self) -> tuple[dict, ...]:
+        """Its seed runs' summaries (``seed_runs``; a single run: itself)."""
+        return tuple(seed_runs(self.summary, self.folder))
+
+    @cached_property
+    def averages(self) -> tuple[float, ...]:
+        """The dev average (0–100) of each seed run that has one."""
+        return tuple(SCALE * r["average"] for r in self.seed_runs if isinstance(r.get("average"), (int, float)))
+
+    @cached_property
+    def task_keys(self) -> tuple[str, ...]:
+        """What its tasks are (``config.task_keys``: fingerprints), in ``tasks`` order."""
+        from .train.config import task_keys  # late: the trainer's package, only when a run is placed
+
+        return tuple(task_keys({**self.config, "tasks": list(self.tasks)}))
+
+    @cached_property
+    def recipe(self) -> str:
+        """How it was trained, apart from design and seed (``config.recipe``), as sorted JSON: runs of one recipe
+        differ only in what they adapt."""
+        from .train.config import recipe  # late: the trainer's package, only when a run is placed
+
+        return json.dumps(recipe(self.config), sort_keys=True, default=str)
+
+
+def runs(roots: Iterable[Path]) -> list[Run]:
+    """Every finished result under ``roots`` (``DEPTH`` levels deep), aggregates in place of their seed runs, each
+    summary once (an identical copy under a later root is skipped), each ``summary.json`` read once."""
     seen: set[Path] = set()
     contents: set[str] = set()
+    out: list[Run] = []
     for root in roots:
         root = Path(root)
         if not root.is_dir():
             continue
-        for folder, summary in [*plans_so_far(root), *((f.parent, read_or_none(f)) for f in summary_files(root))]:
+        for folder, found in [*plans_so_far(root), *((f.parent, f) for f in summary_files(root))]:
             resolved = folder.resolve()
             if resolved in seen or any(p in seen for p in resolved.parents):
-                continue  # a run inside an aggregate already read (a seed, a separate seed's task)
-            if not summary or not accept(summary, folder):
+                continue  # a run inside an aggregate already read (a seed, a separate seed's task): not read
+            summary = read_or_none(found) if isinstance(found, Path) else found
+            run = Run.of(summary, folder)
+            if run is None:
                 continue
             seen.add(resolved)
             content = json.dumps(summary, sort_keys=True)
             if content not in contents:  # the first root's copy is the one kept
                 contents.add(content)
-                yield folder, summary
+                out.append(run)
+    return out
 
 
 def question_keys(records: Sequence["TaskRecord"], glue_dir: Optional[str] = None) -> list[str]:

@@ -1,9 +1,9 @@
 """A trained run, read back for use: its design, tasks, records, label names, tokenizer, max length and the
 checkpoint to load (the best by default) — what ``MultiTaskModel.from_run`` and ``pals-predict`` need.
 
-Texts are tokenised as the trainer tokenised its rows (``data.load``: truncation to the run's ``max_len``, pairs
-longest-first) and batched as it evaluated its dev sets (``train.evaluate.predict``: sorted by length, the run's
-``eval_batch_size``, padded per batch), so a run's dev file predicted here scores exactly what summary.json says.
+Texts go through the one forward path over rows that the trainer's evaluation takes (``forward``: tokenised as the
+run's rows were, sorted by length, the run's ``eval_batch_size``, padded per batch), so a run's dev file predicted
+here scores exactly what summary.json says.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 
 from .atomic import read_json
 from .budget import check_config
-from .data.encoded import Encoded
 from .data.load import load_tokenizer, tokenizer_path
+from .forward import encode_texts, forward_rows
 from .kinds import get_kind
-from .outputs import Decoded, TaskOutputs
+from .outputs import Decoded
 from .pricing.config import AdapterConfig
 from .tasks import TaskRecord, records_of_config
 from .train.config import _positive_int
@@ -146,54 +146,23 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     return records, labels, counts, scales
 
 
-def encode_texts(
-    info: RunInfo, texts: Sequence[str], pairs: Optional[Sequence[str]] = None, paired: Optional[Sequence[bool]] = None
-):
-    """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were: row i with its
-    second text ``pairs[i]`` where ``paired[i]`` (default: every row when ``pairs`` is given), alone otherwise."""
-    tok = info.tokenizer()
-    n = len(texts)
-    paired = [pairs is not None] * n if paired is None else list(paired)
-    rows: list[Optional[list[int]]] = [None] * n
-    kinds: list[Optional[list[int]]] = [None] * n
-    for with_pair in (False, True):
-        idx = [i for i in range(n) if paired[i] == with_pair]
-        if not idx:
-            continue
-        out = tok(
-            [texts[i] for i in idx],
-            [pairs[i] for i in idx] if with_pair else None,
-            truncation=True,
-            max_length=info.max_len,
-            return_token_type_ids=True,
-            return_attention_mask=False,
-        )
-        for j, i in enumerate(idx):
-            rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
-    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
-    types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
-    return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
-
-
 def predict_texts(
     model,
     texts: Union[str, Sequence[str]],
     pairs: Optional[Sequence[str]] = None,
     *,
     tasks: Optional[Sequence[str]] = None,
+    task_of: Optional[Sequence[str]] = None,
     batch_size: Optional[int] = None,
     progress=None,
     keep: bool = True,
-) -> dict[str, TaskOutputs]:
-    """Every task's (``tasks``') outputs on ``texts``: one ``predict_all`` per batch (the trunk once), batches in
-    order of length as the run's evaluation made them; ``progress(n)`` is told of each batch's rows. Each batch is
-    decoded as it comes (``outputs.Decoded``); ``keep=False`` keeps labels and their probabilities only, not every
-    label's logit and probability (n × C numbers)."""
-    import torch
-
+) -> dict:
+    """Every task's (``tasks``') outputs on ``texts``: {task: TaskOutputs}, one ``predict_all`` per batch (the trunk
+    once), through the one forward path over rows (``forward.forward_rows``: tokenised, sorted and batched as the
+    run's evaluation made them). ``task_of`` given (a task per row): each row through its own task only, rows of
+    several tasks sharing each batch (``forward_mixed``), {task: (its row indices, TaskOutputs)}. ``progress(n)``
+    is told of each batch's rows. Each batch is decoded as it comes (``outputs.Decoded``); ``keep=False`` keeps
+    labels and their probabilities only, not every label's logit and probability (n × C numbers)."""
     info: Optional[RunInfo] = getattr(model, "run", None)
     if info is None:
         raise ValueError("predicting texts needs a run's model (MultiTaskModel.from_run): its tokenizer and labels")
@@ -210,26 +179,17 @@ def predict_texts(
         t: Decoded(t, info.records[t].kind, info.labels[t], model.tasks[t], keep=keep, scale=info.scales.get(t))
         for t in names
     }
+    if task_of is not None:  # each row its own task, with its second text where that task reads one
+        data = encode_texts(info, texts, pairs, [info.records[t].pair for t in task_of])
+        forward_rows(model, data, decoded, batch_size=size, device=device, row_tasks=task_of, progress=progress)
+        rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
+        return {t: (rows_of[t], decoded[t].outputs()) for t in names}
     # tasks of one text and pair tasks see their own tokens (a pair task's second text is never given to the others);
     # within each group one predict_all per batch runs the trunk once for all of its tasks
     for group in ([t for t in names if t not in wants_pair], wants_pair):
         if not group:
             continue
         data = encode_texts(info, texts, pairs if group is wants_pair else None)
-        order = np.argsort(data.lengths, kind="stable")
-        with torch.no_grad():
-            for start in range(0, len(order), size):
-                rows = order[start : start + size]
-                b = data.batch(rows)
-                out = model.predict_all(
-                    b["input_ids"].to(device),
-                    b["attention_mask"].to(device),
-                    b["token_type_ids"].to(device),
-                    tasks=group,
-                )
-                for t in group:
-                    decoded[t].add(rows, out[t].float().cpu().numpy())
-                del out
-                if progress is not None:
-                    progress(len(rows) * len(group) / len(names))
+        share = None if progress is None else (lambda k, g=len(group): progress(k * g / len(names)))
+        forward_rows(model, data, {t: decoded[t] for t in group}, batch_size=size, device=device, progress=share)
     return {t: decoded[t].outputs() for t in names}

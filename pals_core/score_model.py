@@ -1,6 +1,6 @@
 """What a budget buys before you train: the dev score of a design size that was not measured, predicted from the
-sizes that were (issue 37; docs/design.md §23). Pure Python but for the fit's t quantile (scipy, imported inside the
-function that needs it: ``pals-budget`` without ``--results`` never loads it).
+sizes that were (issue 37; docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
+inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
 A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × recipe (the run's
 ``config.recipe``: model, tasks by fingerprint, steps, batch, lr, sampling, …). Runs of different recipes are never
@@ -21,9 +21,10 @@ It carries the number of runs and of distinct sizes it rests on. Fewer than thre
 size outside the measured range is *extrapolated*: shown, marked, never used to rank. Each task's main metric is
 fitted the same way (``Prediction.tasks``).
 
-Where the runs come from: ``observations`` reads every finished ``summary.json`` under the roots (the explorer's
-search: ``pals_core.results.walk``) and the trials of the studies in an Optuna storage (their ``run_dir``'s summary),
-keeps those of the question's model and exactly its tasks (by fingerprint, as ``explorer.measured.same_question``),
+Where the runs come from: the finished ``summary.json`` files under the roots, read by the one reader of results
+(``pals_core.results.runs``: the explorer's search, each file read once into a ``Run``), and the trials of the
+studies in an Optuna storage (their ``run_dir``'s summary); ``observed`` keeps those of the question's model and
+exactly its tasks (by fingerprint, as ``pals_core.measured.same_question``),
 and drops smoke runs (fewer than ``SMOKE_STEPS`` steps) and references (``shared``, ``separate``: no size).
 """
 
@@ -36,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Optional, Sequence
 
-from .results import SCALE, read_or_none, run_config, seed_runs, walk
+from .results import SCALE, Run, read_or_none, runs
 
 LEVEL = 0.80  # the interval's coverage
 MIN_SIZES = 3  # distinct measured sizes a prediction needs
-SMOKE_STEPS = 100  # explorer.measured.SMOKE_STEPS: a run of fewer steps checks that training runs, it measures nothing
+SMOKE_STEPS = 100  # as pals_core.measured.SMOKE_STEPS: fewer steps check that training runs, they measure nothing
 
 
 @dataclass(frozen=True)
@@ -288,47 +289,30 @@ def _metrics(summary: dict, folder: Path) -> dict[str, Optional[str]]:
     return {t: (v.get("metric") if isinstance(v, dict) else None) for t, v in tasks.items()}
 
 
-def observation(summary: dict, folder: Path) -> Optional[tuple[Optional[str], tuple[str, ...], Observation]]:
-    """(the run's ``--model``, its tasks' fingerprints, the observation) of a finished sized run; None for anything
-    else (a reference, a sizeless method, a smoke run, no score)."""
-    from .train.config import recipe, task_keys  # late: the trainer's package, only when a run is read
-
-    config = run_config(summary, folder)
-    if not config:
+def observation(run: Run) -> Optional[Observation]:
+    """The observation of a finished sized run (``results.Run``: read, and placed, by the one reader of results);
+    None for anything else (a reference, a sizeless method, a smoke run, a seed run without a score)."""
+    if run.d_s is None or run.d_s < 1:
         return None
-    adapter = config.get("adapter") if isinstance(config.get("adapter"), dict) else {}
-    method = adapter.get("method") or config.get("method")
-    d_s = adapter.get("d_s")
-    if not isinstance(method, str) or not isinstance(d_s, int) or isinstance(d_s, bool) or d_s < 1:
+    if run.steps is not None and run.steps < SMOKE_STEPS:
         return None
-    steps = next((s for s in (summary.get("steps"), config.get("steps")) if isinstance(s, int)), None)
-    if steps is not None and steps < SMOKE_STEPS:
+    seeds = run.seed_runs
+    if not run.averages or len(run.averages) != len(seeds):
         return None
-    runs = seed_runs(summary, folder)
-    averages = [SCALE * r["average"] for r in runs if isinstance(r.get("average"), (int, float))]
-    if not averages or len(averages) != len(runs):
-        return None
-    metrics = _metrics(summary, folder)
+    metrics = _metrics(run.summary, run.folder)
     tasks: dict[str, tuple[float, ...]] = {}
-    for t in metrics or (runs[0].get("scores") or {}):
-        vals = [_main_value((r.get("scores") or {}).get(t), metrics.get(t)) for r in runs]
+    for t in metrics or (seeds[0].get("scores") or {}):
+        vals = [_main_value((r.get("scores") or {}).get(t), metrics.get(t)) for r in seeds]
         if all(v is not None for v in vals):
             tasks[t] = tuple(vals)
-    location = adapter.get("location")
-    location = "all" if location is None else (location if isinstance(location, str) else ",".join(map(str, location)))
-    names = config.get("tasks") or []
-    names = names.split(",") if isinstance(names, str) else [str(t) for t in names]
-    keys = tuple(task_keys({**config, "tasks": names}))
-    fam = Family(
-        method, location, bool(adapter.get("freeze_trunk")), json.dumps(recipe(config), sort_keys=True, default=str)
-    )
-    return config.get("model"), keys, Observation(fam, d_s, tuple(averages), tasks, str(folder), config)
+    fam = Family(run.method, run.location, run.freeze_trunk, run.recipe)
+    return Observation(fam, run.d_s, run.averages, tasks, str(run.folder), run.config)
 
 
-def _storage_summaries(url: str) -> list[tuple[Path, dict]]:
-    """(run folder, summary) of every finished trial of every study in the Optuna storage ``url`` whose run folder
-    still holds its ``summary.json`` (a study's trials are ordinary ``pals-train`` runs). ``ValueError`` in one line
-    for a storage that cannot be opened."""
+def storage_runs(url: str) -> list[Run]:
+    """The run of every finished trial of every study in the Optuna storage ``url`` whose run folder still holds its
+    ``summary.json`` (a study's trials are ordinary ``pals-train`` runs). ``ValueError`` in one line for a storage
+    that cannot be opened."""
     try:
         import optuna
     except ImportError:
@@ -345,9 +329,9 @@ def _storage_summaries(url: str) -> list[tuple[Path, dict]]:
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
             run_dir = trial.user_attrs.get("run_dir")
             if isinstance(run_dir, str):
-                summary = read_or_none(Path(run_dir) / "summary.json")
-                if summary:
-                    out.append((Path(run_dir), summary))
+                run = Run.of(read_or_none(Path(run_dir) / "summary.json"), Path(run_dir))
+                if run is not None:
+                    out.append(run)
     return out
 
 
@@ -363,6 +347,31 @@ def same_model(run_model: Optional[str], question_model: Optional[str]) -> bool:
         return False
 
 
+def with_storage(found: Sequence[Run], storage: Optional[str]) -> list[Run]:
+    """``found`` (``results.runs``) and, with ``storage``, the runs of its studies' trials not among them."""
+    out = list(found)
+    if storage:
+        seen = {r.folder.resolve() for r in out}
+        for run in storage_runs(storage):
+            if run.folder.resolve() not in seen:
+                seen.add(run.folder.resolve())
+                out.append(run)
+    return out
+
+
+def observed(found: Iterable[Run], model: Optional[str], keys: Sequence[str]) -> list[Observation]:
+    """The observations of the sized runs among ``found`` that trained ``model`` (a ``pals-train --model`` value;
+    None = the embedded MiniLM) on exactly the tasks ``keys`` (fingerprints; a bare GLUE name stands for
+    ``glue:<name>``)."""
+    want = sorted(k if ":" in k else f"glue:{k}" for k in keys)
+    out = []
+    for run in found:
+        obs = observation(run)
+        if obs is not None and same_model(run.model, model) and sorted(run.task_keys) == want:
+            out.append(obs)
+    return out
+
+
 def observations(
     roots: Iterable[Path],
     model: Optional[str],
@@ -370,25 +379,8 @@ def observations(
     storage: Optional[str] = None,
 ) -> list[Observation]:
     """The sized, finished runs under ``roots`` (and, with ``storage``, the trials of its studies) that trained
-    ``model`` (a ``pals-train --model`` value; None = the embedded MiniLM) on exactly the tasks ``keys``
-    (fingerprints; a bare GLUE name stands for ``glue:<name>``)."""
-    want = sorted(k if ":" in k else f"glue:{k}" for k in keys)
-    found: list[tuple[Path, dict]] = list(walk(roots, lambda s, f: run_config(s, f) is not None))
-    seen = {f.resolve() for f, _ in found}
-    if storage:
-        for folder, summary in _storage_summaries(storage):
-            if folder.resolve() not in seen:
-                seen.add(folder.resolve())
-                found.append((folder, summary))
-    out = []
-    for folder, summary in found:
-        got = observation(summary, folder)
-        if got is None:
-            continue
-        run_model, run_keys, obs = got
-        if same_model(run_model, model) and sorted(run_keys) == want:
-            out.append(obs)
-    return out
+    ``model`` on exactly the tasks ``keys`` (``observed``)."""
+    return observed(with_storage(runs(roots), storage), model, keys)
 
 
 def predictions_for(
@@ -418,14 +410,12 @@ def best_prediction(
 
 
 def question_curves(
-    roots: Sequence[str], storage: Optional[str], model: Optional[str], keys: Sequence[str]
+    found: Sequence[Run], storage: Optional[str], model: Optional[str], keys: Sequence[str]
 ) -> dict[Family, Curve]:
-    """The curves of the runs of ``model`` on exactly the tasks ``keys`` under ``roots`` and in ``storage``.
-    ``ValueError`` in one line for a root that is no folder, or a storage that cannot be read."""
-    for r in roots:
-        if not os.path.isdir(r):
-            raise ValueError(f"--results: no folder {r!r}")
-    return curves(observations([Path(r) for r in roots], model, keys, storage))
+    """The curves of the runs of ``model`` on exactly the tasks ``keys`` among ``found`` (``results.runs``, read once
+    by the caller: ``pals-budget`` places the same runs for its measured scores) and in ``storage``. ``ValueError``
+    in one line for a storage that cannot be read."""
+    return curves(observed(with_storage(found, storage), model, keys))
 
 
 def row_prediction(curves_: Mapping[Family, Curve], cost) -> Optional[Prediction]:

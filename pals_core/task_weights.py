@@ -1,7 +1,7 @@
 """One task's weights alone — its adapter, head and per-task pooler — in a safetensors file.
 
-Task-specific weights are what the paper's budget buys (docs/design.md §6): a PALs-204 task on BERT-base is
-~1.8M parameters, against 110M for the shared trunk. The file holds the tensors under task-independent
+Task-specific weights are what the paper's budget buys (docs/design.md "Budgets and the solver"): a PALs-204 task on
+BERT-base is ~1.8M parameters, against 110M for the shared trunk. The file holds the tensors under task-independent
 names (``adapter.*``, ``head.*``, ``pooler.*``) and, in the safetensors metadata, the
 ``AdapterConfig``, the task name, ``num_labels`` and the base shape, so ``load_task`` can attach it to
 any ``MultiTaskBert`` with the same design and trunk shape (adding the task if the model lacks it).

@@ -36,7 +36,7 @@ from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
 from pals_core.data.glue import GlueDataError, check_files, resolve_glue_dir
 from pals_core.data.samplers import SAMPLERS
-from pals_core.flags import add_flags, given_values
+from pals_core.flags import OneLineParser, add_flags, given_values
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
 from pals_core.tasks.glue import parse_task_list
 from pals_core.train.models import TINY
@@ -77,11 +77,6 @@ from .tasks import check_rows, check_same_data, describe_tasks, glue_names, read
 
 PROG = "pals-study"
 DEFAULT_OUT = "studies_out"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 — never argparse's usage dump
-        raise StudyError(message)
 
 
 def _storage_arg(p: argparse.ArgumentParser) -> None:
@@ -153,7 +148,7 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Optuna studies over adapter design, task-sampling schedule and optimiser, "
         "on one machine or many (one shared storage).",
@@ -590,7 +585,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command in ("run", "create"):
             optuna.logging.set_verbosity(optuna.logging.INFO)  # one line per finished trial
         return COMMANDS[args.command](args)
-    except (StudyError, ValueError) as e:
+    except (StudyError, ValueError) as e:  # ValueError: the parser's UsageError too
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (``| head``): nothing to say (an OSError: caught first)

@@ -50,10 +50,6 @@ class Definition:
     def multi_objective(self) -> bool:
         return len(self.directions) > 1
 
-    @property
-    def objective_names(self) -> tuple[str, ...]:
-        return ("dev average", "task-specific parameters") if self.multi_objective else ("dev average",)
-
 
 def suggest_design(trial: optuna.Trial, ctx: Context) -> DesignChoice:
     """Method, then its location, then its d_s within [step, d_max] in steps of h_s (attention) or 1."""

@@ -23,18 +23,13 @@ import optuna
 from pals_core.data.metrics import main_score
 from pals_core.pricing.config import design_label
 from pals_core.tasks import records_of_config
-from pals_core.train import seeds as sd
-from pals_core.train.aggregate import aggregate
 from pals_core.train.config import TrainConfig
-from pals_core.train.rundir import atomic_write_json
+from pals_core.train.rundir import RunDir
+from pals_core.train.seeds import SeedsPlan, run_seeds
 
 from .definitions import Context, Definition
 from .space import cost_of
 from .storage import one_line, retry_of
-
-#: a run directory holding this file holds a run that ``train(cfg, resume=True)`` continues from its last checkpoint
-RESUMABLE_MARKER = "config.json"
-SEEDS_MARKER = "seeds.json"  # the same for a trial repeated over seeds (``StudySettings.seeds``)
 
 
 def retried_from(trial: optuna.Trial) -> Optional[int]:
@@ -98,7 +93,7 @@ class Objective:
             original is not None
             and previous
             and trial.user_attrs.get("host") == socket.gethostname()
-            and any(os.path.exists(os.path.join(previous, m)) for m in (RESUMABLE_MARKER, SEEDS_MARKER))
+            and (RunDir(previous).has_run() or SeedsPlan.held_in(previous))  # a run, or a trial over seeds
         ):
             return previous, True
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
@@ -222,22 +217,16 @@ class Objective:
         return average
 
     def _train_seeds(self, cfg, seeds: list[int], resume: bool, on_eval) -> dict:
-        """The trial once per seed, one after another in ``<run_dir>/seed-<k>`` (``pals-train --seeds`` layout, so
-        ``pals-train --resume --out <run_dir>`` also continues it); the first seed's run reports to the pruner.
-        Returns the aggregate summary (``pals_core.train.aggregate``): mean, sample std, 95 % t-interval."""
-        from pals_core.train.trainer import resolve, train  # late: loads torch
+        """The trial once per seed, one after another in ``<run_dir>/seed-<k>``, through ``pals-train --seeds``'s own
+        seed loop (``seeds.run_seeds``: its layout, so ``pals-train --resume --out <run_dir>`` also continues it); the
+        first seed's run reports to the pruner. Returns the aggregate summary (``pals_core.train.aggregate``): mean,
+        sample std, 95 % t-interval."""
+        from pals_core.train.trainer import resolve  # late: loads torch
 
-        plan = sd.SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
-        if not (resume and sd.is_seeds_dir(cfg.out)):
-            sd.write_plan(plan)
-        summaries = []
-        for i, k in enumerate(seeds):
-            one = plan.seed_config(k)
-            summaries.append(train(one, resume=True, on_eval=on_eval if i == 0 else None, progress=self.progress))
-            self._drop_checkpoints(one.out)
-        agg = aggregate(seeds, summaries, [os.path.basename(sd.seed_dir(cfg.out, k)) for k in seeds])
-        atomic_write_json(os.path.join(cfg.out, "summary.json"), agg)
-        return agg
+        plan = SeedsPlan(resolve(cfg.with_(seed=seeds[0])), list(seeds))
+        if not (resume and SeedsPlan.held_in(cfg.out)):
+            plan.write()
+        return run_seeds(plan, 1, self.progress, on_eval=on_eval, on_done=lambda one: self._drop_checkpoints(one.out))
 
     def _drop_checkpoints(self, run_dir: str) -> None:
         if not self.keep_checkpoints:

@@ -1,8 +1,8 @@
 """The feasible design space under a budget, read from the calculator (``pals_core.budget``).
 
 For each method × location the calculator's closed-form solver gives the largest d_s within the budget
-(docs/design.md §6: the positive root of T·(a·S² + b·S + c) + Σ_t head_t = limit, rounded down to a
-multiple of h_s for attention methods). A design study samples d_s only in [step, d_max], so no trial
+(docs/design.md "Budgets and the solver": the positive root of T·(a·S² + b·S + c) + Σ_t head_t = limit, rounded down to
+a multiple of h_s for attention methods). A design study samples d_s only in [step, d_max], so no trial
 is spent on a design that does not fit. Sizeless methods (``shared``, ``lhuc``, ``bert_layer_top``) are
 in the space only if they fit as they are.
 

@@ -1,4 +1,4 @@
-"""ALBERT, the family added as one folder (docs/design.md §19): ``pals_core/families/albert/``
+"""ALBERT, the family added as one folder (docs/design.md "Recipe: add a family"): ``pals_core/families/albert/``
 (description, trunk, presets) and one line in ``pals_core.families.PACKAGES``.
 
 Here: the published checkpoints' counts (``AutoModel.from_config`` on the meta device), the one shared layer (counted
@@ -35,8 +35,8 @@ from pals_core.budget import (
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.families.models import PRESET_CONFIGS, conditions_from_config
 from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
-from pals_core.flops import count_forward_flops, count_predict_all_flops
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from flops import count_forward_flops, count_predict_all_flops
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.model import _hf_config
 
 torch.set_num_threads(1)

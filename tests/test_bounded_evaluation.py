@@ -17,7 +17,7 @@ from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import design, from_hf_config, parse_tasks
 from pals_core.data.encoded import Encoded
 from pals_core.footprint.memory import inference_activation_bytes
-from pals_core.memory_probe import _LiveBytes
+from memory_probe import LiveBytes
 from pals_core.outputs import Decoded, decode
 from pals_core.pricing.activations import Conditions
 from pals_core.tasks import TaskRecord
@@ -51,7 +51,7 @@ def test_evaluation_at_many_labels_holds_one_batch_of_logits_as_priced():
 
     tracemalloc.start()
     try:
-        with _LiveBytes(model) as live:
+        with LiveBytes(model) as live:
             scores = evaluate(model, dev, RECORDS, batch_size=BATCH, device=torch.device("cpu"), autocast=nullcontext)
         numpy_peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -1,4 +1,5 @@
-"""The closed-form calculator: docs/design.md §§2–6 on hand-computed cases and as properties."""
+"""The closed-form calculator: docs/design.md "Base models, exact", "Two counting conventions", "Adapter methods (per
+task)", "FLOPs", "Budgets and the solver" on hand-computed cases and as properties."""
 
 import json
 import math
@@ -67,7 +68,7 @@ def adapter(method, s=None, location="all", convention="paper", model=TINY, **kw
 
 @pytest.mark.parametrize("location,K", [("all", 4), ("top", 2), ("bottom", 2), ("0,3,2", 3)])
 def test_paper_formulas(location, K):
-    """docs/design.md §4's paper-convention table, literally."""
+    """The paper-convention table of docs/design.md "Adapter methods (per task)", literally."""
     d, f, s = 10, 20, 6
     assert adapter("pals", s, location, heads=2) == 2 * d * s + 3 * K * s * s
     assert adapter("pals_unshared", s, location, heads=3) == K * (2 * d * s + 3 * s * s)
@@ -109,7 +110,7 @@ def test_heads_and_poolers():
 
 
 def test_pals_flops_per_layer():
-    """docs/design.md §5: 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d per adapted layer."""
+    """docs/design.md "FLOPs": 2n·d·d_s + 6n·d_s² + 4n²·d_s + 2n·d_s·d per adapted layer."""
     n, d, s, L, f = 128, 768, 204, 12, 3072
     ds = design(BERT, parse_tasks("rte"), AdapterConfig(method="pals", d_s=s), seq_len=n)
     first, plain, _ = forward_flops(ds, s)

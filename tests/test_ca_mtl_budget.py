@@ -168,7 +168,7 @@ def test_breakdown_lists_shared_parts_first():
 
 
 def test_other_methods_keep_their_shared_operations():
-    """The CA-MTL flag leaves every other method's all-task FLOPs as docs/design.md §5 says."""
+    """The CA-MTL flag leaves every other method's all-task FLOPs as docs/design.md "FLOPs" says."""
     layer = bert_layer_flops(TINY, 16)  # n = 16: TINY's longest sequence
     pooler, head = 2 * 10 * 10, 2 * 10 * 2
     for r in rows(TINY, parse_tasks(3), d_s=4, heads=2, seq_len=16):

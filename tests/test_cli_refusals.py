@@ -235,3 +235,27 @@ def test_a_model_folder_without_tokenizer_files_is_one_line_before_any_folder(tm
     )
     assert out.returncode == 2 and "holds no tokenizer" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "module, argv, prog",
+    [
+        ("pals_core.budget_cli", ["--budget"], "pals-budget"),
+        ("pals_core.train.cli", ["--steps"], "pals-train"),
+        ("pals_core.train.cli", ["--seeds"], "pals-train"),  # read before the trainer's parser, by the same one
+        ("studies.cli", ["run", "design", "--trials"], "pals-study"),
+        ("pals_core.predict_cli", ["run", "--out"], "pals-predict"),
+        ("pals_core.tasks_cli", ["tasks.yaml", "--glue-dir"], "pals-tasks"),
+        ("pals_core.export.cli", ["run", "--format"], "pals-export"),
+        ("pals_core.supervise.cli", ["list", "--root"], "pals-runs"),
+        ("pals_core.calibrate", ["--out"], "pals-calibrate"),
+    ],
+)
+def test_a_flag_without_its_value_is_one_line_in_every_command(module, argv, prog, capsys):
+    """Every command parses with the project's one parser (``pals_core.flags.OneLineParser``): a flag missing its
+    value is one line naming the command and the flag, exit 2 — never argparse's usage dump."""
+    import importlib
+
+    assert importlib.import_module(module).main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"{prog}: error: argument {argv[-1]}: expected one argument"], err

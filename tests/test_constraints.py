@@ -1,7 +1,7 @@
-"""The machine constraints are records (``pals_core.footprint.constraints.CONSTRAINTS``, docs/design.md §20): each is read
-the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the solver sizes d_s to the
-tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is one line, exit 2.
-The address reads every key with the CLIs' own parsers (no second parser)."""
+"""The machine constraints are records (``pals_core.footprint.constraints.CONSTRAINTS``, docs/design.md "Recipe: add a
+constraint"): each is read the same way by ``pals-budget``, ``pals-study``, the explorer's sidebar and its address; the
+solver sizes d_s to the tightest; ``--memory-infer`` (serving memory) is the record added to prove it; a bad bound is
+one line, exit 2. The address reads every key with the CLIs' own parsers (no second parser)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
 from pals_core.footprint.memory import inference_activation_bytes, memory_infer
 from pals_core.families.models import PRESETS
-from pals_core.memory_probe import inference_peak_bytes
+from memory_probe import inference_peak_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = {"memory": ["24GB", "80GiB", "1.5e10"], "max_slowdown": ["1.2", "1"], "memory_infer": ["2GB", "512MiB"]}
@@ -276,7 +276,7 @@ TINY_BERT = dict(
 def test_serving_memory_against_torch(method, location, d_s, tasks):
     """``memory_infer`` = weights + the activations live at the peak of ``predict_all``. The weights are torch's to the
     byte (every task's head and adapter, the trunk once, at the serving precision); the activations are the
-    documented estimate (docs/design.md §9), held here to the band it claims against the measured peak."""
+    documented estimate (docs/design.md "Memory (bytes)"), held here to the band it claims against the measured peak."""
     from pals_core import MultiTaskBert
 
     torch.manual_seed(0)

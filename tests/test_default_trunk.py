@@ -17,7 +17,7 @@ from pals_core.budget import METHODS, design, evaluate, from_hf_config, parse_ta
 from pals_core.budget_cli import main as pals_budget
 from pals_core.families.models import conditions_from_config
 from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.train.config import TrainConfig
 
 FROZEN = {"houlsby", "lora", "ia3", "lhuc"}

@@ -1,4 +1,5 @@
-"""The calculator's counts are the torch model's counts, to the parameter and to the FLOP (SPEC §3, §5, §8).
+"""The calculator's counts are the torch model's counts, to the parameter and to the FLOP (docs/design.md "Two counting
+conventions", "FLOPs", "Public interface").
 
 Every built method × location (all / top / bottom / an explicit list) × convention × several small
 random base configurations of every family with a torch trunk (odd sizes, d_s not a power of two, per-task
@@ -26,7 +27,7 @@ from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.methods.adapters import ADAPTERS
 from pals_core.budget import METHODS, at_size, design, from_hf_config, get_method, parse_tasks, rows
 from pals_core.budget.families import get_family
-from pals_core.flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
+from flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
 from pals_core.model import _hf_config
 from pairwise import grid
 

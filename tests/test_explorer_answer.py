@@ -1,5 +1,6 @@
 """The explorer's answer, pure parts: the address (URL ↔ question), the recommendation's ranking and the
-measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md §11)."""
+measured results read from run folders (single runs and ``--seeds`` aggregates, docs/design.md "Baselines and repeated
+runs")."""
 
 import json
 from dataclasses import replace
@@ -182,7 +183,7 @@ def test_measured_results_single_runs_and_seed_aggregates(tmp_path):
         _summary(agg, f"seed-{k}", 0.6 + k / 100)
     (agg / "summary.json").write_text(
         json.dumps(
-            {  # docs/design.md §11
+            {  # docs/design.md "Baselines and repeated runs"
                 "seeds": [0, 1, 2],
                 "runs": ["seed-0", "seed-1", "seed-2"],
                 "average": {"mean": 0.61, "std": 0.01, "ci95": 0.0248},
@@ -233,11 +234,13 @@ def test_a_seeds_run_still_training_shows_the_seeds_it_has_so_far(tmp_path):
     """A ``pals-train --seeds 0,1,2`` folder (its plan, seeds.json) with no aggregate yet: one finished seed stands
     for itself; from two on, the folder is one result over the seeds so far — its interval, "2 of 3 seeds so far"."""
     from pals_core.train.rundir import SEEDS_FILE
-    from pals_core.train.seeds import KIND
+    from pals_core.train.seeds import SeedsPlan
 
     design = tmp_path / "sweep" / "pals"
     design.mkdir(parents=True)
-    (design / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": False, "template": {}}))
+    (design / SEEDS_FILE).write_text(
+        json.dumps({"kind": SeedsPlan.KIND, "seeds": [0, 1, 2], "separate": False, "template": {}})
+    )
     _summary(design, "seed-0", 0.60)
     [one] = measured.scan([tmp_path])
     assert one.seed == 0 and one.runs_label() == "seed 0" and one.seeds_label() == "0"
@@ -410,7 +413,7 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
 
 def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
     """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
-    from explorer import figures
+    from explorer.tables import table_frame
     from pals_core.budget import PRESETS, Budget, parse_tasks, rows
     from pals_core.budget.series import wider_than_model
 
@@ -423,7 +426,7 @@ def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently
     assert sensible and picks[: len(sensible)] == sensible  # every sensible size ranks first
     for p in picks[len(sensible) :]:
         assert "is wider than the model it adapts" in recommend.reason(p, picks)
-    frame = figures.table_frame(costs, Budget(ratio=1.5), hidden=shape.hidden)
+    frame = table_frame(costs, Budget(ratio=1.5), hidden=shape.hidden)
     ca = frame[frame["method"] == "ca_mtl"]["d_s"].tolist()
     assert any(cell.endswith("> d = 384") for cell in ca), ca
     alone = recommend.candidates([c for c in wide], Budget(ratio=1.5), hidden=shape.hidden)
@@ -433,7 +436,7 @@ def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently
 def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_design():
     """At budget 1.5 the answer recommended houlsby @ all at d_s 245 'with the best measured dev average' — of runs at
     d_s 63. A score belongs to the design measured; another size shows it labelled and ranks nothing."""
-    from explorer import figures
+    from explorer.tables import table_frame
     from pals_core.budget import PRESETS, Budget, parse_tasks, rows
 
     costs = list(rows(PRESETS["all-MiniLM-L6-v2"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
@@ -455,7 +458,7 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     assert ranked[0].key == ("houlsby", "all") and "best measured dev average here: 63.8" in recommend.reason(
         ranked[0], ranked
     )
-    frame = figures.table_frame(
+    frame = table_frame(
         costs,
         Budget(ratio=1.5),
         None,

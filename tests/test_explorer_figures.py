@@ -4,9 +4,16 @@ import math
 
 import pytest
 
-from explorer import calc, figures
+from explorer import calc
 from explorer import commands
+from explorer.figures.breakdown import breakdown_compare_figure, breakdown_figure, breakdown_frame
+from explorer.figures.design_space import design_space_figure
+from explorer.figures.measured import measured_figure, measured_ranking_figure
+from explorer.figures.paper import BAD_FILL, paper_figure
+from explorer.figures.scaling import scaling_figure
+from explorer.figures.size_curves import size_curves_figure
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
+from explorer.tables import table_frame
 from pals_core.budget import PRESETS, AdapterConfig, Budget, design, paper_reproduction, parse_tasks, rows, solve
 from pals_core.budget.costs import flops_ratio
 from pals_core.budget.series import budget_used, pareto_front, per_task_limit
@@ -79,7 +86,7 @@ def test_table_is_the_calculators_rows_feasible_first():
         assert c.d_s == want[calc.key_of(c)].d_s and c.params_task_specific == want[calc.key_of(c)].params_task_specific
     feasible = [c.feasible for c in table]
     assert feasible == sorted(feasible, reverse=True)  # every feasible row before any infeasible one
-    frame = figures.table_frame(table)
+    frame = table_frame(table)
     assert list(frame["design"]) == [calc.label(calc.key_of(c)) for c in table]
 
 
@@ -92,7 +99,7 @@ def test_custom_location_goes_to_within_methods_only():
 def test_size_curves_mark_the_solved_size_and_the_budget_line():
     inp = _inputs(methods=["pals", "low_rank", "lhuc"], location="all")
     table = calc.table(inp)
-    fig = figures.size_curves_figure(calc.curves(inp, table))
+    fig = size_curves_figure(calc.curves(inp, table))
     traces = {t.name: t for t in full(fig).data}
     for c in table:
         if c.d_s is None:
@@ -114,7 +121,7 @@ def test_size_curves_mark_the_solved_size_and_the_budget_line():
 def test_design_space_pareto_front_is_exactly_the_non_dominated_feasible_designs():
     table = calc.table(_inputs())
     b = Budget(ratio=1.13)
-    fig = figures.design_space_figure(table, b, chosen=("lora", "top"), recommended=("pals", "all"))
+    fig = design_space_figure(table, b, chosen=("lora", "top"), recommended=("pals", "all"))
     front = next(t for t in full(fig).data if t.name == "Pareto front")
     ring = next(t for t in full(fig).data if t.name == "chosen: lora @ top")
     lora_top = next(c for c in table if calc.key_of(c) == ("lora", "top"))
@@ -147,8 +154,8 @@ def test_pareto_front_small_cases():
 def test_breakdown_bars_add_up_to_one_tasks_parameters():
     inp = _inputs(methods=["pals"], location="all")
     c = calc.table(inp)[0]
-    frame = figures.breakdown_frame(calc.breakdown_rows(inp, c))
-    fig = figures.breakdown_figure(frame, "t")
+    frame = breakdown_frame(calc.breakdown_rows(inp, c))
+    fig = breakdown_figure(frame, "t")
     total = sum(sum(t.y) for t in full(fig).data)
     cola = c.params_per_task[0]  # CoLA: head + adapter
     assert total == cola
@@ -160,7 +167,7 @@ def test_scaling_matches_the_calculators_all_task_flops():
     inp = _inputs(methods=["pals", "proj_attn_top"])
     table = calc.table(inp)
     series = calc.scaling(inp, table)
-    fig = figures.scaling_figure(series, 8)
+    fig = scaling_figure(series, 8)
     traces = {t.name: t for t in full(fig).data}
     for c in table:
         t = traces[calc.label(calc.key_of(c))]
@@ -174,9 +181,9 @@ def test_scaling_matches_the_calculators_all_task_flops():
 
 def test_paper_table_highlights_exactly_the_disagreements():
     rows_ = paper_reproduction()
-    fig = figures.paper_figure(rows_)
+    fig = paper_figure(rows_)
     fills = full(fig).data[0].cells.fill.color[0]
-    assert [f == figures.BAD_FILL for f in fills] == [not r.reproduces for r in rows_]
+    assert [f == BAD_FILL for f in fills] == [not r.reproduces for r in rows_]
     assert any(not r.reproduces for r in rows_) and any(r.reproduces for r in rows_)
 
 
@@ -193,7 +200,7 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
         r("shared", None, 10, 52.0),
         r("separate", None, 10**7, 63.0, 1.0, 3),
     ]
-    fig = figures.measured_figure(results, majority=47.3, chosen=("pals", "all"))
+    fig = measured_figure(results, majority=47.3, chosen=("pals", "all"))
     pts = {(t.name, x, y) for t in full(fig).data for x, y in zip(t.x, t.y) if x is not None}
     assert pts == {("pals", 1000, 60.0), ("lora", 500, 55.0), ("shared", 10, 52.0), ("separate", 10**7, 63.0)}
     pals = next(t for t in full(fig).data if t.name == "pals" and t.x[0] is not None)
@@ -231,7 +238,7 @@ def test_measured_ranking_reads_apart_designs_at_one_budget():
         r("separate", 9 * 10**7, 65.0),
         r("pals", 2_809_485, 61.0, path="/other"),
     ]
-    fig = full(figures.measured_ranking_figure(results, majority=34.4, chosen=("pals", "all")))
+    fig = full(measured_ranking_figure(results, majority=34.4, chosen=("pals", "all")))
     [trace] = fig.data
     top_down = list(reversed(trace.y))  # plotly's first category is the bottom row
     assert top_down == [
@@ -246,7 +253,7 @@ def test_measured_ranking_reads_apart_designs_at_one_budget():
     assert any(s.x0 == 34.4 for s in fig.layout.shapes)  # the majority class
     lo, hi = fig.layout.xaxis.range
     assert lo < 34.4 and hi > 65.0
-    same = full(figures.measured_ranking_figure([r("pals", 1, 60.0), r("pals", 1, 61.0, path="/b")]))
+    same = full(measured_ranking_figure([r("pals", 1, 60.0), r("pals", 1, 61.0, path="/b")]))
     assert len(set(same.data[0].y)) == 2  # two results of one design: two rows, not one
 
 
@@ -326,17 +333,15 @@ def test_every_figure_is_valid_plotly():
 
     inp = _inputs()
     table = calc.table(inp)
-    frame = figures.breakdown_frame(calc.breakdown_rows(inp, table[0]))
+    frame = breakdown_frame(calc.breakdown_rows(inp, table[0]))
     built = [
-        figures.size_curves_figure(calc.curves(inp, calc.at_location(table, "all")), calc.key_of(table[0])),
-        figures.design_space_figure(table, inp.budget, calc.key_of(table[0]), calc.key_of(table[1])),
-        figures.breakdown_figure(frame, "t"),
-        figures.breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
-        figures.scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
-        figures.measured_figure(
-            [Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0
-        ),
-        figures.measured_ranking_figure(
+        size_curves_figure(calc.curves(inp, calc.at_location(table, "all")), calc.key_of(table[0])),
+        design_space_figure(table, inp.budget, calc.key_of(table[0]), calc.key_of(table[1])),
+        breakdown_figure(frame, "t"),
+        breakdown_compare_figure({"a": frame, "b": frame}, chosen="a"),
+        scaling_figure(calc.scaling(inp, calc.at_location(table, "all")), 8, calc.key_of(table[0])),
+        measured_figure([Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0),
+        measured_ranking_figure(
             [Result("/r", "pals", "all", 8, None, ("rte",), 1000, Score(60.0, 2.0, 3), {}, 10)], 50.0, ("pals", "all")
         ),
     ]

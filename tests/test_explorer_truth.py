@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import figures, inputs
+from explorer import inputs
+from explorer.figures.breakdown import breakdown_places, part_colors
+from explorer.figures.design_space import design_space_figure
+from explorer.figures.legibility import color_distance, readable_labels
+from explorer.figures.style import LEGEND_ENTRY_PX, PLOT_MARGIN_PX
+from explorer.tables import table_csv
 from explorer.inputs import TASKS_FILE
 from pals_core.families.models import EMBEDDED_MODEL
 from pals_core.budget import display
@@ -118,7 +123,7 @@ def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
     assert f"{row['params / task']:,}" == cli["params/task"]
     assert f"{row['task-specific (all tasks)']:,}" == cli["extra total"]
 
-    csv = figures.table_csv(table).splitlines()  # what the download button hands over: the table on screen
+    csv = table_csv(table).splitlines()  # what the download button hands over: the table on screen
     header = csv[0].split(",")
     cells = next(line.split(",") for line in csv[1:] if line.split(",")[header.index("design")] == design)
     assert cells[header.index("% of budget used")] + "%" == share
@@ -160,7 +165,7 @@ def test_crowded_points_keep_only_the_labels_that_can_be_read():
     crowd = [(11_000_000 + 20_000 * i, 1.20 + 0.004 * (i % 5)) for i in range(20)]
     alone = [(3_000, 1.0), (8_800_000, 1.16)]
     names = [f"design number {i}" for i in range(22)]
-    places = figures.readable_labels(crowd + alone, names, first=[7])
+    places = readable_labels(crowd + alone, names, first=[7])
     assert places[7] and places[20] and places[21]
     assert 1 <= sum(p is not None for p in places[:20]) <= 6  # a few of the crowd, not twenty on top of each other
     assert places[20] == "top right"  # at the plot's left edge: written rightwards, never cut by the edge
@@ -174,14 +179,14 @@ def test_parts_stacked_together_have_colours_that_differ():
     inp = parse_inputs(
         RawInputs(model="minilm-l6-h384", glue_tasks=["cola", "sst2", "mrpc", "stsb", "rte"], budget_value="1.5")
     )
-    bars = [figures.breakdown_places(calc.breakdown_rows(inp, c)) for c in calc.table(inp)]
-    colors = figures.part_colors(bars)
+    bars = [breakdown_places(calc.breakdown_rows(inp, c)) for c in calc.table(inp)]
+    colors = part_colors(bars)
     assert len(set(colors.values())) == len(colors)
     for bar in bars:
         parts = sorted({r["part"] for r in bar})
         for i, a in enumerate(parts):
             for b in parts[i + 1 :]:
-                assert figures.color_distance(colors[a], colors[b]) >= 20, (a, b, colors[a], colors[b])
+                assert color_distance(colors[a], colors[b]) >= 20, (a, b, colors[a], colors[b])
 
 
 def test_a_legend_never_needs_a_scroll_box():
@@ -192,10 +197,10 @@ def test_a_legend_never_needs_a_scroll_box():
 
     inp = parse_inputs(RawInputs(model="minilm-l6-h384", budget_value="1.5"))
     costs = calc.table(inp)
-    spec = figures.design_space_figure(costs, inp.budget, calc.key_of(costs[0])).to_dict()
+    spec = design_space_figure(costs, inp.budget, calc.key_of(costs[0])).to_dict()
     entries = [t for t in spec["data"] if t.get("showlegend", True) is not False and t.get("name")]
     assert len(entries) > 14  # more than a 480-px figure shows without scrolling
-    assert spec["layout"]["height"] - figures.PLOT_MARGIN_PX >= len(entries) * figures.LEGEND_ENTRY_PX
+    assert spec["layout"]["height"] - PLOT_MARGIN_PX >= len(entries) * LEGEND_ENTRY_PX
 
 
 # --- item 6: a first visit works --------------------------------------------------------------------------------
@@ -353,7 +358,7 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
 
 def test_the_design_table_says_whether_tasks_can_be_added_later():
     """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot."""
-    from explorer.figures import table_frame
+    from explorer.tables import table_frame
     from pals_core.budget import PRESETS, Task, rows
 
     shape = PRESETS["all-MiniLM-L6-v2"]

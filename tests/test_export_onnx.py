@@ -1,9 +1,9 @@
-"""ONNX for every design (docs/design.md §14): tiny ``pals-train`` runs of several families and methods, on
-tasks of one's own (a classification, a regression on pairs, a multilabel), exported with ``pals-export --format onnx``
-to one graph — inputs input_ids / attention_mask (/ token_type_ids where the family reads them), dynamic batch and
-sequence axes, one logits output per task — with the tokenizer and export.json beside it; onnxruntime's logits equal
-torch's on the run's dev rows within 1e-4, the task weights moved away from their identity first so that every
-adapter counts; ``pals-predict`` on the exported folder writes what it writes on the run folder."""
+"""ONNX for every design (docs/design.md "Using a trained run"): tiny ``pals-train`` runs of several families and
+methods, on tasks of one's own (a classification, a regression on pairs, a multilabel), exported with
+``pals-export --format onnx`` to one graph — inputs input_ids / attention_mask (/ token_type_ids where the family reads
+them), dynamic batch and sequence axes, one logits output per task — with the tokenizer and export.json beside it;
+onnxruntime's logits equal torch's on the run's dev rows within 1e-4, the task weights moved away from their identity
+first so that every adapter counts; ``pals-predict`` on the exported folder writes what it writes on the run folder."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Your model out as peft adapters and merged transformers folders (docs/design.md §14): tiny LoRA and IA³
-runs of several families, trained for a few steps on tasks of one's own (a classification, a regression on pairs, a
+"""Your model out as peft adapters and merged transformers folders (docs/design.md "Using a trained run"): tiny LoRA and
+IA³ runs of several families, trained for a few steps on tasks of one's own (a classification, a regression on pairs, a
 multilabel), exported with ``export_peft`` / ``export_hf`` and loaded back with nothing but transformers and peft —
 ``PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)``
 and ``AutoModelForSequenceClassification.from_pretrained(DIR/<task>)``, tokenised by the exported tokenizer — give

@@ -1,5 +1,6 @@
-"""Encoder families (SPEC §2): every preset is the published checkpoint, an unsupported ``model_type``
-is refused (never priced as BERT), and the calculator's N_base is ``AutoModel.from_config``'s for each family."""
+"""Encoder families (docs/design.md "Base models, exact"): every preset is the published checkpoint, an unsupported
+``model_type`` is refused (never priced as BERT), and the calculator's N_base is ``AutoModel.from_config``'s for each
+family."""
 
 from __future__ import annotations
 

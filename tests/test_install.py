@@ -3,6 +3,7 @@ transformers range pyproject.toml declares is the one the tests run on."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -128,3 +129,88 @@ def test_the_transformers_range_is_the_one_tested_and_every_cited_version_is_ins
             cited.append(version)
             assert Version(version) in spec, f"{path}: transformers {version}"
     assert cited  # the check reads what it should
+
+
+#: modules of the installed packages that users call though nothing installed does (each says why)
+USED_BY_USERS = {"pals_core/budget/sweep.py": "the calculator's whole design space at once: a Python API"}
+
+
+def _modules_nothing_installed_names(root: Path) -> list[str]:
+    """Modules of the installed packages that no other module of them, ``app.py`` or pyproject.toml names: not
+    imported (at the top or inside a function, relative or absolute), not an entry point, not loaded by name (its
+    dotted name as a string, or its file's stem under a package whose loaders build the name: ``import_module`` of an
+    f-string, as the method, family, kind and lazy-name registries do)."""
+    tops = ("pals_core", "explorer", "studies")
+    files = {p: p.read_text() for d in tops for p in sorted((root / d).rglob("*.py"))}
+    dotted = {p: ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__") for p in files}
+    named: set[str] = set(re.findall(r"\b[a-z_]+(?:\.[a-z_0-9]+)+\b", (root / "pyproject.toml").read_text()))
+    strings: set[str] = set()
+    loaders: set[Path] = set()  # package folders whose modules load modules by a name they build
+    sources = dict(files)
+    if (root / "app.py").is_file():
+        sources[root / "app.py"] = (root / "app.py").read_text()
+    for path, text in sources.items():
+        here = dotted.get(path, "app")
+        package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                named.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                named.add(base)
+                named.update(f"{base}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                strings.update([node.value, *node.value.split(".")])  # f"{package}.presets": presets
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "import_module"
+            ):
+                if node.args and isinstance(node.args[0], ast.JoinedStr) and path.parent.name not in tops:
+                    loaders.add(path.parent)
+    named |= strings
+
+    def loaded_by_name(path: Path) -> bool:
+        return path.stem in strings and any(folder in loaders for folder in path.parents)
+
+    return [
+        str(p.relative_to(root))
+        for p, name in dotted.items()
+        if p.name != "__init__.py" and name not in named and not loaded_by_name(p)
+    ]
+
+
+def test_the_installed_packages_hold_only_modules_they_use():
+    """A module only the tests or the benchmarks import (a measuring instrument, e.g. counting FLOPs with torch's
+    FlopCounterMode) lives beside them, not in what `pip install` ships."""
+    unused = [m for m in _modules_nothing_installed_names(ROOT) if m not in USED_BY_USERS]
+    assert unused == []
+    assert all((ROOT / m).is_file() for m in USED_BY_USERS)
+
+
+#: methods named only where they are defined because a library calls them by that name
+PROTOCOLS = {"extra_repr": "torch.nn.Module's repr", "to_plotly_json": "plotly's JSON encoder"}
+
+
+def test_every_function_of_the_installed_packages_is_named_somewhere_else():
+    """No dead code: each function, class and method of the installed packages is named by some other line of the
+    project (the packages, app.py, the tests, the benchmarks, pyproject.toml), or by the library that calls it."""
+    sources = [p for d in ("pals_core", "explorer", "studies") for p in sorted((ROOT / d).rglob("*.py"))]
+    others = [ROOT / "app.py", ROOT / "pyproject.toml", *(ROOT / "tests").rglob("*.py"), *ROOT.glob("benchmarks/*.py")]
+    words: dict[str, int] = {}
+    for path in sources + [p for p in others if p.is_file()]:
+        for word in re.findall(r"[A-Za-z_]\w*", path.read_text()):
+            words[word] = words.get(word, 0) + 1
+    unnamed = []
+    for path in sources:
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            members = node.body if isinstance(node, ast.ClassDef) else []
+            for fn in [node, *members]:
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and fn.name.strip("_"):
+                    if not fn.name.startswith("__") and fn.name not in PROTOCOLS and words.get(fn.name, 0) <= 1:
+                        unnamed.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}")
+    assert unnamed == []

@@ -1,5 +1,5 @@
-"""Memory and step time on a machine (SPEC §9–10): budgets in the solver, the CLI's table and JSON, device profiles,
-pals-calibrate, bad input (exit 2, one line)."""
+"""Memory and step time on a machine (docs/design.md "Memory (bytes)", "Time"): budgets in the solver, the CLI's table
+and JSON, device profiles, pals-calibrate, bad input (exit 2, one line)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pals_core.budget import Budget, load_model, parse_tasks, rows
 from pals_core.budget_cli import main, run
 from pals_core.budget.machine import parse_memory
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 
 torch.set_num_threads(1)
 

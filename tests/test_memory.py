@@ -1,4 +1,4 @@
-"""The calculator's training memory is torch's, to the byte (SPEC section 9).
+"""The calculator's training memory is torch's, to the byte (docs/design.md "Memory (bytes)").
 
 activations == bytes autograd saves in one training-mode forward (saved_tensors_hooks, each storage once,
 parameters excluded), for every family (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet,
@@ -27,7 +27,7 @@ from pals_core.pricing.activations import Conditions
 from pals_core.families.models import conditions_from_config
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.budget.families import get_family
-from pals_core.memory_probe import optimizer_state_bytes, saved_activation_bytes
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.model import _hf_config
 from pairwise import grid
 

@@ -1,6 +1,6 @@
 """Every sampler trains every task it was given (regression tasks included), and MT-Uncertainty's
-mixed batch is one optimiser step on the mean of the per-task mean losses (SPEC section 7). Real GLUE rows, the
-trainer's own step."""
+mixed batch is one optimiser step on the mean of the per-task mean losses (docs/design.md "Multi-task training"). Real
+GLUE rows, the trainer's own step."""
 
 from __future__ import annotations
 

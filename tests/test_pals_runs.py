@@ -225,7 +225,8 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
 
 
 def test_pals_runs_stays_on_its_floor():
-    """``pals-runs list`` is quick: no torch, and nothing of the explorer or the studies (docs/design.md §15)."""
+    """``pals-runs list`` is quick: no torch, and nothing of the explorer or the studies (docs/design.md "The house:
+    floors, and one direction of dependency")."""
     code = (
         "import sys; from pals_core.supervise.cli import main; main(['list', '--root', 'no-such-folder']); "
         "print(sorted(m for m in ('torch', 'streamlit', 'optuna', 'explorer', 'studies') if m in sys.modules))"

@@ -86,3 +86,20 @@ def test_schedule_is_seed_major_longest_first(pc):
     ]
     expected = ("shared", "pals", "houlsby", "separate-cola", "separate-rte")
     assert [c.out for c in pc.schedule(leaves)] == [f"{d}/seed-{k}" for k in (0, 1) for d in expected]
+
+
+def test_a_sweep_continued_elsewhere_keeps_its_plan_and_takes_this_machines_settings(
+    pc, tmp_path, glue_dir, monkeypatch
+):
+    argv = ["paper_claim.py", "--out", str(tmp_path), "--model", "tiny", "--tasks", "rte", "--steps", "20"]
+    monkeypatch.setattr("sys.argv", [*argv, "--threads", "1", "--glue-dir", str(glue_dir)])
+    a = pc.parse()
+    first = pc.design_plan(a, "pals", pc.base_config(a, ["rte"]), [0, 1])
+    assert pc.sd.SeedsPlan.read(tmp_path / "pals").seeds == [0, 1]
+    a.threads, a.cache_dir = 3, str(tmp_path / "cache")
+    again = pc.design_plan(a, "pals", pc.base_config(a, ["rte"]), [0, 1])
+    assert (again.template.num_threads, again.template.cache_dir) == (3, str(tmp_path / "cache"))
+    assert again.template.resumable_view() == first.template.resumable_view() and again.out == tmp_path / "pals"
+    a.lr = 0.5
+    with pytest.raises(SystemExit, match=r"other settings \(lr\)"):
+        pc.design_plan(a, "pals", pc.base_config(a, ["rte"]), [0, 1])

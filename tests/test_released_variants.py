@@ -14,7 +14,7 @@ from transformers import BertConfig
 
 from pals_core import AdapterConfig, MultiTaskBert
 from pals_core.budget import at_size, design, from_hf_config, parse_tasks
-from pals_core.flops import count_forward_flops
+from flops import count_forward_flops
 
 torch.set_num_threads(1)
 

@@ -34,11 +34,9 @@ def test_the_first_trial_is_the_design_asked_and_the_storage_feeds_the_score_mod
     [trial] = optuna.load_study(study_name="design", storage=url).get_trials()
     assert (trial.user_attrs["method"], trial.user_attrs["location"], trial.user_attrs["d_s"]) == ("low_rank", "top", 5)
     # its run is a result of the score model's --storage (a smoke run of 2 steps is kept out, as the explorer does)
-    [(folder, summary)] = sm._storage_summaries(url)
-    assert summary["config"]["adapter"]["d_s"] == 5 and folder == tmp_path / "runs" / folder.relative_to(
-        tmp_path / "runs"
-    )
-    assert sm.observation(summary, folder) is None  # 2 steps: a smoke run measures nothing
+    [run] = sm.storage_runs(url)
+    assert run.d_s == 5 and run.folder == tmp_path / "runs" / run.folder.relative_to(tmp_path / "runs")
+    assert sm.observation(run) is None  # 2 steps: a smoke run measures nothing
     assert sm.observations([], "tiny", ["rte", "mrpc"], storage=url) == []
     from pals_core.budget_cli import main as budget
 

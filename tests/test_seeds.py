@@ -88,10 +88,12 @@ def test_holm_step_down():
 def test_aggregate_so_far_reads_the_finished_seeds_of_a_plan(tmp_path):
     """A --seeds run still training: the aggregate of the seeds done so far and the plan's seeds; the file system only."""
     from pals_core.train.rundir import SEEDS_FILE
-    from pals_core.train.seeds import KIND, aggregate_so_far
+    from pals_core.train.seeds import SeedsPlan, aggregate_so_far
 
     assert aggregate_so_far(tmp_path) is None  # no plan
-    (tmp_path / SEEDS_FILE).write_text(json.dumps({"kind": KIND, "seeds": [0, 1, 2], "separate": True, "template": {}}))
+    (tmp_path / SEEDS_FILE).write_text(
+        json.dumps({"kind": SeedsPlan.KIND, "seeds": [0, 1, 2], "separate": True, "template": {}})
+    )
     assert aggregate_so_far(tmp_path) is None  # no seed finished
     for k, avg in ((0, 0.5), (2, 0.7)):
         (tmp_path / f"seed-{k}").mkdir()

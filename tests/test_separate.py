@@ -174,7 +174,7 @@ def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_c
     (ref / "summary.json").unlink()
     moved = ref / "task-stsb" / "summary.json"
     moved.rename(tmp_path / "stsb-summary.json")
-    plans = {0: sep.read_plan(ref)}
+    plans = {0: sep.SeparatePlan.read(ref)}
     assert write_finished_separate(plans) == [] and not (ref / "summary.json").exists()
     (tmp_path / "stsb-summary.json").rename(moved)
     assert write_finished_separate(plans) == [0]

@@ -40,7 +40,7 @@ TINY = [
 
 
 @pytest.mark.slow
-def test_trials_over_seeds_optimise_the_mean_and_report_the_interval(tmp_path, glue_dir):
+def test_trials_over_seeds_optimise_the_mean_and_report_the_interval(tmp_path, glue_dir, pals_train):
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     env = {
         **os.environ,
@@ -85,6 +85,12 @@ def test_trials_over_seeds_optimise_the_mean_and_report_the_interval(tmp_path, g
     agg = json.loads((run / "summary.json").read_text())
     assert agg["seeds"] == [0, 1] and agg["average"]["mean"] == pytest.approx(t.value)
     assert sorted(t.intermediate_values) == [3, 6]  # the first seed's evaluations
+    # the trial trained through pals-train --seeds's own seed loop: its folder is such a run, progress and all
+    progress = json.loads((run / "progress.json").read_text())
+    assert (progress["status"], progress["step"], progress["total"]) == ("finished", 12, 12)
+    again = pals_train("--resume", "--out", str(run), cwd=tmp_path)
+    assert again.returncode == 0 and "seeds 0,1" in again.stdout, again.stderr
+    assert json.loads((run / "summary.json").read_text())["average"] == agg["average"]
 
     from studies.report import CI95, leaderboard
 

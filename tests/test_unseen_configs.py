@@ -14,7 +14,7 @@ from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is pr
 ``test_every_method_on_another_activation`` runs a pairwise covering set of configurations × methods (every method
 on every activation and in every family, tests/pairwise.py); ``PALS_FULL_GRID=1`` runs the full product.
 ``test_every_activation_keeps_what_the_table_says`` holds ``pricing.activations.ACTIVATIONS`` to torch for every
-activation transformers names (SPEC §9; README "What a config may hold").
+activation transformers names (docs/design.md "Memory (bytes)"; README "What a config may hold").
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from pals_core.budget_cli import main as pals_budget
 from pals_core.budget.families import get_family
 from pals_core.footprint.memory import activation_bytes, memory_train
 from pals_core.pricing.poly import Poly
-from pals_core.flops import count_forward_flops
-from pals_core.memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
+from flops import count_forward_flops
+from memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
 from pairwise import grid
 from tiny_models import tiny_config_json
 

@@ -16,7 +16,7 @@ the attention and ``output_norm`` the one before the FFN, and the parallel branc
     a_l     = attention_norm(l, LN1, y + h)                # CA-MTL conditional layer norm
     g       = adapt_ffn_activation(l, GELU(W_in a_l))      # IA³
     z       = adapt_ffn_output(l, dropout(W_out g))        # Houlsby, CA-MTL bottleneck
-    h'      = output_norm(l, LN2, z + a_l + parallel_branch(l, h, mask))  # PALs / low-rank (parallel, docs/design.md §4); CA-MTL
+    h'      = output_norm(l, LN2, z + a_l + parallel_branch(l, h, mask))  # PALs / low-rank (parallel); CA-MTL
     h_{l+1} = adapt_layer_output(l, h')                    # LHUC
 
 before layer 0 ``adapt_embeddings(E)`` (methods whose calculator entry sets ``conditions_input``,

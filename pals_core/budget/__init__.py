@@ -1,11 +1,12 @@
 """The closed-form parameter and FLOP calculator and its budget solver. Pure Python: no torch.
 
-It stands above what it prices (docs/design.md §15): the vocabulary of a price (``Method``/``Part``, ``Poly``,
-``AdapterConfig``, ``BaseModel``: ``pals_core.pricing``), the families (``pals_core.families``: ``PRESETS``,
-``load_model``), the methods (``pals_core.methods``: ``METHODS``, each method's parts in ``<name>/cost.py``) and
-memory and time (``pals_core.footprint``); this package holds the cost model (``costs``), the solver (``solver``),
-the design checks (``methods``), a machine's pricing (``machine``) and the rows (``table``), and hands on the
-public names of the floors below. The command ``pals-budget`` is ``pals_core/budget_cli.py``.
+It stands above what it prices (docs/design.md "The house: floors, and one direction of dependency"): the vocabulary of
+a price (``Method``/``Part``, ``Poly``, ``AdapterConfig``, ``BaseModel``: ``pals_core.pricing``), the families
+(``pals_core.families``: ``PRESETS``, ``load_model``), the methods (``pals_core.methods``: ``METHODS``, each method's
+parts in ``<name>/cost.py``) and memory and time (``pals_core.footprint``); this package holds the cost model
+(``costs``), the solver (``solver``), the design checks (``methods``), a machine's pricing (``machine``) and the rows
+(``table``), and hands on the public names of the floors below. The command ``pals-budget`` is
+``pals_core/budget_cli.py``.
 
     >>> from pals_core.budget import load_model, parse_tasks, rows, Budget
     >>> r = rows(load_model("bert-base-uncased"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")

@@ -1,4 +1,5 @@
-"""Parameter and FLOP cost of a whole multi-task model (docs/design.md §§2, 3, 5, 6).
+"""Parameter and FLOP cost of a whole multi-task model (docs/design.md "Base models, exact", "Two counting conventions",
+"FLOPs", "Budgets and the solver").
 
 N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
 """
@@ -199,7 +200,8 @@ class Cost:
     flops_train_step_per_seq: int = 0
     slack: Optional[float] = None  # budget left over (parameters); None without a budget
     layers: list = field(default_factory=list)
-    # on a machine (docs/design.md §9–10, ``budget.machine``): bytes of one training step, of serving, seconds of a step
+    # on a machine (docs/design.md "Memory (bytes)", "Time", ``budget.machine``): bytes of one training step, of
+    # serving, seconds of a step
     memory_train: Optional[dict] = None  # {weights, gradients, optimizer, activations, total}
     memory_infer: Optional[int] = None
     time_step_s: Optional[float] = None
@@ -212,7 +214,7 @@ class Cost:
     @property
     def largest_task_share(self) -> float:
         """The largest task's own head + adapter plus its 1/T share of the modules shared by all tasks
-        (CA-MTL): what a per-task cap p bounds (docs/design.md §6)."""
+        (CA-MTL): what a per-task cap p bounds (docs/design.md "Budgets and the solver")."""
         return max(self.params_per_task) + self.params_adapter_shared / len(self.params_per_task)
 
     def as_row(self) -> dict:
@@ -220,7 +222,7 @@ class Cost:
 
 
 def flops_ratio(cost: Cost) -> float:
-    """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead (docs/design.md §5)."""
+    """Forward FLOPs of one task's path over the plain model's: 1.0 = no overhead (docs/design.md "FLOPs")."""
     return cost.flops_per_seq / cost.flops_base_per_seq
 
 
@@ -255,7 +257,7 @@ def adding_tasks_refused(ds: Design) -> Optional[str]:
 
 def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
     """Layers every task computes identically when all tasks run on one input (the paper's shared operations,
-    docs/design.md §5): those below the lowest adapted layer; all of them for top methods and methods that adapt
+    docs/design.md "FLOPs"): those below the lowest adapted layer; all of them for top methods and methods that adapt
     no layer; none for methods that condition the input embeddings on the task (CA-MTL).
     ``forward_flops`` prices ``predict_all`` with it and ``MultiTaskBert.predict_all`` runs it."""
     if method.conditions_input:
@@ -284,7 +286,7 @@ def _plain_flops(
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
 
-    Shared operations (docs/design.md §5): layers below the lowest adapted layer run once; the rest,
+    Shared operations (docs/design.md "FLOPs"): layers below the lowest adapted layer run once; the rest,
     the adapters, the pooler and the head run once per task. Top methods share the whole trunk.
     Methods that condition the input embeddings on the task (CA-MTL) share no layer.
     The ``shared`` method with a shared pooler runs even the pooler once.

@@ -1,7 +1,8 @@
 """``Machine``: the machine a design trains or serves on — batch, device profile, precision, and one bound per
-constraint of ``constraints.CONSTRAINTS`` (training memory, step time, serving memory; docs/design.md §§9–10, §20).
-One declaration: each field is a flag of every CLI that adds it (``flags.add_flags``). ``resources`` prices a design
-on it and checks every bound; ``constrain`` is the solver's side of the bounds (each record's ``size``).
+constraint of ``constraints.CONSTRAINTS`` (training memory, step time, serving memory; docs/design.md "Memory (bytes)",
+"Time", "Recipe: add a constraint"). One declaration: each field is a flag of every CLI that adds it
+(``flags.add_flags``). ``resources`` prices a design on it and checks every bound; ``constrain`` is the solver's side of
+the bounds (each record's ``size``).
 
     memory_train, memory_infer   (``footprint.memory``)           time_step_s, time_ratio   (``footprint.timing``)
     time_ratio = step time of the design / step time of the base model with one task head (the whole model trained)
@@ -143,9 +144,10 @@ _BASE_STEP: dict[tuple, float] = {}
 def time_ratio(
     ds, s: Optional[int], machine: Optional["Machine"] = None, model_cond: Optional[Conditions] = None
 ) -> Optional[float]:
-    """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (docs/design.md §10)
-    on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a caller
-    that ranks designs. None where the time model has nothing to say (a family it does not replay, no profile)."""
+    """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (docs/design.md
+    "Time") on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a
+    caller that ranks designs. None where the time model has nothing to say (a family it does not replay, no
+    profile)."""
     machine = machine if machine is not None else Machine()
     try:
         profile = machine.profile()

@@ -1,4 +1,4 @@
-"""Reproduction of the configurations of Stickland & Murray (2019), docs/design.md §6.
+"""Reproduction of the configurations of Stickland & Murray (2019), docs/design.md "Budgets and the solver".
 
 BERT-base, the paper's eight GLUE tasks, paper convention (no biases / LayerNorms), h_s = 12.
 Each row says what the paper reports and what the calculator gives; disagreements are shown, never

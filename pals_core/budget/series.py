@@ -2,9 +2,9 @@
 
 - ``per_task_view``: the quantity a budget caps, per task. A global budget (ratio B or extra E)
   caps Σ_t (head_t + adapter_t) ≤ E (E = (B − 1)·N_base), i.e. the mean per task ≤ E / T; a
-  per-task cap p caps max_t (head_t + adapter_t) ≤ p (docs/design.md §6).
+  per-task cap p caps max_t (head_t + adapter_t) ≤ p (docs/design.md "Budgets and the solver").
 - ``size_curve``: that quantity over d_s for one design, the curve the solver inverts.
-- ``task_scaling``: FLOPs to run all T tasks on one input (shared operations, docs/design.md §5)
+- ``task_scaling``: FLOPs to run all T tasks on one input (shared operations, docs/design.md "FLOPs")
   against T separate fine-tuned models, Σ_t (trunk + pooler + head_t), for T = 1…T_max.
 - ``pareto_front``: the designs no other design beats on both axes.
 """
@@ -47,7 +47,8 @@ def per_task_params(cost: Cost, view: str = "mean") -> float:
 
 def budget_used(cost: Cost, budget: Budget) -> float:
     """The share of the budget a design spends: (N_total − N_base) / E under a global budget (E = (B − 1)·N_base
-    for a ratio), the largest task's share / p under a per-task cap (docs/design.md §6). 1.0 = all of it."""
+    for a ratio), the largest task's share / p under a per-task cap (docs/design.md "Budgets and the solver"). 1.0 = all
+    of it."""
     if budget.per_task is not None:
         return cost.largest_task_share / budget.per_task
     limit = budget.extra_limit(cost.params_total - cost.params_task_specific)

@@ -1,4 +1,4 @@
-"""The budget solver: the largest valid d_s within a budget, in closed form (docs/design.md §6).
+"""The budget solver: the largest valid d_s within a budget, in closed form (docs/design.md "Budgets and the solver").
 
 For a fixed method and location the task-specific parameters are a quadratic
 ``extra(S) = T·(a·S² + b·S + c) + Σ_t head_t``. Its positive root under the budget is the real
@@ -23,8 +23,8 @@ class Budget:
     """Exactly one of: a ratio B (N_total ≤ B·N_base), an absolute extra E, a per-task cap p.
 
     ``of`` says what a ratio is taken against: ``base`` (N_base) or ``non-embedding`` (N_base minus the
-    embeddings, docs/design.md §2: N_total − N_emb ≤ B·(N_base − N_emb), i.e. extra ≤ (B − 1)·(N_base − N_emb)) — in XLM-R
-    the embeddings are 69 % of the model, so a ratio of the whole says little about the encoder."""
+    embeddings, docs/design.md "Base models, exact": N_total − N_emb ≤ B·(N_base − N_emb), i.e. extra ≤ (B − 1)·(N_base
+    − N_emb)) — in XLM-R the embeddings are 69 % of the model, so a ratio of the whole says little about the encoder."""
 
     ratio: Optional[float] = None
     extra: Optional[float] = None
@@ -250,9 +250,9 @@ BUDGET_KINDS = ("ratio", "extra", "per_task")
 def smallest_budget(ds: Design, kind: str) -> Budget:
     """The smallest budget of ``kind`` ('ratio', 'extra' or 'per_task') within which ``ds`` fits: its cost at
     the smallest valid size (one step: 1, or h_s for attention methods; sizeless methods as they are), since
-    every count grows with d_s (docs/design.md §6). A ratio is N_total / N_base, nudged up by float ulps until the
-    solver's own check (N_total − N_base ≤ (B − 1)·N_base) accepts it; an extra is N_total − N_base; a per-task
-    cap is the largest task's head + adapter (+ its 1/T share of modules shared by all tasks)."""
+    every count grows with d_s (docs/design.md "Budgets and the solver"). A ratio is N_total / N_base, nudged up by
+    float ulps until the solver's own check (N_total − N_base ≤ (B − 1)·N_base) accepts it; an extra is N_total −
+    N_base; a per-task cap is the largest task's head + adapter (+ its 1/T share of modules shared by all tasks)."""
     if kind not in BUDGET_KINDS:
         raise ValueError(f"unknown budget kind {kind!r} ({', '.join(BUDGET_KINDS)})")
     cost = evaluate(ds, ds.step if ds.method.sized else None)

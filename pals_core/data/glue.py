@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..atomic import open_regular
+from ..kinds.errors import TaskDataError
 from ..tasks.glue import GlueTask, get_task
-from ..tasks.readers import TaskDataError, sha256_of
+from ..tasks.readers import sha256_of
 
 GLUE_DIR_ENV = "PALS_GLUE_DIR"
 HUB_DATASET = "nyu-mll/glue"

@@ -27,7 +27,9 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks import GLUE_TASKS, TaskRecord, glue_record
-from ..tasks.rows import read_rows
+from ..tasks.readers import sha256_of
+from ..tasks.record import fingerprint
+from ..tasks.rows import read_label_names, read_rows
 from .encoded import Encoded
 from .glue import RawSplit, check_files, choose_source, read_hub, read_tsv
 
@@ -115,6 +117,16 @@ def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+def token_ids(tokenizer, max_len: int, text_a: Sequence[str], text_b: Optional[Sequence[str]] = None) -> dict:
+    """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
+    truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
+    evaluation and prediction alike (``encode``, ``forward.encode_texts``)."""
+    out = tokenizer(
+        text_a, text_b, truncation=True, max_length=max_len, return_token_type_ids=True, return_attention_mask=False
+    )
+    return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+
+
 def encode(
     raw: RawSplit, labels: np.ndarray, tokenizer, max_len: int, *, cache_dir: Optional[Path] = None
 ) -> tuple[Encoded, bool]:
@@ -147,15 +159,7 @@ def encode(
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict) -> dict:
-        out = tokenizer(
-            batch["text_a"],
-            batch.get("text_b"),
-            truncation=True,
-            max_length=max_len,
-            return_token_type_ids=True,
-            return_attention_mask=False,
-        )
-        return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
+        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"))
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -282,8 +286,6 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = No
     sha256, and its fingerprint (``tasks.fingerprint``). Reads a task's label column when its labels are not
     declared, and hashes its files; a GLUE file that is not there (or the hub) has no sha256 (the trainer's
     file check names it)."""
-    from ..tasks import fingerprint, read_label_names, sha256_of
-
     out = {}
     for r in records:
         if r.glue is None:

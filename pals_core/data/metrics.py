@@ -34,13 +34,6 @@ def dev_splits(record: TaskRecord) -> tuple[str, ...]:
     return GLUE_TASKS[record.glue].dev_splits if record.glue in GLUE_TASKS else ("",)
 
 
-def check_lengths(preds: np.ndarray, labels: np.ndarray) -> None:
-    if preds.shape[0] != labels.shape[0]:
-        raise ValueError(f"{preds.shape[0]} predictions for {labels.shape[0]} labels")
-    if labels.shape[0] == 0:
-        raise ValueError("no examples to score")
-
-
 def _scores(record: TaskRecord, preds: np.ndarray, labels: np.ndarray, num_labels: int) -> dict[str, float]:
     return get_kind(record.kind).scores(record, preds, labels, record.reported_metrics(num_labels), num_labels)
 

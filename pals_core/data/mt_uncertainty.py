@@ -10,7 +10,7 @@ predictive entropy
 and the b candidates with the largest U, whatever their task, form ONE mixed batch (``select``; the
 released code, CAMTL/CA-MTL): the trainer runs each task's rows through that
 task's head and takes one optimiser step on the mean of the per-task mean losses
-(``pals_core.train.trainer``; docs/design.md §7 allows this sampler mixed batches). Ties (e.g. all U
+(``pals_core.train.trainer``; docs/design.md "Multi-task training" allows this sampler mixed batches). Ties (e.g. all U
 equal) go to the earlier candidate position, tasks interleaved (position j of every task before
 position j + 1 of any).
 

@@ -3,7 +3,7 @@
 A sampler chooses the task of each training step: ``probabilities(step)`` and ``sample(step, rng)``; it
 holds no random state (the trainer owns and checkpoints the ``numpy.random.Generator``). Model-aware
 samplers (CA-MTL's MT-Uncertainty) set ``needs_model`` and implement ``candidates`` and ``select``; a
-step's batch is then a list of ``(task, rows)`` parts, trained as one batch (docs/design.md §7).
+step's batch is then a list of ``(task, rows)`` parts, trained as one batch (docs/design.md "Multi-task training").
 The kinds and their registry are in ``samplers.py``.
 """
 

@@ -1,4 +1,4 @@
-"""``pals-export``: a trained run handed over in a format others serve (docs/design.md §14).
+"""``pals-export``: a trained run handed over in a format others serve (docs/design.md "Using a trained run").
 
     pals-export runs/mine --format onnx --out exported/        # one graph, every task; tokenizer + export.json
     pals-export runs/mine --format peft --out adapters/        # DIR/base + DIR/<task> peft adapters (LoRA, IA³)
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..atomic import read_json_file
 from ..flags import OneLineParser, UsageError
 from . import ExportFailed, ExportRefused
 
@@ -59,7 +60,6 @@ def _load(args) -> list:
 def unfinished(models: list) -> list[str]:
     """A line for each model whose run has not finished (no summary.json): still training (a trainer holds its lock)
     or stopped, with the step its progress.json reached and the checkpoint step the export takes."""
-    from ..atomic import read_json_file
     from ..train.lock import holder  # late: loads numpy
 
     lines = []

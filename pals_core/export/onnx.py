@@ -31,8 +31,15 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from ..atomic import atomic_write_json, read_json_file
+from ..data.load import load_tokenizer, raw_splits
+from ..kinds import DEFAULT_KIND, get_kind
+from ..forward import encode_texts
+from ..run_info import RunInfo, predict_texts
+from ..tasks import TaskRecord
+from ..tasks.readers import read_columns
+from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer
-from ..run_info import RunInfo
 
 MODEL_FILE = "model.onnx"
 META_FILE = "export.json"
@@ -74,18 +81,17 @@ def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cp
     """The model of a ``pals-train`` run (at its best checkpoint or ``step``), or — a ``--method separate`` folder —
     each task's own model (each at its own best checkpoint). ``ValueError`` in one line otherwise."""
     from ..model import MultiTaskModel  # late: loads torch
-    from ..train.separate import is_separate_dir, read_plan
 
     root = Path(run_dir)
     if not root.is_dir():
         raise ValueError(f"{root}: no such run folder")
-    if is_separate_dir(root):
+    if SeparatePlan.held_in(root):
         if step is not None:
             raise ValueError(
                 f"{root} is a separate-models folder: each task's run keeps its own best checkpoint, "
                 "--step does not apply (export one task's run, task-<name>/, for another step)"
             )
-        plan = read_plan(root)
+        plan = SeparatePlan.read(root)
         models = []
         for t in plan.template.tasks:
             sub = Path(plan.task_dir(t))
@@ -156,8 +162,6 @@ def _sample_batch(model, max_len: Optional[int] = None) -> dict:
 
     info: Optional[RunInfo] = getattr(model, "run", None)
     if info is not None:
-        from ..run_info import encode_texts
-
         n = max_len or info.max_len
         return encode_texts(info, [" ".join(["word"] * (2 * n)), SAMPLE_TEXTS[0]]).batch([0, 1])
     config = model.base_config
@@ -199,8 +203,6 @@ def check_opset(opset: int) -> int:
 
 def _kind(models: Sequence, task: str):
     """The kind of ``task`` (its run's record; a model without a run: the default kind), which names its output axes."""
-    from ..kinds import DEFAULT_KIND, get_kind
-
     for m in models:
         info = getattr(m, "run", None)
         if info is not None and task in info.records:
@@ -306,15 +308,11 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], Op
     source = "sample sentences"
     try:
         if record.glue is not None:
-            from ..data.load import raw_splits
-
             splits, _ = raw_splits(record, train=False)
             dev = next(iter(splits.values()))
             texts, pairs = list(dev.text_a[:n]), (list(dev.text_b[:n]) if record.pair else None)
             source = "dev rows"
         else:
-            from ..tasks.readers import read_columns
-
             path = record.dev or record.train
             cols = read_columns(path, list(record.text)).values
             keep = [i for i, v in enumerate(cols[record.text[0]]) if isinstance(v, str) and v.strip()][:n]
@@ -337,8 +335,6 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], Op
 def compare(models: Sequence, runner: "OnnxRunner", n: int = CHECK_ROWS) -> tuple[float, float, int, str]:
     """onnxruntime (``runner``) against torch (``models``) on ``check_rows`` of every task: (max |Δ logit|, the
     allowed limit, rows compared, where the rows came from)."""
-    from ..run_info import predict_texts
-
     worst, scale, rows, sources = 0.0, 0.0, 0, set()
     for m in models:
         for t in m.tasks:
@@ -399,8 +395,6 @@ def export_onnx(
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
         save_tokenizer(models[0].run, tmp)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
-        from ..atomic import atomic_write_json
-
         atomic_write_json(tmp / META_FILE, meta)
         result = OnnxExport(out, inputs, outputs, opset, sorted(p.name for p in tmp.iterdir()), meta=meta)
         if check:
@@ -429,8 +423,6 @@ def is_onnx_export(folder: PathLike) -> bool:
 
 def read_export(folder: PathLike) -> dict:
     """``export.json`` of an ONNX export, checked; ``ValueError`` in one line otherwise."""
-    from ..atomic import read_json_file
-
     p = Path(folder)
     if not (p / MODEL_FILE).is_file():
         raise ValueError(f"{p} holds no ONNX export (no {MODEL_FILE}): pals-export RUN --format onnx --out {p}")
@@ -447,19 +439,12 @@ class ExportedRun(RunInfo):
     graph; no torch weights."""
 
     def tokenizer(self):
-        from ..data.load import load_tokenizer
-
         if not hasattr(self, "_tokenizer"):
             self._tokenizer = load_tokenizer(str(self.path))
         return self._tokenizer
 
-    def build_model(self):
-        raise ValueError(f"{self.path} is an ONNX export: it holds no torch weights (serve it with OnnxRunner)")
-
 
 def exported_run(folder: Path, meta: dict) -> ExportedRun:
-    from ..tasks import TaskRecord
-
     tasks = meta["tasks"]
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}
     config = {
@@ -620,8 +605,6 @@ class OnnxRunner:
     def predict_texts(
         self, texts, text_pair=None, *, tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None
     ) -> dict:
-        from ..run_info import predict_texts
-
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
 
 

@@ -1,5 +1,6 @@
 """A run's LoRA / IA³ tasks as peft adapters (``--format peft``) and as merged transformers models (``--format hf``)
-(docs/design.md §14): what someone who already serves Hugging Face models can load without this project.
+(docs/design.md "Using a trained run"): what someone who already serves Hugging Face models can load without this
+project.
 
 ``export_peft(model, DIR)`` writes ``DIR/base`` — the trunk as trained (fine-tuned or frozen): a plain transformers
 folder (config, safetensors, tokenizer) — and per task ``DIR/<task>``, a peft adapter folder (``adapter_config.json``,
@@ -58,6 +59,7 @@ from torch import nn
 
 from ..adapters.base import layer_key
 from ..kinds import get_kind
+from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
 
 PEFT_METHODS = ("lora", "ia3")
@@ -164,8 +166,6 @@ def check_exportable(model) -> None:
     """``ExportRefused`` (one line: the reason, and ONNX) unless peft can express ``model``'s design exactly."""
     method = model.config.method
     if method not in PEFT_METHODS:
-        from ..budget import get_method
-
         title = get_method(method).title
         raise ExportRefused(
             f"the {method} design ({title}) has no peft equivalent (peft and merged transformers "

@@ -1,5 +1,5 @@
 """Encoder families, one folder each: ``pals_core/families/<f>/`` holds one family whole (or two that share a
-layer: BERT and RoBERTa), registered by one line in ``PACKAGES`` below (docs/design.md §19).
+layer: BERT and RoBERTa), registered by one line in ``PACKAGES`` below (docs/design.md "Recipe: add a family").
 
 A family folder holds three modules:
 

@@ -2,7 +2,7 @@
 
 A ``BaseModel`` is the calculator's view of an encoder: its family (``pals_core.families.registry``, chosen
 by the config's ``model_type``), the common shape fields and the family's own flags (``options``).
-For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md §2);
+For BERT: N_base = (V + P + Y)·d + 2d + L·(4d² + 2·d·d_ff + 9d + d_ff) + d² + d   (docs/design.md "Base models, exact");
 every other family's count is in its folder's ``description.py`` (``pals_core/families/<f>/``).
 """
 
@@ -118,9 +118,9 @@ def load_model(spec: str) -> BaseModel:
 
 
 def conditions_from_config(config: dict, **kw) -> Conditions:
-    """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model (docs/design.md §9):
-    BERT's field names unless the family's ``Replay.conditions`` reads its own (DistilBERT, DeBERTa, ModernBERT, MPNet);
-    ``kw`` overrides any field."""
+    """The dropout probabilities and attention implementation a HF ``config.json`` (parsed) gives the model
+    (docs/design.md "Memory (bytes)"): BERT's field names unless the family's ``Replay.conditions`` reads its own
+    (DistilBERT, DeBERTa, ModernBERT, MPNet); ``kw`` overrides any field."""
     impl = config.get("_attn_implementation") or config.get("attn_implementation") or "sdpa"
     fields = dict(attention=impl if impl in ("sdpa", "eager") else "sdpa")
     model_type = config.get("model_type", "bert")

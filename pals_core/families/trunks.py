@@ -33,8 +33,8 @@ def trunk_class(config) -> type[Trunk]:
 
 def build_base(config) -> nn.Module:
     """A randomly initialised base model of ``config`` — exactly what ``AutoModel.from_config`` builds, in float32
-    whatever the config's ``dtype`` (a checkpoint's storage type): training is fp32 (docs/design.md §9), as the memory figures
-    and ``from_pretrained`` (dtype float32) assume."""
+    whatever the config's ``dtype`` (a checkpoint's storage type): training is fp32 (docs/design.md "Memory (bytes)"),
+    as the memory figures and ``from_pretrained`` (dtype float32) assume."""
     from transformers import AutoModel
 
     trunk_class(config)

@@ -1,4 +1,5 @@
-"""The machine constraints: each one record, read by everything that offers, prices or solves a bound (docs/design.md §20).
+"""The machine constraints: each one record, read by everything that offers, prices or solves a bound (docs/design.md
+"Recipe: add a constraint").
 
 A ``Constraint`` says what a person gives (its ``Machine`` field, which is its flag ``--<field>``, the explorer's
 sidebar field and address key and the study setting of the same name, with its help and parser), which figure of a
@@ -19,7 +20,7 @@ per model and method — so the largest d_s within the bound is a root, in close
 The parameter budget (``solver.Budget``: ``--budget``, ``--extra``, ``--per-task``) is the solver's first bound and
 binds as ``PARAMS``; it has its own reader (``Budget.parse``) since its three forms are one bound.
 
-Adding a constraint is adding a record here (and a test): see docs/design.md §20.
+Adding a constraint is adding a record here (and a test): see docs/design.md "Recipe: add a constraint".
 """
 
 from __future__ import annotations

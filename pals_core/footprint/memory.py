@@ -1,4 +1,4 @@
-"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md §9). Pure Python.
+"""Memory of a design on the machine that trains or serves it, in bytes (docs/design.md "Memory (bytes)"). Pure Python.
 
 Training, one step of one task's path (``model(task=t, …)``) on B sequences of n tokens, fp32, AdamW:
 
@@ -18,10 +18,10 @@ mode — the hidden states every task reads (the shared prefix's output) plus th
 layer as its family's ``Replay.inference_layer`` counts it (BERT: attention: its input, q, k, v and the context,
 with the B·h·n² scores twice under eager attention; FFN: its input, the attention output and two B·n·d_ff tensors)
 plus the logits — an estimate (the allocator's temporaries are not modelled): 0.73–1.06 of the peak
-``memory_probe.inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
+``tests/memory_probe.py:inference_peak_bytes`` measures on small BERT configurations (eager attention lowest), 0.67–1.17 on
 small DeBERTa-v3 and ModernBERT ones (tests/test_constraints.py holds small BERTs to 0.6–1.2).
 Evaluation (``train.evaluate``: one task's ``forward`` per batch) and prediction (``run_info.predict_texts``,
-``pals-predict``) reduce each batch's logits to what they keep (the class, the value, the label and its
+``pals-predict``), one path over rows (``forward.forward_rows``), reduce each batch's logits to what they keep (the class, the value, the label and its
 probability) before the next batch runs, so they too hold one batch's logits at a time, as priced here at their
 batch size, never a dev set's n × C (tests/test_bounded_evaluation.py). Adapted layers keep four more (B, n, d)
 tensors alive through their FFN (the Python copy of the layer holds q, k, v, the context, y).
@@ -318,8 +318,8 @@ def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) ->
 def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     """The activations live at the peak of ``predict_all`` in inference mode (an estimate, see the module docstring):
     the (B, n, d) hidden states every task reads, plus the largest working set of one layer (attention or FFN, as the
-    family's ``Replay.inference_layer`` counts it: BERT's is ``families.base.bert_inference_layer``), plus the logits
-    of every task (an estimate, compared with ``memory_probe.inference_peak_bytes`` by hand, not by a test)."""
+    family's ``Replay.inference_layer`` counts it: BERT's is ``pricing.family.bert_inference_layer``), plus the logits
+    of every task (an estimate, compared with ``tests/memory_probe.py:inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
     attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
     logits = sum(get_kind(t.kind).logits_floats(batch, n, t.num_labels) for t in ds.tasks)

@@ -1,4 +1,4 @@
-"""Seconds of one training step (forward + backward) of a task's path on a device (docs/design.md §10). Pure Python.
+"""Seconds of one training step (forward + backward) of a task's path on a device (docs/design.md "Time"). Pure Python.
 
 FLOPs alone miss what dominates adapters on real hardware: narrow matmuls move as many bytes as they compute,
 every op costs a kernel launch (or an autograd node on CPU), dropout draws a random number per element, and

@@ -19,12 +19,48 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
   "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
+
+What a kind hands back is declared here too, below the kinds and the modules above that read it: ``TaskOutputs``
+(``decode``'s result, gathered by ``pals_core.outputs``), ``check_lengths`` (``scores``' guard) and ``is_number``
+(the records' and the kinds' test of a number); the errors are ``pals_core.kinds.errors``'.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass
+class TaskOutputs:
+    """One task's outputs over n rows, as its kind decodes them (``Kind.decode``). ``label``: one value per row (a
+    name, a number, a list of names); ``prob``: the probability of the predicted label (None where the kind has
+    none); ``probs``: (n, C) — each label's probability — or None."""
+
+    task: str
+    kind: str
+    labels: tuple[str, ...]  # label names in output order; () for a kind without named labels
+    label: list
+    prob: Optional[np.ndarray]
+    probs: Optional[np.ndarray]
+    logits: Optional[np.ndarray]  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
+
+
+def check_lengths(preds: np.ndarray, labels: np.ndarray) -> None:
+    """``ValueError`` unless there are as many predictions as labels, and some."""
+    if preds.shape[0] != labels.shape[0]:
+        raise ValueError(f"{preds.shape[0]} predictions for {labels.shape[0]} labels")
+    if labels.shape[0] == 0:
+        raise ValueError("no examples to score")
+
+
+def is_number(v: Any) -> bool:
+    """An int or a float, not a bool."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 class Kind:
@@ -55,6 +91,8 @@ class Kind:
     # --- the rows ------------------------------------------------------------------------------------
 
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
+        """The label set in output order. ``cols``: the train file's label column, read by the caller
+        (``pals_core.tasks.rows.read_label_names``) unless the record declares its labels."""
         return ()
 
     def check_label_names(self, record: Any, names: tuple[str, ...]) -> None:
@@ -100,7 +138,9 @@ class Kind:
 
     # --- the outputs ---------------------------------------------------------------------------------
 
-    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+    def decode(
+        self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None
+    ) -> TaskOutputs:
         raise NotImplementedError
 
     def columns(self, probs: bool) -> list[str]:
@@ -158,4 +198,4 @@ def counts_table(profile: dict, table, what: str) -> list[str]:
     return table([what, "train", "dev"], rows)
 
 
-__all__ = ["Kind", "counts_table"]
+__all__ = ["Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number"]

@@ -8,16 +8,12 @@ import math
 import re
 from typing import Any, Callable, Optional
 
+from .errors import TaskDataError, TaskRecordError
+
 INTEGER = r"-?[0-9]+\Z"  # ASCII digits only: '²'.isdigit() and '١'.isdigit() are true, and int('²') fails
 
 RowLabels = Callable[[Any, Any, int, Any], Optional[list[Optional[str]]]]
 """(record, cols, i, value) -> the label names of data row i; None = missing."""
-
-
-def data_error(message: str) -> Exception:
-    from ..tasks.readers import TaskDataError  # the readers load with the rows, never at the calculator's start-up
-
-    return TaskDataError(message)
 
 
 def short(value: Any) -> str:
@@ -37,9 +33,9 @@ def label_text(value: Any, where: Callable[[], str], what: str, hint: str = "") 
             return None
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, (list, tuple)):
-        raise data_error(f"{where()}: a list label {short(value)} in {what} task{hint}")
+        raise TaskDataError(f"{where()}: a list label {short(value)} in {what} task{hint}")
     if isinstance(value, dict):
-        raise data_error(f"{where()}: a struct label {short(value)} in {what} task (a label is one value)")
+        raise TaskDataError(f"{where()}: a struct label {short(value)} in {what} task (a label is one value)")
     s = str(value).strip()
     return s or None
 
@@ -53,9 +49,9 @@ def class_name(cols: Any, column: str, i: int, value: Any) -> Any:
     if names is None or value is None or isinstance(value, bool) or not isinstance(value, int):
         return value
     if value == -1:
-        raise data_error(f"{cols.where(i, column)}: missing label (ClassLabel -1: an unlabelled row)")
+        raise TaskDataError(f"{cols.where(i, column)}: missing label (ClassLabel -1: an unlabelled row)")
     if not 0 <= value < len(names):
-        raise data_error(
+        raise TaskDataError(
             f"{cols.where(i, column)}: ClassLabel index {value} is not one of the {len(names)} class names "
             f"(0 to {len(names) - 1})"
         )
@@ -69,15 +65,12 @@ def sorted_labels(names: set[str]) -> tuple[str, ...]:
 
 
 def read_label_names(record: Any, cols: Any, row_labels: RowLabels, strings_at_once: bool) -> tuple[str, ...]:
-    """The label order: declared, else a ClassLabel column's names, else the sorted distinct training labels.
-    Reads only the label column of the training file (when not declared). ``strings_at_once``: a column of strings
-    holds one label a row (CSV, TSV: each distinct string looked at once)."""
+    """The label order: declared, else a ClassLabel column's names, else the sorted distinct training labels of
+    ``cols``, the training file's label column (read by the caller, ``pals_core.tasks.rows.read_label_names``, when
+    the labels are not declared). ``strings_at_once``: a column of strings holds one label a row (CSV, TSV: each
+    distinct string looked at once)."""
     if record.labels is not None:
         return tuple(record.labels)
-    if cols is None:
-        from ..tasks.readers import read_columns  # late: pals_core.tasks imports the kinds
-
-        cols = read_columns(record.train, [record.label])
     if record.label in cols.label_names:
         return cols.label_names[record.label]
     seen: set[str] = set()
@@ -86,15 +79,15 @@ def read_label_names(record: Any, cols: Any, row_labels: RowLabels, strings_at_o
         seen = {v.strip() for v in set(column)}
         if "" in seen:
             i = next(i for i, v in enumerate(column) if not v.strip())
-            raise data_error(f"{cols.where(i, record.label)}: missing label")
+            raise TaskDataError(f"{cols.where(i, record.label)}: missing label")
         column = ()
     for i, value in enumerate(column):
         names = row_labels(record, cols, i, value)
         if names is None or None in names:
-            raise data_error(f"{cols.where(i, record.label)}: missing label")
+            raise TaskDataError(f"{cols.where(i, record.label)}: missing label")
         seen.update(names)
     if len(seen) < 2:
-        raise data_error(
+        raise TaskDataError(
             f"{cols.path}, column {record.label!r}: fewer than two classes "
             f"({', '.join(map(repr, sorted(seen))) or 'none'})"
         )
@@ -109,21 +102,19 @@ def label_indices(record: Any, cols: Any, names: tuple[str, ...], split: str, ro
     for i, v in enumerate(cols.values[column]):
         got = row_labels(record, cols, i, v)
         if got is None or None in got:
-            raise data_error(f"{cols.where(i, column)}: missing label")
+            raise TaskDataError(f"{cols.where(i, column)}: missing label")
         unknown = [n for n in got if n not in index]
         if unknown:
             what = (
                 "never seen in train" if split == "dev" and record.labels is None else f"not one of {', '.join(names)}"
             )
-            raise data_error(f"{cols.where(i, column)}: label {unknown[0]!r} {what}")
+            raise TaskDataError(f"{cols.where(i, column)}: label {unknown[0]!r} {what}")
         out.append([index[n] for n in got])
     return out
 
 
 def check_label_set(record: Any, where: str) -> None:
     """Declared ``labels``: each once, at least two."""
-    from ..tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
-
     if record.labels is not None:
         if len(set(record.labels)) != len(record.labels):
             raise TaskRecordError(f"{where}: 'labels' lists a label twice")

@@ -1,4 +1,5 @@
-"""What autograd saves for backward in one training-mode forward, replayed symbolically (docs/design.md §9). Pure Python.
+"""What autograd saves for backward in one training-mode forward, replayed symbolically (docs/design.md "Memory
+(bytes)"). Pure Python.
 
 A ``Trace`` follows the forward of one task's path op by op, as the torch modules run it (each family's ``Replay`` in
 ``pals_core/families/<f>/description.py`` says the order), with symbolic tensors (``Sym``: a storage — or a view of one, which keeps its
@@ -103,7 +104,7 @@ class Sym:
 
 @dataclass(frozen=True)
 class Conditions:
-    """The conditions the activation figure is exact for (docs/design.md §9).
+    """The conditions the activation figure is exact for (docs/design.md "Memory (bytes)").
 
     Train mode with the model's dropout probabilities (``hidden`` after embeddings, attention output and FFN;
     ``attention`` on the attention probabilities; ``classifier`` before the head), the trunk's attention

@@ -6,13 +6,13 @@ model holds — the embeddings, each layer i (layers may differ: ModernBERT's la
 DeBERTa's layer 0 carries the optional convolution), what follows the last layer, the pooler, the task
 head its ``…ForSequenceClassification`` puts on top — how a ``config.json`` maps onto a ``BaseModel``, and
 which methods cannot apply to it (one line each) — and its ``Replay``: its forward replayed op by op on symbolic
-tensors (``pricing.activations``), which gives the bytes autograd saves (memory, docs/design.md §9) and the work of every op
-(time, docs/design.md §10). The record lives in its family's folder, ``pals_core/families/<f>/description.py``,
-beside its torch mirror ``trunk.py``; ``tests/test_exactness.py`` holds both to the parameter and to the FLOP,
-``tests/test_memory.py`` to the saved byte.
+tensors (``pricing.activations``), which gives the bytes autograd saves (memory, docs/design.md "Memory (bytes)") and
+the work of every op (time, docs/design.md "Time"). The record lives in its family's folder,
+``pals_core/families/<f>/description.py``, beside its torch mirror ``trunk.py``; ``tests/test_exactness.py`` holds both
+to the parameter and to the FLOP, ``tests/test_memory.py`` to the saved byte.
 
-Counting conventions (docs/design.md §3): ``paper=True`` drops every bias vector and every LayerNorm parameter.
-FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/design.md §5).
+Counting conventions (docs/design.md "Two counting conventions"): ``paper=True`` drops every bias vector and every
+LayerNorm parameter. FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's convention, docs/design.md "FLOPs").
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class Norm(NamedTuple):
     bias: bool = True
 
     def params(self, paper: bool) -> int:
-        """width (+ width): 0 in the paper convention (docs/design.md §3 drops every LayerNorm parameter)."""
+        """width (+ width): 0 in the paper convention (docs/design.md "Two counting conventions" drops every LayerNorm
+        parameter)."""
         return 0 if paper else self.width * (2 if self.bias else 1)
 
     @property

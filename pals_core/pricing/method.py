@@ -2,8 +2,8 @@
 
 Each method's ``pals_core/methods/<name>/cost.py`` builds its ``Method`` from these: ``params`` and
 ``flops`` list the parts a torch module of that method holds / computes for ONE task (docs/design.md
-§§4–5). ``paper=True`` drops every bias vector and LayerNorm parameter (the paper's "ignore terms
-linear in d"); scale vectors (LHUC, IA³) are weights and stay. The torch modules beside each
+"Adapter methods (per task)", "FLOPs"). ``paper=True`` drops every bias vector and LayerNorm parameter (the paper's
+"ignore terms linear in d"); scale vectors (LHUC, IA³) are weights and stay. The torch modules beside each
 ``cost.py`` are built to hold exactly these parts, and ``tests/test_exactness.py`` enforces it to the
 parameter and to the FLOP.
 
@@ -82,7 +82,7 @@ class Method:
     name: str
     title: str
     description: str
-    paper_formula: str  # paper-convention parameters per task, as in docs/design.md §4
+    paper_formula: str  # paper-convention parameters per task, as in docs/design.md "Adapter methods (per task)"
     params: ParamFn  # (model, layers, cfg, paper) -> [Part]
     flops: FlopFn  # (model, layers, cfg, n) -> [Part], extra forward FLOPs on one task's path
     sized: bool = True  # takes d_s
@@ -98,8 +98,8 @@ class Method:
     validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
     # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
     conditions_input: bool = False
-    # Memory (docs/design.md §9): the symbolic twin of the method's TaskAdapter (``pricing.activations.ActivationHooks``
-    # subclass: what its hooks make autograd save); None = identity hooks
+    # Memory (docs/design.md "Memory (bytes)"): the symbolic twin of the method's TaskAdapter
+    # (``pricing.activations.ActivationHooks`` subclass: what its hooks make autograd save); None = identity hooks
     activations: Optional[Callable[..., Any]] = None
     # (model, layers, cfg) -> (parameter tensors per task, tensors shared by all tasks): AdamW keeps a step per tensor
     tensors: Optional[Callable[[BaseModel, Sequence[int], AdapterConfig], tuple[int, int]]] = None

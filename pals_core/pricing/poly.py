@@ -1,9 +1,9 @@
 """Polynomials in the adapter size d_s, of degree at most 2.
 
-Every parameter and FLOP count in this project is an exact quadratic in d_s once the base model,
-the tasks, the method and its location are fixed (docs/design.md §§4–5). Representing the counts as
-``Poly(a, b, c) = a·d_s² + b·d_s + c`` lets the solver invert them in closed form and lets the
-sweep evaluate millions of configurations per second.
+Every parameter and FLOP count in this project is an exact quadratic in d_s once the base model, the tasks, the method
+and its location are fixed (docs/design.md "Adapter methods (per task)", "FLOPs"). Representing the counts as
+``Poly(a, b, c) = a·d_s² + b·d_s + c`` lets the solver invert them in closed form and lets the sweep evaluate millions
+of configurations per second.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import math
 import re
 
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
+GIGA = 1e9  # FLOPs are written in GFLOPs (the explorer's figures and tables)
 # The patterns are compiled on first use (``re``'s own cache), not at import: ``pals-budget`` starts without parsing a
 # count or a size unless one is given.
 _PATTERN = r"^\s*([+-]?[0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|\.[0-9]+)\s*([kmbg]?)\s*$"

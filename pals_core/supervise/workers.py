@@ -14,8 +14,8 @@ What a worker runs is the study's business: its argument list is built (and, on 
 settings, validated) by ``studies.workers``, which calls ``start``/``resume`` here with it. This module only starts
 the list it is given as a detached process, records it, proves the process (``proof.owned_pid`` with the
 ``pals-study`` entry point) and signals only a proven one; the recorded ``argv`` is never run. ``pals-runs``, which
-cannot import ``studies`` (a higher floor, docs/design.md §15), finds the rebuilding function through the entry
-point ``ARGV_GROUP`` that the package declares (``resume_rebuilt``).
+cannot import ``studies`` (a higher floor, docs/design.md "The house: floors, and one direction of dependency"), finds
+the rebuilding function through the entry point ``ARGV_GROUP`` that the package declares (``resume_rebuilt``).
 
 Status, derived on every read: ``running`` while a process provably runs the worker; else ``finished`` (exit 0),
 ``stopped`` (exit 130, or cancelled since this launch), ``failed`` (another exit status) or ``ended`` (the exit

@@ -14,10 +14,11 @@ from importlib import import_module
 from typing import Any, Optional, Sequence
 
 from .glue import GLUE_LABELS, GLUE_TASKS, PAPER_TASKS, get_task, glue_record, parse_task_list
-from .record import KINDS, METRICS_OF_KIND, TaskRecord, TaskRecordError, fingerprint
+from ..kinds.errors import TaskDataError, TaskRecordError
+from .record import KINDS, METRICS_OF_KIND, TaskRecord, fingerprint
 from .taskfile import read_tasks_file, select
 
-_LAZY = {"TaskDataError": "readers", "sha256_of": "readers", "num_labels": "rows", "read_label_names": "rows"}
+_LAZY = {"sha256_of": "readers", "num_labels": "rows", "read_label_names": "rows"}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from ..atomic import MAX_JSON_BYTES, open_regular, read_regular
+from ..kinds.errors import TaskDataError
 
 FORMATS = {
     ".csv": "csv",
@@ -39,10 +40,6 @@ FORMATS = {
 }
 CONLL_DEFAULTS = {"text": 0, "label": -1}  # a record's default column names, in a CoNLL file: the first, the last
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
-
-
-class TaskDataError(ValueError):
-    """A task's data cannot be used: the message names the file, and the row and column where there is one."""
 
 
 @dataclass

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
+from ..kinds.base import is_number
+from ..kinds.errors import TaskRecordError
 
 KINDS = PACKAGES  # the registered kinds (``pals_core.kinds.PACKAGES``)
 
@@ -51,10 +53,6 @@ OPTIONAL_FIELDS = (
     "format",
 )  # each taken by the kinds that list it (Kind.fields)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
-
-
-class TaskRecordError(ValueError):
-    """A task record that cannot be used: the message names the task and the field."""
 
 
 @dataclass(frozen=True)
@@ -183,10 +181,6 @@ class TaskRecord:
         return self
 
 
-def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> str:
     """What a task *is*: a built-in GLUE task is ``glue:<name>``; a task of one's own is the sha256 of its
     definition and its files' sha256 (its name and where the files lie do not count)."""
@@ -201,4 +195,4 @@ def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> st
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-__all__ = ["KINDS", "METRICS_OF_KIND", "TaskRecord", "TaskRecordError", "fingerprint"]
+__all__ = ["KINDS", "METRICS_OF_KIND", "TaskRecord", "fingerprint"]

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..kinds import get_kind
-from .readers import Columns, TaskDataError, read_columns
+from ..kinds.errors import TaskDataError
+from .readers import Columns, read_columns
 from .record import TaskRecord
 
 
@@ -39,14 +40,17 @@ class Rows:
 def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tuple[str, ...]:
     """The label order of the task's kind (() for a kind without named labels): declared, else a ClassLabel
     column's names, else the sorted distinct training labels. Reads only the label column of the training file
-    (when not declared)."""
-    return get_kind(record.kind).label_names(record, cols)
+    (when not declared and ``cols`` is not given)."""
+    kind = get_kind(record.kind)
+    if cols is None and kind.has_labels and record.labels is None:
+        cols = read_columns(record.train, [record.label])
+    return kind.label_names(record, cols)
 
 
 def num_labels(record: TaskRecord) -> int:
     """C_t: the outputs of the task's kind for its labels (declared, or read from the train file's label column)."""
     kind = get_kind(record.kind)
-    return kind.num_outputs(kind.label_names(record) if kind.has_labels else ())
+    return kind.num_outputs(read_label_names(record) if kind.has_labels else ())
 
 
 def _texts(record: TaskRecord, cols: Columns) -> tuple[list[Any], Optional[list[Any]]]:

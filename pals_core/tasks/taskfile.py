@@ -26,8 +26,9 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..kinds.errors import TaskRecordError
 from .glue import glue_name, glue_record, get_task
-from .record import TaskRecord, TaskRecordError
+from .record import TaskRecord
 
 MAX_TASKS_FILE_BYTES = 1 << 20
 RECORD_FIELDS = (
@@ -209,7 +210,7 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
 
 def read_tasks_file(path: "str | Path") -> dict[str, TaskRecord]:
     """The records of a tasks file, in file order (see the module's docstring)."""
-    from ..atomic import read_regular  # the guarded open: a FIFO never blocks, nothing over the cap is read
+    from ..atomic import read_regular  # late: atomic loads tempfile, kept off pals-budget's start-up without a file
 
     p = Path(path).expanduser()
     if not p.exists() and not p.is_symlink():

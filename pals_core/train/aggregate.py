@@ -1,4 +1,5 @@
-"""Statistics over seeds: the aggregate ``summary.json`` of a multi-seed run (docs/design.md §11).
+"""Statistics over seeds: the aggregate ``summary.json`` of a multi-seed run (docs/design.md "Baselines and repeated
+runs").
 
 For the n values x_1 … x_n of one quantity (one per seed):
 

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 from ..data.metrics import main_score
 from ..deps import DependencyError, check_transformers
 from ..tasks import records_of_config
+from . import orchestrate
 from .args import UsageError, build_parser, config_from_args, one_line  # noqa: F401  (re-exported: the CLI's parser)
 from .rundir import RunDir
 
@@ -35,8 +36,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     parser = build_parser()
     try:
-        from . import orchestrate  # --seeds, --jobs, --method separate: several runs (docs/design.md §11)
-
         orch, argv = orchestrate.split_flags(sys.argv[1:] if argv is None else argv)
         args = vars(parser.parse_args(argv))
         progress = not args.get("no_progress", False)

@@ -21,10 +21,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from ..atomic import read_json
 from .config import TrainConfig
-from .rundir import RunDir, read_json
+from .rundir import RunDir
+
+if TYPE_CHECKING:
+    from .trainer import OnEval
 
 POLL_S = 0.5
 _ROOT = str(Path(__file__).resolve().parents[2])
@@ -77,19 +81,31 @@ def _finished(cfg: TrainConfig) -> Optional[dict]:
 
 
 def run_all(
-    configs: Sequence[TrainConfig], jobs: int = 1, progress: bool = True, on_change: Optional[Callable[[], None]] = None
+    configs: Sequence[TrainConfig],
+    jobs: int = 1,
+    progress: bool = True,
+    on_change: Optional[Callable[[], None]] = None,
+    on_eval: Optional[OnEval] = None,
+    on_done: Optional[Callable[[TrainConfig], None]] = None,
 ) -> dict[str, dict]:
     """{cfg.out: summary} of every run, trained (or resumed) as needed. Raises ``TrainingStopped`` if
-    stopped by a signal and ``RunsFailed`` if any run failed (the others are finished first)."""
+    stopped by a signal and ``RunsFailed`` if any run failed (the others are finished first). ``on_eval`` is
+    the first run's trainer callback (``train``'s): it runs in this process, so only with ``jobs`` 1;
+    ``on_done(cfg)`` is called as each run has finished (its summary on disk)."""
     from .trainer import TrainingStopped, train  # late: loads torch
 
+    if on_eval is not None and jobs > 1:
+        raise ValueError("on_eval is called in this process: it needs jobs=1")
     results: dict[str, dict] = {}
     if jobs <= 1:
-        for cfg in configs:
-            results[cfg.out] = train(cfg, resume=True, progress=progress)
+        for i, cfg in enumerate(configs):
+            results[cfg.out] = train(cfg, resume=True, on_eval=on_eval if i == 0 else None, progress=progress)
+            if on_done:
+                on_done(cfg)
             if on_change:
                 on_change()
         return results
+    by_out = {cfg.out: cfg for cfg in configs}
     stop = threading.Event()
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -103,6 +119,8 @@ def run_all(
                 done = _finished(cfg)
                 if done is not None:  # nothing to train: no process to start
                     results[cfg.out] = done
+                    if on_done:
+                        on_done(cfg)
                     continue
                 running[cfg.out] = launch(cfg)
             if stop.is_set():
@@ -118,6 +136,8 @@ def run_all(
                 del running[out]
                 if rc == 0:
                     results[out] = read_json(Path(out) / "summary.json")
+                    if on_done:
+                        on_done(by_out[out])
                 elif rc in (EXIT_STOPPED, EXIT_INTERRUPTED, -signal.SIGTERM, -signal.SIGINT):
                     stopped.append(out)
                 else:

@@ -1,5 +1,5 @@
 """The ``machine`` block of a run's summary.json: the calculator's predicted step time and memory beside what the
-run measured (docs/design.md §§9–10).
+run measured (docs/design.md "Memory (bytes)", "Time").
 
     predicted  {device, batch, seq_len, precision, time_step_s, time_ratio, memory_train, memory_infer}
                (budget.machine; precision: bf16 where the run trains under bf16 autocast, else fp32)

@@ -1,4 +1,5 @@
-"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md §11).
+"""``pals-train`` runs made of several runs: ``--seeds``, ``--method separate``, ``--jobs`` (docs/design.md "Baselines
+and repeated runs").
 
 These are orchestration flags, not ``TrainConfig`` fields: ``split_flags`` takes them off the command
 line before the trainer's own parser sees it (``--method separate`` becomes ``--method shared``, the
@@ -16,13 +17,12 @@ plan; either give only ``--out`` (and machine-local flags: ``--threads --device 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from ..data.metrics import main_score
-from ..flags import given_values
+from ..flags import OneLineParser, given_values
 from ..tasks import records_of_config
 from . import seeds as sd
 from . import separate as sep
@@ -49,7 +49,7 @@ class Orchestration:
 def split_flags(argv: Sequence[str]) -> tuple[Orchestration, list[str]]:
     """(--seeds, --jobs, --method separate) and the rest of ``argv`` for the trainer's parser
     (``--method separate`` replaced by ``--method shared``). ``ValueError`` for bad values."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    p = OneLineParser(add_help=False, allow_abbrev=False)
     p.add_argument("--seeds")
     p.add_argument("--jobs")
     known, rest = p.parse_known_args(list(argv))
@@ -83,7 +83,7 @@ def handles(o: Orchestration, args: dict) -> bool:
     out = args.get("out")
     if o.asked:
         return True
-    if args.get("resume") and out and (sd.is_seeds_dir(out) or sep.is_separate_dir(out)):
+    if args.get("resume") and out and (sd.SeedsPlan.held_in(out) or sep.SeparatePlan.held_in(out)):
         return True
     if o.jobs is not None:
         raise ValueError("--jobs runs several runs at once: it needs --seeds or --method separate")
@@ -135,13 +135,14 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
     out = given["out"]
     if o.seeds is not None and "seed" in given:
         raise ValueError("give --seed (one run) or --seeds (one run per seed), not both")
-    stored_seeds, stored_sep, single = sd.is_seeds_dir(out), sep.is_separate_dir(out), RunDir(out).has_run()
+    stored_seeds, stored_sep = sd.SeedsPlan.held_in(out), sep.SeparatePlan.held_in(out)
+    single = RunDir(out).has_run()
     if (stored_seeds or stored_sep or single) and not resume:
         raise ValueError(f"{out} already holds a run: resume it (--resume) or choose another --out")
     if resume and single:
         raise ValueError(f"{out} holds a single run: resume it without --seeds / --method separate")
     if resume and stored_seeds:
-        plan = sd.read_plan(out)
+        plan = sd.SeedsPlan.read(out)
         if o.seeds is not None and o.seeds != plan.seeds:
             raise ValueError(
                 f"{out} was started with --seeds {','.join(map(str, plan.seeds))}, not {','.join(map(str, o.seeds))}"
@@ -153,7 +154,7 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
     if resume and stored_sep:
         if o.seeds is not None:
             raise ValueError(f"{out} holds a separate-models run of one seed, not a multi-seed run")
-        plan = sep.read_plan(out)
+        plan = sep.SeparatePlan.read(out)
         plan.template = _check_resume(plan.template, given, True)
         return "separate", plan
     RunDir(
@@ -166,10 +167,10 @@ def prepare(o: Orchestration, args: dict) -> tuple[str, object]:
         plan = sd.SeedsPlan(replace(template, seed=o.seeds[0]), o.seeds, o.separate)
         if o.separate:
             sep.make_plan(plan.seed_config(o.seeds[0]))  # refuse a bad plan before writing anything
-        sd.write_plan(plan)
+        plan.write()
         return "seeds", plan
     plan = sep.make_plan(template)
-    sep.write_plan(plan)
+    plan.write()
     return "separate", plan
 
 

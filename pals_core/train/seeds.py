@@ -1,6 +1,8 @@
-"""``--seeds 0,1,2``: the same run once per seed, and the statistics over seeds (docs/design.md §11).
+"""``--seeds 0,1,2``: the same run once per seed, and the statistics over seeds (docs/design.md "Baselines and repeated
+runs").
 
-    OUT/seeds.json          {"kind", "seeds", "separate", "template"}: what was asked (for --resume)
+    OUT/seeds.json          {"kind", "seeds", "separate", "template"}: what was asked (for --resume;
+                            ``SeedsPlan``, read and written by ``plan.Plan`` as ``separate.json`` is)
     OUT/seed-<k>/           one ordinary run per seed (or a ``--method separate`` folder per seed)
     OUT/progress.json       the trainer's schema, summed over every run underneath
     OUT/summary.json        the aggregate (``aggregate.py``): mean, sample std and 95 % t-interval over
@@ -10,25 +12,28 @@ Every seed's run is the template with ``seed = k`` and ``out = OUT/seed-<k>``: t
 initialisation of new weights, the task sampling, the data order and dropout; the data subset
 (``max_train_examples``) is seed-independent, so the seeds differ only by training randomness.
 Runs go through ``jobs.run_all`` (``--jobs N`` parallel processes), so a killed multi-seed run continues
-with ``--resume --out OUT`` and redoes nothing that finished.
+with ``--resume --out OUT`` and redoes nothing that finished. ``run_seeds`` is the one seed loop: ``pals-train
+--seeds`` and a study's trial over seeds (``studies/objective.py``) both train through it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Sequence
 
-from ..atomic import read_json_file
+from ..atomic import atomic_write_json, read_json, read_json_file
 from . import separate as sep
 from .aggregate import aggregate
-from .config import MAX_SEED, RESUME_FREE, TrainConfig
+from .config import MAX_SEED, TrainConfig
 from .jobs import run_all
 from .lock import RunLock
-from .rundir import SEEDS_FILE, RunDir, atomic_write_json, eta_s, read_json
+from .plan import Plan
+from .rundir import SEEDS_FILE, RunDir, eta_s
 
-KIND = "pals-train/seeds"
+if TYPE_CHECKING:
+    from .trainer import OnEval
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -52,43 +57,27 @@ def seed_dir(out: "str | Path", seed: int) -> str:
     return str(Path(out) / f"seed-{seed}")
 
 
-def seeds_file(out: "str | Path") -> Path:
-    return Path(out) / SEEDS_FILE
-
-
-def is_seeds_dir(out: "str | Path") -> bool:
-    return seeds_file(out).is_file()
-
-
 @dataclass
-class SeedsPlan:
-    template: TrainConfig  # resolved; out = OUT, seed = the first seed
-    seeds: list[int]
-    separate: bool = False
+class SeedsPlan(Plan):
+    """OUT/seeds.json: the template (out = OUT, seed = the first seed), the seeds, and whether each seed is a
+    ``--method separate`` folder (read and written by ``plan.Plan``)."""
 
-    @property
-    def out(self) -> Path:
-        return Path(self.template.out)
+    FILE: ClassVar[str] = SEEDS_FILE
+    KIND: ClassVar[str] = "pals-train/seeds"
+    WHAT: ClassVar[str] = "multi-seed plan"
+
+    seeds: list[int] = field(default_factory=list)
+    separate: bool = False
 
     def seed_config(self, seed: int) -> TrainConfig:
         return replace(self.template, seed=seed, out=seed_dir(self.out, seed))
 
-    def as_dict(self) -> dict:
-        return {"kind": KIND, "seeds": self.seeds, "separate": self.separate, "template": self.template.as_dict()}
+    def fields(self) -> dict:
+        return {"seeds": self.seeds, "separate": self.separate}
 
-
-def write_plan(plan: SeedsPlan) -> None:
-    plan.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(seeds_file(plan.out), plan.as_dict())
-
-
-def read_plan(out: "str | Path") -> SeedsPlan:
-    d = read_json(seeds_file(out))
-    if d.get("kind") != KIND:
-        raise ValueError(f"{seeds_file(out)} is not a multi-seed plan")
-    template = TrainConfig.from_dict(d["template"])
-    template.out = str(out)
-    return SeedsPlan(template, [int(k) for k in d["seeds"]], bool(d.get("separate")))
+    @classmethod
+    def from_fields(cls, template: TrainConfig, d: dict) -> "SeedsPlan":
+        return cls(template, [int(k) for k in d["seeds"]], bool(d.get("separate")))
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -140,24 +129,47 @@ PROGRESS_EVERY_S = 2.0  # OUT/progress.json (and ``on_change``) while leaves run
 
 
 def run_leaves(
-    out: Path, leaves: list[TrainConfig], jobs: int, progress: bool, on_change: Optional[Callable[[], None]] = None
+    out: Path,
+    leaves: list[TrainConfig],
+    jobs: int,
+    progress: bool,
+    on_change: Optional[Callable[[], None]] = None,
+    on_eval: Optional[OnEval] = None,
+    on_done: Optional[Callable[[TrainConfig], None]] = None,
 ) -> dict[str, dict]:
     """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out);
-    ``on_change`` is called as runs progress (e.g. to copy finished summaries away). The caller holds OUT's run
-    lock throughout (``lock.RunLock``), as a trainer holds its own folder's: the explorer sees a live process behind
-    OUT/progress.json (not a stale "running"), and a second orchestrator on the same OUT is refused (``RunBusy``)."""
+    ``on_change`` is called as runs progress (e.g. to copy finished summaries away), ``on_eval`` at the first run's
+    evaluations (``jobs`` 1), ``on_done(leaf)`` as each run finishes. The caller holds OUT's run lock throughout
+    (``lock.RunLock``), as a trainer holds its own folder's: the explorer sees a live process behind
+    OUT/progress.json (not a stale "running"), and a second orchestrator on the same OUT is refused (``RunBusy``).
+    An exception raised by ``on_eval`` (a pruned trial) stops OUT, as it stops the run it was called from."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        return _run_leaves_locked(out, leaves, jobs, progress, on_change)
+        return _run_leaves_locked(out, leaves, jobs, progress, on_change, on_eval, on_done)
 
 
 def _run_leaves_locked(
-    out: Path, leaves: list[TrainConfig], jobs: int, progress: bool, on_change: Optional[Callable[[], None]]
+    out: Path,
+    leaves: list[TrainConfig],
+    jobs: int,
+    progress: bool,
+    on_change: Optional[Callable[[], None]],
+    on_eval: Optional[OnEval],
+    on_done: Optional[Callable[[TrainConfig], None]],
 ) -> dict[str, dict]:
     from .trainer import TrainingStopped  # late: loads torch
 
     write = _progress_writer(out, leaves, time.monotonic())
+    raised_in_on_eval = [False]
+
+    def evaluated(step: int, scores: dict, average: float) -> None:
+        try:
+            on_eval(step, scores, average)
+        except BaseException:
+            raised_in_on_eval[0] = True
+            raise
+
     last = [float("-inf")]
 
     def changed() -> None:  # run_all calls this at every poll: read the leaves' files at most every PROGRESS_EVERY_S
@@ -171,12 +183,19 @@ def _run_leaves_locked(
 
     write("running")
     try:
-        results = run_all(leaves, jobs=jobs, progress=progress, on_change=changed)
+        results = run_all(
+            leaves,
+            jobs=jobs,
+            progress=progress,
+            on_change=changed,
+            on_eval=None if on_eval is None else evaluated,
+            on_done=on_done,
+        )
     except (TrainingStopped, KeyboardInterrupt):
         write("stopped")
         raise
     except BaseException as e:
-        write("failed", error=f"{type(e).__name__}: {e}")
+        write("stopped" if raised_in_on_eval[0] else "failed", error=f"{type(e).__name__}: {e}")
         raise
     write("finished")
     return results
@@ -198,9 +217,8 @@ def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, "sep.Sepa
     for k in plan.seeds:
         cfg = plan.seed_config(k)
         if plan.separate:
-            if sep.is_separate_dir(cfg.out):  # resumed: machine-local settings come from this invocation
-                p = sep.read_plan(cfg.out)
-                p.template = replace(p.template, **{f: getattr(cfg, f) for f in RESUME_FREE if f != "out"})
+            if sep.SeparatePlan.held_in(cfg.out):  # resumed: machine-local settings come from this invocation
+                p = sep.SeparatePlan.read(cfg.out, local=cfg)
             else:
                 p = _new_separate_plan(plan, cfg)
             plans[k] = p
@@ -247,9 +265,7 @@ def aggregate_so_far(out: "str | Path") -> Optional[dict]:
     training, or one stopped before it wrote OUT/summary.json — read from their summaries, with ``"planned"``: the
     plan's seeds. None without a plan or a finished seed; the file system only (trains and writes nothing)."""
     try:
-        d = read_json_file(seeds_file(out), "seeds plan")  # guarded: a FIFO or deep nesting here never hangs a page
-        if d.get("kind") != KIND:
-            return None
+        d = SeedsPlan.read_dict(out)  # guarded: a FIFO or deep nesting here never hangs a page
         planned = [int(k) for k in d["seeds"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -272,15 +288,32 @@ def aggregate_so_far(out: "str | Path") -> Optional[dict]:
     return {**agg, "planned": planned}
 
 
-def run_seeds(plan: SeedsPlan, jobs: int = 1, progress: bool = True) -> dict:
-    """Train (or resume) every seed's run of ``plan`` and write the aggregate OUT/summary.json."""
+def run_seeds(
+    plan: SeedsPlan,
+    jobs: int = 1,
+    progress: bool = True,
+    on_eval: Optional[OnEval] = None,
+    on_done: Optional[Callable[[TrainConfig], None]] = None,
+) -> dict:
+    """The seed loop — ``pals-train --seeds`` and the studies' trials over seeds: train (or resume) every seed's run
+    of ``plan`` (``jobs`` at a time) and write the aggregate OUT/summary.json, which it returns. ``on_eval`` is
+    called at the evaluations of the first seed's run (in this process: ``jobs`` 1; a study's pruner), ``on_done``
+    with each run as it finishes (a study drops its checkpoints)."""
     leaves, plans = seed_leaves(plan)
-    results = run_leaves(plan.out, leaves, jobs, progress, on_change=lambda: write_finished_separate(plans))
+    results = run_leaves(
+        plan.out,
+        leaves,
+        jobs,
+        progress,
+        on_change=lambda: write_finished_separate(plans),
+        on_eval=on_eval,
+        on_done=on_done,
+    )
     return finish_seeds(plan, plans, results)
 
 
 def _new_separate_plan(plan: SeedsPlan, cfg: TrainConfig) -> "sep.SeparatePlan":
     """Seed k's separate plan in OUT/seed-<k>/ (its steps per task do not depend on the seed)."""
     p = sep.make_plan(cfg)
-    sep.write_plan(p)
+    p.write()
     return p

@@ -26,18 +26,18 @@ rate and warm-up *fraction* (of its own n_t steps), and evaluates at the same po
 every max(1, round(eval_every · n_t / S)) steps. Each model keeps its own best checkpoint (by its task's
 dev score): a separate model is tuned on its own, as in the paper.
 
-The run folder ``OUT`` holds ``separate.json`` (the template and the plan), one ordinary ``pals-train``
-run per task in ``OUT/task-<name>/`` (``shared`` method, one task; resumable like any run) and, at the
-end, ``OUT/summary.json`` in the trainer's format (``scores``, ``average``, ``params``, …) with
-``best_step`` and ``task_steps`` per task.
+The run folder ``OUT`` holds ``separate.json`` (the template and the plan: ``SeparatePlan``, read and written by
+``plan.Plan`` as ``seeds.json`` is), one ordinary ``pals-train`` run per task in ``OUT/task-<name>/`` (``shared``
+method, one task; resumable like any run) and, at the end, ``OUT/summary.json`` in the trainer's format
+(``scores``, ``average``, ``params``, …) with ``best_step`` and ``task_steps`` per task.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 
@@ -49,10 +49,10 @@ from ..tasks import records_of_config
 from .config import TrainConfig
 from .models import model_shape
 from .params import design_cost, run_tasks
-from .rundir import PLAN_FILE, atomic_write_json, read_json
+from .plan import Plan
+from .rundir import PLAN_FILE
 
 METHOD = "separate"
-KIND = "pals-train/separate"
 STEPS_RULE = (
     "n_t = sum over the multi-task run's steps of p_t(step) under its sampling, rounded by largest remainder "
     "so that sum_t n_t = steps"
@@ -116,15 +116,17 @@ def steps_per_task(cfg: TrainConfig, sizes: Optional[dict[str, int]] = None) -> 
 
 
 @dataclass
-class SeparatePlan:
-    template: TrainConfig  # the multi-task configuration (method shared, every task), resolved
-    steps: dict[str, int]
-    eval_every: dict[str, int]
-    sizes: dict[str, int]
+class SeparatePlan(Plan):
+    """OUT/separate.json: the template — the multi-task configuration (method shared, every task), resolved — and
+    each task's steps, evaluation interval and training examples (read and written by ``plan.Plan``)."""
 
-    @property
-    def out(self) -> Path:
-        return Path(self.template.out)
+    FILE: ClassVar[str] = PLAN_FILE
+    KIND: ClassVar[str] = "pals-train/separate"
+    WHAT: ClassVar[str] = "separate-models plan"
+
+    steps: dict[str, int] = field(default_factory=dict)
+    eval_every: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
 
     def task_dir(self, task: str) -> str:
         return str(self.out / f"task-{task}")
@@ -149,15 +151,22 @@ class SeparatePlan:
             )
         return out
 
-    def as_dict(self) -> dict:
+    def fields(self) -> dict:
         return {
-            "kind": KIND,
-            "template": self.template.as_dict(),
             "steps_per_task": self.steps,
             "eval_every_per_task": self.eval_every,
             "train_examples": self.sizes,
             "rule": STEPS_RULE,
         }
+
+    @classmethod
+    def from_fields(cls, template: TrainConfig, d: dict) -> "SeparatePlan":
+        return cls(
+            template,
+            {k: int(v) for k, v in d["steps_per_task"].items()},
+            {k: int(v) for k, v in d["eval_every_per_task"].items()},
+            {k: int(v) for k, v in d["train_examples"].items()},
+        )
 
 
 def check_template(cfg: TrainConfig) -> TrainConfig:
@@ -183,33 +192,6 @@ def make_plan(template: TrainConfig) -> SeparatePlan:
     steps = steps_per_task(template, sizes)
     every = {t: max(1, round(template.eval_every * n / template.steps)) for t, n in steps.items()}
     return SeparatePlan(template, steps, every, sizes)
-
-
-def plan_file(out: "str | Path") -> Path:
-    return Path(out) / PLAN_FILE
-
-
-def is_separate_dir(out: "str | Path") -> bool:
-    return plan_file(out).is_file()
-
-
-def write_plan(plan: SeparatePlan) -> None:
-    plan.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(plan_file(plan.out), plan.as_dict())
-
-
-def read_plan(out: "str | Path") -> SeparatePlan:
-    d = read_json(plan_file(out))
-    if d.get("kind") != KIND:
-        raise ValueError(f"{plan_file(out)} is not a separate-models plan")
-    template = TrainConfig.from_dict(d["template"])
-    template.out = str(out)
-    return SeparatePlan(
-        template,
-        {k: int(v) for k, v in d["steps_per_task"].items()},
-        {k: int(v) for k, v in d["eval_every_per_task"].items()},
-        {k: int(v) for k, v in d["train_examples"].items()},
-    )
 
 
 def separate_params(template: TrainConfig) -> dict:

@@ -41,7 +41,8 @@ from ..model import MultiTaskModel
 from .checkpoint import CheckpointDamaged, Checkpoints
 from ..kinds import get_kind
 from .config import TrainConfig, data_differences
-from .evaluate import EvalInterrupted, evaluate
+from ..forward import EvalInterrupted
+from .evaluate import evaluate
 from .extend import (
     added_task_names,
     base_config,

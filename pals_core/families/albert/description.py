@@ -91,7 +91,7 @@ class SharedLayerFamily(Family):
         )
 
 
-# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) -----------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md "Memory (bytes)", "Time") ------------------
 
 
 def trace_embeddings_mapped(tr, m: BaseModel, trains: bool):

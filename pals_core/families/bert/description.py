@@ -1,4 +1,5 @@
-"""BERT (MiniLM included) and the RoBERTa family (RoBERTa, XLM-R, CamemBERT): the same layer, docs/design.md §2.
+"""BERT (MiniLM included) and the RoBERTa family (RoBERTa, XLM-R, CamemBERT): the same layer, docs/design.md "Base
+models, exact".
 
     embeddings (V + P + Y)·d + 2d;   layer 4d² + 2·d·d_ff + 9d + d_ff;   pooler d² + d
     layer FLOPs 2n·(4d² + 2·d·d_ff) + 4n²·d;   head Linear(d, C) on the pooled first token
@@ -74,7 +75,7 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
     return bert_layer_flops(m, n)
 
 
-# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md "Memory (bytes)", "Time") ------------------
 
 LAYER_TENSORS = 16  # Q, K, V, O, FFN in, FFN out (weight + bias each), two LayerNorms (γ, β)
 

@@ -1,7 +1,8 @@
 """BERT (MiniLM), RoBERTa / XLM-R / CamemBERT and ELECTRA: the trunks of ``BertLayer``-shaped layers.
 
 An adapted layer l is an explicit copy of ``BertLayer.forward`` built from the same submodules, with the
-adapter's hooks at the places docs/design.md §4 names (``pals_core.adapters.base`` documents each):
+adapter's hooks at the places docs/design.md "Adapter methods (per task)" names (``pals_core.adapters.base``
+documents each):
 
     a_l     = attention_norm(h_l + adapt_attention_output(O · MH(adapt_query(Q h_l), adapt_key(K h_l),
                                                             adapt_value(V h_l); adapt_attention_mask(mask))))

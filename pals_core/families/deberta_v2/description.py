@@ -174,7 +174,7 @@ def embedding_flops(m: BaseModel, n: int) -> int:
     return mm(n, m.width, m.hidden).c if m.width != m.hidden else 0
 
 
-# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md "Memory (bytes)", "Time") ------------------
 # As ``DebertaV2Embeddings``, ``DebertaV2Encoder``, ``DisentangledSelfAttention``, ``ConvLayer`` and the trunk's
 # ``DebertaHead`` run in transformers (checked against saved_tensors_hooks by tests/test_memory.py):
 # - embeddings: the lookups keep their int64 ids (positions: a view of the (1, P) buffer), the projection its input,

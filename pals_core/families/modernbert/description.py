@@ -126,7 +126,7 @@ def head_flops(m: BaseModel, labels: int) -> int:
     return (mm(1, m.hidden, m.hidden) + mm(1, m.hidden, labels)).c
 
 
-# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md "Memory (bytes)", "Time") ------------------
 # As ``ModernBertEncoderLayer`` and the trunk's adapted copy run it (checked against saved_tensors_hooks by
 # tests/test_memory.py): q, k, v are views of the fused Wqkv output (B, n, 3d), so whatever keeps one of them keeps
 # that whole storage; RoPE keeps cos and sin (n·d_h floats per layer type, computed once per forward) and makes new

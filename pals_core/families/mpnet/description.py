@@ -81,7 +81,7 @@ def layer_flops(m: BaseModel, i: int, n: int) -> int:
     return bert_layer_flops(m, n)
 
 
-# --- the forward on symbolic tensors (memory and step time, docs/design.md §9–10) ------------------------------------------------
+# --- the forward on symbolic tensors (memory and step time, docs/design.md "Memory (bytes)", "Time") ------------------
 # As ``MPNetEmbeddings``, ``MPNetEncoder.compute_position_bias`` and ``MPNetSelfAttention`` run (checked against
 # saved_tensors_hooks by tests/test_memory.py): the word lookup keeps the caller's ids, the position lookup the (B, n)
 # int64 positions it computes from them, the relative-bias lookup the (n, n) int64 bucket ids (each only when the

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from .. import labels as L
-from ..base import Kind, counts_table
+from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..errors import TaskDataError, TaskRecordError
 
 
 def _row_labels(record: Any, cols: Any, i: int, value: Any) -> Optional[list[Optional[str]]]:
@@ -35,8 +36,6 @@ class Classification(Kind):
         return not (metric == "f1" and num_labels not in (None, 2))
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
-
         L.check_label_set(record, where)
         if record.positive is not None and record.labels is not None and record.positive not in record.labels:
             raise TaskRecordError(f"{where}: positive label {record.positive!r} is not in 'labels'")
@@ -51,12 +50,12 @@ class Classification(Kind):
     def check_label_names(self, record: Any, names: tuple[str, ...]) -> None:
         """The ``positive`` label among the labels read; binary ``f1`` on two labels only."""
         if record.positive is not None and record.positive not in names:
-            raise L.data_error(
+            raise TaskDataError(
                 f"{record.train}, column {record.label!r}: positive label {record.positive!r} "
                 f"is not a label ({', '.join(names)})"
             )
         if "f1" in record.reported_metrics(len(names)) and len(names) != 2:
-            raise L.data_error(
+            raise TaskDataError(
                 f"{record.train}, column {record.label!r}: metric 'f1' is binary; this task has {len(names)} labels"
             )
 
@@ -67,8 +66,6 @@ class Classification(Kind):
         """Scores of arg-max predictions; logits (n, C) or predicted classes (n,)."""
         import numpy as np
         from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
-
-        from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
         positive = record.positive_index(record.labels) if record.labels is not None else 1
         logits, labels = np.asarray(preds), np.asarray(labels)
@@ -114,8 +111,6 @@ class Classification(Kind):
 
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
-
-        from ...outputs import TaskOutputs  # late: outputs imports the kinds
 
         logits = np.asarray(logits, dtype=np.float32)
         names = tuple(names)

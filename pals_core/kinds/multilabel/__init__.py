@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from .. import labels as L
-from ..base import Kind, counts_table
+from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..errors import TaskDataError, TaskRecordError
 
 DEFAULT_LABEL_SEP = ","
 
@@ -32,7 +33,7 @@ def _row_labels(record: Any, cols: Any, i: int, value: Any) -> Optional[list[Opt
         names = [L.label_text(v, where, "a multilabel row of a") for v in value]
         return None if any(n is None for n in names) else list(dict.fromkeys(names))
     if isinstance(value, dict):
-        raise L.data_error(f"{where()}: a struct label {L.short(value)} (a multilabel row is a list of labels)")
+        raise TaskDataError(f"{where()}: a struct label {L.short(value)} (a multilabel row is a list of labels)")
     s = str(value).strip()
     if not s:
         return None
@@ -53,8 +54,6 @@ class Multilabel(Kind):
     )
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
-
         L.check_label_set(record, where)
         if record.label_sep is not None and (not isinstance(record.label_sep, str) or not record.label_sep):
             raise TaskRecordError(f"{where}: 'label_sep' is a non-empty string")
@@ -78,8 +77,6 @@ class Multilabel(Kind):
         """F1 of thresholded predictions (logit > 0 ⇔ sigmoid > 0.5); labels (n, C) multi-hot."""
         import numpy as np
         from sklearn.metrics import f1_score
-
-        from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
         logits, labels = np.asarray(preds), np.asarray(labels)
         preds = (logits > 0) if logits.dtype != bool else logits
@@ -110,8 +107,6 @@ class Multilabel(Kind):
 
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
-
-        from ...outputs import TaskOutputs  # late: outputs imports the kinds
 
         logits = np.asarray(logits, dtype=np.float32)
         names = tuple(names)

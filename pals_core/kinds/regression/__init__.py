@@ -18,7 +18,8 @@ import re
 from typing import Any, Mapping, Optional, Sequence
 
 from .. import labels as L
-from ..base import Kind
+from ..base import Kind, TaskOutputs, check_lengths, is_number
+from ..errors import TaskDataError, TaskRecordError
 
 NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|(?i:[+-]?(nan|inf|infinity))\Z"
 """A regression target written as text (spaces around it aside): a decimal number in ASCII, as written — float()
@@ -38,8 +39,6 @@ class Regression(Kind):
     entropy_sampling = "borrow"
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError, is_number  # late: pals_core.tasks imports the kinds
-
         if record.main_metric in LOWER_BETTER:
             raise TaskRecordError(
                 f"{where}: {record.main_metric!r} is lower-better and cannot be the main metric (the dev average and "
@@ -72,13 +71,13 @@ class Regression(Kind):
                     raise ValueError(v)
                 x = float(v) if not isinstance(v, bool) and v is not None and str(v).strip() else None
             except (TypeError, ValueError):
-                raise L.data_error(f"{cols.where(i, column)}: target {L.short(v)} is not a number") from None
+                raise TaskDataError(f"{cols.where(i, column)}: target {L.short(v)} is not a number") from None
             if x is None:
-                raise L.data_error(f"{cols.where(i, column)}: missing label")
+                raise TaskDataError(f"{cols.where(i, column)}: missing label")
             if not math.isfinite(x):
-                raise L.data_error(f"{cols.where(i, column)}: target {v!r} is not finite")
+                raise TaskDataError(f"{cols.where(i, column)}: target {v!r} is not finite")
             if record.range is not None and not record.range[0] <= x <= record.range[1]:
-                raise L.data_error(
+                raise TaskDataError(
                     f"{cols.where(i, column)}: target {x:g} is outside the declared range "
                     f"[{record.range[0]:g}, {record.range[1]:g}]"
                 )
@@ -127,8 +126,6 @@ class Regression(Kind):
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
         import numpy as np
 
-        from ...outputs import TaskOutputs  # late: outputs imports the kinds
-
         logits = np.asarray(logits, dtype=np.float32)
         return TaskOutputs(task, self.name, (), [float(v) for v in to_units(logits[:, 0], scale)], None, None, logits)
 
@@ -150,8 +147,6 @@ def regression_scores(preds: Any, labels: Any, metrics: Sequence[str] = ("pearso
     """Pearson and Spearman correlation (0.0 for a constant prediction: undefined correlation), RMSE and MAE."""
     import numpy as np
     from scipy.stats import pearsonr, spearmanr
-
-    from ...data.metrics import check_lengths  # late: data.metrics imports the kinds (and loads numpy)
 
     preds, labels = np.asarray(preds, dtype=np.float64).reshape(-1), np.asarray(labels, dtype=np.float64)
     check_lengths(preds, labels)

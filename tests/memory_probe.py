@@ -1,4 +1,5 @@
-"""Measuring what a ``MultiTaskBert`` really holds, to check the calculator's memory figures (docs/design.md §9).
+"""Measuring what a ``MultiTaskBert`` really holds, to check the calculator's memory figures (docs/design.md "Memory
+(bytes)").
 
 - ``saved_activation_bytes``: the bytes autograd saves in one training-mode forward of one task — every tensor
   handed to ``torch.autograd.graph.saved_tensors_hooks``, each storage counted once, parameters excluded.
@@ -6,6 +7,9 @@
 - ``inference_peak_bytes``: the peak of live tensor bytes (a ``TorchDispatchMode`` that follows every output
   storage until it is freed) during ``predict_all`` under ``torch.inference_mode``.
 - ``cuda_step_peak_bytes``: ``torch.cuda.max_memory_allocated`` over one training step on a CUDA device.
+
+An instrument of the tests and of ``benchmarks/gpu_check.py``, ``bench_time.py`` (they put ``tests/`` on their path),
+not part of the installed package.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ def optimizer_state_bytes(model, batch: int = 2, n: int = 4) -> int:
     return total
 
 
-class _LiveBytes(TorchDispatchMode):
+class LiveBytes(TorchDispatchMode):
     """Follows every storage an op outputs until it is freed; ``peak`` = the most bytes alive at once. ``model``:
     its parameters' storages are not counted (a view of a weight, e.g. ``Linear``'s transpose, is the weight)."""
 
@@ -99,7 +103,7 @@ def inference_peak_bytes(model, batch: int, n: int, tasks: Optional[list[str]] =
     was = model.training
     model.eval()
     try:
-        with torch.inference_mode(), _LiveBytes() as live:
+        with torch.inference_mode(), LiveBytes() as live:
             model.predict_all(**inputs, tasks=tasks)
     finally:
         model.train(was)

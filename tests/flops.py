@@ -1,11 +1,13 @@
 """Counting forward FLOPs of a ``MultiTaskBert`` with ``torch.utils.flop_counter.FlopCounterMode``.
 
-The convention is FlopCounterMode's (docs/design.md §5): matrix multiplies only, 2 FLOPs per
+The convention is FlopCounterMode's (docs/design.md "FLOPs"): matrix multiplies only, 2 FLOPs per
 multiply-add; attention's QKᵀ and AV count 2·n²·width each. FlopCounterMode has no formula for
 the CPU kernel of ``F.scaled_dot_product_attention``
 (``aten._scaled_dot_product_flash_attention_for_cpu``), so on CPU attention would count 0:
 ``register_cpu_sdpa_formulas()`` (idempotent; called by every counter here) registers torch's own
 ``sdpa_flop_count`` for it, and the backward formula for its backward kernel.
+
+An instrument of the tests (the calculator's FLOPs against torch's), not part of the installed package.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from torch.utils.flop_counter import (
     sdpa_flop_count,
 )
 
-from .families.registry import get_family
+from pals_core.families.registry import get_family
 
 _aten = torch.ops.aten
 
