@@ -43,7 +43,7 @@ def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tupl
     (when not declared and ``cols`` is not given)."""
     kind = get_kind(record.kind)
     if cols is None and kind.has_labels and record.labels is None:
-        cols = read_columns(record.train, [record.label])
+        cols = read_columns(record.train, [record.label], record.format)
     return kind.label_names(record, cols)
 
 

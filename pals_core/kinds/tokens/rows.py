@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .. import labels as L
+from ..errors import TaskDataError, TaskRecordError
 
 FORMATS = ("conll",)  # the record's ``format``: read the files as this whatever their extension
 OUTSIDE = "O"  # the tag of a word outside every entity
@@ -30,9 +31,9 @@ def _tags(record: Any, cols: Any, i: int, value: Any) -> list[str]:
     declared ``labels``."""
     column = record.label
     if value is None:
-        raise L.data_error(f"{cols.where(i, column)}: missing label")
+        raise TaskDataError(f"{cols.where(i, column)}: missing label")
     if not isinstance(value, (list, tuple)):
-        raise L.data_error(
+        raise TaskDataError(
             f"{cols.where(i, column)}: a list of tags expected (one per word), found {type(value).__name__} "
             f"{L.short(value)}"
         )
@@ -43,18 +44,18 @@ def _tags(record: Any, cols: Any, i: int, value: Any) -> list[str]:
         if isinstance(v, int) and not isinstance(v, bool):
             table, what = (classes, "ClassLabel") if classes is not None else (record.labels, "'labels'")
             if table is None:
-                raise L.data_error(f"{where}: integer tag {v}: name the tags with 'labels:' (index → tag)")
+                raise TaskDataError(f"{where}: integer tag {v}: name the tags with 'labels:' (index → tag)")
             if v == -1 and classes is not None:
-                raise L.data_error(f"{where}: missing tag (ClassLabel -1: an unlabelled word)")
+                raise TaskDataError(f"{where}: missing tag (ClassLabel -1: an unlabelled word)")
             if not 0 <= v < len(table):
-                raise L.data_error(f"{where}: tag index {v} is out of range ({what}: 0 to {len(table) - 1})")
+                raise TaskDataError(f"{where}: tag index {v} is out of range ({what}: 0 to {len(table) - 1})")
             out.append(table[v])
         elif isinstance(v, str):
             if not v.strip():
-                raise L.data_error(f"{where}: empty tag")
+                raise TaskDataError(f"{where}: empty tag")
             out.append(v.strip())
         else:
-            raise L.data_error(f"{where}: a tag is a string or an integer, found {type(v).__name__} {L.short(v)}")
+            raise TaskDataError(f"{where}: a tag is a string or an integer, found {type(v).__name__} {L.short(v)}")
     return out
 
 
@@ -116,8 +117,6 @@ class TokenRows:
     per_word = True
 
     def check(self, record: Any, where: str) -> None:
-        from ...tasks.record import TaskRecordError  # late: pals_core.tasks imports the kinds
-
         L.check_label_set(record, where)
         if len(record.text) != 1:
             raise TaskRecordError(f"{where}: 'text' is one column of words (a tagging task has no text pair)")
@@ -131,20 +130,16 @@ class TokenRows:
 
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
         """Declared ``labels``, else the label column's ClassLabel names, else the sorted distinct training tags
-        with "O" first (reads only the tag column of the training file)."""
+        with "O" first (``cols``: the training file's tag column at least, read by ``tasks.rows``)."""
         if record.labels is not None:
             return tuple(record.labels)
-        if cols is None:
-            from ...tasks.readers import read_columns  # late: pals_core.tasks imports the kinds
-
-            cols = read_columns(record.train, [record.label], record.format)
         if record.label in cols.label_names:
             return cols.label_names[record.label]
         seen: set[str] = set()
         for i, value in enumerate(cols.values[record.label]):
             seen.update(_tags(record, cols, i, value))
         if len(seen) < 2:
-            raise L.data_error(
+            raise TaskDataError(
                 f"{cols.path}, {cols.column(record.label)}: fewer than two tags "
                 f"({', '.join(map(repr, sorted(seen))) or 'none'})"
             )
@@ -160,7 +155,7 @@ class TokenRows:
             tags = _tags(record, cols, i, value)
             words = cols.values[text][i]
             if len(tags) != len(words):
-                raise L.data_error(
+                raise TaskDataError(
                     f"{cols.where(i, column)}: {len(tags)} tag{'s' * (len(tags) != 1)} for {len(words)} "
                     f"word{'s' * (len(words) != 1)} (column {text!r}): one tag per word"
                 )
@@ -171,7 +166,7 @@ class TokenRows:
                         if split == "dev" and record.labels is None
                         else f"not one of {', '.join(names)}"
                     )
-                    raise L.data_error(f"{cols.where_word(i, j, column)}: tag {t!r} {what}")
+                    raise TaskDataError(f"{cols.where_word(i, j, column)}: tag {t!r} {what}")
             out.append([index[t] for t in tags])
         return out
 
