@@ -1,6 +1,7 @@
 """The task panel ("Your tasks"): what the question's tasks hold before any training — rows per split, the label
-distribution, the majority-class score on dev (the floor every design must beat), and token lengths under the
-model's own tokenizer (p50 / p95 / max, and the share a run at the page's n would cut).
+distribution (charted, or the kind's own line: ``Kind.distribution_text``), the majority-class score on dev (the
+floor every design must beat), and token lengths under the model's own tokenizer (p50 / p95 / max, and the share a
+run at the page's n would cut).
 
 Every number is ``pals_core.data.profile``'s (the rows read through the trainer's own checked path): this module
 only draws them. A profile is cached per task by its record, its files' version (``inputs.files_stamp``), the model
@@ -169,7 +170,8 @@ def render(inp: Optional[Inputs]) -> None:
     st.caption(
         f"{len(profiles)} task(s){where}, read as the trainer reads them; tokens counted with {model_name}'s "
         f"tokenizer, special tokens included, untruncated. The majority class predicts the most frequent training "
-        "label on every dev row (regression: the training mean; multilabel: each label most rows carry) — the "
+        "label on every dev row (regression: the training mean; multilabel: each label most rows carry; tags per "
+        "word: 'O' on every word) — the "
         "score any design must beat."
     )
     st.dataframe(
@@ -200,11 +202,12 @@ def render(inp: Optional[Inputs]) -> None:
     st.caption(
         "Dev rows: " + " · ".join(f"{p['name']} from {short_source(p.get('dev_source') or '')}" for p in profiles)
     )
-    classes = [p for p in profiles if p["labels"]]
+    texts = {p["name"]: get_kind(p["kind"]).distribution_text(p) for p in profiles}  # "": its labels are charted
+    classes = [p for p in profiles if not texts[p["name"]]]
     for i in range(0, len(classes), 3):
         cols = st.columns(3)
         for col, p in zip(cols, classes[i : i + 3]):
             col.plotly_chart(distribution_figure(p), config=CHART, key=f"fig_labels::{p['name']}")
     for p in profiles:
-        if not p["labels"]:
-            st.markdown(get_kind(p["kind"]).distribution_text(p))
+        if texts[p["name"]]:
+            st.markdown(texts[p["name"]])

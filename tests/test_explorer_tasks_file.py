@@ -22,6 +22,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
 from pals_core.budget.tasks import tasks_of_records
+from pals_core.kinds import get_kind
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 
@@ -47,7 +48,15 @@ def app(runs_dir):
 @pytest.fixture(scope="module")
 def example() -> Path:
     data = [
-        EXAMPLE.parent / "data" / n for n in ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")
+        EXAMPLE.parent / "data" / n
+        for n in (
+            "intent_train.csv",
+            "intent_dev.csv",
+            "reviews.jsonl",
+            "tickets.parquet",
+            "entities_train.conll",
+            "entities_dev.conll",
+        )
     ]
     if not all(p.is_file() for p in data):  # the example's data is written by its own (deterministic) script
         import subprocess
@@ -130,7 +139,7 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
     assert app.sidebar.text_input(key="tasks_file").value == inputs.example_tasks_path()
     records = read_tasks_file(example)
     tasks = tasks_of_records(records.values())
-    assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4)]
+    assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4), ("entities", 8)]
     table = table_with(app, "fits")
     want = {(c.method, c.location or "—"): c for c in rows(BERT, tasks, budget=Budget(ratio=1.13))}
     assert len(table) == len(want) > 0
@@ -139,10 +148,10 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
         assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == (
             "—" if c.d_s is None else str(c.d_s)
         )
-    # the heads are d·C_t + C_t: 3 + 1 + 4 outputs, not three binary tasks
+    # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks
     shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
     assert shared.params_task_specific == sum(768 * t.num_labels + t.num_labels for t in tasks)
-    assert any("**3 tasks** (intent, reviews, tickets)" in m.value for m in app.markdown)
+    assert any("**4 tasks** (intent, reviews, tickets, entities)" in m.value for m in app.markdown)
     assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
 
 
@@ -182,8 +191,8 @@ def test_the_task_panel_shows_each_task_and_offers_its_p95(app, example):
         )
         assert r["majority class on dev"] == f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})"
         assert r["truncated at n = 128"] == f"{100 * p['tokens']['truncated']:.1f}%"
-    for p in want:  # a bar chart of the labels for every task with labels, train and dev
-        if p["kind"] != "regression":
+    for p in want:  # a bar chart of the labels, train and dev, for every kind without a line of its own
+        if not get_kind(p["kind"]).distribution_text(p):
             bars = {
                 t["name"].split()[0]: dict(zip(t["x"], t["customdata"]))
                 for t in fig(app, f"fig_labels::{p['name']}")["data"]
@@ -237,6 +246,7 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
         ("intent", 3),
         ("reviews", 1),
         ("tickets", 4),
+        ("entities", 8),
     ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)

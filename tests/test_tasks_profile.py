@@ -24,7 +24,15 @@ from pals_core.cli.tasks import main
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tasks"
 TASKS_FILE = EXAMPLE / "tasks.yaml"
-DATA_FILES = ("intent_train.csv", "intent_dev.csv", "reviews.jsonl", "tickets.parquet")
+DATA_FILES = (
+    "intent_train.csv",
+    "intent_dev.csv",
+    "reviews.jsonl",
+    "tickets.parquet",
+    "entities_train.conll",
+    "entities_dev.conll",
+    "entities_train.jsonl",
+)
 SHAPE = {"name", "kind", "train_rows", "dev_rows", "dev_source", "labels", "distribution", "majority", "tokens"}
 
 
@@ -56,7 +64,7 @@ def _tickets():
 
 
 def test_example_profile_rows_and_shape(profiles):
-    assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets"]
+    assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets", "entities"]
     for p in profiles.values():
         assert set(p) == SHAPE and p["tokens"] is None
         assert set(p["distribution"]) == {"train", "dev"} and set(p["majority"]) == {"metric", "main", "scores"}
@@ -73,6 +81,16 @@ def test_example_profile_rows_and_shape(profiles):
     assert reviews["dev_source"] == f"{EXAMPLE / 'data' / 'reviews.jsonl'} (dev: 0.1 of train, seed 0)"
     assert (tickets["kind"], tickets["train_rows"], tickets["dev_rows"]) == ("multilabel", 360, 40)
     assert tickets["labels"] == ["bug", "billing", "mobile", "urgent"]
+    entities = profiles["entities"]
+    assert (entities["kind"], entities["train_rows"], entities["dev_rows"]) == ("tokens", 300, 90)
+    assert entities["dev_source"] == str(EXAMPLE / "data" / "entities_dev.conll")
+    assert entities["labels"][0] == "O" and {t[2:] for t in entities["labels"][1:]} == {
+        "PRODUCT",
+        "CITY",
+        "ORDER",
+        "DATE",
+        "AMOUNT",
+    }
 
 
 def test_example_distributions_match_the_files(profiles):
@@ -211,8 +229,9 @@ def test_pair_lengths_count_both_texts_and_special_tokens(tmp_path):
 def test_cli_table(capsys):
     assert main([str(TASKS_FILE), "--max-len", "32", "--model", "tiny"]) == 0
     out = capsys.readouterr()
-    for name in ("intent  (classification)", "reviews  (regression)", "tickets  (multilabel)"):
+    for name in ("intent  (classification)", "reviews  (regression)", "tickets  (multilabel)", "entities  (tokens)"):
         assert name in out.out
+    assert "majority reference, all O (entity F1 0): entity_f1 0.0" in out.out
     assert "majority reference, always 'billing': macro_f1 19.0" in out.out
     assert "longer than 32" in out.out and "train 300 rows · dev 90 rows" in out.out
     assert out.out.rstrip().splitlines()[-1].startswith("suggested: --max-len 37 (pals-train) / --seq-len 37")
@@ -222,7 +241,7 @@ def test_cli_table(capsys):
 def test_cli_json(capsys):
     assert main([str(TASKS_FILE), "--model", "tiny", "--json", "--seed", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [t["name"] for t in out["tasks"]] == ["intent", "reviews", "tickets"]
+    assert [t["name"] for t in out["tasks"]] == ["intent", "reviews", "tickets", "entities"]
     assert out["suggested_max_len"] == max(t["tokens"]["p95"] for t in out["tasks"])
     assert out["tasks"][1]["dev_source"].endswith("seed 2)")
 
@@ -278,7 +297,7 @@ def test_example_prices_with_pals_budget(capsys):
 
     assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
-    assert "3 tasks (intent, reviews, tickets)" in out.splitlines()[0] and " yes" in out
+    assert "4 tasks (intent, reviews, tickets, entities)" in out.splitlines()[0] and " yes" in out
     assert "\nRecommended: " in out  # the explorer's answer, above the table
 
 
@@ -294,10 +313,11 @@ def test_make_data_is_reproducible_and_matches_the_committed_files(tmp_path):
         )
     for name in DATA_FILES:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    for name in DATA_FILES[:3]:  # the text files byte for byte; Parquet by content (its bytes name the pyarrow version)
-        assert (tmp_path / "a" / name).read_bytes() == (EXAMPLE / "data" / name).read_bytes(), name
+    for name in DATA_FILES:  # the text files byte for byte; Parquet by content (its bytes name the pyarrow version)
+        if not name.endswith(".parquet"):
+            assert (tmp_path / "a" / name).read_bytes() == (EXAMPLE / "data" / name).read_bytes(), name
     assert pq.read_table(tmp_path / "a" / "tickets.parquet").equals(pq.read_table(EXAMPLE / "data" / "tickets.parquet"))
-    assert sum((EXAMPLE / "data" / n).stat().st_size for n in DATA_FILES) < 120_000  # commit-sized
+    assert sum((EXAMPLE / "data" / n).stat().st_size for n in DATA_FILES) < 200_000  # commit-sized
 
 
 def test_example_runs_from_a_copy_of_its_folder(tmp_path):
@@ -305,7 +325,7 @@ def test_example_runs_from_a_copy_of_its_folder(tmp_path):
     shutil.copytree(EXAMPLE / "data", tmp_path / "data")
     shutil.copy(TASKS_FILE, tmp_path / "tasks.yaml")
     got = {r.name: profile_task(r)["train_rows"] for r in read_tasks_file(tmp_path / "tasks.yaml").values()}
-    assert got == {"intent": 300, "reviews": 360, "tickets": 360}
+    assert got == {"intent": 300, "reviews": 360, "tickets": 360, "entities": 300}
 
 
 def test_example_labels_are_learnable_from_words(records):

@@ -1,4 +1,4 @@
-"""Writes the example's data: three small tasks of one's own, one of each kind, built from templates × slots.
+"""Writes the example's data: four small tasks of one's own, one of each kind, built from templates × slots.
 
     python examples/tasks/make_data.py            # → examples/tasks/data/
     python examples/tasks/make_data.py --out DIR
@@ -8,7 +8,10 @@
 * ``reviews.jsonl`` — regression: a product review → its score in [1, 5] (no dev file: the run holds out
   ``dev_fraction`` of it);
 * ``tickets.parquet`` — multilabel: a support ticket → its tags out of ``bug``, ``billing``, ``mobile``,
-  ``urgent`` (a list column).
+  ``urgent`` (a list column);
+* ``entities_train.conll`` / ``entities_dev.conll`` — tokens: each word of a support message → its entity tag
+  (BIO: ``PRODUCT``, ``CITY``, ``ORDER``, ``DATE``, ``AMOUNT``; a CoNLL column file, word and tag), and
+  ``entities_train.jsonl``, the same training sentences as list columns (``words``, ``tags``).
 
 Every text is synthetic (no real customer, product or person) and every label is learnable from its words:
 each intent, score level and tag has its own phrases. The output is deterministic (one fixed seed, stdlib
@@ -23,6 +26,7 @@ import io
 import json
 import os
 import random
+import re
 import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
@@ -261,6 +265,66 @@ def ticket_rows(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
     return out
 
 
+# ------------------------------------------------------------------------------------ entities
+
+ENTITY_TEMPLATES = [  # {slot}: an entity of the slot's type; the rest is tagged O
+    "I ordered the {product} on {date} but it never reached {city}.",
+    "My order {order} was charged {amount} twice.",
+    "Can you ship the {product} to {city} instead?",
+    "The {product} from order {order} arrived broken.",
+    "Tracking for {order} has not moved since {date}.",
+    "Please refund {amount} for the {product}.",
+    "Is there a store in {city} that has the {product}?",
+    "I was billed {amount} on {date} for nothing.",
+    "Order {order} to {city} is late.",
+    "The courier in {city} lost my {product}.",
+    "Why did the price of the {product} go up to {amount}?",
+    "I returned the {product} on {date}, where is my refund of {amount}?",
+    "How long does delivery to {city} take?",
+    "I cannot log in to my account.",
+    "Thanks for the quick help!",
+    "Can I change the address on order {order}?",
+]
+ENTITY_SLOTS = {"product": "PRODUCT", "city": "CITY", "order": "ORDER", "date": "DATE", "amount": "AMOUNT"}
+WORD = r"\{\w+\}|\w+(?:'\w+)?|[^\w\s]"  # a template's words: a {slot}, a word, a punctuation mark
+
+
+def _entity_value(rng: random.Random, slot: str) -> str:
+    if slot == "date":
+        return rng.choice([rng.choice(DAYS), f"{rng.randint(1, 28)} {rng.choice(MONTHS)}"])
+    return _fill(rng, "{" + slot + "}")
+
+
+def entity_rows(rng: random.Random, n: int) -> list[tuple[list[str], list[str]]]:
+    """``n`` support messages as words with one BIO tag each (IOB2: B- on an entity's first word, I- on the rest):
+    products, cities, order numbers, dates and amounts, the slots of ``ENTITY_TEMPLATES``."""
+    out = []
+    for _ in range(n):
+        words: list[str] = []
+        tags: list[str] = []
+        for piece in re.findall(WORD, rng.choice(ENTITY_TEMPLATES)):
+            slot = piece[1:-1] if piece.startswith("{") else None
+            if slot is None:
+                words.append(piece)
+                tags.append("O")
+                continue
+            value = _entity_value(rng, slot).split()
+            words += value
+            tags += [f"B-{ENTITY_SLOTS[slot]}"] + [f"I-{ENTITY_SLOTS[slot]}"] * (len(value) - 1)
+        if rng.random() < 0.15:
+            words = [w.lower() for w in words]
+        out.append((words, tags))
+    return out
+
+
+def _conll_text(rows: Sequence[tuple[list[str], list[str]]]) -> str:
+    """A CoNLL column file: a -DOCSTART- line, then one word and its tag a line, a blank line after a sentence."""
+    lines = ["-DOCSTART- O", ""]
+    for words, tags in rows:
+        lines += [f"{w} {t}" for w, t in zip(words, tags)] + [""]
+    return "\n".join(lines)
+
+
 # -------------------------------------------------------------------------------------- writing
 
 
@@ -304,7 +368,7 @@ def _write_parquet(path: Path, rows: Sequence[tuple[str, list[str]]]) -> None:
 
 
 def make_data(out: Path) -> list[Path]:
-    """Write the four data files into ``out``; returns their paths. Each task has its own random stream, so
+    """Write the data files into ``out``; returns their paths. Each task has its own random stream, so
     changing one task's generator leaves the others' files as they were."""
     out = Path(out)
     written = []
@@ -319,6 +383,17 @@ def make_data(out: Path) -> list[Path]:
     written.append(path)
     path = out / "tickets.parquet"
     _write_parquet(path, ticket_rows(random.Random(f"{SEED}:tickets"), 400))
+    written.append(path)
+    rng = random.Random(f"{SEED}:entities")
+    splits = {split: entity_rows(rng, n) for split, n in (("train", 300), ("dev", 90))}
+    for split, rows in splits.items():
+        path = out / f"entities_{split}.conll"
+        _write_text(path, _conll_text(rows))
+        written.append(path)
+    path = out / "entities_train.jsonl"  # the same training sentences as list columns (words, tags)
+    _write_text(
+        path, "".join(json.dumps({"words": w, "tags": t}, separators=(",", ":")) + "\n" for w, t in splits["train"])
+    )
     written.append(path)
     return written
 

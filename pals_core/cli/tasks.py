@@ -81,10 +81,13 @@ def _tokens_line(p: dict) -> str:
     t = p["tokens"]
     if t is None:
         return "  tokens: not counted (no tokenizer)"
-    return (
+    line = (
         f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
         f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
     )
+    if "words_cut" in t:  # a kind of one label per word: the words max_len leaves without a sub-token
+        line += f" · words cut: {t['words_cut']:,} of {t['words']:,} (in {t['rows_cut']:,} rows)"
+    return line
 
 
 def format_profiles(profiles: Sequence[dict], header: str, limit: Optional[int] = None) -> str:

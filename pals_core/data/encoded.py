@@ -34,6 +34,16 @@ class WordTags:
         return len(self.values)
 
 
+def word_tags(rows: Sequence[Sequence[int]], names: Sequence[str]) -> WordTags:
+    """``WordTags`` of rows of tag indices as read (one per word; the profile's baseline is scored on them)."""
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.concatenate([np.asarray(r, dtype=np.int64) for r in rows]) if len(rows) else np.zeros(0, np.int64)
+    values, _, _ = _padded(flat, offsets, np.arange(len(rows)), -1)
+    return WordTags(values, tuple(names))
+
+
 def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(new offsets, index into the old flat arrays) of ``rows``, in the given order."""
     lengths = np.diff(offsets)[rows]

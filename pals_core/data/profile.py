@@ -13,6 +13,10 @@ The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it):
      "distribution": {"train": {...}, "dev": {...}},
      "majority": {"metric", "main", "scores"},
      "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
+
+A kind of one label per word (``Kind.per_word``) counts sub-tokens per sentence (its words tokenised one by one)
+and adds to ``tokens`` the words of every split, the words cut by ``max_len`` (left without a sub-token) and the
+sentences that lose one (``words``, ``words_cut``, ``rows_cut``); its ``distribution`` is its own (the kind's).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks.record import TaskRecord
+from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
 from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, majority_scores
@@ -48,10 +53,11 @@ def check_max_len(max_len: Any) -> int:
 # ------------------------------------------------------------------------------------ tokens
 
 
-def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = False) -> np.ndarray:
+def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = False, words: bool = False) -> np.ndarray:
     """Tokens per row of ``splits`` (in order) as the model would see them untruncated: special tokens
-    included, both texts of a pair. Batched through the (fast) tokenizer; a tqdm bar on stderr when
-    ``progress`` and there are more than ``PROGRESS_ROWS`` rows."""
+    included, both texts of a pair (``words``: each row a list of words, tokenised word by word as a kind of one
+    label per word is). Batched through the (fast) tokenizer; a tqdm bar on stderr when ``progress`` and there are
+    more than ``PROGRESS_ROWS`` rows."""
     total = sum(len(s.text_a) for s in splits)
     bar = None
     if progress and total > PROGRESS_ROWS:
@@ -72,6 +78,7 @@ def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = Fal
                     a,
                     b,
                     add_special_tokens=True,
+                    is_split_into_words=words,
                     truncation=False,
                     return_attention_mask=False,
                     return_token_type_ids=False,
@@ -154,10 +161,21 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     train_y = label_array(train.labels, record.kind, c)
     dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
     train_dist, dev_dist = kind.distribution(train_y, dev_y, names)
-    scores = majority_scores(record, train_y, dev_y, c)
+    if kind.per_word:  # the gold tags with their names, as a run's evaluation scores them (``Encoded.gold``)
+        scores = majority_scores(
+            record, word_tags(train_y, names), {s: word_tags(y, names) for s, y in dev_y.items()}, c
+        )
+    else:
+        scores = majority_scores(record, train_y, dev_y, c)
     tokens = None
     if tokenizer is not None:
-        tokens = token_stats(token_lengths([train, *devs.values()], tokenizer, progress=progress), max_len)
+        splits = [train, *devs.values()]
+        tokens = token_stats(token_lengths(splits, tokenizer, progress=progress, words=kind.per_word), max_len)
+        if kind.per_word:  # the words left without a sub-token under max_len: predicted "O", scored as such
+            rows = [words for s in splits for words in s.text_a]
+            kept = kind.words_kept(tokenizer, rows, max_len)
+            cut = [len(words) - k for words, k in zip(rows, kept)]
+            tokens.update(words=sum(map(len, rows)), words_cut=sum(cut), rows_cut=sum(c > 0 for c in cut))
     return {
         "name": record.name,
         "kind": record.kind,

@@ -6,7 +6,8 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 
 * the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
-* the rows — ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
+* the rows — ``per_word`` (a row is a list of words with one label each, not a text with one label),
+  ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
 * the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
@@ -181,7 +182,8 @@ class Kind:
         raise NotImplementedError
 
     def distribution_text(self, profile: dict) -> str:
-        """The label statistics in a line of markdown (the explorer's, for a kind whose labels it does not chart)."""
+        """The label statistics in a line of markdown: the explorer shows it instead of charting the label counts
+        ("": the counts are charted, one bar a label)."""
         return ""
 
     # --- the export ----------------------------------------------------------------------------------

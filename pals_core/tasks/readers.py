@@ -9,7 +9,12 @@ its row (the 1-based data row; the header is not a row) and its column.
 * ``.csv``: a header line, RFC 4180 quoting (``"a, b"``; quotes doubled inside), newlines inside quotes.
 * ``.tsv``: a header line, tab-separated, **no quoting** — a quote character is text, as in GLUE's files.
 * ``.jsonl`` / ``.ndjson``: one JSON object per line (blank lines skipped); a list label stays a list.
-* ``.parquet``; a ``save_to_disk`` folder (its Arrow files; a ``ClassLabel`` column gives its label names).
+* ``.parquet``; a ``save_to_disk`` folder (its Arrow files; a ``ClassLabel`` column gives its label names, and
+  so does a list of ``ClassLabel``: ``datasets``' CoNLL-2003 layout).
+* ``.conll`` (or any file read with ``fmt="conll"``): a CoNLL column file — one word per line, its columns separated
+  by whitespace, a blank line between sentences, ``-DOCSTART-`` lines skipped. A row is a sentence; each column
+  is a list (one value per word), named by its number from 0 (``"text"`` and ``"label"``, a record's defaults, name
+  the first and the last column); ``Columns.word_lines`` keeps each word's file line.
 """
 
 from __future__ import annotations
@@ -25,7 +30,15 @@ from typing import Any, Callable, Optional, Sequence
 from ..atomic import MAX_JSON_BYTES, open_regular, read_regular
 from ..kinds.errors import TaskDataError
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".conll": "conll",
+}
+CONLL_DEFAULTS = {"text": 0, "label": -1}  # a record's default column names, in a CoNLL file: the first, the last
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
 
 
@@ -37,6 +50,8 @@ class Columns:
     values: dict[str, list[Any]]
     label_names: dict[str, tuple[str, ...]]  # save_to_disk ClassLabel columns: index → name
     line_of: Optional[list[int]] = None  # JSON Lines: the file line of each row
+    word_lines: Optional[list[list[int]]] = None  # CoNLL: the file line of each word of each row
+    numbers: Optional[dict[str, int]] = None  # CoNLL: each column's number (from 0)
 
     def __len__(self) -> int:
         return len(next(iter(self.values.values()))) if self.values else 0
@@ -44,12 +59,28 @@ class Columns:
     def where(self, i: int, column: Optional[str] = None) -> str:
         """``file, row N, column 'c'`` for data row i (JSON Lines: ``file, line N``)."""
         at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {i + 1}"
-        return f"{self.path}, {at}" + (f", column {column!r}" if column else "")
+        return f"{self.path}, {at}" + (f", {self.column(column)}" if column else "")
+
+    def column(self, column: str) -> str:
+        """``column 'c'`` (CoNLL: ``column N``, its number)."""
+        return f"column {self.numbers[column]}" if self.numbers and column in self.numbers else f"column {column!r}"
+
+    def where_word(self, i: int, j: int, column: str) -> str:
+        """Word j (0-based) of data row i: ``file, line N, column K`` in a CoNLL file (the word's own line), else
+        ``file, row N, column 'c', word j+1`` (JSON Lines: ``line N``)."""
+        if self.word_lines is not None:
+            return f"{self.path}, line {self.word_lines[i][j]}, {self.column(column)}"
+        return f"{self.where(i, column)}, word {j + 1}"
 
 
-def file_format(path: "str | Path") -> str:
-    """csv | tsv | jsonl | parquet | arrow (a save_to_disk folder); ``TaskDataError`` for anything else."""
+def file_format(path: "str | Path", fmt: Optional[str] = None) -> str:
+    """csv | tsv | jsonl | parquet | conll | arrow (a save_to_disk folder); ``TaskDataError`` for anything else.
+    ``fmt`` ("conll"): the format of a file whatever its extension (a task record's ``format``)."""
     p = Path(path)
+    if fmt is not None and not p.is_dir():
+        if fmt not in _READERS:
+            raise TaskDataError(f"{p}: unknown format {fmt!r} ({', '.join(sorted(set(FORMATS.values())))})")
+        return fmt
     if p.is_dir():
         if os.path.lexists(p / "dataset_dict.json"):
             splits = _json(p / "dataset_dict.json").get("splits")
@@ -67,7 +98,7 @@ def file_format(path: "str | Path") -> str:
     if fmt is None:
         raise TaskDataError(
             f"{p}: unknown format {p.suffix or '(no extension)'!r} "
-            f"(.csv, .tsv, .jsonl, .parquet, or a save_to_disk folder)"
+            f"(.csv, .tsv, .jsonl, .parquet, .conll, or a save_to_disk folder)"
         )
     return fmt
 
@@ -108,12 +139,12 @@ def check_file(path: "str | Path") -> None:
         raise TaskDataError(f"{p}: {p.stat().st_size / 2**30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
 
 
-def read_columns(path: "str | Path", columns: Optional[Sequence[str]]) -> Columns:
+def read_columns(path: "str | Path", columns: Optional[Sequence[str]], fmt: Optional[str] = None) -> Columns:
     """The named ``columns`` (None: every column, in the file's order) of the file at ``path`` (every row);
     ``TaskDataError`` names a missing file or column (with the columns the file has), text that is not UTF-8
-    (with its row), or a malformed row."""
+    (with its row), or a malformed row. ``fmt``: the file's format whatever its extension ("conll")."""
     check_file(path)
-    reader: Callable[[Path, Optional[Sequence[str]]], Columns] = _READERS[file_format(path)]
+    reader: Callable[[Path, Optional[Sequence[str]]], Columns] = _READERS[file_format(path, fmt)]
     try:
         return reader(Path(path), None if columns is None else list(dict.fromkeys(columns)))
     except TaskDataError:
@@ -311,7 +342,66 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, names)
 
 
-_READERS = {"csv": _read_csv, "tsv": _read_tsv, "jsonl": _read_jsonl, "parquet": _read_parquet, "arrow": _read_arrow}
+def _read_conll(path: Path, columns: Optional[Sequence[str]]) -> Columns:
+    """A CoNLL column file (the module's docstring): each requested column as one list a sentence. Every word line
+    has as many columns as the first (``TaskDataError`` naming the line otherwise)."""
+    data = _bytes(path)
+    _utf8(path, data)
+    sentences: list[list[list[str]]] = []
+    lines: list[list[int]] = []
+    width: Optional[tuple[int, int]] = None  # (columns of the first word line, its line number)
+    words: list[list[str]] = []
+    at: list[int] = []
+    for n, line in enumerate(data.decode("utf-8-sig").split("\n"), start=1):
+        fields = line.split()
+        if fields and fields[0] == "-DOCSTART-":
+            fields = []
+        if not fields:
+            if words:
+                sentences.append(words)
+                lines.append(at)
+                words, at = [], []
+            continue
+        if width is None:
+            width = (len(fields), n)
+        elif len(fields) != width[0]:
+            raise TaskDataError(
+                f"{path}, line {n}: {len(fields)} column{'s' * (len(fields) != 1)}, expected {width[0]} "
+                f"(as line {width[1]}: one word per line, its columns separated by whitespace)"
+            )
+        words.append(fields)
+        at.append(n)
+    if words:
+        sentences.append(words)
+        lines.append(at)
+    if width is None:
+        raise TaskDataError(f"{path}: no rows (a CoNLL file: one word per line, a blank line between sentences)")
+    names = [str(k) for k in range(width[0])]
+    columns = names if columns is None else columns
+    index = {}
+    for c in columns:
+        k = CONLL_DEFAULTS.get(c, int(c) if c.isascii() and c.isdigit() else None)
+        if k is None or not -width[0] <= k < width[0]:
+            raise TaskDataError(
+                f"{path}: no column {c!r} (a CoNLL file's columns are numbered from 0; line {width[1]} has "
+                f"{width[0]}: {', '.join(names)})"
+            )
+        index[c] = k % width[0]
+    same = [c for c in index if list(index.values()).count(index[c]) > 1]
+    if same:
+        raise TaskDataError(f"{path}: {' and '.join(map(repr, same))} are both column {index[same[0]]}")
+    values = {c: [[w[k] for w in s] for s in sentences] for c, k in index.items()}
+    return Columns(str(path), values, {}, [a[0] for a in lines], lines, index)
+
+
+_READERS = {
+    "csv": _read_csv,
+    "tsv": _read_tsv,
+    "jsonl": _read_jsonl,
+    "parquet": _read_parquet,
+    "arrow": _read_arrow,
+    "conll": _read_conll,
+}
 
 
 _DIGESTS: dict[tuple, str] = {}  # (path, each file's name, size and mtime) → sha256: a file is read once per change

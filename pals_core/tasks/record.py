@@ -45,7 +45,13 @@ class _MetricsOfKind(Mapping):
 
 METRICS_OF_KIND: Mapping[str, tuple[str, ...]] = _MetricsOfKind()
 DEFAULT_DEV_FRACTION = 0.1
-OPTIONAL_FIELDS = ("labels", "positive", "range", "label_sep")  # each taken by the kinds that list it (Kind.fields)
+OPTIONAL_FIELDS = (
+    "labels",
+    "positive",
+    "range",
+    "label_sep",
+    "format",
+)  # each taken by the kinds that list it (Kind.fields)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
 
 
@@ -65,6 +71,7 @@ class TaskRecord:
     positive: Optional[str] = None  # binary f1: the positive label (default: the second label)
     range: Optional[tuple[float, float]] = None  # a numeric target must lie in [low, high] (the kind's field)
     label_sep: Optional[str] = None  # a label set written as one string: the separator (default ",")
+    format: Optional[str] = None  # the files' format whatever their extension ("conll"; the kind's field)
     dev_fraction: float = DEFAULT_DEV_FRACTION
     glue: Optional[str] = None  # a built-in GLUE task: its rows come from the GLUE folder
 
@@ -115,6 +122,8 @@ class TaskRecord:
         for k in ("text", "labels", "metrics", "range"):
             if d[k] is not None:
                 d[k] = list(d[k])
+        if d["format"] is None:  # added after runs were recorded: a record without one is as it was (fingerprint)
+            del d["format"]
         return d
 
     @classmethod

@@ -25,10 +25,10 @@ from .record import TaskRecord
 
 @dataclass
 class Rows:
-    """One split of a task: texts (a, and b for a pair) and labels (index, float or index list), with where
-    each row came from."""
+    """One split of a task: texts (a, and b for a pair; a kind of one label per word: each row a list of words)
+    and labels (index, float or index list), with where each row came from."""
 
-    text_a: list[str]
+    text_a: list[Any]
     text_b: Optional[list[str]]
     labels: list[Any]
     source: str  # the file path, with "(dev split of …)" for a held-out part of train
@@ -43,7 +43,7 @@ def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tupl
     (when not declared and ``cols`` is not given)."""
     kind = get_kind(record.kind)
     if cols is None and kind.has_labels and record.labels is None:
-        cols = read_columns(record.train, [record.label])
+        cols = read_columns(record.train, [record.label], record.format)
     return kind.label_names(record, cols)
 
 
@@ -53,14 +53,13 @@ def num_labels(record: TaskRecord) -> int:
     return kind.num_outputs(read_label_names(record) if kind.has_labels else ())
 
 
-def _texts(record: TaskRecord, cols: Columns) -> tuple[list[str], Optional[list[str]]]:
+def _texts(record: TaskRecord, cols: Columns) -> tuple[list[Any], Optional[list[Any]]]:
+    if get_kind(record.kind).per_word:  # a row's text is its list of words
+        return [_words(cols, column) for column in record.text][0], None
     out = []
-    words = get_kind(record.kind).per_word  # a row's text is its list of words
     for column in record.text:
         values = cols.values[column]
         for i, v in enumerate(values):
-            if words and isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
-                continue
             if v is None:
                 raise TaskDataError(f"{cols.where(i, column)}: missing text")
             if not isinstance(v, str):
@@ -71,12 +70,34 @@ def _texts(record: TaskRecord, cols: Columns) -> tuple[list[str], Optional[list[
     return out[0], (out[1] if len(out) > 1 else None)
 
 
+def _words(cols: Columns, column: str) -> list[list[str]]:
+    """A column whose every cell is a list of words (a kind of one label per word): a cell that is not a list, an
+    empty list, or a word that is not text or is empty is refused, naming the file, the row (CoNLL: the line) and
+    the column."""
+    values = cols.values[column]
+    for i, v in enumerate(values):
+        if v is None:
+            raise TaskDataError(f"{cols.where(i, column)}: missing text")
+        if not isinstance(v, list):
+            raise TaskDataError(
+                f"{cols.where(i, column)}: a list of words expected, found {type(v).__name__} {str(v)[:60]!r}"
+            )
+        if not v:
+            raise TaskDataError(f"{cols.where(i, column)}: no words")
+        for j, w in enumerate(v):
+            if not isinstance(w, str):
+                raise TaskDataError(f"{cols.where_word(i, j, column)}: a word is text, found {type(w).__name__} {w!r}")
+            if not w.strip():
+                raise TaskDataError(f"{cols.where_word(i, j, column)}: empty word")
+    return values
+
+
 def _targets(record: TaskRecord, cols: Columns, names: tuple[str, ...], split: str) -> list[Any]:
     return get_kind(record.kind).targets(record, cols, names, split)
 
 
 def _columns(record: TaskRecord, path: str) -> Columns:
-    cols = read_columns(path, [*record.text, record.label])
+    cols = read_columns(path, [*record.text, record.label], record.format)
     if len(cols) == 0:
         raise TaskDataError(f"{path}: no rows")
     return cols

@@ -6,10 +6,11 @@
         dev: data/intent_dev.csv         # optional: else dev_fraction (default 0.1) of train, split by the seed
         text: message                    # one column, or [premise, hypothesis] for a pair
         label: intent
-        kind: classification             # classification | regression | multilabel
+        kind: classification             # classification | regression | multilabel | tokens
         labels: [billing, refund, other] # optional: fixes the class order
         metric: macro_f1                 # optional main metric
       tags: {train: data/tickets.parquet, text: body, label: tags, kind: multilabel}
+      entities: {train: data/ner.conll, kind: tokens}  # CoNLL: words in the first column, tags in the last
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
 Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
@@ -42,6 +43,7 @@ RECORD_FIELDS = (
     "positive",
     "range",
     "label_sep",
+    "format",
     "dev_fraction",
 )
 
@@ -193,7 +195,7 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
             items = _scalar_list(entry[key], name, key, path)
             if items is not None:
                 d[key] = tuple(str(v) if key in ("text", "labels", "metrics") else v for v in items)
-    for key in ("label", "kind", "metric", "positive", "label_sep"):
+    for key in ("label", "kind", "metric", "positive", "label_sep", "format"):
         if entry.get(key) is not None:
             if isinstance(entry[key], (dict, list)):
                 raise TaskRecordError(f"{path}: task {name!r}: {key!r} is one value, got {entry[key]!r}")
