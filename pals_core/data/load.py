@@ -175,6 +175,16 @@ def token_ids(
     return got
 
 
+def words_kept(tokenizer, rows_of_words: Sequence[Sequence[str]], max_len: int, batch: int = 1000) -> list[int]:
+    """How many leading words of each row keep a sub-token when tokenised as the model reads it (``token_ids``,
+    ``words``); the rest are cut by ``max_len`` (predicted as the kind's baseline tag, scored as such)."""
+    out = []
+    for start in range(0, len(rows_of_words), batch):
+        rows = [list(r) for r in rows_of_words[start : start + batch]]
+        out += [max(w, default=-1) + 1 for w in token_ids(tokenizer, max_len, rows, words=True)["word_ids"]]
+    return out
+
+
 def encode(
     raw: RawSplit,
     labels: np.ndarray,

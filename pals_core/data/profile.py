@@ -32,7 +32,7 @@ from ..kinds import get_kind
 from ..tasks.record import TaskRecord
 from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
-from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
+from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path, words_kept
 from .metrics import main_metric_label, main_score, majority_scores
 
 TOKEN_BATCH = 1000  # rows per tokenizer call
@@ -173,7 +173,7 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
         tokens = token_stats(token_lengths(splits, tokenizer, progress=progress, words=kind.per_word), max_len)
         if kind.per_word:  # the words left without a sub-token under max_len: predicted "O", scored as such
             rows = [words for s in splits for words in s.text_a]
-            kept = kind.words_kept(tokenizer, rows, max_len)
+            kept = words_kept(tokenizer, rows, max_len)
             cut = [len(words) - k for words, k in zip(rows, kept)]
             tokens.update(words=sum(map(len, rows)), words_cut=sum(cut), rows_cut=sum(c > 0 for c in cut))
     return {

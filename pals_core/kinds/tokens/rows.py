@@ -23,7 +23,6 @@ from ..errors import TaskDataError, TaskRecordError
 
 FORMATS = ("conll",)  # the record's ``format``: read the files as this whatever their extension
 OUTSIDE = "O"  # the tag of a word outside every entity
-TOKEN_BATCH = 1000  # rows per tokenizer call (words_kept)
 
 
 def _tags(record: Any, cols: Any, i: int, value: Any) -> list[str]:
@@ -56,28 +55,6 @@ def _tags(record: Any, cols: Any, i: int, value: Any) -> list[str]:
             out.append(v.strip())
         else:
             raise TaskDataError(f"{where}: a tag is a string or an integer, found {type(v).__name__} {L.short(v)}")
-    return out
-
-
-def words_kept(tokenizer: Any, rows_of_words: Sequence[Sequence[str]], max_len: int) -> list[int]:
-    """How many leading words of each row keep a sub-token when the row is tokenised as the model sees it
-    (``is_split_into_words``, special tokens included, truncated at ``max_len``); the rest are cut. A fast
-    tokenizer's ``word_ids``."""
-    out = []
-    for start in range(0, len(rows_of_words), TOKEN_BATCH):
-        batch = [list(r) for r in rows_of_words[start : start + TOKEN_BATCH]]
-        enc = tokenizer(
-            batch,
-            is_split_into_words=True,
-            add_special_tokens=True,
-            truncation=True,
-            max_length=max_len,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        for k in range(len(batch)):
-            ids = [w for w in enc.word_ids(k) if w is not None]
-            out.append(max(ids) + 1 if ids else 0)
     return out
 
 
@@ -180,9 +157,6 @@ class TokenRows:
         return out
 
     # --- the profile ---------------------------------------------------------------------------------
-
-    def words_kept(self, tokenizer: Any, rows_of_words: Sequence[Sequence[str]], max_len: int) -> list[int]:
-        return words_kept(tokenizer, rows_of_words, max_len)
 
     def distribution(self, train_y: Any, dev_ys: Mapping[str, Any], names: Sequence[str]) -> tuple[dict, dict]:
         """Per split: sentences, words per sentence (p50 / p95 / max, total), entities per type as seqeval chunks
