@@ -86,39 +86,36 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-LATENCY_JS = (
-    """
-async ([want]) => {
-  const box = [...document.querySelectorAll('input')].find(i => i.getAttribute('aria-label') === %r);
-  const value = () => {
+LATENCY_JS = f"""
+async ([want]) => {{
+  const box = [...document.querySelectorAll('input')].find(i => i.getAttribute('aria-label') === {BUDGET_BOX!r});
+  const value = () => {{
     const m = [...document.querySelectorAll('[data-testid=stMetric]')].find(e => e.innerText.includes('solved d_s'));
     return m ? m.querySelector('[data-testid=stMetricValue]').innerText.trim() : null;
-  };
+  }};
   const t0 = performance.now();
-  box.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', code: 'Enter', keyCode: 13, bubbles: true}));
-  await new Promise((resolve, reject) => {
-    const check = () => {
+  box.dispatchEvent(new KeyboardEvent('keydown', {{key: 'Enter', code: 'Enter', keyCode: 13, bubbles: true}}));
+  await new Promise((resolve, reject) => {{
+    const check = () => {{
       if (value() === want) resolve();
       else if (performance.now() - t0 > 20000) reject(new Error('timeout: ' + value()));
       else requestAnimationFrame(check);
-    };
+    }};
     check();
-  });
+  }});
   return performance.now() - t0;
-}
+}}
 """
-    % BUDGET_BOX
-)
 
 
 def browser(reps: int) -> None:
     from playwright.sync_api import sync_playwright
 
+    from pals_core.budget.costs import design
+    from pals_core.budget.solver import Budget, solve
+    from pals_core.budget.tasks import parse_tasks
     from pals_core.families.shapes import PRESETS
     from pals_core.pricing.config import AdapterConfig
-    from pals_core.budget.solver import Budget, solve
-    from pals_core.budget.costs import design
-    from pals_core.budget.tasks import parse_tasks
 
     ds = design(
         PRESETS["bert-base-uncased"], parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False

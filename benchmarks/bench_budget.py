@@ -26,8 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pals_core.families.shapes import PRESETS  # noqa: E402
 from pals_core.budget.sweep import sweep  # noqa: E402
+from pals_core.families.shapes import PRESETS  # noqa: E402
 
 TARGET = 2.0  # × python -c pass
 CONSOLE = "import sys; from pals_core.cli.budget import console; sys.exit(console())"

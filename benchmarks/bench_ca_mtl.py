@@ -31,10 +31,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.budget.tasks import Task  # noqa: E402
-from pals_core.budget.solver import at_size  # noqa: E402
 from pals_core.budget.costs import design  # noqa: E402
+from pals_core.budget.solver import at_size  # noqa: E402
+from pals_core.budget.tasks import Task  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 
 
@@ -77,8 +77,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from pals_core.train.config import TrainConfig
     from pals_core.train.base_model import model_shape
+    from pals_core.train.config import TrainConfig
     from pals_core.train.trainer import train
 
     torch.set_num_threads(args.threads)

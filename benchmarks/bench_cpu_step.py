@@ -34,12 +34,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.kinds import get_kind  # noqa: E402
-from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 
 TASKS = ["rte", "mrpc", "stsb", "cola", "sst2"]

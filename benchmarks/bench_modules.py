@@ -26,8 +26,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,19 +35,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.model import MultiTaskBert, default_checkpoint  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
-from pals_core.families.shapes import from_hf_config  # noqa: E402
-from pals_core.budget.tasks import parse_tasks  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.families.shapes import from_hf_config  # noqa: E402
+from pals_core.model import MultiTaskBert, default_checkpoint  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Variant:
     label: str
     method: str
-    location: Optional[str] = None
+    location: str | None = None
     heads: int = 12
     diagnostic: bool = False
 

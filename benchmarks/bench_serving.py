@@ -40,14 +40,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
+from bench_modules import inputs, round_robin  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from bench_modules import inputs, round_robin  # noqa: E402
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.model import MultiTaskModel, default_checkpoint  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
 from pals_core.budget.tasks import Task  # noqa: E402
 from pals_core.families.shapes import from_hf_config  # noqa: E402
-from pals_core.budget.table import rows  # noqa: E402
+from pals_core.model import MultiTaskModel, default_checkpoint  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
 
 BERT_BASE = {
     "model_type": "bert",

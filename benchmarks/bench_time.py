@@ -18,28 +18,28 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from dataclasses import replace
 import sys
 import time
+from dataclasses import replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))  # memory_probe
 
 import torch  # noqa: E402
+from memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402  (tests/)
 from transformers import AutoConfig  # noqa: E402
 
-from pals_core.pricing.config import AdapterConfig, design_label  # noqa: E402
-from pals_core.model import MultiTaskBert  # noqa: E402
-from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.costs import design, evaluate  # noqa: E402
-from pals_core.families.shapes import conditions_from_config, from_hf_config  # noqa: E402
-from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.cli.calibrate import measure  # noqa: E402
+from pals_core.families.shapes import conditions_from_config, from_hf_config  # noqa: E402
 from pals_core.footprint.memory import memory_train  # noqa: E402
 from pals_core.footprint.timing import step_seconds  # noqa: E402
-from pals_core.cli.calibrate import measure  # noqa: E402
-from memory_probe import batch_inputs, cuda_step_peak_bytes, saved_activation_bytes  # noqa: E402  (tests/)
+from pals_core.model import MultiTaskBert  # noqa: E402
+from pals_core.pricing.config import AdapterConfig, design_label  # noqa: E402
 
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)
 # the same width and depth in the other families' layouts (DeBERTa-v3's relative attention, ModernBERT's GLU and RoPE)
@@ -175,7 +175,7 @@ def main() -> None:
         )
     print(f"largest |predicted / measured − 1| = {100 * worst:.1f} % (target ≤ 10 %)")
 
-    print("\nTraining memory (B = {}, n = {}): calculator vs torch".format(B, n))
+    print(f"\nTraining memory (B = {B}, n = {n}): calculator vs torch")
     print(f"{'design':22s} {'activations (calc)':>18s} {'(torch)':>12s} {'total MiB':>10s}")
     for e in entries:
         ds, s = e["ds"], e["d_s"]

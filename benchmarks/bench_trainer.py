@@ -27,13 +27,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
 from pals_core.data.samplers import make_sampler  # noqa: E402
 from pals_core.kinds import get_kind  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
-from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.train.streams import TaskStream  # noqa: E402
 from pals_core.train.trainer import train  # noqa: E402
 
@@ -98,9 +98,9 @@ def interleaved(cfg: TrainConfig, steps: int) -> tuple[float, float]:
     trainer's own step (``_Run.draw`` = sampling + batch building, then ``_Run.train_step`` through
     Accelerate) against the bare step on the same batch. Alternating every step cancels the drift of
     a shared machine that whole-run comparisons suffer from."""
+    from pals_core.train.params import resolve
     from pals_core.train.rundir import RunDir
     from pals_core.train.trainer import _Run
-    from pals_core.train.params import resolve
 
     cfg = resolve(cfg)
     r = _Run(cfg, RunDir(cfg.out), False, None)

@@ -22,7 +22,6 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -55,7 +54,7 @@ def save_minilm(out: Path) -> None:
     os.replace(tmp, out)
 
 
-def copy_glue(glue_dir: Path, out: Path, train_rows: int, dev_rows: Optional[int] = None) -> None:
+def copy_glue(glue_dir: Path, out: Path, train_rows: int, dev_rows: int | None = None) -> None:
     """RTE, MRPC and STS-B: the header line and the first ``train_rows`` of each train.tsv, the first ``dev_rows``
     (None: all) of each dev.tsv (tests/test_gpu_check.py makes a small GLUE folder so)."""
     shutil.rmtree(out, ignore_errors=True)

@@ -28,12 +28,12 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
-from pals_core.tasks.glue_tasks import glue_record  # noqa: E402
-from pals_core.data.metrics import dev_average, main_score, majority_scores  # noqa: E402
-from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.atomic import atomic_write_text  # noqa: E402
+from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path  # noqa: E402
+from pals_core.data.metrics import dev_average, main_score, majority_scores  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.tasks.glue_tasks import glue_record  # noqa: E402
+from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.trainer import train  # noqa: E402
 
 TASKS = ["rte", "mrpc", "stsb", "cola", "sst2"]

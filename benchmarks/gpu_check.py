@@ -54,21 +54,21 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))  # memory_probe: what torch really holds
 
-import torch  # noqa: E402
-
 import bench_serving  # noqa: E402  (the serving benchmark's design, model and calculator speed-up)
+import torch  # noqa: E402
 from bench_modules import inputs  # noqa: E402
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.model import MultiTaskModel  # noqa: E402
-from pals_core.budget.solver import Budget  # noqa: E402
-from pals_core.families.shapes import from_hf_config, conditions_from_config  # noqa: E402
-from pals_core.budget.tasks import parse_tasks  # noqa: E402
-from pals_core.budget.table import rows  # noqa: E402
+
 from pals_core.budget.machine import Machine  # noqa: E402
+from pals_core.budget.solver import Budget  # noqa: E402
+from pals_core.budget.table import rows  # noqa: E402
+from pals_core.budget.tasks import parse_tasks  # noqa: E402
+from pals_core.families.shapes import conditions_from_config, from_hf_config  # noqa: E402
 from pals_core.footprint.timing import load_profile  # noqa: E402
+from pals_core.model import MultiTaskModel  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402
-from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.trainer import make_accelerator, make_optimizer  # noqa: E402
 
 DESIGNS = [  # (method, location, freeze_trunk): the trunk setting given explicitly, whatever a method's default
@@ -279,9 +279,9 @@ def dev_scores_by_pals_predict(run, summary, glue_dir, device, work):
     """Each task's dev file through ``pals-predict`` (its CLI, in this process), scored as the trainer scores."""
     import numpy as np
 
+    from pals_core.cli.predict import main as pals_predict
     from pals_core.data.load import label_array, raw_splits
     from pals_core.data.metrics import task_scores
-    from pals_core.cli.predict import main as pals_predict
     from pals_core.tasks.glue_tasks import GLUE_TASKS, glue_record
 
     scores = {}

@@ -46,18 +46,18 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pals_core.pricing.config import AdapterConfig  # noqa: E402
+from pals_core.atomic import atomic_write_text  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.tasks import Task  # noqa: E402
+from pals_core.data.load import tokenizer_path  # noqa: E402
 from pals_core.data.metrics import dev_average, main_metric_label, main_score, majority_scores  # noqa: E402
+from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
 from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
-from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.base_model import model_shape  # noqa: E402
-from pals_core.data.load import tokenizer_path  # noqa: E402
-from pals_core.train.params import solve_d_s, resolve  # noqa: E402
-from pals_core.atomic import atomic_write_text  # noqa: E402
+from pals_core.train.config import TrainConfig  # noqa: E402
+from pals_core.train.params import resolve, solve_d_s  # noqa: E402
 
 TASKS = ["cola", "sst2", "mrpc", "stsb", "rte"]
 DESIGNS = ["majority", "shared", "separate", "pals", "low_rank", "houlsby"]

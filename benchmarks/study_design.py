@@ -26,9 +26,8 @@ EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
 
 def majority_baseline(tasks: list[str], max_train: int, max_eval: int) -> dict:
     """Predict each task's most frequent training class on the same dev subsets the trials are scored on."""
-    from pals_core.data.load import load_tasks, load_tokenizer
+    from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path
     from pals_core.data.metrics import main_score, majority_scores
-    from pals_core.data.load import tokenizer_path
 
     data = load_tasks(
         tasks, load_tokenizer(tokenizer_path(None)), max_len=64, max_train=max_train or None, max_eval=max_eval or None

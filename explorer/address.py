@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Union
 
-from pals_core.pricing.config import AdapterConfig, format_location
 from pals_core.budget.costs import CONVENTIONS
-from pals_core.families.shapes import PRESETS, ALIASES
+from pals_core.budget.methods import parse_methods, resolve_layers
 from pals_core.budget.solver import Budget, budget_from_flags
 from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.methods import resolve_layers, parse_methods
-from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.families.shapes import ALIASES, PRESETS
 from pals_core.flags import flags_of
+from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.pricing.config import AdapterConfig, format_location
 from pals_core.pricing.units import parse_positive_int
 
 from .inputs import (
@@ -88,12 +88,12 @@ class FromLink:
     lines that say which values were bad."""
 
     widgets: dict = field(default_factory=dict)
-    view: Optional[str] = None
-    design: Optional[str] = None
+    view: str | None = None
+    design: str | None = None
     errors: list = field(default_factory=list)
 
 
-def to_query(raw: RawInputs, view: Optional[str] = None, design: Optional[str] = None) -> dict[str, str]:
+def to_query(raw: RawInputs, view: str | None = None, design: str | None = None) -> dict[str, str]:
     """The question (and the view) as query-string keys. A model from an uploaded file has no address:
     ``model`` is left out and the link opens the default model."""
     q: dict[str, str] = {}
@@ -131,11 +131,11 @@ def to_query(raw: RawInputs, view: Optional[str] = None, design: Optional[str] =
     return q
 
 
-def _one(value: Union[str, list]) -> str:
+def _one(value: str | list) -> str:
     return str(value[-1] if isinstance(value, list) and value else value).strip()
 
 
-def from_query(params: Mapping[str, Union[str, list]], views: tuple[str, ...] = ()) -> FromLink:
+def from_query(params: Mapping[str, str | list], views: tuple[str, ...] = ()) -> FromLink:
     """Read a link. Unknown keys are errors too (a typo should not pass silently)."""
     out = FromLink()
     link = {key: _one(value) for key, value in params.items()}

@@ -5,16 +5,10 @@ wraps these functions in ``st.cache_data``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.pricing.shape import BaseModel
 from pals_core.budget.costs import Cost, Design, breakdown, design
-from pals_core.budget.tasks import Task
-from pals_core.budget.solver import at_size, solve
-from pals_core.methods.registry import get_method
-from pals_core.budget.table import rows, sort_rows, Rows
 from pals_core.budget.recommend import Key, key_of, step_slowdowns
 from pals_core.budget.series import (
     ScalingPoint,
@@ -26,6 +20,12 @@ from pals_core.budget.series import (
     sizes_up_to,
     task_scaling,
 )
+from pals_core.budget.solver import at_size, solve
+from pals_core.budget.table import Rows, rows, sort_rows
+from pals_core.budget.tasks import Task
+from pals_core.methods.registry import get_method
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.shape import BaseModel
 
 from .inputs import Inputs
 
@@ -69,7 +69,7 @@ def slowdowns(inp: Inputs, costs: Sequence[Cost], machine=None) -> dict[Key, flo
     return step_slowdowns(lambda key: design_of(inp, key), machine, inp.conditions)(costs)
 
 
-def config_for(inp: Inputs, key: Key, d_s: Optional[int] = None, freeze_trunk: Optional[bool] = None) -> AdapterConfig:
+def config_for(inp: Inputs, key: Key, d_s: int | None = None, freeze_trunk: bool | None = None) -> AdapterConfig:
     """The design of a table row (``freeze_trunk`` None: its method's own, ``Method.trunk``)."""
     method, location = key
     return AdapterConfig(
@@ -98,8 +98,8 @@ class Curve:
 
     key: Key
     points: tuple[SizePoint, ...]
-    flat: Optional[float]
-    marked_d_s: Optional[int]
+    flat: float | None
+    marked_d_s: int | None
     marked_params: float
     feasible: bool
 
@@ -107,7 +107,7 @@ class Curve:
 @dataclass(frozen=True)
 class Curves:
     curves: tuple[Curve, ...]
-    limit: Optional[float]  # the budget line, per task
+    limit: float | None  # the budget line, per task
     view: str  # "mean" (Σ/T under a global budget) or "max" (largest task under a per-task cap)
 
 
@@ -148,7 +148,7 @@ def scaling(inp: Inputs, costs: list[Cost]) -> dict[Key, list[ScalingPoint]]:
     return {key_of(c): task_scaling(design_of(inp, key_of(c)), c.d_s, counts) for c in costs}
 
 
-def at_location(costs: list[Cost], location: Optional[str]) -> list[Cost]:
+def at_location(costs: list[Cost], location: str | None) -> list[Cost]:
     """One row per method: within-network methods at ``location``, the others as they are (plots with one line
     per method)."""
     return [c for c in costs if c.location is None or c.location == location]
@@ -159,8 +159,8 @@ def on_model(
     key: Key,
     model: BaseModel,
     tasks: Sequence[Task],
-    d_s: Optional[int] = None,
-    freeze_trunk: Optional[bool] = None,
+    d_s: int | None = None,
+    freeze_trunk: bool | None = None,
 ) -> Cost:
     """The same design on another model and tasks, counted as the trainer counts (exact convention): the largest
     d_s within the question's budget, or the cost at ``d_s`` if given (checked against the budget); ``freeze_trunk``

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import shlex
 
-from pals_core.supervise.runs import TRAIN_MODULE
 from pals_core.flags import UsageError
+from pals_core.supervise.runs import TRAIN_MODULE
 from pals_core.train.args import build_parser, config_from_args
 from pals_core.train.config import TrainConfig
 from pals_core.train.params import resolve

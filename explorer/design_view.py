@@ -6,26 +6,25 @@ question), and only the view on screen draws its figures, so a new question redr
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import streamlit as st
 
-from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params, embedding_params, flops_ratio
-from pals_core.budget.solver import Budget
 from pals_core.budget import display, recommend
-from pals_core.methods.registry import get_method
+from pals_core.budget.costs import DEFAULT_SEQ_LEN, Cost, base_params, embedding_params, flops_ratio
 from pals_core.budget.paper import paper_reproduction
-from pals_core.footprint.constraints import BY_FIELD
-from pals_core.families.registry import get_family
+from pals_core.budget.recommend import Key, key_of, label
 from pals_core.budget.series import budget_used
+from pals_core.budget.solver import Budget
+from pals_core.families.registry import get_family
+from pals_core.footprint.constraints import BY_FIELD
+from pals_core.methods.registry import get_method
 from pals_core.pricing.units import human
 
-
 from . import calc, tables
+from .address import link_budget
 from .figures import breakdown, design_space, scaling, size_curves
 from .figures.paper import paper_figure
-from .address import link_budget
-from pals_core.budget.recommend import Key, key_of, label
 from .inputs import Inputs
 from .machine_view import machine_of_key, page_machine, page_machine_key, priced
 
@@ -132,7 +131,7 @@ def _set_state(key: str, value) -> None:
     st.session_state[key] = value
 
 
-def choose_design(costs: list[Cost], default: Key, wanted: Optional[str] = None) -> Cost:
+def choose_design(costs: list[Cost], default: Key, wanted: str | None = None) -> Cost:
     """The 'chosen design' selector (the recommendation first); its row drives the plots' highlight, the breakdown
     and the launcher. ``wanted`` is the link's ``design``."""
     by_label = {label(key_of(c)): c for c in costs}
@@ -311,24 +310,24 @@ def render_designs_view(
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_space(inp: Inputs, chosen: Key, recommended: Optional[Key]):
+def fig_space(inp: Inputs, chosen: Key, recommended: Key | None):
     return design_space.design_space_figure(table(inp), inp.budget, chosen, recommended)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_sizes(inp: Inputs, location: Optional[str], chosen: Key):
+def fig_sizes(inp: Inputs, location: str | None, chosen: Key):
     return size_curves.size_curves_figure(calc.curves(inp, calc.at_location(table(inp), location)), chosen)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64, hash_funcs=HASH)
-def fig_scaling(inp: Inputs, location: Optional[str], chosen: Key):
+def fig_scaling(inp: Inputs, location: str | None, chosen: Key):
     costs = calc.at_location(table(inp), location)
     return scaling.scaling_figure(
         calc.scaling(inp, costs), len(inp.tasks), chosen, over=[key_of(c) for c in costs if not c.feasible]
     )
 
 
-def curve_location(costs: list[Cost], chosen: Cost) -> Optional[str]:
+def curve_location(costs: list[Cost], chosen: Cost) -> str | None:
     """The chosen design's location, or 'all' (else the first there is) for a method that takes none."""
     if chosen.location is not None:
         return chosen.location
@@ -355,7 +354,7 @@ def render_scaling_view(inp: Inputs, costs: list[Cost], chosen: Cost) -> None:
     st.caption(scaling_caption(inp, costs, loc))
 
 
-def scaling_caption(inp: Inputs, costs: list[Cost], loc: Optional[str]) -> str:
+def scaling_caption(inp: Inputs, costs: list[Cost], loc: str | None) -> str:
     """What the all-tasks plot shows, read from its own lines at the question's T (``scaling.scaling_groups``):
     which designs save compute over T separate models, which cost as much, which cost more — and how far it is
     drawn (``calc.task_counts``)."""

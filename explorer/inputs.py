@@ -25,31 +25,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
-from pals_core.pricing.config import AdapterConfig
+from pals_core.atomic import atomic_write_text
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_record, glue_name
-from pals_core.families.shapes import PRESETS, from_hf_config, ALIASES, conditions_for_model, conditions_from_config
-from pals_core.pricing.shape import BaseModel
+from pals_core.budget.machine import Machine
+from pals_core.budget.methods import resolve_layers
 from pals_core.budget.solver import Budget
 from pals_core.budget.tasks import Task, parse_tasks, tasks_of_records
-from pals_core.budget.methods import resolve_layers
-from pals_core.pricing.activations import Conditions
-from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
-from pals_core.families.registry import get_family
-from pals_core.flags import flags_of
-from pals_core.budget.machine import Machine
-from pals_core.families.bert.presets import EMBEDDED_MODEL
-from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.taskfile import read_tasks_file, MAX_TASKS_FILE_BYTES
 from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.families.bert.presets import EMBEDDED_MODEL
+from pals_core.families.registry import get_family
+from pals_core.families.shapes import ALIASES, PRESETS, conditions_for_model, conditions_from_config, from_hf_config
+from pals_core.flags import flags_of
+from pals_core.footprint.constraints import CONSTRAINTS, Constraint, get_constraint
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.shape import BaseModel
+from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_name, glue_record
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file
 from pals_core.train.base_model import model_conditions, model_shape
-from pals_core.atomic import atomic_write_text
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)
@@ -81,7 +82,7 @@ class RawInputs:
     model: str = "bert-base-uncased"
     model_path: str = ""
     config_name: str = ""
-    config_bytes: Optional[bytes] = None
+    config_bytes: bytes | None = None
     task_mode: str = TASKS_GLUE
     glue_tasks: list = field(default_factory=lambda: list(PAPER_TASKS))
     task_count: int = 8
@@ -111,22 +112,22 @@ class Inputs:
     tasks: tuple[Task, ...]
     budget: Budget
     methods: tuple[str, ...]
-    location: Optional[str]
+    location: str | None
     conditions: Conditions
     heads: int = AdapterConfig.default("heads")
     seq_len: int = DEFAULT_SEQ_LEN
     convention: str = "exact"
     per_task_pooler: bool = False
-    d_s: Optional[int] = None
+    d_s: int | None = None
     n_top: int = AdapterConfig.default("n_top")
     ffn_ratio: int = AdapterConfig.default("ffn_ratio")
     trainable: bool = False  # the trainer can build this model (embedded MiniLM, tiny, a local folder)
-    train_model: Optional[str] = None  # its ``pals-train --model`` value: None = the embedded MiniLM
-    tasks_file: Optional[str] = None  # the tasks file the tasks come from (as typed); None = GLUE or N tasks
+    train_model: str | None = None  # its ``pals-train --model`` value: None = the embedded MiniLM
+    tasks_file: str | None = None  # the tasks file the tasks come from (as typed); None = GLUE or N tasks
     records: tuple[TaskRecord, ...] = ()  # the tasks' records (GLUE built-ins, the file's); () for N anonymous tasks
     bounds: tuple[tuple[str, Any], ...] = ()  # (constraint field, its ``Machine`` value) of every bound given
 
-    def machine(self, page: Optional[Machine] = None) -> Optional[Machine]:
+    def machine(self, page: Machine | None = None) -> Machine | None:
         """The page's machine (``machine_view.page_machine``: device, batch, precision; None = the default) with this
         question's bounds, or None when it sets none (the rows are then priced on parameters only)."""
         if not self.bounds:
@@ -134,7 +135,7 @@ class Inputs:
         return replace(page if page is not None else Machine(), **dict(self.bounds))
 
 
-def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, Optional[str], Conditions]:
+def trainer_model(choice: str, path: str = "") -> tuple[BaseModel, str | None, Conditions]:
     """A model the trainer builds → (its shape, its ``--model`` value, its conditions), read by the trainer's own
     ``model_shape`` and ``model_conditions`` (config.json only, no weights)."""
     if choice == EMBEDDED:
@@ -170,7 +171,7 @@ def check_sidebar_range(key: str, what: str, value: int) -> None:
         raise ValueError(f"{what} {value:,} is outside the sidebar's range, {low:,} to {high:,}")
 
 
-def parse_model(name: str, config_name: str = "", config_bytes: Optional[bytes] = None) -> tuple[BaseModel, Conditions]:
+def parse_model(name: str, config_name: str = "", config_bytes: bytes | None = None) -> tuple[BaseModel, Conditions]:
     """A preset, or the uploaded Hugging Face ``config.json`` read by ``from_hf_config`` → (its shape, its
     conditions: ``conditions_for_model`` of the preset, ``conditions_from_config`` of the upload)."""
     if name in TRAINABLE:
@@ -209,12 +210,12 @@ def example_tasks_path() -> str:
         return str(path)
 
 
-def files_stamp(records: Iterable[TaskRecord], tasks_file: Optional[str] = None) -> tuple:
+def files_stamp(records: Iterable[TaskRecord], tasks_file: str | None = None) -> tuple:
     """The version of a question's files: (path, mtime, size) of the tasks file and of every train / dev file (each
     file of a save_to_disk folder); None for one that is not there. A cache keyed by it is read again when one
     changes."""
 
-    def stat(p: Path) -> Optional[tuple]:
+    def stat(p: Path) -> tuple | None:
         try:
             st = p.stat()
         except OSError:
@@ -252,7 +253,7 @@ def _tasks_of(records: tuple[TaskRecord, ...], stamp: tuple) -> tuple[Task, ...]
     return tuple(tasks_of_records(records))
 
 
-def file_tasks(records: tuple[TaskRecord, ...], tasks_file: Optional[str] = None) -> tuple[Task, ...]:
+def file_tasks(records: tuple[TaskRecord, ...], tasks_file: str | None = None) -> tuple[Task, ...]:
     """The calculator's tasks of a tasks file's records (C_t from declared labels or the train file's label
     column), read once per version of the files. ``ValueError`` (a ``TaskDataError``) names file, row and column."""
     try:
@@ -317,7 +318,7 @@ def save_upload(data: bytes, root: Path) -> Path:
                 pass
 
 
-def parse_tasks_input(raw: RawInputs) -> tuple[tuple[Task, ...], Optional[str], tuple[TaskRecord, ...]]:
+def parse_tasks_input(raw: RawInputs) -> tuple[tuple[Task, ...], str | None, tuple[TaskRecord, ...]]:
     """The sidebar's tasks → (the calculator's tasks, the tasks file or None, the tasks' records)."""
     if raw.task_mode == TASKS_FILE:
         path = (raw.tasks_file or "").strip()
@@ -364,7 +365,7 @@ def parse_bounds(bounds: dict) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
-def parse_location(choice: str, custom: str, model: BaseModel) -> Optional[str]:
+def parse_location(choice: str, custom: str, model: BaseModel) -> str | None:
     if choice == LOCATION_EVERY:
         return None
     if choice == LOCATION_CUSTOM:

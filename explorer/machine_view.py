@@ -10,22 +10,21 @@ bars) and the step time against the task-specific parameters, beside the table. 
 from __future__ import annotations
 
 import copy
-from typing import Optional
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pals_core.budget.costs import Cost
 from pals_core.budget import display
+from pals_core.budget.costs import Cost
 from pals_core.budget.machine import Machine, default_device, resources, supported
+from pals_core.budget.recommend import key_of, label
 from pals_core.footprint.memory import PRECISIONS
 from pals_core.footprint.timing import builtin_devices, local_profile_path
 
+from .calc import design_of
 from .figures.legibility import readable_labels
 from .figures.style import location_symbol, method_color
-from .calc import design_of
-from pals_core.budget.recommend import label, key_of
 from .inputs import Inputs
 
 PARTS = ("weights", "gradients", "optimizer", "activations")
@@ -58,7 +57,7 @@ def page_machine_key() -> tuple:
     return m.batch, m.device, m.precision
 
 
-def machine_of_key(key: tuple) -> Optional[Machine]:
+def machine_of_key(key: tuple) -> Machine | None:
     """``page_machine_key``'s machine back (None for an empty key: the default machine)."""
     return Machine(batch=key[0], device=key[1], precision=key[2]) if key else None
 
@@ -151,7 +150,7 @@ def fig_memory(rows: list[Cost]) -> go.Figure:
     return fig
 
 
-def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
+def fig_time(rows: list[Cost], chosen: str | None) -> go.Figure:
     """Step time × base against task-specific parameters, a point per design (colour = method, marker = location,
     as in every figure of the page). Only the labels that can be read are written (``readable_labels``);
     every point names its design, and the designs drawn on the same spot, on hover."""
@@ -218,7 +217,7 @@ def fig_time(rows: list[Cost], chosen: Optional[str]) -> go.Figure:
     return fig
 
 
-def render(inp: Inputs, costs: list[Cost], chosen: Optional[Cost]) -> None:
+def render(inp: Inputs, costs: list[Cost], chosen: Cost | None) -> None:
     names = devices()
     a, b, c = st.columns(3)
     default = default_device()

@@ -13,19 +13,17 @@ import importlib
 import logging
 import os
 from pathlib import Path
-from typing import Optional
 from urllib.parse import urlencode
 
 import streamlit as st
 
-from pals_core.budget.costs import Cost
-
 from pals_core import measured, results, score_model
 from pals_core.budget import recommend
-
-from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
+from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of, label
 from pals_core.supervise.children import reap_children
+
+from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
@@ -57,7 +55,7 @@ def _guard(what: str, fn, *args) -> None:
         st.error(f"{what} failed: {type(e).__name__}: {e}")
 
 
-def _launcher(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
+def _launcher(inp: Inputs | None, chosen: Cost | None) -> None:
     """The training launcher, run as a fragment: editing its fields redraws only the launcher."""
     _guard("The launcher", train_view.render, inp, chosen)
 
@@ -71,7 +69,7 @@ def _studies_module():
         raise
 
 
-def render_studies(inp: Optional[Inputs] = None) -> None:
+def render_studies(inp: Inputs | None = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input(
@@ -105,7 +103,7 @@ def question_keys(records: tuple, stamp: tuple) -> list[str]:
     return results.question_keys(records)
 
 
-def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
+def results_for(inp: Inputs | None) -> list[measured.Result]:
     """Finished runs of the question's model on exactly its tasks (by fingerprint; N anonymous tasks have none)."""
     if inp is None or not inp.trainable or not inp.records:
         return []
@@ -118,7 +116,7 @@ def results_for(inp: Optional[Inputs]) -> list[measured.Result]:
     return measured.same_question(measured_results(roots), inp.train_model, inp.trainable, keys)
 
 
-def _read_link() -> Optional[address.FromLink]:
+def _read_link() -> address.FromLink | None:
     """On a session's first draw, the URL's question (its bad values kept to show)."""
     if st.session_state.get("_address_read"):
         return None
@@ -145,9 +143,9 @@ def main() -> None:
     )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
-    inp: Optional[Inputs] = None
-    costs: Optional[list[Cost]] = None
-    chosen: Optional[Cost] = None
+    inp: Inputs | None = None
+    costs: list[Cost] | None = None
+    chosen: Cost | None = None
     picks: list[recommend.Pick] = []
     scores: dict = {}
     try:

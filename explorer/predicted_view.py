@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
 from pals_core import score_model as sm
+from pals_core.budget.recommend import label
 from pals_core.measured import default_roots
 from pals_core.supervise.runs import launch
 from pals_core.train.config import TrainConfig
 
-from pals_core.budget.recommend import label
 from .figures.style import Fig, location_dash, method_color, styled
 from .inputs import files_stamp
 
@@ -60,9 +60,7 @@ def curve_label(f: sm.Family) -> str:
     return f"{f.method} @ {f.location}" if f.location else f.method
 
 
-def predicted_figure(
-    curves: Mapping[sm.Family, sm.Curve], budget_sizes: Mapping[sm.Family, Optional[int]] = {}
-) -> object:
+def predicted_figure(curves: Mapping[sm.Family, sm.Curve], budget_sizes: Mapping[sm.Family, int | None] = {}) -> object:
     """Dev average (0–100) against d_s (log): each family's measured runs (points), its fitted curve (solid inside
     the measured sizes, dotted outside: extrapolated) with the 80 % band of one new run, and the size the budget
     buys (a vertical line per method, labelled)."""
@@ -185,7 +183,7 @@ def options(picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> list[sm.Op
     return out
 
 
-def family_of(curves: Mapping[sm.Family, sm.Curve], method: str, location: Optional[str]) -> Optional[sm.Family]:
+def family_of(curves: Mapping[sm.Family, sm.Curve], method: str, location: str | None) -> sm.Family | None:
     return next((f for f in curves if f.method == method and (f.location or "all") == (location or "all")), None)
 
 

@@ -4,34 +4,32 @@ redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional, Sequence
 
 import pandas as pd
 import streamlit as st
 
-from pals_core.budget.costs import Cost
-from pals_core.pricing.config import design_label
-
 from pals_core import measured
-from pals_core.data.glue_rows import missing_files, resolve_glue_dir
-
-from .figures.measured import measured_figure, measured_ranking_figure
-from .tables import runs_frame
+from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of
+from pals_core.data.glue_rows import missing_files, resolve_glue_dir
+from pals_core.pricing.config import design_label
+from pals_core.supervise.roots import runs_root
+from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
 from pals_core.tasks.record import TaskRecord
 
+from .figures.measured import measured_figure, measured_ranking_figure
 from .inputs import EMBEDDED, Inputs, files_stamp, one_line
-from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
-from pals_core.supervise.roots import runs_root
+from .tables import runs_frame
 
 REFRESH_S = 2.0
 UNREADABLE = "unreadable"  # a run's status when its summary.json cannot be read (the reason is in its row)
 CHART = {"displaylogo": False}
 
 
-def duration(seconds: Optional[float]) -> str:
+def duration(seconds: float | None) -> str:
     """71 → '1 min 11 s'; None → '—'."""
     if seconds is None:
         return "—"
@@ -241,12 +239,12 @@ def render() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def majority(records: tuple[TaskRecord, ...], stamp: tuple, glue_dir: str) -> Optional[float]:
+def majority(records: tuple[TaskRecord, ...], stamp: tuple, glue_dir: str) -> float | None:
     """The majority-class dev average of the question's tasks (re-read when one of their files changes: ``stamp``)."""
     return measured.majority_average(list(records), glue_dir or None)
 
 
-def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], chosen: Optional[Cost]) -> None:
+def render_measured(inp: Inputs | None, results: Sequence[measured.Result], chosen: Cost | None) -> None:
     """The measured trade-off for the question's model and tasks (issue: what the budget buys)."""
     st.markdown("#### What the budget bought, measured")
     if inp is None:
@@ -352,13 +350,13 @@ def render_measured(inp: Optional[Inputs], results: Sequence[measured.Result], c
     )
 
 
-def glue_folder() -> Optional[str]:
+def glue_folder() -> str | None:
     """The GLUE folder, found as the trainer finds it (``resolve_glue_dir``: ``$PALS_GLUE_DIR``), as text."""
     path = resolve_glue_dir(None)
     return str(path) if path is not None else None
 
 
-def no_majority_reason(records: Sequence[TaskRecord], glue_dir: Optional[str]) -> str:
+def no_majority_reason(records: Sequence[TaskRecord], glue_dir: str | None) -> str:
     """Why the majority-class line cannot be drawn (``measured.majority_average`` gave None): the GLUE folder is not
     set, is not there, or lacks a task's files."""
     glue = [r.glue for r in records if r.glue is not None]
@@ -389,6 +387,6 @@ def _unread_note() -> None:
     )
 
 
-def _difference(c: Optional[dict]) -> str:
+def _difference(c: dict | None) -> str:
     """'+1.2 [−0.4, +2.9]' (points), or — where there is nothing to compare."""
     return "—" if c is None else f"{c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}]"

@@ -15,12 +15,12 @@ from dataclasses import fields
 
 import streamlit as st
 
-from pals_core.budget.solver import Budget
 from pals_core.budget.costs import CONVENTIONS
-from pals_core.tasks.glue_tasks import GLUE_LABELS
-from pals_core.methods.registry import METHODS
+from pals_core.budget.solver import Budget
 from pals_core.footprint.constraints import CONSTRAINTS
+from pals_core.methods.registry import METHODS
 from pals_core.supervise.roots import runs_root
+from pals_core.tasks.glue_tasks import GLUE_LABELS
 
 from .inputs import (
     BUDGET_DEFAULTS,

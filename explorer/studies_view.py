@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 import pandas as pd
 import streamlit as st
@@ -21,18 +20,19 @@ from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.flags import flags_of
 from pals_core.footprint.constraints import CONSTRAINTS
 from pals_core.footprint.memory import PRECISIONS
-from studies import report, workers as studies_workers
+from pals_core.supervise.roots import workers_root
+from pals_core.supervise.workers import list_workers, stop
+from studies import report
+from studies import workers as studies_workers
 from studies.definitions import DEFINITIONS
 from studies.errors import StudyError
 from studies.runner import machine_text
 from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, SETTINGS_ATTR, StudySettings
 from studies.storage import NoStudies, load, masked, open_storage, study_names
+from studies.workers import absolute_storage, resume, settings_from_form
 
 from .inputs import EMBEDDED, LOCAL, TINY
 from .machine_view import devices
-from pals_core.supervise.roots import workers_root
-from pals_core.supervise.workers import list_workers, stop
-from studies.workers import absolute_storage, resume, settings_from_form
 
 CHART = {"displaylogo": False}
 FIGURE_TITLES = {
@@ -90,15 +90,15 @@ class FormStart:
     """What the start form starts from: the sidebar's question where a study can train it (``from_question``)."""
 
     tasks: str = ",".join(DEFAULT_TASKS)
-    tasks_file: Optional[str] = None  # absolute path of the question's tasks file (None: GLUE names)
+    tasks_file: str | None = None  # absolute path of the question's tasks file (None: GLUE names)
     model: str = "tiny random BERT (smoke study)"  # a key of the form's model choices
-    model_path: Optional[str] = None  # the sidebar's local checkpoint folder, offered as a model
+    model_path: str | None = None  # the sidebar's local checkpoint folder, offered as a model
     budget_kind: str = "ratio"  # ratio, extra or per_task (``Budget``'s field)
     budget: float = DEFAULT_BUDGET_RATIO
     budget_of: str = "base"  # what a ratio is of (``Budget.OF``): the sidebar's
     notes: tuple[str, ...] = ()  # what of the question a study cannot take, said under the form
 
-    def models(self) -> dict[str, Optional[str]]:
+    def models(self) -> dict[str, str | None]:
         """The form's model choices: the two the trainer embeds, and the sidebar's local folder if it has one."""
         return {**MODELS, **({f"your checkpoint: {self.model_path}": self.model_path} if self.model_path else {})}
 
@@ -264,7 +264,7 @@ def _unread_warning(study) -> None:
         st.warning(text[0].upper() + text[1:])
 
 
-def missing_sqlite_file(url: str) -> Optional[str]:
+def missing_sqlite_file(url: str) -> str | None:
     """The file of a SQLite storage that does not exist yet in a folder that does (a first visit: no study has been
     started), else None — what the view shows as an invitation, not an error."""
     from sqlalchemy.engine import make_url

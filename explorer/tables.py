@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -29,11 +29,11 @@ is rounded once (``pals_core.budget.display``) and printed with exactly its deci
 
 def table_frame(
     costs: Sequence[Cost],
-    budget: Optional[Budget] = None,
-    rank: Optional[Mapping[Key, int]] = None,
-    measured: Optional[Mapping[Key, str]] = None,
-    first_fit: Optional[Mapping[Key, str]] = None,
-    hidden: Optional[int] = None,
+    budget: Budget | None = None,
+    rank: Mapping[Key, int] | None = None,
+    measured: Mapping[Key, str] | None = None,
+    first_fit: Mapping[Key, str] | None = None,
+    hidden: int | None = None,
 ) -> pd.DataFrame:
     """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
     shares in % (rounded down, as the answer says them), ratios to four decimals, scores 0–100; '—' where a value

@@ -14,18 +14,18 @@ sets the sidebar's n to the largest p95 of the tasks (capped at the model's long
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from pals_core.families.registry import get_family
 from pals_core.data.profile import profile_task, tokenizer_of
 from pals_core.families.bert.presets import EMBEDDED_MODEL
+from pals_core.families.registry import get_family
 from pals_core.kinds import get_kind
 from pals_core.tasks.record import TaskRecord
 
-from .inputs import Inputs, TASKS_FILE, files_stamp, one_line
+from .inputs import TASKS_FILE, Inputs, files_stamp, one_line
 
 CHART = {"displaylogo": False}
 SPLIT_COLORS = {"train": "#1f77b4", "dev": "#ff7f0e"}
@@ -33,18 +33,18 @@ GLUE_FLAG = "_profile_glue"  # the person asked to read GLUE's rows (hundreds of
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def tokenizer(model: Optional[str]):
+def tokenizer(model: str | None):
     """The model's tokenizer (``profile.tokenizer_of``: a local folder, "tiny", or None = the embedded MiniLM)."""
     return tokenizer_of(model)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def profile(record: TaskRecord, stamp: tuple, model: Optional[str], max_len: int, glue_dir: str) -> dict:
+def profile(record: TaskRecord, stamp: tuple, model: str | None, max_len: int, glue_dir: str) -> dict:
     """One task's profile; ``stamp`` (its files' version) is part of the key so an edited file is read again."""
     return profile_task(record, tokenizer=tokenizer(model), max_len=max_len, glue_dir=glue_dir or None)
 
 
-def tokenizer_model(inp: Inputs) -> tuple[Optional[str], str]:
+def tokenizer_model(inp: Inputs) -> tuple[str | None, str]:
     """(the ``--model`` whose tokenizer counts the tokens, what to call it). A shape has no tokenizer here: the
     embedded MiniLM's (BERT's uncased WordPiece) stands in."""
     if inp.trainable:
@@ -112,7 +112,7 @@ def distribution_figure(p: dict) -> go.Figure:
     return fig
 
 
-def p95_of(profiles: Sequence[dict], inp: Inputs) -> Optional[tuple[int, int]]:
+def p95_of(profiles: Sequence[dict], inp: Inputs) -> tuple[int, int] | None:
     """(the largest p95 of the tasks, the n offered: that p95 capped at the model's longest input)."""
     p95s = [p["tokens"]["p95"] for p in profiles if p.get("tokens")]
     if not p95s:
@@ -125,7 +125,7 @@ def _set_seq_len(n: int) -> None:
     st.session_state["seq_len"] = n
 
 
-def _read(records: Sequence[TaskRecord], model: Optional[str], max_len: int) -> list[dict]:
+def _read(records: Sequence[TaskRecord], model: str | None, max_len: int) -> list[dict]:
     """The profiles that could be read; one error line per task that could not."""
     glue_dir = os.environ.get("PALS_GLUE_DIR", "")
     out = []
@@ -138,7 +138,7 @@ def _read(records: Sequence[TaskRecord], model: Optional[str], max_len: int) -> 
     return out
 
 
-def render(inp: Optional[Inputs]) -> None:
+def render(inp: Inputs | None) -> None:
     """The panel for the question's tasks."""
     st.markdown("#### Your tasks: rows, labels, lengths")
     if inp is None:

@@ -20,29 +20,28 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import streamlit as st
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.costs import Cost
-from pals_core.budget.tasks import Task, glue_task
 from pals_core.budget import display
-from pals_core.methods.registry import get_method
+from pals_core.budget.costs import Cost
 from pals_core.budget.methods import TRUNK_WORDS, trunk_frozen
-from pals_core.data.glue_rows import check_files, hub_allowed, missing_files, resolve_glue_dir
-from pals_core.pricing.limits import MAX_D_S
-from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.train.config import TrainConfig
-from pals_core.tasks.glue_tasks import GLUE_TASKS
-from pals_core.data.load import TINY as TINY_MODEL
-from pals_core.train.base_model import model_shape
-
-from . import calc, commands, tasks_view
 from pals_core.budget.recommend import key_of, label
-from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
+from pals_core.budget.tasks import Task, glue_task
+from pals_core.data.glue_rows import check_files, hub_allowed, missing_files, resolve_glue_dir
+from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.methods.registry import get_method
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.limits import MAX_D_S
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, command, launch, list_runs, new_run_id
+from pals_core.tasks.glue_tasks import GLUE_TASKS
+from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.train.base_model import model_shape
+from pals_core.train.config import TrainConfig
+
+from . import calc, commands, tasks_view
+from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
 
 MODELS = {
     EMBEDDED: "",
@@ -62,7 +61,7 @@ def trainable_tasks() -> list[str]:
     return list(GLUE_TASKS)
 
 
-def available_tasks(glue_dir: str) -> Optional[list[str]]:
+def available_tasks(glue_dir: str) -> list[str] | None:
     """Tasks whose train and dev files are in ``glue_dir`` (None if it cannot be told)."""
     path = Path(glue_dir).expanduser() if glue_dir else None
     if path is None or not path.is_dir():
@@ -79,7 +78,7 @@ class Priced:
     trained: Cost  # on the training model and tasks (exact convention)
     model_name: str
     same_question: bool  # the training model, tasks and convention are the question's: nothing re-solved
-    as_priced: Optional[Cost]  # the question's d_s on the training model (None if the same, or sizeless)
+    as_priced: Cost | None  # the question's d_s on the training model (None if the same, or sizeless)
 
 
 def training_tasks(inp: Inputs, tasks: list[str]) -> list[Task]:
@@ -93,10 +92,10 @@ def training_tasks(inp: Inputs, tasks: list[str]) -> list[Task]:
 def price_training(
     inp: Inputs,
     chosen: Cost,
-    model: Optional[str],
+    model: str | None,
     tasks: list[str],
-    d_s: Optional[int],
-    freeze_trunk: Optional[bool] = None,
+    d_s: int | None,
+    freeze_trunk: bool | None = None,
 ) -> Priced:
     """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.base_model.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
@@ -154,7 +153,7 @@ def compare_table(inp: Inputs, chosen: Cost, p: Priced) -> list[dict]:
     return rows
 
 
-def _int_or_none(text: str, what: str) -> Optional[int]:
+def _int_or_none(text: str, what: str) -> int | None:
     text = (text or "").strip()
     if not text:
         return None
@@ -180,7 +179,7 @@ def _default_model(inp: Inputs) -> None:
             st.session_state["train_model_path"] = st.session_state.get("model_path", "")
 
 
-def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optional[tuple[int, str]]:
+def suggested_max_len(inp: Inputs, records: list, model: str | None) -> tuple[int, str] | None:
     """(the max length a run on these tasks of a file should use, the sentence that says why): the largest p95 of
     their token counts under the training model's tokenizer (the task panel's profile), capped at what the trainer
     takes (8 … 512, the model's longest input); None when the rows cannot be read (their error is the panel's)."""
@@ -202,7 +201,7 @@ def suggested_max_len(inp: Inputs, records: list, model: Optional[str]) -> Optio
     return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them."
 
 
-def build_spec(inp: Inputs, chosen: Cost) -> tuple[Optional[TrainConfig], Optional[Priced], Optional[str], str]:
+def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | None, str | None, str]:
     """Draw the form; return (the run as the trainer will resolve it, how it is priced, error, run name)."""
     method = get_method(chosen.method)
     found = resolve_glue_dir(None)  # as pals-train finds it: --glue-dir's default, $PALS_GLUE_DIR
@@ -354,7 +353,7 @@ def check_data(spec: TrainConfig) -> None:
     check_files(path, glue)
 
 
-def data_problem(spec: TrainConfig) -> Optional[str]:
+def data_problem(spec: TrainConfig) -> str | None:
     """Why this run cannot read its GLUE tasks, said before anyone clicks Launch (``check_data``, the trainer's own
     check); None when the files are there, or when no folder is given and the trainer may download GLUE from the
     hub (``HF_HUB_OFFLINE`` unset)."""
@@ -389,7 +388,7 @@ def _example_data_writer(path: Path):
     return module.make_data
 
 
-def render(inp: Optional[Inputs], chosen: Optional[Cost]) -> None:
+def render(inp: Inputs | None, chosen: Cost | None) -> None:
     """The launcher. Drawn as a fragment by the page: changing a field redraws only the launcher."""
     st.markdown("#### Train the chosen design")
     if inp is None or chosen is None:

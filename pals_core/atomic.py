@@ -10,8 +10,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Optional, Union
+from typing import Any, BinaryIO, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -63,7 +64,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def dumps(obj: Any, indent: Optional[int] = 2) -> str:
+def dumps(obj: Any, indent: int | None = 2) -> str:
     return json.dumps(_clean(obj), indent=indent, allow_nan=False)
 
 
@@ -163,7 +164,7 @@ def read_json(path: PathLike, *, or_none: bool = False, limit: int = MAX_RUN_JSO
     return data if isinstance(data, dict) else None
 
 
-def not_regular(path: PathLike) -> Optional[str]:
+def not_regular(path: PathLike) -> str | None:
     """What ``path`` is when it is there but is not a regular file (``"a FIFO (named pipe)"``, ``"a broken symbolic
     link"``, …); None for a regular file or nothing there."""
     import stat

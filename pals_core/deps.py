@@ -17,7 +17,7 @@ class DependencyError(RuntimeError):
     """An installed package outside the range the project is tested on."""
 
 
-def check_transformers(installed: "str | None" = None) -> None:
+def check_transformers(installed: str | None = None) -> None:
     """``DependencyError`` (one line) unless the installed transformers is within ``TRANSFORMERS``."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version

@@ -29,8 +29,10 @@ import argparse
 import dataclasses
 import functools
 import math
+import types
 import typing
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 
 class UsageError(ValueError):
@@ -75,12 +77,12 @@ class Flag:
     format: Callable[[Any], str]
     boolean: bool
     optional: bool  # None is a valid value (written as ``none``)
-    choices: Optional[Callable[[], Sequence[str]]]
-    metavar: Optional[str]
+    choices: Callable[[], Sequence[str]] | None
+    metavar: str | None
     always: bool
-    renamed: Optional[str] = None  # the argparse dest when the flag is renamed in one CLI (``names``)
-    negative: Optional[str] = None  # a boolean's flag for False (``--train-trunk``); else ``--no-<flag>``
-    default_text: Optional[str] = None  # the name of the default in words (``DEFAULT_TEXTS``) where it is not one value
+    renamed: str | None = None  # the argparse dest when the flag is renamed in one CLI (``names``)
+    negative: str | None = None  # a boolean's flag for False (``--train-trunk``); else ``--no-<flag>``
+    default_text: str | None = None  # the name of the default in words (``DEFAULT_TEXTS``) where it is not one value
 
     @property
     def dest(self) -> str:
@@ -153,7 +155,7 @@ def _infer(tp: Any) -> tuple[Callable, Callable, bool, bool]:
     """(parse, format, boolean, optional) for a type annotation."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     optional = False
-    if origin is typing.Union and type(None) in args:
+    if origin in (typing.Union, types.UnionType) and type(None) in args:  # Optional[X] and X | None alike
         rest = [a for a in args if a is not type(None)]
         optional = True
         if len(rest) == 1:
@@ -179,7 +181,7 @@ def _infer(tp: Any) -> tuple[Callable, Callable, bool, bool]:
     raise TypeError(f"no flag type for {tp!r}: give metadata parse/format")
 
 
-def flags_of(cls: type, names: Optional[Mapping[str, str]] = None) -> list[Flag]:
+def flags_of(cls: type, names: Mapping[str, str] | None = None) -> list[Flag]:
     """The flags of a settings dataclass, in field order (fields with ``metadata['cli'] is False`` skipped);
     ``names`` renames some ({field: "--flag"}, see the module docstring). Derived once per class and names (a CLI
     reads them to build its parser and again to type the values given)."""
@@ -255,9 +257,9 @@ def add_flags(
     cls: type,
     *,
     skip: Iterable[str] = (),
-    title: Optional[str] = None,
-    names: Optional[Mapping[str, str]] = None,
-    defaults: Optional[Mapping[str, str]] = None,
+    title: str | None = None,
+    names: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> list[Flag]:
     """Add one flag per field of ``cls`` to ``parser`` (or a new argument group titled ``title``). Each help ends in
     the flag's one default: the field's, or ``defaults[field]`` where this command does something else without the
@@ -298,7 +300,7 @@ def add_flags(
 
 
 def given_values(
-    namespace: Any, cls: type, *, skip: Iterable[str] = (), names: Optional[Mapping[str, str]] = None
+    namespace: Any, cls: type, *, skip: Iterable[str] = (), names: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The typed values of the flags of ``cls`` present in ``namespace`` (a dict or an argparse Namespace), by field."""
     ns = namespace if isinstance(namespace, dict) else vars(namespace)
@@ -311,7 +313,7 @@ def given_values(
     return out
 
 
-def to_argv(obj: Any, *, skip: Iterable[str] = (), names: Optional[Mapping[str, str]] = None) -> list[str]:
+def to_argv(obj: Any, *, skip: Iterable[str] = (), names: Mapping[str, str] | None = None) -> list[str]:
     """Flags that reproduce ``obj``: every field that differs from its default (or is marked ``always``)."""
     skip = set(skip)
     argv: list[str] = []

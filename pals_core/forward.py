@@ -13,8 +13,9 @@ head's output for that row, whatever their shape: (C,) for a sentence task, (tok
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -40,9 +41,9 @@ def words_of(text) -> list[str]:
 def encode_texts(
     info,
     texts: Sequence,
-    pairs: Optional[Sequence[str]] = None,
-    paired: Optional[Sequence[bool]] = None,
-    words: Optional[Sequence[bool]] = None,
+    pairs: Sequence[str] | None = None,
+    paired: Sequence[bool] | None = None,
+    words: Sequence[bool] | None = None,
 ) -> Encoded:
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were (``info``: a run's
     ``tokenizer()`` and ``max_len``): row i with its second text ``pairs[i]`` where ``paired[i]`` (default: every
@@ -51,9 +52,9 @@ def encode_texts(
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
     split = [False] * n if words is None else list(words)
-    rows: list[Optional[list[int]]] = [None] * n
-    kinds: list[Optional[list[int]]] = [None] * n
-    starts: list[Optional[list[int]]] = [None] * n
+    rows: list[list[int] | None] = [None] * n
+    kinds: list[list[int] | None] = [None] * n
+    starts: list[list[int] | None] = [None] * n
     for with_pair, as_words in ((False, False), (True, False), (False, True)):
         idx = [i for i in range(n) if paired[i] == with_pair and split[i] == as_words]
         if not idx:
@@ -100,13 +101,13 @@ def forward_rows(
     *,
     batch_size: int,
     device,
-    row_tasks: Optional[Sequence[str]] = None,
+    row_tasks: Sequence[str] | None = None,
     per_task: bool = False,
     autocast: Callable = nullcontext,
     rank: int = 0,
     world: int = 1,
-    should_stop: Optional[Callable[[], bool]] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> None:
     """Every row of ``data`` (with several processes: every ``world``-th in order of length, from ``rank``) through
     each task of ``sinks`` — or, ``row_tasks`` given, through its own task ``row_tasks[i]`` only (``forward_mixed``) —
@@ -147,7 +148,7 @@ class Reduced:
     at once by the task's kind (``pals_core/kinds/<kind>/module.py``: ``reduce``; e.g. the arg-max class, the value,
     each label's decision) — never the logits themselves, so a dev set's outputs take O(n) memory whatever C."""
 
-    def __init__(self, kind: str, width: int, device, data: Optional[Encoded] = None) -> None:
+    def __init__(self, kind: str, width: int, device, data: Encoded | None = None) -> None:
         self.module, self.width, self.device = get_kind(kind).module(), width, device
         self.outs: list = []
         self.idx: list = []
@@ -166,7 +167,7 @@ class Reduced:
         self.outs.append(out)
         self.idx.append(torch.from_numpy(rows).to(self.device))
 
-    def result(self, n: int, gather: Optional[Callable] = None) -> np.ndarray:
+    def result(self, n: int, gather: Callable | None = None) -> np.ndarray:
         """The ``n`` rows' outputs in input order (``gather``: every process's rows joined first)."""
         import torch  # late: as in ``add``
 

@@ -28,17 +28,18 @@ on its own row.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
-
-from .methods.registry import get_method
-from .results import DEPTH, SCALE, Run, read_summary, runs, read_or_none as _read, summary_files as _summary_files
-from .tasks.record import TaskRecord
-from .train.aggregate import compare
 
 from .budget.recommend import Key, Score, label
+from .methods.registry import get_method
+from .results import DEPTH, SCALE, Run, read_summary, runs
+from .results import read_or_none as _read
+from .results import summary_files as _summary_files
 from .supervise.roots import runs_root
+from .tasks.record import TaskRecord
+from .train.aggregate import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -73,15 +74,15 @@ class Result:
 
     path: str
     method: str
-    location: Optional[str]
-    d_s: Optional[int]
-    model: Optional[str]  # the run's --model (None = the embedded MiniLM)
+    location: str | None
+    d_s: int | None
+    model: str | None  # the run's --model (None = the embedded MiniLM)
     tasks: tuple[str, ...]
-    params: Optional[int]  # task-specific parameters (summary ``params.task_specific``)
+    params: int | None  # task-specific parameters (summary ``params.task_specific``)
     score: Score  # dev average, 0–100
     scores: dict  # {task: {metric: value}} (single runs: fractions; aggregates: {"mean", …})
-    steps: Optional[int]
-    seed: Optional[int] = None  # a single run's seed (an aggregate has several: None)
+    steps: int | None
+    seed: int | None = None  # a single run's seed (an aggregate has several: None)
     seeds: tuple[int, ...] = ()  # an aggregate's seeds
     planned: tuple[int, ...] = ()  # a --seeds run still training: the seeds it will have (``seeds`` are done so far)
     per_seed: tuple[float, ...] = ()  # the dev average (0–100) of each seed run behind ``score``
@@ -216,7 +217,7 @@ def scan(roots: Iterable[Path]) -> list[Result]:
 
 
 def same_question(
-    results: Sequence[Result], train_model: Optional[str], trainable: bool, tasks: Sequence[str]
+    results: Sequence[Result], train_model: str | None, trainable: bool, tasks: Sequence[str]
 ) -> list[Result]:
     """Results on the question's model (only a model the trainer builds can have any) and exactly its tasks:
     ``tasks`` are fingerprints (``question_keys``; a bare GLUE name stands for ``glue:<name>``), compared as a set
@@ -227,7 +228,7 @@ def same_question(
     return [r for r in results if r.model == train_model and sorted(r.task_keys) == want]
 
 
-def against(r: Result, results: Sequence[Result], baseline: str) -> Optional[dict]:
+def against(r: Result, results: Sequence[Result], baseline: str) -> dict | None:
     """``r``'s dev average less the ``baseline`` method's trained alike (the same recipe; of several, the one with
     the most seeds), in points: ``aggregate.compare``'s {"diff", "low", "high", "df", "p"} — None unless both
     have two seeds or more (a single run has no spread to test against)."""
@@ -255,9 +256,7 @@ def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
     return out
 
 
-def majority_average(
-    tasks: Sequence["TaskRecord | str"], glue_dir: Optional[str] = None, seed: int = 0
-) -> Optional[float]:
+def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = None, seed: int = 0) -> float | None:
     """The majority-class dev average (0–100) of ``tasks`` (records, or GLUE names), from their rows: GLUE's files
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Collection, Iterator, Mapping, Optional, Sequence, Union
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from .deps import check_transformers
 
@@ -29,24 +29,24 @@ from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 from .adapters.base import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
 from .atomic import read_json_file  # noqa: E402
-from .pricing.config import AdapterConfig  # noqa: E402
-from .pricing.shape import BaseModel  # noqa: E402
-from .budget.methods import check_config, trunk_frozen  # noqa: E402
-from .families.shapes import from_hf_config  # noqa: E402
-from .budget.tasks import parse_tasks  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
+from .budget.methods import check_config, trunk_frozen  # noqa: E402
+from .budget.tasks import parse_tasks  # noqa: E402
+from .data.load import TINY  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
+from .families.shapes import from_hf_config  # noqa: E402
 from .families.trunks import build_base, load_base, trunk_class, trunk_for  # noqa: E402
 from .kinds import get_kind  # noqa: E402
 from .methods.adapters import get_adapter  # noqa: E402
+from .pricing.config import AdapterConfig  # noqa: E402
+from .pricing.shape import BaseModel  # noqa: E402
 from .run_info import predict_texts, read_run  # noqa: E402
 from .task_weights import load_task, save_task  # noqa: E402
-from .train.checkpoint import load_model  # noqa: E402
-from .data.load import TINY  # noqa: E402
 from .train.base_model import tiny_config_dict  # noqa: E402
+from .train.checkpoint import load_model  # noqa: E402
 from .trunks.base import State  # noqa: E402
 
-TaskSpec = Union[Mapping[str, int], str, Sequence[str]]
+TaskSpec = Mapping[str, int] | str | Sequence[str]
 
 
 def default_checkpoint() -> str:
@@ -134,7 +134,7 @@ class MultiTaskModel(nn.Module):
     @classmethod
     def from_base_config(
         cls, hf_config, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
-    ) -> "MultiTaskModel":
+    ) -> MultiTaskModel:
         """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
         dict; ``AutoModel.from_config``). Works under ``with torch.device("meta"):`` to count a large model
         without allocating it."""
@@ -144,8 +144,8 @@ class MultiTaskModel(nn.Module):
 
     @classmethod
     def from_base(
-        cls, model: Optional[str], config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
-    ) -> "MultiTaskModel":
+        cls, model: str | None, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+    ) -> MultiTaskModel:
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
         local folder, or ``"tiny"`` (``train.base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
         current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``)."""
@@ -156,13 +156,13 @@ class MultiTaskModel(nn.Module):
     @classmethod
     def from_pretrained(
         cls,
-        path: Optional[Union[str, os.PathLike]],
+        path: str | os.PathLike | None,
         config: AdapterConfig,
         tasks: TaskSpec,
         *,
         dtype: torch.dtype = torch.float32,
         per_word: Collection[str] = (),
-    ) -> "MultiTaskModel":
+    ) -> MultiTaskModel:
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
         MiniLM. Nothing is downloaded."""
         path = default_checkpoint() if path is None else os.fspath(path)
@@ -179,8 +179,8 @@ class MultiTaskModel(nn.Module):
 
     @classmethod
     def from_run(
-        cls, run_dir: Union[str, os.PathLike], *, step: Optional[int] = None, device: Union[str, torch.device] = "cpu"
-    ) -> "MultiTaskModel":
+        cls, run_dir: str | os.PathLike, *, step: int | None = None, device: str | torch.device = "cpu"
+    ) -> MultiTaskModel:
         """The model a ``pals-train`` run trained, in eval mode: its design and tasks (config.json), the weights of
         the checkpoint summary.json reports as best (``step``: another kept checkpoint), its tokenizer, max length
         and task records (``model.run``: a ``RunInfo``). ``ValueError`` in one line for a folder that is not a
@@ -193,7 +193,7 @@ class MultiTaskModel(nn.Module):
         model.run = info
         return model
 
-    def _context(self, task: Optional[str] = None, num_labels: Optional[int] = None) -> BuildContext:
+    def _context(self, task: str | None = None, num_labels: int | None = None) -> BuildContext:
         return BuildContext(
             self.base_config,
             self.config,
@@ -254,7 +254,7 @@ class MultiTaskModel(nn.Module):
         h = self.trunk.embed(input_ids, attention_mask, token_type_ids)
         return h, self.trunk.prepare(h, attention_mask)
 
-    def _classify(self, task: str, hidden: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def _classify(self, task: str, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         if task in self.per_word:
             return self.trunk.tag(self.heads[task], self.dropout, hidden)
         pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
@@ -267,8 +267,8 @@ class MultiTaskModel(nn.Module):
         self,
         task: str,
         input_ids: torch.Tensor,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Final hidden states (B, n, d) on ``task``'s path (trunk, its adapters, its top stack)."""
         adapter: TaskAdapter = self.adapters[self._check_task(task)]
@@ -280,8 +280,8 @@ class MultiTaskModel(nn.Module):
         self,
         task: str,
         input_ids: torch.Tensor,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t)."""
         return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
@@ -299,9 +299,9 @@ class MultiTaskModel(nn.Module):
     def predict_all(
         self,
         input_ids: torch.Tensor,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
-        tasks: Optional[Sequence[str]] = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        tasks: Sequence[str] | None = None,
     ) -> dict[str, torch.Tensor]:
         """Logits of every task (or of ``tasks``) on one batch, with shared operations (docs/design.md "FLOPs"): the
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
@@ -332,8 +332,8 @@ class MultiTaskModel(nn.Module):
     def forward_mixed(
         self,
         input_ids: torch.Tensor,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
         *,
         tasks: Sequence[str],
     ) -> list[torch.Tensor]:
@@ -356,7 +356,7 @@ class MultiTaskModel(nn.Module):
         x = mixed.adapt_embeddings(h) if self.conditions_input else h
         h = self.trunk.run(depth, total, x, state, mixed)
         top = type(self.adapters[tasks[0]]).adapt_top is not TaskAdapter.adapt_top  # a stack after the last layer
-        out: list[Optional[torch.Tensor]] = [None] * len(tasks)
+        out: list[torch.Tensor | None] = [None] * len(tasks)
         for t, rows in groups.items():
             mask = attention_mask[index[t]] if attention_mask is not None else None
             ht = h[index[t]]
@@ -370,11 +370,11 @@ class MultiTaskModel(nn.Module):
 
     def predict(
         self,
-        texts: Union[str, Sequence[str]],
+        texts: str | Sequence[str],
         task: str,
-        text_pair: Optional[Sequence[str]] = None,
+        text_pair: Sequence[str] | None = None,
         *,
-        batch_size: Optional[int] = None,
+        batch_size: int | None = None,
     ):
         """``task``'s outputs on ``texts`` (and ``text_pair`` for a pair task): labels and probabilities
         (``outputs.TaskOutputs``), tokenised and batched exactly as the run evaluated its dev set."""
@@ -382,11 +382,11 @@ class MultiTaskModel(nn.Module):
 
     def predict_texts(
         self,
-        texts: Union[str, Sequence[str]],
-        text_pair: Optional[Sequence[str]] = None,
+        texts: str | Sequence[str],
+        text_pair: Sequence[str] | None = None,
         *,
-        tasks: Optional[Sequence[str]] = None,
-        batch_size: Optional[int] = None,
+        tasks: Sequence[str] | None = None,
+        batch_size: int | None = None,
     ) -> dict:
         """Every task's (or ``tasks``') outputs on ``texts``, the trunk run once per batch (``predict_all``)."""
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
@@ -447,10 +447,10 @@ class MultiTaskModel(nn.Module):
 
     # --- one task's weights (safetensors) -----------------------------------------------------------
 
-    def save_task(self, task: str, path: Union[str, os.PathLike]) -> None:
+    def save_task(self, task: str, path: str | os.PathLike) -> None:
         save_task(self, task, path)
 
-    def load_task(self, path: Union[str, os.PathLike], task: Optional[str] = None) -> str:
+    def load_task(self, path: str | os.PathLike, task: str | None = None) -> str:
         return load_task(self, path, task=task)
 
     @property

@@ -6,7 +6,7 @@ batch by batch here.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from .kinds.base import TaskOutputs
 
 
 def decode(
-    task: str, kind: str, labels: Sequence[str], logits: np.ndarray, *, keep: bool = True, scale: Optional[dict] = None
+    task: str, kind: str, labels: Sequence[str], logits: np.ndarray, *, keep: bool = True, scale: dict | None = None
 ) -> TaskOutputs:
     """``logits`` (n, C) of ``task`` as its kind's values and probabilities; ``keep=False``: without the (n, C)
     arrays (``logits``, ``probs``: None), what a caller streaming many batches of many labels keeps. ``scale``: the
@@ -36,7 +36,7 @@ class Decoded:
         width: int,
         *,
         keep: bool = True,
-        scale: Optional[dict] = None,
+        scale: dict | None = None,
     ) -> None:
         self.task, self.kind, self.labels, self.width, self.keep = task, kind, tuple(labels), width, keep
         self.scale = scale
@@ -65,7 +65,7 @@ class Decoded:
         first = self.parts[0]
         label = [v for p in self.parts for v in p.label]
 
-        def joined(name: str) -> Optional[np.ndarray]:
+        def joined(name: str) -> np.ndarray | None:
             if getattr(first, name) is None:
                 return None
             return np.concatenate([getattr(p, name) for p in self.parts])[order]

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING
 
 from .atomic import read_json_file
 
@@ -44,7 +45,7 @@ def read_summary(path: Path) -> dict:
     return data
 
 
-def read_or_none(path: Path) -> Optional[dict]:
+def read_or_none(path: Path) -> dict | None:
     try:
         return read_summary(path)
     except ValueError:
@@ -61,7 +62,7 @@ def summary_files(root: Path, depth: int = DEPTH) -> list[Path]:
     )  # lexists: a broken link too
 
 
-def run_config(summary: dict, folder: Path) -> Optional[dict]:
+def run_config(summary: dict, folder: Path) -> dict | None:
     """The run's settings: its own, or (an aggregate) the first seed run's."""
     if isinstance(summary.get("config"), dict):
         return summary["config"]
@@ -127,7 +128,7 @@ class Run:
     config: dict  # the run's settings (``run_config``: its own, or an aggregate's first seed run's)
 
     @classmethod
-    def of(cls, summary: Optional[dict], folder: Path) -> Optional["Run"]:
+    def of(cls, summary: dict | None, folder: Path) -> Run | None:
         """The run, or None for what is no finished result: no settings, no method, no dev average (a number, or an
         aggregate's {"mean": number})."""
         if not summary:
@@ -159,7 +160,7 @@ class Run:
         return "all" if loc is None else (loc if isinstance(loc, str) else ",".join(map(str, loc)))
 
     @property
-    def d_s(self) -> Optional[int]:
+    def d_s(self) -> int | None:
         d = self.adapter.get("d_s")
         return d if isinstance(d, int) and not isinstance(d, bool) else None
 
@@ -168,7 +169,7 @@ class Run:
         return bool(self.adapter.get("freeze_trunk"))
 
     @property
-    def model(self) -> Optional[str]:
+    def model(self) -> str | None:
         """Its ``pals-train --model`` (None = the embedded MiniLM)."""
         return self.config.get("model")
 
@@ -178,7 +179,7 @@ class Run:
         return tuple(names.split(",") if isinstance(names, str) else map(str, names))
 
     @property
-    def steps(self) -> Optional[int]:
+    def steps(self) -> int | None:
         return next((s for s in (self.summary.get("steps"), self.config.get("steps")) if isinstance(s, int)), None)
 
     @property
@@ -238,7 +239,7 @@ def runs(roots: Iterable[Path]) -> list[Run]:
     return out
 
 
-def question_keys(records: Sequence["TaskRecord"], glue_dir: Optional[str] = None) -> list[str]:
+def question_keys(records: Sequence[TaskRecord], glue_dir: str | None = None) -> list[str]:
     """The question's tasks as what they are: the fingerprint the trainer records for each (``describe_data``:
     ``glue:<name>`` for GLUE's, the sha256 of the record and its files' contents for one's own)."""
     if all(r.glue is not None for r in records):

@@ -9,9 +9,9 @@ here scores exactly what summary.json says.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -22,10 +22,10 @@ from .forward import PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
-from .tasks.record import TaskRecord
 from .tasks import records_of_config
-from .train.config import _positive_int
+from .tasks.record import TaskRecord
 from .train.base_model import model_shape
+from .train.config import _positive_int
 
 
 @dataclass
@@ -60,7 +60,7 @@ class RunInfo:
         return AdapterConfig.from_dict(self.config["adapter"])
 
 
-def read_run(run_dir: Union[str, os.PathLike], step: Optional[int] = None) -> RunInfo:
+def read_run(run_dir: str | os.PathLike, step: int | None = None) -> RunInfo:
     """The run in ``run_dir`` (a single ``pals-train`` run: config.json and checkpoints/), at its best checkpoint
     or at ``step``; ``ValueError`` in one line for anything else."""
     from .train.checkpoint import Checkpoints, step_dir_name  # late: loads torch
@@ -149,12 +149,12 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
 
 def predict_texts(
     model,
-    texts: Union[str, Sequence[str]],
-    pairs: Optional[Sequence[str]] = None,
+    texts: str | Sequence[str],
+    pairs: Sequence[str] | None = None,
     *,
-    tasks: Optional[Sequence[str]] = None,
-    task_of: Optional[Sequence[str]] = None,
-    batch_size: Optional[int] = None,
+    tasks: Sequence[str] | None = None,
+    task_of: Sequence[str] | None = None,
+    batch_size: int | None = None,
     progress=None,
     keep: bool = True,
 ) -> dict:
@@ -164,7 +164,7 @@ def predict_texts(
     several tasks sharing each batch (``forward_mixed``), {task: (its row indices, TaskOutputs)}. ``progress(n)``
     is told of each batch's rows. Each batch is decoded as it comes (``outputs.Decoded``); ``keep=False`` keeps
     labels and their probabilities only, not every label's logit and probability (n × C numbers)."""
-    info: Optional[RunInfo] = getattr(model, "run", None)
+    info: RunInfo | None = getattr(model, "run", None)
     if info is None:
         raise ValueError("predicting texts needs a run's model (MultiTaskModel.from_run): its tokenizer and labels")
     texts = [texts] if isinstance(texts, str) else list(texts)

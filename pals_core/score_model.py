@@ -33,9 +33,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Optional, Sequence
 
 from .results import SCALE, Run, read_or_none, runs
 
@@ -49,7 +49,7 @@ class Family:
     """What a curve is fitted over: all but the size."""
 
     method: str
-    location: Optional[str]
+    location: str | None
     freeze_trunk: bool
     recipe: str  # config.recipe as sorted JSON
 
@@ -67,7 +67,7 @@ class Observation:
     runs: tuple[float, ...]
     tasks: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # task → one value per run (0–100)
     source: str = ""
-    config: Optional[Mapping] = field(default=None, compare=False, repr=False)  # a run's config.json: to train the next
+    config: Mapping | None = field(default=None, compare=False, repr=False)  # a run's config.json: to train the next
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class Prediction:
         out = f"predicted from {self.runs} runs at d_s {self.d_min}–{self.d_max}"
         return out + (", extrapolated: not ranked" if self.extrapolated else "")
 
-    def overlaps(self, other: "Prediction") -> bool:
+    def overlaps(self, other: Prediction) -> bool:
         return self.lo <= other.hi and other.lo <= self.hi
 
 
@@ -158,7 +158,7 @@ def t_quantile(p: float, dof: int) -> float:
     return float(t.ppf(p, dof))
 
 
-def fit_line(points: Sequence[tuple[float, float]], min_sizes: int = MIN_SIZES) -> Optional[Line]:
+def fit_line(points: Sequence[tuple[float, float]], min_sizes: int = MIN_SIZES) -> Line | None:
     """The least-squares line of y over ln(size) through ``points`` ((size, y), one per run); None with fewer than
     ``min_sizes`` distinct sizes. The noise: the larger of the residual variance (n − 2 dof) and the pooled
     variance between runs of one size (the seeds' spread)."""
@@ -196,9 +196,9 @@ class Curve:
     runs: int
     sizes: tuple[int, ...]  # distinct measured sizes, ascending
     points: tuple[tuple[int, float], ...]  # (d_s, dev average) of every run: what a figure draws
-    config: Optional[Mapping] = field(default=None, compare=False, repr=False)  # one run's settings (the recipe)
+    config: Mapping | None = field(default=None, compare=False, repr=False)  # one run's settings (the recipe)
 
-    def next_config(self, d_s: int, seed: int = 0) -> Optional[dict]:
+    def next_config(self, d_s: int, seed: int = 0) -> dict | None:
         """The settings of a run of this family at ``d_s``: the recipe of its runs, this size, no out folder."""
         if not self.config:
             return None
@@ -224,7 +224,7 @@ class Curve:
         )
 
 
-def fit(observations: Sequence[Observation]) -> Optional[Curve]:
+def fit(observations: Sequence[Observation]) -> Curve | None:
     """One family's curve from its observations (None under three distinct sizes). ``ValueError`` if they mix
     families: recipes, methods, locations or trunk settings are never fitted together."""
     if not observations:
@@ -263,7 +263,7 @@ def curves(observations: Iterable[Observation]) -> dict[Family, Curve]:
 # --- reading the runs ---------------------------------------------------------------------------------------------
 
 
-def _main_value(task_scores, metric: Optional[str]) -> Optional[float]:
+def _main_value(task_scores, metric: str | None) -> float | None:
     """A task's main metric (0–100) from one run's ``{metric: fraction}``; the mean over metrics where the run does
     not name its main one."""
     if not isinstance(task_scores, dict) or not task_scores:
@@ -274,7 +274,7 @@ def _main_value(task_scores, metric: Optional[str]) -> Optional[float]:
     return SCALE * sum(vals) / len(vals) if vals else None
 
 
-def _metrics(summary: dict, folder: Path) -> dict[str, Optional[str]]:
+def _metrics(summary: dict, folder: Path) -> dict[str, str | None]:
     """Each task's main metric as the run recorded it (``summary.tasks``; an aggregate: its first seed run's)."""
     tasks = summary.get("tasks")
     if not isinstance(tasks, dict):
@@ -289,7 +289,7 @@ def _metrics(summary: dict, folder: Path) -> dict[str, Optional[str]]:
     return {t: (v.get("metric") if isinstance(v, dict) else None) for t, v in tasks.items()}
 
 
-def observation(run: Run) -> Optional[Observation]:
+def observation(run: Run) -> Observation | None:
     """The observation of a finished sized run (``results.Run``: read, and placed, by the one reader of results);
     None for anything else (a reference, a sizeless method, a smoke run, a seed run without a score)."""
     if run.d_s is None or run.d_s < 1:
@@ -335,7 +335,7 @@ def storage_runs(url: str) -> list[Run]:
     return out
 
 
-def same_model(run_model: Optional[str], question_model: Optional[str]) -> bool:
+def same_model(run_model: str | None, question_model: str | None) -> bool:
     """Whether a run's ``--model`` is the question's (None: the embedded MiniLM; folders compared as real paths)."""
     if run_model is None or question_model is None:
         return run_model is question_model
@@ -347,7 +347,7 @@ def same_model(run_model: Optional[str], question_model: Optional[str]) -> bool:
         return False
 
 
-def with_storage(found: Sequence[Run], storage: Optional[str]) -> list[Run]:
+def with_storage(found: Sequence[Run], storage: str | None) -> list[Run]:
     """``found`` (``results.runs``) and, with ``storage``, the runs of its studies' trials not among them."""
     out = list(found)
     if storage:
@@ -359,7 +359,7 @@ def with_storage(found: Sequence[Run], storage: Optional[str]) -> list[Run]:
     return out
 
 
-def observed(found: Iterable[Run], model: Optional[str], keys: Sequence[str]) -> list[Observation]:
+def observed(found: Iterable[Run], model: str | None, keys: Sequence[str]) -> list[Observation]:
     """The observations of the sized runs among ``found`` that trained ``model`` (a ``pals-train --model`` value;
     None = the embedded MiniLM) on exactly the tasks ``keys`` (fingerprints; a bare GLUE name stands for
     ``glue:<name>``)."""
@@ -374,9 +374,9 @@ def observed(found: Iterable[Run], model: Optional[str], keys: Sequence[str]) ->
 
 def observations(
     roots: Iterable[Path],
-    model: Optional[str],
+    model: str | None,
     keys: Sequence[str],
-    storage: Optional[str] = None,
+    storage: str | None = None,
 ) -> list[Observation]:
     """The sized, finished runs under ``roots`` (and, with ``storage``, the trials of its studies) that trained
     ``model`` on exactly the tasks ``keys`` (``observed``)."""
@@ -384,7 +384,7 @@ def observations(
 
 
 def predictions_for(
-    curves_: Mapping[Family, Curve], method: str, location: Optional[str], d_s: Optional[int]
+    curves_: Mapping[Family, Curve], method: str, location: str | None, d_s: int | None
 ) -> list[tuple[Family, Prediction]]:
     """Every family of this method and location (each trunk setting and recipe) with its prediction at ``d_s``."""
     if d_s is None:
@@ -394,8 +394,8 @@ def predictions_for(
 
 
 def best_prediction(
-    curves_: Mapping[Family, Curve], method: str, location: Optional[str], d_s: Optional[int], freeze_trunk: bool
-) -> Optional[Prediction]:
+    curves_: Mapping[Family, Curve], method: str, location: str | None, d_s: int | None, freeze_trunk: bool
+) -> Prediction | None:
     """The prediction for this design (method, location, trunk setting) at ``d_s`` from the family with the most
     runs behind it (several recipes: each is a separate curve, never mixed)."""
     cands = [
@@ -410,7 +410,7 @@ def best_prediction(
 
 
 def question_curves(
-    found: Sequence[Run], storage: Optional[str], model: Optional[str], keys: Sequence[str]
+    found: Sequence[Run], storage: str | None, model: str | None, keys: Sequence[str]
 ) -> dict[Family, Curve]:
     """The curves of the runs of ``model`` on exactly the tasks ``keys`` among ``found`` (``results.runs``, read once
     by the caller: ``pals-budget`` places the same runs for its measured scores) and in ``storage``. ``ValueError``
@@ -418,7 +418,7 @@ def question_curves(
     return curves(observed(with_storage(found, storage), model, keys))
 
 
-def row_prediction(curves_: Mapping[Family, Curve], cost) -> Optional[Prediction]:
+def row_prediction(curves_: Mapping[Family, Curve], cost) -> Prediction | None:
     """The prediction for a calculator row (``Cost``: method, location, d_s, and the trunk it trains with), or None."""
     return best_prediction(curves_, cost.method, cost.location, cost.d_s, cost.trunk == "frozen")
 
@@ -547,12 +547,12 @@ class Option:
     """A design at the budget, as the answer ranks it: its measured score (mean, ci95) or its prediction."""
 
     label: str
-    d_s: Optional[int]
-    predicted: Optional[Prediction] = None
-    measured_mean: Optional[float] = None
-    measured_ci95: Optional[float] = None
+    d_s: int | None
+    predicted: Prediction | None = None
+    measured_mean: float | None = None
+    measured_ci95: float | None = None
 
-    def interval(self) -> Optional[tuple[float, float]]:
+    def interval(self) -> tuple[float, float] | None:
         if self.measured_mean is not None:
             half = self.measured_ci95 or 0.0
             return self.measured_mean - half, self.measured_mean + half
@@ -560,7 +560,7 @@ class Option:
             return self.predicted.lo, self.predicted.hi
         return None
 
-    def value(self) -> Optional[float]:
+    def value(self) -> float | None:
         """What ranks it: the measured mean, else an interpolated prediction's mean (an extrapolated one ranks nothing)."""
         if self.measured_mean is not None:
             return self.measured_mean
@@ -575,7 +575,7 @@ class NextRun:
     why: str
 
 
-def next_run(options: Sequence[Option]) -> Optional[NextRun]:
+def next_run(options: Sequence[Option]) -> NextRun | None:
     """The one design and size whose measurement would most change the decision at this budget: among the designs not
     measured at their size whose predicted 80 % interval overlaps the leader's interval or lies above it (the
     leader's own, if it is only predicted), the one with the highest upper bound — the design that could still turn out first. None when

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Optional, Union
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
 from .atomic import atomic_write
-from .pricing.config import AdapterConfig
 from .budget.methods import check_config
+from .pricing.config import AdapterConfig
 
 FORMAT = "pals-explorer-task/1"
 _GROUPS = {"adapters": "adapter", "heads": "head", "poolers": "pooler"}
@@ -48,7 +47,7 @@ class TaskFile:
     per_word: bool = False  # a tagging task's head (on every token); files written before it: False
 
 
-def read_task_file(path: Union[str, os.PathLike]) -> TaskFile:
+def read_task_file(path: str | os.PathLike) -> TaskFile:
     """The metadata of a task file; ``ValueError`` if it is not one."""
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -74,7 +73,7 @@ def read_task_file(path: Union[str, os.PathLike]) -> TaskFile:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
 
 
-def save_task(model, task: str, path: Union[str, os.PathLike]) -> None:
+def save_task(model, task: str, path: str | os.PathLike) -> None:
     """Write ``task``'s adapter + head (+ pooler) to ``path`` atomically (temp file + os.replace)."""
     path = os.fspath(path)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in task_tensors(model, task).items()}
@@ -102,7 +101,7 @@ def _design_differences(model, saved: AdapterConfig) -> list[str]:
     return diff
 
 
-def load_task(model, path: Union[str, os.PathLike], task: Optional[str] = None) -> str:
+def load_task(model, path: str | os.PathLike, task: str | None = None) -> str:
     """Attach the task stored in ``path`` to ``model`` (under ``task`` or the stored name) and return its name.
 
     The model must have the same design (method, d_s, location, heads, …) and trunk shape; the task is

@@ -26,20 +26,20 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Optional, Sequence
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.families.registry import get_family
 from pals_core.budget.machine import Machine, default_device
 from pals_core.budget.methods import label_of, parse_methods
 from pals_core.budget.solver import add_budget_flags, budget_from_args
 from pals_core.data.glue_rows import GlueDataError, check_files, resolve_glue_dir
+from pals_core.data.load import TINY
 from pals_core.data.samplers import SAMPLERS
+from pals_core.families.registry import get_family
 from pals_core.flags import OneLineParser, add_flags, given_values
+from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
 from pals_core.tasks.glue_tasks import parse_task_list
-from pals_core.data.load import TINY
 from pals_core.train.seeds import parse_seeds
 
 from .definitions import DEFINITIONS, get_definition
@@ -230,7 +230,7 @@ def _int(text: str, flag: str) -> int:
         raise StudyError(f"{flag} {text!r} is not an integer") from None
 
 
-def _cap(text: Optional[str], flag: str) -> Optional[int]:
+def _cap(text: str | None, flag: str) -> int | None:
     if text is None:
         return None
     value = int(parse_count(text, flag))
@@ -572,7 +572,7 @@ def cmd_list(args) -> int:
 COMMANDS = {"run": cmd_run, "create": cmd_create, "report": cmd_report, "list": cmd_list}
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     import optuna

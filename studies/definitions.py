@@ -13,8 +13,9 @@ own name (``d_s_pals_top``), and its range [step, d_max] is fixed for the study 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 import optuna
 
@@ -33,8 +34,8 @@ class Context:
 
     settings: Any  # StudySettings
     designs: list[DesignChoice]
-    fixed_adapter: Optional[Any] = None  # AdapterConfig, for studies that do not search the design
-    bound: Optional[Any] = None  # space.MachineBound: the machine every trial's design must fit (None: none set)
+    fixed_adapter: Any | None = None  # AdapterConfig, for studies that do not search the design
+    bound: Any | None = None  # space.MachineBound: the machine every trial's design must fit (None: none set)
 
 
 @dataclass(frozen=True)

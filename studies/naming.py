@@ -15,7 +15,6 @@ import hashlib
 import os
 import re
 import secrets
-from typing import Optional
 
 from .errors import StudyError
 
@@ -24,7 +23,7 @@ _PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _KEY = re.compile(r"^[0-9a-f]{8}$")
 
 
-def check_study_name(name: Optional[str]) -> str:
+def check_study_name(name: str | None) -> str:
     """A usable study name: not empty, not only spaces, no control characters, at most 200 characters."""
     if name is None or not name.strip():
         raise StudyError("the study name is empty: give --study-name NAME (or none, for the definition's name)")
@@ -47,7 +46,7 @@ def new_run_key() -> str:
     return secrets.token_hex(4)
 
 
-def trial_root(out: str, study_name: str, run_key: Optional[str]) -> str:
+def trial_root(out: str, study_name: str, run_key: str | None) -> str:
     """Where a study's trial folders go: ``OUT/<folder name>[/<run key>]``, always under ``out`` (a run key that
     is not 8 hex digits — a storage edited by hand — is refused)."""
     root = os.path.join(os.path.abspath(out), folder_name(study_name))

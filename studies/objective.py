@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 from dataclasses import dataclass
-from typing import Optional, Union
 
 import optuna
 
@@ -32,7 +31,7 @@ from .space import cost_of
 from .storage import one_line, retry_of
 
 
-def retried_from(trial: optuna.Trial) -> Optional[int]:
+def retried_from(trial: optuna.Trial) -> int | None:
     """The number of the trial this one retries (its worker died), or None (``RetryHeartbeatStaleTrialCallback``)."""
     for frozen in trial.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         if frozen.number == trial.number:
@@ -76,17 +75,17 @@ class Objective:
     ctx: Context
     shape: object  # pals_core.budget.BaseModel of the trained model
     run_root: str  # <out>/<study name>
-    glue_dir: Optional[str] = None
+    glue_dir: str | None = None
     device: str = "auto"
-    threads: Optional[int] = None
+    threads: int | None = None
     progress: bool = False
     keep_checkpoints: bool = True  # False: a finished trial's checkpoints are deleted (config, metrics, summary stay)
-    last_trial: Optional[int] = None  # number of the trial this worker ran last (read by the runner)
+    last_trial: int | None = None  # number of the trial this worker ran last (read by the runner)
     stopped: bool = False  # the trainer was stopped by SIGTERM/SIGINT: the worker stops too
-    target: Optional[int] = None  # the study's --trials: a trial started beyond it is given up untrained
+    target: int | None = None  # the study's --trials: a trial started beyond it is given up untrained
     surplus: bool = False  # the last trial was beyond the target (another worker took the last place): stop
 
-    def run_dir(self, trial: optuna.Trial, original: Optional[int]) -> tuple[str, bool]:
+    def run_dir(self, trial: optuna.Trial, original: int | None) -> tuple[str, bool]:
         """(directory, resume?): a retry (of trial ``original``) resumes in its directory if that is on this machine."""
         previous = trial.user_attrs.get("run_dir")
         if (
@@ -98,7 +97,7 @@ class Objective:
             return previous, True
         return os.path.abspath(os.path.join(self.run_root, f"trial-{trial.number:04d}")), False
 
-    def __call__(self, trial: optuna.Trial) -> Union[float, tuple[float, float]]:
+    def __call__(self, trial: optuna.Trial) -> float | tuple[float, float]:
         from pals_core.train.trainer import TrainingStopped, train  # late: loads torch
 
         self.last_trial = trial.number

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import optuna
 import pandas as pd
@@ -99,7 +100,7 @@ def trial_attrs(t: FrozenTrial) -> tuple[dict, list[str]]:
     return good, bad
 
 
-def _params_of(a: dict) -> Optional[float]:
+def _params_of(a: dict) -> float | None:
     v = a.get("params_task_specific")
     return float(v) if v is not None else None
 
@@ -113,7 +114,7 @@ def study_metrics(study: optuna.Study) -> dict[str, str]:
         return {}
 
 
-def score_column(task: str, metric: Optional[str]) -> str:
+def score_column(task: str, metric: str | None) -> str:
     """The column of a task's dev score: ``score rte (accuracy)``, or ``score rte`` when the metric is unknown."""
     return f"score {task} ({metric})" if metric else f"score {task}"
 
@@ -173,7 +174,7 @@ def unread_text(frame: pd.DataFrame) -> str:
     )
 
 
-def _last_reported(t: FrozenTrial) -> Optional[float]:
+def _last_reported(t: FrozenTrial) -> float | None:
     """A pruned (or running) trial's last reported dev average."""
     if not t.intermediate_values:
         return None
@@ -189,7 +190,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
     return out
 
 
-def leaderboard(study: optuna.Study, top: Optional[int] = None) -> pd.DataFrame:
+def leaderboard(study: optuna.Study, top: int | None = None) -> pd.DataFrame:
     """Completed trials, best dev average first; ``pareto`` marks the accuracy-vs-parameters front."""
     df = trials_frame(study)
     done = df[df["state"] == "COMPLETE"].copy()
@@ -217,7 +218,7 @@ def summary(study: optuna.Study) -> dict:
     return {"study": study.study_name, "objectives": len(study.directions), "counts": c, "best": best}
 
 
-def format_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, max_rows: int = 20) -> str:
+def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, max_rows: int = 20) -> str:
     if df.empty:
         return "(no completed trials yet)"
     cols = [c for c in (columns or df.columns) if c in df.columns]

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Optional
 
 import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.methods.registry import get_method
 from pals_core.footprint.constraints import BY_NAME
+from pals_core.methods.registry import get_method
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.base_model import model_conditions
 
 from .definitions import Context, Definition, get_definition
@@ -45,7 +45,7 @@ def fixed_adapter(settings: StudySettings, shape, template: AdapterConfig) -> di
     return cfg.as_dict()
 
 
-def machine_bound(settings: StudySettings) -> Optional[MachineBound]:
+def machine_bound(settings: StudySettings) -> MachineBound | None:
     """The study's machine (None when it set none), priced at its batch and max_len on the trained model's
     dropout and attention."""
     machine = settings.machine_obj()
@@ -99,7 +99,7 @@ def machine_text(s: StudySettings) -> str:
     )
 
 
-def make_sampler(definition: Definition, target: int, seed: Optional[int]) -> optuna.samplers.BaseSampler:
+def make_sampler(definition: Definition, target: int, seed: int | None) -> optuna.samplers.BaseSampler:
     """TPE (single- and multi-objective); random for the first third of the trials (2 to 10); constant liar so
     parallel workers do not all sample next to the same running trial."""
     startup = max(2, min(10, target // 3))
@@ -222,7 +222,7 @@ def done(study: optuna.Study, target: int) -> bool:
 class WorkerResult:
     ran: int = 0
     failed_here: int = 0
-    last_error: Optional[str] = None
+    last_error: str | None = None
     gave_up: bool = False  # stopped after MAX_CONSECUTIVE_FAILURES failed trials in a row
     stopped: bool = False  # stopped by a signal; the interrupted trial is queued again
     counts: dict = field(default_factory=dict)
@@ -233,7 +233,7 @@ def run_worker(
     objective: Callable,
     target: int,
     *,
-    timeout: Optional[float] = None,
+    timeout: float | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> WorkerResult:
     """Run trials until the study holds ``target`` finished trials and no waiting retry (or ``timeout`` s)."""
@@ -275,7 +275,7 @@ def run_worker(
     return result
 
 
-def _trial(study: optuna.Study, number: Optional[int]) -> Optional[optuna.trial.FrozenTrial]:
+def _trial(study: optuna.Study, number: int | None) -> optuna.trial.FrozenTrial | None:
     if number is None:
         return None
     return next((t for t in study.get_trials(deepcopy=False) if t.number == number), None)

@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Optional
+from typing import Any
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget
-from pals_core.budget.tasks import parse_tasks, Task
 from pals_core.budget.machine import Machine
+from pals_core.budget.solver import Budget
+from pals_core.budget.tasks import Task, parse_tasks
 from pals_core.flags import flags_of
-from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue_tasks import glue_record
-from pals_core.train.seeds import parse_seeds
 from pals_core.kinds import DEFAULT_KIND
+from pals_core.pricing.config import AdapterConfig
+from pals_core.tasks.glue_tasks import glue_record
+from pals_core.tasks.record import TaskRecord
+from pals_core.train.seeds import parse_seeds
 
 SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 2  # 2: tasks_file and data (tasks of one's own)
@@ -53,31 +53,31 @@ class StudySettings:
 
     definition: str
     tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
-    tasks_file: Optional[str] = None  # absolute path of the tasks file as created (None: ``tasks`` are GLUE names)
-    data: Optional[dict] = None  # with tasks_file: per task its record, labels, num_labels, files' sha256, fingerprint
-    model: Optional[str] = None  # None = embedded MiniLM; "tiny" = random tiny BERT (tests); or a local HF folder
+    tasks_file: str | None = None  # absolute path of the tasks file as created (None: ``tasks`` are GLUE names)
+    data: dict | None = None  # with tasks_file: per task its record, labels, num_labels, files' sha256, fingerprint
+    model: str | None = None  # None = embedded MiniLM; "tiny" = random tiny BERT (tests); or a local HF folder
     budget: dict = field(default_factory=lambda: Budget(ratio=DEFAULT_BUDGET_RATIO).as_dict())
     steps: int = 60
-    eval_every: Optional[int] = None  # None: a third of the steps (three reports to the pruner per trial)
+    eval_every: int | None = None  # None: a third of the steps (three reports to the pruner per trial)
     batch_size: int = 16
     max_len: int = 64
-    max_train_examples: Optional[int] = 512  # per task
-    max_eval_examples: Optional[int] = 200  # per task
+    max_train_examples: int | None = 512  # per task
+    max_eval_examples: int | None = 200  # per task
     lr: float = 1e-4  # short runs need a larger rate than the paper's 2e-5 over 60,000 steps
     warmup: float = 0.1
     sampling: str = "annealed"
-    epoch_steps: Optional[int] = None  # None: the trainer's default (2400, the paper's epoch)
+    epoch_steps: int | None = None  # None: the trainer's default (2400, the paper's epoch)
     seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
-    seeds: Optional[list[int]] = (
+    seeds: list[int] | None = (
         None  # repeat every trial over these training seeds and optimise the mean (None: `seed` once)
     )
-    methods: Optional[list[str]] = None  # design study: methods searched (None: every method the calculator knows)
+    methods: list[str] | None = None  # design study: methods searched (None: every method the calculator knows)
     # The design settings every trial shares (AdapterConfig.as_dict()): alpha-schedule / optimizer studies train this
     # one design; design studies search its method, location and d_s and keep the other fields (h_s, n_top, …).
-    adapter: Optional[dict] = None
-    max_d_s: Optional[int] = None  # design studies: cap on d_s (None: the hidden size d)
+    adapter: dict | None = None
+    max_d_s: int | None = None  # design studies: cap on d_s (None: the hidden size d)
     # Machine fields but batch ({device, precision, <one per constraint record>}); None: no machine setting given
-    machine: Optional[dict] = None
+    machine: dict | None = None
     version: int = SETTINGS_VERSION
 
     def __post_init__(self) -> None:
@@ -156,7 +156,7 @@ class StudySettings:
     def budget_obj(self) -> Budget:
         return Budget.from_dict(self.budget)
 
-    def machine_obj(self) -> Optional[Machine]:
+    def machine_obj(self) -> Machine | None:
         """The machine every trial's design must fit (B = ``batch_size``), or None when the study set none."""
         return None if self.machine is None else Machine(batch=self.batch_size, **self.machine)
 
@@ -164,7 +164,7 @@ class StudySettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "StudySettings":
+    def from_dict(cls, d: dict) -> StudySettings:
         known = {f.name for f in fields(cls)}
         d = dict(d)
         version = d.get("version", 1)
@@ -177,7 +177,7 @@ class StudySettings:
             d["adapter"] = {**(d.get("adapter") or {}), "heads": d["heads"]}
         return cls(**{k: v for k, v in d.items() if k in known})
 
-    def differences(self, other: "StudySettings") -> list[str]:
+    def differences(self, other: StudySettings) -> list[str]:
         """Names of the settings that differ (``version`` aside). ``tasks_file`` and ``data`` hold where the files
         lie on one machine: compare them with ``studies.tasks.check_same_data``, which names the file."""
         a, b = self.as_dict(), other.as_dict()

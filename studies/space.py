@@ -13,18 +13,18 @@ priced at the study's batch and sequence length; a family whose memory and time 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional, Sequence
 
+from pals_core.budget.costs import Cost, design
+from pals_core.budget.machine import Machine, check_supported, constrain
+from pals_core.budget.solver import Budget, at_size, solve
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import Task, parse_tasks
 from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.activations import Conditions
 from pals_core.pricing.config import AdapterConfig, design_label
 from pals_core.pricing.shape import BaseModel
-from pals_core.budget.solver import Budget, at_size, solve
-from pals_core.budget.costs import Cost, design
-from pals_core.budget.tasks import parse_tasks, Task
-from pals_core.budget.table import rows
-from pals_core.budget.machine import Machine, check_supported, constrain
-from pals_core.pricing.activations import Conditions
 from pals_core.train.base_model import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
@@ -54,7 +54,7 @@ class MachineBound:
         return {"machine": self.machine, "seq_len": self.seq_len, "model_conditions": self.conditions}
 
 
-def check_machine(shape: BaseModel, tasks: Tasks, bound: Optional[MachineBound]) -> None:
+def check_machine(shape: BaseModel, tasks: Tasks, bound: MachineBound | None) -> None:
     """ValueError (one line) when ``bound`` sets a memory or time budget for a family whose memory and time the
     calculator does not model, or its sequence length is longer than the model takes: such a design is refused,
     never priced as another family or another length."""
@@ -69,9 +69,9 @@ class DesignChoice:
     """One method at one location, with the range of d_s that fits the budget."""
 
     method: str
-    location: Optional[str]  # None for top-of-BERT and global methods
+    location: str | None  # None for top-of-BERT and global methods
     step: int  # d_s is a multiple of this (h_s for attention methods, else 1)
-    d_max: Optional[int]  # the largest d_s within the budget; None for sizeless methods
+    d_max: int | None  # the largest d_s within the budget; None for sizeless methods
 
     @property
     def key(self) -> str:
@@ -89,7 +89,7 @@ class DesignChoice:
         return self.d_max is not None
 
 
-def model_shape(model: Optional[str]) -> BaseModel:
+def model_shape(model: str | None) -> BaseModel:
     """The shape of the trained model as the calculator sees it (the trainer's own reading of its config)."""
     return _shape(model)
 
@@ -101,7 +101,7 @@ def usable_methods() -> list[str]:
     return [name for name in METHODS if name in ADAPTERS]
 
 
-def capped(d_s: int, step: int, shape: BaseModel, max_d_s: Optional[int] = None) -> int:
+def capped(d_s: int, step: int, shape: BaseModel, max_d_s: int | None = None) -> int:
     """min(d_s, cap) rounded down to a multiple of ``step``; the cap is ``max_d_s`` or the hidden size d."""
     cap = shape.hidden if max_d_s is None else max_d_s
     return min(d_s, cap) // step * step
@@ -111,10 +111,10 @@ def feasible_designs(
     shape: BaseModel,
     tasks: Tasks,
     budget: Budget,
-    methods: Optional[Iterable[str]] = None,
-    template: Optional[AdapterConfig] = None,
-    max_d_s: Optional[int] = None,
-    bound: Optional[MachineBound] = None,
+    methods: Iterable[str] | None = None,
+    template: AdapterConfig | None = None,
+    max_d_s: int | None = None,
+    bound: MachineBound | None = None,
 ) -> list[DesignChoice]:
     """Every method × location that fits ``budget`` (and ``bound``'s memory and step-time budgets) at its smallest
     size, with its largest size (exact convention).
@@ -154,8 +154,8 @@ def cost_of(
     shape: BaseModel,
     tasks: Tasks,
     cfg: AdapterConfig,
-    budget: Optional[Budget] = None,
-    bound: Optional[MachineBound] = None,
+    budget: Budget | None = None,
+    bound: MachineBound | None = None,
 ) -> Cost:
     """The calculator's cost of one concrete design (exact convention), checked against ``budget`` — and with a
     ``bound`` priced on its machine (memory_train, time_ratio) and checked against its budgets (``binding`` names
@@ -167,7 +167,7 @@ def cost_of(
 
 
 def largest_size(
-    shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Budget, bound: Optional[MachineBound] = None
+    shape: BaseModel, tasks: Tasks, cfg: AdapterConfig, budget: Budget, bound: MachineBound | None = None
 ) -> Cost:
     """The solver's largest d_s of ``cfg`` (its method and location) within ``budget`` and ``bound``'s budgets."""
     ds = design(
@@ -177,6 +177,6 @@ def largest_size(
     return cost if bound is None else constrain(cost, ds, bound.machine, bound.conditions, solved=True)
 
 
-def adapter_config(choice: DesignChoice, d_s: Optional[int], template: AdapterConfig) -> AdapterConfig:
+def adapter_config(choice: DesignChoice, d_s: int | None, template: AdapterConfig) -> AdapterConfig:
     """The trial's design: the study's shared design settings with this choice's method, location and size."""
     return replace(template, method=choice.method, d_s=d_s, location=choice.location)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Optional
 
 import optuna
 import sqlalchemy
@@ -54,7 +53,7 @@ def _parse(url: str) -> sqlalchemy.engine.URL:
         ) from None
 
 
-def _sqlite_path(u: sqlalchemy.engine.URL) -> Optional[str]:
+def _sqlite_path(u: sqlalchemy.engine.URL) -> str | None:
     db = u.database
     if not db or db == ":memory:" or db.startswith("file:"):
         return None
@@ -89,9 +88,9 @@ def _has_optuna_tables(url: str, kwargs: dict) -> bool:
 def open_storage(
     url: str,
     *,
-    heartbeat: Optional[int] = DEFAULT_HEARTBEAT_S,
-    grace: Optional[int] = None,
-    max_retry: Optional[int] = DEFAULT_MAX_RETRY,
+    heartbeat: int | None = DEFAULT_HEARTBEAT_S,
+    grace: int | None = None,
+    max_retry: int | None = DEFAULT_MAX_RETRY,
     create: bool = True,
 ) -> RDBStorage:
     """An ``RDBStorage`` on ``url``; with ``heartbeat`` set, stale trials are failed and retried (up to ``max_retry``).
@@ -150,7 +149,7 @@ DRIVER_HINTS = {
 }
 
 
-def retry_of(trial: FrozenTrial) -> Optional[int]:
+def retry_of(trial: FrozenTrial) -> int | None:
     """The trial this one retries (its worker died or was stopped), per ``RetryHeartbeatStaleTrialCallback``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

@@ -14,11 +14,11 @@ they are checked there (``check_files``), never hashed into the study.
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from pals_core.data.load import describe_data
-from pals_core.tasks.record import TaskRecord
 from pals_core.tasks import resolve_records
+from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.rows import read_rows
 from pals_core.train.config import data_differences
 
@@ -26,7 +26,7 @@ from .errors import StudyError
 from .storage import one_line
 
 
-def _records(names: Optional[Sequence[str]], tasks_file: str) -> list[TaskRecord]:
+def _records(names: Sequence[str] | None, tasks_file: str) -> list[TaskRecord]:
     """``names`` (all when None) out of ``tasks_file``; a bad file or an unknown name is one line."""
     try:
         return resolve_records(list(names) if names else None, tasks_file)
@@ -45,7 +45,7 @@ def study_data(records: Sequence[TaskRecord]) -> dict:
         raise StudyError(f"{e.filename}: {e.strerror or e}" if e.filename else one_line(e)) from None
 
 
-def read_study_tasks(tasks_file: str, names: Optional[Sequence[str]] = None) -> tuple[str, list[str], dict]:
+def read_study_tasks(tasks_file: str, names: Sequence[str] | None = None) -> tuple[str, list[str], dict]:
     """(absolute path, task names, data block) of a study on ``tasks_file`` (``names`` out of it; all when None)."""
     path = os.path.abspath(os.path.expanduser(tasks_file))
     records = _records(names, path)

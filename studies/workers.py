@@ -15,7 +15,7 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pals_core.budget.machine import Machine
 from pals_core.flags import flags_of
@@ -89,7 +89,7 @@ def _study_name(name: Any) -> str:
 
 
 def worker_argv(
-    settings: StudySettings, storage: str, study_name: str, trials: int, out: Path, threads: Optional[int] = None
+    settings: StudySettings, storage: str, study_name: str, trials: int, out: Path, threads: int | None = None
 ) -> list[str]:
     """``[python, -m, studies.cli, run, <definition>, --storage, URL, --study-name, NAME, --trials, N, --out, OUT,
     …settings]``. Raises ``ValueError`` unless ``pals-study``'s parser reads these flags back as ``settings``."""
@@ -130,14 +130,14 @@ def settings_from_form(
     definition: str,
     *,
     tasks: str,
-    model: Optional[str],
+    model: str | None,
     budget,
     steps: int,
-    max_examples: Optional[int] = None,
-    machine: Optional[dict[str, str]] = None,
+    max_examples: int | None = None,
+    machine: dict[str, str] | None = None,
     budget_kind: str = "ratio",
     budget_of: str = "base",
-    tasks_file: Optional[str] = None,
+    tasks_file: str | None = None,
 ) -> StudySettings:
     """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``budget``: a
     ratio (a number; of the base model's parameters, or ``budget_of`` "non-embedding"), or with ``budget_kind``
@@ -178,7 +178,7 @@ def absolute_storage(url: str) -> str:
     return url
 
 
-def settings_of(worker: Worker) -> Optional[StudySettings]:
+def settings_of(worker: Worker) -> StudySettings | None:
     """The worker's stored settings (worker.json "settings"), validated; None if absent or unreadable."""
     raw = (worker.record or {}).get("settings")
     try:
@@ -192,8 +192,8 @@ def start(
     storage: str,
     study_name: str,
     trials: int,
-    root: Optional[Path] = None,
-    threads: Optional[int] = None,
+    root: Path | None = None,
+    threads: int | None = None,
 ) -> Worker:
     """Start a ``pals-study run`` worker in the background (its own session) and record it on disk."""
     root = (Path(root) if root is not None else workers_root()).resolve()

@@ -3,7 +3,6 @@ import pathlib
 import subprocess
 
 import pytest
-
 from pairwise import FULL_GRID_ENV, full_grid
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -12,7 +12,8 @@ An instrument of the tests (the calculator's FLOPs against torch's), not part of
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import (

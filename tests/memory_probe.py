@@ -15,7 +15,6 @@ not part of the installed package.
 from __future__ import annotations
 
 import weakref
-from typing import Optional
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -97,7 +96,7 @@ class LiveBytes(TorchDispatchMode):
         return out
 
 
-def inference_peak_bytes(model, batch: int, n: int, tasks: Optional[list[str]] = None) -> int:
+def inference_peak_bytes(model, batch: int, n: int, tasks: list[str] | None = None) -> int:
     """Peak live activation bytes of ``predict_all`` in inference mode (weights not included)."""
     inputs = batch_inputs(model, batch, n)
     was = model.training

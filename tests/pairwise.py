@@ -17,8 +17,9 @@ same test ids, on every machine and every run, so a failure is reproducible and 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from itertools import combinations
-from typing import Callable, Collection, Hashable, Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 Case = TypeVar("Case", bound=tuple)
 FULL_GRID_ENV = "PALS_FULL_GRID"

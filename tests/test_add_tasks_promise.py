@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_add_tasks import base  # noqa: F401  (the module's trained base run: intent, score; tags added later)
 
 from pals_core.cli.train import main as train_main
-from test_add_tasks import base  # noqa: F401  (the module's trained base run: intent, score; tags added later)
 
 
 @pytest.mark.slow

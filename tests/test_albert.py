@@ -18,19 +18,19 @@ import sys
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel
-
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, _hf_config
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS, conditions_from_config
-from pals_core.budget.solver import at_size
-from pals_core.budget.costs import base_params, design
-from pals_core.budget.tasks import parse_tasks
-from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
 from flops import count_forward_flops, count_predict_all_flops
 from memory_probe import optimizer_state_bytes, saved_activation_bytes
+from transformers import AutoConfig, AutoModel
+
+from pals_core.budget.costs import base_params, design
+from pals_core.budget.solver import at_size
+from pals_core.budget.tasks import parse_tasks
+from pals_core.families.albert.description import CA_MTL_REASON, FAMILY
+from pals_core.families.shapes import PRESET_CONFIGS, PRESETS, conditions_from_config, from_hf_config, load_model
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(1)
 
@@ -67,9 +67,9 @@ def test_the_presets_are_the_published_checkpoints(name):
 
 def test_the_folder_is_registered_by_its_one_line():
     """The three registries read the folder by its name in ``PACKAGES``: the calculator's, the trunks', the presets'."""
-    from pals_core.families.registry import get_family_for
     from pals_core.families import PACKAGES
     from pals_core.families.albert import presets, trunk
+    from pals_core.families.registry import get_family_for
     from pals_core.families.trunks import TRUNKS
 
     assert PACKAGES.count("albert") == 1

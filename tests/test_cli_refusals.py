@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_models import tiny_config_json, train_tiny_run
 
 from pals_core.cli.budget import main as pals_budget
 from pals_core.cli.export import main as pals_export
 from pals_core.cli.predict import main as pals_predict
 from pals_core.cli.tasks import main as pals_tasks
-from tiny_models import tiny_config_json, train_tiny_run
 
 BIN = Path(sys.executable).parent
 

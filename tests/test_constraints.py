@@ -12,24 +12,24 @@ from pathlib import Path
 
 import pytest
 import torch
+from memory_probe import inference_peak_bytes
 from streamlit.testing.v1 import AppTest
 from transformers import BertConfig
 
 from explorer import address, calc
 from explorer.inputs import TINY, RawInputs, bound_key, parse_bound, parse_inputs
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget
 from pals_core.budget.costs import design, evaluate
-from pals_core.families.shapes import from_hf_config, PRESETS
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.table import rows
-from pals_core.pricing.activations import Conditions
-from pals_core.cli.budget import build_parser, run
-from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
-from pals_core.flags import flags_of, given_values
 from pals_core.budget.machine import Machine, resources
+from pals_core.budget.solver import Budget
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
+from pals_core.cli.budget import build_parser, run
+from pals_core.families.shapes import PRESETS, from_hf_config
+from pals_core.flags import flags_of, given_values
+from pals_core.footprint.constraints import BY_FIELD, CONSTRAINTS, PARAMS
 from pals_core.footprint.memory import inference_activation_bytes, memory_infer
-from memory_probe import inference_peak_bytes
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = {"memory": ["24GB", "80GiB", "1.5e10"], "max_slowdown": ["1.2", "1"], "memory_infer": ["2GB", "512MiB"]}
@@ -189,7 +189,8 @@ def test_the_address_reads_with_the_clis_parsers():
 
 
 def test_pals_study_stores_and_describes_the_serving_bound():
-    from studies.cli import build_parser as study_parser, requested_settings
+    from studies.cli import build_parser as study_parser
+    from studies.cli import requested_settings
     from studies.runner import machine_text
 
     args = study_parser().parse_args(

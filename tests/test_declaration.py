@@ -10,24 +10,26 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import replace
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.pricing.config import AdapterConfig, NAMED_LOCATIONS
 from pals_core.budget.solver import Budget
 from pals_core.cli.budget import build_parser as budget_parser
-from pals_core.flags import flags_of, given_values
-from pals_core.tasks.glue_tasks import GLUE_TASKS
-from pals_core.train.args import build_parser as train_parser, config_from_args
-from pals_core.train.config import TrainConfig
 from pals_core.data.load import TINY
+from pals_core.flags import flags_of, given_values
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.pricing.config import NAMED_LOCATIONS, AdapterConfig
+from pals_core.tasks.glue_tasks import GLUE_TASKS
+from pals_core.train.args import build_parser as train_parser
+from pals_core.train.args import config_from_args
 from pals_core.train.base_model import tiny_config_dict
+from pals_core.train.config import TrainConfig
 from studies.cli import build_parser as study_parser
 
 PARSERS = {

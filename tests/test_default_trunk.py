@@ -10,17 +10,17 @@ import json
 
 import pytest
 import torch
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
-from pals_core.methods.registry import METHODS
 from pals_core.budget.costs import design, evaluate
-from pals_core.families.shapes import from_hf_config, conditions_from_config
 from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.budget import main as pals_budget
+from pals_core.families.shapes import conditions_from_config, from_hf_config
 from pals_core.footprint.memory import activation_bytes, memory_train
-from memory_probe import optimizer_state_bytes, saved_activation_bytes
+from pals_core.methods.registry import METHODS
+from pals_core.model import MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
 
 FROZEN = {"houlsby", "lora", "ia3", "lhuc"}

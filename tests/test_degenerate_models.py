@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explorer.inputs import UPLOAD
+from pals_core.budget.costs import design
+from pals_core.budget.methods import resolve_layers
+from pals_core.budget.solver import Budget
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
 from pals_core.families.shapes import PRESETS, from_hf_config
 from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget
-from pals_core.budget.costs import design
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.methods import resolve_layers
-from pals_core.budget.table import rows
 from pals_core.pricing.limits import MAX_D_S, MAX_LAYERS, MAX_RATIO
-from explorer.inputs import UPLOAD
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -17,24 +17,24 @@ method needs), with every family × every method at one location (all layers) an
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 import torch
-from transformers import BertConfig
-
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, _hf_config
-from pals_core.methods.adapters import ADAPTERS
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.budget.solver import at_size
-from pals_core.budget.costs import design
-from pals_core.families.shapes import from_hf_config
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.table import rows
-from pals_core.families.registry import get_family
 from flops import count_flops, count_forward_flops, count_predict_all_flops, register_cpu_sdpa_formulas
 from pairwise import grid
+from transformers import BertConfig
+
+from pals_core.budget.costs import design
+from pals_core.budget.solver import at_size
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
+from pals_core.families.registry import get_family
+from pals_core.families.shapes import from_hf_config
+from pals_core.methods.adapters import ADAPTERS
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(1)
 
@@ -381,7 +381,7 @@ def _config(base: str, method: str, loc):
     return _hf_config(fields), cfg, tasks, n
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model(base: str, method: str, loc) -> MultiTaskBert:
     hf, cfg, tasks, _ = _config(base, method, loc)
     torch.manual_seed(0)

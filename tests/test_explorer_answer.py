@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from explorer import address, calc
+from explorer.inputs import EMBEDDED, LOCATION_CUSTOM, TASKS_COUNT, TINY, RawInputs, parse_inputs
 from pals_core import measured
 from pals_core.budget import recommend
-from explorer.inputs import EMBEDDED, LOCATION_CUSTOM, TASKS_COUNT, TINY, RawInputs, parse_inputs
-from pals_core.budget.solver import Budget
-from pals_core.budget.series import budget_used
 from pals_core.budget.recommend import key_of, label
+from pals_core.budget.series import budget_used
+from pals_core.budget.solver import Budget
 
 
 @pytest.mark.parametrize(
@@ -307,6 +307,7 @@ def test_run_scores_are_shown_0_to_100_with_metric_names():
 def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_path):
     """The Studies tab: trial numbers are whole numbers; parameter importances wait for enough trials."""
     import optuna
+
     from studies import report
 
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="few", direction="maximize")
@@ -323,6 +324,7 @@ def test_study_figures_show_whole_trials_and_no_importances_from_a_handful(tmp_p
 def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
     """The Studies tab shows a pals-study study's scores 0–100 in its table; its figures say the same numbers."""
     import optuna
+
     from studies import report
 
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="scale", direction="maximize")
@@ -415,11 +417,11 @@ def test_a_design_is_set_against_the_references_trained_alike(tmp_path):
 def test_a_design_wider_than_the_model_is_flagged_and_never_recommended_silently():
     """CA-MTL at 1.5× on the 384-wide MiniLM solved d_s = 10,760 and could lead the answer unflagged."""
     from explorer.tables import table_frame
-    from pals_core.families.shapes import PRESETS
-    from pals_core.budget.solver import Budget
-    from pals_core.budget.tasks import parse_tasks
-    from pals_core.budget.table import rows
     from pals_core.budget.series import wider_than_model
+    from pals_core.budget.solver import Budget
+    from pals_core.budget.table import rows
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.families.shapes import PRESETS
 
     shape = PRESETS["all-MiniLM-L6-v2"]
     costs = list(rows(shape, parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
@@ -441,10 +443,10 @@ def test_a_score_measured_at_another_size_is_labelled_and_never_ranks_this_desig
     """At budget 1.5 the answer recommended houlsby @ all at d_s 245 'with the best measured dev average' — of runs at
     d_s 63. A score belongs to the design measured; another size shows it labelled and ranks nothing."""
     from explorer.tables import table_frame
-    from pals_core.families.shapes import PRESETS
     from pals_core.budget.solver import Budget
-    from pals_core.budget.tasks import parse_tasks
     from pals_core.budget.table import rows
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.families.shapes import PRESETS
 
     costs = list(rows(PRESETS["all-MiniLM-L6-v2"], parse_tasks("cola,sst2,mrpc,stsb,rte"), budget=Budget(ratio=1.5)))
     houlsby = next(c for c in costs if (c.method, c.location) == ("houlsby", "all"))

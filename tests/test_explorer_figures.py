@@ -13,17 +13,17 @@ from explorer.figures.scaling import scaling_figure
 from explorer.figures.size_curves import size_curves_figure
 from explorer.inputs import UPLOAD, RawInputs, parse_budget, parse_inputs
 from explorer.tables import table_frame
-from pals_core.families.shapes import PRESETS
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget, solve
 from pals_core.budget.costs import design, flops_ratio
 from pals_core.budget.paper import paper_reproduction
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.table import rows
-from pals_core.budget.series import budget_used, pareto_front, per_task_limit
-from pals_core.train.config import TrainConfig
 from pals_core.budget.recommend import key_of, label
+from pals_core.budget.series import budget_used, pareto_front, per_task_limit
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.config import AdapterConfig
 from pals_core.supervise.runs import command, launch_argv
+from pals_core.train.config import TrainConfig
 
 BERT = PRESETS["bert-base-uncased"]
 
@@ -194,8 +194,8 @@ def test_paper_table_highlights_exactly_the_disagreements():
 
 
 def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
-    from pals_core.measured import Result
     from pals_core.budget.recommend import Score
+    from pals_core.measured import Result
 
     def r(method, loc, params, mean, ci=None, n=1):
         return Result(f"/r/{method}", method, loc, 8, None, ("rte",), params, Score(mean, ci, n), {}, 100)
@@ -218,8 +218,8 @@ def test_measured_figure_plots_scores_0_to_100_with_intervals_and_references():
 def test_measured_ranking_reads_apart_designs_at_one_budget():
     """PALs, low-rank and Houlsby at 1.13× sit on one spot of the trade-off plot: the ranking gives each its own row,
     best on top, with its interval and the majority-class line."""
-    from pals_core.measured import Result
     from pals_core.budget.recommend import Score
+    from pals_core.measured import Result
 
     def r(method, params, mean, ci=None, n=1, path=None, seed=None):
         ref = method in ("shared", "separate")
@@ -334,8 +334,9 @@ def test_flops_ratio_is_one_for_the_shared_model():
 def test_every_figure_is_valid_plotly():
     """Figures are built unvalidated for speed; plotly's own validator must accept every property they set."""
     import plotly.graph_objects as go
-    from pals_core.measured import Result
+
     from pals_core.budget.recommend import Score
+    from pals_core.measured import Result
 
     inp = _inputs()
     table = calc.table(inp)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 

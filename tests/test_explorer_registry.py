@@ -13,11 +13,11 @@ import pytest
 
 from pals_core.atomic import atomic_write_json, read_json
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.config import TrainConfig
 from pals_core.supervise import runs as supervise_runs
-from pals_core.train import lock
 from pals_core.supervise.roots import RUNS_ENV, runs_root
 from pals_core.supervise.runs import Run, cancel, list_runs, load_run, new_run_id, resume
+from pals_core.train import lock
+from pals_core.train.config import TrainConfig
 
 
 def _wait(run_dir: Path, until, timeout: float = 90.0) -> Run:

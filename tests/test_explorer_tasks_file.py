@@ -15,14 +15,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import inputs
-from pals_core import measured
 from explorer.inputs import TASKS_FILE, TINY
-from pals_core.families.shapes import PRESETS
-from pals_core.pricing.config import AdapterConfig
+from pals_core import measured
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
 from pals_core.budget.tasks import tasks_of_records
+from pals_core.families.shapes import PRESETS
 from pals_core.kinds import get_kind
+from pals_core.pricing.config import AdapterConfig
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 

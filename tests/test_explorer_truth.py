@@ -25,13 +25,13 @@ from explorer.figures.breakdown import breakdown_places, part_colors
 from explorer.figures.design_space import design_space_figure
 from explorer.figures.legibility import color_distance, readable_labels
 from explorer.figures.style import LEGEND_ENTRY_PX, PLOT_MARGIN_PX
-from explorer.tables import table_csv
 from explorer.inputs import TASKS_FILE
-from pals_core.families.bert.presets import EMBEDDED_MODEL
+from explorer.tables import table_csv
 from pals_core.budget import display
-from pals_core.cli.budget import run as pals_budget
-from pals_core.train.config import TrainConfig
 from pals_core.budget.recommend import key_of
+from pals_core.cli.budget import run as pals_budget
+from pals_core.families.bert.presets import EMBEDDED_MODEL
+from pals_core.train.config import TrainConfig
 from studies.workers import settings_from_form
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -359,9 +359,9 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
 def test_the_design_table_says_whether_tasks_can_be_added_later():
     """A frozen-trunk LoRA can take a task later; PALs as in the paper (trunk trained) and CA-MTL cannot."""
     from explorer.tables import table_frame
-    from pals_core.families.shapes import PRESETS
-    from pals_core.budget.tasks import Task
     from pals_core.budget.table import rows
+    from pals_core.budget.tasks import Task
+    from pals_core.families.shapes import PRESETS
 
     shape = PRESETS["all-MiniLM-L6-v2"]
     tasks = [Task("a", 2), Task("b", 3)]

@@ -16,16 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskModel
-from pals_core.export import ExportRefused
-from pals_core.cli.export import main as pals_export
-from pals_core.export.peft import export_hf, export_peft
-from pals_core.train.lock import RunLock
 from test_export_onnx import trained_run as onnx_run
 from test_export_peft import checkpoints, data, trained_run  # noqa: F401  (module fixtures)
 from tiny_models import TINY_CONFIGS, save_tiny_checkpoint
+
+from pals_core.cli.export import main as pals_export
+from pals_core.export import ExportRefused
+from pals_core.export.peft import export_hf, export_peft
+from pals_core.model import MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
+from pals_core.train.lock import RunLock
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")  # peft 0.21
 LONG = " ".join(f"word{i % 7} refund money" for i in range(40))  # well past the runs' 32 tokens
@@ -126,9 +126,8 @@ def test_ca_mtl_graph_runs_past_its_attention_bias_width_and_the_runs_max_length
     """A run of max length 24 whose conditional attention bias is 32 wide (the trace sees only rows narrower than
     it): onnxruntime on a moved export gives torch's logits at 12, 32, 40 and 100 tokens."""
     import onnxruntime as ort
-    from transformers import AutoTokenizer
-
     from test_export_onnx import own_tasks
+    from transformers import AutoTokenizer
 
     f = own_tasks(tmp_path / "data")
     path = tmp_path / "ck"

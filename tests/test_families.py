@@ -12,9 +12,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.families.shapes import PRESETS, from_hf_config, load_model, PRESET_CONFIGS
 from pals_core.budget.costs import base_params, embedding_params
 from pals_core.families.registry import FAMILIES, MODEL_TYPES
+from pals_core.families.shapes import PRESET_CONFIGS, PRESETS, from_hf_config, load_model
 
 # Published parameter counts (the model cards / ``sum(p.numel())`` of the hub checkpoints' base models)
 PUBLISHED = {
@@ -169,11 +169,10 @@ def test_distilbert_config_is_read_by_its_own_field_names():
 @pytest.mark.slow  # ~1 s (a real run, an export or a study): make test, not make test-fast
 def test_a_ratio_of_the_non_embedding_parameters():
     """``--budget-of non-embedding``: N_total − N_emb ≤ B·(N_base − N_emb), one setting on every CLI."""
-    from pals_core.pricing.config import AdapterConfig
-    from pals_core.budget.solver import Budget, at_size, solve
     from pals_core.budget.costs import design
+    from pals_core.budget.solver import Budget, at_size, budget_from_flags, solve
     from pals_core.budget.tasks import parse_tasks
-    from pals_core.budget.solver import budget_from_flags
+    from pals_core.pricing.config import AdapterConfig
 
     m = PRESETS["xlm-roberta-base"]
     ds = design(m, parse_tasks(8), AdapterConfig(method="pals", location="all"), check_size=False)
@@ -218,8 +217,8 @@ def test_a_ratio_of_the_non_embedding_parameters():
 
 @pytest.mark.slow  # starts pals-train (torch) in a process of its own
 def test_the_api_refuses_an_unsupported_model_type(tmp_path):
-    from pals_core.pricing.config import AdapterConfig
     from pals_core.model import MultiTaskModel
+    from pals_core.pricing.config import AdapterConfig
 
     with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
         MultiTaskModel.from_base_config(

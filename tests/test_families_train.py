@@ -13,14 +13,14 @@ import torch
 from tiny_models import TINY_CONFIGS, save_tiny_checkpoint
 from transformers import AutoTokenizer
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, MultiTaskModel
 from pals_core.adapters.base import TaskAdapter
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
-from pals_core.train.config import TrainConfig
+from pals_core.model import MultiTaskBert, MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.base_model import model_shape
+from pals_core.train.config import TrainConfig
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")
@@ -131,8 +131,8 @@ def test_pals_train_on_a_local_checkpoint_of_every_family_and_resume(checkpoints
 
 def test_pals_train_takes_a_ratio_of_the_non_embedding_parameters(checkpoints, tmp_path):
     """--budget-of is a budget setting: pals-train reads it where it reads --budget and solves d_s against it."""
-    from pals_core.budget.solver import Budget, solve
     from pals_core.budget.costs import design
+    from pals_core.budget.solver import Budget, solve
     from pals_core.train.args import build_parser, config_from_args
     from pals_core.train.params import resolve
 

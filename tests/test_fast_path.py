@@ -20,21 +20,21 @@ import sys
 from dataclasses import replace
 
 import pytest
+from pairwise import grid
 
-from pals_core.methods.registry import METHODS
-from pals_core.families.shapes import PRESETS, conditions_for_model
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget
 from pals_core.budget.costs import design
-from pals_core.budget.tasks import parse_tasks
+from pals_core.budget.machine import Machine
+from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
-from pals_core.pricing.activations import Conditions
+from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.budget import build_parser, main, terminal_width
 from pals_core.families.registry import get_family
-from pals_core.budget.machine import Machine
+from pals_core.families.shapes import PRESETS, conditions_for_model
 from pals_core.footprint.memory import activation_bytes, trace_forward
 from pals_core.footprint.timing import DeviceProfile, load_profile, step_seconds, work_seconds
-from pairwise import grid
+from pals_core.methods.registry import METHODS
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
 
 CPU = DeviceProfile(
     "cpu-test",

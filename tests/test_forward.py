@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import train_tiny_run
 
 from pals_core.data.glue_rows import RawSplit
 from pals_core.data.load import encode
 from pals_core.forward import encode_texts, forward_rows
-from tiny_models import train_tiny_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [f"{'very ' * (i % 6)}word {i}" for i in range(11)]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as Timeout
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as Timeout
 from pathlib import Path
 
 import pytest

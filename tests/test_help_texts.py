@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from pals_core.pricing.config import AdapterConfig
 from pals_core.cli.budget import build_parser as budget_parser
-from pals_core.train.args import build_parser as train_parser, config_from_args
+from pals_core.pricing.config import AdapterConfig
+from pals_core.train.args import build_parser as train_parser
+from pals_core.train.args import config_from_args
 from pals_core.train.config import TrainConfig
 
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import pytest
 import torch
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
+from test_exactness import BASES as EXACT_BASES
 from torch import nn
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, _hf_config
-from pals_core.budget.solver import at_size
-from pals_core.budget.costs import design, evaluate
-from pals_core.families.shapes import from_hf_config, conditions_from_config
-from pals_core.budget.tasks import parse_tasks
-from pals_core.footprint.memory import activation_bytes, memory_train
-from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pals_core.adapters.base import TaskAdapter
+from pals_core.budget.costs import design, evaluate
+from pals_core.budget.solver import at_size
+from pals_core.budget.tasks import parse_tasks
 from pals_core.families.registry import get_family
-from test_exactness import BASES as EXACT_BASES
+from pals_core.families.shapes import conditions_from_config, from_hf_config
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.pricing.config import AdapterConfig
 
 D = 24
 TASKS = {"rte": 2, "stsb": 1}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pals_core.kinds import PACKAGES, get_kind
-from pals_core.tasks.record import TaskRecord
 from pals_core.kinds.errors import TaskRecordError
+from pals_core.tasks.record import TaskRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,8 +123,8 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
 
     import numpy as np
 
-    from pals_core.data.metrics import task_scores
     from pals_core.cli.predict import main as predict_main
+    from pals_core.data.metrics import task_scores
     from pals_core.pricing.config import AdapterConfig
     from pals_core.tasks.readers import read_columns
     from pals_core.train.config import TrainConfig
@@ -196,11 +196,11 @@ def test_a_minutes_task_predicts_minutes_and_pals_predict_reproduces_its_dev_sco
 
 
 def test_mt_uncertainty_is_refused_with_the_reason_the_kind_gives(tmp_path):
+    import json
+
     from pals_core.pricing.config import AdapterConfig
     from pals_core.train.config import TrainConfig
     from pals_core.train.params import resolve
-
-    import json
 
     rows = [{"text": f"row {i}", "tags": ["a", "b"][: 1 + i % 2]} for i in range(6)]
     (tmp_path / "tags.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

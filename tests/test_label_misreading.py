@@ -154,11 +154,10 @@ def test_regression_targets_reach_the_metric_as_read_in_float64(tmp_path):
     import torch
     from scipy.stats import pearsonr
 
-    from pals_core.data.load import load_tasks, load_tokenizer
+    from pals_core.data.load import TINY, load_tasks, load_tokenizer, tokenizer_path
+    from pals_core.model import MultiTaskModel
     from pals_core.pricing.config import AdapterConfig
     from pals_core.train.evaluate import evaluate, predict
-    from pals_core.model import MultiTaskModel
-    from pals_core.data.load import TINY, tokenizer_path
 
     rng = np.random.default_rng(0)
     texts = [f"row {i} says {' '.join(rng.choice(['good', 'bad', 'fine', 'odd'], 5))}" for i in range(40)]

@@ -9,18 +9,18 @@ import sys
 
 import pytest
 import torch
+from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
 from pals_core.budget.solver import Budget
-from pals_core.families.shapes import load_model
-from pals_core.budget.tasks import parse_tasks
 from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.budget import main, run
-from pals_core.pricing.units import parse_memory
+from pals_core.families.shapes import load_model
 from pals_core.footprint.timing import DeviceProfile, builtin_devices, load_profile
-from memory_probe import optimizer_state_bytes, saved_activation_bytes
+from pals_core.model import MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
+from pals_core.pricing.units import parse_memory
 
 torch.set_num_threads(1)
 
@@ -319,8 +319,8 @@ def test_family_presets_take_memory_and_slowdown_budgets(preset):
 
 def test_presets_read_their_family_conditions():
     """A preset's dropout and attention are its family's (ModernBERT: no dropout; DeBERTa: adapters' attention eager)."""
-    from pals_core.pricing.activations import Conditions
     from pals_core.families.shapes import conditions_for_model
+    from pals_core.pricing.activations import Conditions
 
     assert conditions_for_model("ModernBERT-base").hidden_dropout == 0.0
     assert conditions_for_model("ModernBERT-base").attention_dropout == 0.0
@@ -344,8 +344,8 @@ def test_time_model_prices_narrow_attention_heads():
         flash_backward=(9e-9, 1.7e-11),
     )
     [pals] = rows(load_model("minilm"), parse_tasks(8), budget=Budget(ratio=1.13), methods=["pals"], location="all")
-    from pals_core.footprint.timing import step_seconds
     from pals_core.budget.costs import design
+    from pals_core.footprint.timing import step_seconds
     from pals_core.pricing.activations import Conditions
 
     m, tasks = load_model("minilm"), parse_tasks(8)

@@ -6,17 +6,16 @@ import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
-
-from pals_core.families.shapes import PRESETS
-from pals_core.pricing.config import AdapterConfig
-from pals_core.budget.solver import Budget, solve
-from pals_core.budget.costs import design
-from pals_core.budget.tasks import parse_tasks
-from pals_core.pricing.activations import Conditions
-from pals_core.budget.machine import Machine, resources
-
 from test_app import APP, fig, page_errors, show
+
+from pals_core.budget.costs import design
+from pals_core.budget.machine import Machine, resources
 from pals_core.budget.recommend import key_of
+from pals_core.budget.solver import Budget, solve
+from pals_core.budget.tasks import parse_tasks
+from pals_core.families.shapes import PRESETS
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
 
 GIB = 2**30
 

@@ -15,23 +15,23 @@ every family × every method at one location (all layers, trained) and every loc
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 import pytest
 import torch
-from transformers import BertConfig
-
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, _hf_config
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.budget.costs import design, evaluate
-from pals_core.families.shapes import from_hf_config, conditions_from_config
-from pals_core.budget.tasks import parse_tasks
-from pals_core.pricing.activations import Conditions
-from pals_core.footprint.memory import activation_bytes, memory_train
-from pals_core.families.registry import get_family
 from memory_probe import optimizer_state_bytes, saved_activation_bytes
 from pairwise import grid
+from transformers import BertConfig
+
+from pals_core.budget.costs import design, evaluate
+from pals_core.budget.tasks import parse_tasks
+from pals_core.families.registry import get_family
+from pals_core.families.shapes import conditions_from_config, from_hf_config
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.model import MultiTaskBert, _hf_config
+from pals_core.pricing.activations import Conditions
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(1)
 
@@ -517,7 +517,7 @@ def _setup(base, method, loc, freeze, **extra):
     return hf, cfg, tasks, batch, n, ds
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model(base, method, loc, freeze) -> MultiTaskBert:
     hf, cfg, tasks, *_ = _setup(base, method, loc, freeze)
     torch.manual_seed(0)

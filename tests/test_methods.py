@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from pals_core.methods.registry import METHODS
 from pals_core.methods import PACKAGES
+from pals_core.methods.registry import METHODS
 
 
 def test_both_registries_hold_the_same_methods_in_the_order_of_the_one_list():

@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-
-from pals_core.tasks.glue_tasks import GLUE_TASKS
 import pytest
 
 from pals_core.data.metrics import dev_average, main_score, majority_scores, task_scores
 from pals_core.kinds.regression import regression_scores
+from pals_core.tasks.glue_tasks import GLUE_TASKS
 
 
 def test_classification_metrics_by_hand():

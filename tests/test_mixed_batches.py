@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pals_core.pricing.config import AdapterConfig
 from pals_core.data.samplers import SAMPLERS
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
@@ -55,9 +55,9 @@ def test_every_sampler_trains_every_task(tmp_path, token_cache, sampling):
 
 @pytest.mark.slow  # 1-3 s of real tokenising/training: make test, not make test-fast
 def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, token_cache):
+    from pals_core.train.params import resolve
     from pals_core.train.rundir import RunDir
     from pals_core.train.trainer import _Run
-    from pals_core.train.params import resolve
 
     cfg = resolve(config(tmp_path / "run", token_cache, "mt_uncertainty", grad_clip=None, tasks=["rte", "stsb"]))
     r = _Run(cfg, RunDir(cfg.out), False, None)

@@ -11,12 +11,12 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert, default_checkpoint
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design, pooler_params
-from pals_core.families.shapes import from_hf_config
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
+from pals_core.families.shapes import from_hf_config
+from pals_core.model import MultiTaskBert, default_checkpoint
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(2)
 

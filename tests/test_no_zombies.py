@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.config import TrainConfig
 from pals_core.supervise.roots import RUNS_ENV
 from pals_core.supervise.runs import cancel, launch, load_run
 from pals_core.supervise.workers import list_workers, load_worker, stop
+from pals_core.train.config import TrainConfig
 from studies.workers import settings_from_form, start
 
 pytestmark = pytest.mark.slow  # real trainers and a real study worker: tens of seconds on 2 busy cores

@@ -8,7 +8,6 @@ from itertools import product
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pairwise import FULL_GRID_ENV, all_pairs, grid, levels_of, pairwise
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from pals_core.atomic import atomic_write_json
+from pals_core.cli.runs import main
 from pals_core.pricing.config import AdapterConfig
 from pals_core.supervise import roots, runs, signals
-from pals_core.cli.runs import main
-from pals_core.train.config import TrainConfig
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import launch
+from pals_core.train.config import TrainConfig
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 PALS_RUNS = Path(sys.executable).with_name("pals-runs")
@@ -91,9 +91,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 def test_a_study_workers_arguments_are_rebuilt_by_the_studies_through_the_entry_point(tmp_path):
     """``pals-runs resume`` rebuilds a worker's flags with ``studies.workers`` (found through the declared entry
     point, never imported by pals_core) from the validated settings; the recorded argv is not what runs."""
-    from studies.workers import resume_argv, settings_from_form
-
     from pals_core.supervise import workers
+    from studies.workers import resume_argv, settings_from_form
 
     folder = roots.workers_root(tmp_path) / "w2"
     folder.mkdir(parents=True)

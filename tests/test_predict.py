@@ -14,12 +14,12 @@ import pytest
 import torch
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskModel
-from pals_core.methods.registry import METHODS
 from pals_core.data.metrics import task_scores
-from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.methods.registry import METHODS
+from pals_core.model import MultiTaskModel
+from pals_core.pricing.config import AdapterConfig
 from pals_core.tasks.readers import read_columns
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 
@@ -371,9 +371,8 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
     """The mixed batch (every layer's weights once on the whole batch, each task's adapter on its rows) equals each
     row run alone through its task — in every family, whose layers read per-forward state of their own (relative
     positions, RoPE, local attention)."""
-    from transformers import AutoConfig
-
     from test_export_onnx import CHECKPOINTS, adapter_for
+    from transformers import AutoConfig
 
     from pals_core.train.base_model import tiny_config_dict
 

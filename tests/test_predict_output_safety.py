@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_models import train_tiny_run
 
 from pals_core.cli.predict import main
 from pals_core.tasks.readers import read_columns
-from tiny_models import train_tiny_run
 
 pytestmark = pytest.mark.slow  # a run trained once for the module (5-30 s on two busy cores); each test then < 1.5 s
 

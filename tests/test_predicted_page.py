@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from explorer.inputs import TINY
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.config import TrainConfig
 from pals_core.supervise.runs import cancel, list_runs
+from pals_core.train.config import TrainConfig
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TASKS = ["rte", "mrpc"]

@@ -122,11 +122,11 @@ def test_tasks_whose_files_cannot_be_read_are_priced_and_say_their_runs_are_not_
 
 def test_a_predicted_score_ranks_after_the_measured_and_before_the_rest():
     """``candidates`` takes predicted dev scores beside measured ones (a model fitted to measured runs gives them)."""
-    from pals_core.budget.solver import Budget
-    from pals_core.families.shapes import load_model
-    from pals_core.budget.tasks import parse_tasks
-    from pals_core.budget.table import rows
     from pals_core.budget.recommend import Score, answer, candidates
+    from pals_core.budget.solver import Budget
+    from pals_core.budget.table import rows
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.families.shapes import load_model
 
     costs = list(rows(load_model("all-MiniLM-L6-v2"), parse_tasks("rte,mrpc"), budget=Budget(ratio=1.13)))
     plain = [p.key for p in candidates(costs, Budget(ratio=1.13), hidden=384)]

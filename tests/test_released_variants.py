@@ -10,15 +10,15 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
+from flops import count_forward_flops
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
-from pals_core.families.shapes import from_hf_config
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
-from flops import count_forward_flops
+from pals_core.families.shapes import from_hf_config
+from pals_core.model import MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
 
 torch.set_num_threads(1)
 

@@ -113,8 +113,8 @@ def test_only_the_questions_model_and_tasks_and_no_smoke_runs(tmp_path):
 
 
 def test_a_seeds_aggregate_counts_each_seed(tmp_path):
-    from pals_core.train.aggregate import aggregate
     from pals_core.results import read_summary
+    from pals_core.train.aggregate import aggregate
 
     for d in (8, 16, 32):
         design = tmp_path / f"h-{d}"

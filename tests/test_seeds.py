@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from pals_core.train.aggregate import aggregate, compare, holm, seed_stats, t_quantile
 from pals_core.supervise.runs import load_run
+from pals_core.train.aggregate import aggregate, compare, holm, seed_stats, t_quantile
 
 ROOT = Path(__file__).resolve().parents[1]
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))

@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel
 
-from pals_core.families.shapes import from_hf_config
 from pals_core.cli.budget import main as pals_budget
 from pals_core.families.registry import get_family
+from pals_core.families.shapes import from_hf_config
 
 torch.set_num_threads(1)
 
@@ -124,11 +124,11 @@ def test_the_python_api_prices_the_longest_by_default_and_refuses_one_more(model
     """``design()``, ``rows()`` and ``sweep()`` follow the same rule as the entry points: no n → 128, or the model's
     longest when shorter; an n longer than the model takes is a ValueError (``rows``: a design not priced, with
     the reason), never priced."""
-    from pals_core.pricing.config import AdapterConfig
     from pals_core.budget.costs import design
-    from pals_core.budget.tasks import parse_tasks
-    from pals_core.budget.table import rows
     from pals_core.budget.sweep import sweep
+    from pals_core.budget.table import rows
+    from pals_core.budget.tasks import parse_tasks
+    from pals_core.pricing.config import AdapterConfig
 
     shape = from_hf_config(AutoConfig.for_model(model_type, **fields).to_dict())
     ds = design(shape, parse_tasks(2), AdapterConfig(method="shared"))

@@ -1,7 +1,8 @@
 """Server hygiene: the explorer's server watches no files (its folder holds .venv and runs/)."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 
 def test_the_server_watches_no_files():

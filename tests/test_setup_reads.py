@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pals_core import atomic
-from pals_core.train import params
 from pals_core.cli.train import main as train_main
+from pals_core.train import params
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS_AND_HASH = 2  # a data file's opens in a run's set-up: its rows (read and checked), its sha256 (config.json's)

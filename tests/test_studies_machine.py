@@ -12,15 +12,15 @@ from pathlib import Path
 
 import optuna
 import pytest
+from tiny_models import tiny_config_json
 
-from pals_core.budget.solver import Budget
-from pals_core.budget.tasks import parse_tasks
-from pals_core.budget.table import rows
 from pals_core.budget.machine import Machine
+from pals_core.budget.solver import Budget
+from pals_core.budget.table import rows
+from pals_core.budget.tasks import parse_tasks
 from pals_core.train.base_model import model_conditions
 from studies.cli import main
 from studies.space import model_shape
-from tiny_models import tiny_config_json
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
 TASKS = ["rte", "mrpc"]
@@ -268,8 +268,8 @@ def test_deberta_and_modernbert_studies_take_a_machine_budget(tmp_path, family):
 
 def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
     """The explorer rebuilds a worker's flags from the stored settings: the machine comes back the same."""
-    from studies.workers import settings_flags, worker_argv
     from studies.cli import build_parser, requested_settings
+    from studies.workers import settings_flags, worker_argv
 
     args = build_parser().parse_args(
         [
@@ -309,8 +309,8 @@ def test_machine_settings_round_trip_through_a_worker_argv(tmp_path):
 def test_the_studies_form_passes_its_machine_to_pals_study(tmp_path):
     """The Studies tab's machine inputs give the settings `pals-study create --memory … --device-profile …` stores;
     empty inputs give no bound; a bad one is pals-study's own one-line message."""
-    from studies.workers import settings_from_form
     from studies.cli import build_parser, requested_settings
+    from studies.workers import settings_from_form
 
     form = dict(tasks="rte,mrpc", model="tiny", budget=1.5, steps=4)
     typed = {"memory": " 24GiB ", "max_slowdown": "1.5", "precision": "bf16", "device": "t4"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from pals_core.pricing.config import AdapterConfig, design_label
+from pals_core.budget.methods import resolve_trunk
 from pals_core.budget.solver import Budget
 from pals_core.methods.registry import get_method
-from pals_core.budget.methods import resolve_trunk
+from pals_core.pricing.config import AdapterConfig, design_label
 from pals_core.train.config import TrainConfig
 from pals_core.train.params import resolve
 from studies.definitions import DEFINITIONS, Context, get_definition

@@ -17,8 +17,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from pals_core.pricing.config import AdapterConfig
 from pals_core.data.load import TINY
+from pals_core.pricing.config import AdapterConfig
 from pals_core.train.base_model import tiny_config_dict
 from studies.cli import main
 from studies.runner import load_settings
@@ -257,8 +257,8 @@ def test_settings_of_older_studies_load_and_newer_ones_are_refused():
 def test_the_explorer_rebuilds_a_tasks_file_study_workers_flags(tmp_path):
     """The Studies tab starts workers from the stored settings: a study on a tasks file gets its --tasks-file back
     (its task names alone would be read as GLUE names and refused)."""
-    from studies.workers import settings_flags, worker_argv
     from studies.cli import build_parser, requested_settings
+    from studies.workers import settings_flags, worker_argv
 
     f = write_tasks(tmp_path / "data")
     args = build_parser().parse_args(["create", "design", "--model", "tiny", "--tasks-file", str(f)])

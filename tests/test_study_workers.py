@@ -18,11 +18,11 @@ from optuna.trial import TrialState
 from streamlit.testing.v1 import AppTest
 
 from pals_core.atomic import atomic_write_json, read_json
-from pals_core.train import lock as run_lock
-from studies.cli import main as pals_study
 from pals_core.supervise.children import _CHILDREN
 from pals_core.supervise.roots import RUNS_ENV, workers_root
 from pals_core.supervise.workers import Worker, list_workers, load_worker, stop
+from pals_core.train import lock as run_lock
+from studies.cli import main as pals_study
 from studies.workers import resume, resume_argv, settings_from_form, settings_of, start
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")

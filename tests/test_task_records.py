@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from pals_core.kinds.errors import TaskDataError, TaskRecordError
+from pals_core.tasks import resolve_records
+from pals_core.tasks.glue_tasks import glue_record
 from pals_core.tasks.readers import read_columns
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue_tasks import glue_record
-from pals_core.tasks.rows import num_labels, dev_rows, read_rows
+from pals_core.tasks.rows import dev_rows, num_labels, read_rows
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.tasks import resolve_records
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

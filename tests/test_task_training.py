@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pals_core.pricing.config import AdapterConfig
 from pals_core.data.glue_rows import read_tsv
-from pals_core.data.load import load_tasks, load_tokenizer, TINY, tokenizer_path
-from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.data.load import TINY, load_tasks, load_tokenizer, tokenizer_path
+from pals_core.pricing.config import AdapterConfig
 from pals_core.tasks.glue_tasks import GLUE_TASKS
+from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 
@@ -170,10 +170,10 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows
-    from pals_core.budget.solver import at_size
     from pals_core.budget.costs import design
-    from pals_core.families.shapes import from_hf_config
+    from pals_core.budget.solver import at_size
     from pals_core.budget.tasks import tasks_of_records
+    from pals_core.families.shapes import from_hf_config
     from pals_core.train.base_model import tiny_config_dict
 
     shape = from_hf_config(tiny_config_dict(), name="tiny")

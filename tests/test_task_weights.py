@@ -10,12 +10,12 @@ import torch
 from safetensors import safe_open
 from transformers import BertConfig
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskBert
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import design
-from pals_core.families.shapes import from_hf_config
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
+from pals_core.families.shapes import from_hf_config
+from pals_core.model import MultiTaskBert
+from pals_core.pricing.config import AdapterConfig
 from pals_core.task_weights import read_task_file, task_tensors
 
 torch.set_num_threads(1)

@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pals_core.data.profile import profile_task, profile_tasks
-from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.glue_tasks import glue_record
-from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.tasks.rows import dev_rows
 from pals_core.cli.tasks import main
+from pals_core.data.profile import profile_task, profile_tasks
+from pals_core.tasks.glue_tasks import glue_record
+from pals_core.tasks.record import TaskRecord
+from pals_core.tasks.rows import dev_rows
+from pals_core.tasks.taskfile import read_tasks_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tasks"
@@ -330,11 +330,11 @@ def test_example_runs_from_a_copy_of_its_folder(tmp_path):
 
 def test_example_labels_are_learnable_from_words(records):
     """A bag of words already separates the labels: the example gives a model something to learn."""
+    from scipy.stats import pearsonr
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.metrics import f1_score
     from sklearn.multiclass import OneVsRestClassifier
-    from scipy.stats import pearsonr
 
     train, dev = _intent_rows("train"), _intent_rows("dev")
     vec = CountVectorizer().fit([r["message"] for r in train])

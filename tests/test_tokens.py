@@ -105,8 +105,8 @@ def test_the_baseline_tags_every_word_o_or_the_most_frequent_tag_without_o():
 
 
 def test_a_tagging_head_is_priced_per_token():
-    from pals_core.families.shapes import from_hf_config
     from pals_core.families.registry import get_family
+    from pals_core.families.shapes import from_hf_config
     from pals_core.train.base_model import tiny_config_dict
 
     m = from_hf_config(tiny_config_dict(), name="tiny")

@@ -122,10 +122,10 @@ def test_pals_tasks_prints_the_tagging_profile(tmp_path, capsys):
 def test_pals_budget_prices_a_tasks_file_with_a_tagging_task(tmp_path, capsys):
     """The kind and its tag count reach the calculator; the head is a Linear(d, C) applied to every token: d·C + C
     parameters for BERT (one per task; its FLOPs per token come with the per-token head)."""
-    from pals_core.families.shapes import PRESETS
     from pals_core.budget.costs import head_params
     from pals_core.budget.tasks import tasks_of_records
     from pals_core.cli.budget import main
+    from pals_core.families.shapes import PRESETS
 
     f = write(tmp_path)
     (task,) = tasks_of_records(read_tasks_file(f).values())

@@ -12,8 +12,8 @@ import pytest
 
 from pals_core.kinds.errors import TaskDataError, TaskRecordError
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.tasks.rows import read_rows
+from pals_core.tasks.taskfile import read_tasks_file
 
 SENTENCES = [
     (["John", "lives", "in", "New", "York"], ["B-PER", "O", "O", "B-LOC", "I-LOC"]),

@@ -25,17 +25,24 @@ import sys
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from flops import count_forward_flops
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
+from pairwise import grid
+from tiny_models import tiny_config_json
 from transformers import AutoConfig, AutoModel
 from transformers.activations import ACT2CLS, ACT2FN
 
-from pals_core.pricing.config import AdapterConfig
-from pals_core.model import MultiTaskModel
-from pals_core.methods.registry import METHODS, get_method
-from pals_core.budget.solver import at_size
 from pals_core.budget.costs import base_params, design
-from pals_core.families.shapes import from_hf_config, conditions_from_config
+from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
+from pals_core.cli.budget import main as pals_budget
+from pals_core.families.registry import get_family
+from pals_core.families.shapes import conditions_from_config, from_hf_config
+from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.methods.registry import METHODS, get_method
+from pals_core.model import MultiTaskModel
 from pals_core.pricing.activations import (
     ACTIVATIONS,
     PARAMETRISED_ACTIVATIONS,
@@ -44,14 +51,8 @@ from pals_core.pricing.activations import (
     Trace,
     check_activation,
 )
-from pals_core.cli.budget import main as pals_budget
-from pals_core.families.registry import get_family
-from pals_core.footprint.memory import activation_bytes, memory_train
+from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.poly import Poly
-from flops import count_forward_flops
-from memory_probe import batch_inputs, optimizer_state_bytes, saved_activation_bytes
-from pairwise import grid
-from tiny_models import tiny_config_json
 
 torch.set_num_threads(1)
 

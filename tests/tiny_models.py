@@ -60,7 +60,7 @@ def tiny_config_json(family: str, **overrides) -> dict:
     return {"model_type": family, **tiny_config(family, **overrides)}
 
 
-def save_tiny_checkpoint(path: Path, family: str, fields: "dict | None" = None) -> Path:
+def save_tiny_checkpoint(path: Path, family: str, fields: dict | None = None) -> Path:
     """A checkpoint folder at ``path``: a random ``family`` model of ``fields`` (default: its tiny config), drawn after
     ``torch.manual_seed(0)``, and MiniLM's tokenizer."""
     import torch
@@ -79,7 +79,7 @@ INTENT_ROWS = [("invoice please pay", "billing"), ("money back refund", "refund"
 """Eight rows of a two-intent task (``rows.csv`` of ``train_tiny_run``)."""
 
 
-def train_tiny_run(root: Path, tasks: "list[str]") -> Path:
+def train_tiny_run(root: Path, tasks: list[str]) -> Path:
     """A frozen-trunk PALs run of the tiny BERT, trained for one step under ``root/run``: each of ``tasks`` reads
     ``root/rows.csv`` (``INTENT_ROWS``: columns text, intent) from ``root/tasks.yaml``."""
     from pals_core.pricing.config import AdapterConfig

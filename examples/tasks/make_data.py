@@ -28,8 +28,8 @@ import os
 import random
 import re
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 SEED = 25
 HERE = Path(__file__).resolve().parent
@@ -398,7 +398,7 @@ def make_data(out: Path) -> list[Path]:
     return written
 
 
-def main(argv: "Sequence[str] | None" = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--out", type=Path, default=HERE / "data", help="folder to write into (default: data/ beside this file)"

@@ -5,7 +5,7 @@ breakdown chart (``part_colors``)."""
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -89,7 +89,7 @@ def part_colors(frames: Iterable) -> dict[str, str]:
     return out
 
 
-def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[str, str]] = None) -> go.Figure:
+def breakdown_figure(frame: pd.DataFrame, title: str, colors: Mapping[str, str] | None = None) -> go.Figure:
     """Stacked bars: one bar per place (layer, shared, head), one colour per part."""
     colors = colors or part_colors([frame])
     fig = Fig()
@@ -109,7 +109,7 @@ def breakdown_figure(frame: pd.DataFrame, title: str, colors: Optional[Mapping[s
 
 
 def breakdown_compare_figure(
-    frames: dict[str, pd.DataFrame], colors: Optional[Mapping[str, str]] = None, chosen: Optional[str] = None
+    frames: dict[str, pd.DataFrame], colors: Mapping[str, str] | None = None, chosen: str | None = None
 ) -> go.Figure:
     """One stacked bar per fitting design (the paper's Table 1 as a picture), one colour per part (one task)."""
     colors = colors or part_colors(frames.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -22,7 +22,7 @@ LABEL_BELOW = 0.97  # designs spending less of the budget than this are few: the
 
 
 def design_space_figure(
-    costs: Sequence[Cost], budget: Budget, chosen: Optional[Key] = None, recommended: Optional[Key] = None
+    costs: Sequence[Cost], budget: Budget, chosen: Key | None = None, recommended: Key | None = None
 ) -> go.Figure:
     """Budget left unused (x, log, reversed: right = spends more) vs forward FLOP overhead in % (y), every design
     that fits. One trace per method (marker = location); the Pareto front (trace ``Pareto front``) joins the designs

@@ -4,7 +4,7 @@ colours look (``color_distance``, ``distinct``), so that no two parts drawn side
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 
 def readable_labels(
@@ -18,7 +18,7 @@ def readable_labels(
     char_px: float = 6.4,
     line_px: float = 15.0,
     marker_px: float = 6.0,
-) -> list[Optional[str]]:
+) -> list[str | None]:
     """Where each point's text is written (a plotly ``textposition``: above the marker, shifted left or right at the
     plot's edges so that it stays on the figure), or None: not written, read on hover. No two written labels
     overlap and none covers another marker (but the ``first``'s: the chosen design is always named). Greedy:
@@ -40,7 +40,7 @@ def readable_labels(
     ]
     order = list(dict.fromkeys([*first, *sorted(range(n), key=lambda i: -nearest[i])]))
     boxes: list[tuple[float, float, float, float]] = []
-    out: list[Optional[str]] = [None] * n
+    out: list[str | None] = [None] * n
     for i in order:
         w = len(texts[i]) * char_px
         if px[i] - w / 2 < 0:

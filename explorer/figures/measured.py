@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -14,7 +14,7 @@ from pals_core.measured import BASELINES
 from .style import REFERENCE_COLOR, TOP_LABEL_PX, Fig, location_symbol, method_color, style_legend, styled
 
 
-def measured_figure(results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None) -> go.Figure:
+def measured_figure(results: Sequence, majority: float | None = None, chosen: Key | None = None) -> go.Figure:
     """Measured trade-off: dev average (0–100; mean ± 95 % interval where there are seeds) vs task-specific
     parameters (log), one colour per method, a marker per location; references: the majority class (a line),
     ``shared`` (no adapter) and ``separate`` (one fine-tuned model per task), labelled."""
@@ -72,7 +72,7 @@ RANKING_TITLE = "Measured designs ranked: dev average with 95 % intervals (bars 
 
 
 def measured_ranking_figure(
-    results: Sequence, majority: Optional[float] = None, chosen: Optional[Key] = None, title: str = RANKING_TITLE
+    results: Sequence, majority: float | None = None, chosen: Key | None = None, title: str = RANKING_TITLE
 ) -> go.Figure:
     """Measured results ranked: one row per result (best on top), its dev average (0–100) with the 95 % t-interval over
     seeds as a bar where it was repeated, the majority class as a dashed line. Designs the trade-off plot draws on

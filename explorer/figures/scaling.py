@@ -3,7 +3,7 @@ fine-tuned models?"""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -15,11 +15,11 @@ from .style import OVER_COLOR, Fig, location_dash, method_color, styled
 
 
 def scaling_figure(
-    series: dict[Key, list[ScalingPoint]], current: int, chosen: Optional[Key] = None, over: Iterable[Key] = ()
+    series: dict[Key, list[ScalingPoint]], current: int, chosen: Key | None = None, over: Iterable[Key] = ()
 ) -> go.Figure:
     """All-task forward GFLOPs per input vs number of tasks, one line per design, and T separate fine-tuned models."""
     fig = Fig()
-    first: Optional[list[ScalingPoint]] = None
+    first: list[ScalingPoint] | None = None
     over = set(over)
     for key, pts in series.items():
         first = first or pts

@@ -4,7 +4,6 @@ the budget, and which size did the solver pick?"""
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import plotly.graph_objects as go
 
@@ -26,7 +25,7 @@ def _log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return vals, [human(v) for v in vals]
 
 
-def size_curves_figure(curves: Curves, chosen: Optional[Key] = None) -> go.Figure:
+def size_curves_figure(curves: Curves, chosen: Key | None = None) -> go.Figure:
     """Per-task parameters (log) vs d_s, one curve per design; the budget line; each design's solved size.
 
     Traces: ``<design>`` (the curve; a flat line ``<design> (no d_s)`` for sizeless methods), ``chosen: <design>``

@@ -9,7 +9,7 @@ and turns it into a ``Figure`` once.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -47,11 +47,11 @@ def method_color(method: str) -> str:
     return _PALETTE[i % len(_PALETTE)]
 
 
-def location_symbol(location: Optional[str]) -> str:
+def location_symbol(location: str | None) -> str:
     return _SYMBOL.get(location, "square")
 
 
-def location_dash(location: Optional[str]) -> str:
+def location_dash(location: str | None) -> str:
     return _DASH.get(location, "dashdot")
 
 
@@ -112,7 +112,7 @@ class Fig:
                 font=dict(size=11, color="#555"),
             )
 
-    def figure(self) -> "Figure":
+    def figure(self) -> Figure:
         return Figure({"data": self.data, "layout": self.layout})
 
 
@@ -122,7 +122,7 @@ class Figure(go.Figure):
 
     def __init__(self, spec: dict) -> None:  # noqa: D107 — plotly's own __init__ (a template copy, ~10 ms) is skipped:
         self._spec = spec  # everything this object is used for goes through to_dict() or full()
-        self._full: Optional[go.Figure] = None
+        self._full: go.Figure | None = None
 
     def __repr__(self) -> str:
         return f"Figure({len(self._spec['data'])} traces: {self._spec['layout'].get('title', {}).get('text', '')!r})"
@@ -192,7 +192,7 @@ def styled(fig: Fig, title: str, x: str, y: str, *, height: int = 480, label_abo
     return fig.figure()
 
 
-def style_legend(fig: Fig, methods: Iterable[str], locations: Iterable[Optional[str]]) -> None:
+def style_legend(fig: Fig, methods: Iterable[str], locations: Iterable[str | None]) -> None:
     """Legend entries that say what colour and marker mean: a square of each method's colour (clicking it hides
     the method's points) and a grey marker of each location's symbol."""
     for method in methods:

@@ -28,14 +28,14 @@ computes exactly ``BertLayer``'s output.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..pricing.config import AdapterConfig
-
 
 Mask = Any
 """The batch's attention mask as transformers builds it for the trunk's attention implementation
@@ -91,7 +91,7 @@ class TaskAdapter(nn.Module):
         """dropout(W_out g) of layer i, before the residual and LN2."""
         return y
 
-    def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> Optional[torch.Tensor]:
+    def parallel_branch(self, i: int, h: torch.Tensor, mask: Mask) -> torch.Tensor | None:
         """TS_l(h_l), added inside LN2; None = no parallel branch."""
         return None
 
@@ -116,9 +116,9 @@ class BuildContext:
     adapter: AdapterConfig
     layers: tuple[int, ...]  # adapted layers, 0-based, sorted (empty for top methods)
     trunk: nn.Module  # the shared HF base model (e.g. to copy its last layer)
-    task: Optional[str] = None  # None when building the shared module
-    num_labels: Optional[int] = None
-    shared: Optional[nn.Module] = None  # the method's shared module, if it has one
+    task: str | None = None  # None when building the shared module
+    num_labels: int | None = None
+    shared: nn.Module | None = None  # the method's shared module, if it has one
     family: Any = None  # the trunk's family, torch half (``pals_core.trunks.Trunk``): runs a layer, names its parts
     shape: Any = None  # the calculator's view of the base model (``pals_core.budget.BaseModel``)
 
@@ -157,7 +157,7 @@ class AdapterSpec:
 
     name: str
     build: Builder
-    build_shared: Optional[Builder] = None
+    build_shared: Builder | None = None
 
 
 def init_linear(layer: nn.Linear, std: float) -> nn.Linear:

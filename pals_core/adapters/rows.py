@@ -10,7 +10,8 @@ holds every method to it). This is peft's ``adapter_names`` mixed batch, for eve
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -78,7 +79,7 @@ class RowGroups(TaskAdapter):
     def adapt_ffn_output(self, i, y):
         return self._each("adapt_ffn_output", i, y)
 
-    def parallel_branch(self, i, h, mask) -> Optional[torch.Tensor]:
+    def parallel_branch(self, i, h, mask) -> torch.Tensor | None:
         return self._each("parallel_branch", i, h, mask)
 
     def output_norm(self, i, norm, x):

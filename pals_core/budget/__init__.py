@@ -14,7 +14,13 @@ parts in ``<name>/cost.py``) and memory and time (``pals_core.footprint``); this
     192
 """
 
+from ..families.shapes import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
+from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
+from ..pricing.method import Method, Part
+from ..pricing.poly import Poly
+from ..pricing.shape import BaseModel
+from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS
 from .costs import (
     CONVENTIONS,
     DEFAULT_SEQ_LEN,
@@ -30,15 +36,9 @@ from .costs import (
     head_params,
     pooler_params,
 )
-from ..pricing.method import Method, Part
-from ..methods.registry import METHODS, get_method
 from .methods import check_config, location_label, resolve_layers
-from ..families.shapes import DEFAULT_MODEL, PRESETS, from_hf_config, load_model
-from ..pricing.shape import BaseModel
-from ..pricing.poly import Poly
 from .solver import Budget, at_size, real_optimum, smallest_budget, solve
 from .table import WITHIN_LOCATIONS, designs_for, rows, sort_rows
-from ..tasks.glue_tasks import GLUE_LABELS, PAPER_TASKS
 from .tasks import Task, glue_task, parse_tasks, tasks_of_records
 
 _LAZY = {"PaperRow": "paper", "paper_reproduction": "paper"}  # the paper's reproduction, loaded on first use (--paper)

@@ -6,17 +6,17 @@ N_total = N_base + Σ_t (head_t + pooler_t + adapter_t(d_s))
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Optional, Sequence
 
-from ..pricing.config import AdapterConfig, format_location
 from ..families.registry import get_family
 from ..kinds import get_kind
+from ..pricing.config import AdapterConfig, format_location
 from ..pricing.method import Method, Part, linear
-from .methods import check_config, label_of, resolve_trunk, trunk_text
-from ..pricing.shape import BaseModel
 from ..pricing.poly import Poly
+from ..pricing.shape import BaseModel
+from .methods import check_config, label_of, resolve_trunk, trunk_text
 from .tasks import Task
 
 CONVENTIONS = ("exact", "paper")
@@ -104,7 +104,7 @@ class Design:
     n_embedding: int = 0  # the embeddings' parameters (a ratio of the non-embedding parameters reads it)
 
     @property
-    def location(self) -> Optional[str]:
+    def location(self) -> str | None:
         if not self.method.within:
             return None
         return format_location(self.config.location)
@@ -126,7 +126,7 @@ def design(
     cfg: AdapterConfig,
     *,
     convention: str = "exact",
-    seq_len: Optional[int] = None,
+    seq_len: int | None = None,
     check_size: bool = True,
 ) -> Design:
     """Resolve ``cfg`` against model and tasks. ``check_size=False`` skips the d_s checks (solver). ``seq_len``
@@ -184,9 +184,9 @@ class Cost:
     """Everything the calculator says about one design at one d_s (the ``rows`` of ``--json``)."""
 
     method: str
-    location: Optional[str]
-    d_s: Optional[int]
-    d_s_unconstrained: Optional[float]
+    location: str | None
+    d_s: int | None
+    d_s_unconstrained: float | None
     params_task_specific: int  # Σ_t (adapter_t + head_t + pooler_t) = N_total − N_base
     params_total: int
     ratio: float  # N_total / N_base (same convention)
@@ -199,16 +199,16 @@ class Cost:
     params_trained: int = 0  # params_total minus frozen base parameters
     params_per_task: list = field(default_factory=list)  # head + pooler + adapter, per task
     flops_train_step_per_seq: int = 0
-    slack: Optional[float] = None  # budget left over (parameters); None without a budget
+    slack: float | None = None  # budget left over (parameters); None without a budget
     layers: list = field(default_factory=list)
     # on a machine (docs/design.md "Memory (bytes)", "Time", ``budget.machine``): bytes of one training step, of
     # serving, seconds of a step
-    memory_train: Optional[dict] = None  # {weights, gradients, optimizer, activations, total}
-    memory_infer: Optional[int] = None
-    time_step_s: Optional[float] = None
-    time_ratio: Optional[float] = None  # step time / the base model's with one task head
+    memory_train: dict | None = None  # {weights, gradients, optimizer, activations, total}
+    memory_infer: int | None = None
+    time_step_s: float | None = None
+    time_ratio: float | None = None  # step time / the base model's with one task head
     # what sets d_s (params, or a constraint record's name: memory, time, memory_infer), or what a fixed design breaks
-    binding: Optional[str] = None
+    binding: str | None = None
     adds_tasks_later: bool = False  # a task can join a trained run without changing the others (adding_tasks_refused)
     trunk: str = ""  # 'frozen' / 'fine-tuned' (``methods.trunk_text``): the base model as trained (params_trained)
 
@@ -234,7 +234,7 @@ def adds_tasks_later(ds: Design) -> bool:
     return ds.frozen >= ds.n_base and ds.shared.is_zero
 
 
-def adding_tasks_refused(ds: Design) -> Optional[str]:
+def adding_tasks_refused(ds: Design) -> str | None:
     """Why a task cannot be added to a trained run of this design without changing another task's outputs, or None
     when it can (``adds_tasks_later``; ``pals-train --from RUN --add-tasks F``: only the new tasks' parts train).
     Every part but the trunk and the modules shared by all tasks — adapter, head, pooler — is a task's own."""
@@ -311,11 +311,11 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
 
 def evaluate(
     ds: Design,
-    s: Optional[int],
+    s: int | None,
     *,
-    limit: Optional[float] = None,
-    per_task_limit: Optional[float] = None,
-    unconstrained: Optional[float] = None,
+    limit: float | None = None,
+    per_task_limit: float | None = None,
+    unconstrained: float | None = None,
 ) -> Cost:
     """The cost of design ``ds`` at size ``s`` (None for sizeless methods)."""
     per_adapter = ds.adapter(s) if s is not None else ds.adapter.c
@@ -355,7 +355,7 @@ def evaluate(
     return cost
 
 
-def breakdown(ds: Design, s: Optional[int]) -> list[dict]:
+def breakdown(ds: Design, s: int | None) -> list[dict]:
     """Where one task's parameters go: one row per part (name, layer, params, shared), head and pooler last.
 
     Parts shared by all tasks (CA-MTL's conditional modules) come first with ``shared=True``."""

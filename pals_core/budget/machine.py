@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import field, make_dataclass, replace
 from functools import lru_cache
-from typing import Optional
 
-from ..families.shapes import conditions_for_model
 from ..families.registry import get_family, replay_of
+from ..families.shapes import conditions_for_model
 from ..footprint.constraints import CONSTRAINTS, PARAMS, Constraint, Pricing, largest_root, train_memory_poly
 from ..footprint.memory import PRECISIONS, memory_infer, memory_train
 from ..footprint.timing import (
@@ -49,10 +48,10 @@ class _MachineMethods:
     """What a ``Machine`` does with its fields (the fields: ``MACHINE_FIELDS``)."""
 
     @property
-    def memory_bytes(self) -> Optional[float]:
+    def memory_bytes(self) -> float | None:
         return parse_memory(self.memory) if self.memory is not None else None
 
-    def limit(self, c: Constraint) -> Optional[float]:
+    def limit(self, c: Constraint) -> float | None:
         """The bound set on constraint ``c`` in its figure's units (bytes, a ratio), or None when not set."""
         value = getattr(self, c.field)
         return None if value is None else c.bound(value)
@@ -64,7 +63,7 @@ class _MachineMethods:
     def profile(self) -> DeviceProfile:
         return load_profile(self.device if self.device is not None else default_device())
 
-    def conditions(self, base: Conditions, profile: Optional[DeviceProfile] = None) -> Conditions:
+    def conditions(self, base: Conditions, profile: DeviceProfile | None = None) -> Conditions:
         """The model's dropout and attention, on this device's backend and precision (``profile``: this machine's,
         when the caller holds it already)."""
         return _on_device(base, (profile or self.profile()).kind, 2 if self.precision == "bf16" else 4)
@@ -85,7 +84,7 @@ MACHINE_FIELDS = [
     ),
     (
         "device",
-        Optional[str],
+        str | None,
         field(
             default=None,
             metadata={
@@ -129,7 +128,7 @@ def _base_design(ds):
     return design(ds.model, ds.tasks[:1], AdapterConfig(method="shared"), convention=ds.convention, seq_len=ds.seq_len)
 
 
-def base_step_seconds(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None) -> float:
+def base_step_seconds(ds, machine: Machine, cond: Conditions, profile: DeviceProfile | None = None) -> float:
     """The base model's step time (one task head): the same for every row of a table, so computed once."""
     profile = profile or machine.profile()
     key = (ds.model, ds.tasks[0], ds.convention, ds.seq_len, machine.batch, cond, profile, machine.precision)
@@ -141,9 +140,7 @@ def base_step_seconds(ds, machine: Machine, cond: Conditions, profile: Optional[
 _BASE_STEP: dict[tuple, float] = {}
 
 
-def time_ratio(
-    ds, s: Optional[int], machine: Optional["Machine"] = None, model_cond: Optional[Conditions] = None
-) -> Optional[float]:
+def time_ratio(ds, s: int | None, machine: Machine | None = None, model_cond: Conditions | None = None) -> float | None:
     """Predicted training-step time of ``ds`` at size ``s`` ÷ the base model's with one task head (docs/design.md
     "Time") on ``machine`` (the default machine when None): the ``time_ratio`` of a row, alone (no memory work), for a
     caller that ranks designs. None where the time model has nothing to say (a family it does not replay, no
@@ -177,7 +174,7 @@ def exact(ds):
 _EXACT: dict = {}
 
 
-def resources(cost, ds, machine: Machine, model_cond: Conditions, profile: Optional[DeviceProfile] = None) -> None:
+def resources(cost, ds, machine: Machine, model_cond: Conditions, profile: DeviceProfile | None = None) -> None:
     """Fill ``cost``'s memory_train, memory_infer, time_step_s and time_ratio (at ``cost.d_s``); ``profile``: the
     machine's device profile, when the caller holds it already."""
     profile = profile or machine.profile()
@@ -193,7 +190,7 @@ def resources(cost, ds, machine: Machine, model_cond: Conditions, profile: Optio
     cost.feasible = cost.feasible and all(c.fits(cost, limit) for c, limit in machine.bounds())
 
 
-def pricing(ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None) -> Pricing:
+def pricing(ds, machine: Machine, cond: Conditions, profile: DeviceProfile | None = None) -> Pricing:
     """What the constraints' ``size`` reads: the design (exact convention) on ``machine`` under ``cond``."""
     profile = profile or machine.profile()
     ds = exact(ds)
@@ -208,7 +205,7 @@ def memory_poly(ds, machine: Machine, cond: Conditions) -> Poly:
 
 
 def time_poly(
-    ds, machine: Machine, cond: Conditions, profile: Optional[DeviceProfile] = None
+    ds, machine: Machine, cond: Conditions, profile: DeviceProfile | None = None
 ) -> tuple[float, float, float]:
     """(a, b, c) with step seconds = a·s² + b·s + c: every op's cost is at most quadratic in d_s, so the time model
     run on d_s itself gives them (``timing.design_step_poly``)."""
@@ -230,7 +227,7 @@ def check_supported(ds, machine: Machine) -> None:
 
 
 def constrain(
-    cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool, profile: Optional[DeviceProfile] = None
+    cost, ds, machine: Machine, model_cond: Conditions, *, solved: bool, profile: DeviceProfile | None = None
 ):
     """Fill ``cost``'s machine figures; for a ``solved`` sized design, lower d_s to what the memory and time budgets
     allow too (closed form: both are quadratics in d_s) and say which constraint binds. ``profile``: the machine's

@@ -15,7 +15,6 @@ from ..pricing.limits import MAX_D_S, check_at_most
 from ..pricing.method import Method
 from ..pricing.shape import BaseModel
 
-
 TRUNK_WORDS = {True: "frozen", False: "fine-tuned"}
 
 
@@ -36,7 +35,7 @@ def resolve_trunk(cfg: AdapterConfig) -> AdapterConfig:
     return replace(cfg, freeze_trunk=trunk_frozen(cfg))
 
 
-def trunk_text(cfg: AdapterConfig, model: "BaseModel | None" = None) -> str:
+def trunk_text(cfg: AdapterConfig, model: BaseModel | None = None) -> str:
     """How the design trains the base model: 'frozen', 'fine-tuned', or 'partly frozen' (CA-MTL: its embeddings
     and layers 0..F−1 frozen, ``Method.frozen_layers``)."""
     frozen = trunk_frozen(cfg)

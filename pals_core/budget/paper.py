@@ -8,13 +8,12 @@ tuned away.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
-from ..pricing.config import AdapterConfig
-from .costs import design
 from ..families.shapes import PRESETS
-from .solver import Budget, at_size, solve
+from ..pricing.config import AdapterConfig
 from ..tasks.glue_tasks import PAPER_TASKS
+from .costs import design
+from .solver import Budget, at_size, solve
 from .tasks import glue_task
 
 
@@ -22,7 +21,7 @@ from .tasks import glue_task
 class PaperRow:
     label: str
     method: str
-    location: Optional[str]
+    location: str | None
     budget: str
     quantity: str  # what is compared: "d_s" or "ratio"
     paper: float

@@ -22,8 +22,8 @@ When nothing fits, ``smallest_fit`` says the smallest budget of the same kind at
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Optional, Sequence
 
 from ..pricing.config import design_label
 from . import display
@@ -31,7 +31,7 @@ from .costs import Cost, flops_ratio
 from .series import budget_used, wider_than_model
 from .solver import Budget, smallest_budget
 
-Key = tuple[str, Optional[str]]  # (method, location); location None for methods that take none
+Key = tuple[str, str | None]  # (method, location); location None for methods that take none
 
 
 def key_of(cost: Cost) -> Key:
@@ -51,10 +51,10 @@ class Score:
     runs (seeds), ± the 95 % t-interval half-width when there are several."""
 
     mean: float
-    ci95: Optional[float]
+    ci95: float | None
     n: int
-    d_s: Optional[int] = None  # the size that was measured (a score belongs to the design measured, size included)
-    steps: Optional[int] = None  # set for a smoke run (``measured.SMOKE_STEPS``): its steps; it ranks nothing
+    d_s: int | None = None  # the size that was measured (a score belongs to the design measured, size included)
+    steps: int | None = None  # set for a smoke run (``measured.SMOKE_STEPS``): its steps; it ranks nothing
 
     @property
     def smoke(self) -> bool:
@@ -70,7 +70,7 @@ class Score:
     def text(self) -> str:
         return f"{self.value()} ({self.runs()})"
 
-    def overlaps(self, other: "Score") -> bool:
+    def overlaps(self, other: Score) -> bool:
         """Whether the two 95 % intervals share a point (the ranked plot's reading: no clear winner). A single run
         has no interval, so it is never clear of anything."""
         if self.ci95 is None or other.ci95 is None:
@@ -83,12 +83,12 @@ class Pick:
     cost: Cost
     used: float  # share of the budget
     flops: float  # forward FLOPs × base
-    measured: Optional[Score]  # this design's own measured score (the same method, location and d_s)
+    measured: Score | None  # this design's own measured score (the same method, location and d_s)
 
-    time: Optional[float] = None  # predicted training-step time × the base model's (None: no time model here)
+    time: float | None = None  # predicted training-step time × the base model's (None: no time model here)
     oversized: bool = False  # d_s wider than the model (``series.wider_than_model``): ranked after every sensible size
-    other_size: Optional[Score] = None  # a score at another d_s, or a smoke run's: shown, never ranked
-    predicted: Optional[Score] = None  # a predicted dev score of this design (``candidates(predicted=…)``)
+    other_size: Score | None = None  # a score at another d_s, or a smoke run's: shown, never ranked
+    predicted: Score | None = None  # a predicted dev score of this design (``candidates(predicted=…)``)
 
     @property
     def slowdown(self) -> float:
@@ -104,8 +104,8 @@ def candidates(
     costs: Sequence[Cost],
     budget: Budget,
     measured: Mapping[Key, Score] = {},
-    slowdowns: Optional[Callable[[Sequence[Cost]], Mapping[Key, float]]] = None,
-    hidden: Optional[int] = None,
+    slowdowns: Callable[[Sequence[Cost]], Mapping[Key, float]] | None = None,
+    hidden: int | None = None,
     predicted: Mapping[Key, Score] = {},
 ) -> list[Pick]:
     """The largest fitting design of each method, ranked (see the module docstring). ``slowdowns`` gives the
@@ -243,7 +243,7 @@ def ranking(picks: Sequence[Pick]) -> list[dict]:
     """The ranked designs as ``pals-budget --json`` carries them: rank, design, d_s, share of the budget, FLOPs and
     step-time ratios, the measured (or predicted) score where there is one."""
 
-    def score(s: Optional[Score]) -> Optional[dict]:
+    def score(s: Score | None) -> dict | None:
         return None if s is None else {"mean": s.mean, "ci95": s.ci95, "runs": s.n, "d_s": s.d_s}
 
     return [
@@ -286,7 +286,7 @@ def step_slowdowns(make_design, machine=None, model_cond=None) -> Callable[[Sequ
     return slowdowns
 
 
-def measured_label(score: Optional[Score], cost: Cost) -> Optional[str]:
+def measured_label(score: Score | None, cost: Cost) -> str | None:
     """A design's measured cell: its own score ('63.8 ± 4.5 (3 runs)'), or one of the same method and location at
     another size, labelled as such ('63.8 ± 4.5 (3 runs) at d_s 63, not this size'); None when nothing is measured."""
     if score is None:
@@ -352,7 +352,7 @@ class FirstFit:
 
     key: Key
     budget: Budget
-    d_s: Optional[int]
+    d_s: int | None
 
 
 def first_fits(designs: Mapping[Key, object], budget: Budget) -> list[FirstFit]:

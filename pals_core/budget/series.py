@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional, Sequence
 
 from ..pricing.config import AdapterConfig
 from .costs import Cost, Design, design, evaluate, forward_flops
@@ -20,12 +20,12 @@ from .solver import Budget, limits
 from .tasks import Task
 
 
-def per_task_view(ds: Design, budget: Optional[Budget]) -> str:
+def per_task_view(ds: Design, budget: Budget | None) -> str:
     """'mean' for global budgets (and none), 'max' for a per-task cap."""
     return "max" if (budget is not None and budget.per_task is not None) else "mean"
 
 
-def per_task_limit(ds: Design, budget: Optional[Budget]) -> Optional[float]:
+def per_task_limit(ds: Design, budget: Budget | None) -> float | None:
     """The budget line on the per-task axis: E / T for a global budget, p for a per-task cap."""
     limit, per_task = limits(ds, budget)
     if per_task is not None:
@@ -74,7 +74,7 @@ class SizePoint:
     feasible: bool
 
 
-def size_curve(ds: Design, sizes: Iterable[int], budget: Optional[Budget] = None) -> list[SizePoint]:
+def size_curve(ds: Design, sizes: Iterable[int], budget: Budget | None = None) -> list[SizePoint]:
     """Per-task parameters (see ``per_task_view``) of ``ds`` at each size, and whether it fits."""
     view = per_task_view(ds, budget)
     limit, per_task = limits(ds, budget)
@@ -111,7 +111,7 @@ def padded_tasks(tasks: Sequence[Task], count: int) -> list[Task]:
     return out
 
 
-def task_scaling(ds: Design, s: Optional[int], counts: Iterable[int]) -> list[ScalingPoint]:
+def task_scaling(ds: Design, s: int | None, counts: Iterable[int]) -> list[ScalingPoint]:
     """All-task forward FLOPs per sequence of design ``ds`` at size ``s`` for each task count."""
     plain_cfg = AdapterConfig(method="shared", heads=ds.config.heads)
     plain: dict[int, int] = {}  # num_labels -> one plain model's forward FLOPs

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
-from .costs import Cost, Design, evaluate
 from ..pricing.limits import MAX_COUNT, MAX_D_S, MAX_RATIO, check_at_most
 from ..pricing.units import human, parse_count, parse_positive_float
+from .costs import Cost, Design, evaluate
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,9 @@ class Budget:
     embeddings, docs/design.md "Base models, exact": N_total − N_emb ≤ B·(N_base − N_emb), i.e. extra ≤ (B − 1)·(N_base
     − N_emb)) — in XLM-R the embeddings are 69 % of the model, so a ratio of the whole says little about the encoder."""
 
-    ratio: Optional[float] = None
-    extra: Optional[float] = None
-    per_task: Optional[float] = None
+    ratio: float | None = None
+    extra: float | None = None
+    per_task: float | None = None
     of: str = "base"
 
     OF = ("base", "non-embedding")  # also the choices of --budget-of
@@ -67,7 +67,7 @@ class Budget:
         return out
 
     @classmethod
-    def from_dict(cls, d: Optional[dict]) -> Optional["Budget"]:
+    def from_dict(cls, d: dict | None) -> Budget | None:
         """The inverse of ``as_dict``; None or all-null → None; a bare number is a ratio (older run configs)."""
         if d is None:
             return None
@@ -82,7 +82,7 @@ class Budget:
         return cls(**{k: d.get(k) for k in cls.KINDS}, of=d.get("of") or "base")
 
     @classmethod
-    def parse(cls, kind: str, text: str) -> "Budget":
+    def parse(cls, kind: str, text: str) -> Budget:
         """``ratio`` "1.13" (or "1.13x"), ``extra`` "15M", ``per_task`` "250k": the one reader of a written budget
         (CLI flags, the explorer's field, links)."""
         kind = kind.replace("-", "_")
@@ -115,7 +115,7 @@ class Budget:
         ]
         return argv + (["--budget-of", self.of] if self.of != "base" else [])
 
-    def describe(self, n_base: Optional[int] = None, base: str = "the base model", n_embedding: int = 0) -> str:
+    def describe(self, n_base: int | None = None, base: str = "the base model", n_embedding: int = 0) -> str:
         """One line: '≤ 1.13× the base model (extra ≤ 14.2M)', '≤ 1.13× the base model's non-embedding parameters
         (…)', 'extra ≤ 15M', '≤ 1.9M per task'."""
         if self.ratio is not None:
@@ -126,7 +126,7 @@ class Budget:
             return f"extra ≤ {human(self.extra)}"
         return f"≤ {human(self.per_task)} per task"
 
-    def extra_limit(self, n_base: int, n_embedding: int = 0) -> Optional[float]:
+    def extra_limit(self, n_base: int, n_embedding: int = 0) -> float | None:
         """The cap on N_total − N_base over all tasks, if this budget is global: (B − 1)·N_base, or
         (B − 1)·(N_base − N_emb) for a ratio of the non-embedding parameters."""
         if self.ratio is not None:
@@ -155,15 +155,15 @@ def add_budget_flags(parser: Any, *, title: str = "budget (one of)", defaults_he
     )
 
 
-def budget_from_args(args: Any) -> Optional["Budget"]:
+def budget_from_args(args: Any) -> Budget | None:
     """The budget of parsed ``add_budget_flags`` flags (None when none is given)."""
     ns = args if isinstance(args, dict) else vars(args)
     return budget_from_flags(ns.get("budget"), ns.get("extra"), ns.get("per_task"), of=ns.get("budget_of"))
 
 
 def budget_from_flags(
-    ratio: Optional[str] = None, extra: Optional[str] = None, per_task: Optional[str] = None, of: Optional[str] = None
-) -> Optional[Budget]:
+    ratio: str | None = None, extra: str | None = None, per_task: str | None = None, of: str | None = None
+) -> Budget | None:
     """The budget of the command-line flags ``--budget RATIO`` / ``--extra N`` / ``--per-task N`` (N as ``15M``,
     ``250k``…); None when none is given. Raises ValueError naming the flag."""
     given = [(k, v) for k, v in (("--budget", ratio), ("--extra", extra), ("--per-task", per_task)) if v is not None]
@@ -186,7 +186,7 @@ def budget_from_flags(
     return budget
 
 
-def limits(ds: Design, budget: Optional[Budget]) -> tuple[Optional[float], Optional[float]]:
+def limits(ds: Design, budget: Budget | None) -> tuple[float | None, float | None]:
     if budget is None:
         return None, None
     return budget.extra_limit(ds.n_base, ds.n_embedding), budget.per_task
@@ -235,7 +235,7 @@ def solve(ds: Design, budget: Budget) -> Cost:
     )
 
 
-def at_size(ds: Design, s: Optional[int], budget: Optional[Budget] = None) -> Cost:
+def at_size(ds: Design, s: int | None, budget: Budget | None = None) -> Cost:
     """The cost of ``ds`` at a given size, checked against ``budget`` if one is given."""
     limit, per_task = limits(ds, budget)
     star = real_optimum(ds, budget) if (budget is not None and ds.method.sized) else None

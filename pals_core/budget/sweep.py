@@ -6,22 +6,23 @@ per (method, location, T), and each d_s then costs two quadratic evaluations.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, NamedTuple, Optional
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
-from ..pricing.config import AdapterConfig
-from .costs import design, forward_flops
 from ..families.registry import get_family
 from ..methods.registry import get_method
+from ..pricing.config import AdapterConfig
 from ..pricing.shape import BaseModel
+from .costs import design, forward_flops
 from .table import designs_for
 from .tasks import parse_tasks
 
 
 class Point(NamedTuple):
     method: str
-    location: Optional[str]
+    location: str | None
     tasks: int
-    d_s: Optional[int]
+    d_s: int | None
     params_total: int
     flops_per_seq: int
 
@@ -31,9 +32,9 @@ def sweep(
     *,
     sizes: Iterable[int] = range(1, 1025),
     task_counts: Iterable[int] = range(1, 33),
-    methods: Optional[Iterable[str]] = None,
+    methods: Iterable[str] | None = None,
     convention: str = "exact",
-    seq_len: Optional[int] = None,
+    seq_len: int | None = None,
     heads: int = AdapterConfig.default("heads"),
 ) -> Iterator[Point]:
     """Yield every valid configuration (attention methods: only d_s divisible by ``heads``)."""

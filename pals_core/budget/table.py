@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Optional, Sequence
 
 from ..families.shapes import conditions_for_model
+from ..methods.registry import METHODS, get_method
 from ..pricing.activations import Conditions
 from ..pricing.config import AdapterConfig, design_label
 from ..pricing.shape import BaseModel
 from .costs import Cost, Design, design
 from .machine import Machine, constrain
-from ..methods.registry import METHODS, get_method
 from .solver import Budget, at_size, solve
 from .tasks import Task
-
 
 WITHIN_LOCATIONS = ("all", "top", "bottom")
 
 
-def designs_for(methods: Optional[Iterable[str]] = None, location=None) -> list[tuple[str, object]]:
+def designs_for(methods: Iterable[str] | None = None, location=None) -> list[tuple[str, object]]:
     """(method, location) pairs: each within-network method at all/top/bottom (or at ``location``),
     each top or sizeless-global method once."""
     pairs = []
@@ -54,7 +53,7 @@ def _design(
     tasks: Sequence[Task],
     cfg: AdapterConfig,
     convention: str,
-    seq_len: Optional[int],
+    seq_len: int | None,
     check_size: bool,
 ) -> Design:
     """``design(...)``, remembered: asking the same question at another budget re-uses every resolved design."""
@@ -71,15 +70,15 @@ def rows(
     model: BaseModel,
     tasks: Sequence[Task],
     *,
-    budget: Optional[Budget] = None,
-    methods: Optional[Iterable[str]] = None,
+    budget: Budget | None = None,
+    methods: Iterable[str] | None = None,
     location=None,
-    d_s: Optional[int] = None,
-    adapter: Optional[AdapterConfig] = None,
-    seq_len: Optional[int] = None,
+    d_s: int | None = None,
+    adapter: AdapterConfig | None = None,
+    seq_len: int | None = None,
     convention: str = "exact",
-    machine: Optional[Machine] = None,
-    model_conditions: Optional[Conditions] = None,
+    machine: Machine | None = None,
+    model_conditions: Conditions | None = None,
     **adapter_fields,
 ) -> Rows:
     """Cost rows for every design; solved within ``budget``, or evaluated at ``d_s`` if given.

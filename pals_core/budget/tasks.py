@@ -26,7 +26,7 @@ def glue_task(name: str) -> Task:
     return Task(key, GLUE_LABELS[key])
 
 
-def parse_tasks(spec: "str | int | list[str] | dict[str, int]") -> list[Task]:
+def parse_tasks(spec: str | int | list[str] | dict[str, int]) -> list[Task]:
     """``8`` → the paper's eight GLUE tasks; another integer N → N binary tasks;
     ``"rte,mrpc"`` or a list → those GLUE tasks; a dict → ``{name: num_labels}`` as given."""
     if isinstance(spec, dict):

@@ -10,8 +10,8 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Optional, Sequence
 
 from ..budget import recommend
 from ..budget.costs import (
@@ -25,15 +25,15 @@ from ..budget.costs import (
 )
 from ..budget.display import count_text, gib_text, params_per_task, ratio_text, step_ratio_text, trained_of_total
 from ..budget.machine import Machine
-from ..methods.registry import METHODS, get_method
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..budget.table import rows, sort_rows
 from ..budget.tasks import parse_tasks, tasks_of_records
-from ..families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
 from ..families.bert.presets import EMBEDDED_MODEL
 from ..families.registry import get_family
+from ..families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..footprint.constraints import CONSTRAINTS
+from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.units import parse_positive_int
 from ..tasks import resolve_records
@@ -44,7 +44,7 @@ class _Help(argparse.HelpFormatter):
     by ``terminal_width``: argparse's own reading imports shutil and its compression modules at every start-up."""
 
     def __init__(
-        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: Optional[int] = None
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
     ) -> None:
         super().__init__(prog, indent_increment, max_help_position, terminal_width(80) - 2 if width is None else width)
 
@@ -201,7 +201,7 @@ def _fit(lines: list[list[str]], width: int, columns: Sequence[str] = COLUMNS) -
 
 
 def _table(
-    costs, header: str, width: Optional[int] = None, answer: Optional[str] = None, predicted: Optional[dict] = None
+    costs, header: str, width: int | None = None, answer: str | None = None, predicted: dict | None = None
 ) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
     last line naming the columns left out; the header wrapped to the same width, then the recommendation
@@ -276,7 +276,7 @@ def _paper_text() -> str:
     return "\n".join(out)
 
 
-def run(argv: Optional[Sequence[str]] = None) -> str:
+def run(argv: Sequence[str] | None = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
@@ -424,7 +424,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     )
 
 
-def _task_keys(args, records) -> tuple[Optional[list[str]], Optional[str]]:
+def _task_keys(args, records) -> tuple[list[str] | None, str | None]:
     """The question's task fingerprints (``results.question_keys``: a tasks file's files hashed, once for the
     measured scores and the curves alike) and, where they cannot be read, why in one line; (None, None) where no
     run can match (a model the trainer does not build, or N anonymous tasks)."""
@@ -446,7 +446,7 @@ class _Runs:
 
     def __init__(self, args) -> None:
         self.given = tuple(args.results or ())
-        self._found: Optional[list] = None
+        self._found: list | None = None
 
     def check(self) -> None:
         """``UsageError`` in one line for a ``--results`` that is no folder."""
@@ -471,7 +471,7 @@ class _Runs:
         return self._found
 
 
-def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]], found: _Runs) -> Optional[dict]:
+def _curves(args, records, task_keys: tuple[list[str] | None, str | None], found: _Runs) -> dict | None:
     """The score curves (``score_model``) of this model's runs on exactly these tasks under ``--results`` (default:
     the page's folders, ``measured.default_roots``) and ``--storage``, as the page fits them; None where there is
     nothing to show (not asked, and no curve under the default folders)."""
@@ -493,7 +493,7 @@ def _curves(args, records, task_keys: tuple[Optional[list[str]], Optional[str]],
     return curves if asked or curves else None  # the page's default roots add a column only where they predict
 
 
-def _json_of(p) -> Optional[dict]:
+def _json_of(p) -> dict | None:
     return None if p is None else p.as_json()
 
 
@@ -515,7 +515,7 @@ def _predicted_notes(costs, predicted: dict) -> str:
     )
 
 
-def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
+def trainer_model(spec: str) -> tuple[bool, str | None]:
     """Whether ``--model`` is a model the trainer builds, and its ``pals-train --model`` value (None = the embedded
     model): what finished runs are matched by, as the explorer matches them."""
     if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
@@ -526,8 +526,8 @@ def trainer_model(spec: str) -> tuple[bool, Optional[str]]:
 
 
 def measured_scores(
-    args, records, task_keys: tuple[Optional[list[str]], Optional[str]], found: _Runs
-) -> tuple[dict, tuple, Optional[str]]:
+    args, records, task_keys: tuple[list[str] | None, str | None], found: _Runs
+) -> tuple[dict, tuple, str | None]:
     """The measured dev scores of each design (``measured.best_by_design``) of finished runs under ``--results``
     (default: ``measured.default_roots``, the explorer's) on this model and exactly these tasks, the folders
     read, and why none were looked up when the tasks' files cannot be read (the page says the same in a caption);
@@ -546,7 +546,7 @@ def measured_scores(
     return measured.best_by_design(same), roots, None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(argv))
     except (UsageError, ValueError) as e:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from ..atomic import atomic_write_text
 from ..flags import OneLineParser
@@ -40,7 +40,7 @@ def _fastest(fn: Callable[[], object], clock, repeats: int = 5) -> float:
     return max(best, 1e-9)
 
 
-def measure(threads: Optional[int] = None, name: str = "local") -> DeviceProfile:
+def measure(threads: int | None = None, name: str = "local") -> DeviceProfile:
     import torch
     import torch.nn.functional as F
 
@@ -102,7 +102,7 @@ def measure(threads: Optional[int] = None, name: str = "local") -> DeviceProfile
     )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = OneLineParser(prog="pals-calibrate", description=__doc__.splitlines()[0])
     p.add_argument("--threads", default=None, help="torch threads to measure with (default: the count in force)")
     p.add_argument(

@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ..atomic import read_json_file
-from ..flags import OneLineParser, UsageError
 from ..export import ExportFailed, ExportRefused
+from ..flags import OneLineParser, UsageError
 
 FORMATS = ("onnx", "peft", "hf")
 
@@ -137,7 +137,7 @@ def _peft(args, out: Path) -> str:
     )
 
 
-def run(argv: Optional[Sequence[str]] = None) -> str:
+def run(argv: Sequence[str] | None = None) -> str:
     from ..export.onnx import check_out  # late: loads numpy
 
     args = build_parser().parse_args(argv)
@@ -149,7 +149,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     return _peft(args, out)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(argv))
     except ExportFailed as e:

@@ -37,18 +37,18 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import numpy as np
 
 from ..atomic import atomic_write, atomic_write_text
 from ..export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from ..flags import OneLineParser, UsageError
+from ..kinds import get_kind
 from ..run_info import predict_texts, read_run
 from ..tasks.readers import read_columns
 from ..train.rundir import run_owning
-from ..kinds import get_kind
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 ENGINES = ("auto", "torch", "onnx")
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _text_columns(info, names: Sequence[str], text: Optional[str], pair: Optional[str]) -> tuple[str, Optional[str]]:
+def _text_columns(info, names: Sequence[str], text: str | None, pair: str | None) -> tuple[str, str | None]:
     """The text (and pair) columns: given, else the tasks' own — which must agree."""
     own = {info.records[t].text for t in names}
     if text is None:
@@ -138,7 +138,7 @@ def engine_of(run_dir: str, engine: str) -> str:
     return engine
 
 
-def _same_step(run_dir: str, exported: int, step: Optional[int]) -> None:
+def _same_step(run_dir: str, exported: int, step: int | None) -> None:
     """An ONNX export holds one step (-1: each task's best): ``--step`` must be that one."""
     if step is not None and step != exported:
         which = f"step {exported}" if exported >= 0 else "each task's best step"
@@ -147,7 +147,7 @@ def _same_step(run_dir: str, exported: int, step: Optional[int]) -> None:
         )
 
 
-def read_info(run_dir: str, engine: str, step: Optional[int]):
+def read_info(run_dir: str, engine: str, step: int | None):
     """The run's tasks, records, labels and max length from its files (config.json and the checkpoint index, or an
     export's export.json), without loading any weights: what the input is checked against before the model loads."""
     if engine == "onnx":
@@ -158,7 +158,7 @@ def read_info(run_dir: str, engine: str, step: Optional[int]):
     return read_run(run_dir, step)
 
 
-def load_predictor(run_dir: str, engine: str, step: Optional[int], device: str):
+def load_predictor(run_dir: str, engine: str, step: int | None, device: str):
     """The run's model (torch) or an ``OnnxRunner`` over an export (onnx): the same predict interface."""
     if engine == "onnx":
         runner = OnnxRunner(run_dir, device=device)
@@ -237,7 +237,7 @@ def kept_input_columns(inputs: Sequence[str], predicted: Sequence[str]) -> dict[
     return out
 
 
-def _value_kind(v) -> Optional[str]:
+def _value_kind(v) -> str | None:
     if v is None:
         return None
     if isinstance(v, bool):
@@ -359,7 +359,7 @@ def check_out(out: Path, input_file: str, run_dir: str, overwrite: bool) -> None
             raise UsageError(f"--out {out} exists and is not a regular file: give another --out")
 
 
-def run(argv: Optional[Sequence[str]] = None) -> str:
+def run(argv: Sequence[str] | None = None) -> str:
     from tqdm.auto import tqdm
 
     args = build_parser().parse_args(argv)
@@ -420,7 +420,7 @@ def run(argv: Optional[Sequence[str]] = None) -> str:
     )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(argv), file=sys.stderr)
     except (UsageError, ValueError, OSError) as e:

@@ -19,16 +19,16 @@ import math
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
 
 from ..flags import OneLineParser, UsageError
 from ..supervise import runs, workers
 from ..supervise.roots import RUNS_ENV, runs_root, workers_root
 
 DEFAULT_GRACE_S = 60.0  # a trainer checkpoints on SIGTERM: a large model needs a while
-Item = Union[runs.Run, workers.Worker]
+Item = runs.Run | workers.Worker
 
 
 def _seconds(text: str) -> float:
@@ -77,11 +77,11 @@ class Row:
     id: str
     kind: str  # "run" · "study"
     status: str
-    pid: Optional[int]
+    pid: int | None
     out: str
-    step: Optional[int]  # run: training steps done; study worker: run folders finished
-    steps: Optional[int]  # run: steps planned; study worker: trials asked for
-    note: Optional[str] = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
+    step: int | None  # run: training steps done; study worker: run folders finished
+    steps: int | None  # run: steps planned; study worker: trials asked for
+    note: str | None = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
 
 def run_row(run: runs.Run) -> Row:
@@ -165,7 +165,7 @@ def _kind(item: Item) -> str:
     return "run" if isinstance(item, runs.Run) else "study worker"
 
 
-def do_cancel(root: Path, item_id: str, grace_s: Optional[float]) -> str:
+def do_cancel(root: Path, item_id: str, grace_s: float | None) -> str:
     item = find(root, item_id)
     kind = _kind(item)
     outcome = runs.cancel(item, grace_s) if isinstance(item, runs.Run) else workers.stop(item, grace_s)
@@ -205,7 +205,7 @@ def do_resume(root: Path, item_id: str, wait: bool) -> tuple[str, int]:
     return f"{line}\n{item.id}: {done.status}", 0 if done.status == "finished" else 1
 
 
-def run(argv: Optional[Sequence[str]] = None) -> tuple[str, int]:
+def run(argv: Sequence[str] | None = None) -> tuple[str, int]:
     args = build_parser().parse_args(argv)
     root = Path(args.root) if args.root else runs_root()
     if args.command == "list":
@@ -215,7 +215,7 @@ def run(argv: Optional[Sequence[str]] = None) -> tuple[str, int]:
     return do_resume(root, args.id, args.wait)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         text, code = run(argv)
     except (UsageError, ValueError, OSError) as e:

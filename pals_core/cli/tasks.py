@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..families.bert.presets import EMBEDDED_MODEL
 from ..flags import OneLineParser, UsageError
-from ..tasks.taskfile import read_tasks_file
 from ..kinds import get_kind
+from ..tasks.taskfile import read_tasks_file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +90,7 @@ def _tokens_line(p: dict) -> str:
     return line
 
 
-def format_profiles(profiles: Sequence[dict], header: str, limit: Optional[int] = None) -> str:
+def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = None) -> str:
     """The readable report: one block per task, then the suggested length (at most ``limit`` tokens)."""
     lines = [header]
     for p in profiles:
@@ -105,7 +105,7 @@ def format_profiles(profiles: Sequence[dict], header: str, limit: Optional[int] 
     return "\n".join(lines)
 
 
-def suggested_len(profiles: Sequence[dict], limit: Optional[int] = None) -> Optional[int]:
+def suggested_len(profiles: Sequence[dict], limit: int | None = None) -> int | None:
     """The largest per-task p95 — the one length of a run that keeps 95 % of every task's rows whole — capped
     at the model's longest input ``limit``; None when no tokens were counted."""
     p95 = [p["tokens"]["p95"] for p in profiles if p["tokens"] is not None]
@@ -114,7 +114,7 @@ def suggested_len(profiles: Sequence[dict], limit: Optional[int] = None) -> Opti
     return min(max(p95), limit) if limit else max(p95)
 
 
-def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
+def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
     n = suggested_len(profiles, limit)
     if n is None:
         return "suggested length: none (no tokens counted)"
@@ -130,7 +130,7 @@ def suggestion(profiles: Sequence[dict], limit: Optional[int] = None) -> str:
 # ------------------------------------------------------------------------------------------ main
 
 
-def run(argv: Optional[Sequence[str]] = None) -> str:
+def run(argv: Sequence[str] | None = None) -> str:
     args = build_parser().parse_args(argv)
     from ..data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
 
@@ -165,7 +165,7 @@ def _one_line(e: BaseException) -> str:
     return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(argv))
     except (UsageError, ValueError, OSError) as e:

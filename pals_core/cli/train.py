@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..data.metrics import main_score
 from ..deps import DependencyError, check_transformers
-from ..tasks import records_of_config
-from ..train import orchestrate
 from ..flags import UsageError
 from ..kinds import DEFAULT_KIND, get_kind
+from ..tasks import records_of_config
+from ..train import orchestrate
 from ..train.args import build_parser, config_from_args, one_line
 from ..train.rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_transformers()
     except DependencyError as e:

@@ -11,8 +11,8 @@ with the tag names (``names``): what the dev scores compare predictions with (``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return new, np.repeat(offsets[rows] - new[:-1], lengths) + np.arange(new[-1])
 
 
-def _padded(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray, fill: int, width: Optional[int] = None):
+def _padded(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray, fill: int, width: int | None = None):
     """Rows of a CSR array as an int64 (len(rows), width) matrix padded with ``fill``; also (row of, within) per
     item (gathering every item once, scattered with fancy indexing)."""
     starts = offsets[rows]
@@ -73,10 +73,10 @@ class Encoded:
     types: np.ndarray  # int8, token type ids, same layout
     offsets: np.ndarray  # int64, n + 1 entries
     labels: np.ndarray  # int64 classes, float32 scores (regression), …; per word: int64 per token, layout of ids
-    words: Optional[np.ndarray] = None  # per word: int64 gold tag of every word, CSR by word_offsets
-    word_offsets: Optional[np.ndarray] = None
+    words: np.ndarray | None = None  # per word: int64 gold tag of every word, CSR by word_offsets
+    word_offsets: np.ndarray | None = None
     names: tuple[str, ...] = ()  # per word: the tag names
-    starts: Optional[np.ndarray] = None  # per word: int64 per token, the word it starts (its first sub-token), else -1
+    starts: np.ndarray | None = None  # per word: int64 per token, the word it starts (its first sub-token), else -1
 
     def __post_init__(self) -> None:
         if self.words is None and len(self.offsets) != len(self.labels) + 1:
@@ -118,7 +118,7 @@ class Encoded:
         values, _, _ = _padded(self.words, self.word_offsets, np.arange(len(self)), -1)
         return WordTags(values, tuple(self.names))
 
-    def select(self, rows: Sequence[int]) -> "Encoded":
+    def select(self, rows: Sequence[int]) -> Encoded:
         """A new ``Encoded`` holding ``rows`` in the given order."""
         rows = np.asarray(rows, dtype=np.int64)
         offsets, gather = _gather(self.offsets, rows)

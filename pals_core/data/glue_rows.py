@@ -24,9 +24,10 @@ import csv
 import io
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from ..atomic import open_regular
 from ..kinds.errors import TaskDataError
@@ -46,7 +47,7 @@ class RawSplit:
     """Text pairs and labels of one file, as read."""
 
     text_a: list[str]
-    text_b: Optional[list[str]]
+    text_b: list[str] | None
     labels: list[Any]
     dropped: int = 0  # truncated rows skipped (QQP)
     source: str = ""  # the file path, or "hub:nyu-mll/glue/<config>/<split>"
@@ -56,7 +57,7 @@ class RawSplit:
 # ---------------------------------------------------------------------------------------- files
 
 
-def resolve_glue_dir(glue_dir: Optional[str] = None) -> Optional[Path]:
+def resolve_glue_dir(glue_dir: str | None = None) -> Path | None:
     """The GLUE folder: the argument, else ``$PALS_GLUE_DIR``, else None."""
     value = glue_dir if glue_dir else os.environ.get(GLUE_DIR_ENV) or None
     return Path(value).expanduser() if value else None
@@ -101,12 +102,12 @@ def _label(task: GlueTask, value: str, path: Path, line: int) -> Any:
         raise GlueDataError(f"{path}:{line}: label {value!r} is not one of {', '.join(task.classes)}") from None
 
 
-def read_tsv(task: GlueTask, path: "str | Path") -> RawSplit:
+def read_tsv(task: GlueTask, path: str | Path) -> RawSplit:
     """Read one official GLUE TSV file of ``task``. Malformed rows raise ``GlueDataError`` with
     ``file:line``; for QQP, rows with too few fields are dropped and counted in ``dropped``."""
     path = Path(path)
     a: list[str] = []
-    b: Optional[list[str]] = [] if task.text_b is not None else None
+    b: list[str] | None = [] if task.text_b is not None else None
     labels: list[Any] = []
     dropped = 0
     try:
@@ -184,7 +185,7 @@ def hub_allowed() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-def choose_source(glue_dir: Optional[str], source: str = "auto") -> tuple[str, Optional[Path]]:
+def choose_source(glue_dir: str | None, source: str = "auto") -> tuple[str, Path | None]:
     """("files", dir) or ("hub", None). ``auto``: the files if a dir is given (argument or
     ``$PALS_GLUE_DIR``), else the hub unless ``HF_HUB_OFFLINE`` is set."""
     if source not in ("auto", "files", "hub"):

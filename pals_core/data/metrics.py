@@ -15,7 +15,7 @@ and QQP count with their accuracy, not F1.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Union
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..kinds import get_kind
 from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord
 
-TaskLike = Union[TaskRecord, str]  # a record, or the name of a built-in GLUE task (summaries written before records)
+TaskLike = TaskRecord | str  # a record, or the name of a built-in GLUE task (summaries written before records)
 
 
 def record_of(task: TaskLike) -> TaskRecord:
@@ -40,7 +40,7 @@ def _scores(record: TaskRecord, preds: np.ndarray, labels: np.ndarray, num_label
 
 
 def task_scores(
-    task: TaskLike, outputs: Mapping[str, tuple[np.ndarray, np.ndarray]], num_labels: Optional[int] = None
+    task: TaskLike, outputs: Mapping[str, tuple[np.ndarray, np.ndarray]], num_labels: int | None = None
 ) -> dict[str, float]:
     """All metrics of ``task`` from ``{dev split suffix: (logits or predictions, labels)}`` — suffix "" for one
     dev set, "m" and "mm" for MNLI. ``num_labels`` (C_t) defaults to the logits' width or the declared labels."""
@@ -76,8 +76,8 @@ def main_metric_label(task: TaskLike) -> str:
 
 
 def dev_average(
-    scores: Mapping[str, Mapping[str, float]], records: Optional[Mapping[str, TaskRecord]] = None
-) -> Optional[float]:
+    scores: Mapping[str, Mapping[str, float]], records: Mapping[str, TaskRecord] | None = None
+) -> float | None:
     """Unweighted mean of ``main_score`` over the tasks; None without tasks. ``records`` maps the task names to
     their records (default: the built-in GLUE task of each name)."""
     if not scores:
@@ -86,7 +86,7 @@ def dev_average(
 
 
 def majority_scores(
-    task: TaskLike, train_labels: np.ndarray, dev_labels: Mapping[str, np.ndarray], num_labels: Optional[int] = None
+    task: TaskLike, train_labels: np.ndarray, dev_labels: Mapping[str, np.ndarray], num_labels: int | None = None
 ) -> dict[str, float]:
     """The reference every design must beat: the kind's trivial baseline on every dev example (the most frequent
     training class, the training mean, each label most training rows carry, …: ``Kind.baseline``)."""

@@ -29,7 +29,8 @@ H' is 1 (the first b candidates, tasks interleaved).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

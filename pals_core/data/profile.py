@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class TaskRows:
     names: tuple[str, ...]
 
 
-def check_glue_files(records: Sequence[TaskRecord], glue_dir: Optional[str] = None, source: str = "auto") -> None:
+def check_glue_files(records: Sequence[TaskRecord], glue_dir: str | None = None, source: str = "auto") -> None:
     """One ``GlueDataError`` naming every GLUE file of ``records`` that is missing (as ``load_tasks`` does)."""
     glue = [r.glue for r in records if r.glue is not None]
     if glue:
@@ -130,7 +131,7 @@ def check_glue_files(records: Sequence[TaskRecord], glue_dir: Optional[str] = No
 
 
 def read_task_rows(
-    record: TaskRecord, *, glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0
+    record: TaskRecord, *, glue_dir: str | None = None, glue_source: str = "auto", seed: int = 0
 ) -> TaskRows:
     """The task's rows, every one checked (``TaskDataError`` naming file, row and column)."""
     check_glue_files([record], glue_dir, glue_source)
@@ -140,7 +141,7 @@ def read_task_rows(
 
 
 def read_tasks_rows(
-    records: Sequence[TaskRecord], *, glue_dir: Optional[str] = None, glue_source: str = "auto", seed: int = 0
+    records: Sequence[TaskRecord], *, glue_dir: str | None = None, glue_source: str = "auto", seed: int = 0
 ) -> list[TaskRows]:
     """Every task's rows, in order; every GLUE file checked before any row is read.
 
@@ -198,7 +199,7 @@ def profile_task(
     *,
     tokenizer=None,
     max_len: int = 128,
-    glue_dir: Optional[str] = None,
+    glue_dir: str | None = None,
     glue_source: str = "auto",
     seed: int = 0,
     progress: bool = False,
@@ -211,7 +212,7 @@ def profile_task(
     return profile_rows(rows, tokenizer=tokenizer, max_len=max_len, progress=progress)
 
 
-def tokenizer_of(model: Optional[str]):
+def tokenizer_of(model: str | None):
     """The tokenizer of ``model`` (a local HF folder, "tiny", or None = the embedded MiniLM); ``ValueError``
     in one line for a model that is not there or has no tokenizer."""
     from pathlib import Path
@@ -233,9 +234,9 @@ def tokenizer_of(model: Optional[str]):
 def profile_tasks(
     records: Sequence[TaskRecord],
     *,
-    model: Optional[str] = None,
+    model: str | None = None,
     max_len: int = 128,
-    glue_dir: Optional[str] = None,
+    glue_dir: str | None = None,
     glue_source: str = "auto",
     seed: int = 0,
     progress: bool = False,

@@ -34,7 +34,8 @@ with ``@register_sampler``; ``mt_uncertainty`` (``mt_uncertainty.py``) is regist
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class AlphaSampler(TaskSampler):
         epoch_steps: int = DEFAULT_EPOCH_STEPS,
         *,
         alpha_start: float = 1.0,
-        alpha_end: Optional[float] = None,
+        alpha_end: float | None = None,
         alpha_shape: str = "linear",
     ) -> None:
         super().__init__(task_sizes, total_steps, epoch_steps)

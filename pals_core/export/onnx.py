@@ -25,19 +25,20 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Union
 
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json_file
 from ..data.load import load_tokenizer, raw_splits
-from ..kinds import DEFAULT_KIND, get_kind
 from ..forward import encode_texts
+from ..kinds import DEFAULT_KIND, get_kind
 from ..run_info import RunInfo, predict_texts
-from ..tasks.record import TaskRecord
 from ..tasks.readers import read_columns
+from ..tasks.record import TaskRecord
 from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer
 
@@ -68,7 +69,7 @@ class OnnxExport:
     outputs: list[str]
     opset: int
     files: list[str]
-    max_abs_diff: Optional[float] = None  # onnxruntime vs torch (None: not checked)
+    max_abs_diff: float | None = None  # onnxruntime vs torch (None: not checked)
     check_rows: int = 0
     check_source: str = ""
     meta: dict = field(default_factory=dict)
@@ -77,7 +78,7 @@ class OnnxExport:
 # --------------------------------------------------------------------------------------------- which models
 
 
-def load_models(run_dir: PathLike, step: Optional[int] = None, device: str = "cpu") -> list:
+def load_models(run_dir: PathLike, step: int | None = None, device: str = "cpu") -> list:
     """The model of a ``pals-train`` run (at its best checkpoint or ``step``), or — a ``--method separate`` folder —
     each task's own model (each at its own best checkpoint). ``ValueError`` in one line otherwise."""
     from ..model import MultiTaskModel  # late: loads torch
@@ -152,7 +153,7 @@ def _graph_module(models):
     return Graph().eval()
 
 
-def _sample_batch(model, max_len: Optional[int] = None) -> dict:
+def _sample_batch(model, max_len: int | None = None) -> dict:
     """The batch the exporter traces: two rows, one of ``max_len`` tokens (default: the run's) and one padded. No
     module branches on the sequence length in Python (CA-MTL's attention bias pads, then slices), so the graph holds
     at every length the model takes, longer than the traced one too (tests/test_export_anywhere.py). A model
@@ -160,7 +161,7 @@ def _sample_batch(model, max_len: Optional[int] = None) -> dict:
     position table."""
     import torch
 
-    info: Optional[RunInfo] = getattr(model, "run", None)
+    info: RunInfo | None = getattr(model, "run", None)
     if info is not None:
         n = max_len or info.max_len
         return encode_texts(info, [" ".join(["word"] * (2 * n)), SAMPLE_TEXTS[0]]).batch([0, 1])
@@ -211,7 +212,7 @@ def _kind(models: Sequence, task: str):
 
 
 def write_graph(
-    models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *, max_len: Optional[int] = None
+    models: Sequence, path: Path, opset: int = DEFAULT_OPSET, *, max_len: int | None = None
 ) -> tuple[list[str], list[str]]:
     """Trace ``models`` (see ``_graph_module``; runs' models or any ``MultiTaskModel``) to ``path``; returns the
     graph's (inputs, outputs). An input the family never reads (token_type_ids of RoBERTa, DistilBERT, …) is left
@@ -255,7 +256,7 @@ def write_graph(
     return [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
 
 
-def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Optional[Path]) -> dict:
+def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Path | None) -> dict:
     """``export.json``: what a server needs around the graph (deterministic: no times, no check figures)."""
     first = models[0]
     info: RunInfo = first.run
@@ -299,12 +300,12 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
 # ------------------------------------------------------------------------------------------------ the check
 
 
-def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], Optional[list[str]], str]:
+def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], list[str] | None, str]:
     """A few of a task's own rows (its dev file; its train file when the dev rows are drawn from it; GLUE's dev
     TSV) as (texts, second texts or None, where from), plus one row longer than ``max_len`` tokens (truncated to
     it); the sample sentences when the files cannot be read any more."""
     texts: list[str] = []
-    pairs: Optional[list[str]] = [] if record.pair else None
+    pairs: list[str] | None = [] if record.pair else None
     source = "sample sentences"
     try:
         if record.glue is not None:
@@ -340,7 +341,7 @@ def _flat(logits: np.ndarray) -> np.ndarray:
     return logits
 
 
-def compare(models: Sequence, runner: "OnnxRunner", n: int = CHECK_ROWS) -> tuple[float, float, int, str]:
+def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[float, float, int, str]:
     """onnxruntime (``runner``) against torch (``models``) on ``check_rows`` of every task: (max |Δ logit|, the
     allowed limit, rows compared, where the rows came from)."""
     worst, scale, rows, sources = 0.0, 0.0, 0, set()
@@ -389,7 +390,7 @@ def _umask() -> int:
 
 
 def export_onnx(
-    model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool = True, run_dir: Optional[PathLike] = None
+    model, out: PathLike, *, opset: int = DEFAULT_OPSET, check: bool = True, run_dir: PathLike | None = None
 ) -> OnnxExport:
     """Export ``model`` (a ``MultiTaskModel.from_run``, or the list ``load_models`` gives for a separate-models
     folder) to the folder ``out`` (new or empty): ``model.onnx``, the tokenizer and ``export.json``. With ``check``
@@ -488,7 +489,7 @@ class OnnxRunner:
     MAX_SESSIONS = 4
 
     def __init__(
-        self, folder: PathLike, *, device: str = "cpu", threads: Optional[int] = None, prune: bool = True
+        self, folder: PathLike, *, device: str = "cpu", threads: int | None = None, prune: bool = True
     ) -> None:
         import onnx
         import onnxruntime as ort
@@ -535,7 +536,7 @@ class OnnxRunner:
     def _load(self, outputs: tuple[str, ...]):
         import onnxruntime as ort
 
-        source: Union[str, bytes] = str(self.graph)
+        source: str | bytes = str(self.graph)
         if outputs != tuple(self.outputs):
             import onnx
             from onnx.utils import Extractor
@@ -560,7 +561,7 @@ class OnnxRunner:
         """For code that reads a model's device from its parameters: the inputs are CPU tensors."""
         return iter((self._device,))
 
-    def eval(self) -> "OnnxRunner":
+    def eval(self) -> OnnxRunner:
         return self
 
     def _check_task(self, task: str) -> str:
@@ -569,7 +570,7 @@ class OnnxRunner:
         return task
 
     def logits(
-        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Optional[Sequence[str]] = None
+        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
         """{task: (B, C_t) float32 logits} of one batch (torch tensors or arrays; attention_mask default: all ones,
         token_type_ids: zeros)."""
@@ -585,7 +586,7 @@ class OnnxRunner:
         return dict(zip(names, out))
 
     def predict_all(
-        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Optional[Sequence[str]] = None
+        self, input_ids, attention_mask=None, token_type_ids=None, tasks: Sequence[str] | None = None
     ) -> dict:
         """As ``MultiTaskModel.predict_all``: {task: logits tensor} of a batch; texts in: ``predict_texts``."""
         import torch
@@ -607,11 +608,11 @@ class OnnxRunner:
         out = self.logits(input_ids, attention_mask, token_type_ids, wanted)
         return [torch.from_numpy(out[t][i]) for i, t in enumerate(tasks)]
 
-    def predict(self, texts, task: str, text_pair=None, *, batch_size: Optional[int] = None):
+    def predict(self, texts, task: str, text_pair=None, *, batch_size: int | None = None):
         return self.predict_texts(texts, text_pair, tasks=[task], batch_size=batch_size)[self._check_task(task)]
 
     def predict_texts(
-        self, texts, text_pair=None, *, tasks: Optional[Sequence[str]] = None, batch_size: Optional[int] = None
+        self, texts, text_pair=None, *, tasks: Sequence[str] | None = None, batch_size: int | None = None
     ) -> dict:
         return predict_texts(self, texts, text_pair, tasks=tasks, batch_size=batch_size)
 

@@ -49,10 +49,11 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Union
+from typing import Union
 
 import torch
 from torch import nn
@@ -179,7 +180,7 @@ HEADS: dict[str, Callable[..., Head]] = {
 # --- what peft can express ---------------------------------------------------------------------------------------
 
 
-def _deberta_refusal(config, method: str) -> Optional[str]:
+def _deberta_refusal(config, method: str) -> str | None:
     """DeBERTa with ``share_att_key`` projects the relative positions with query_proj (p2c) and key_proj (c2p) too;
     peft would adapt those projections as well, the run adapted the tokens' only."""
     if not getattr(config, "relative_attention", False) or not getattr(config, "share_att_key", False):

@@ -16,7 +16,6 @@ from ..pricing.shape import BaseModel
 from . import preset_configs
 from .registry import MODEL_TYPES, get_family_for
 
-
 # The shape fields of the published config.json of common checkpoints (Hugging Face hub), read through their
 # family like any user's config.json: each family folder's ``presets.py`` (pals_core/families/<f>/), in the order of
 # ``pals_core.families.PACKAGES``; tests/test_families.py builds each with AutoModel.from_config and checks the

@@ -8,7 +8,6 @@ below the folders' trunks that use it. Importing this module imports torch.
 from __future__ import annotations
 
 import os
-from typing import Union
 
 import torch
 from torch import nn
@@ -41,7 +40,7 @@ def build_base(config) -> nn.Module:
     return AutoModel.from_config(config, dtype=torch.float32)
 
 
-def load_base(path: Union[str, os.PathLike], config, **kwargs) -> nn.Module:
+def load_base(path: str | os.PathLike, config, **kwargs) -> nn.Module:
     """The base model of a local checkpoint folder (``AutoModel.from_pretrained``, no download)."""
     from transformers import AutoModel
 

@@ -26,13 +26,14 @@ Adding a constraint is adding a record here (and a test): see docs/design.md "Re
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..pricing.activations import Conditions
-from .memory import activation_bytes, inference_activation_bytes, trainable_tensors
 from ..pricing.poly import Poly
-from .timing import DeviceProfile, design_step_poly
 from ..pricing.units import parse_memory
+from .memory import activation_bytes, inference_activation_bytes, trainable_tensors
+from .timing import DeviceProfile, design_step_poly
 
 PARAMS = "params"
 """The binding name of the parameter budget (``solver.Budget``): the solver's own size, before any machine bound."""
@@ -54,7 +55,7 @@ class Pricing:
         batch: int,
         precision: str,
         cond: Conditions,
-        profile: Optional[DeviceProfile],
+        profile: DeviceProfile | None,
         base_step: Callable[[], float],
     ) -> None:
         self.ds, self.batch, self.precision, self.cond, self.profile, self.base_step = (
@@ -105,11 +106,11 @@ class Constraint:
         label: str,
         parse: Callable[[Any], Any],
         bound: Callable[[Any], float],
-        figure: Callable[[Any], Optional[float]],
+        figure: Callable[[Any], float | None],
         size: Callable[[Pricing, float], float],
         text: Callable[[Any], str],
         needs: Callable[[Any], str],
-        type: Any = Optional[str],
+        type: Any = str | None,
         tolerance: float = 0.0,
     ) -> None:
         self.name, self.field, self.help, self.metavar, self.label = name, field, help, metavar, label
@@ -176,7 +177,7 @@ def _slowdown(text) -> float:
     return value
 
 
-def _gb(n: Optional[float]) -> str:
+def _gb(n: float | None) -> str:
     return f"{(n or 0) / 1e9:.4g} GB"
 
 
@@ -209,7 +210,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ),
         text=lambda v: f"step ≤ {v:g}× base",
         needs=lambda c: f"{c.time_ratio or 0:.3f}× the base model's step time",
-        type=Optional[float],
+        type=float | None,
         tolerance=1e-12,
     ),
     Constraint(

@@ -39,11 +39,10 @@ the weights too.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
 
-from ..pricing.activations import ActivationHooks, Conditions, Sym, Trace
 from ..families.registry import get_family, replay_of
 from ..kinds import get_kind
+from ..pricing.activations import ActivationHooks, Conditions, Sym, Trace
 from ..pricing.poly import Poly, S
 
 PRECISIONS = ("fp32", "bf16")
@@ -156,7 +155,7 @@ def _book(tr: Trace, m) -> dict:
 _BOOKS: dict[tuple, dict] = {}
 
 
-def recorded(tr: Trace, book: dict, key: tuple, h: Optional[Sym], run) -> Sym:
+def recorded(tr: Trace, book: dict, key: tuple, h: Sym | None, run) -> Sym:
     """``run(sub)`` — a part of the forward reading ``h`` (None: no input) — as its ``Record`` in ``book``: replayed
     once per ``key``, input and shared tensors, then applied to ``tr``: the same saved sizes and work, fresh storages
     for what it creates, the input and the forward's shared tensors kept as themselves (so a storage two parts keep
@@ -320,7 +319,7 @@ def trainable_tensors(ds) -> int:
     return base + adapters
 
 
-def memory_train(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> MemoryTrain:
+def memory_train(ds, s: int | None, cost, *, batch: int, cond: Conditions) -> MemoryTrain:
     """The training memory of ``ds`` at size ``s`` (``cost`` = ``evaluate(ds, s)``: its parameter counts)."""
     weights = FP32 * cost.params_total
     trunk_trains = not ds.config.freeze_trunk and not (
@@ -344,7 +343,7 @@ def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     return cond.float_bytes * (batch * n * m.hidden + max(attention, ffn) + logits)
 
 
-def memory_infer(ds, s: Optional[int], cost, *, batch: int, cond: Conditions) -> int:
+def memory_infer(ds, s: int | None, cost, *, batch: int, cond: Conditions) -> int:
     """Serving memory of ``predict_all`` over the T tasks on B × n: weights (at the activations' precision) + the
     activations live at its peak."""
     return (cond.float_bytes * cost.params_total) + inference_activation_bytes(ds, batch, cond)

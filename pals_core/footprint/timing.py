@@ -28,13 +28,12 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, fields
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Optional, Union
 
 from ..pricing.activations import Conditions, Trace
-from .memory import trace_forward
 from ..pricing.poly import S_FLOAT, FloatPoly
+from .memory import trace_forward
 
 DEVICES_DIR = Path(__file__).with_name("devices")
 LOCAL_ENV = "PALS_LOCAL_PROFILE"  # where pals-calibrate writes (and --device local reads) the local profile
@@ -59,9 +58,9 @@ class DeviceProfile:
     special_s_per_element: float  # exp / erf / tanh per element
     flash_forward: tuple[float, float]  # (a, b): fused attention forward, seconds per score element = a + b·d_h
     flash_backward: tuple[float, float]  # the same for its backward
-    matmul_flops_bf16: Optional[float] = None  # tensor-core bf16 FLOP/s (estimate for --precision bf16)
-    memory_bytes: Optional[float] = None  # device memory (a --memory default)
-    threads: Optional[int] = None  # the thread count the profile was measured with (local)
+    matmul_flops_bf16: float | None = None  # tensor-core bf16 FLOP/s (estimate for --precision bf16)
+    memory_bytes: float | None = None  # device memory (a --memory default)
+    threads: int | None = None  # the thread count the profile was measured with (local)
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -108,7 +107,7 @@ class DeviceProfile:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict, where: str = "profile") -> "DeviceProfile":
+    def from_dict(cls, d: dict, where: str = "profile") -> DeviceProfile:
         if not isinstance(d, dict):
             raise ValueError(f"device profile {where} is not a JSON object")
         known = {f.name for f in fields(cls)}
@@ -142,7 +141,7 @@ def _builtin_names() -> frozenset[str]:
     return frozenset(name[: -len(".json")] for name in os.listdir(DEVICES_DIR) if name.endswith(".json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin_profile(name: str) -> DeviceProfile:
     """A profile this package ships (trusted package data, parsed as it is; a profile someone gives goes through
     ``atomic.read_json_file``'s checks)."""
@@ -156,7 +155,7 @@ def _read_profile(path: str) -> DeviceProfile:
     return DeviceProfile.from_dict(read_json_file(path, "device profile"), where=path)
 
 
-def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
+def load_profile(spec: str | os.PathLike | DeviceProfile) -> DeviceProfile:
     """A built-in name (``h100``, ``a100``, ``l4``, ``t4``), ``local`` (pals-calibrate's) or a profile JSON path.
 
     A built-in profile is read once per process; a file once per version (path, mtime, size: pals-calibrate may
@@ -193,7 +192,7 @@ def load_profile(spec: Union[str, os.PathLike, DeviceProfile]) -> DeviceProfile:
     return profile
 
 
-_PROFILES: dict[tuple[str, int, int], "DeviceProfile"] = {}
+_PROFILES: dict[tuple[str, int, int], DeviceProfile] = {}
 
 
 # --------------------------------------------------------------------------------------------- the model
@@ -336,7 +335,7 @@ def design_step_poly(ds, batch: int, cond: Conditions, profile: DeviceProfile, p
 
 
 def step_seconds(
-    ds, s: Optional[int], batch: int, cond: Conditions, profile: DeviceProfile, precision: str = "fp32"
+    ds, s: int | None, batch: int, cond: Conditions, profile: DeviceProfile, precision: str = "fp32"
 ) -> float:
     """Predicted seconds of one training step (forward + backward) of ``ds``'s first task at size ``s``: its
     ``design_step_poly`` at s (the op-by-op ``work_seconds`` of its trace, up to rounding)."""

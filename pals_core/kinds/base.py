@@ -27,9 +27,10 @@ What a kind hands back is declared here too, below the kinds and the modules abo
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,9 +46,9 @@ class TaskOutputs:
     kind: str
     labels: tuple[str, ...]  # label names in output order; () for a kind without named labels
     label: list
-    prob: Optional[np.ndarray]
-    probs: Optional[np.ndarray]
-    logits: Optional[np.ndarray]  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
+    prob: np.ndarray | None
+    probs: np.ndarray | None
+    logits: np.ndarray | None  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
 
 
 def check_lengths(preds: np.ndarray, labels: np.ndarray) -> None:
@@ -69,10 +70,10 @@ class Kind:
     fields: tuple[str, ...] = ()  # optional record fields only this kind takes (labels, positive, range, label_sep)
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
-    peft_task_type: Optional[str] = "SEQ_CLS"
+    peft_task_type: str | None = "SEQ_CLS"
     hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
-    entropy_sampling: Optional[str] = "softmax"
+    entropy_sampling: str | None = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
     per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
@@ -91,7 +92,7 @@ class Kind:
         shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
         return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
 
-    def applies(self, metric: str, num_labels: Optional[int]) -> bool:
+    def applies(self, metric: str, num_labels: int | None) -> bool:
         """Whether ``metric`` is reported by default for a task of ``num_labels`` outputs."""
         return True
 
@@ -116,12 +117,12 @@ class Kind:
 
         return np.asarray(labels, dtype=np.int64)
 
-    def scale(self, train_labels: Any) -> Optional[dict]:
+    def scale(self, train_labels: Any) -> dict | None:
         """The targets' standardisation learned from the train rows, kept in the run's config.json (``data.<task>.
         scale``) so that evaluation, ``pals-predict`` and the exports give the user's units (None: trained as read)."""
         return None
 
-    def unscale(self, preds: Any, scale: Optional[dict]) -> Any:
+    def unscale(self, preds: Any, scale: dict | None) -> Any:
         """The dev metrics' predictions (``module.reduce``'s, gathered) in the user's units."""
         return preds
 
@@ -149,7 +150,7 @@ class Kind:
     # --- the outputs ---------------------------------------------------------------------------------
 
     def decode(
-        self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None
+        self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None
     ) -> TaskOutputs:
         raise NotImplementedError
 
@@ -165,7 +166,7 @@ class Kind:
     def scores(self, record: Any, preds: Any, labels: Any, metrics: Sequence[str], num_labels: int) -> dict:
         raise NotImplementedError
 
-    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: int | None) -> tuple:
         """``({split: predictions}, C_t)``: the trivial reference's predictions on every dev set."""
         raise NotImplementedError
 
@@ -191,7 +192,7 @@ class Kind:
     def output_axes(self) -> dict[int, str]:
         return {0: "batch"}
 
-    def export_refusal(self, fmt: str) -> Optional[str]:
+    def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
         folders), in one line; None when it can (``pals-export`` then refuses with it, exit 2)."""
         return None

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .errors import TaskDataError, TaskRecordError
 
 INTEGER = r"-?[0-9]+\Z"  # ASCII digits only: '²'.isdigit() and '١'.isdigit() are true, and int('²') fails
 
-RowLabels = Callable[[Any, Any, int, Any], Optional[list[Optional[str]]]]
+RowLabels = Callable[[Any, Any, int, Any], list[str | None] | None]
 """(record, cols, i, value) -> the label names of data row i; None = missing."""
 
 
@@ -21,7 +22,7 @@ def short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def label_text(value: Any, where: Callable[[], str], what: str, hint: str = "") -> Optional[str]:
+def label_text(value: Any, where: Callable[[], str], what: str, hint: str = "") -> str | None:
     """A label as its name: strings as written, integers (and integral floats) as digits; None = missing. A list or a
     struct is no label of ``what`` task (``TaskDataError`` at ``where()``, with ``hint`` after a list)."""
     if value is None or isinstance(value, bool):

@@ -33,9 +33,8 @@ no grad and frozen weights save nothing, so a frozen prefix saves nothing at all
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
-from .poly import Poly, Number
+from .poly import Number, Poly
 
 INT64 = 8
 
@@ -94,11 +93,11 @@ class Sym:
     nbytes: Poly
     grad: bool
     name: str = ""
-    base: Optional["Sym"] = None
+    base: Sym | None = None
     param: bool = False  # a parameter: never counted
 
     @property
-    def storage(self) -> "Sym":
+    def storage(self) -> Sym:
         return self.base if self.base is not None else self
 
 
@@ -114,7 +113,7 @@ class Conditions:
 
     hidden_dropout: float = 0.1
     attention_dropout: float = 0.1
-    classifier_dropout: Optional[float] = None  # None = hidden_dropout (transformers' rule)
+    classifier_dropout: float | None = None  # None = hidden_dropout (transformers' rule)
     attention: str = "sdpa"
     backend: str = "cpu"
     float_bytes: int = 4
@@ -160,7 +159,7 @@ class Trace:
         self.work.append((kind, *args))
 
     # --- bookkeeping -------------------------------------------------------------------------------
-    def new(self, elements: Number, grad: bool, *, item_bytes: Optional[int] = None, name: str = "") -> Sym:
+    def new(self, elements: Number, grad: bool, *, item_bytes: int | None = None, name: str = "") -> Sym:
         size = self.cond.float_bytes if item_bytes is None else item_bytes
         if type(elements) is int:
             return Sym(Poly(0, 0, elements * size), grad, name)
@@ -170,7 +169,7 @@ class Trace:
         """A (B, n, width) float tensor."""
         return self.new(width * self.tokens, grad, name=name)
 
-    def save(self, *tensors: Optional[Sym]) -> None:
+    def save(self, *tensors: Sym | None) -> None:
         for t in tensors:
             if t is not None:
                 root = t if t.base is None else t.base
@@ -213,8 +212,8 @@ class Trace:
         out: Number,
         trains: bool,
         *,
-        weight: Optional[Sym] = None,
-        rows: Optional[int] = None,
+        weight: Sym | None = None,
+        rows: int | None = None,
         name: str = "",
     ) -> Sym:
         """y = x Wᵀ + b with ``out`` output features over ``rows`` rows (default B·n). ``weight``: a computed
@@ -234,9 +233,9 @@ class Trace:
         x: Sym,
         trains: bool,
         *,
-        rows: Optional[int] = None,
-        weight: Optional[Sym] = None,
-        bias: Optional[Sym] = None,
+        rows: int | None = None,
+        weight: Sym | None = None,
+        bias: Sym | None = None,
     ) -> Sym:
         grad = x.grad or trains or bool(weight and weight.grad) or bool(bias and bias.grad)
         self.log("ew", x.nbytes, 2, 4, grad)
@@ -269,13 +268,13 @@ class Trace:
             self.save(y)
         return y
 
-    def add(self, *xs: Optional[Sym]) -> Sym:
+    def add(self, *xs: Sym | None) -> Sym:
         xs = [x for x in xs if x is not None]
         if len(xs) > 1:
             self.log("ew", max((x.nbytes for x in xs), key=lambda p: (p.a, p.b, p.c)), 3, 0, False)
         return Sym(max((x.nbytes for x in xs), key=lambda p: (p.a, p.b, p.c)), any(x.grad for x in xs))
 
-    def mul(self, x: Sym, s: Sym, *, s_is_param: bool = False, out: Optional[Poly] = None) -> Sym:
+    def mul(self, x: Sym, s: Sym, *, s_is_param: bool = False, out: Poly | None = None) -> Sym:
         """x ⊙ s (broadcast): x kept if s requires grad, s kept (unless a parameter) if x does."""
         self.log("ew", x.nbytes if out is None else out, 3, 3 * (x.grad + s.grad), x.grad or s.grad)
         if s.grad:
@@ -362,7 +361,7 @@ class Trace:
         mask_grad: bool = False,
         packed: bool = False,
         heads_first: bool = False,
-        mask: Optional[Sym] = None,
+        mask: Sym | None = None,
     ) -> Sym:
         """softmax(q kᵀ/√d_h + mask) v over ``heads`` heads of total ``width``; returns the context (B, n, width)
         as the next linear reads it. ``packed``: v is a view of one fused (B, n, 3·width) projection (q and k too
@@ -419,7 +418,7 @@ class ActivationHooks:
     no state carried from one layer to the next, nothing read from ``layers`` but whether it holds i, no tensor made
     outside the layer that two layers share. Every adapted layer of a kind is then replayed once (``layer_key``)."""
 
-    def __init__(self, trace: Trace, model, cfg, layers: tuple[int, ...], size: Optional[Poly]) -> None:
+    def __init__(self, trace: Trace, model, cfg, layers: tuple[int, ...], size: Poly | None) -> None:
         self.trace, self.model, self.cfg, self.layers, self.size = trace, model, cfg, tuple(layers), size
 
     def layer_key(self, i: int):
@@ -467,7 +466,7 @@ class ActivationHooks:
     def adapt_ffn_output(self, i: int, y: Sym) -> Sym:
         return y
 
-    def parallel_branch(self, i: int, h: Sym) -> Optional[Sym]:
+    def parallel_branch(self, i: int, h: Sym) -> Sym | None:
         return None
 
     def output_norm(self, i: int, x: Sym, trains: bool) -> Sym:

@@ -7,12 +7,13 @@ The same dataclass drives the calculator (``pals_core.budget``) and the torch mo
 # No ``from __future__ import annotations`` here: the fields' types are evaluated once, at import, from this
 # module's bytecode, instead of ``typing.get_type_hints`` compiling each of their strings when a CLI builds its flags
 # (``flags``: about half a millisecond of every ``pals-budget``; benchmarks/bench_budget.py).
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 from ..flags import to_argv
 
-Location = Union[str, Sequence[int], None]
+Location = str | Sequence[int] | None
 NAMED_LOCATIONS = ("all", "top", "bottom")
 
 
@@ -46,7 +47,7 @@ def format_location(location: Location) -> str:
 @dataclass
 class AdapterConfig:
     method: str = field(default="pals", metadata={"help": "Adapter method", "choices": "method", "always": True})
-    d_s: Optional[int] = field(
+    d_s: int | None = field(
         default=None,
         metadata={
             "help": "Adapter size d_s (bottleneck / rank / projected width). None for the sizeless methods (shared, lhuc, ia3, bert_layer_top)."
@@ -75,10 +76,10 @@ class AdapterConfig:
     per_task_pooler: bool = field(
         default=False, metadata={"help": "Give every task its own pooler (+d² + d per task)."}
     )
-    lora_alpha: Optional[float] = field(
+    lora_alpha: float | None = field(
         default=None, metadata={"help": "LoRA scale α (update scaled by α/d_s); None = d_s, i.e. scale 1."}
     )
-    freeze_trunk: Optional[bool] = field(
+    freeze_trunk: bool | None = field(
         default=None,
         metadata={
             "help": "--freeze-trunk: train only the task-specific weights (adapters, heads, per-task poolers); "
@@ -118,21 +119,21 @@ class AdapterConfig:
     )
     # --- CA-MTL (Pilault et al., ICLR 2021), as the authors released it; method `ca_mtl` only (pals_core/methods/ca_mtl)
     # `location` picks the layers with conditional attention (released: all).
-    task_embedding_dim: Optional[int] = field(
+    task_embedding_dim: int | None = field(
         default=None,
         metadata={
             "help": "CA-MTL: d_z, width of each task's embedding z_t and of the shared transformation z_t → W_z z_t + b_z "
             "that every conditional module reads. None = the hidden size d (the released CA-MTL code)."
         },
     )
-    frozen_layers: Optional[int] = field(
+    frozen_layers: int | None = field(
         default=None,
         metadata={
             "help": "CA-MTL: F, the base model's embedding layer and encoder layers 0..F−1 are frozen. None = ⌊L/2⌋ − 1 "
             "(the released setting: layers 0–4 of 12); 0 = nothing frozen."
         },
     )
-    cond_norm_layers: Optional[int] = field(
+    cond_norm_layers: int | None = field(
         default=None,
         metadata={
             "help": "CA-MTL: how many of the top layers get the conditional LayerNorm (gain-only, both LayerNorms). "
@@ -185,6 +186,6 @@ class AdapterConfig:
         return cls(**known)
 
 
-def design_label(method: str, location: Optional[str]) -> str:
+def design_label(method: str, location: str | None) -> str:
     """``pals @ top``; the method alone where there is no location."""
     return method if location is None else f"{method} @ {location}"

@@ -17,8 +17,9 @@ LayerNorm parameter. FLOPs: matmuls only, 2 per multiply-add (FlopCounterMode's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from .activations import check_activation
 from .limits import MAX_WIDTH
@@ -43,7 +44,7 @@ class Norm(NamedTuple):
         return 2 if self.bias else 1
 
 
-def post_norms(m: BaseModel, i: int) -> tuple[Optional[Norm], Optional[Norm]]:
+def post_norms(m: BaseModel, i: int) -> tuple[Norm | None, Norm | None]:
     """The norms at the ``attention_norm`` and ``output_norm`` hooks of layer i: LN1 and LN2, LayerNorm(d) with bias
     (BERT, RoBERTa, ELECTRA, MPNet, DistilBERT, ALBERT's shared layer, DeBERTa-v2)."""
     return Norm(m.hidden), Norm(m.hidden)
@@ -90,7 +91,7 @@ def activation_option(config: dict, name: str, field: str, option: str = "hidden
 _MISSING = object()
 
 
-def _where(name: Optional[str]) -> str:
+def _where(name: str | None) -> str:
     return f"config {name!r}" if name else "config"
 
 
@@ -107,7 +108,7 @@ def flag(config: dict, name: str, field: str, default: bool) -> bool:
 
 
 def integer(
-    config: dict, name: str, field: str, default: int, *, low: Optional[int] = None, high: Optional[int] = None
+    config: dict, name: str, field: str, default: int, *, low: int | None = None, high: int | None = None
 ) -> int:
     """An integer field as transformers needs it: a JSON integer (absent or null: ``default``) within [low, high]
     (``high`` defaults to the calculator's ``limits.MAX_WIDTH``). A string ("64"), a float or a bool is refused."""
@@ -123,7 +124,7 @@ def integer(
     return value
 
 
-def probability(config: dict, name: str, field: str, default: Optional[float]) -> Optional[float]:
+def probability(config: dict, name: str, field: str, default: float | None) -> float | None:
     """A dropout rate as transformers needs it: a JSON number in [0, 1) (absent: ``default``; null: None, for
     the fields where transformers reads None as "the other rate"). A string ("0.1"), NaN or 2.0 is refused."""
     import math
@@ -150,7 +151,7 @@ def embedding_size(config: dict, name: str, hidden: int) -> int:
     return e
 
 
-def embedding_tables(m: BaseModel, rows: int, paper: bool, *, norm_width: Optional[int] = None) -> int:
+def embedding_tables(m: BaseModel, rows: int, paper: bool, *, norm_width: int | None = None) -> int:
     """``rows`` lookup rows of width E and the embedding LayerNorm (width E unless given)."""
     return rows * m.width + layer_norm(norm_width if norm_width is not None else m.width, paper=paper).c
 
@@ -202,7 +203,7 @@ class Replay:
     prepare: Callable[..., None] = no_prepare  # (tr, m, trains): tensors computed once per forward
     finish: Callable[..., Any] = keep  # (tr, m, h, trains) -> Sym: after the last layer
     final_tensors: Callable[[BaseModel], int] = no_tensors
-    conditions: Optional[Callable[[dict], dict]] = None  # config.json -> ``Conditions`` fields
+    conditions: Callable[[dict], dict] | None = None  # config.json -> ``Conditions`` fields
     inference_layer: Callable[..., tuple[int, int]] = bert_inference_layer  # (m, B, n, eager, adapted) -> elements
     layer_kind: Callable[[BaseModel, int], Any] = lambda m, i: None  # layers of one kind replay alike (a cache key)
     idle_params: Callable[[BaseModel], int] = (
@@ -236,15 +237,15 @@ class Family:
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)
     pad_token_id: int = 0  # transformers' default for its configs (the embeddings' padding row)
-    padding_idx: Optional[int] = None  # the embeddings' padding row when fixed whatever pad_token_id says (MPNet: 1)
+    padding_idx: int | None = None  # the embeddings' padding row when fixed whatever pad_token_id says (MPNet: 1)
     notes: str = ""  # what the family's counts assume, for the documentation
-    replay: Optional[Replay] = None  # its forward on symbolic tensors (memory and step time); None = not modelled
+    replay: Replay | None = None  # its forward on symbolic tensors (memory and step time); None = not modelled
     reserved_positions: Callable[[BaseModel], int] = no_count  # position rows no token can use (RoBERTa: pad + 1)
     # (model, layer i) -> the norms the trunk hands to layer i's ``attention_norm`` and ``output_norm`` hooks (None:
     # no norm there, ModernBERT's layer 0); what a per-task copy of them holds (Houlsby's LayerNorms)
-    hook_norms: Callable[[BaseModel, int], tuple[Optional[Norm], Optional[Norm]]] = post_norms
+    hook_norms: Callable[[BaseModel, int], tuple[Norm | None, Norm | None]] = post_norms
 
-    def refusal(self, method: str) -> Optional[str]:
+    def refusal(self, method: str) -> str | None:
         """Why ``method`` cannot apply to this family (None = it can)."""
         return dict(self.refuses).get(method)
 

@@ -13,19 +13,20 @@ A linear map ``i → o`` holds ``i·o`` weights (+ ``o`` bias) and costs ``2·ro
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 from .config import AdapterConfig
-from .shape import BaseModel
 from .poly import Poly
+from .shape import BaseModel
 
 
 class Part(NamedTuple):
     """One named group of parameters (or FLOPs) of a task's adapter; ``layer`` None = not per layer."""
 
     name: str
-    layer: Optional[int]
+    layer: int | None
     count: Poly
 
 
@@ -91,20 +92,20 @@ class Method:
     within: bool = True  # modifies layers of BERT (has a location)
     # Parameters shared by all tasks but not part of the base model (CA-MTL's conditional modules):
     # counted once, whatever the number of tasks. (model, layers, cfg, paper) -> [Part]
-    shared_params: Optional[ParamFn] = None
+    shared_params: ParamFn | None = None
     # Base-model parameters this method keeps frozen (e.g. CA-MTL's lower half): (model, cfg, paper) -> int
-    frozen_base: Optional[Callable[[BaseModel, AdapterConfig, bool], int]] = None
+    frozen_base: Callable[[BaseModel, AdapterConfig, bool], int] | None = None
     # Checks of the method's own AdapterConfig fields: (model, cfg) -> None, raises ValueError
-    validate: Optional[Callable[[BaseModel, AdapterConfig], None]] = None
+    validate: Callable[[BaseModel, AdapterConfig], None] | None = None
     # Conditions the input embeddings on the task (CA-MTL): running all tasks on one input shares no layer
     conditions_input: bool = False
     # Memory (docs/design.md "Memory (bytes)"): the symbolic twin of the method's TaskAdapter
     # (``pricing.activations.ActivationHooks`` subclass: what its hooks make autograd save); None = identity hooks
-    activations: Optional[Callable[..., Any]] = None
+    activations: Callable[..., Any] | None = None
     # (model, layers, cfg) -> (parameter tensors per task, tensors shared by all tasks): AdamW keeps a step per tensor
-    tensors: Optional[Callable[[BaseModel, Sequence[int], AdapterConfig], tuple[int, int]]] = None
+    tensors: Callable[[BaseModel, Sequence[int], AdapterConfig], tuple[int, int]] | None = None
     # (model, cfg) -> F: base layers 0..F−1 and the embeddings frozen by the method itself (CA-MTL)
-    frozen_layers: Optional[Callable[[BaseModel, AdapterConfig], int]] = None
+    frozen_layers: Callable[[BaseModel, AdapterConfig], int] | None = None
     # How the method's authors train the base model, the default of ``AdapterConfig.freeze_trunk``: "fine-tuned"
     # (every base parameter trains, but those ``frozen_layers`` keeps) or "frozen" (only the task-specific parts —
     # adapters, heads, per-task poolers — train); ``--freeze-trunk`` / ``--train-trunk`` override it.

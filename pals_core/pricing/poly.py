@@ -24,16 +24,16 @@ class Poly:
     c: int = 0
 
     @staticmethod
-    def of(x: Number) -> "Poly":
+    def of(x: Number) -> Poly:
         return x if isinstance(x, Poly) else Poly(0, 0, int(x))
 
-    def __add__(self, other: Number) -> "Poly":
+    def __add__(self, other: Number) -> Poly:
         o = Poly.of(other)
         return Poly(self.a + o.a, self.b + o.b, self.c + o.c)
 
     __radd__ = __add__
 
-    def __mul__(self, other: Number) -> "Poly":
+    def __mul__(self, other: Number) -> Poly:
         if type(other) is int:  # the common case (a count times a width), without building a Poly
             return Poly(self.a * other, self.b * other, self.c * other)
         o = Poly.of(other)
@@ -95,22 +95,22 @@ class FloatPoly:
     def __init__(self, a: float = 0.0, b: float = 0.0, c: float = 0.0) -> None:
         self.a, self.b, self.c = a, b, c
 
-    def __add__(self, other: "float | FloatPoly") -> "FloatPoly":
+    def __add__(self, other: float | FloatPoly) -> FloatPoly:
         if type(other) is FloatPoly:
             return FloatPoly(self.a + other.a, self.b + other.b, self.c + other.c)
         return FloatPoly(self.a, self.b, self.c + other)
 
     __radd__ = __add__
 
-    def __sub__(self, other: "float | FloatPoly") -> "FloatPoly":
+    def __sub__(self, other: float | FloatPoly) -> FloatPoly:
         if type(other) is FloatPoly:
             return FloatPoly(self.a - other.a, self.b - other.b, self.c - other.c)
         return FloatPoly(self.a, self.b, self.c - other)
 
-    def __rsub__(self, other: float) -> "FloatPoly":
+    def __rsub__(self, other: float) -> FloatPoly:
         return FloatPoly(-self.a, -self.b, other - self.c)
 
-    def __mul__(self, other: "float | FloatPoly") -> "FloatPoly":
+    def __mul__(self, other: float | FloatPoly) -> FloatPoly:
         if type(other) is not FloatPoly:
             return FloatPoly(self.a * other, self.b * other, self.c * other)
         if (self.a and (other.a or other.b)) or (other.a and self.b):
@@ -123,7 +123,7 @@ class FloatPoly:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: float) -> "FloatPoly":
+    def __truediv__(self, other: float) -> FloatPoly:
         return FloatPoly(self.a / other, self.b / other, self.c / other)
 
     def __call__(self, s: float) -> float:

@@ -5,7 +5,7 @@ this module, which reads neither)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any
 
 from .limits import MAX_LAYERS, MAX_WIDTH, check_at_most
 
@@ -24,7 +24,7 @@ class BaseModel:
     positions: int = 512  # P
     token_types: int = 2  # Y
     family: str = "bert"  # a key of pals_core.families.registry.FAMILIES
-    embedding: Optional[int] = None  # E, the width of the embedding tables when it differs from d (ELECTRA, DeBERTa)
+    embedding: int | None = None  # E, the width of the embedding tables when it differs from d (ELECTRA, DeBERTa)
     options: tuple = ()  # the family's own config flags, sorted (name, value) pairs (see its module)
 
     def __post_init__(self) -> None:

@@ -13,7 +13,7 @@ GIGA = 1e9  # FLOPs are written in GFLOPs (the explorer's figures and tables)
 _PATTERN = r"^\s*([+-]?[0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?|\.[0-9]+)\s*([kmbg]?)\s*$"
 
 
-def parse_count(text: "str | int | float", what: str = "count") -> float:
+def parse_count(text: str | int | float, what: str = "count") -> float:
     """A non-negative finite number, with an optional k / M / B suffix. Raises ValueError naming ``what``."""
     if isinstance(text, bool):
         raise ValueError(f"{what} must be a number, got {text!r}")

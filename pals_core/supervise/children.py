@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pals_core.atomic import atomic_write_json, read_json
 from pals_core.train import lock as run_lock
@@ -26,10 +26,10 @@ EXIT_FILE = "exit.json"
 _CHILDREN: dict[int, tuple[subprocess.Popen, Path]] = {}  # pid → (our child, its folder); kept until reaped
 REAP_EVERY_S = 0.2  # how often the reaper looks while a child is running: a zombie lives at most this long
 _REAPER_LOCK = threading.Lock()  # guards _CHILDREN's insertions and the reaper's start and end
-_reaper: Optional[threading.Thread] = None
+_reaper: threading.Thread | None = None
 
 
-def child(pid: Any, folder: Path) -> Optional[subprocess.Popen]:
+def child(pid: Any, folder: Path) -> subprocess.Popen | None:
     """This process's child ``pid`` launched for ``folder``, if it is one."""
     entry = _CHILDREN.get(pid) if isinstance(pid, int) else None
     if entry is None or entry[1] != Path(folder).resolve():
@@ -44,7 +44,7 @@ def _child_env() -> dict:
     return env
 
 
-def spawn(folder: Path, argv: list[str]) -> tuple[int, Optional[int], float]:
+def spawn(folder: Path, argv: list[str]) -> tuple[int, int | None, float]:
     """Start ``argv`` (a list, no shell) detached in its own session, output appended to ``folder/log.txt``; keep
     its ``Popen`` so that its exit status is ours to collect. Returns (pid, its start time in clock ticks, the
     wall-clock time it was started)."""
@@ -72,7 +72,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def record_exit(folder: Path, pid: Any) -> Optional[int]:
+def record_exit(folder: Path, pid: Any) -> int | None:
     """The exit status of the process launched as ``pid`` for ``folder``: collected now by our own ``Popen`` (and
     then kept in ``exit.json``), else the one ``exit.json`` kept for this same pid (a restart)."""
     if not _is_int(pid):

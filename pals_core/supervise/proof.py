@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 from pals_core.train import lock as run_lock
 
@@ -38,7 +37,7 @@ def zombie(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
 
 
-def out_of(argv: list[str], cwd: Optional[str]) -> Optional[Path]:
+def out_of(argv: list[str], cwd: str | None) -> Path | None:
     """The resolved ``--out`` folder of an argument list (the last one given), or None."""
     out = None
     for i, a in enumerate(argv):
@@ -73,7 +72,7 @@ def runs_entry(pid: int, folder: Path, entry_point: EntryPoint = TRAINER) -> boo
     return entry and out_of(argv, cwd) == Path(folder).resolve()
 
 
-def launched_pid(record: Optional[dict], folder: Path, entry_point: EntryPoint = TRAINER) -> Optional[int]:
+def launched_pid(record: dict | None, folder: Path, entry_point: EntryPoint = TRAINER) -> int | None:
     """The record's pid, if that process still is the one launched: same start time, same command line, and that
     command line is ``entry_point``'s on ``folder``."""
     if not record:
@@ -88,7 +87,7 @@ def launched_pid(record: Optional[dict], folder: Path, entry_point: EntryPoint =
     return pid
 
 
-def owned_pid(folder: Path, record: Optional[dict], entry_point: EntryPoint) -> Optional[int]:
+def owned_pid(folder: Path, record: dict | None, entry_point: EntryPoint) -> int | None:
     """The pid provably running ``entry_point`` on ``folder`` now: our live child for it, or the pid ``record``
     names with the recorded start time and command line (no run lock: for processes that take none, e.g. study
     workers). None otherwise, whatever a file says."""
@@ -99,7 +98,7 @@ def owned_pid(folder: Path, record: Optional[dict], entry_point: EntryPoint) -> 
     return launched_pid(record, Path(folder), entry_point)
 
 
-def training_pid(run_dir: Path, launch: Optional[dict] = None) -> Optional[int]:
+def training_pid(run_dir: Path, launch: dict | None = None) -> int | None:
     """The pid provably training ``run_dir`` now (our child, the run lock's holder running the trainer there, or
     launch.json's proven pid), or None."""
     run_dir = Path(run_dir)
@@ -118,6 +117,6 @@ def busy(run_dir: Path) -> bool:
     return run_lock.holder(run_dir) is not None
 
 
-def same_process(pid: int, start: Optional[int]) -> bool:
+def same_process(pid: int, start: int | None) -> bool:
     """``pid`` still is the process that started at ``start`` (clock ticks) and has not ended."""
     return start is not None and run_lock.start_time(pid) == start and not zombie(pid)

@@ -15,6 +15,6 @@ def runs_root() -> Path:
     return Path(os.environ.get(RUNS_ENV) or "runs")
 
 
-def workers_root(root: "Path | None" = None) -> Path:
+def workers_root(root: Path | None = None) -> Path:
     """The study workers' folder under ``root`` (default ``runs_root()``)."""
     return (Path(root) if root is not None else runs_root()) / WORKERS_DIR

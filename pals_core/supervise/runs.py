@@ -35,7 +35,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pals_core.atomic import atomic_write_json, not_regular, open_regular, read_json
 from pals_core.train.config import TrainConfig
@@ -147,7 +147,7 @@ _LAUNCH = {
 }
 
 
-def _typed(d: Optional[dict], schema: dict) -> Optional[dict]:
+def _typed(d: dict | None, schema: dict) -> dict | None:
     """``d`` keeping only the fields of ``schema`` whose values have the expected type (a hand-edited or foreign
     file shows what it can, never breaks the page)."""
     if d is None:
@@ -159,29 +159,29 @@ def _typed(d: Optional[dict], schema: dict) -> Optional[dict]:
 class Run:
     id: str
     path: Path
-    launch: Optional[dict]
-    progress: Optional[dict]  # None when absent or left from an earlier launch of this folder
-    summary: Optional[dict]
-    config: Optional[dict]
+    launch: dict | None
+    progress: dict | None  # None when absent or left from an earlier launch of this folder
+    summary: dict | None
+    config: dict | None
     status: str
     alive: bool
     cancelled: bool
-    exit_code: Optional[int]
-    owner: Optional[int] = None  # the pid provably training this folder now (the one cancel signals)
+    exit_code: int | None
+    owner: int | None = None  # the pid provably training this folder now (the one cancel signals)
     stale: bool = False  # progress.json says "running", but no process trains here
     passed_over: tuple[str, ...] = ()  # "progress.json is a FIFO (named pipe)": run files that are not regular files
 
     @property
-    def note(self) -> Optional[str]:
+    def note(self) -> str | None:
         """The run files passed over (never opened: a FIFO there would hang its reader), in one line; None if none."""
         if not self.passed_over:
             return None
         return f"passed over (not regular files, never opened): {'; '.join(self.passed_over)}"
 
-    checkpoint_step: Optional[int] = None  # the step of checkpoints/latest.json: where a resumed run continues
+    checkpoint_step: int | None = None  # the step of checkpoints/latest.json: where a resumed run continues
 
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         """The pid on record (launch.json, else progress.json): shown, never signalled."""
         if self.owner is not None:
             return self.owner
@@ -192,7 +192,7 @@ class Run:
         return None
 
     @property
-    def launch_config(self) -> Optional[TrainConfig]:
+    def launch_config(self) -> TrainConfig | None:
         """The run's settings as launched (``launch.json`` "config"), validated; None if absent or unreadable."""
         try:
             raw = self.launch.get("config") if self.launch else None
@@ -205,7 +205,7 @@ class Run:
             return None
 
     @property
-    def started(self) -> Optional[float]:
+    def started(self) -> float | None:
         if self.launch and isinstance(self.launch.get("started"), (int, float)):
             return float(self.launch["started"])
         try:
@@ -224,7 +224,7 @@ class Run:
             return None
         return _find(launched.as_dict(), key)
 
-    def steps(self) -> tuple[Optional[int], Optional[int]]:
+    def steps(self) -> tuple[int | None, int | None]:
         """(the step the run is at, its total steps): progress.json's for this launch; before the trainer writes
         one (right after a resume) the checkpoint it continues from and the steps of its settings. None: unknown."""
         p = self.progress or {}
@@ -233,12 +233,12 @@ class Run:
         return step, (total if _count(total) else None)
 
     @property
-    def error(self) -> Optional[str]:
+    def error(self) -> str | None:
         """What went wrong, in one line, with the run files passed over (``note``); None when nothing did."""
         problem = self._problem()
         return "; ".join(p for p in (problem, self.note) if p) or None
 
-    def _problem(self) -> Optional[str]:
+    def _problem(self) -> str | None:
         if self.progress and self.progress.get("error") and self.status != "running":
             return str(self.progress["error"])
         if self.status == "died":
@@ -357,13 +357,13 @@ def load_run(path: Path) -> Run:
     )
 
 
-def _checkpoint_step(path: Path) -> Optional[int]:
+def _checkpoint_step(path: Path) -> int | None:
     """The step ``checkpoints/latest.json`` names (the trainer's own file), None if it names none."""
     step = (read_json(path / "checkpoints" / "latest.json", or_none=True) or {}).get("step")
     return step if _count(step) else None
 
 
-def list_runs(root: Optional[Path] = None) -> list[Run]:
+def list_runs(root: Path | None = None) -> list[Run]:
     """Every run folder under ``root`` (one holding launch.json, progress.json or summary.json), newest first."""
     root = Path(root) if root is not None else runs_root()
     if not root.is_dir():
@@ -386,7 +386,7 @@ def new_run_id(cfg: TrainConfig, name: str = "") -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.adapter.method}-{secrets.token_hex(2)}"
 
 
-def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run:
+def launch(cfg: TrainConfig, root: Path | None = None, name: str = "") -> Run:
     """Start run ``cfg`` (its ``out`` replaced by the run's folder) as a background process in its own session;
     record it in ``<root>/<id>/launch.json``."""
     root = (Path(root) if root is not None else runs_root()).resolve()
@@ -422,7 +422,7 @@ def launch(cfg: TrainConfig, root: Optional[Path] = None, name: str = "") -> Run
     return load_run(run_dir)
 
 
-def cancel(run: Run, grace_s: Optional[float] = None) -> Optional[str]:
+def cancel(run: Run, grace_s: float | None = None) -> str | None:
     """SIGTERM to the process provably training the run (the trainer then checkpoints and writes "stopped"), its
     whole process group when it leads one; with ``grace_s``, SIGKILL if it has not ended by then
     (``signals.cancel_process``). None if no such process runs — whatever pid a file names; else "signalled",
@@ -434,7 +434,7 @@ def cancel(run: Run, grace_s: Optional[float] = None) -> Optional[str]:
     return None if outcome == "gone" else outcome
 
 
-def resume_argv(run_dir: Path, launched: Optional[TrainConfig] = None) -> list[str]:
+def resume_argv(run_dir: Path, launched: TrainConfig | None = None) -> list[str]:
     """The argument list that continues the run in ``run_dir``: the trainer's own entry point with flags rebuilt
     (``TrainConfig.to_argv``) from the folder's config.json, validated as a ``TrainConfig``; a run stopped before
     the trainer wrote one is started again from its validated launch settings (``launched``). ``out`` is always

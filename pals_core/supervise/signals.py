@@ -12,7 +12,6 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Optional
 
 from pals_core.atomic import atomic_write_json
 from pals_core.train import lock as run_lock
@@ -42,7 +41,7 @@ def terminate(folder: Path, pid: int) -> bool:
     return _signal(pid, signal.SIGTERM)
 
 
-def ended(folder: Path, pid: int, start: Optional[int]) -> bool:
+def ended(folder: Path, pid: int, start: int | None) -> bool:
     """The process ``pid`` (started at ``start``) has ended: reaped here if it is our child, else gone or a zombie."""
     proc = child(pid, folder)
     if proc is not None:
@@ -50,7 +49,7 @@ def ended(folder: Path, pid: int, start: Optional[int]) -> bool:
     return not same_process(pid, start)
 
 
-def wait_ended(folder: Path, pid: int, start: Optional[int], seconds: float) -> bool:
+def wait_ended(folder: Path, pid: int, start: int | None, seconds: float) -> bool:
     """Wait up to ``seconds`` for ``pid`` to end; True if it did."""
     deadline = time.monotonic() + seconds
     while not ended(folder, pid, start):
@@ -60,7 +59,7 @@ def wait_ended(folder: Path, pid: int, start: Optional[int], seconds: float) -> 
     return True
 
 
-def cancel_process(folder: Path, pid: int, grace_s: Optional[float] = None) -> str:
+def cancel_process(folder: Path, pid: int, grace_s: float | None = None) -> str:
     """SIGTERM the proven ``pid``; with ``grace_s``, wait that long for it to end and SIGKILL it (and its group)
     if it has not. Returns "gone" (it had already ended), "signalled" (no wait asked), "ended" (it ended after
     SIGTERM) or "killed"."""

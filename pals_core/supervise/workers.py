@@ -29,7 +29,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from pals_core.atomic import atomic_write_json, open_regular, read_json
 
@@ -48,10 +48,10 @@ STOPPED_EXIT = 130  # ``pals-study run`` after SIGTERM: the trial re-queued
 class Worker:
     id: str
     path: Path
-    record: Optional[dict]
+    record: dict | None
     status: str  # running · finished · stopped · failed · ended (status unknown)
-    owner: Optional[int]  # the pid provably running this worker now (the one stop signals)
-    exit_code: Optional[int]
+    owner: int | None  # the pid provably running this worker now (the one stop signals)
+    exit_code: int | None
     cancelled: bool
 
     @property
@@ -78,7 +78,7 @@ class Worker:
         return sum(1 for _ in self.path.rglob("summary.json"))
 
 
-def _status(owner: Optional[int], exit_code: Optional[int], cancelled: bool) -> str:
+def _status(owner: int | None, exit_code: int | None, cancelled: bool) -> str:
     if owner is not None:
         return "running"
     if exit_code == 0:
@@ -100,7 +100,7 @@ def load_worker(path: Path) -> Worker:
     return Worker(path.name, path, record, _status(owner, exit_code, cancelled), owner, exit_code, cancelled)
 
 
-def list_workers(root: Optional[Path] = None) -> list[Worker]:
+def list_workers(root: Path | None = None) -> list[Worker]:
     """Every worker folder under ``root`` (default ``roots.workers_root()``), newest first."""
     root = Path(root) if root is not None else workers_root()
     if not root.is_dir():
@@ -136,7 +136,7 @@ def start(path: Path, record: dict, argv: list[str]) -> Worker:
     return _launch(Path(path), {**record, "id": Path(path).name}, argv, [])
 
 
-def stop(worker: Worker, grace_s: Optional[float] = None) -> Optional[str]:
+def stop(worker: Worker, grace_s: float | None = None) -> str | None:
     """SIGTERM to the process provably running this worker (SIGKILL after ``grace_s`` if given); None if none
     does, whatever pid a file names; else "signalled", "ended" or "killed"."""
     fresh = load_worker(worker.path)

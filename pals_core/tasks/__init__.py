@@ -9,14 +9,14 @@ project. This module holds the records of a run (``resolve_records``, ``records_
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from .glue_tasks import glue_record, parse_task_list
 from .record import TaskRecord
 from .taskfile import read_tasks_file, select
 
 
-def resolve_records(names: "Sequence[str] | str | None", tasks_file: Optional[str] = None) -> list[TaskRecord]:
+def resolve_records(names: Sequence[str] | str | None, tasks_file: str | None = None) -> list[TaskRecord]:
     """The records of a run: ``names`` out of ``tasks_file`` (all of its tasks when no names are given), or
     the built-in GLUE tasks of those names when there is no tasks file."""
     if isinstance(names, str):

@@ -11,12 +11,11 @@ of one's own; everything past this module reads records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
 
 from ..kinds import DEFAULT_KIND
 from .record import TaskRecord
 
-Column = Union[str, int]  # a header name, or a 0-based index for files without a header
+Column = str | int  # a header name, or a 0-based index for files without a header
 
 
 @dataclass(frozen=True)
@@ -24,20 +23,20 @@ class GlueTask:
     name: str  # "cola", "sst2", ...
     folder: str  # "CoLA", "SST-2", ... (official folder name)
     text_a: Column
-    text_b: Optional[Column]
+    text_b: Column | None
     label: Column
-    classes: Optional[tuple[str, ...]]  # label strings in class-index order; None = a number per row (STS-B)
+    classes: tuple[str, ...] | None  # label strings in class-index order; None = a number per row (STS-B)
     metrics: tuple[str, ...]  # reported on dev
     main: str  # the metric of the paper's dev average (Table 3)
     dev_files: tuple[tuple[str, str], ...] = (("", "dev.tsv"),)  # (split suffix, file name)
     header: bool = True
-    columns: Optional[int] = None  # field count of a headerless file
+    columns: int | None = None  # field count of a headerless file
     drop_short_rows: bool = False  # QQP: truncated rows are dropped and counted
     hub_config: str = ""
-    hub_columns: tuple[str, Optional[str]] = ("sentence", None)
+    hub_columns: tuple[str, str | None] = ("sentence", None)
     hub_dev_splits: tuple[tuple[str, str], ...] = (("", "validation"),)
     train_file: str = "train.tsv"
-    range: Optional[tuple[float, float]] = None  # a number per row: the targets' declared range
+    range: tuple[float, float] | None = None  # a number per row: the targets' declared range
     kind: str = DEFAULT_KIND  # the task's kind (``pals_core.kinds``)
 
     @property
@@ -191,7 +190,7 @@ GLUE_LABELS: dict[str, int] = {**{n: t.num_labels for n, t in GLUE_TASKS.items()
 _ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "mnli-m": "mnli", "mnli-mm": "mnli"}
 
 
-def glue_name(name: str) -> Optional[str]:
+def glue_name(name: str) -> str | None:
     """The canonical GLUE name of ``name`` ("SST-2" → "sst2"), or None for a name GLUE does not have."""
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
@@ -213,7 +212,7 @@ def glue_record(name: str) -> TaskRecord:
     return get_task(name).record()
 
 
-def parse_task_list(spec: "str | list[str]") -> list[str]:
+def parse_task_list(spec: str | list[str]) -> list[str]:
     """``"rte,mrpc"`` or a list → canonical GLUE names, in the given order, each once."""
     names = [p.strip() for p in spec.split(",")] if isinstance(spec, str) else [str(p).strip() for p in spec]
     names = [n for n in names if n]

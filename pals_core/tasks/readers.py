@@ -23,9 +23,10 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from ..atomic import MAX_JSON_BYTES, open_regular, read_regular
 from ..kinds.errors import TaskDataError
@@ -49,14 +50,14 @@ class Columns:
     path: str
     values: dict[str, list[Any]]
     label_names: dict[str, tuple[str, ...]]  # save_to_disk ClassLabel columns: index → name
-    line_of: Optional[list[int]] = None  # JSON Lines: the file line of each row
-    word_lines: Optional[list[list[int]]] = None  # CoNLL: the file line of each word of each row
-    numbers: Optional[dict[str, int]] = None  # CoNLL: each column's number (from 0)
+    line_of: list[int] | None = None  # JSON Lines: the file line of each row
+    word_lines: list[list[int]] | None = None  # CoNLL: the file line of each word of each row
+    numbers: dict[str, int] | None = None  # CoNLL: each column's number (from 0)
 
     def __len__(self) -> int:
         return len(next(iter(self.values.values()))) if self.values else 0
 
-    def where(self, i: int, column: Optional[str] = None) -> str:
+    def where(self, i: int, column: str | None = None) -> str:
         """``file, row N, column 'c'`` for data row i (JSON Lines: ``file, line N``)."""
         at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {i + 1}"
         return f"{self.path}, {at}" + (f", {self.column(column)}" if column else "")
@@ -73,7 +74,7 @@ class Columns:
         return f"{self.where(i, column)}, word {j + 1}"
 
 
-def file_format(path: "str | Path", fmt: Optional[str] = None) -> str:
+def file_format(path: str | Path, fmt: str | None = None) -> str:
     """csv | tsv | jsonl | parquet | conll | arrow (a save_to_disk folder); ``TaskDataError`` for anything else.
     ``fmt`` ("conll"): the format of a file whatever its extension (a task record's ``format``)."""
     p = Path(path)
@@ -126,7 +127,7 @@ def _bytes(path: Path) -> bytes:
     return read_regular(path, "data file", MAX_FILE_BYTES, TaskDataError)
 
 
-def check_file(path: "str | Path") -> None:
+def check_file(path: str | Path) -> None:
     """``TaskDataError`` for a path that is not a readable data file or folder."""
     p = Path(path)
     if not p.exists():
@@ -139,12 +140,12 @@ def check_file(path: "str | Path") -> None:
         raise TaskDataError(f"{p}: {p.stat().st_size / 2**30:.1f} GiB, over the {MAX_FILE_BYTES >> 30} GiB limit")
 
 
-def read_columns(path: "str | Path", columns: Optional[Sequence[str]], fmt: Optional[str] = None) -> Columns:
+def read_columns(path: str | Path, columns: Sequence[str] | None, fmt: str | None = None) -> Columns:
     """The named ``columns`` (None: every column, in the file's order) of the file at ``path`` (every row);
     ``TaskDataError`` names a missing file or column (with the columns the file has), text that is not UTF-8
     (with its row), or a malformed row. ``fmt``: the file's format whatever its extension ("conll")."""
     check_file(path)
-    reader: Callable[[Path, Optional[Sequence[str]]], Columns] = _READERS[file_format(path, fmt)]
+    reader: Callable[[Path, Sequence[str] | None], Columns] = _READERS[file_format(path, fmt)]
     try:
         return reader(Path(path), None if columns is None else list(dict.fromkeys(columns)))
     except TaskDataError:
@@ -342,14 +343,14 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
     return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, names)
 
 
-def _read_conll(path: Path, columns: Optional[Sequence[str]]) -> Columns:
+def _read_conll(path: Path, columns: Sequence[str] | None) -> Columns:
     """A CoNLL column file (the module's docstring): each requested column as one list a sentence. Every word line
     has as many columns as the first (``TaskDataError`` naming the line otherwise)."""
     data = _bytes(path)
     _utf8(path, data)
     sentences: list[list[list[str]]] = []
     lines: list[list[int]] = []
-    width: Optional[tuple[int, int]] = None  # (columns of the first word line, its line number)
+    width: tuple[int, int] | None = None  # (columns of the first word line, its line number)
     words: list[list[str]] = []
     at: list[int] = []
     for n, line in enumerate(data.decode("utf-8-sig").split("\n"), start=1):
@@ -407,7 +408,7 @@ _READERS = {
 _DIGESTS: dict[tuple, str] = {}  # (path, each file's name, size and mtime) → sha256: a file is read once per change
 
 
-def sha256_of(path: "str | Path") -> str:
+def sha256_of(path: str | Path) -> str:
     """sha256 of a file, or of a save_to_disk folder's files (names and contents, in name order).
 
     Remembered per process by each file's size and modification time (nanoseconds), so the explorer's redraws and a

@@ -17,9 +17,9 @@ folder (``--glue-dir``) instead of a file of their own.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields, replace
 from collections.abc import Mapping
-from typing import Any, Optional
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
 from ..kinds.base import is_number
@@ -61,19 +61,19 @@ class TaskRecord:
 
     name: str
     kind: str = DEFAULT_KIND
-    train: Optional[str] = None  # a file or a save_to_disk folder; None for a built-in GLUE task
-    dev: Optional[str] = None  # None: dev_fraction of train, split by the run's seed
+    train: str | None = None  # a file or a save_to_disk folder; None for a built-in GLUE task
+    dev: str | None = None  # None: dev_fraction of train, split by the run's seed
     text: tuple[str, ...] = ("text",)  # one column, or two for a pair
     label: str = "label"
-    labels: Optional[tuple[str, ...]] = None  # label order (a kind with named labels); None = read from train
-    metric: Optional[str] = None  # the main metric (the task's entry in the dev average); None = the kind's default
+    labels: tuple[str, ...] | None = None  # label order (a kind with named labels); None = read from train
+    metric: str | None = None  # the main metric (the task's entry in the dev average); None = the kind's default
     metrics: tuple[str, ...] = ()  # metrics reported; () = every metric of the kind that applies
-    positive: Optional[str] = None  # binary f1: the positive label (default: the second label)
-    range: Optional[tuple[float, float]] = None  # a numeric target must lie in [low, high] (the kind's field)
-    label_sep: Optional[str] = None  # a label set written as one string: the separator (default ",")
-    format: Optional[str] = None  # the files' format whatever their extension ("conll"; the kind's field)
+    positive: str | None = None  # binary f1: the positive label (default: the second label)
+    range: tuple[float, float] | None = None  # a numeric target must lie in [low, high] (the kind's field)
+    label_sep: str | None = None  # a label set written as one string: the separator (default ",")
+    format: str | None = None  # the files' format whatever their extension ("conll"; the kind's field)
     dev_fraction: float = DEFAULT_DEV_FRACTION
-    glue: Optional[str] = None  # a built-in GLUE task: its rows come from the GLUE folder
+    glue: str | None = None  # a built-in GLUE task: its rows come from the GLUE folder
 
     def __post_init__(self) -> None:
         for name in ("text", "labels", "metrics", "range"):
@@ -98,7 +98,7 @@ class TaskRecord:
     def main_metric(self) -> str:
         return self.metric or get_kind(self.kind).default_metric
 
-    def reported_metrics(self, num_labels: Optional[int] = None) -> tuple[str, ...]:
+    def reported_metrics(self, num_labels: int | None = None) -> tuple[str, ...]:
         """The metrics scored on dev: the declared ones, else every metric of the kind that applies (``f1``
         only for two classes); the main metric always among them, first when not declared."""
         if self.metrics:
@@ -127,7 +127,7 @@ class TaskRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TaskRecord":
+    def from_dict(cls, d: dict) -> TaskRecord:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -140,12 +140,12 @@ class TaskRecord:
         d.pop("train"), d.pop("dev")
         return d
 
-    def with_(self, **changes: Any) -> "TaskRecord":
+    def with_(self, **changes: Any) -> TaskRecord:
         return replace(self, **changes)
 
     # --- checks ---------------------------------------------------------------------------------------
 
-    def check(self) -> "TaskRecord":
+    def check(self) -> TaskRecord:
         """Raise ``TaskRecordError`` naming the task and the field for a record that cannot be used."""
         where = f"task {self.name!r}"
         if not isinstance(self.name, str) or not re.match(NAME_RE, self.name):
@@ -181,7 +181,7 @@ class TaskRecord:
         return self
 
 
-def fingerprint(record: TaskRecord, file_hashes: dict[str, Optional[str]]) -> str:
+def fingerprint(record: TaskRecord, file_hashes: dict[str, str | None]) -> str:
     """What a task *is*: a built-in GLUE task is ``glue:<name>``; a task of one's own is the sha256 of its
     definition and its files' sha256 (its name and where the files lie do not count)."""
     if record.glue is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ..kinds import get_kind
 from ..kinds.errors import TaskDataError
@@ -29,7 +29,7 @@ class Rows:
     and labels (index, float or index list), with where each row came from."""
 
     text_a: list[Any]
-    text_b: Optional[list[str]]
+    text_b: list[str] | None
     labels: list[Any]
     source: str  # the file path, with "(dev split of …)" for a held-out part of train
 
@@ -37,7 +37,7 @@ class Rows:
         return len(self.labels)
 
 
-def read_label_names(record: TaskRecord, cols: Optional[Columns] = None) -> tuple[str, ...]:
+def read_label_names(record: TaskRecord, cols: Columns | None = None) -> tuple[str, ...]:
     """The label order of the task's kind (() for a kind without named labels): declared, else a ClassLabel
     column's names, else the sorted distinct training labels. Reads only the label column of the training file
     (when not declared and ``cols`` is not given)."""
@@ -53,7 +53,7 @@ def num_labels(record: TaskRecord) -> int:
     return kind.num_outputs(read_label_names(record) if kind.has_labels else ())
 
 
-def _texts(record: TaskRecord, cols: Columns) -> tuple[list[Any], Optional[list[Any]]]:
+def _texts(record: TaskRecord, cols: Columns) -> tuple[list[Any], list[Any] | None]:
     if get_kind(record.kind).per_word:  # a row's text is its list of words
         return [_words(cols, column) for column in record.text][0], None
     out = []

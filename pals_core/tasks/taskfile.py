@@ -23,11 +23,12 @@ no]``), and aliases, the merge key ``<<`` and complex keys are refused by name.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from ..kinds.errors import TaskRecordError
-from .glue_tasks import glue_name, glue_record, get_task
+from .glue_tasks import get_task, glue_name, glue_record
 from .record import TaskRecord
 
 MAX_TASKS_FILE_BYTES = 1 << 20
@@ -208,7 +209,7 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
         raise TaskRecordError(f"{path}: {e}") from None
 
 
-def read_tasks_file(path: "str | Path") -> dict[str, TaskRecord]:
+def read_tasks_file(path: str | Path) -> dict[str, TaskRecord]:
     """The records of a tasks file, in file order (see the module's docstring)."""
     from ..atomic import read_regular  # late: atomic loads tempfile, kept off pals-budget's start-up without a file
 
@@ -232,7 +233,7 @@ def read_tasks_file(path: "str | Path") -> dict[str, TaskRecord]:
     return {str(name): _record(str(name), entry, folder, p) for name, entry in doc["tasks"].items()}
 
 
-def select(records: dict[str, TaskRecord], names: Optional[Sequence[str]]) -> list[TaskRecord]:
+def select(records: dict[str, TaskRecord], names: Sequence[str] | None) -> list[TaskRecord]:
     """The records named (in that order; None or empty = all of them); ``ValueError`` for a name not in the file."""
     if not names:
         return list(records.values())

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 CONFIDENCE = 0.95
 
@@ -45,7 +45,7 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     return float(t.ppf(0.5 + confidence / 2.0, df))
 
 
-def seed_stats(values: Sequence[float]) -> dict[str, Optional[float]]:
+def seed_stats(values: Sequence[float]) -> dict[str, float | None]:
     """{"mean", "std", "ci95"} of ``values`` (one per seed); std and ci95 are None for one value.
     ``ValueError`` for no values or a missing / non-finite one."""
     xs = [float(v) if v is not None else math.nan for v in values]

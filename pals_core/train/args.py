@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..methods.registry import get_method
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..flags import OneLineParser, UsageError, add_flags, given_values
+from ..methods.registry import get_method
 from ..pricing.config import AdapterConfig
 from .config import TrainConfig
 from .extend import DESIGN_FROM_BASE, extension_config

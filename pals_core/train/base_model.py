@@ -9,12 +9,11 @@ vocabulary and tokenizer — for tests and smoke runs, where it learns little bu
 from __future__ import annotations
 
 import os
-from typing import Optional
 
-from ..pricing.shape import BaseModel
-from ..families.shapes import from_hf_config, load_model, conditions_for_model, conditions_from_config, read_config
 from ..data.load import TINY, minilm_path
 from ..families.bert.presets import EMBEDDED_MODEL
+from ..families.shapes import conditions_for_model, conditions_from_config, from_hf_config, load_model, read_config
+from ..pricing.shape import BaseModel
 
 
 def tiny_config_dict() -> dict:
@@ -37,7 +36,7 @@ def tiny_config_dict() -> dict:
     }
 
 
-def model_shape(model: Optional[str]) -> BaseModel:
+def model_shape(model: str | None) -> BaseModel:
     """The calculator's view of the base model (read from ``config.json``; no weights loaded)."""
     if model == TINY:
         return from_hf_config(tiny_config_dict(), name=TINY)
@@ -46,7 +45,7 @@ def model_shape(model: Optional[str]) -> BaseModel:
     return load_model(os.path.join(model, "config.json"))
 
 
-def model_conditions(model: Optional[str]):
+def model_conditions(model: str | None):
     """The dropout and attention implementation the trained model's config gives it (``pricing.activations.Conditions``:
     what the calculator's memory and step time replay)."""
     if model == TINY:

@@ -22,7 +22,6 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import torch
 from safetensors import safe_open
@@ -132,7 +131,7 @@ class Checkpoints:
         self.latest_file = self.root / "latest.json"
         self.best_file = self.root / "best.json"
 
-    def latest(self) -> Optional[Path]:
+    def latest(self) -> Path | None:
         """The checkpoint to resume from; None before the first one. ``CheckpointDamaged`` if latest.json cannot be
         read or names no checkpoint here (a resume must never start over silently, nor prune what it lost track of)."""
         try:
@@ -149,13 +148,13 @@ class Checkpoints:
             raise CheckpointDamaged(f"{self.latest_file} names no checkpoint in {self.root} ({name!r})")
         return self.root / name
 
-    def best(self) -> Optional[dict]:
+    def best(self) -> dict | None:
         try:
             return read_json(self.best_file)
         except (FileNotFoundError, json.JSONDecodeError):
             return None
 
-    def save(self, step: int, model, optimizer, scheduler, state: dict, best: Optional[dict]) -> Path:
+    def save(self, step: int, model, optimizer, scheduler, state: dict, best: dict | None) -> Path:
         """Write the checkpoint of ``step`` (model, optimizer, scheduler, RNGs, ``state``) and point
         ``latest.json`` at it; ``best`` = {"step", "average", "scores"} of the best evaluation."""
         self.root.mkdir(parents=True, exist_ok=True)

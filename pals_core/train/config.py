@@ -13,18 +13,18 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Optional
+from typing import Any
 
-from ..pricing.config import AdapterConfig
-from ..flags import to_argv
 from ..budget.methods import resolve_trunk
 from ..budget.solver import Budget
 from ..data.glue_rows import GLUE_DIR_ENV
-from ..data.samplers import ALPHA_SHAPES, SAMPLERS
-from ..tasks.record import TaskRecord
-from ..tasks import resolve_records
-from .extend import extended_records
 from ..data.load import TINY
+from ..data.samplers import ALPHA_SHAPES, SAMPLERS
+from ..flags import to_argv
+from ..pricing.config import AdapterConfig
+from ..tasks import resolve_records
+from ..tasks.record import TaskRecord
+from .extend import extended_records
 
 DEVICES = ("auto", "cpu", "cuda")
 MAX_SEED = 2**63 - 1  # a signed 64-bit integer: what torch.manual_seed, numpy and every JSON reader take
@@ -41,7 +41,7 @@ DESIGN_FIELDS = ("adapter", "budget", "seed")
 EXTENSION_FIELDS = ("from_run", "add_tasks")
 
 
-def _grad_clip(text: str) -> Optional[float]:
+def _grad_clip(text: str) -> float | None:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("is not a finite number")
@@ -62,7 +62,7 @@ class TrainConfig:
         }
     )
     adapter: AdapterConfig = field(metadata={"cli": False})  # its fields are flags of their own
-    model: Optional[str] = field(
+    model: str | None = field(
         default=None,
         metadata={
             "help": f"local Hugging Face checkpoint folder, or '{TINY}' (a random tiny BERT for smoke runs); "
@@ -70,15 +70,15 @@ class TrainConfig:
             "metavar": "PATH",
         },
     )
-    glue_dir: Optional[str] = field(  # None: found where the data is read (``resolve_glue_dir``), never frozen here
+    glue_dir: str | None = field(  # None: found where the data is read (``resolve_glue_dir``), never frozen here
         default=None,
         metadata={"help": f"official GLUE TSV folder; none = ${GLUE_DIR_ENV}", "always": True, "metavar": "DIR"},
     )
-    tasks_file: Optional[str] = field(
+    tasks_file: str | None = field(
         default=None,
         metadata={"help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"},
     )
-    from_run: Optional[str] = field(
+    from_run: str | None = field(
         default=None,
         metadata={
             "flag": "--from",
@@ -87,7 +87,7 @@ class TrainConfig:
             "tasks train, every task of the run keeps its weights and settings (max length, precision, model)",
         },
     )
-    add_tasks: Optional[str] = field(
+    add_tasks: str | None = field(
         default=None,
         metadata={"help": "with --from: a tasks file of the tasks to add (names new to the run)", "metavar": "FILE"},
     )
@@ -102,7 +102,7 @@ class TrainConfig:
     adam_betas: tuple[float, float] = field(default=(0.9, 0.999), metadata={"help": "AdamW β1,β2"})
     adam_eps: float = field(default=1e-6, metadata={"help": "AdamW ε (BERT's)"})
     warmup: float = field(default=0.1, metadata={"help": "linear warm-up, as a fraction of the steps"})
-    grad_clip: Optional[float] = field(
+    grad_clip: float | None = field(
         default=1.0, metadata={"help": "max global gradient norm; 0 or none = off", "parse": _grad_clip, "format": repr}
     )
     sampling: str = field(default="annealed", metadata={"help": "task sampling", "choices": lambda: list(SAMPLERS)})
@@ -114,14 +114,12 @@ class TrainConfig:
     )
     epoch_steps: int = field(default=2400, metadata={"help": "steps per sampling epoch (annealed, alpha_schedule)"})
     eval_every: int = field(default=1000, metadata={"help": "evaluate (and checkpoint) every N steps"})
-    save_every: Optional[int] = field(
-        default=None, metadata={"help": "checkpoint every N steps; none = at evaluations"}
-    )
+    save_every: int | None = field(default=None, metadata={"help": "checkpoint every N steps; none = at evaluations"})
     eval_batch_size: int = field(default=128, metadata={"help": "evaluation batch size"})
-    max_train_examples: Optional[int] = field(
+    max_train_examples: int | None = field(
         default=None, metadata={"help": "per-task cap on training rows (a fixed random subset)"}
     )
-    max_eval_examples: Optional[int] = field(
+    max_eval_examples: int | None = field(
         default=None, metadata={"help": "per-task cap on dev rows (a fixed random subset)"}
     )
     seed: int = field(default=0, metadata={"help": "random seed"})
@@ -139,21 +137,21 @@ class TrainConfig:
             "choices": lambda: list(MIXED_PRECISION),
         },
     )
-    budget: Optional[Budget] = field(
+    budget: Budget | None = field(
         default=None, metadata={"cli": False}
     )  # --budget/--extra/--per-task: d_s from the solver
     glue_source: str = field(
         default="auto",
         metadata={"help": "files (--glue-dir), hub (nyu-mll/glue) or auto", "choices": lambda: list(GLUE_SOURCES)},
     )
-    cache_dir: Optional[str] = field(
+    cache_dir: str | None = field(
         default=None,
         metadata={"help": "tokenisation cache; none = $PALS_CACHE_DIR or the datasets cache", "metavar": "DIR"},
     )
-    num_threads: Optional[int] = field(
+    num_threads: int | None = field(
         default=None, metadata={"help": "torch CPU threads; none = torch's default", "flag": "--threads"}
     )
-    data: Optional[dict] = field(default=None, metadata={"cli": False})  # per task: record, label names, files' sha256
+    data: dict | None = field(default=None, metadata={"cli": False})  # per task: record, label names, files' sha256
 
     def __post_init__(self) -> None:
         if isinstance(self.tasks, str):
@@ -182,7 +180,7 @@ class TrainConfig:
         return [*self.adapter.to_argv(), *budget, *to_argv(self)]
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -191,7 +189,7 @@ class TrainConfig:
 
     # --- checks -------------------------------------------------------------------------------------
 
-    def validate(self, records: Optional[list[TaskRecord]] = None) -> list[TaskRecord]:
+    def validate(self, records: list[TaskRecord] | None = None) -> list[TaskRecord]:
         """Raise ``ValueError`` naming the first bad field (before any file or weight is touched); returns the tasks'
         records for the caller to use: ``records`` when the caller holds them (a run's config.json: ``records()``),
         else as declared (``declared_records``: the tasks file parsed here, once)."""
@@ -269,11 +267,11 @@ class TrainConfig:
             d.pop(k, None)
         return d
 
-    def with_(self, **changes: Any) -> "TrainConfig":
+    def with_(self, **changes: Any) -> TrainConfig:
         return replace(self, **changes)
 
 
-def data_differences(saved: Optional[dict], new: Optional[dict]) -> list[str]:
+def data_differences(saved: dict | None, new: dict | None) -> list[str]:
     """What differs between two runs' ``data`` (records and files' sha256), naming the task and the file."""
     if not saved or not new:
         return []
@@ -326,7 +324,7 @@ def _positive_int(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _finite(name: str, value: Any, *, low: Optional[float] = None, strict: bool = False) -> None:
+def _finite(name: str, value: Any, *, low: float | None = None, strict: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if low is not None and (value < low or (strict and value == low)):

@@ -9,7 +9,7 @@ hold n × C floats, put back in file order, and the metrics computed once over t
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -32,8 +32,8 @@ def predict(
     autocast,
     rank: int = 0,
     world: int = 1,
-    gather: Optional[Callable] = None,
-    should_stop: Optional[Callable[[], bool]] = None,
+    gather: Callable | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> np.ndarray:
     """``task``'s predictions on every example of ``data``, in ``data``'s order, as its metrics read them
     (``forward.Reduced``: classes, values or label decisions), through the one forward path over rows
@@ -57,16 +57,16 @@ def predict(
 def evaluate(
     model,
     dev: dict[str, dict[str, Encoded]],
-    records: Optional[dict[str, TaskRecord]] = None,
+    records: dict[str, TaskRecord] | None = None,
     *,
-    scales: Optional[dict[str, dict]] = None,
+    scales: dict[str, dict] | None = None,
     batch_size: int,
     device: torch.device,
     autocast,
     rank: int = 0,
     world: int = 1,
-    gather: Optional[Callable] = None,
-    should_stop: Optional[Callable[[], bool]] = None,
+    gather: Callable | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, dict[str, float]]:
     """{task: {metric: value}} over ``dev`` = {task: {split suffix: data}}, each task scored by its record
     (``records``; None: the built-in GLUE task of each name), its predictions in the user's units (``scales``: the

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Optional
 
 from ..atomic import read_json_file
 from ..budget.costs import adding_tasks_refused
+from ..tasks import records_of_config
 from ..tasks.record import TaskRecord
 from ..tasks.taskfile import read_tasks_file
-from ..tasks import records_of_config
 
 DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
 # the settings that shape an old task's outputs: the new run takes the base run's; another value is refused
@@ -64,7 +63,7 @@ def base_summary(from_run: str) -> dict:
     return summary
 
 
-def added_records(add_tasks: Optional[str], base: dict) -> list[TaskRecord]:
+def added_records(add_tasks: str | None, base: dict) -> list[TaskRecord]:
     """The records of ``--add-tasks`` (every task of the file), refusing an empty file or a name the base run has."""
     if not add_tasks:
         raise ValueError("--from needs --add-tasks FILE: the tasks file of the tasks to add")
@@ -80,7 +79,7 @@ def added_records(add_tasks: Optional[str], base: dict) -> list[TaskRecord]:
     return new
 
 
-def extended_records(from_run: str, add_tasks: Optional[str]) -> list[TaskRecord]:
+def extended_records(from_run: str, add_tasks: str | None) -> list[TaskRecord]:
     """The base run's records (its order) followed by the added tasks' records."""
     base = base_config(from_run)
     return [*records_of_config(base).values(), *added_records(add_tasks, base)]

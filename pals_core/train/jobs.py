@@ -20,8 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING
 
 from ..atomic import read_json
 from .config import TrainConfig
@@ -68,7 +69,7 @@ def launch(cfg: TrainConfig) -> subprocess.Popen:
         log.close()
 
 
-def _finished(cfg: TrainConfig) -> Optional[dict]:
+def _finished(cfg: TrainConfig) -> dict | None:
     """The summary of a run that already finished with this very configuration, else None."""
     run = RunDir(cfg.out)
     if not run.summary.is_file() or (run.read_progress() or {}).get("status") != "finished":
@@ -84,9 +85,9 @@ def run_all(
     configs: Sequence[TrainConfig],
     jobs: int = 1,
     progress: bool = True,
-    on_change: Optional[Callable[[], None]] = None,
-    on_eval: Optional[OnEval] = None,
-    on_done: Optional[Callable[[TrainConfig], None]] = None,
+    on_change: Callable[[], None] | None = None,
+    on_eval: OnEval | None = None,
+    on_done: Callable[[TrainConfig], None] | None = None,
 ) -> dict[str, dict]:
     """{cfg.out: summary} of every run, trained (or resumed) as needed. Raises ``TrainingStopped`` if
     stopped by a signal and ``RunsFailed`` if any run failed (the others are finished first). ``on_eval`` is

@@ -17,7 +17,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 LOCK_FILE = ".pals-train.lock"
 ACQUIRE_WAIT_S = 2.0  # a reader's probe never holds the lock; this only covers a lock being released
@@ -27,11 +26,11 @@ class RunBusy(ValueError):
     """Another process trains in this folder."""
 
 
-def lock_path(folder: "str | Path") -> Path:
+def lock_path(folder: str | Path) -> Path:
     return Path(folder) / LOCK_FILE
 
 
-def start_time(pid: int) -> Optional[int]:
+def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), or None."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
@@ -45,7 +44,7 @@ def start_time(pid: int) -> Optional[int]:
         return None
 
 
-def cmdline(pid: int) -> Optional[list[str]]:
+def cmdline(pid: int) -> list[str] | None:
     """The process's argument list (``/proc/<pid>/cmdline``), or None."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -55,7 +54,7 @@ def cmdline(pid: int) -> Optional[list[str]]:
     return [a.decode("utf-8", errors="replace") for a in raw.split(b"\0")[:-1]]
 
 
-def holder(folder: "str | Path") -> Optional[int]:
+def holder(folder: str | Path) -> int | None:
     """The pid that holds ``folder``'s run lock now (from the kernel's ``/proc/locks``), or None."""
     try:
         st = os.stat(lock_path(folder))
@@ -81,11 +80,11 @@ def holder(folder: "str | Path") -> Optional[int]:
 class RunLock:
     """``with RunLock(out):`` — the exclusive right to train in ``out`` (which must exist)."""
 
-    def __init__(self, folder: "str | Path") -> None:
+    def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self.fd: Optional[int] = None
+        self.fd: int | None = None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         path = lock_path(self.folder)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)  # never through a link
@@ -121,7 +120,7 @@ class RunLock:
                 os.close(self.fd)
                 self.fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -17,26 +17,25 @@ trained after another in one process, a study's trials, reports its own); on CPU
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 from pals_core.families.shapes import conditions_from_config
 
-from ..budget.tasks import Task
 from ..budget.costs import design, evaluate
 from ..budget.machine import Machine, resources, supported
+from ..budget.tasks import Task
 from ..footprint.memory import memory_infer, memory_train
 from ..footprint.timing import local_profile_path
 
 GPU_PROFILES = {"h100": "h100", "h200": "h200", "a100": "a100", "l4": "l4", "t4": "t4"}
 
 
-def gpu_profile(name: str) -> Optional[str]:
+def gpu_profile(name: str) -> str | None:
     """The built-in profile of the CUDA device ``name`` (``torch.cuda.get_device_name``: "NVIDIA H100 80GB HBM3",
     "NVIDIA H200", …), or None."""
     return next((p for key, p in GPU_PROFILES.items() if key in name.lower()), None)
 
 
-def device_profile(cuda: bool) -> Optional[str]:
+def device_profile(cuda: bool) -> str | None:
     """This machine's profile: on CUDA ``gpu_profile`` of the device's name, on CPU ``local`` once pals-calibrate has
     measured it; None where there is none."""
     if cuda:

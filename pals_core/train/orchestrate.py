@@ -18,14 +18,15 @@ plan; either give only ``--out`` (and machine-local flags: ``--threads --device 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
 
 from ..data.metrics import main_score
 from ..flags import OneLineParser, given_values
 from ..kinds import DEFAULT_KIND, get_kind
 from ..tasks import records_of_config
-from . import seeds as sd, separate as sep
+from . import seeds as sd
+from . import separate as sep
 from .args import config_from_args, one_line
 from .config import RESUME_FREE, TrainConfig, data_differences
 from .jobs import RunsFailed
@@ -37,8 +38,8 @@ LOCAL_FLAGS = {"out", "num_threads", "device", "glue_dir", "cache_dir", "glue_so
 
 @dataclass
 class Orchestration:
-    seeds: Optional[list[int]] = None
-    jobs: Optional[int] = None
+    seeds: list[int] | None = None
+    jobs: int | None = None
     separate: bool = False
 
     @property

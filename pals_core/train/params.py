@@ -13,32 +13,30 @@ the modules disagree — a bug to fix, not to train through).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Optional, Sequence
 
-from ..pricing.config import AdapterConfig
-from ..pricing.shape import BaseModel
+from ..budget.costs import Cost, design
+from ..budget.methods import label_of
 from ..budget.solver import Budget, at_size, solve
 from ..budget.tasks import Task
-from ..budget.costs import design, Cost
-from ..methods.registry import get_method
+from ..data.load import describe_data
 from ..families.registry import get_family
 from ..kinds import DEFAULT_KIND
-from ..budget.methods import label_of
-from ..data.load import describe_data
+from ..methods.registry import get_method
+from ..pricing.config import AdapterConfig
+from ..pricing.shape import BaseModel
+from .base_model import model_shape
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
-from .base_model import model_shape
 
 
-def design_cost(
-    shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Optional[Budget] = None
-) -> Cost:
+def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Budget | None = None) -> Cost:
     """The calculator's cost of this design (exact convention), checked against ``budget`` when one is given."""
     return at_size(design(shape, list(tasks), adapter), adapter.d_s, budget)
 
 
-def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Budget) -> Optional[int]:
+def solve_d_s(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Budget) -> int | None:
     """The calculator's largest d_s within ``budget`` (exact convention); None for sizeless methods.
     ``ValueError`` if even the smallest size does not fit."""
     probe = AdapterConfig.from_dict({**adapter.as_dict(), "d_s": None})
@@ -57,7 +55,7 @@ def run_params(
     shape: BaseModel,
     tasks: Sequence[Task],
     adapter: AdapterConfig,
-    trained_tasks: Optional[Sequence[str]] = None,
+    trained_tasks: Sequence[str] | None = None,
 ) -> dict:
     """The ``params`` block of summary.json; raises ``RuntimeError`` if the module disagrees. ``trained_tasks``: a run
     adding tasks to another trains only theirs (``extend.py``): Σ of their per-task counts."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, Optional, TypeVar
+from typing import ClassVar, TypeVar
 
 from ..atomic import atomic_write_json, read_json_file
 from .config import RESUME_FREE, TrainConfig
@@ -59,11 +59,11 @@ class Plan:
         return {"kind": self.KIND, **self.fields(), "template": self.template.as_dict()}
 
     @classmethod
-    def file(cls, out: "str | Path") -> Path:
+    def file(cls, out: str | Path) -> Path:
         return Path(out) / cls.FILE
 
     @classmethod
-    def held_in(cls, out: "str | Path") -> bool:
+    def held_in(cls, out: str | Path) -> bool:
         """Whether ``out`` holds a plan of this kind (its file is there; ``read`` says whether it is whole)."""
         return cls.file(out).is_file()
 
@@ -73,7 +73,7 @@ class Plan:
         atomic_write_json(self.file(self.out), self.as_dict())
 
     @classmethod
-    def read_dict(cls, out: "str | Path") -> dict:
+    def read_dict(cls, out: str | Path) -> dict:
         """The plan file's object, its kind checked; ``ValueError`` in one line otherwise. Never opens a FIFO nor
         parses past the size limit (``read_json_file``): a page may call it on any folder."""
         path = cls.file(out)
@@ -83,7 +83,7 @@ class Plan:
         return d
 
     @classmethod
-    def read(cls: type[P], out: "str | Path", local: Optional[TrainConfig] = None) -> P:
+    def read(cls: type[P], out: str | Path, local: TrainConfig | None = None) -> P:
         """The plan in ``out`` (template's ``out`` = ``out``), with ``local``'s machine-local settings if given;
         ``ValueError`` in one line for a plan that is missing, damaged or of another kind."""
         d = cls.read_dict(out)

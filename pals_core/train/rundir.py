@@ -26,7 +26,6 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Optional
 
 from ..atomic import atomic_write_json, atomic_write_text, dumps, open_regular, read_json
 from .config import TrainConfig
@@ -41,7 +40,7 @@ SEEDS_FILE = "seeds.json"
 PLAN_FILE = "separate.json"
 
 
-def run_owning(path: "str | Path", runs: "tuple[str | Path, ...]" = ()) -> Optional[Path]:
+def run_owning(path: str | Path, runs: tuple[str | Path, ...] = ()) -> Path | None:
     """The run folder ``path`` is one of the own files of (a file the trainer, a launcher or a ``--seeds`` /
     separate-models parent writes there, or anything under its ``checkpoints/``), else None — whether or not that
     file exists yet (a run's metrics.jsonl appears at its first evaluation). A run folder: one of ``runs``, or a
@@ -67,7 +66,7 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def eta_s(seconds: float, steps_done: int, steps_left: int) -> Optional[float]:
+def eta_s(seconds: float, steps_done: int, steps_left: int) -> float | None:
     """progress.json's ``eta_s``: the steps left at the pace so far, ``steps_left × seconds / steps_done`` (None
     before a step is done). A trainer and a multi-run parent both time only their own invocation's steps."""
     return steps_left * seconds / steps_done if steps_done > 0 else None
@@ -76,7 +75,7 @@ def eta_s(seconds: float, steps_done: int, steps_left: int) -> Optional[float]:
 class RunDir:
     """Paths and writers of one run directory."""
 
-    def __init__(self, out: "str | Path") -> None:
+    def __init__(self, out: str | Path) -> None:
         self.root = Path(out)
         self.config = self.root / "config.json"
         self.progress = self.root / "progress.json"
@@ -164,11 +163,11 @@ class RunDir:
         step: int,
         total: int,
         elapsed_s: float,
-        eta_s: Optional[float],
+        eta_s: float | None,
         scores: dict[str, float],
-        average: Optional[float],
-        best_average: Optional[float],
-        error: Optional[str] = None,
+        average: float | None,
+        best_average: float | None,
+        error: str | None = None,
     ) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
@@ -189,7 +188,7 @@ class RunDir:
             },
         )
 
-    def read_progress(self) -> Optional[dict]:
+    def read_progress(self) -> dict | None:
         try:
             return read_json(self.progress)
         except (OSError, ValueError, RecursionError):

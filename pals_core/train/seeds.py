@@ -19,9 +19,10 @@ with ``--resume --out OUT`` and redoes nothing that finished. ``run_seeds`` is t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from ..atomic import atomic_write_json, read_json, read_json_file
 from . import separate as sep
@@ -53,7 +54,7 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def seed_dir(out: "str | Path", seed: int) -> str:
+def seed_dir(out: str | Path, seed: int) -> str:
     return str(Path(out) / f"seed-{seed}")
 
 
@@ -76,7 +77,7 @@ class SeedsPlan(Plan):
         return {"seeds": self.seeds, "separate": self.separate}
 
     @classmethod
-    def from_fields(cls, template: TrainConfig, d: dict) -> "SeedsPlan":
+    def from_fields(cls, template: TrainConfig, d: dict) -> SeedsPlan:
         return cls(template, [int(k) for k in d["seeds"]], bool(d.get("separate")))
 
 
@@ -88,17 +89,17 @@ def _progress_writer(out: Path, leaves: Sequence[TrainConfig], started: float) -
     ETA at this invocation's own pace: (total − done) × Δt / Δsteps since its first reading (none before
     ``ETA_AFTER_S``; a resumed run stepping back to its checkpoint restarts the measurement)."""
     run = RunDir(out)
-    t0: Optional[float] = None  # when and at how many steps done the pace is measured from
+    t0: float | None = None  # when and at how many steps done the pace is measured from
     d0 = 0
 
-    def eta(done: int, total: int, now: float) -> Optional[float]:
+    def eta(done: int, total: int, now: float) -> float | None:
         nonlocal t0, d0
         if t0 is None or done < d0:
             t0, d0 = now, done
             return None
         return eta_s(now - t0, done - d0, total - done) if now - t0 >= ETA_AFTER_S else None
 
-    def write(status: str, error: Optional[str] = None) -> None:
+    def write(status: str, error: str | None = None) -> None:
         done = 0
         for c in leaves:
             p = RunDir(c.out).read_progress() or {}
@@ -133,9 +134,9 @@ def run_leaves(
     leaves: list[TrainConfig],
     jobs: int,
     progress: bool,
-    on_change: Optional[Callable[[], None]] = None,
-    on_eval: Optional[OnEval] = None,
-    on_done: Optional[Callable[[TrainConfig], None]] = None,
+    on_change: Callable[[], None] | None = None,
+    on_eval: OnEval | None = None,
+    on_done: Callable[[TrainConfig], None] | None = None,
 ) -> dict[str, dict]:
     """``run_all`` with OUT/progress.json kept up to date (status stopped / failed on the way out);
     ``on_change`` is called as runs progress (e.g. to copy finished summaries away), ``on_eval`` at the first run's
@@ -154,9 +155,9 @@ def _run_leaves_locked(
     leaves: list[TrainConfig],
     jobs: int,
     progress: bool,
-    on_change: Optional[Callable[[], None]],
-    on_eval: Optional[OnEval],
-    on_done: Optional[Callable[[TrainConfig], None]],
+    on_change: Callable[[], None] | None,
+    on_eval: OnEval | None,
+    on_done: Callable[[TrainConfig], None] | None,
 ) -> dict[str, dict]:
     from .trainer import TrainingStopped  # late: loads torch
 
@@ -201,7 +202,7 @@ def _run_leaves_locked(
     return results
 
 
-def run_separate(plan: "sep.SeparatePlan", jobs: int = 1, progress: bool = True) -> dict:
+def run_separate(plan: sep.SeparatePlan, jobs: int = 1, progress: bool = True) -> dict:
     """Train (or resume) every task's model of ``plan`` and write OUT/summary.json."""
     results = run_leaves(plan.out, plan.configs(), jobs, progress)
     summary = sep.summarise(plan, results)
@@ -209,7 +210,7 @@ def run_separate(plan: "sep.SeparatePlan", jobs: int = 1, progress: bool = True)
     return summary
 
 
-def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, "sep.SeparatePlan"]]:
+def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, sep.SeparatePlan]]:
     """The ordinary runs ``plan`` consists of (one per seed, or one per seed and task with ``separate``), and
     the seeds' separate plans (written to OUT/seed-<k>/ when new)."""
     leaves: list[TrainConfig] = []
@@ -228,7 +229,7 @@ def seed_leaves(plan: SeedsPlan) -> tuple[list[TrainConfig], dict[int, "sep.Sepa
     return leaves, plans
 
 
-def write_finished_separate(plans: dict[int, "sep.SeparatePlan"]) -> list[int]:
+def write_finished_separate(plans: dict[int, sep.SeparatePlan]) -> list[int]:
     """Seed k's separate summary (OUT/seed-<k>/summary.json) as soon as every task's run of it has finished (its
     summary.json is on disk), not only at the end of all seeds: a sweep still running shows the seeds it has.
     Returns the seeds written now."""
@@ -243,7 +244,7 @@ def write_finished_separate(plans: dict[int, "sep.SeparatePlan"]) -> list[int]:
     return written
 
 
-def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results: dict[str, dict]) -> dict:
+def finish_seeds(plan: SeedsPlan, plans: dict[int, sep.SeparatePlan], results: dict[str, dict]) -> dict:
     """The seeds' summaries (separate ones written to OUT/seed-<k>/summary.json) and the aggregate OUT/summary.json."""
     summaries = []
     for k in plan.seeds:
@@ -260,7 +261,7 @@ def finish_seeds(plan: SeedsPlan, plans: dict[int, "sep.SeparatePlan"], results:
     return agg
 
 
-def aggregate_so_far(out: "str | Path") -> Optional[dict]:
+def aggregate_so_far(out: str | Path) -> dict | None:
     """The aggregate of the seeds of OUT's plan that have finished so far — a ``--seeds`` run or a sweep still
     training, or one stopped before it wrote OUT/summary.json — read from their summaries, with ``"planned"``: the
     plan's seeds. None without a plan or a finished seed; the file system only (trains and writes nothing)."""
@@ -292,8 +293,8 @@ def run_seeds(
     plan: SeedsPlan,
     jobs: int = 1,
     progress: bool = True,
-    on_eval: Optional[OnEval] = None,
-    on_done: Optional[Callable[[TrainConfig], None]] = None,
+    on_eval: OnEval | None = None,
+    on_done: Callable[[TrainConfig], None] | None = None,
 ) -> dict:
     """The seed loop — ``pals-train --seeds`` and the studies' trials over seeds: train (or resume) every seed's run
     of ``plan`` (``jobs`` at a time) and write the aggregate OUT/summary.json, which it returns. ``on_eval`` is
@@ -312,7 +313,7 @@ def run_seeds(
     return finish_seeds(plan, plans, results)
 
 
-def _new_separate_plan(plan: SeedsPlan, cfg: TrainConfig) -> "sep.SeparatePlan":
+def _new_separate_plan(plan: SeedsPlan, cfg: TrainConfig) -> sep.SeparatePlan:
     """Seed k's separate plan in OUT/seed-<k>/ (its steps per task do not depend on the seed)."""
     p = sep.make_plan(cfg)
     p.write()

@@ -37,17 +37,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 import numpy as np
 
-from ..pricing.config import AdapterConfig
 from ..data.load import raw_splits
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
+from ..pricing.config import AdapterConfig
 from ..tasks import records_of_config
-from .config import TrainConfig
 from .base_model import model_shape
+from .config import TrainConfig
 from .params import design_cost, run_tasks
 from .plan import Plan
 from .rundir import PLAN_FILE
@@ -94,7 +94,7 @@ def train_sizes(cfg: TrainConfig) -> dict[str, int]:
     return out
 
 
-def steps_per_task(cfg: TrainConfig, sizes: Optional[dict[str, int]] = None) -> dict[str, int]:
+def steps_per_task(cfg: TrainConfig, sizes: dict[str, int] | None = None) -> dict[str, int]:
     """n_t of every task of the template ``cfg`` (see the module docstring); ``ValueError`` if one gets none."""
     sizes = train_sizes(cfg) if sizes is None else sizes
     shares = expected_steps(
@@ -160,7 +160,7 @@ class SeparatePlan(Plan):
         }
 
     @classmethod
-    def from_fields(cls, template: TrainConfig, d: dict) -> "SeparatePlan":
+    def from_fields(cls, template: TrainConfig, d: dict) -> SeparatePlan:
         return cls(
             template,
             {k: int(v) for k, v in d["steps_per_task"].items()},

@@ -27,21 +27,23 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
 
 import numpy as np
 
+from ..atomic import atomic_write_json, read_json
 from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
 from ..data.metrics import dev_average, main_score
-from ..data.task_sampler import TaskSampler
 from ..data.samplers import make_sampler
-from ..model import MultiTaskModel
-from .checkpoint import CheckpointDamaged, Checkpoints
-from ..kinds import get_kind
-from .config import TrainConfig, data_differences
+from ..data.task_sampler import TaskSampler
 from ..forward import EvalInterrupted
+from ..kinds import get_kind
+from ..model import MultiTaskModel
+from .base_model import model_shape
+from .checkpoint import CheckpointDamaged, Checkpoints
+from .config import TrainConfig, data_differences
 from .evaluate import evaluate
 from .extend import (
     added_task_names,
@@ -53,10 +55,8 @@ from .extend import (
 )
 from .lock import RunLock
 from .machine_report import measured, predicted
-from .base_model import model_shape
 from .params import is_resolved, resolve, run_params, run_tasks
 from .rundir import RunDir, eta_s
-from ..atomic import atomic_write_json, read_json
 from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
 
@@ -67,7 +67,7 @@ PROGRESS_EVERY_S = 5.0
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite; the run is marked "failed" and no checkpoint of it is written."""
 
-    def __init__(self, step: Optional[int], out: str) -> None:
+    def __init__(self, step: int | None, out: str) -> None:
         where = f"at step {step}" if step is not None else "before its last checkpoint"
         super().__init__(
             f"diverged {where}: the training loss is not finite (lower --lr); "
@@ -170,8 +170,8 @@ class _State:
     evaluated_step: int = 0
     loss_sum: float = 0.0
     loss_n: int = 0
-    best: Optional[dict] = None  # {"step", "average", "scores"}
-    last: Optional[dict] = None  # {"step", "average", "scores"} of the latest evaluation
+    best: dict | None = None  # {"step", "average", "scores"}
+    last: dict | None = None  # {"step", "average", "scores"} of the latest evaluation
     elapsed_s: float = 0.0
     train_time_s: float = 0.0  # wall time in training steps (sampling, batches, forward/backward, optimiser)
     train_cpu_s: float = 0.0  # the same in process CPU time (steadier on a shared machine)
@@ -181,7 +181,7 @@ class _State:
 
 class _Run:
     def __init__(
-        self, cfg: TrainConfig, run: RunDir, progress: bool, on_eval: Optional[OnEval], rows: dict[str, TaskSplits]
+        self, cfg: TrainConfig, run: RunDir, progress: bool, on_eval: OnEval | None, rows: dict[str, TaskSplits]
     ) -> None:
         import torch
 
@@ -345,7 +345,7 @@ class _Run:
     def elapsed(self) -> float:
         return self.st.elapsed_s + (time.monotonic() - self.started)
 
-    def write_progress(self, status: str, error: Optional[str] = None, force: bool = True) -> None:
+    def write_progress(self, status: str, error: str | None = None, force: bool = True) -> None:
         if not self.main:
             return
         now = time.monotonic()
@@ -679,7 +679,7 @@ class _Stop(Exception):
 # ------------------------------------------------------------------------------------------ train()
 
 
-def train(cfg: TrainConfig, *, resume: bool = False, on_eval: Optional[OnEval] = None, progress: bool = True) -> dict:
+def train(cfg: TrainConfig, *, resume: bool = False, on_eval: OnEval | None = None, progress: bool = True) -> dict:
     """Train ``cfg`` and return its summary (also written to ``<out>/summary.json``).
 
     ``resume=True`` continues the run in ``cfg.out`` from its last checkpoint (or starts it if there is
@@ -729,7 +729,7 @@ def _train_in(
     cfg: TrainConfig,
     run: RunDir,
     resume: bool,
-    on_eval: Optional[OnEval],
+    on_eval: OnEval | None,
     progress: bool,
     rows: dict[str, TaskSplits],
 ) -> dict:

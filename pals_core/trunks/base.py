@@ -11,7 +11,6 @@ layers the adapter does not touch run as the HF layer itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 from torch import nn
@@ -20,7 +19,7 @@ from transformers.masking_utils import create_bidirectional_mask
 from ..adapters.base import Mask, TaskAdapter
 
 
-def make_mask(config, embeddings: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> Mask:
+def make_mask(config, embeddings: torch.Tensor, attention_mask: torch.Tensor | None) -> Mask:
     """The attention mask as the HF model builds it for its attention implementation; adapters use it too."""
     return create_bidirectional_mask(config=config, inputs_embeds=embeddings, attention_mask=attention_mask)
 
@@ -31,7 +30,7 @@ class State:
     trunk's attention implementation's format), the raw ``attention_mask`` and family-specific tensors."""
 
     mask: Mask
-    attention_mask: Optional[torch.Tensor]
+    attention_mask: torch.Tensor | None
     extra: dict = field(default_factory=dict)
 
 
@@ -44,7 +43,7 @@ class Trunk:
     def __init__(self, model: nn.Module) -> None:
         self.model = model
         self.config = model.config
-        self.current: Optional[State] = None
+        self.current: State | None = None
 
     # --- structure -------------------------------------------------------------------------------------
     @property
@@ -56,7 +55,7 @@ class Trunk:
         return [self.model.embeddings]
 
     @property
-    def pooler(self) -> Optional[nn.Module]:
+    def pooler(self) -> nn.Module | None:
         """The base model's pooler, shared by the tasks (None: the family's head holds its own dense layer)."""
         return None
 
@@ -80,16 +79,16 @@ class Trunk:
 
     # --- forward ---------------------------------------------------------------------------------------
     def embed(
-        self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor], token_type_ids: Optional[torch.Tensor]
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, token_type_ids: torch.Tensor | None
     ) -> torch.Tensor:
         raise NotImplementedError
 
-    def prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
+    def prepare(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> State:
         """What this forward's layers read; kept as ``current`` for a copy of a layer run on top (``bert_layer_top``)."""
         self.current = self._prepare(h, attention_mask)
         return self.current
 
-    def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
+    def _prepare(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> State:
         return State(make_mask(self.config, h, attention_mask), attention_mask)
 
     def plain_layer(self, module: nn.Module, i: int, h: torch.Tensor, state: State) -> torch.Tensor:
@@ -104,12 +103,12 @@ class Trunk:
         task's own copy of them copies: Houlsby's LayerNorms); the calculator's ``Family.hook_norms`` counts them."""
         raise NotImplementedError
 
-    def layer(self, i: int, h: torch.Tensor, state: State, adapter: Optional[TaskAdapter]) -> torch.Tensor:
+    def layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter | None) -> torch.Tensor:
         if adapter is not None and i in adapter.layers:
             return self.adapted_layer(i, h, state, adapter)
         return self.plain_layer(self.layers[i], i, h, state)
 
-    def run(self, start: int, stop: int, h: torch.Tensor, state: State, adapter: Optional[TaskAdapter]) -> torch.Tensor:
+    def run(self, start: int, stop: int, h: torch.Tensor, state: State, adapter: TaskAdapter | None) -> torch.Tensor:
         """Layers start … stop−1; ``adapter`` None = the plain trunk."""
         for i in range(start, stop):
             h = self.layer(i, h, state, adapter)
@@ -136,10 +135,10 @@ class Trunk:
     def classify(
         self,
         head: nn.Module,
-        pooler: Optional[nn.Module],
+        pooler: nn.Module | None,
         dropout: nn.Module,
         hidden: torch.Tensor,
-        attention_mask: Optional[torch.Tensor],
+        attention_mask: torch.Tensor | None,
     ) -> torch.Tensor:
         """Logits from the final hidden states: head(dropout(pooler(H))) for pooler families."""
         return head(dropout(pooler(hidden)))

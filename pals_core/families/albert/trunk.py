@@ -9,8 +9,6 @@ of the encoder). The pooler is HF's Linear(d, d) + tanh on the first token, wrap
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -62,7 +60,7 @@ class AlbertTrunk(Trunk):
         return [self.model.embeddings, self.model.encoder.embedding_hidden_mapping_in]
 
     @property
-    def pooler(self) -> Optional[nn.Module]:
+    def pooler(self) -> nn.Module | None:
         return self._pooler
 
     @property

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...pricing.activations import INT64
+from ...pricing.family import Family, Replay, activation_option, embedding_tables
 from ...pricing.method import bert_layer_flops, bert_layer_params
 from ...pricing.shape import BaseModel
-from ...pricing.family import Family, Replay, activation_option, embedding_tables
 
 
 def read_bert(

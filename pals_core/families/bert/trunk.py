@@ -16,7 +16,7 @@ have one token type, so the trunk passes no token_type_ids. ELECTRA projects its
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -83,7 +83,7 @@ class BertTrunk(Trunk):
         return self.model.encoder.layer
 
     @property
-    def pooler(self) -> Optional[nn.Module]:
+    def pooler(self) -> nn.Module | None:
         return self.model.pooler
 
     def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:

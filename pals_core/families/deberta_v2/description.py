@@ -25,10 +25,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...pricing.activations import INT64
-from ...pricing.poly import Poly
-from ...pricing.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
-from ...pricing.shape import BaseModel
-from ...pricing.limits import MAX_LAYERS
 from ...pricing.family import (
     Family,
     Replay,
@@ -41,8 +37,11 @@ from ...pricing.family import (
     integer,
     probability,
 )
+from ...pricing.limits import MAX_LAYERS
+from ...pricing.method import bert_layer_flops, bert_layer_params, layer_norm, linear, mm
+from ...pricing.poly import Poly
+from ...pricing.shape import BaseModel
 from ..bert.description import LAYER_TENSORS, trace_dense_head
-
 
 ATT_TYPES = ("c2p", "p2c")  # DebertaV2's disentangled attention terms
 

@@ -11,8 +11,6 @@ The adapters' own attention reads the mask transformers builds for the config's 
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 from transformers.activations import ACT2FN
@@ -55,7 +53,7 @@ class DebertaV2Trunk(Trunk):
             token_type_ids = torch.zeros_like(input_ids)
         return self.model.embeddings(input_ids=input_ids, token_type_ids=token_type_ids, mask=attention_mask)
 
-    def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
+    def _prepare(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> State:
         encoder = self.model.encoder
         raw = (
             attention_mask if attention_mask is not None else torch.ones(h.shape[:2], device=h.device, dtype=torch.long)
@@ -84,7 +82,7 @@ class DebertaV2Trunk(Trunk):
         out, _ = module(h, e["trunk_mask"], relative_pos=e["relative_pos"], rel_embeddings=e["rel_embeddings"])
         return out
 
-    def layer(self, i: int, h: torch.Tensor, state: State, adapter: Optional[TaskAdapter]) -> torch.Tensor:
+    def layer(self, i: int, h: torch.Tensor, state: State, adapter: TaskAdapter | None) -> torch.Tensor:
         if i == 0:
             state.extra["layer0_input"] = h
         return self._after(i, super().layer(i, h, state, adapter), state)

@@ -9,7 +9,6 @@ on the first token, both per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 
 from __future__ import annotations
 
-from ...pricing.shape import BaseModel
 from ...pricing.family import (
     Family,
     Replay,
@@ -19,6 +18,7 @@ from ...pricing.family import (
     embedding_tables,
     probability,
 )
+from ...pricing.shape import BaseModel
 from ..bert.description import layer_flops, layer_params, layer_tensors, trace_dense_head, trace_embeddings, trace_layer
 
 

@@ -8,9 +8,9 @@ per task: d² + d + d·C + C; FLOPs 2d² + 2·d·C.
 
 from __future__ import annotations
 
+from ...pricing.family import Family, Replay, dense_head_flops, dense_head_params, embedding_size, embedding_tables
 from ...pricing.method import linear, mm
 from ...pricing.shape import BaseModel
-from ...pricing.family import Family, Replay, dense_head_flops, dense_head_params, embedding_size, embedding_tables
 from ..bert.description import (
     layer_flops,
     layer_params,

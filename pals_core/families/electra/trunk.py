@@ -4,8 +4,6 @@ out_proj on the first token, dropout before and after)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 
@@ -17,7 +15,7 @@ class ElectraTrunk(BertTrunk):
     family = "electra"
 
     @property
-    def pooler(self) -> Optional[nn.Module]:
+    def pooler(self) -> nn.Module | None:
         return None
 
     def embedding_modules(self) -> list[nn.Module]:

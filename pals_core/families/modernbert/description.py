@@ -19,13 +19,10 @@ activation + norm, Linear(d, C) on the first token (``classifier_pooling`` cls) 
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ...pricing.activations import INT64
+from ...pricing.family import Family, Norm, Replay, activation_option, flag, integer, probability
 from ...pricing.method import linear, mm
 from ...pricing.shape import BaseModel
-from ...pricing.family import Family, Norm, Replay, activation_option, flag, integer, probability
-
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
@@ -85,7 +82,7 @@ def norm(m: BaseModel, paper: bool) -> int:
     return 0 if paper else m.hidden * (2 if m.option("norm_bias", False) else 1)
 
 
-def hook_norms(m: BaseModel, i: int) -> tuple[Optional[Norm], Optional[Norm]]:
+def hook_norms(m: BaseModel, i: int) -> tuple[Norm | None, Norm | None]:
     """attn_norm (the identity in layer 0: no norm) and mlp_norm, LayerNorm(d, bias=norm_bias)."""
     one = Norm(m.hidden, m.option("norm_bias", False))
     return (one if i > 0 else None), one

@@ -17,8 +17,6 @@ The adapters' own attention (PALs, top stacks) reads the global mask. Task head:
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 from transformers.activations import ACT2FN
@@ -68,7 +66,7 @@ class ModernBertTrunk(Trunk):
     def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
         return self.model.embeddings(input_ids=input_ids)
 
-    def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
+    def _prepare(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> State:
         kwargs = {"config": self.config, "inputs_embeds": h, "attention_mask": attention_mask}
         masks = {
             "full_attention": create_bidirectional_mask(**kwargs),

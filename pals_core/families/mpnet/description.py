@@ -26,12 +26,13 @@ the table; ``pad_token_id`` itself is never read, so any value is priced).
 from __future__ import annotations
 
 from ...pricing.activations import INT64
+from ...pricing.family import Family, Replay, activation_option, bert_inference_layer, embedding_tables, probability
+from ...pricing.limits import MAX_WIDTH
 from ...pricing.method import bert_layer_flops, bert_layer_params
 from ...pricing.shape import BaseModel
-from ...pricing.limits import MAX_WIDTH
-from ...pricing.family import Family, Replay, activation_option, bert_inference_layer, embedding_tables, probability
 from ..bert.description import LAYER_TENSORS, trace_pooler_head
-from ..bert.description import trace_embeddings as bert_embeddings, trace_layer as bert_layer
+from ..bert.description import trace_embeddings as bert_embeddings
+from ..bert.description import trace_layer as bert_layer
 
 BUCKETS = 32  # MPNetEncoder.compute_position_bias(num_buckets=32): the buckets every forward uses
 PADDING_IDX = 1  # MPNetEmbeddings.padding_idx, hard-coded

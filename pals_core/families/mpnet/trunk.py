@@ -11,7 +11,6 @@ as RoBERTa's (per-task poolers make ``MPNetClassificationHead`` exactly).
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 from torch import nn
@@ -33,7 +32,7 @@ class MPNetTrunk(BertTrunk):
     def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
         return self.model.embeddings(input_ids=input_ids)
 
-    def _prepare(self, h: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> State:
+    def _prepare(self, h: torch.Tensor, attention_mask: torch.Tensor | None) -> State:
         return State(
             make_mask(self.config, h, attention_mask),
             attention_mask,

@@ -11,14 +11,15 @@ Baseline: the most frequent training class on every dev row.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import labels as L
 from ..base import Kind, TaskOutputs, check_lengths, counts_table
 from ..errors import TaskDataError, TaskRecordError
 
 
-def _row_labels(record: Any, cols: Any, i: int, value: Any) -> Optional[list[Optional[str]]]:
+def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] | None:
     column = record.label
     value = L.class_name(cols, column, i, value)
     hint = " (a list of labels is a task of kind: multilabel)"
@@ -32,7 +33,7 @@ class Classification(Kind):
     field_notes = {"positive": "binary classification (f1)"}
     problem_type = "single_label_classification"
 
-    def applies(self, metric: str, num_labels: Optional[int]) -> bool:
+    def applies(self, metric: str, num_labels: int | None) -> bool:
         return not (metric == "f1" and num_labels not in (None, 2))
 
     def check(self, record: Any, where: str) -> None:
@@ -86,7 +87,7 @@ class Classification(Kind):
                 raise ValueError(f"unknown classification metric {m!r}")
         return out
 
-    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: int | None) -> tuple:
         import numpy as np
 
         c = num_labels or int(train_labels.max()) + 1
@@ -109,7 +110,7 @@ class Classification(Kind):
         dist = profile["distribution"]["train"]
         return f"always {max(profile['labels'], key=lambda name: dist[name])!r}"
 
-    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         import numpy as np
 
         logits = np.asarray(logits, dtype=np.float32)

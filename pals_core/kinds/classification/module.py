@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 
 
-def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
+def loss(logits: torch.Tensor, labels: torch.Tensor, scale: dict | None = None) -> torch.Tensor:
     """Cross-entropy of the logits (B, C) and the classes (B,)."""
     return F.cross_entropy(logits.float(), labels)
 

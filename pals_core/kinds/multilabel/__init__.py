@@ -10,7 +10,8 @@ label predicted when most training rows carry it. MT-Uncertainty is refused (no 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import labels as L
 from ..base import Kind, TaskOutputs, check_lengths, counts_table
@@ -19,7 +20,7 @@ from ..errors import TaskDataError, TaskRecordError
 DEFAULT_LABEL_SEP = ","
 
 
-def _row_labels(record: Any, cols: Any, i: int, value: Any) -> Optional[list[Optional[str]]]:
+def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] | None:
     """A row's labels as names; None = missing."""
     column = record.label
     value = L.class_name(cols, column, i, value)
@@ -84,7 +85,7 @@ class Multilabel(Kind):
         y = labels > 0.5
         return {m: float(f1_score(y, preds, average=m.split("_")[0], zero_division=0.0)) for m in metrics}
 
-    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: int | None) -> tuple:
         import numpy as np
 
         keep = train_labels.mean(axis=0) > 0.5
@@ -105,7 +106,7 @@ class Multilabel(Kind):
         kept = [name for name in profile["labels"] if n and dist[name] / n > 0.5]
         return f"on every row the tags most train rows carry: {', '.join(kept) or 'none'}"
 
-    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         import numpy as np
 
         logits = np.asarray(logits, dtype=np.float32)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 
 
-def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
+def loss(logits: torch.Tensor, labels: torch.Tensor, scale: dict | None = None) -> torch.Tensor:
     """Binary cross-entropy with logits over the C labels; labels (B, C) multi-hot."""
     return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import labels as L
 from ..base import Kind, TaskOutputs, check_lengths, is_number
@@ -52,14 +53,14 @@ class Regression(Kind):
     def num_outputs(self, names: Sequence[str]) -> int:
         return 1
 
-    def scale(self, train_labels: Any) -> Optional[dict]:
+    def scale(self, train_labels: Any) -> dict | None:
         import numpy as np
 
         y = np.asarray(train_labels, dtype=np.float64)
         std = float(y.std()) if len(y) else 0.0
         return {"mean": float(y.mean()) if len(y) else 0.0, "std": std if std > 0 else 1.0}
 
-    def unscale(self, preds: Any, scale: Optional[dict]) -> Any:
+    def unscale(self, preds: Any, scale: dict | None) -> Any:
         return to_units(preds, scale)
 
     def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
@@ -95,7 +96,7 @@ class Regression(Kind):
     def scores(self, record: Any, preds: Any, labels: Any, metrics: Sequence[str], num_labels: int) -> dict:
         return regression_scores(preds, labels, metrics)
 
-    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: int | None) -> tuple:
         import numpy as np
 
         return {s: np.full(len(y), train_labels.mean()) for s, y in dev_labels.items()}, 1
@@ -124,7 +125,7 @@ class Regression(Kind):
             parts.append(f"{split}: mean {d['mean']:.2f} ± {d['std']:.2f}, range {d['min']:g} … {d['max']:g}")
         return f"**{profile['name']}** (regression targets) — " + " · ".join(parts)
 
-    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         import numpy as np
 
         logits = np.asarray(logits, dtype=np.float32)
@@ -134,7 +135,7 @@ class Regression(Kind):
         return ["label"]
 
 
-def to_units(z: Any, scale: Optional[dict]) -> Any:
+def to_units(z: Any, scale: dict | None) -> Any:
     """The head's standardised outputs z as values in the user's units, z·std + mean in float64 (the same
     arithmetic for the dev metrics and for ``pals-predict``, so the two agree to the last bit); no scale: as given."""
     import numpy as np

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 
 
-def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
+def loss(logits: torch.Tensor, labels: torch.Tensor, scale: dict | None = None) -> torch.Tensor:
     """Mean squared error of the one output (B, 1) and the standardised targets (y − mean) / std (B,); without a
     scale, of the targets as read."""
     target = labels.float() if not scale else ((labels.double() - scale["mean"]) / scale["std"]).float()

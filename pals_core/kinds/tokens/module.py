@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 
 IGNORE = -100  # a sub-token that is not a word's first, a special token, padding: no loss, no prediction
 
 
-def loss(logits: torch.Tensor, labels: torch.Tensor, scale: Optional[dict] = None) -> torch.Tensor:
+def loss(logits: torch.Tensor, labels: torch.Tensor, scale: dict | None = None) -> torch.Tensor:
     """Cross-entropy of the logits (B, n, C) on each word's first sub-token (labels (B, n), -100 elsewhere)."""
     return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
 

@@ -13,7 +13,8 @@ training tag.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..base import TaskOutputs
 from ..labels import softmax
@@ -40,10 +41,10 @@ class TokenOutputs:
     """``Kind`` methods of a tagging task's head and outputs (a mixin: ``class Tokens(TokenOutputs, Kind)``)."""
 
     per_word = True
-    peft_task_type: Optional[str] = "TOKEN_CLS"
+    peft_task_type: str | None = "TOKEN_CLS"
     hf_head = "TokenClassification"
     problem_type = ""  # transformers' ForTokenClassification reads none
-    entropy_sampling: Optional[str] = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
+    entropy_sampling: str | None = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
     # --- the head ------------------------------------------------------------------------------------
 
@@ -67,7 +68,7 @@ class TokenOutputs:
     def fill_index(self, names: Sequence[str]) -> int:
         return fill_index(names)
 
-    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: Optional[dict] = None):
+    def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         """``logits``: one (words, C) array per row, the logits of each word's first sub-token, a row of NaN for a
         word cut by ``max_len`` (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
         ``prob``: each row's array of the chosen tags' softmax probabilities."""
@@ -146,7 +147,7 @@ class TokenOutputs:
                 raise ValueError(f"unknown tagging metric {m!r}")
         return out
 
-    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: Optional[int]) -> tuple:
+    def baseline(self, train_labels: Any, dev_labels: Mapping[str, Any], num_labels: int | None) -> tuple:
         """Every word "O" (a tag set without "O": its most frequent training tag) on every dev row."""
         import numpy as np
 

@@ -16,7 +16,8 @@ not in ``labels``, an integer tag out of range or without ``labels``, a dev tag 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import labels as L
 from ..errors import TaskDataError, TaskRecordError

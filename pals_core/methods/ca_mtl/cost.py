@@ -47,12 +47,12 @@ nothing: every layer runs once per task (``Method.conditions_input``).
 
 from __future__ import annotations
 
+from ...families.registry import get_family
 from ...pricing.activations import ActivationHooks, Sym
 from ...pricing.config import AdapterConfig
-from ...families.registry import get_family
 from ...pricing.method import Method, Part, layer_norm, linear, mm
-from ...pricing.shape import BaseModel
 from ...pricing.poly import Poly, S
+from ...pricing.shape import BaseModel
 
 
 def z_dim(m: BaseModel, cfg: AdapterConfig) -> int:

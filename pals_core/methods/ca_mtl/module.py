@@ -33,8 +33,6 @@ Counts (exact, ``cost.py`` beside this file): per task d_z; shared (d_z² + d_z)
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -167,7 +165,7 @@ class CaMtlAdapter(TaskAdapter):
         # matmul with rows = 1
         self.embedding = nn.Parameter(torch.randn(1, shared.z_dim) * ctx.std)
         self._shared = (shared,)  # a plain reference: the shared weights are registered once, on the model
-        self._z: Optional[torch.Tensor] = None
+        self._z: torch.Tensor | None = None
         self._attention_out: dict[int, torch.Tensor] = {}
 
     @property
@@ -188,7 +186,7 @@ class CaMtlAdapter(TaskAdapter):
         gamma, beta = film(self.shared.alignment, self._z)
         return (1 + gamma) * h + beta
 
-    def adapt_attention_mask(self, i: int, mask: Optional[torch.Tensor], h: torch.Tensor) -> Optional[torch.Tensor]:
+    def adapt_attention_mask(self, i: int, mask: torch.Tensor | None, h: torch.Tensor) -> torch.Tensor | None:
         if i not in self.shared.conditional_layers:
             return mask
         n = h.shape[1]

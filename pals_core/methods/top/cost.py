@@ -13,10 +13,10 @@ Top methods adapt no layer: the whole trunk is shared when running all tasks.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from ...pricing.activations import ActivationHooks
 from ...families.registry import get_family, replay_of
+from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, attention_scores, layer_norm, linear, mm
 from ...pricing.poly import Poly, S
 from ..pals.cost import small_attention
