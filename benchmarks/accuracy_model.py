@@ -9,7 +9,9 @@ apart for the sizes inside the fitted range (interpolated: what the explorer ran
 shown, never ranked). Writes ``benchmarks/results/accuracy_model.json`` (``mae``, ``coverage80``, ``points``, the
 two subsets, every point) and beside it ``accuracy_model.csv`` (every run read: family, d_s, dev average, each task).
 
-    .venv/bin/python benchmarks/accuracy_model.py                       # the committed study (accuracy_study_2.sh, both lr)
+    .venv/bin/python benchmarks/accuracy_model.py                       # the pre-registered study (accuracy_study_3.sh)
+    .venv/bin/python benchmarks/accuracy_model.py --results benchmarks/results/accuracy_study_2 \
+        --results benchmarks/results/accuracy_study_2-lr1e-3 --tasks sst2 --out /tmp/second.json  # the second study
     .venv/bin/python benchmarks/accuracy_model.py --results benchmarks/results/accuracy_study --tasks rte,mrpc,stsb \
         --out /tmp/first.json                                            # the first study (accuracy_study.sh)
     .venv/bin/python benchmarks/accuracy_model.py --results runs/x --tasks rte,mrpc --model tiny --out /tmp/a.json
@@ -48,18 +50,18 @@ def markdown(report: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--results", action="append", help="folders of finished runs (default: the committed study, both its recipes)"
+        "--results", action="append", help="folders of finished runs (default: the pre-registered study, accuracy_study_3)"
     )
     p.add_argument("--storage", help="an Optuna storage whose trials count as runs too")
     p.add_argument(
-        "--tasks", default="sst2", help="the tasks, by name or fingerprint (default sst2: the committed study)"
+        "--tasks", default="sst2,stsb,mrpc", help="the tasks, by name or fingerprint (default: the pre-registered study's)"
     )
     p.add_argument("--model", default=None, help="the runs' pals-train --model (default: the embedded MiniLM)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "accuracy_model.json"))
     p.add_argument("--markdown", action="store_true", help="also print the held-out sizes as a Markdown table")
     a = p.parse_args(argv)
     study = ROOT / "benchmarks" / "results"
-    roots = [Path(r) for r in (a.results or [study / "accuracy_study_2", study / "accuracy_study_2-lr1e-3"])]
+    roots = [Path(r) for r in (a.results or [study / "accuracy_study_3"])]
     for r in roots:
         if not r.is_dir():
             p.error(f"--results: no folder {str(r)!r}")
