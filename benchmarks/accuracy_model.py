@@ -50,11 +50,15 @@ def markdown(report: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
-        "--results", action="append", help="folders of finished runs (default: the pre-registered study, accuracy_study_3)"
+        "--results",
+        action="append",
+        help="folders of finished runs (default: the pre-registered study, accuracy_study_3)",
     )
     p.add_argument("--storage", help="an Optuna storage whose trials count as runs too")
     p.add_argument(
-        "--tasks", default="sst2,stsb,mrpc", help="the tasks, by name or fingerprint (default: the pre-registered study's)"
+        "--tasks",
+        default="sst2,stsb,mrpc",
+        help="the tasks, by name or fingerprint (default: the pre-registered study's)",
     )
     p.add_argument("--model", default=None, help="the runs' pals-train --model (default: the embedded MiniLM)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "accuracy_model.json"))

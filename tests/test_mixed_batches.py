@@ -57,10 +57,10 @@ def test_every_sampler_trains_every_task(tmp_path, token_cache, sampling):
 def test_mixed_batch_is_one_step_on_the_mean_of_per_task_mean_losses(tmp_path, token_cache):
     from pals_core.train.params import resolve
     from pals_core.train.rundir import RunDir
-    from pals_core.train.trainer import _Run
+    from pals_core.train.trainer import _Run, check_data
 
     cfg = resolve(config(tmp_path / "run", token_cache, "mt_uncertainty", grad_clip=None, tasks=["rte", "stsb"]))
-    r = _Run(cfg, RunDir(cfg.out), False, None)
+    r = _Run(cfg, RunDir(cfg.out), False, None, check_data(cfg))
     r.setup(resume=False)
     r.model.train()
     parts = [("rte", r.data["rte"].train.batch(list(range(5)))), ("stsb", r.data["stsb"].train.batch(list(range(3))))]
