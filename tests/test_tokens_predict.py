@@ -135,3 +135,34 @@ def test_rows_of_a_tagging_and_a_sentence_task_share_a_batch_and_equal_each_task
     for t, a in zip(together, alone):
         assert t[t["task"]] == a[t["task"]]
         assert isinstance(t[t["task"]], list if t["task"] == "ner" else str)
+
+
+@pytest.mark.slow
+def test_the_examples_conll_dev_file_is_predicted_as_it_is_with_the_runs_scores(tmp_path, capsys):
+    """The example's tagging task reads CoNLL files (words in the first column): pals-predict takes its dev file
+    as it is, no --text, and its tags score what the run reported."""
+    import shutil
+
+    from seqeval.metrics import f1_score
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "tasks", tmp_path / "tasks")
+    cfg = TrainConfig(
+        tasks=["entities"],
+        tasks_file=str(tmp_path / "tasks" / "tasks.yaml"),
+        adapter=AdapterConfig(method="lora", d_s=4),
+        model="tiny",
+        out=str(tmp_path / "run"),
+        steps=20,
+        batch_size=8,
+        max_len=32,
+        lr=3e-3,
+        seed=0,
+    )
+    summary = train(cfg, progress=False)
+    dev = tmp_path / "tasks" / "data" / "entities_dev.conll"
+    code, err = _predict(capsys, str(tmp_path / "run"), "--input", str(dev), "--out", str(tmp_path / "p.jsonl"))
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    gold, pred = [r["1"] for r in rows], [r["entities"] for r in rows]  # the file's columns: 0 words, 1 tags
+    assert [len(p) for p in pred] == [len(r["0"]) for r in rows]
+    assert summary["scores"]["entities"]["entity_f1"] == f1_score(gold, pred)

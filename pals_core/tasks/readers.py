@@ -40,6 +40,15 @@ FORMATS = {
     ".conll": "conll",
 }
 CONLL_DEFAULTS = {"text": 0, "label": -1}  # a record's default column names, in a CoNLL file: the first, the last
+
+
+def conll_column(name: str, width: int) -> str:
+    """The column a record's ``name`` reads in a CoNLL file of ``width`` columns read whole (its columns named "0",
+    "1", …): a default name's number (``CONLL_DEFAULTS``), else the name as given."""
+    k = CONLL_DEFAULTS.get(name)
+    return name if k is None else str(k % width)
+
+
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
 
 
