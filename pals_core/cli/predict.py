@@ -47,7 +47,7 @@ from ..export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from ..flags import OneLineParser, UsageError
 from ..kinds import get_kind
 from ..run_info import predict_texts, read_run
-from ..tasks.readers import conll_column, read_columns
+from ..tasks.readers import conll_index, read_columns
 from ..train.rundir import run_owning
 
 OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
@@ -385,8 +385,11 @@ def run(argv: Sequence[str] | None = None) -> str:
                 raise UsageError(f"{cols.where(i, args.task_column)}: task {t!r} is not one of {', '.join(names)}")
         names = [t for t in names if t in set(task_of)]
     text, pair = _text_columns(info, names, args.text, args.text_pair)
-    if cols.numbers is not None:  # a CoNLL file: a record's default column names read as the tasks file reads them
-        text = conll_column(text, len(cols.values))
+    if (
+        cols.numbers is not None
+    ):  # a CoNLL file (its columns named by number): a record's column read as training reads it
+        k = conll_index(text, len(cols.values))
+        text = text if k is None else str(k)
     for c in (text, pair):
         if c is not None and c not in cols.values:
             raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")

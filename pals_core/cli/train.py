@@ -85,7 +85,7 @@ def format_summary(summary: dict) -> str:
         f"{pct(summary.get('average')).strip()}  ·  {summary.get('wall_time_s') or 0:.0f} s"
     ]
     for task, scores in (summary.get("scores") or {}).items():
-        kind = get_kind(records[task]) if task in records else get_kind(DEFAULT_KIND)
+        kind = get_kind(records.get(task) or DEFAULT_KIND)
         metrics = "  ".join(f"{k} {kind.metric_text(k, v)}" for k, v in scores.items())
         try:
             main = main_score(records.get(task, task), scores)

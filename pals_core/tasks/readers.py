@@ -42,11 +42,11 @@ FORMATS = {
 CONLL_DEFAULTS = {"text": 0, "label": -1}  # a record's default column names, in a CoNLL file: the first, the last
 
 
-def conll_column(name: str, width: int) -> str:
-    """The column a record's ``name`` reads in a CoNLL file of ``width`` columns read whole (its columns named "0",
-    "1", …): a default name's number (``CONLL_DEFAULTS``), else the name as given."""
-    k = CONLL_DEFAULTS.get(name)
-    return name if k is None else str(k % width)
+def conll_index(name: str, width: int) -> int | None:
+    """The column (from 0) a record's column ``name`` reads in a CoNLL file of ``width`` columns: a default name's
+    (``CONLL_DEFAULTS``: the first, the last) or a number's; None for any other name or a number out of range."""
+    k = CONLL_DEFAULTS.get(name, int(name) if name.isascii() and name.isdigit() else None)
+    return None if k is None or not -width <= k < width else k % width
 
 
 MAX_FILE_BYTES = 8 << 30  # a task file above 8 GiB is refused before it is read
@@ -390,13 +390,13 @@ def _read_conll(path: Path, columns: Sequence[str] | None) -> Columns:
     columns = names if columns is None else columns
     index = {}
     for c in columns:
-        k = CONLL_DEFAULTS.get(c, int(c) if c.isascii() and c.isdigit() else None)
-        if k is None or not -width[0] <= k < width[0]:
+        k = conll_index(c, width[0])
+        if k is None:
             raise TaskDataError(
                 f"{path}: no column {c!r} (a CoNLL file's columns are numbered from 0; line {width[1]} has "
                 f"{width[0]}: {', '.join(names)})"
             )
-        index[c] = k % width[0]
+        index[c] = k
     same = [c for c in index if list(index.values()).count(index[c]) > 1]
     if same:
         raise TaskDataError(f"{path}: {' and '.join(map(repr, same))} are both column {index[same[0]]}")
