@@ -29,23 +29,4 @@ RESULTS=benchmarks/results/accuracy_study_3
 RECIPE=(--tasks sst2,stsb,mrpc --freeze-trunk --steps 600 --batch-size 16 --sampling uniform --max-len 64 --lr 1e-3
         --warmup 0.1 --eval-every 600 --max-eval-examples 500 --threads 1 --no-progress)
 SIZES=(4 256 16 64)
-mkdir -p "$RUNS" "$RESULTS"
-single() {  # method d_s seed: one run of the recipe, copied when it finishes
-  local name="$1-$2-seed-$3" out="$RUNS/$1-$2-seed-$3"
-  if [[ ! -f "$out/summary.json" ]]; then
-    "$PY" -m pals_core.cli.train --method "$1" --d-s "$2" --seed "$3" "${RECIPE[@]}" --out "$out" \
-      $([[ -d "$out" ]] && echo --resume) > "$out.log" 2>&1 || { echo "$(date -u +%H:%M:%S) $name failed (see $out.log)"; return; }
-  fi
-  mkdir -p "$RESULTS/$name"
-  cp "$out/summary.json" "$out/config.json" "$RESULTS/$name/"
-  echo "$(date -u +%H:%M:%S) $name finished"
-}
-for seed in ${SEEDS//,/ }; do
-  for ds in "${SIZES[@]}"; do
-    echo "$(date -u +%H:%M:%S) houlsby and lora d_s=$ds seed $seed: training"
-    single houlsby "$ds" "$seed" &
-    single lora "$ds" "$seed" &
-    wait
-  done
-done
-echo "$(date -u +%H:%M:%S) all runs finished"
+source benchmarks/accuracy_pairs.sh  # the run loop both studies share
