@@ -1,6 +1,7 @@
 import os
 import pathlib
 import subprocess
+from collections import Counter
 
 import pytest
 from pairwise import FULL_GRID_ENV, full_grid
@@ -109,3 +110,20 @@ def token_cache(tmp_path_factory) -> str:
         shared.mkdir(exist_ok=True)
         return str(shared)
     return str(tmp_path_factory.mktemp("tokcache"))
+
+
+@pytest.fixture
+def summary_reads(monkeypatch) -> Counter:
+    """How often each run's ``summary.json`` is read (``pals_core.results.read_summary``, the one reader of results)
+    while the test runs, by path."""
+    from pals_core import results
+
+    reads: Counter = Counter()
+    read = results.read_summary
+
+    def counted(path):
+        reads[pathlib.Path(path)] += 1
+        return read(path)
+
+    monkeypatch.setattr(results, "read_summary", counted)
+    return reads

@@ -89,21 +89,9 @@ def test_the_launch_button_trains_the_next_run_with_the_curves_recipe(page, tmp_
 
 
 @pytest.mark.slow
-def test_the_page_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp_path, monkeypatch):
-    from collections import Counter
-
+def test_the_page_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp_path, monkeypatch, summary_reads):
     import streamlit as st
 
-    from pals_core import results
-
-    reads = Counter()
-    read = results.read_summary
-
-    def counted(path):
-        reads[Path(path)] += 1
-        return read(path)
-
-    monkeypatch.setattr(results, "read_summary", counted)
     runs = tmp_path / "runs"
     monkeypatch.setenv("PALS_RUNS_DIR", str(runs))
     write_runs(runs, "houlsby", (1, 2, 4, 8), 60.0, 1.0)
@@ -111,8 +99,10 @@ def test_the_page_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp
     at.sidebar.selectbox(key="model").set_value(TINY).run()
     at.sidebar.multiselect(key="glue_tasks").set_value(TASKS).run()
     st.cache_data.clear()  # the runs' cache lasts a few seconds: this draw reads them afresh
-    reads.clear()
+    summary_reads.clear()
     at.sidebar.text_input(key="budget_ratio").set_value("1.01").run()  # one draw: the runs read once, for both
     assert any(c.key == "predicted_figure" for c in at.get("plotly_chart"))  # the curves came from these reads
-    mine = {p: n for p, n in reads.items() if runs in p.parents}  # (the committed results under benchmarks/ too)
+    mine = {
+        p: n for p, n in summary_reads.items() if runs in p.parents
+    }  # (the committed results under benchmarks/ too)
     assert sorted(mine) == sorted(runs.glob("*/*/summary.json")) and set(mine.values()) == {1}

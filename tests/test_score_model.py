@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -153,23 +151,14 @@ def test_pals_budget_prints_the_predicted_column_and_json(tmp_path, capsys):
     assert row["predicted_score"] is None
 
 
-def test_pals_budget_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp_path, monkeypatch, capsys):
-    from pals_core import results
-
+def test_pals_budget_reads_each_run_once_for_its_measured_scores_and_its_curves(tmp_path, summary_reads, capsys):
     study(tmp_path, sizes=(2, 4, 8), seeds=(0, 1))
-    reads = Counter()
-    read = results.read_summary
-
-    def counted(path):
-        reads[Path(path)] += 1
-        return read(path)
-
-    monkeypatch.setattr(results, "read_summary", counted)
+    summary_reads.clear()
     argv = ["--model", "minilm-l6-h384", "--tasks", "rte,mrpc,stsb", "--method", "houlsby", "--budget", "1.05"]
     assert _budget([*argv, "--freeze-trunk", "--results", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["recommendation"]["measured"] == 1 and out["rows"][0]["predicted_score"]["runs"] == 6
-    assert sorted(reads) == sorted(tmp_path.glob("*/*/summary.json")) and set(reads.values()) == {1}
+    assert sorted(summary_reads) == sorted(tmp_path.glob("*/*/summary.json")) and set(summary_reads.values()) == {1}
 
 
 def test_pals_budget_results_bad_input_is_one_line(tmp_path, capsys):
