@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,17 +173,26 @@ def fit_line(points: Sequence[tuple[float, float]], min_sizes: int = MIN_SIZES) 
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
     a = my - b * mx
     dof = n - 2
-    resid = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / dof
+    var, noise_dof = noise(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)), dof, points)
+    return Line(a, b, math.sqrt(var), t_quantile((1 + LEVEL) / 2, noise_dof), n, mx, sxx)
+
+
+def noise(resid_ss: float, dof: int, points: Iterable[tuple[Hashable, float]]) -> tuple[float, int]:
+    """A fit's noise variance s² and its degrees of freedom: the larger of the residual variance ``resid_ss / dof``
+    (seed spread and lack of fit together) and the pooled variance between the runs of one design alone (``points``:
+    (design, y), one per run — the size, or (method, size) — their spread is the seeds'), with that one's dof."""
+    groups: dict[Hashable, list[float]] = {}
+    for key, y in points:
+        groups.setdefault(key, []).append(y)
     pure_ss, pure_dof = 0.0, 0
-    for s in sizes:
-        group = [y for size, y in points if size == s]
+    for group in groups.values():
         if len(group) > 1:
             g = sum(group) / len(group)
             pure_ss += sum((y - g) ** 2 for y in group)
             pure_dof += len(group) - 1
+    resid = resid_ss / dof
     pure = pure_ss / pure_dof if pure_dof else 0.0
-    var, noise_dof = (resid, dof) if resid >= pure or not pure_dof else (pure, pure_dof)
-    return Line(a, b, math.sqrt(var), t_quantile((1 + LEVEL) / 2, noise_dof), n, mx, sxx)
+    return (resid, dof) if resid >= pure or not pure_dof else (pure, pure_dof)
 
 
 @dataclass(frozen=True)
