@@ -209,9 +209,9 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
         if cfg is not None and cols[0].button("Launch this run", key="launch_next_run"):
             _launch(cfg)
         location = f"@{pick.cost.location}" if pick.cost.location else ""
+        size = "" if nxt.option.d_s is None else f":{nxt.option.d_s}"  # a sizeless method's design has no size
         cols[1].caption(
-            f"Or as a study's first trial: `pals-study run design --first-trial {pick.cost.method}{location}:"
-            f"{nxt.option.d_s} …`"
+            f"Or as a study's first trial: `pals-study run design --first-trial {pick.cost.method}{location}{size} …`"
         )
     at = {
         f: next(
