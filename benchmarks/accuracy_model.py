@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pals_core.atomic import atomic_write_json, atomic_write_text  # noqa: E402
-from pals_core.score_model import holdout, holdout_sizes, holdout_summary, observations  # noqa: E402
+from pals_core.score_model import holdout, holdout_sizes, holdout_summary, observations, recipe_text  # noqa: E402
 
 GOAL_MAE, GOAL_COVERAGE = 1.0, 0.75
 
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
         },
         "goal": {"mae": GOAL_MAE, "coverage80": GOAL_COVERAGE},
         "runs": sum(len(o.runs) for o in obs),
-        "families": sorted({o.family.label() for o in obs}),
+        "families": sorted(f"{f.label()}: {recipe_text(f)}" for f in dict.fromkeys(o.family for o in obs)),  # each fit
         "results": [os.path.relpath(r, ROOT) if str(r).startswith(str(ROOT)) else str(r) for r in roots],
         "held_out": sizes,
         "held_out_runs": points,
