@@ -69,7 +69,10 @@ def main(argv=None) -> int:
     for r in roots:
         if not r.is_dir():
             p.error(f"--results: no folder {str(r)!r}")
-    obs = observations(roots, a.model, [t for t in a.tasks.split(",") if t], a.storage)
+    passed: list = []  # runs whose numbers cannot be true: not fitted, named below
+    obs = observations(roots, a.model, [t for t in a.tasks.split(",") if t], a.storage, passed)
+    for run in passed:
+        print(f"accuracy_model: passed over {run.folder}: {run.reason}", file=sys.stderr)
     sizes = holdout_sizes(obs)  # the primary figures: each held-out size's dev average (mean of its seeds)
     points = holdout(obs)  # each held-out run against the interval of one new run
     report = {

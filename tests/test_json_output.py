@@ -9,6 +9,8 @@ import math
 import re
 from pathlib import Path
 
+import pytest
+
 from pals_core.cli.budget import main as pals_budget
 from pals_core.cli.runs import main as pals_runs
 from pals_core.cli.tasks import main as pals_tasks
@@ -61,6 +63,7 @@ def test_pals_runs_list_json_is_strict_json(tmp_path, capsys):
     assert row["id"] == "r1" and row["step"] is None and row["steps"] is None
 
 
+@pytest.mark.slow  # loads the embedded model's tokenizer
 def test_pals_tasks_json_is_strict_json(tmp_path, capsys):
     rows = [{"text": f"row {i}", "y": i / 4} for i in range(12)]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -304,3 +304,26 @@ def test_reading_a_study_storage_changes_nothing(tmp_path, capsys):
     assert "no SQLite file" in err and str(typo) in err and err.count("\n") == 1
     assert not typo.exists() and sorted(tmp_path.iterdir()) == files
     assert pals_study(["list", "--storage", f"sqlite:///{db}"]) == 0 and db.read_bytes() == before
+
+
+@pytest.mark.slow  # a real Optuna storage: creating its tables takes seconds
+def test_a_studys_trials_count_once_beside_the_same_runs_on_disk_and_the_storage_is_unchanged(forged, capsys):
+    """Runs on disk (forged ones too) are also finished trials of a study: pals-budget --results --storage counts
+    each good run once, names each forged one once, and leaves the storage file as it was."""
+    import optuna
+
+    clean, root = forged
+    url = f"sqlite:///{root.parent / 'studies.db'}"
+    study = optuna.create_study(study_name="s", storage=url)
+    trials = [*sorted(root.glob("study/*/seed-0")), *(root / "bad" / n for n in ("average-nan", "d_s-huge"))]
+    study.add_trials([optuna.trial.create_trial(value=0.5, user_attrs={"run_dir": str(f)}) for f in trials])
+    before = (root.parent / "studies.db").read_bytes()
+    assert budget([*QUESTION, "--results", str(clean), "--json"]) == 0
+    want = strict(capsys.readouterr().out)
+    assert budget([*QUESTION, "--results", str(root), "--storage", url, "--json"]) == 0
+    out, err = capsys.readouterr()
+    got = strict(out)
+    assert got["rows"] == want["rows"]
+    for name in FORGED:  # the two that are trials too among them
+        assert sum(f"/bad/{name}:" in line for line in err.splitlines()) == 1, (name, err)
+    assert (root.parent / "studies.db").read_bytes() == before

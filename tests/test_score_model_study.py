@@ -87,22 +87,19 @@ def _done_study(tmp_path, glue_dir, methods="low_rank,lhuc"):
     return [*argv, str(glue_dir), *args, "--threads", "1"], url
 
 
-@pytest.mark.parametrize(
-    "bad, says",
-    [
+def test_a_first_trial_is_checked_even_when_the_study_holds_its_trials(tmp_path, glue_dir, capsys):
+    argv, url = _done_study(tmp_path, glue_dir)
+    capsys.readouterr()
+    for bad, says in (
         ("low_rank@all:x", "METHOD[@LOCATION]:D_S"),
         ("lora@all:4", "not among this study's methods"),
         ("low_rank@all:100000", "is not one this study samples"),
         ("lhuc@all:4", "lhuc has no adapter size"),
-    ],
-)
-def test_a_first_trial_is_checked_even_when_the_study_holds_its_trials(tmp_path, glue_dir, capsys, bad, says):
-    argv, url = _done_study(tmp_path, glue_dir)
-    capsys.readouterr()
-    assert main([*argv, "--first-trial", bad]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("pals-study: error: --first-trial") and says in err and err.count("\n") == 1, err
-    assert "None" not in err and "Traceback" not in err
+    ):
+        assert main([*argv, "--first-trial", bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.startswith("pals-study: error: --first-trial") and says in err and err.count("\n") == 1, err
+        assert "None" not in err and "Traceback" not in err
     assert len(optuna.load_study(study_name="design", storage=url).trials) == 1  # nothing queued
 
 

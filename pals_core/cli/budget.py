@@ -376,7 +376,8 @@ def run(argv: Sequence[str] | None = None) -> str:
         )
     ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
     answer = recommend.answer(picks, bold="") if picks else None
-    for p in found.passed_over:  # each once, whichever of the measured scores and the curves read it
+    passed_over = list({p.folder: p for p in found.passed_over}.values())  # each once: a trial's folder may be a root's
+    for p in passed_over:
         print(f"pals-budget: passed over {p.folder}: {p.reason}", file=sys.stderr)
     if args.json:
         from ..atomic import dumps  # strict JSON: never a bare NaN or Infinity
@@ -408,7 +409,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "results": [str(r) for r in roots],
                     "measured": len(scores),
                     "not_looked_up": unread,
-                    "passed_over": [{"folder": p.folder, "reason": p.reason} for p in found.passed_over],
+                    "passed_over": [{"folder": p.folder, "reason": p.reason} for p in passed_over],
                 },
                 "rows": [
                     c.as_row()
