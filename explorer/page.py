@@ -86,10 +86,34 @@ def render_studies(inp: Inputs | None = None) -> None:
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
-def found_runs(roots: tuple[str, ...]) -> list[results.Run]:
+def read_runs(roots: tuple[str, ...]) -> tuple[list[results.Run], list[results.PassedOver]]:
     """Finished runs on disk, each ``summary.json`` read once (``results.runs``) for the measured scores and the score
-    curves alike (re-read every few seconds: runs finish while the page is open)."""
-    return results.runs([Path(r) for r in roots])
+    curves alike (re-read every few seconds: runs finish while the page is open), and those passed over because
+    their numbers cannot be true."""
+    passed: list[results.PassedOver] = []
+    return results.runs([Path(r) for r in roots], passed), passed
+
+
+def found_runs(roots: tuple[str, ...]) -> list[results.Run]:
+    """The finished runs whose numbers can be true (``read_runs``)."""
+    return read_runs(roots)[0]
+
+
+SHOWN_PASSED_OVER = 5
+
+
+def passed_over_note() -> None:
+    """One warning naming the runs passed over (their numbers cannot be true), each with its reason."""
+    passed = read_runs(tuple(map(str, measured.default_roots())))[1]
+    if not passed:
+        return
+    lines = [f"- `{p.folder}`: {p.reason}" for p in passed[:SHOWN_PASSED_OVER]]
+    if len(passed) > SHOWN_PASSED_OVER:
+        lines.append(f"- and {len(passed) - SHOWN_PASSED_OVER} more")
+    st.warning(
+        f"{len(passed)} finished run(s) passed over: their numbers cannot be true, so they enter no measured or "
+        "predicted score:\n" + "\n".join(lines)
+    )
 
 
 def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
@@ -156,9 +180,10 @@ def main() -> None:
         if not (isinstance(e, NoTasksFile) and st.session_state.get("_upload_error")):  # said once, by the upload
             st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
-        scores = measured.best_by_design(results_for(inp))
+        mine = calc.question_design(inp)  # the question's design settings: what a score must have been trained with
+        scores = measured.best_by_design(results_for(inp), mine)
         machine = machine_view.page_machine()  # one machine for the answer and every view
-        curves = predicted_view.question_curves(inp, question_keys, found_runs)  # what the measured sizes predict
+        curves = predicted_view.question_curves(inp, question_keys, found_runs, mine)  # what the sizes predict
         picks = recommend.candidates(
             costs,
             inp.budget,
@@ -175,6 +200,8 @@ def main() -> None:
                 + "\n".join(f"- **{label}**: {reason}" for label, reason in refused)
             )
         design_view.render_answer(inp, costs, picks)
+        if inp.trainable and inp.records:  # runs were looked up for this question
+            passed_over_note()
         _guard("The predicted scores", predicted_view.render, inp, picks, curves)
         default = picks[0].key if picks else design_view.first_fits(inp)[0].key
         chosen = design_view.choose_design(costs, default, link.design if link else None)

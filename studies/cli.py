@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -190,8 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--first-trial",
         metavar="METHOD[@LOCATION]:D_S",
-        help="design studies: train this design first (Optuna enqueue_trial), e.g. houlsby@all:32 — the explorer's "
-        "'next run worth measuring'; queued once per study",
+        help="design studies: train this design first (Optuna enqueue_trial), e.g. houlsby@all:32 (a sizeless "
+        "method without :D_S, e.g. lhuc@all) — the explorer's 'next run worth measuring'; queued once per study",
     )
     r.add_argument(
         "--no-checkpoints",
@@ -396,6 +397,7 @@ def cmd_run(args) -> int:
     name = check_study_name(args.name if args.study_name is None else args.study_name)
     timeout = parse_positive_float(args.timeout, "--timeout") if args.timeout is not None else None
     threads = parse_positive_int(args.threads, "--threads") if args.threads is not None else None
+    first = parse_first_trial(args.first_trial) if args.first_trial is not None else None  # before any storage opens
     definition, study, settings = _open(args, name, worker=True)
     glue = resolve_glue_dir(args.glue_dir)
     glue_tasks = glue_names(settings.records())  # a tasks file of one's own tasks needs no GLUE folder
@@ -407,6 +409,10 @@ def cmd_run(args) -> int:
         except GlueDataError as e:
             raise StudyError(str(e)) from None
     target = parse_positive_int(args.trials, "--trials")
+    ctx = None
+    if first is not None:  # a design this study cannot sample is refused, whether or not trials are left to run
+        ctx = make_context(definition, settings, model_shape(settings.model))
+        first_params = first_trial_params(definition, ctx, first)
     if done(study, target):  # nothing to do: answer before loading torch and the model code
         c = counts(study)
         print(
@@ -415,9 +421,9 @@ def cmd_run(args) -> int:
         )
         return 0
     shape = model_shape(settings.model)
-    ctx = make_context(definition, settings, shape)
-    if args.first_trial is not None:
-        enqueue_first(study, definition, ctx, args.first_trial)
+    ctx = ctx or make_context(definition, settings, shape)
+    if first is not None:  # queued once: a second worker with the same flag adds nothing
+        study.enqueue_trial(first_params, skip_if_exists=True)
     print(_describe(definition, settings, ctx), flush=True)
     objective = Objective(
         definition,
@@ -473,39 +479,57 @@ def cmd_run(args) -> int:
     return 0
 
 
-def first_trial_params(definition, ctx, text: str) -> dict:
-    """``METHOD[@LOCATION]:D_S`` → the Optuna parameters a design study's trial of that design samples
-    (``definitions.suggest_design`` and its d_s); ``StudyError`` in one line for a design the study cannot sample."""
+FIRST_TRIAL = "METHOD[@LOCATION]:D_S (a sizeless method: METHOD[@LOCATION]), e.g. houlsby@all:32 or lhuc@all"
+
+
+def parse_first_trial(text: str) -> tuple[str, str | None, int | None]:
+    """``--first-trial``'s (method, location or None, d_s or None), read before anything is opened; ``StudyError``
+    naming the flag for a value of another shape (a size in anything but ASCII digits included)."""
+    design, sep, size = str(text).strip().rpartition(":")
+    if not sep:
+        design, size = size, ""
+    method, at, location = design.partition("@")
+    method, location, size = method.strip(), location.strip(), size.strip()
+    if not method or (at and not location) or (sep and not re.fullmatch(r"[0-9]{1,9}", size)):
+        raise StudyError(f"--first-trial takes {FIRST_TRIAL}; got {text!r}")
+    return method, location or None, int(size) if sep else None
+
+
+def first_trial_params(definition, ctx, first: tuple[str, str | None, int | None]) -> dict:
+    """``parse_first_trial``'s design → the Optuna parameters a design study's trial of that design samples
+    (``definitions.suggest_design`` and its d_s); ``StudyError`` naming the flag, in one line, for a design the
+    study cannot sample."""
     if not definition.searches_design:
         raise StudyError(f"--first-trial: study {definition.name!r} does not search the design")
-    design, sep, size = text.strip().rpartition(":")
-    method, _, location = design.partition("@")
-    if not sep or not method or not size.strip().isdigit():
-        raise StudyError(f"--first-trial takes METHOD[@LOCATION]:D_S, e.g. houlsby@all:32; got {text!r}")
-    d_s = int(size)
-    here = [c for c in ctx.designs if c.method == method.strip()]
+    method, location, d_s = first
+    here = [c for c in ctx.designs if c.method == method]
     if not here:
         raise StudyError(
             f"--first-trial: {method!r} is not among this study's methods ({', '.join(dict.fromkeys(c.method for c in ctx.designs))})"
         )
-    loc = location.strip() or (None if here[0].location is None else "all")
+    loc = location or (None if here[0].location is None else "all")
     choice = next((c for c in here if c.location == loc), None)
     if choice is None:
         raise StudyError(f"--first-trial: {method} has no location {loc!r} in this study")
-    if not choice.sized or d_s < choice.step or d_s > choice.d_max or d_s % choice.step:
+    where = f"{choice.method}@{choice.location}" if choice.location else choice.method
+    if not choice.sized and d_s is not None:
+        raise StudyError(f"--first-trial: {choice.method} has no adapter size: give {where} without :D_S")
+    if choice.sized and d_s is None:
+        raise StudyError(
+            f"--first-trial: {choice.method} takes a size: {where}:D_S ({choice.step}–{choice.d_max} in steps of "
+            f"{choice.step}: the budget's range)"
+        )
+    if choice.sized and (d_s < choice.step or d_s > choice.d_max or d_s % choice.step):
         raise StudyError(
             f"--first-trial: d_s {d_s} is not one this study samples for {choice.method} @ {choice.location or '—'} "
             f"({choice.step}–{choice.d_max} in steps of {choice.step}: the budget's range)"
         )
-    params = {"method": choice.method, choice.d_s_param: d_s}
+    params = {"method": choice.method}
+    if choice.sized:
+        params[choice.d_s_param] = d_s
     if choice.location is not None:
         params[f"location_{choice.method}"] = choice.location
     return params
-
-
-def enqueue_first(study, definition, ctx, text: str) -> None:
-    """Queue ``--first-trial``'s design (``enqueue_trial``; once: a second worker with the same flag adds nothing)."""
-    study.enqueue_trial(first_trial_params(definition, ctx, text), skip_if_exists=True)
 
 
 def _counts_text(c: dict) -> str:

@@ -18,6 +18,8 @@ import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial
 
+from pals_core.study_storage import has_optuna_tables
+
 from .errors import StudyError
 
 DEFAULT_STORAGE = "sqlite:///pals_studies.db"
@@ -75,16 +77,6 @@ class NoStudies(StudyError):
     """The database exists but holds no Optuna tables (so no study); reading it created none."""
 
 
-def _has_optuna_tables(url: str, kwargs: dict) -> bool:
-    """Whether the database at ``url`` holds Optuna's tables (read-only: an inspector, nothing created)."""
-    engine = sqlalchemy.create_engine(url, **kwargs)
-    try:
-        with engine.connect() as conn:
-            return sqlalchemy.inspect(conn).has_table("studies") and sqlalchemy.inspect(conn).has_table("version_info")
-    finally:
-        engine.dispose()
-
-
 def open_storage(
     url: str,
     *,
@@ -126,7 +118,7 @@ def open_storage(
                 hb["heartbeat_stale_trial_callback"] = RetryHeartbeatStaleTrialCallback(
                     max_retry=max_retry, inherit_intermediate_values=True
                 )
-            if not create and not _has_optuna_tables(url, kwargs):
+            if not create and not has_optuna_tables(url, kwargs):
                 raise NoStudies(f"storage {masked(url)} holds no studies (no Optuna tables); nothing was changed")
             return RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=not create, **hb)
     except sqlalchemy.exc.NoSuchModuleError:

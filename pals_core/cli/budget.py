@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.units import parse_positive_int
 from ..tasks import resolve_records
+from ..tasks.glue_tasks import PRICED_NOT_TRAINED
 
 
 class _Help(argparse.HelpFormatter):
@@ -280,18 +280,23 @@ def run(argv: Sequence[str] | None = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
+            from ..atomic import dumps  # strict JSON: never a bare NaN or Infinity
             from ..budget.paper import paper_reproduction  # loaded for --paper only
 
-            return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
+            return dumps({"paper": [r.as_dict() for r in paper_reproduction()]})
         return _paper_text()
     model = load_model(args.model)
     records: list = []  # the tasks' records (GLUE's or the file's): what measured runs are matched by
+    not_trained = None  # why no run is looked up for tasks the calculator prices but the trainer does not train
     if args.tasks_file:
         records = resolve_records(args.tasks, args.tasks_file)
         tasks = tasks_of_records(records)
     else:
         tasks = parse_tasks(args.tasks if args.tasks is not None else "8")
-        if args.tasks is not None and not args.tasks.strip().isdigit():
+        untrained = [t.name for t in tasks if t.name in PRICED_NOT_TRAINED]
+        if untrained:  # priced as asked; no run trains it, so none is looked up
+            not_trained = f"{', '.join(untrained)} is priced, not trained (the paper leaves it out): no run has it"
+        elif args.tasks is not None and not args.tasks.strip().isdigit():
             records = resolve_records(args.tasks)
     budget = budget_from_args(args)
     family = get_family(model.family)
@@ -340,8 +345,8 @@ def run(argv: Sequence[str] | None = None) -> str:
     n_base = base_params(model, args.convention)
     picks, scores, roots, unread = [], {}, (), None
     keys = _task_keys(args, records)
-    found = _Runs(args)
-    curves = _curves(args, records, keys, found)
+    found = _Runs(args, template)
+    curves = _curves(args, records, keys, found) if not_trained is None else None
     predicted = None
     if curves is not None:
         from .. import score_model as sm  # late: loads scipy, only with --results/--storage
@@ -349,6 +354,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
         scores, roots, unread = measured_scores(args, records, keys, found)
+        unread = unread or not_trained
         picks = recommend.candidates(
             costs,
             budget,
@@ -370,8 +376,13 @@ def run(argv: Sequence[str] | None = None) -> str:
         )
     ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
     answer = recommend.answer(picks, bold="") if picks else None
+    passed_over = list({p.folder: p for p in found.passed_over}.values())  # each once: a trial's folder may be a root's
+    for p in passed_over:
+        print(f"pals-budget: passed over {p.folder}: {p.reason}", file=sys.stderr)
     if args.json:
-        return json.dumps(
+        from ..atomic import dumps  # strict JSON: never a bare NaN or Infinity
+
+        return dumps(
             {
                 "model": {
                     "name": model.name,
@@ -398,6 +409,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "results": [str(r) for r in roots],
                     "measured": len(scores),
                     "not_looked_up": unread,
+                    "passed_over": [{"folder": p.folder, "reason": p.reason} for p in passed_over],
                 },
                 "rows": [
                     c.as_row()
@@ -407,7 +419,6 @@ def run(argv: Sequence[str] | None = None) -> str:
                 ],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
-            indent=2,
         )
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (
@@ -442,11 +453,21 @@ def _task_keys(args, records) -> tuple[list[str] | None, str | None]:
 class _Runs:
     """The finished runs under ``--results`` (default: the page's folders, ``measured.default_roots``), read by the
     one reader of results (``results.runs``) at the first call and kept for the rest of the answer: the measured
-    scores and the score curves place the same runs, each ``summary.json`` read once."""
+    scores and the score curves place the same runs, each ``summary.json`` read once. ``passed_over``: the runs (and
+    ``--storage`` trials) whose numbers cannot be true, each once. ``design``: the question's design settings
+    (``results.design_settings`` of the template every row shares): what a measured score and a curve must match."""
 
-    def __init__(self, args) -> None:
+    def __init__(self, args, template: AdapterConfig) -> None:
         self.given = tuple(args.results or ())
         self._found: list | None = None
+        self.passed_over: list = []
+        self.template = template
+
+    @property
+    def design(self) -> str:
+        from ..results import design_settings  # late: with the runs
+
+        return design_settings(self.template.as_dict())
 
     def check(self) -> None:
         """``UsageError`` in one line for a ``--results`` that is no folder."""
@@ -467,7 +488,7 @@ class _Runs:
         if self._found is None:
             from ..results import runs  # late: reads run folders, only when there are runs to match
 
-            self._found = runs(self.roots())
+            self._found = runs(self.roots(), self.passed_over)
         return self._found
 
 
@@ -489,7 +510,7 @@ def _curves(args, records, task_keys: tuple[list[str] | None, str | None], found
     if keys is None and trainable:
         return {} if asked else None  # measured_scores says why the runs are not looked up (``unread``)
     model = train_model if trainable else args.model  # a model the trainer does not build: no run matches it
-    curves = sm.question_curves(found(), args.storage, model, keys or [])
+    curves = sm.question_curves(found(), args.storage, model, keys or [], found.design, found.passed_over)
     return curves if asked or curves else None  # the page's default roots add a column only where they predict
 
 
@@ -543,7 +564,7 @@ def measured_scores(
     if keys is None:
         return {}, (), unread
     same = measured.same_question([measured.parse(run) for run in found()], train_model, trainable, keys)
-    return measured.best_by_design(same), roots, None
+    return measured.best_by_design(same, found.design), roots, None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,6 @@ process goes on).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -23,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic import dumps
 from ..flags import OneLineParser, UsageError
 from ..supervise import runs, workers
 from ..supervise.roots import RUNS_ENV, runs_root, workers_root
@@ -153,7 +153,7 @@ def do_list(root: Path, as_json: bool) -> str:
     found = rows(root)
     if as_json:
         return "\n".join(  # "note" only where a run file was passed over
-            json.dumps({k: v for k, v in r.__dict__.items() if k != "note" or v is not None}) for r in found
+            dumps({k: v for k, v in r.__dict__.items() if k != "note" or v is not None}, indent=None) for r in found
         )
     if not found:
         return f"no runs or study workers in {root}"

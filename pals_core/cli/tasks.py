@@ -11,10 +11,10 @@ Bad input (a missing file, a bad record or row, an unknown model) is one line on
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
+from ..atomic import dumps
 from ..families.bert.presets import EMBEDDED_MODEL
 from ..flags import OneLineParser, UsageError
 from ..kinds import get_kind
@@ -143,7 +143,7 @@ def run(argv: Sequence[str] | None = None) -> str:
     limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
     model = args.model or EMBEDDED_MODEL
     if args.json:
-        return json.dumps(
+        return dumps(  # strict JSON: never a bare NaN or Infinity
             {
                 "tasks_file": args.tasks_file,
                 "model": model,
@@ -151,8 +151,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                 "seed": args.seed,
                 "tasks": profiles,
                 "suggested_max_len": suggested_len(profiles, limit),
-            },
-            indent=2,
+            }
         )
     header = (
         f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"

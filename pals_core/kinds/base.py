@@ -27,6 +27,7 @@ What a kind hands back is declared here too, below the kinds and the modules abo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -64,9 +65,29 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+Range = tuple[float, float]
+FRACTION: Range = (0.0, 1.0)  # accuracy, F1, precision, recall: a share of the rows (or entities, labels)
+CORRELATION: Range = (-1.0, 1.0)  # MCC, Pearson, Spearman
+ERROR: Range = (0.0, math.inf)  # RMSE, MAE: in the user's units, lower is better
+
+
 class Kind:
+    """A kind declares ``metrics`` as {name: (lowest, highest) value it can take} (``FRACTION``, ``CORRELATION``,
+    ``ERROR``), the first the default main metric; the class keeps the names as ``metrics`` (a tuple, what records
+    and scorers read) and the ranges as ``metric_ranges`` (what a run's recorded scores are checked against:
+    ``pals_core.results``)."""
+
     name: str = ""
     metrics: tuple[str, ...] = ()  # every metric the kind may report; the first is the default main metric
+    metric_ranges: Mapping[str, Range] = {}  # each metric's range of values, as the kind declares it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("metrics")
+        if isinstance(declared, Mapping):  # {name: range}: the names as ``metrics``, the ranges beside them
+            cls.metric_ranges = dict(declared)
+            cls.metrics = tuple(declared)
+
     fields: tuple[str, ...] = ()  # optional record fields only this kind takes (labels, positive, range, label_sep)
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
@@ -91,6 +112,10 @@ class Kind:
             return "—"
         shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
         return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
+
+    def metric_range(self, metric: str) -> Range | None:
+        """The range of ``metric``'s values as the kind declares it (None for a metric it does not report)."""
+        return self.metric_ranges.get(metric)
 
     def applies(self, metric: str, num_labels: int | None) -> bool:
         """Whether ``metric`` is reported by default for a task of ``num_labels`` outputs."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..base import CORRELATION, FRACTION, Kind, TaskOutputs, check_lengths, counts_table
 from ..errors import TaskDataError, TaskRecordError
 
 
@@ -28,7 +28,7 @@ def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] 
 
 class Classification(Kind):
     name = "classification"
-    metrics = ("accuracy", "macro_f1", "mcc", "f1")
+    metrics = {"accuracy": FRACTION, "macro_f1": FRACTION, "mcc": CORRELATION, "f1": FRACTION}
     fields = ("labels", "positive")
     field_notes = {"positive": "binary classification (f1)"}
     problem_type = "single_label_classification"

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..base import FRACTION, Kind, TaskOutputs, check_lengths, counts_table
 from ..errors import TaskDataError, TaskRecordError
 
 DEFAULT_LABEL_SEP = ","
@@ -44,7 +44,7 @@ def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] 
 
 class Multilabel(Kind):
     name = "multilabel"
-    metrics = ("micro_f1", "macro_f1")
+    metrics = {"micro_f1": FRACTION, "macro_f1": FRACTION}
     fields = ("labels", "label_sep")
     field_notes = {"label_sep": "multilabel tasks"}
     problem_type = "multi_label_classification"
