@@ -18,14 +18,14 @@ import numpy as np
 from .atomic import read_json
 from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
-from .forward import PerWord, encode_texts, forward_rows
+from .forward import ByRow, PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
 from .tasks import records_of_config
 from .tasks.record import TaskRecord
 from .train.base_model import model_shape
-from .train.config import _positive_int
+from .train.config import _positive_int, window_stride
 
 
 @dataclass
@@ -44,6 +44,12 @@ class RunInfo:
     @property
     def max_len(self) -> int:
         return int(self.config["max_len"])
+
+    @property
+    def stride(self) -> int | None:
+        """The tokens two windows of a tagging row longer than ``max_len`` share; None: such a row is cut at ``max_len``
+        (``train.config.window_stride``)."""
+        return window_stride(self.config)
 
     @property
     def eval_batch_size(self) -> int:
@@ -182,8 +188,11 @@ def predict_texts(
     }
     per_word = {t for t in names if get_kind(info.records[t].kind).per_word}
 
-    def sinks(group, data) -> dict:  # a per-word task's rows decoded word by word
-        return {t: PerWord(decoded[t], data) if t in per_word else decoded[t] for t in group}
+    def sinks(group, data) -> dict:  # a per-word task's rows decoded word by word, a sentence task's by row
+        return {
+            t: PerWord(decoded[t], data) if t in per_word else ByRow(decoded[t], data) if data.per_word else decoded[t]
+            for t in group
+        }
 
     if task_of is not None:  # each row its own task, with its second text where that task reads one
         data = encode_texts(

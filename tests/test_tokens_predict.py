@@ -91,19 +91,22 @@ def test_pals_predict_tags_each_word_and_reproduces_the_dev_scores(trained, caps
     )
     assert code == 0, err
     rows = [json.loads(line) for line in (root / "p.jsonl").read_text().splitlines()]
-    from pals_core.data.load import load_tokenizer, minilm_path
-
-    ids = load_tokenizer(minilm_path())(rows[-1]["words"], is_split_into_words=True, truncation=True, max_length=16)
-    kept = max(w for w in ids.word_ids() if w is not None) + 1
-    assert kept < 25 and f"ner: {25 - kept} word(s) cut by max length 16, tagged 'O'" in err
-    assert summary["cut_words"] == {"ner": {"train": 0, "dev": 25 - kept}}  # the run counted them too
+    # the long row (25 words, 27 tokens) is read in windows of 16 sharing 5 tokens: no word cut, none said to be
+    assert "cut" not in err and "sub-token" not in err
+    assert summary["cut_words"] == {"ner": {"train": 0, "dev": 0}}
+    assert summary["windows"]["ner"] == {"train": {"rows": 0, "windows": 0}, "dev": {"rows": 1, "windows": 3}}
     from pals_core.cli.train import format_summary
 
-    assert f"ner: words cut by --max-len 16: 0 in train, {25 - kept} in dev" in format_summary(summary)
+    text = format_summary(summary)
+    assert "ner: sentences longer than --max-len 16, read in overlapping windows (stride 5): 0 in train" in text
+    assert "1 in dev (3 windows)" in text and "words cut" not in text
     gold, pred = [r["tags"] for r in rows], [r["ner"] for r in rows]
     assert all(isinstance(p, list) and len(p) == len(g) for p, g in zip(pred, gold))
-    assert pred[-1][kept:] == ["O"] * (25 - kept)  # the cut words: the baseline's tag
     assert {"B-PER", "B-LOC"} <= {t for p in pred for t in p}, "an all-O prediction would not test the scoring"
+    from pals_core.model import MultiTaskModel
+
+    probs = MultiTaskModel.from_run(root / "run").predict_texts([rows[-1]["words"]], tasks=["ner"])["ner"].prob[0]
+    assert len(probs) == 25 and np.isfinite(probs).all()  # every word predicted, the last window's too
     scores = summary["scores"]["ner"]
     assert scores["entity_f1"] == f1_score(gold, pred)
     assert scores["entity_precision"] == precision_score(gold, pred)

@@ -14,11 +14,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 
 from ..families.bert.presets import EMBEDDED_MODEL
-from ..flags import OneLineParser, UsageError
+from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..kinds import get_kind
 from ..tasks.taskfile import read_tasks_file
+from ..train.config import TrainConfig
+
+ONLY_STRIDE = [f.name for f in fields(TrainConfig) if f.name != "stride"]  # pals-train's --stride, as it declares it
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the length to judge truncation against (pals-train --max-len; default 128)",
     )
+    add_flags(p, TrainConfig, skip=ONLY_STRIDE)
     p.add_argument("--glue-dir", metavar="DIR", help="GLUE folder for {glue: …} tasks (default: $PALS_GLUE_DIR)")
     p.add_argument(
         "--seed",
@@ -85,8 +90,16 @@ def _tokens_line(p: dict) -> str:
         f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
         f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
     )
-    if "words_cut" in t:  # a kind of one label per word: the words max_len leaves without a sub-token
-        line += f" · words cut: {t['words_cut']:,} of {t['words']:,} (in {t['rows_cut']:,} rows)"
+    if "windows_max" in t:  # a kind of one label per word: long sentences read in windows, no word lost
+        line += (
+            f" · {t['rows_windowed']:,} sentence(s) longer than {t['max_len']} read in overlapping windows "
+            f"(stride {t['stride']}; the longest in {t['windows_max']}), no word lost"
+            + (
+                f" (--truncate would cut {t['words_cut']:,} of {t['words']:,} words, in {t['rows_cut']:,} rows)"
+                if t["words_cut"]
+                else ""
+            )
+        )
     return line
 
 
@@ -118,13 +131,21 @@ def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
     n = suggested_len(profiles, limit)
     if n is None:
         return "suggested length: none (no tokens counted)"
+    from ..data.profile import windows_at  # late: loads numpy
+
     worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
     why = (
-        f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are cut"
+        f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are longer"
         if n == worst["tokens"]["p95"]
-        else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are cut"
+        else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are longer"
     )
-    return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}"
+    windows = [
+        f"{p['name']}'s longest sentence ({p['tokens']['max']} tokens) is read in {k} windows of {n}"
+        for p in profiles
+        if (k := windows_at(p, n)) is not None and k > 1
+    ]
+    tail = f"; {'; '.join(windows)} (no word lost)" if windows else ""
+    return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}{tail}"
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -135,10 +156,11 @@ def run(argv: Sequence[str] | None = None) -> str:
     from ..data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
 
     check_max_len(args.max_len)
+    stride = given_values(args, TrainConfig, skip=ONLY_STRIDE).get("stride")
     records = list(read_tasks_file(args.tasks_file).values())
     rows = read_tasks_rows(records, glue_dir=args.glue_dir, seed=args.seed)  # all data checked before the model loads
     tokenizer = tokenizer_of(args.model)
-    profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True) for r in rows]
+    profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True, stride=stride) for r in rows]
     limit = getattr(tokenizer, "model_max_length", None)
     limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
     model = args.model or EMBEDDED_MODEL

@@ -126,6 +126,8 @@ def _as_models(model) -> list:
                 raise ExportRefused(f"task {t!r}: {why}")
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
+    if len({m.run.stride for m in models}) != 1:
+        raise ValueError("the models read long sentences in different windows (stride): one folder cannot say both")
     return models
 
 
@@ -288,6 +290,11 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
         "eval_batch_size": info.eval_batch_size,
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "
         "pairs longest-first; pad on the right (any id) where attention_mask is 0",
+        "stride": info.stride,
+        "words": "a tagging task's row of words: is_split_into_words=True, each word's start marked "
+        "(add_prefix_space=True for a byte-level BPE tokenizer); a row longer than max_len read in windows of max_len "
+        "sharing `stride` tokens (return_overflowing_tokens=True, stride=stride; null: cut at max_len), each word "
+        "predicted from its first sub-token in the window where it has the most context",
         "run": str(Path(run_dir if run_dir is not None else info.path).resolve()),
         "step": steps.pop() if len(steps) == 1 else None,
         "method": "separate" if len(models) > 1 else first.config.method,
@@ -458,6 +465,8 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}
     config = {
         "max_len": int(meta["max_len"]),
+        "stride": meta.get("stride"),  # absent (an export written before windows): long rows cut at max_len
+        "truncate": meta.get("stride") is None,
         "eval_batch_size": int(meta.get("eval_batch_size") or 128),
         "tasks": list(tasks),
         "model": meta.get("model"),

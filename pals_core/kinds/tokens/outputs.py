@@ -63,6 +63,14 @@ class TokenOutputs:
     def output_axes(self) -> dict[int, str]:
         return {0: "batch", 1: "sequence"}
 
+    def pipeline(self, stride: int | None) -> tuple[str, dict]:
+        """``pipeline("token-classification", model=DIR, aggregation_strategy="first", stride=S)``: a word's tag is its
+        first sub-token's (``first``), and a sentence longer than the exported tokenizer's ``model_max_length`` (the
+        run's max length) is read in the run's windows (``stride``; none when the run cut such sentences). Call it on
+        a list of words with ``is_split_into_words=True`` (or on their text joined by spaces); its entities are the
+        run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
+        return "token-classification", {"aggregation_strategy": "first", **({"stride": stride} if stride is not None else {})}
+
     # --- the outputs ---------------------------------------------------------------------------------
 
     def fill_index(self, names: Sequence[str]) -> int:
