@@ -69,7 +69,10 @@ class TokenOutputs:
         run's max length) is read in the run's windows (``stride``; none when the run cut such sentences). Call it on
         a list of words with ``is_split_into_words=True`` (or on their text joined by spaces); its entities are the
         run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
-        return "token-classification", {"aggregation_strategy": "first", **({"stride": stride} if stride is not None else {})}
+        return "token-classification", {
+            "aggregation_strategy": "first",
+            **({"stride": stride} if stride is not None else {}),
+        }
 
     # --- the outputs ---------------------------------------------------------------------------------
 
