@@ -169,3 +169,24 @@ def test_the_examples_conll_dev_file_is_predicted_as_it_is_with_the_runs_scores(
     gold, pred = [r["1"] for r in rows], [r["entities"] for r in rows]  # the file's columns: 0 words, 1 tags
     assert [len(p) for p in pred] == [len(r["0"]) for r in rows]
     assert summary["scores"]["entities"]["entity_f1"] == f1_score(gold, pred)
+
+
+@pytest.mark.slow
+def test_a_word_with_no_sub_token_is_tagged_with_the_baseline_and_counted_as_such_never_as_cut(trained, capsys):
+    """pals-predict takes new rows as they come: a word the tokenizer reduces to nothing (U+200B, a soft hyphen, U+FFFD)
+    gets the baseline's tag and is counted apart, with the first one's place; the words around it are predicted."""
+    root, f, summary = trained
+    rows = [
+        {"words": ["Mary", "\u200b", "visited", "Kyoto"]},
+        {"words": ["John"] + ["and", "Kyoto"] * 12 + ["\ufffd", "\u00ad"]},  # a long row, read in windows
+    ]
+    (root / "odd.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ("--input", str(root / "odd.jsonl"), "--out", str(root / "o.jsonl"), "--tasks", "ner")
+    code, err = _predict(capsys, str(root / "run"), *args)
+    assert code == 0, err
+    first = f"{root / 'odd.jsonl'}, line 1, column 'words', word 2"
+    note = f"ner: 3 word(s) with no sub-token in the run's tokenizer (it reduces them to nothing; first: {first}), "
+    note += "tagged 'O'"
+    assert note in err and "cut" not in err
+    got = [json.loads(line)["ner"] for line in (root / "o.jsonl").read_text().splitlines()]
+    assert got[0][1] == "O" and got[1][-2:] == ["O", "O"] and [len(g) for g in got] == [4, 27]

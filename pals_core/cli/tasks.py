@@ -132,6 +132,7 @@ def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
     if n is None:
         return "suggested length: none (no tokens counted)"
     from ..data.profile import windows_at  # late: loads numpy
+    from ..data.windows import default_stride  # late: as above
 
     worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
     why = (
@@ -140,11 +141,16 @@ def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
         else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are longer"
     )
     windows = [
-        f"{p['name']}'s longest sentence ({p['tokens']['max']} tokens) is read in {k} windows of {n}"
+        f"{p['name']}'s longest sentence ({p['tokens']['max']} tokens) "
+        + (
+            f"is read in {k} overlapping windows of {n} (stride {default_stride(n)})"
+            if k > 1
+            else f"fits in one window of {n}"
+        )
         for p in profiles
-        if (k := windows_at(p, n)) is not None and k > 1
+        if (k := windows_at(p, n)) is not None
     ]
-    tail = f"; {'; '.join(windows)} (no word lost)" if windows else ""
+    tail = f"; {'; '.join(windows)}: no word lost" if windows else ""
     return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}{tail}"
 
 
