@@ -241,3 +241,26 @@ def test_a_training_file_with_a_word_of_no_sub_token_is_refused_by_pals_train_be
     code = train_main([*args, "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and line in err.splitlines()[-1] and not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_a_run_declares_its_windows_once_and_a_run_written_before_them_cuts(tmp_path):
+    from pals_core.train.args import build_parser, config_from_args
+    from pals_core.train.config import window_stride
+
+    assert window_stride({"max_len": 128, "truncate": False, "stride": None}) == 42  # the default: a third
+    assert window_stride({"max_len": 128, "truncate": False, "stride": 0}) == 0
+    assert window_stride({"max_len": 128, "truncate": True, "stride": 10}) is None  # --truncate: cut at max_len
+    assert window_stride({"max_len": 128}) is None  # a run's config.json from before windows: read as it trained
+    text = " ".join(build_parser().format_help().split())
+    assert "--stride N" in text and "--truncate" in text and "run_qa's --doc_stride" in text
+    argv = ["--tasks", "rte", "--method", "lora", "--d-s", "4", "--max-len", "64", "--stride", "16", "--truncate"]
+    cfg, _ = config_from_args(vars(build_parser().parse_args([*argv, "--out", str(tmp_path / "run")])))
+    again = cfg.to_argv()  # what a launcher runs: the same run
+    assert (
+        (cfg.stride, cfg.truncate) == (16, True)
+        and again[again.index("--stride") + 1] == "16"
+        and "--truncate" in again
+    )
+    cfg.stride = 40
+    with pytest.raises(ValueError, match="stride must be an integer from 0 to max_len // 2 = 32, got 40"):
+        cfg.validate([])

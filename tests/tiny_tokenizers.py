@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 WORDS = (
-    "Anna Mary John Ines Ahmed visited welcomed met Paris Lagos Kyoto Ouagadougou near said Li the a and in on "
+    "Anna Mary John Ines Ahmed Smith visited welcomed met Paris Lagos Kyoto Ouagadougou near said Li the a and in on "
     "today yesterday reported by E1042 refund invoice please money back quick brown fox jumps over lazy dog"
 ).split()
 SENTENCES = [" ".join(WORDS[i:] + WORDS[:i]) for i in range(0, len(WORDS), 3)] * 4
