@@ -200,7 +200,7 @@ def suggested_max_len(inp: Inputs, records: list, model: str | None) -> tuple[in
     n = max(8, min(512, p95))
     capped = "" if n == p95 else f" (capped at {n})"
     windows = [  # a tagging task's long sentences are read in overlapping windows of n: say how many
-        f" {p['name']}'s longest sentence is read in {k} overlapping windows of {n}: no word is cut."
+        f" {p['name']}: its longest sentence is read in {k} overlapping windows of {n}, no word cut."
         for p in profiles
         if (k := windows_at(p, n)) is not None and k > 1
     ]

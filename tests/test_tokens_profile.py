@@ -128,14 +128,14 @@ def test_pals_tasks_prints_the_tagging_profile(tmp_path, capsys):
     )
     last = out.rstrip().splitlines()[-1]  # the suggested length says the windows its longest sentence takes
     assert last.startswith("suggested: --max-len 12 ") and last.endswith(
-        "; ner's longest sentence (12 tokens) fits in one window of 12: no word lost"
+        "; ner: its longest sentence (12 tokens) fits in one window of 12: no word lost"
     )
     from pals_core.cli.tasks import suggestion
     from pals_core.data.profile import profile_task
 
     long = profile_task(read_tasks_file(f)["ner"], tokenizer=tokenizer_of("tiny"), max_len=8)
     assert suggestion([long], limit=9).endswith(
-        "ner's longest sentence (12 tokens) is read in 2 overlapping windows of 9 (stride 3): no word lost"
+        "ner: its longest sentence (12 tokens) is read in 2 overlapping windows of 9 (stride 3): no word lost"
     )
     assert main([str(f), "--model", "tiny", "--max-len", "8", "--stride", "5"]) == 2
     assert "stride must be an integer from 0 to max_len // 2 = 4, got 5" in capsys.readouterr().err

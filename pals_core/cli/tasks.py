@@ -141,7 +141,7 @@ def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
         else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are longer"
     )
     windows = [
-        f"{p['name']}'s longest sentence ({p['tokens']['max']} tokens) "
+        f"{p['name']}: its longest sentence ({p['tokens']['max']} tokens) "
         + (
             f"is read in {k} overlapping windows of {n} (stride {default_stride(n)})"
             if k > 1
