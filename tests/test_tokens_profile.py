@@ -137,6 +137,9 @@ def test_pals_tasks_prints_the_tagging_profile(tmp_path, capsys):
     assert suggestion([long], limit=9).endswith(
         "ner: its longest sentence (12 tokens) is read in 2 overlapping windows of 9 (stride 3): no word lost"
     )
+    # the user's --stride where it holds at the suggested length, else the default a run there takes
+    assert suggestion([long], limit=9, stride=1).endswith("2 overlapping windows of 9 (stride 1): no word lost")
+    assert suggestion([long], limit=9, stride=5).endswith("2 overlapping windows of 9 (stride 3): no word lost")
     assert main([str(f), "--model", "tiny", "--max-len", "8", "--stride", "5"]) == 2
     assert "stride must be an integer from 0 to max_len // 2 = 4, got 5" in capsys.readouterr().err
 
@@ -179,5 +182,13 @@ def test_the_explorer_task_panel_shows_the_tagging_profile(tmp_path, monkeypatch
     assert table["majority class on dev"][0] == "0.0 (entity_f1)"
     text = next(m.value for m in at.markdown if "(one tag per word)" in m.value)
     assert "train: 5 sentences" in text and "entities: LOC 3 · PER 3 · ORG 1" in text and "'O' on 60.0%" in text
-    assert "sentences longer than n = " in text and " read in overlapping windows (stride " in text
+    assert "sentences longer than n = " not in text  # every sentence fits in the sidebar's n
+    at.sidebar.number_input(key="seq_len").set_value(8).run()
+    text = next(m.value for m in at.markdown if "(one tag per word)" in m.value)
+    assert "sentences longer than n = 8 read in overlapping windows (stride 2; the longest in " in text
+    # the train form's suggested length says the windows the longest sentence takes at it
+    at.segmented_control(key="view").set_value("train").run()
+    assert [e.value for e in at.error] + [e.value for e in at.exception] == []
+    caption = next(c.value for c in at.caption if c.value.startswith("Default "))
+    assert caption.endswith(" ner: its longest sentence (12 tokens) fits in one window of 12: no word lost."), caption
     assert not [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]

@@ -90,7 +90,7 @@ def _tokens_line(p: dict) -> str:
         f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
         f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
     )
-    if "windows_max" in t:  # a kind of one label per word: long sentences read in windows, no word lost
+    if t.get("rows_windowed"):  # a kind of one label per word: long sentences read in windows, no word lost
         line += (
             f" · {t['rows_windowed']:,} sentence(s) longer than {t['max_len']} read in overlapping windows "
             f"(stride {t['stride']}; the longest in {t['windows_max']}), no word lost"
@@ -103,8 +103,9 @@ def _tokens_line(p: dict) -> str:
     return line
 
 
-def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = None) -> str:
-    """The readable report: one block per task, then the suggested length (at most ``limit`` tokens)."""
+def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = None, stride: int | None = None) -> str:
+    """The readable report: one block per task, then the suggested length (at most ``limit`` tokens; ``stride``: the
+    user's ``--stride``, for the windows a tagging task's longest sentence takes at it)."""
     lines = [header]
     for p in profiles:
         lines += [
@@ -114,7 +115,7 @@ def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = N
         ]
         lines += _labels_lines(p)
         lines += [_majority_line(p), _tokens_line(p)]
-    lines += ["", suggestion(profiles, limit)]
+    lines += ["", suggestion(profiles, limit, stride)]
     return "\n".join(lines)
 
 
@@ -127,12 +128,13 @@ def suggested_len(profiles: Sequence[dict], limit: int | None = None) -> int | N
     return min(max(p95), limit) if limit else max(p95)
 
 
-def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
+def suggestion(profiles: Sequence[dict], limit: int | None = None, stride: int | None = None) -> str:
+    """The suggested length and why; for each tagging task, the windows its longest sentence is read in at that
+    length (``stride``: the user's ``--stride``, else the default a run at that length takes)."""
     n = suggested_len(profiles, limit)
     if n is None:
         return "suggested length: none (no tokens counted)"
-    from ..data.profile import windows_at  # late: loads numpy
-    from ..data.windows import default_stride  # late: as above
+    from ..data.profile import longest_windows  # late: loads numpy
 
     worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
     why = (
@@ -140,16 +142,7 @@ def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
         if n == worst["tokens"]["p95"]
         else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are longer"
     )
-    windows = [
-        f"{p['name']}: its longest sentence ({p['tokens']['max']} tokens) "
-        + (
-            f"is read in {k} overlapping windows of {n} (stride {default_stride(n)})"
-            if k > 1
-            else f"fits in one window of {n}"
-        )
-        for p in profiles
-        if (k := windows_at(p, n)) is not None
-    ]
+    windows = [w for p in profiles if (w := longest_windows(p, n, stride)) is not None]
     tail = f"; {'; '.join(windows)}: no word lost" if windows else ""
     return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}{tail}"
 
@@ -186,7 +179,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"
         f" · max-len {args.max_len} · dev rows of tasks without a dev file drawn by seed {args.seed}"
     )
-    return format_profiles(profiles, header, limit)
+    return format_profiles(profiles, header, limit, stride)
 
 
 def _one_line(e: BaseException) -> str:

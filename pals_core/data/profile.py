@@ -273,19 +273,43 @@ def profile_tasks(
     return [profile_rows(r, tokenizer=tokenizer, max_len=max_len, progress=progress, stride=stride) for r in rows]
 
 
-def windows_at(profile: dict, max_len: int) -> int | None:
-    """The windows a tagging task's longest sentence is read in at ``max_len`` (the stride a run at that length
-    takes by default); None for a task of another kind or without token counts."""
+def windows_at(profile: dict, max_len: int, stride: int | None = None) -> int | None:
+    """The windows a tagging task's longest sentence is read in at ``max_len``, consecutive windows sharing
+    ``stride`` tokens (None: ``windows.default_stride``, what a run at that length takes without ``--stride``); None
+    for a task of another kind or without token counts."""
     t = profile.get("tokens") or {}
     if "fixed" not in t:
         return None
-    return count_windows(t["max"], t["fixed"], max_len, default_stride(max_len))
+    return count_windows(t["max"], t["fixed"], max_len, default_stride(max_len) if stride is None else stride)
+
+
+def longest_windows(profile: dict, max_len: int, stride: int | None = None) -> str | None:
+    """What a suggested length means for a tagging task's longest sentence, the sentence ``pals-tasks`` and the
+    explorer's train form both print: "<task>: its longest sentence (T tokens) is read in K overlapping windows of
+    ``max_len`` (stride S)", or "… fits in one window of ``max_len``"; None for a task of another kind. ``stride``:
+    the user's ``--stride`` where it is valid at ``max_len``, else the default."""
+    if stride is not None:
+        try:
+            check_stride(stride, max_len)
+        except ValueError:
+            stride = None
+    stride = default_stride(max_len) if stride is None else stride
+    k = windows_at(profile, max_len, stride)
+    if k is None:
+        return None
+    how = (
+        f"is read in {k} overlapping windows of {max_len} (stride {stride})"
+        if k > 1
+        else f"fits in one window of {max_len}"
+    )
+    return f"{profile['name']}: its longest sentence ({profile['tokens']['max']} tokens) {how}"
 
 
 __all__ = [
     "TaskRows",
     "check_glue_files",
     "check_max_len",
+    "longest_windows",
     "profile_rows",
     "profile_task",
     "profile_tasks",

@@ -357,7 +357,7 @@ def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[
             texts, pairs, source = check_rows(m.run.records[t], m.run.max_len, n)
             ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits)
             got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits)
-            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word cut by max_len, in both
+            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word no token predicts, in both
             scale = max(scale, float(np.nanmax(np.abs(ref))))
             rows += len(texts)
             sources.add(source)

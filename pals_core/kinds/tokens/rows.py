@@ -203,7 +203,7 @@ class TokenRows:
             f"entities: {entities}"
         )
         tokens = profile.get("tokens") or {}
-        if "windows_max" in tokens:
+        if tokens.get("rows_windowed"):
             text += (
                 f" · {tokens['rows_windowed']:,} sentences longer than n = {tokens['max_len']} read in overlapping "
                 f"windows (stride {tokens['stride']}; the longest in {tokens['windows_max']}): no word cut"
