@@ -1,7 +1,7 @@
 """transformers' own ``pipeline("token-classification")`` on a tagging task's hf export (``pals-export --format hf``),
 called with the arguments the run gives (``export.pipeline_call``), reproduces ``pals-predict`` word for word — on a
 WordPiece and on a byte-level BPE model, sentences longer than the max length included (read in the run's windows
-through the pipeline's ``stride``)."""
+through the pipeline's ``stride``); the ONNX export keeps the words' tokenizer apart where it differs."""
 
 from __future__ import annotations
 
@@ -149,3 +149,23 @@ def test_the_token_classification_pipeline_reproduces_pals_predict_on_every_word
             assert abs(float(e["score"]) - float(np.mean(probs[first : last + 1]))) < 1e-4
     assert long >= 3
     assert get_kind("tokens").pipeline(None) == ("token-classification", {"aggregation_strategy": "first"})
+    if tokenizer == "bpe":  # the ONNX export: the sentence tasks' tokenizer beside the graph, the words' apart
+        from transformers import AutoTokenizer
+
+        from pals_core.export.onnx import WORDS_DIR, export_onnx, read_export
+
+        export_onnx(model, tmp_path / "onnx")
+        assert read_export(tmp_path / "onnx")["words_tokenizer"] == WORDS_DIR
+        words = AutoTokenizer.from_pretrained(tmp_path / "onnx" / WORDS_DIR)
+        plain = AutoTokenizer.from_pretrained(tmp_path / "onnx")
+        row = ["near", "said", "Li"]
+        assert words.convert_ids_to_tokens(words(row, is_split_into_words=True)["input_ids"])[1:-1] == [
+            "Ġnear",
+            "Ġsaid",
+            "ĠLi",
+        ]
+        assert (
+            words(row, is_split_into_words=True)["input_ids"]
+            == tagger.tokenizer(row, is_split_into_words=True)["input_ids"]
+        )
+        assert "Ġsaid" not in plain.convert_ids_to_tokens(plain(row, is_split_into_words=True)["input_ids"])

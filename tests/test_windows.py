@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiny_tokenizers import WORDS, bpe_tokenizer, save_family_tokenizers
+from tiny_tokenizers import WORDS, bpe_tokenizer, family_tokenizers, save_family_tokenizers
 
 from pals_core.data.load import load_tokenizer, minilm_path
 from pals_core.data.windows import check_stride, count_windows, default_stride, max_context, spans
@@ -183,6 +183,21 @@ def test_every_familys_tokenizer_reads_words_as_running_text_and_its_saved_copy_
         for i, row in enumerate(rows):
             again = saved(row, is_split_into_words=True)
             assert again["input_ids"] == got["input_ids"][i] and first_subtokens(again.word_ids()) == got["firsts"][i]
+
+
+def test_the_tokenizers_built_here_are_every_familys_tokenizer_class():
+    """Each model type a family takes loads one of the tokenizer classes the test above builds (ELECTRA's and
+    DistilBERT's checkpoints load ``BertTokenizer``, ModernBERT's the generic fast class, ``TokenizersBackend``)."""
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    from pals_core.families.registry import FAMILIES
+
+    built = {type(t).__name__ for t in family_tokenizers().values()}
+    for family in FAMILIES.values():
+        for model_type in family.model_types:
+            wanted = TOKENIZER_MAPPING_NAMES[model_type]
+            wanted = wanted if isinstance(wanted, str) else next(c for c in wanted if c)
+            assert wanted in built, (model_type, wanted)
 
 
 def test_a_byte_level_bpe_tokenizer_marks_each_words_start_and_the_sentence_tasks_keep_theirs():

@@ -6,6 +6,8 @@ onnxruntime user can serve from alone, without this package's torch modules.
                                   family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
                                   after the task (C_t = 1: a regression score)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
+    DIR/words_tokenizer/  a tagging task's tokenizer where it reads words otherwise (byte-level BPE: saved with
+                          ``add_prefix_space=True``, ``data/words.py``); absent where the run's reads words as it is
     DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
                           target scale: a regression's value is output·std + mean), max_len, inputs
 
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..atomic import atomic_write_json, read_json_file
 from ..data.load import load_tokenizer, raw_splits
+from ..data.words import marks_word_starts
 from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
 from ..run_info import RunInfo, predict_texts
@@ -44,6 +47,7 @@ from . import ExportFailed, ExportRefused, save_tokenizer
 
 MODEL_FILE = "model.onnx"
 META_FILE = "export.json"
+WORDS_DIR = "words_tokenizer"  # a tagging task's tokenizer, where it is not the sentence tasks' (word starts marked)
 FORMAT = "pals-export/onnx"
 VERSION = 1
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -258,6 +262,13 @@ def write_graph(
     return [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
 
 
+def _words_tokenizer(models: Sequence) -> str | None:
+    """A tagging task of the export whose tokenizer reads words otherwise than the run's tokenizer reads a text (a
+    byte-level BPE one marks each word's start: ``data.words.words_tokenizer``), else None."""
+    words = [t for m in models for t in m.tasks if get_kind(m.run.records[t].kind).per_word]
+    return words[0] if words and marks_word_starts(models[0].run.tokenizer()) else None
+
+
 def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Path | None) -> dict:
     """``export.json``: what a server needs around the graph (deterministic: no times, no check figures)."""
     first = models[0]
@@ -291,8 +302,10 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "
         "pairs longest-first; pad on the right (any id) where attention_mask is 0",
         "stride": info.stride,
+        "words_tokenizer": WORDS_DIR if _words_tokenizer(models) else None,
         "words": "a tagging task's row of words: is_split_into_words=True, each word's start marked "
-        "(add_prefix_space=True for a byte-level BPE tokenizer); a row longer than max_len read in windows of max_len "
+        f"(add_prefix_space=True for a byte-level BPE tokenizer: the one in {WORDS_DIR}/ where export.json's "
+        "words_tokenizer names it); a row longer than max_len read in windows of max_len "
         "sharing `stride` tokens (return_overflowing_tokens=True, stride=stride; null: cut at max_len), each word "
         "predicted from its first sub-token in the window where it has the most context",
         "run": str(Path(run_dir if run_dir is not None else info.path).resolve()),
@@ -410,6 +423,8 @@ def export_onnx(
     try:
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
         save_tokenizer(models[0].run, tmp)
+        if words := _words_tokenizer(models):  # a tagging task's tokenizer, word starts marked: saved beside it
+            save_tokenizer(models[0].run, tmp / WORDS_DIR, words)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
         atomic_write_json(tmp / META_FILE, meta)
         result = OnnxExport(out, inputs, outputs, opset, sorted(p.name for p in tmp.iterdir()), meta=meta)
