@@ -30,6 +30,7 @@ from pals_core.budget.recommend import key_of, label
 from pals_core.budget.tasks import Task, glue_task
 from pals_core.data.glue_rows import check_files, hub_allowed, missing_files, resolve_glue_dir
 from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.data.profile import longest_windows
 from pals_core.methods.registry import get_method
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.limits import MAX_D_S
@@ -198,7 +199,10 @@ def suggested_max_len(inp: Inputs, records: list, model: str | None) -> tuple[in
     p95 = max(p95s)
     n = max(8, min(512, p95))
     capped = "" if n == p95 else f" (capped at {n})"
-    return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them."
+    windows = "".join(  # a tagging task: the windows its longest sentence is read in at n
+        f" {w}: no word lost." for p in profiles if (w := longest_windows(p, n)) is not None
+    )
+    return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them.{windows}"
 
 
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | None, str | None, str]:

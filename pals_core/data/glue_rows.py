@@ -24,7 +24,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ class RawSplit:
     dropped: int = 0  # truncated rows skipped (QQP)
     source: str = ""  # the file path, or "hub:nyu-mll/glue/<config>/<split>"
     fingerprint: str = ""  # sha256 of the file / the hub dataset fingerprint
+    where_word: Callable[[int, int], str] | None = None  # rows of words: "file, line N, column K" of row i's word j
 
 
 # ---------------------------------------------------------------------------------------- files

@@ -20,6 +20,7 @@ from ..budget.solver import Budget
 from ..data.glue_rows import GLUE_DIR_ENV
 from ..data.load import TINY
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
+from ..data.windows import check_stride, default_stride
 from ..flags import to_argv
 from ..pricing.config import AdapterConfig
 from ..tasks import resolve_records
@@ -95,6 +96,20 @@ class TrainConfig:
     steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
     max_len: int = field(default=128, metadata={"help": "max tokens per example"})
+    stride: int | None = field(
+        default=None,
+        metadata={
+            "help": "tokens two consecutive windows share when a row is longer than --max-len and read in windows "
+            "(a tagging sentence; transformers' stride, run_qa's --doc_stride); none = a third of --max-len",
+        },
+    )
+    truncate: bool = field(
+        default=False,
+        metadata={
+            "help": "cut a tagging sentence longer than --max-len at --max-len instead of reading it in windows: "
+            "its later words get the baseline's tag and are counted as cut"
+        },
+    )
     lr: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
     weight_decay: float = field(
         default=0.01, metadata={"help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)"}
@@ -208,6 +223,8 @@ class TrainConfig:
                 _positive_int(name, getattr(self, name))
         if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
             raise ValueError(f"max_len must be at least 8, got {self.max_len}")
+        if self.stride is not None:
+            check_stride(self.stride, self.max_len)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer from 0 to 2**63 − 1, got {self.seed!r}")
         _finite("lr", self.lr, low=0.0, strict=True)
@@ -317,6 +334,16 @@ def task_keys(config: dict) -> list[str]:
     recorded are GLUE runs, their names the built-in tasks'."""
     data = config.get("data") or {}
     return [(data.get(t) or {}).get("fingerprint") or f"glue:{t}" for t in config.get("tasks") or []]
+
+
+def window_stride(config: dict) -> int | None:
+    """The tokens two windows of a row longer than ``max_len`` share, from a run's config (a ``TrainConfig`` as a
+    dict): its ``stride``, or a third of ``max_len`` (``windows.default_stride``); None when the run cuts such rows at
+    ``max_len`` instead (``truncate``, and every run written before windows: no ``truncate`` field)."""
+    if config.get("truncate", True):
+        return None
+    stride = config.get("stride")
+    return default_stride(int(config["max_len"])) if stride is None else int(stride)
 
 
 def _positive_int(name: str, value: Any) -> None:
