@@ -113,8 +113,13 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-len", help="tokens per sequence (default 64)")
     g.add_argument("--max-train-examples", metavar="N", help="per-task cap on training rows (default 512; 0 = all)")
     g.add_argument("--max-eval-examples", metavar="N", help="per-task cap on dev rows (default 200; 0 = all)")
-    g.add_argument("--lr", help="learning rate where not searched (default 1e-4)")
-    g.add_argument("--warmup", help="warm-up fraction where not searched (default 0.1)")
+    g.add_argument(
+        "--lr", help="learning rate where not searched (default: each trial's method's own, as pals-train's --lr)"
+    )
+    g.add_argument(
+        "--warmup",
+        help="warm-up fraction where not searched (default: each trial's method's own, as pals-train's --warmup)",
+    )
     g.add_argument("--sampling", choices=sorted(SAMPLERS), help="task sampling where not searched (default annealed)")
     g.add_argument(
         "--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)"

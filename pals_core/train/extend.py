@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..atomic import read_json_file
 from ..budget.costs import adding_tasks_refused
+from ..pricing.recipe import given_over
 from ..tasks import records_of_config
 from ..tasks.record import TaskRecord
 from ..tasks.taskfile import read_tasks_file
@@ -111,8 +112,7 @@ def extension_config(from_run: str, given: dict) -> dict:
             f"--from {from_run}: {', '.join(changed)} would change the outputs of the base run's tasks; "
             "added tasks take the base run's setting (leave the flag out)"
         )
-    out = {k: v for k, v in base.items() if k not in ("data", "budget")}
-    out.update(given)
+    out = given_over({k: v for k, v in base.items() if k not in ("data", "budget")}, given)
     out.update(tasks=[], tasks_file=None, from_run=str(from_run), budget=None, data=None)
     return out
 
