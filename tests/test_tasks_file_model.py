@@ -129,3 +129,15 @@ def test_a_link_to_a_tasks_file_takes_its_model_unless_the_link_names_one(tmp_pa
     told.query_params.update({"tasks_file": str(EXAMPLE), "model": "bert-base-uncased"})
     told.run()
     assert not told.exception and told.sidebar.selectbox(key="model").value == "bert-base-uncased"
+
+
+def test_pals_tasks_counts_tokens_with_the_model_pals_train_would_train(tmp_path, here):
+    from pals_core.cli.tasks import main as tasks_main
+
+    tiny = tasks_file(tmp_path / "t", "tiny")
+    p = here(tasks_main, str(tiny), "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["model"] == "tiny"
+    shape = tasks_file(tmp_path / "s", "bert-base-uncased")
+    p = here(tasks_main, str(shape), cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "give --model" in p.stderr
