@@ -154,3 +154,18 @@ def test_a_run_trains_at_the_methods_rate_and_its_config_json_says_so(tmp_path, 
     state = torch.load(out / "checkpoints" / latest / "optimizer.pt", weights_only=True)
     groups = state["optimizer"]["param_groups"]
     assert {g["initial_lr"] for g in groups} == {5e-4} and groups[0]["weight_decay"] == 0.1
+
+
+def test_runs_each_at_their_methods_own_rate_are_trained_alike():
+    """The Runs view sets a design against ``shared`` and ``separate`` trained alike (``config.recipe``): LoRA at its
+    own 5e-4 and ``shared`` at BERT's 2e-5 are both trained as their authors train them; a --lr is a recipe of its
+    own."""
+    from pals_core.train.config import OWN, recipe
+
+    lora = configured("--method", "lora", "--d-s", "8", "--tasks", "rte", "--out", "x")
+    shared = configured("--method", "shared", "--tasks", "rte", "--out", "x")
+    assert recipe(lora.as_dict()) == recipe(shared.as_dict()) and recipe(lora.as_dict())["lr"] == OWN
+    told = configured("--method", "shared", "--tasks", "rte", "--out", "x", "--lr", "5e-4")
+    assert recipe(told.as_dict()) != recipe(lora.as_dict()) and recipe(told.as_dict())["lr"] == 5e-4
+    old = {k: v for k, v in shared.as_dict().items() if not k.endswith("_source")}  # a run made before sources
+    assert recipe(old)["lr"] == 2e-5

@@ -333,6 +333,9 @@ def tasks_file_train_model(tasks_file: str) -> tuple[bool, str | None]:
     return True, value
 
 
+OWN = "the method's own"  # a recipe setting a run took from its method, in ``recipe``
+
+
 def flag_source(name: str) -> str:
     """The source of a recipe setting a flag gave: '--lr', '--warmup', '--weight-decay'."""
     return "--" + name.replace("_", "-")
@@ -388,7 +391,9 @@ def recipe(config: dict) -> dict:
     """How a run was trained, apart from what it adapts and its seed: the ``TrainConfig`` fields of its config
     (``as_dict()``, as a summary holds it; what ``separate`` derives from them is left out) less ``RESUME_FREE``
     and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
-    their designs and seeds, so their scores may be compared."""
+    their designs and seeds, so their scores may be compared. A setting a run took from its method (``lr_source``,
+    …: not a flag) is ``OWN``, whatever its value: runs each trained as its method's authors train it are trained
+    alike (LoRA at its 5e-4 beside ``shared`` at BERT's 2e-5)."""
     out = {
         f.name: config[f.name]
         for f in fields(TrainConfig)
@@ -396,6 +401,10 @@ def recipe(config: dict) -> dict:
         and f.name not in RESUME_FREE + DESIGN_FIELDS
         and not (f.name in EXTENSION_FIELDS and config[f.name] is None)
     }  # as runs made before they existed
+    for name in RECIPE_FIELDS:
+        source = config.get(f"{name}_source")
+        if name in out and source is not None and source != flag_source(name):
+            out[name] = OWN
     out["tasks"] = task_keys(config)
     return out
 
