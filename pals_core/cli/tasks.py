@@ -31,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         default=None,
-        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
-        f"(default: the model the tasks file names, as pals-train trains it; else the embedded {EMBEDDED_MODEL})",
+        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny'; without it the tasks file's "
+        f"model: where it names one, as pals-train trains it (default: the embedded {EMBEDDED_MODEL})",
     )
     p.add_argument(
         "--max-len",
