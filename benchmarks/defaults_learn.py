@@ -41,6 +41,7 @@ PY = sys.executable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from pals_core.atomic import atomic_write_text  # noqa: E402
+from pals_core.budget.display import rate_text  # noqa: E402
 from pals_core.cli.budget import run as budget_run  # noqa: E402
 from pals_core.footprint.here import cpu_name  # noqa: E402
 from pals_core.methods.registry import METHODS, get_method  # noqa: E402
@@ -153,7 +154,7 @@ def table(results: dict) -> str:
         cells = [f"{100 * r['tasks'][t]['score']:.1f}" + ("" if r["tasks"][t]["left"] else " ✗") for t in tasks]
         stuck = [t for t in tasks if not r["tasks"][t]["left"]]
         lines.append(
-            f"| {r['design']}{size}, lr {r['lr']:g}{over} | "
+            f"| {r['design']}{size}, lr {rate_text(r['lr'])}{over} | "
             + " | ".join(cells)
             + f" | {'yes' if not stuck else 'no: ' + ', '.join(stuck)} |"
         )
