@@ -41,10 +41,10 @@ PY = sys.executable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from pals_core.atomic import atomic_write_text  # noqa: E402
-from pals_core.budget.display import rate_text  # noqa: E402
 from pals_core.cli.budget import run as budget_run  # noqa: E402
 from pals_core.footprint.here import cpu_name  # noqa: E402
 from pals_core.methods.registry import METHODS, get_method  # noqa: E402
+from pals_core.pricing.recipe import rate_text  # noqa: E402
 
 
 def recommended(method: str) -> dict:

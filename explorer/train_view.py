@@ -33,6 +33,7 @@ from pals_core.data.load import TINY as TINY_MODEL
 from pals_core.methods.registry import get_method
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.limits import MAX_D_S
+from pals_core.pricing.recipe import rate_text
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, command, launch, list_runs, new_run_id
 from pals_core.tasks.glue_tasks import GLUE_TASKS
@@ -273,7 +274,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | 
     own_lr, lr_source = recipe_setting(chosen.method, "lr")
     if st.session_state.get("_train_lr_for") != chosen.method or "train_lr" not in st.session_state:
         st.session_state["_train_lr_for"] = chosen.method  # a new design starts from its method's own rate
-        st.session_state["train_lr"] = display.rate_text(own_lr)
+        st.session_state["train_lr"] = rate_text(own_lr)
     lr_text = c2.text_input("Learning rate", key="train_lr", help=f"The default: {lr_source}. --lr overrides it.")
     reads = own and not (use_path and not model)  # a folder not yet given has no tokenizer to count with
     suggested = suggested_max_len(inp, [r for r in inp.records if r.name in tasks], model) if reads else None
@@ -415,7 +416,7 @@ def render(inp: Inputs | None, chosen: Cost | None) -> None:
     st.markdown(
         f"This run **{display.trained_text(c)}** ("
         + ("as its authors train it" if own else "not as its authors train it: your choice")
-        + f") at learning rate **{display.rate_text(spec.lr)}** ("
+        + f") at learning rate **{rate_text(spec.lr)}** ("
         + ("the method's own" if spec.lr_source != "--lr" else "your choice")
         + "; both stated in the run's config.json)."
     )

@@ -85,15 +85,6 @@ def trained_text(cost) -> str:
     return f"trains {trained_of_total(cost)} parameters, trunk {cost.trunk}"
 
 
-def rate_text(lr: float) -> str:
-    """A learning rate as papers write it: '5e-4', '2e-5', '3e-3' (one significant digit where that is exact, else
-    ``g``: '1.5e-4')."""
-    mantissa, _, exponent = f"{lr:.0e}".partition("e")
-    if float(f"{mantissa}e{exponent}") != lr:
-        return f"{lr:g}"
-    return f"{mantissa}e{int(exponent)}"
-
-
 def trained_of_total(cost) -> str:
     """'2.95M of 25.7M': the parameters a design trains of all it holds (``pals-budget``'s "trained" column)."""
     return f"{human(cost.params_trained)} of {human(cost.params_total)}"

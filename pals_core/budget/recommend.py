@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..pricing.config import design_label
+from ..pricing.recipe import rate_text
 from . import display
 from .costs import Cost, flops_ratio
 from .methods import recipe_setting
@@ -192,7 +193,7 @@ def reason(p: Pick, picks: Sequence[Pick], bold: str = "**") -> str:
         + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
         + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else "")
         + f" ({display.trained_text(p.cost)}, at the method's own learning rate "
-        f"{display.rate_text(recipe_setting(p.cost.method, 'lr')[0])})"
+        f"{rate_text(recipe_setting(p.cost.method, 'lr')[0])})"
     )
     if p.measured is not None:
         return (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..flags import register_choices, register_default_text
 from ..pricing.method import Method
-from ..pricing.recipe import RECIPE_FIELDS, setting
+from ..pricing.recipe import RECIPE_FIELDS, rate_text, setting
 from . import collect
 
 METHODS: dict[str, Method] = collect("cost", "METHODS", "declared")
@@ -36,8 +36,9 @@ def _recipe_defaults(name: str) -> str:
     by: dict[float, list[str]] = {}
     for m in METHODS.values():
         by.setdefault(setting(m.recipe, name)[0], []).append(m.name)
+    text = rate_text if name == "lr" else (lambda v: f"{v:g}")  # rates as papers write them: 3e-4
     return "the method's own, as its authors train it: " + "; ".join(
-        f"{value:g} for {', '.join(names)}" for value, names in by.items()
+        f"{text(value)} for {', '.join(names)}" for value, names in by.items()
     )
 
 

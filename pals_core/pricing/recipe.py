@@ -54,6 +54,15 @@ def setting(recipe: Recipe, name: str) -> tuple[float, Recipe]:
     return (value, recipe) if value is not None else (getattr(BERT_FINE_TUNING, name), BERT_FINE_TUNING)
 
 
+def rate_text(lr: float) -> str:
+    """A learning rate as papers write it: '5e-4', '2e-5', '3e-3' (one significant digit where that is exact, else
+    ``g``: '1.5e-4')."""
+    mantissa, _, exponent = f"{lr:.0e}".partition("e")
+    if float(f"{mantissa}e{exponent}") != lr:
+        return f"{lr:g}"
+    return f"{mantissa}e{int(exponent)}"
+
+
 def given_over(saved: dict, given: dict) -> dict:
     """A saved run configuration (``TrainConfig.as_dict``) with the settings ``given`` by flags laid over it: a recipe
     setting given anew comes from its flag, so the saved one's source (``lr_source``, …) is dropped with it."""
