@@ -118,6 +118,24 @@ def test_pals_train_trains_the_files_model_unless_told(tmp_path, pals_train):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_study_on_a_tasks_file_trains_its_model_unless_told(tmp_path):
+    """A study's trials train the model pals-train would train on the file: its model:, else the embedded one;
+    --model (or 'none': the embedded one) overrides it, and a shape-only model is refused in one line."""
+    from studies.cli import build_parser, requested_settings
+    from studies.errors import StudyError
+
+    def settings(*argv: str):
+        return requested_settings("design", build_parser().parse_args(["create", "design", *argv]))
+
+    tiny = str(tasks_file(tmp_path / "t", "tiny"))
+    made, given = settings("--tasks-file", tiny)
+    assert made.model == "tiny" and "model" not in given  # the file's, not an option a joining worker must repeat
+    assert settings("--tasks-file", tiny, "--model", "none")[0].model is None
+    assert settings("--tasks-file", str(tasks_file(tmp_path / "n", None)))[0].model is None
+    with pytest.raises(StudyError, match="is a shape the calculator prices"):
+        settings("--tasks-file", str(tasks_file(tmp_path / "s", "bert-base-uncased")))
+
+
 def test_a_link_to_a_tasks_file_takes_its_model_unless_the_link_names_one(tmp_path, monkeypatch):
     monkeypatch.setenv("PALS_RUNS_DIR", str(tmp_path / "runs"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
