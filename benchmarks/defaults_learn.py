@@ -12,8 +12,9 @@ trained as the README's own-tasks command trains it:
 
 nothing else: no --lr (the method's own, ``Method.recipe``), the trainer's batch, max length, sampling and
 evaluation. Each task's dev score (its main metric, the run's summary.json) is set against the task's baseline
-(``pals-tasks --json``: the majority class, the training mean, every word "O"). Runs go two at a time, one thread
-each, on CPU; ``benchmarks/results/defaults_learn.json`` is rewritten (atomically) as each run finishes, and
+(``pals-tasks --json``: the majority class, the training mean, every word "O"). Runs go two at a time (``--jobs``),
+one thread each, on CPU; ``benchmarks/results/defaults_learn.json`` is rewritten (atomically) as each run finishes
+(with the device its summary.json says measured it, and how many ran at a time), and
 running the command again skips the finished methods and resumes a stopped run from its checkpoint.
 
     python benchmarks/defaults_learn.py                    # every method (hours on 2 cores)
@@ -93,7 +94,7 @@ def save(results: dict) -> None:
     atomic_write_text(RESULTS, json.dumps(results, indent=2) + "\n")
 
 
-def train_one(method: str, runs: Path, base: dict, results: dict, lock) -> None:
+def train_one(method: str, runs: Path, base: dict, results: dict, lock, jobs: int) -> None:
     design = recommended(method)
     out = runs / method
     argv = command(design, out)
@@ -130,6 +131,9 @@ def train_one(method: str, runs: Path, base: dict, results: dict, lock) -> None:
             "command": " ".join(["pals-train", *argv[3:]]).replace(str(ROOT) + "/", ""),
             "wall_s": round(time.time() - start),
             "train_step_s": (summary.get("machine") or {}).get("measured", {}).get("step_s"),
+            # what measured it, as the run's summary.json names it, and how many runs shared the machine
+            "device": (summary.get("machine") or {}).get("measured", {}).get("device"),
+            "runs_at_a_time": jobs,
         }
         save(results)
     print(f"{method}: done ({round(time.time() - start)} s)", flush=True)
@@ -178,7 +182,7 @@ def main() -> int:
     runs.mkdir(parents=True, exist_ok=True)
     base = baselines()
     results.update(
-        device=f"CPU: {cpu_name()}, 1 thread per run, {args.jobs} runs at a time",
+        device=f"CPU: {cpu_name()}, 1 thread per run (each run's own: runs.<method>.device, runs_at_a_time)",
         model="all-MiniLM-L6-v2 (the embedded model; the example tasks file's model)",
         tasks_file="examples/tasks/tasks.yaml",
         steps=STEPS,
@@ -188,7 +192,7 @@ def main() -> int:
 
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for f in [pool.submit(train_one, m, runs, base, results, lock) for m in todo]:
+        for f in [pool.submit(train_one, m, runs, base, results, lock, args.jobs) for m in todo]:
             f.result()
     print(table(results))
     return 0
