@@ -103,7 +103,9 @@ def test_help_gives_each_methods_own_rate():
     text = build_parser().format_help()
     flat = " ".join(text.split())
     assert "--lr X peak learning rate (AdamW) (default: the method's own, as its authors train it:" in flat
-    assert "5e-4 for lora" in flat and "3e-4 for houlsby" in flat and "3e-3 for lhuc, ia3" in flat  # as papers write them
+    assert (
+        "5e-4 for lora" in flat and "3e-4 for houlsby" in flat and "3e-3 for lhuc, ia3" in flat
+    )  # as papers write them
     assert "0.06 for lora, ia3" in flat  # warm-up
 
 
