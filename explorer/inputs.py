@@ -49,7 +49,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.shape import BaseModel
 from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_name, glue_record
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file
+from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file, tasks_file_model
 from pals_core.train.base_model import model_conditions, model_shape
 
 UPLOAD = "upload a config.json…"
@@ -208,6 +208,24 @@ def example_tasks_path() -> str:
         return str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def file_model_widgets(path: str) -> dict[str, str]:
+    """The sidebar's model widgets for the model a tasks file names (``model:``, ``tasks_file_model``): the embedded
+    model, tiny, a preset, or a checkpoint folder (a config.json's folder); {} when it names none or cannot be read
+    (the task panel says why)."""
+    try:
+        spec = tasks_file_model(os.path.expanduser(path))
+    except (OSError, ValueError):
+        return {}
+    if spec is None:
+        return {}
+    if spec == TINY_MODEL:
+        return {"model": TINY}
+    name = ALIASES.get(spec, spec)
+    if name in PRESETS:
+        return {"model": name}  # the embedded model's preset is the trainable choice of that name
+    return {"model": LOCAL, "model_path": spec if os.path.isdir(spec) else os.path.dirname(spec)}
 
 
 def files_stamp(records: Iterable[TaskRecord], tasks_file: str | None = None) -> tuple:

@@ -563,6 +563,22 @@ def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
     assert any("learning rate 'fast' is not a number" in e for e in page_errors(app))
 
 
+def test_the_train_form_starts_from_the_methods_own_learning_rate(app, glue_dir):
+    """The form's learning rate is the chosen method's own (its authors'), reset when the design's method changes;
+    left as it is, the command carries no --lr (the run resolves it and says so); changed, it is a --lr."""
+    choose(app, "pals @ all")
+    show(app, "train")
+    assert app.text_input(key="train_lr").value == "2e-5"
+    assert not any("--lr" in c.value for c in app.code)
+    choose(app, "lora @ all")
+    assert app.text_input(key="train_lr").value == "5e-4"
+    assert any("at learning rate **5e-4** (the method's own" in m.value for m in app.markdown)
+    assert any(c.value.startswith("pals-train --method lora") and "--lr" not in c.value for c in app.code)
+    app.text_input(key="train_lr").set_value("1e-4").run()
+    assert any(c.value.startswith("pals-train --method lora") and "--lr 0.0001" in c.value for c in app.code)
+    assert any("at learning rate **1e-4** (your choice" in m.value for m in app.markdown)
+
+
 def test_a_run_over_the_budget_needs_an_explicit_confirmation(app, glue_dir):
     choose(app, "pals @ all")
     show(app, "train")

@@ -159,7 +159,9 @@ def test_pals_budget_prices_a_tasks_file_with_a_tagging_task(tmp_path, capsys):
     assert head_params(bert, task) == bert.hidden * 7 + 7
     assert main(["--tasks-file", str(f), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
-    assert "1 tasks (ner)" in out.splitlines()[0] and "\nRecommended: " in out
+    note, header = out.split("\n\n")[:2]  # the file names no model: the answer says whose it prices
+    assert note.startswith("Priced for bert-base-uncased") and "1 tasks (ner)" in header.splitlines()[0]
+    assert "\nRecommended: " in out
 
 
 @pytest.mark.slow  # a page run with the tiny tokenizer: ~5 s

@@ -529,7 +529,11 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     # summary.json rounds train_time_s to the millisecond; step_s is the unrounded time / 4 (a relative tolerance
     # failed when 4 quick steps took under 50 ms)
     assert abs(meas["step_s"] * 4 - summary["train_time_s"]) <= 5e-4 + 1e-9 and meas["peak_memory_bytes"] > 0
-    assert report.GPU_PROFILES  # the CUDA path names its profiles
+    assert report.gpu_profile("NVIDIA H100 80GB HBM3") == "h100"  # the CUDA path names its profiles
+    # the run's own figures say which device measured them: this machine's CPU, at the threads torch used
+    from pals_core.footprint.here import cpu_name
+
+    assert meas["device"].startswith(f"CPU: {cpu_name()}, ") and meas["device"].endswith("thread(s)")
 
 
 @pytest.mark.slow

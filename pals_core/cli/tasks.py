@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         default=None,
-        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
-        f"(default: the embedded {EMBEDDED_MODEL})",
+        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny'; without it the tasks file's "
+        f"model: where it names one, as pals-train trains it (default: the embedded {EMBEDDED_MODEL})",
     )
     p.add_argument(
         "--max-len",
@@ -158,6 +158,10 @@ def run(argv: Sequence[str] | None = None) -> str:
     stride = given_values(args, TrainConfig, skip=ONLY_STRIDE).get("stride")
     records = list(read_tasks_file(args.tasks_file).values())
     rows = read_tasks_rows(records, glue_dir=args.glue_dir, seed=args.seed)  # all data checked before the model loads
+    if args.model is None:  # the model pals-train would train on this file (its model:, else the embedded one)
+        from ..train.config import tasks_file_train_model  # late: the trainer's settings, only to read the file's
+
+        args.model = tasks_file_train_model(args.tasks_file)[1]
     tokenizer = tokenizer_of(args.model)
     profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True, stride=stride) for r in rows]
     limit = getattr(tokenizer, "model_max_length", None)

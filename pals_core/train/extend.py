@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..atomic import read_json_file
 from ..budget.costs import adding_tasks_refused
+from ..pricing.recipe import given_over
 from ..tasks import records_of_config
 from ..tasks.record import TaskRecord
 from ..tasks.taskfile import read_tasks_file
@@ -113,7 +114,7 @@ def extension_config(from_run: str, given: dict) -> dict:
         )
     out = {k: v for k, v in base.items() if k not in ("data", "budget")}
     out.setdefault("truncate", True)  # a base run written before windows cut its long tagging rows: so does this one
-    out.update(given)
+    out = given_over(out, given)
     out.update(tasks=[], tasks_file=None, from_run=str(from_run), budget=None, data=None)
     return out
 
