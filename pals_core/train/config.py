@@ -22,6 +22,7 @@ from ..data.load import TINY
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
 from ..flags import to_argv
 from ..pricing.config import AdapterConfig
+from ..pricing.units import check_positive_int
 from ..tasks import resolve_records
 from ..tasks.record import TaskRecord
 from .extend import extended_records
@@ -202,10 +203,10 @@ class TrainConfig:
         records = self.declared_records() if records is None else records
         self.tasks = [r.name for r in records]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                check_positive_int(name, getattr(self, name))
         if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
             raise ValueError(f"max_len must be at least 8, got {self.max_len}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
@@ -317,11 +318,6 @@ def task_keys(config: dict) -> list[str]:
     recorded are GLUE runs, their names the built-in tasks'."""
     data = config.get("data") or {}
     return [(data.get(t) or {}).get("fingerprint") or f"glue:{t}" for t in config.get("tasks") or []]
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _finite(name: str, value: Any, *, low: float | None = None, strict: bool = False) -> None:

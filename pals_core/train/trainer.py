@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json
+from ..base_model import model_shape
+from ..checkpoint import CheckpointDamaged, Checkpoints
 from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import make_sampler
@@ -41,8 +43,6 @@ from ..data.task_sampler import TaskSampler
 from ..forward import EvalInterrupted
 from ..kinds import get_kind
 from ..model import MultiTaskModel
-from .base_model import model_shape
-from .checkpoint import CheckpointDamaged, Checkpoints
 from .config import TrainConfig, data_differences
 from .evaluate import evaluate
 from .extend import (
