@@ -32,6 +32,7 @@ class Rows:
     text_b: list[str] | None
     labels: list[Any]
     source: str  # the file path, with "(dev split of …)" for a held-out part of train
+    read_from: tuple[str, str] | None = None  # (path, sha256 of the bytes the rows were read from)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -116,10 +117,20 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
     train_cols = _columns(record, record.train)
     names = read_label_names(record, train_cols)
     get_kind(record.kind).check_label_names(record, names)
-    train = Rows(*_texts(record, train_cols), _targets(record, train_cols, names, "train"), record.train)
+    train = Rows(
+        *_texts(record, train_cols),
+        _targets(record, train_cols, names, "train"),
+        record.train,
+        (record.train, train_cols.sha256),
+    )
     if record.dev:
         dev_cols = _columns(record, record.dev)
-        dev = Rows(*_texts(record, dev_cols), _targets(record, dev_cols, names, "dev"), record.dev)
+        dev = Rows(
+            *_texts(record, dev_cols),
+            _targets(record, dev_cols, names, "dev"),
+            record.dev,
+            (record.dev, dev_cols.sha256),
+        )
     else:
         if len(train) < 2:
             raise TaskDataError(f"{record.train}: one row; a dev split needs at least two (or give 'dev')")
@@ -138,6 +149,7 @@ def _split(rows: Rows, held: list[int], dev_source: str) -> tuple[Rows, Rows]:
             None if rows.text_b is None else [rows.text_b[i] for i in idx],
             [rows.labels[i] for i in idx],
             source,
+            rows.read_from,
         )
 
     return take(held, dev_source), take(keep, rows.source)

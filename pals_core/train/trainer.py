@@ -36,7 +36,15 @@ import numpy as np
 from ..atomic import atomic_write_json, read_json
 from ..base_model import model_shape
 from ..checkpoint import CheckpointDamaged, Checkpoints
-from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
+from ..data.load import (
+    TaskSplits,
+    check_described,
+    check_tokenizer,
+    load_tasks,
+    load_tokenizer,
+    read_tasks,
+    tokenizer_path,
+)
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
@@ -709,13 +717,14 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
     """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
     ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
     the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
-    once. A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
+    once, and a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
+    (``check_described``). A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
     rows it measures again."""
     check_tokenizer(cfg.model)
     trained = added_task_names(cfg)
     kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
     base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
-    return read_tasks(
+    rows = read_tasks(
         cfg.records(),
         glue_dir=cfg.glue_dir,
         source=cfg.glue_source,
@@ -723,6 +732,8 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
         seeds={t: base_seed for t in kept},
         dev_only=kept,
     )
+    check_described(cfg.data or {}, rows)  # the sha256 config.json records is the one of the bytes trained on
+    return rows
 
 
 def _train_in(
