@@ -8,7 +8,7 @@ routes the widget values to it.
 The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
 implementation: ``pals_core.pricing.activations.Conditions``) from the same source as its shape — a preset's
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
-the trainer reads (``pals_core.train.base_model.model_conditions``) — so every view that prices memory or step time
+the trainer reads (``pals_core.base_model.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
 
 The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pals_core.atomic import atomic_write_text
+from pals_core.base_model import model_conditions, model_shape
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
 from pals_core.budget.machine import Machine
 from pals_core.budget.methods import resolve_layers
@@ -50,7 +51,6 @@ from pals_core.pricing.shape import BaseModel
 from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_name, glue_record
 from pals_core.tasks.record import TaskRecord
 from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file, tasks_file_model
-from pals_core.train.base_model import model_conditions, model_shape
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from pals_core.base_model import model_shape
 from pals_core.budget import display
 from pals_core.budget.costs import Cost
 from pals_core.budget.methods import TRUNK_WORDS, recipe_setting, trunk_frozen
@@ -39,7 +40,6 @@ from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, command, launch, list_runs, new_run_id
 from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.train.base_model import model_shape
 from pals_core.train.config import TrainConfig
 
 from . import calc, commands, inputs, tasks_view
@@ -99,7 +99,7 @@ def price_training(
     d_s: int | None,
     freeze_trunk: bool | None = None,
 ) -> Priced:
-    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.base_model.model_shape``), the
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.base_model.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)

@@ -16,16 +16,17 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import read_json
+from .base_model import model_shape
 from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
+from .data.windows import window_stride
 from .forward import ByRow, PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
+from .pricing.units import check_positive_int
 from .tasks import records_of_config
 from .tasks.record import TaskRecord
-from .train.base_model import model_shape
-from .train.config import _positive_int, window_stride
 
 
 @dataclass
@@ -48,7 +49,7 @@ class RunInfo:
     @property
     def stride(self) -> int | None:
         """The tokens two windows of a tagging row longer than ``max_len`` share; None: such a row is cut at ``max_len``
-        (``train.config.window_stride``)."""
+        (``data.windows.window_stride``)."""
         return window_stride(self.config)
 
     @property
@@ -69,7 +70,7 @@ class RunInfo:
 def read_run(run_dir: str | os.PathLike, step: int | None = None) -> RunInfo:
     """The run in ``run_dir`` (a single ``pals-train`` run: config.json and checkpoints/), at its best checkpoint
     or at ``step``; ``ValueError`` in one line for anything else."""
-    from .train.checkpoint import Checkpoints, step_dir_name  # late: loads torch
+    from .checkpoint import Checkpoints, step_dir_name  # late: loads torch
 
     root = Path(run_dir)
     config_file = root / "config.json"
@@ -113,9 +114,9 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     if not isinstance(config["adapter"], dict):
         raise TypeError(f"adapter must be an object, got {config['adapter']!r}")
     adapter = AdapterConfig.from_dict(config["adapter"])
-    _positive_int("max_len", config.get("max_len"))
+    check_positive_int("max_len", config.get("max_len"))
     if config.get("eval_batch_size") is not None:
-        _positive_int("eval_batch_size", config["eval_batch_size"])
+        check_positive_int("eval_batch_size", config["eval_batch_size"])
     if config.get("model") is not None and not isinstance(config["model"], str):
         raise TypeError(f"model must be a path, 'tiny' or null, got {config['model']!r}")
     try:

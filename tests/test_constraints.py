@@ -209,7 +209,7 @@ def test_a_fixed_design_study_takes_the_serving_bound(tmp_path, capsys):
     one line naming serving memory, exit 2."""
     import optuna
 
-    from pals_core.train.base_model import model_conditions, model_shape
+    from pals_core.base_model import model_conditions, model_shape
     from studies.cli import main
 
     common = ["--model", "tiny", "--tasks", "rte,mrpc", "--batch-size", "16", "--max-len", "64"]

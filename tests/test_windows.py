@@ -259,8 +259,8 @@ def test_a_training_file_with_a_word_of_no_sub_token_is_refused_by_pals_train_be
 
 
 def test_a_run_declares_its_windows_once_and_a_run_written_before_them_cuts(tmp_path):
+    from pals_core.data.windows import window_stride
     from pals_core.train.args import build_parser, config_from_args
-    from pals_core.train.config import window_stride
 
     assert window_stride({"max_len": 128, "truncate": False, "stride": None}) == 42  # the default: a third
     assert window_stride({"max_len": 128, "truncate": False, "stride": 0}) == 0

@@ -19,13 +19,13 @@ import sys
 from collections.abc import Sequence
 
 from ..data.metrics import main_score
+from ..data.windows import window_stride
 from ..deps import DependencyError, check_transformers
 from ..flags import UsageError
 from ..kinds import DEFAULT_KIND, get_kind
 from ..tasks import records_of_config
 from ..train import orchestrate
 from ..train.args import build_parser, config_from_args, one_line
-from ..train.config import window_stride
 from ..train.rundir import RunDir
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_STOPPED = 1, 2, 130, 143

@@ -310,9 +310,18 @@ class OwnFiles:
 
     def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
         tr, dv, names = read_rows(self.record, seed)
-        out = {"dev": RawSplit(dv.text_a, dv.text_b, dv.labels, 0, dv.source, where_word=dv.where_word)}
+        out = {
+            "dev": RawSplit(
+                dv.text_a, dv.text_b, dv.labels, 0, dv.source, where_word=dv.where_word, read_from=dv.read_from
+            )
+        }
         if train:
-            out = {"train": RawSplit(tr.text_a, tr.text_b, tr.labels, 0, tr.source, where_word=tr.where_word), **out}
+            out = {
+                "train": RawSplit(
+                    tr.text_a, tr.text_b, tr.labels, 0, tr.source, where_word=tr.where_word, read_from=tr.read_from
+                ),
+                **out,
+            }
         return out, names
 
 
@@ -486,6 +495,22 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: str | None = None,
     return out
 
 
+def check_described(data: dict, rows: dict[str, TaskSplits]) -> None:
+    """``ValueError`` (one line) when a file's sha256 in a run's ``data`` (``describe_data``) is not the sha256 of the
+    bytes its rows were read from (``RawSplit.read_from``): the file changed between the two reads, and a run
+    records the fingerprint of what it trains on or does not start."""
+    for task, (splits, _names) in rows.items():
+        files = {str(f.get("path")): f.get("sha256") for f in ((data.get(task) or {}).get("files") or {}).values()}
+        for raw in splits.values():
+            path, digest = raw.read_from or (None, None)
+            if path is not None and str(path) in files and files[str(path)] != digest:
+                described = (files[str(path)] or "none")[:12]
+                raise ValueError(
+                    f"{path} changed while the run was set up (sha256 {described}… when described, {digest[:12]}… "
+                    "in the bytes read for its rows): start the run again"
+                )
+
+
 TINY = "tiny"
 
 
@@ -537,6 +562,7 @@ __all__ = [
     "TaskData",
     "TaskSource",
     "TaskSplits",
+    "check_described",
     "check_tokenizer",
     "describe_data",
     "encode",

@@ -99,3 +99,13 @@ def window_positions(
 
 
 __all__ = ["check_stride", "count_windows", "default_stride", "max_context", "spans", "window_positions"]
+
+
+def window_stride(config: dict) -> int | None:
+    """The tokens two windows of a row longer than ``max_len`` share, from a run's config (a ``TrainConfig`` as a
+    dict): its ``stride``, or a third of ``max_len`` (``default_stride``); None when the run cuts such rows at
+    ``max_len`` instead (``truncate``, and every run written before windows: no ``truncate`` field)."""
+    if config.get("truncate", True):
+        return None
+    stride = config.get("stride")
+    return default_stride(int(config["max_len"])) if stride is None else int(stride)

@@ -34,6 +34,7 @@ class Rows:
     labels: list[Any]
     source: str  # the file path, with "(dev split of …)" for a held-out part of train
     where_word: Callable[[int, int], str] | None = None  # rows of words: where row i's word j is (file, line, column)
+    read_from: tuple[str, str] | None = None  # (path, sha256 of the bytes the rows were read from)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -123,6 +124,7 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
         _targets(record, train_cols, names, "train"),
         record.train,
         _where_word(record, train_cols),
+        (record.train, train_cols.sha256),
     )
     if record.dev:
         dev_cols = _columns(record, record.dev)
@@ -131,6 +133,7 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
             _targets(record, dev_cols, names, "dev"),
             record.dev,
             _where_word(record, dev_cols),
+            (record.dev, dev_cols.sha256),
         )
     else:
         if len(train) < 2:
@@ -160,6 +163,7 @@ def _split(rows: Rows, held: list[int], dev_source: str) -> tuple[Rows, Rows]:
             [rows.labels[i] for i in idx],
             source,
             None if where is None else (lambda i, j: where(idx[i], j)),
+            rows.read_from,
         )
 
     return take(held, dev_source), take(keep, rows.source)

@@ -23,12 +23,13 @@ from ..budget.solver import Budget
 from ..data.glue_rows import GLUE_DIR_ENV
 from ..data.load import TINY
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
-from ..data.windows import check_stride, default_stride
+from ..data.windows import check_stride
 from ..families.shapes import TRAINER_DEFAULT, trainer_model
 from ..flags import to_argv
 from ..kinds.errors import TaskRecordError
 from ..pricing.config import AdapterConfig
 from ..pricing.recipe import RECIPE_FIELDS
+from ..pricing.units import check_positive_int
 from ..tasks import resolve_records
 from ..tasks.record import TaskRecord
 from ..tasks.taskfile import tasks_file_model
@@ -257,10 +258,10 @@ class TrainConfig:
         records = self.declared_records() if records is None else records
         self.tasks = [r.name for r in records]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                check_positive_int(name, getattr(self, name))
         if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
             raise ValueError(f"max_len must be at least 8, got {self.max_len}")
         if self.stride is not None:
@@ -432,21 +433,6 @@ def task_keys(config: dict) -> list[str]:
     recorded are GLUE runs, their names the built-in tasks'."""
     data = config.get("data") or {}
     return [(data.get(t) or {}).get("fingerprint") or f"glue:{t}" for t in config.get("tasks") or []]
-
-
-def window_stride(config: dict) -> int | None:
-    """The tokens two windows of a row longer than ``max_len`` share, from a run's config (a ``TrainConfig`` as a
-    dict): its ``stride``, or a third of ``max_len`` (``windows.default_stride``); None when the run cuts such rows at
-    ``max_len`` instead (``truncate``, and every run written before windows: no ``truncate`` field)."""
-    if config.get("truncate", True):
-        return None
-    stride = config.get("stride")
-    return default_stride(int(config["max_len"])) if stride is None else int(stride)
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _finite(name: str, value: Any, *, low: float | None = None, strict: bool = False) -> None:

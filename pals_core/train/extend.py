@@ -174,7 +174,7 @@ def with_base_tasks(summary: dict, from_run: str, measured: dict, dev_examples: 
 def load_base_weights(model, from_run: str) -> int:
     """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks
     keep their fresh initialisation. Returns the step loaded."""
-    from .checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name  # late: loads torch
+    from ..checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name  # late: loads torch
 
     root = Path(from_run) / "checkpoints"
     best = Checkpoints(root).best()

@@ -34,17 +34,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json
-from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
+from ..base_model import model_shape
+from ..checkpoint import CheckpointDamaged, Checkpoints
+from ..data.load import (
+    TaskSplits,
+    check_described,
+    check_tokenizer,
+    load_tasks,
+    load_tokenizer,
+    read_tasks,
+    tokenizer_path,
+)
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
+from ..data.windows import window_stride
 from ..data.words import check_words
 from ..forward import EvalInterrupted
 from ..kinds import get_kind
 from ..model import MultiTaskModel
-from .base_model import model_shape
-from .checkpoint import CheckpointDamaged, Checkpoints
-from .config import TrainConfig, data_differences, window_stride
+from .config import TrainConfig, data_differences
 from .evaluate import evaluate
 from .extend import (
     added_task_names,
@@ -722,7 +731,8 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
     """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
     ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
     the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
-    once. A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
+    once, and a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
+    (``check_described``). A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
     rows it measures again."""
     check_tokenizer(cfg.model)
     trained = added_task_names(cfg)
@@ -743,6 +753,7 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
         for t in words:
             for raw in rows[t][0].values():
                 check_words(tokenizer, raw.text_a, raw.where_word)
+    check_described(cfg.data or {}, rows)  # the sha256 config.json records is the one of the bytes trained on
     return rows
 
 
