@@ -156,7 +156,7 @@ def read_tsv(task: GlueTask, path: str | Path) -> RawSplit:
         raise GlueDataError(f"{path}: {e.strerror or e}") from None
     if not labels:
         raise GlueDataError(f"{path}: no data rows")
-    return RawSplit(a, b, labels, dropped, str(path), digest, (str(path), digest))
+    return RawSplit(a, b, labels, dropped, str(path), digest, read_from=(str(path), digest))
 
 
 def read_hub(task: GlueTask, split: str) -> RawSplit:
