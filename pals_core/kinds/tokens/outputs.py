@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import TaskOutputs
+from ..base import OUTPUTS_AXIS, TaskOutputs
 from ..labels import softmax
 
 OUTSIDE = "O"
@@ -44,6 +44,14 @@ class TokenOutputs:
     peft_task_type: str | None = "TOKEN_CLS"
     hf_head = "TokenClassification"
     problem_type = ""  # transformers' ForTokenClassification reads none
+    output_axes = ("batch", "sequence", OUTPUTS_AXIS)
+    pipeline_task = "token-classification"
+    pipeline_call_arguments = {"is_split_into_words": True}  # a row is its list of words, as pals-predict reads it
+    pipeline_reading = (
+        "one entity a run of words of one tag (B-/I- joined, O left out), each word tagged by its first sub-token "
+        "as pals-predict tags it (`{task}`), `score` the mean of its words' probabilities; a sentence longer than "
+        "the tokenizer's `model_max_length` (the run's max length) is cut there, its last words O as pals-predict's"
+    )
     entropy_sampling: str | None = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
     # --- the head ------------------------------------------------------------------------------------
@@ -60,8 +68,12 @@ class TokenOutputs:
         """One logits vector per token: batch · n · C."""
         return batch * seq * num_labels
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch", 1: "sequence"}
+    def pipeline_arguments(self, max_len: int) -> dict[str, Any]:
+        """The token-classification pipeline's settings that reproduce ``pals-predict``: each word tagged by its first
+        sub-token (``aggregation_strategy="first"``; "simple" would split a word whose sub-tokens disagree). It cuts
+        rows at the tokenizer's ``model_max_length`` (the exported tokenizer's: the run's max length) and takes no
+        ``max_length`` of its own."""
+        return {"aggregation_strategy": "first"}
 
     # --- the outputs ---------------------------------------------------------------------------------
 
