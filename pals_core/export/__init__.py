@@ -1,6 +1,7 @@
-"""A trained run handed over (issue "your model out"): ONNX for every design (``onnx.py``), peft adapters and merged
-transformers folders for the designs peft can express (``peft.py``); the command ``pals-export`` is
-``pals_core/cli/export.py``."""
+"""A trained run handed over: ONNX for every design (``onnx.py``), peft adapters and merged transformers folders for
+the designs peft can express (``peft.py``), each of those task folders with a model card giving the pipeline call
+that reproduces ``pals-predict`` (``cards.py``) and the base named as its checkpoint names itself (``origin.py``); the
+command ``pals-export`` is ``pals_core/cli/export.py``."""
 
 from __future__ import annotations
 
