@@ -562,7 +562,7 @@ def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints
     tasks = read_export(tmp_path / "onnx")["tasks"]
     assert (tasks["ner"]["axes"], tasks["intent"]["axes"]) == (["batch", "sequence", "C"], ["batch", "C"])
     assert shapes_text(done.meta) == "ner [batch, sequence, C=4] · intent [batch, C=2]"  # what pals-export prints
-    # the README's onnxruntime code, as written, on the dev rows (the long one cut by max_len included)
+    # the README's onnxruntime code, as written, on the dev rows (the long one read in windows included)
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     code = next(b for b in card_code(readme) if "import onnxruntime" in b)
     (tmp_path / "onnx").rename(tmp_path / "exported")

@@ -52,8 +52,10 @@ class TokenOutputs:
     pipeline_reading = (
         "one entity a run of words of one tag (B-/I- joined, O left out), each word tagged by its first sub-token "
         "as pals-predict tags it (`{task}`), `score` the mean of its words' probabilities; a sentence longer than "
-        "the tokenizer's `model_max_length` (the run's max length) is read in the run's overlapping windows (`stride`), "
-        "as pals-predict reads it"
+        "the tokenizer's `model_max_length` (the run's max length) is read in the run's overlapping windows (`stride`) "
+        "as pals-predict reads it — only on a word two windows share and tag differently may the two differ: the "
+        "pipeline keeps the longer or better-scored of overlapping entities, pals-predict the tag of the window that "
+        "gives the word the most context"
     )
     entropy_sampling: str | None = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
