@@ -69,7 +69,7 @@ def _studies_module():
         raise
 
 
-def render_studies(inp: Inputs | None = None) -> None:
+def render_studies(inp: Inputs | None = None, chosen: Cost | None = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input(
@@ -82,7 +82,7 @@ def render_studies(inp: Inputs | None = None) -> None:
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
         return
-    module.render(url.strip(), inp)  # the start form starts from the sidebar's question
+    module.render(url.strip(), inp, chosen)  # the start form starts from the sidebar's question and chosen design
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
@@ -214,5 +214,5 @@ def main() -> None:
         st.divider()
         _guard("The runs", runs_view.render)
     elif view == "studies":
-        _guard("The studies view", render_studies, inp)
+        _guard("The studies view", render_studies, inp, chosen)
     st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))
