@@ -146,6 +146,11 @@ def scale_of(study: optuna.Study) -> float:
     return SCALE if SETTINGS_ATTR in study.user_attrs else 1.0
 
 
+def on_scale(value: float | None, scale: float) -> float | None:
+    """``value × scale``, rounded to 10 decimals: 0.6013 shows as 60.13, not 60.129999999999995."""
+    return None if value is None else round(value * scale, 10)
+
+
 def score_at(study: optuna.Study) -> str | None:
     """Which evaluation the study scores (``StudySettings.score_at``), None for a study pals-study did not make."""
     try:
@@ -180,8 +185,8 @@ def trials_frame(study: optuna.Study, stale: dict[int, StaleTrial] | None = None
         row = {
             "trial": t.number,
             "state": stale[t.number].text() if t.number in stale else t.state.name,
-            AVERAGE: None if value is None else value * scale,
-            CI95: None if ci is None else ci * scale,
+            AVERAGE: on_scale(value, scale),
+            CI95: on_scale(ci, scale),
             "seeds": len(a["seeds"]) if a.get("seeds") else None,
         }
         for k in _ATTR_COLUMNS:
@@ -193,7 +198,7 @@ def trials_frame(study: optuna.Study, stale: dict[int, StaleTrial] | None = None
                 row[k] = v
         named = {**metrics, **(a.get("main_metrics") or {})}  # what the trial recorded wins
         for task, score in sorted((a.get("scores") or {}).items()):
-            row[score_column(task, named.get(task))] = score * scale
+            row[score_column(task, named.get(task))] = on_scale(score, scale)
         row["last step"] = a.get("last_step")
         row["wall time s"] = a.get("wall_time_s")
         row["retry of"] = retry_of(t)
@@ -332,7 +337,7 @@ def _target(study: optuna.Study, scale: float):
     scale); None where Optuna's own single objective serves as it is."""
     if scale == 1.0:
         return (lambda t: t.values[0]) if _multi(study) else None
-    return lambda t: t.values[0] * scale
+    return lambda t: on_scale(t.values[0], scale)
 
 
 def _axis(scale: float) -> str:
@@ -397,7 +402,7 @@ def learning_curves_figure(study: optuna.Study) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=steps,
-                y=[t.intermediate_values[s] * scale for s in steps],
+                y=[on_scale(t.intermediate_values[s], scale) for s in steps],
                 mode="lines+markers",
                 name=f"trial {t.number} ({t.state.name.lower()})",
                 line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"},

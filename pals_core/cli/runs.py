@@ -208,6 +208,9 @@ def do_resume(root: Path, item_id: str, wait: bool) -> tuple[str, int]:
 def run(argv: Sequence[str] | None = None) -> tuple[str, int]:
     args = build_parser().parse_args(argv)
     root = Path(args.root) if args.root else runs_root()
+    if args.root and not root.is_dir():  # a folder named on purpose: a typo is said, never "no runs" (the default
+        # folder may not exist yet: no run was launched)
+        raise UsageError(f"--root {args.root}: no such folder")
     if args.command == "list":
         return do_list(root, args.json), 0
     if args.command == "cancel":
