@@ -55,6 +55,11 @@ def _guard(what: str, fn, *args) -> None:
         st.error(f"{what} failed: {type(e).__name__}: {e}")
 
 
+def _open_view(view: str) -> None:
+    """A button's way to a view: the view bar's value, set before the page is drawn again."""
+    st.session_state["view"] = view
+
+
 def _launcher(inp: Inputs | None, chosen: Cost | None) -> None:
     """The training launcher, run as a fragment: editing its fields redraws only the launcher."""
     _guard("The launcher", train_view.render, inp, chosen)
@@ -140,6 +145,13 @@ def main() -> None:
         "Which adapter design should you use for your tasks within your parameter budget — how large, what it "
         "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
         "the calculator `pals_core.budget`."
+    )
+    st.button(  # the Studies view from the first screen, whatever the answer below pushes the view bar down
+        "Studies: search designs for this question with Optuna, see a study's leaderboard →",
+        key="open_studies",
+        type="tertiary",
+        on_click=_open_view,
+        args=("studies",),
     )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)

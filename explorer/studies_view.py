@@ -144,24 +144,28 @@ def board_for_page(board: pd.DataFrame) -> pd.DataFrame:
     if "d_s" in board.columns:  # a sizeless design has none: '—', as every table of the page
         board["d_s"] = [f"{int(v)}" if pd.notna(v) else "—" for v in board["d_s"]]
     for column in board.columns:
-        kind = str(board[column].dtype)
-        if kind == "Int64" and board[column].isna().any():
-            board[column] = [("" if pd.isna(v) else str(int(v))) for v in board[column]]
-        elif board[column].dtype == object:
-            board[column] = board[column].map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else v)
+        values = board[column]
+        if str(values.dtype) == "Int64" and values.isna().any():
+            board[column] = ["" if pd.isna(v) else str(int(v)) for v in values]
+        elif not pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            board[column] = ["" if v is None or (not isinstance(v, (list, dict)) and pd.isna(v)) else v for v in values]
     return board
 
 
 def _column_config(board: pd.DataFrame, scaled: bool) -> dict:
     """Widths that keep design, location, d_s and the score on screen at 1400 px, and the scores' format."""
     scores = [c for c in board.columns if c in (report.AVERAGE, report.CI95) or str(c).startswith("score ")]
-    config = {c: st.column_config.NumberColumn(format="%.2f" if scaled else "%.4f", width="small") for c in scores}
+    config = {c: st.column_config.NumberColumn(format="%.2f" if scaled else "%.4f") for c in scores}
     config[report.AVERAGE] = st.column_config.NumberColumn(
-        "dev average (0–100)" if scaled else report.AVERAGE, format="%.2f" if scaled else "%.4f", width="small"
+        "dev average (0–100)" if scaled else report.AVERAGE, format="%.2f" if scaled else "%.4f"
     )
-    for c in ("rank", "trial", "d_s", "location", "pareto", report.STEP, "seeds"):
+    for c in ("rank", "trial", "d_s", "location", "pareto", "seeds"):
         if c in board.columns:
             config[c] = st.column_config.Column(width="small")
+    if report.STEP in board.columns:
+        config[report.STEP] = st.column_config.Column(
+            "step", width="small", help="the evaluation step the score comes from (the study's score_at)"
+        )
     if "design" in board.columns:
         config["design"] = st.column_config.TextColumn(width="medium")
     if report.PARAMS in board.columns:
@@ -238,7 +242,7 @@ def render_study(study, storage, storage_url: str) -> None:
     command = shell_command(study, storage_url)
     if command is not None:
         st.markdown("More workers for this study, from a shell on any machine that reaches the storage:")
-        st.code(command, language="bash")
+        st.code(command, language="bash", wrap_lines=True)
     stale = stale_trials(study, storage)
     scaled = report.scale_of(study) != 1.0
     s = report.summary(study, stale)
@@ -259,8 +263,9 @@ def render_study(study, storage, storage_url: str) -> None:
     best = s["best"]
     value = None if best is None else best[report.AVERAGE]
     cols[5].metric(
-        "best dev average" + (" (0–100)" if scaled else ""),
+        "best dev average",
         "—" if value is None or value != value else f"{value:.2f}" if scaled else f"{value:.4f}",
+        help="on 0–100 (each dev metric × 100)" if scaled else "as the study stores it",
     )
     for trial in stale.values():
         st.warning(f"Trial {trial.number} is {trial.text()}, past its grace of {trial.grace_s} s: {trial.fate()}.")
@@ -271,7 +276,7 @@ def render_study(study, storage, storage_url: str) -> None:
             + (f", scored at step {best[report.STEP]}" if not pd.isna(best.get(report.STEP, None)) else "")
         )
     for line in report.undecided_tasks(study):
-        st.warning(line[0].upper() + line[1:] + ".")
+        st.warning(f"Task {line}.")
     _unread_warning(study)
     st.markdown(
         "**Leaderboard** (completed trials, best first; `pareto` = on the accuracy-vs-parameters front) — "

@@ -271,7 +271,7 @@ def render_start_form(storage_url: str, inp=None, chosen: Cost | None = None, na
         )
         batch = c[2].number_input("Batch size", min_value=1, max_value=4096, key="study_start_batch")
         create = c[3].checkbox(
-            "Create the study if new",
+            "Create if new",
             key="study_start_create",
             help="Without it a name the storage does not hold is refused (a typo makes no study), unless the storage "
             "holds no study yet.",

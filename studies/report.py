@@ -300,7 +300,7 @@ def scoring_text(study: optuna.Study) -> str:
     """What a score is: its scale and which evaluation it comes from (the study's ``score_at``)."""
     at = score_at(study)
     scale = f"scores 0–{SCALE:g} (dev metrics × {SCALE:g})" if scale_of(study) != 1.0 else "scores as stored"
-    return scale + (f"; a trial's score is {SCORE_AT[at]}, the same for every trial ({STEP})" if at else "")
+    return scale + (f"; a trial's score is {SCORE_AT[at]}, the same for every trial, at the step shown" if at else "")
 
 
 def summary(study: optuna.Study, stale: dict[int, StaleTrial] | None = None) -> dict:

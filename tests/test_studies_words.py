@@ -170,7 +170,7 @@ def test_the_studies_page_names_the_study_its_storage_and_the_undecided_task(sto
     assert commands == [
         f"pals-study run design --storage sqlite:///{tmp_path / 'studies.db'} --study-name rs5-design --trials 12"
     ]
-    assert any(w.value.startswith("Mrpc: no trial left the majority baseline") for w in at.warning)
+    assert any(w.value.startswith("Task mrpc: no trial left the majority baseline") for w in at.warning)
     board = at.dataframe[0].value
     assert list(board.columns[:6]) == ["rank", "trial", "design", "location", "d_s", "dev average"]
     assert list(board["d_s"]) == ["—", "24"] and list(board["dev average"]) == [pytest.approx(62.08), 60.13]
