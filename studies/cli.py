@@ -8,9 +8,12 @@
     pals-study run design --tasks-file my_tasks.yaml --trials 20   # your own tasks (YAML/JSON tasks file)
 
 ``--trials N`` is the study's total: a worker runs trials until the study holds N finished (complete or pruned)
-trials, counting every worker's, and no retry of a dead worker's trial is waiting. A trial a worker starts when
-another worker has just taken the last place is given up untrained: stored PRUNED (never FAIL) with the reason in
-its ``surplus`` user attribute, and counted apart ("1 surplus"), as no result and no place of the N. Bad input, an
+trials, counting every worker's, and no retry of a dead worker's trial is waiting; while the last places are held by
+running trials it waits for them (a dead worker's trial goes stale after the study's grace, and is trained again
+here). A trial a worker starts when another worker has just taken the last place is given up untrained: stored PRUNED
+(never FAIL) with the reason in its ``surplus`` user attribute, and counted apart ("1 surplus"), as no result and no
+place of the N. ``run`` makes a study only in a storage that holds none, or with ``--create``: a mistyped
+``--study-name`` is refused, naming the closest studies there. Bad input, an
 unusable storage or an unknown study exits with status 2 and one line on stderr; ``report`` reads a study another
 program wrote (plain Optuna's, or trial attributes of the wrong type, which it names and leaves out).
 
@@ -434,7 +437,7 @@ def cmd_create(args) -> int:
     name = check_study_name(args.name if args.study_name is None else args.study_name)
     definition, study, settings, _ = _open(args, name, worker=False)
     ctx = make_context(definition, settings, model_shape(settings.model))
-    print(f"study {name!r} ready in {args.storage} ({len(study.trials)} trials so far)")
+    print(f"study {name!r} ready in {args.storage} ({plural(len(study.trials), 'trial')} so far)")
     print(_describe(definition, settings, ctx))
     return 0
 

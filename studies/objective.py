@@ -4,7 +4,9 @@ The trial's configuration comes from its definition's ``suggest``; the fixed par
 At every evaluation the trainer calls back with the dev average (each task's main metric, averaged over tasks:
 for GLUE paper Table 3's accuracy, CoLA MCC, STS-B Pearson; for tasks of one's own the metric their record names,
 recorded per trial as ``scores`` and ``main_metrics``); single-objective trials ``report`` it and stop early when
-the median pruner says so. The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so
+the median pruner says so. The trial's score is the evaluation the study's ``score_at`` names — its best one (the
+checkpoint pals-predict loads) or its last — recorded with its step (``score_step``) and beside each task's trivial
+baseline on the same dev rows (``majority``, from ``summary.json``). The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so
 every trial can be inspected or resumed; a retry of a trial whose worker died resumes in the dead trial's
 directory when it is on this machine. A study on a tasks file trains from this worker's copy of it
 (``StudySettings.tasks_file``, checked against the study's data when the worker joined).
@@ -62,7 +64,7 @@ SURPLUS_ATTR = "surplus"  # user attribute of a trial given up untrained: why (t
 class SurplusTrial(optuna.TrialPruned):
     """Two workers asked for the last trial at once: the later one gives its trial up before training. A
     ``TrialPruned``, so Optuna stores the trial PRUNED — not a failure — with the reason in its ``surplus`` user
-    attribute; ``is_surplus`` keeps it out of the study's counts (``runner.counts``, ``runner.done``)."""
+    attribute; ``is_surplus`` keeps it out of the study's counts (``runner.counts``, ``runner.wait_for_a_place``)."""
 
 
 def is_surplus(trial) -> bool:
@@ -73,7 +75,7 @@ def is_surplus(trial) -> bool:
 def surplus(trial: optuna.Trial, target: int) -> bool:
     """More than ``target`` trials would be under way or finished with this one: those numbered before it that
     are complete, pruned, running or waiting (failed ones are retried by a waiting copy; surplus ones gave their
-    place up) already make ``target``. The check that stops a worker (``runner.done``) reads the counts before
+    place up) already make ``target``. The check before each trial (``runner.wait_for_a_place``) reads the counts before
     Optuna creates the trial; two workers can pass it together, and this closes that gap after the fact, by trial
     number."""
     from optuna.trial import TrialState
@@ -127,7 +129,7 @@ class Objective:
                 "(--trials), another worker took the last place"
             )
             trial.set_user_attr(SURPLUS_ATTR, reason)
-            raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials: {reason}")
+            raise SurplusTrial(f"trial {trial.number} is beyond the study's --trials {self.target}: {reason}")
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")

@@ -279,13 +279,6 @@ def fail_stale(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
-def done(study: optuna.Study, target: int) -> bool:
-    """The study holds ``target`` finished trials and no retry waits (stale trials are failed and queued first)."""
-    fail_stale(study)
-    c = counts(study)
-    return c["COMPLETE"] + c["PRUNED"] >= target and c["WAITING"] == 0
-
-
 @dataclass
 class WorkerResult:
     ran: int = 0

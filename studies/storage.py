@@ -16,6 +16,7 @@ import optuna
 import sqlalchemy
 import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages._rdb import models  # Optuna's own tables: no public reader of a heartbeat's time
 from optuna.trial import FrozenTrial
 
 from .errors import StudyError
@@ -160,8 +161,6 @@ def heartbeat_ages(storage: RDBStorage, study: optuna.Study) -> dict[int, float]
     """Trial number → seconds since the last heartbeat, for each RUNNING trial of ``study`` that has sent one: read
     as Optuna's own stale check reads it (``RDBStorage._get_stale_trial_ids``), the heartbeat rows against the
     database's clock, so the age is the one a worker judges. {} when the storage holds no heartbeat table."""
-    from optuna.storages._rdb import models  # Optuna's own tables (no public reader of a heartbeat's time)
-
     session = storage.scoped_session()
     try:
         study_id = storage.get_study_id_from_name(study.study_name)

@@ -169,7 +169,8 @@ def _worker(url: str, out: Path, log: Path, glue_dir: Path, *extra: str) -> subp
 @pytest.mark.slow
 def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
     # create once (tables and study), then two OS processes join it with only the storage URL and a target
-    assert main(["create", "design", "--storage", storage_url, "--steps", "8", "--eval-every", "4", *TINY]) == 0
+    create = ["create", "design", "--storage", storage_url, "--steps", "8", "--eval-every", "4", "--heartbeat", "2"]
+    assert main([*create, *TINY]) == 0  # the heartbeat is the study's: every worker judges a dead trial alike
     procs = [
         _worker(
             storage_url,
@@ -180,8 +181,6 @@ def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
             "4",
             "--sampler-seed",
             str(i),
-            "--heartbeat",
-            "2",
         )
         for i in (1, 2)
     ]
@@ -204,8 +203,9 @@ def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
 @pytest.mark.slow
 def test_killed_worker_trial_is_failed_retried_and_resumed(shared_storage_url, tmp_path, glue_dir):
     storage_url = shared_storage_url
-    assert main(["create", "design", "--storage", storage_url, "--steps", "30", "--eval-every", "10", *TINY]) == 0
-    beat = ["--trials", "2", "--heartbeat", "1", "--grace", "2", "--sampler-seed", "3"]
+    create = ["create", "design", "--storage", storage_url, "--steps", "30", "--eval-every", "10"]
+    assert main([*create, "--heartbeat", "1", "--grace", "2", *TINY]) == 0
+    beat = ["--trials", "2", "--sampler-seed", "3"]
     out = tmp_path / "out"
     a = _worker(storage_url, out, tmp_path / "a.log", glue_dir, *beat)
     study = _load(storage_url)

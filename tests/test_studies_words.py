@@ -83,7 +83,7 @@ def test_report_one_scale_whole_numbers_steps_and_the_undecided_task(storage_url
     out = capsys.readouterr().out
     assert "study 'rs5-design': 3 trials: 2 complete, 0 pruned, 1 failed, 0 running, 0 waiting" in out
     assert "scores 0–100 (dev metrics × 100); a trial's score is its best dev evaluation" in out
-    header, first, second = out.split("scored at step)\n")[1].splitlines()[:3]
+    header, first, second = out.split("at the step shown\n")[1].splitlines()[:3]
     assert header.split()[:7] == ["rank", "trial", "design", "location", "d_s", "dev", "average"]
     assert first.split()[:8] == ["1", "2", "lhuc", "@", "all", "all", "—", "62.08"], first
     assert second.split()[:8] == ["2", "0", "pals", "@", "bottom", "bottom", "24", "60.13"], second
