@@ -1,7 +1,7 @@
 """A worker killed mid-trial, and another started at once, within the dead trial's grace period: the new worker waits
 the grace out, fails the dead trial, trains it again (from its checkpoint) and the study ends with exactly its trials,
 none left running — real ``pals-study`` processes, a real SQLite storage, the tiny random BERT on real GLUE rows. The
-study holds a short heartbeat and grace (``--heartbeat 1 --grace 10``: settings of the study, stored in it).
+study holds a short heartbeat and grace (``--heartbeat 1 --grace 20``: settings of the study, stored in it).
 
 And what a person sees of a trial whose worker is gone, before any worker fails it: ``pals-study list``, ``report``
 and the Studies page say "stale (last heartbeat … ago)" and what will retry it, never "running"."""
@@ -27,7 +27,7 @@ from studies.settings import SETTINGS_ATTR, StudySettings
 from studies.storage import heartbeat_ages, open_storage, retry_of
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
-GRACE_S = 10  # long enough for the second worker to start (torch and all) on a busy machine
+GRACE_S = 20  # long enough for the second worker to start (torch and all) on a busy machine
 TINY = [
     "--model",
     "tiny",
