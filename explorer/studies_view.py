@@ -20,7 +20,7 @@ from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.supervise.workers import list_workers
 from studies import report
 from studies.errors import StudyError
-from studies.runner import DEFINITION_ATTR, machine_text
+from studies.runner import DEFINITION_ATTR, machine_text, plural
 from studies.settings import SCORE_AT, SETTINGS_ATTR, StudySettings
 from studies.stale import stale_trials
 from studies.storage import NoStudies, load, masked, open_storage, study_names
@@ -252,7 +252,7 @@ def render_study(study, storage, storage_url: str) -> None:
     cols[1].metric(
         "pruned",
         c["PRUNED"],
-        help=f"and {c['SURPLUS']} surplus trial(s), given up untrained: the study's "
+        help=f"and {plural(c['SURPLUS'], 'surplus trial')}, given up untrained: the study's "
         "target was taken by other workers' trials"
         if c.get("SURPLUS")
         else None,

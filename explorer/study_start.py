@@ -282,7 +282,7 @@ def render_start_form(storage_url: str, inp=None, chosen: Cost | None = None, na
     if submitted:
         study_name = name.strip() or definition
         try:
-            check_new_study(names or [], study_name, create)
+            check_new_study(names or [], study_name, create, ("the study name", "tick “Create if new”"))
             settings = settings_from_form(
                 definition,
                 tasks=tasks,

@@ -43,6 +43,7 @@ from pals_core.families.registry import get_family
 from pals_core.flags import OneLineParser, add_flags, given_values
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
+from pals_core.supervise.workers import write_progress
 from pals_core.tasks.glue_tasks import parse_task_list
 from pals_core.train.seeds import parse_seeds
 
@@ -464,6 +465,11 @@ def cmd_run(args) -> int:
         grace_s=settings.grace_s,
         heartbeats=lambda: heartbeat_ages(storage, study),
     )
+    folder = trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR))
+
+    def progress(c: dict) -> None:  # the study's finished trials, as pals-runs list and the page show this worker's
+        write_progress(folder, name, c["COMPLETE"] + c["PRUNED"], target)
+
     # every place held by running trials: wait for one (a dead worker's trial goes stale) before loading torch
     step = (
         "trial"
@@ -472,6 +478,7 @@ def cmd_run(args) -> int:
     )
     if step != "trial":
         c = counts(study)
+        progress(c)
         if step == "done":
             print(
                 f"study {name!r} already holds {plural(c['COMPLETE'] + c['PRUNED'], 'finished trial')} "
@@ -492,7 +499,7 @@ def cmd_run(args) -> int:
         definition,
         ctx,
         shape,
-        trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
+        folder,
         str(glue) if glue is not None else None,
         device=args.device,
         threads=threads,
@@ -500,7 +507,9 @@ def cmd_run(args) -> int:
         keep_checkpoints=not args.no_checkpoints,
         target=target,
     )
-    result = run_worker(study, objective, target, timeout=timeout, start=started, **waiting)
+    progress(counts(study))
+    result = run_worker(study, objective, target, timeout=timeout, start=started, on_trial=progress, **waiting)
+    progress(result.counts)
     print(f"study {name!r}: {counts_text(result.counts, every=True)} · this worker ran {result.ran}")
     from .report import (  # late: loads pandas and plotly (the report only)
         FIRST,

@@ -134,10 +134,14 @@ def make_pruner(definition: Definition) -> optuna.pruners.BasePruner:
     return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
 
 
-def check_new_study(names: Iterable[str], study_name: str, create: bool) -> None:
+CLI_WAY = ("--study-name", "add --create")  # how a person names a study and asks for a new one, on the command line
+
+
+def check_new_study(names: Iterable[str], study_name: str, create: bool, way: tuple[str, str] = CLI_WAY) -> None:
     """A ``run`` on a name the storage does not hold makes a study only when the storage holds none yet or with
     ``--create``: otherwise a typo would start a new study on default settings. ``StudyError`` in one line naming the
-    closest names there (``difflib``)."""
+    closest names there (``difflib``); ``way``: (where a name is given, how a new study is asked for) in the words of
+    where the person is (``CLI_WAY``, or the page's form)."""
     names = sorted(names)
     if create or not names or study_name in names:
         return
@@ -145,7 +149,7 @@ def check_new_study(names: Iterable[str], study_name: str, create: bool) -> None
     more = f" (and {len(names) - len(close)} more: pals-study list)" if len(names) > len(close) else ""
     raise StudyError(
         f"no study named {study_name!r} in this storage; closest: {', '.join(close)}{more}. "
-        "Give one of them with --study-name, or add --create to start a new study of that name"
+        f"Give one of them with {way[0]}, or {way[1]} to start a new study of that name"
     )
 
 
@@ -372,9 +376,11 @@ def run_worker(
     grace_s: float | None = None,
     heartbeats: Callable[[], Mapping[int, float]] | None = None,
     start: float | None = None,
+    on_trial: Callable[[dict[str, int]], None] = lambda c: None,
 ) -> WorkerResult:
     """Run trials until the study holds ``target`` finished trials and no waiting retry (or ``timeout`` s after
-    ``start``, a ``time.monotonic()``, default now), waiting while every place left is held (``wait_for_a_place``)."""
+    ``start``, a ``time.monotonic()``, default now), waiting while every place left is held (``wait_for_a_place``).
+    ``on_trial``: called with the study's ``counts`` after each trial this worker ran."""
     result = WorkerResult()
     start = time.monotonic() if start is None else start
     deadline = None if timeout is None else start + timeout
@@ -391,6 +397,7 @@ def run_worker(
             break
         study.optimize(objective, n_trials=1, catch=(Exception,), gc_after_trial=True)
         result.ran += 1
+        on_trial(counts(study))
         ran = _trial(study, getattr(objective, "last_trial", None))
         if getattr(objective, "surplus", False):  # another worker took the last place at the same moment: look again
             result.ran -= 1

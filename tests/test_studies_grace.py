@@ -21,6 +21,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from pals_core.cli.runs import worker_row
+from pals_core.supervise.workers import Worker
 from studies.cli import main as pals_study
 from studies.runner import DEFINITION_ATTR
 from studies.settings import SETTINGS_ATTR, StudySettings
@@ -90,7 +92,7 @@ def test_a_worker_started_within_the_grace_retries_the_dead_trial(tmp_path, glue
     assert age < GRACE_S, f"the dead trial's heartbeat is {age} s old: B would not start within the grace period"
 
     killed = time.monotonic()
-    b = _worker(url, tmp_path / "out", tmp_path / "b.log", glue_dir)  # at once: the dead trial looks alive still
+    b = _worker(url, tmp_path / "b", tmp_path / "b.log", glue_dir)  # at once: the dead trial looks alive still
     assert b.wait(timeout=240) == 0, (tmp_path / "b.log").read_text()[-3000:]
     assert time.monotonic() - killed > GRACE_S - age  # B waited the dead trial's grace out
     log = (tmp_path / "b.log").read_text()
@@ -106,6 +108,10 @@ def test_a_worker_started_within_the_grace_retries_the_dead_trial(tmp_path, glue
     assert retry_of(retry) == victim.number and retry.params == victim.params
     assert retry.user_attrs["resumed"] is True and retry.user_attrs["run_dir"] == victim.user_attrs["run_dir"]
     assert retry.state == TrialState.COMPLETE and Path(retry.user_attrs["run_dir"], "summary.json").is_file()
+    # B's progress is the study's: its one trial trained in A's folder, none under B's, and still 1 of 1
+    assert not list((tmp_path / "b").rglob("summary.json"))
+    row = worker_row(Worker("b", tmp_path / "b", {"trials": 1}, "finished", None, 0, False))
+    assert (row.step, row.steps) == (1, 1)
 
 
 def _stale_study(url: str) -> optuna.Study:

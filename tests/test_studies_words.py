@@ -181,6 +181,6 @@ def test_the_studies_page_names_the_study_its_storage_and_the_undecided_task(sto
     at.button(key="FormSubmitter:study_start_form-Start").click().run()
     assert [e.value for e in at.error] == [
         "Could not start the study: no study named 'rs5-desgn' in this storage; closest: rs5-design. Give one of "
-        "them with --study-name, or add --create to start a new study of that name"
+        "them with the study name, or tick “Create if new” to start a new study of that name"
     ]
     assert not (tmp_path / "runs").exists() and optuna.get_all_study_names(storage_url) == ["rs5-design"]

@@ -79,7 +79,7 @@ class Row:
     status: str
     pid: int | None
     out: str
-    step: int | None  # run: training steps done; study worker: run folders finished
+    step: int | None  # run: training steps done; study worker: its study's finished trials (every worker's)
     steps: int | None  # run: steps planned; study worker: trials asked for
     note: str | None = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
@@ -101,7 +101,7 @@ def worker_row(worker: workers.Worker) -> Row:
         worker.status,
         worker.owner,
         str(worker.path),
-        worker.runs_done(),
+        worker.trials_done(),
         trials if isinstance(trials, int) else None,
     )
 
