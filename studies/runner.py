@@ -91,7 +91,7 @@ def make_context(definition: Definition, settings: StudySettings, shape) -> Cont
         if not designs:
             raise StudyError(
                 f"no design of {', '.join(settings.methods or ['any method'])} fits {within} "
-                f"for {len(settings.tasks)} tasks"
+                f"for {plural(len(settings.tasks), 'task')}"
             )
         return Context(settings, designs, bound=bound)
     if settings.adapter is None:
