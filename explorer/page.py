@@ -55,6 +55,11 @@ def _guard(what: str, fn, *args) -> None:
         st.error(f"{what} failed: {type(e).__name__}: {e}")
 
 
+def _open_view(view: str) -> None:
+    """A button's way to a view: the view bar's value, set before the page is drawn again."""
+    st.session_state["view"] = view
+
+
 def _launcher(inp: Inputs | None, chosen: Cost | None) -> None:
     """The training launcher, run as a fragment: editing its fields redraws only the launcher."""
     _guard("The launcher", train_view.render, inp, chosen)
@@ -69,7 +74,7 @@ def _studies_module():
         raise
 
 
-def render_studies(inp: Inputs | None = None) -> None:
+def render_studies(inp: Inputs | None = None, chosen: Cost | None = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input(
@@ -82,7 +87,7 @@ def render_studies(inp: Inputs | None = None) -> None:
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
         return
-    module.render(url.strip(), inp)  # the start form starts from the sidebar's question
+    module.render(url.strip(), inp, chosen)  # the start form starts from the sidebar's question and chosen design
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
@@ -165,6 +170,13 @@ def main() -> None:
         "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
         "the calculator `pals_core.budget`."
     )
+    st.button(  # the Studies view from the first screen, whatever the answer below pushes the view bar down
+        "Studies: search designs for this question with Optuna, see a study's leaderboard →",
+        key="open_studies",
+        type="tertiary",
+        on_click=_open_view,
+        args=("studies",),
+    )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Inputs | None = None
@@ -241,5 +253,5 @@ def main() -> None:
         st.divider()
         _guard("The runs", runs_view.render)
     elif view == "studies":
-        _guard("The studies view", render_studies, inp)
+        _guard("The studies view", render_studies, inp, chosen)
     st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))

@@ -55,6 +55,10 @@ def one_line(capsys, argv: list[str]) -> str:
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     root = tmp_path / "runs"
+    # a folder named that is not there (a typo): one line, exit 2 — never "no runs"; an empty one has none
+    assert one_line(capsys, ["list", "--root", str(root)]) == f"pals-runs: error: --root {root}: no such folder"
+    assert "no such folder" in one_line(capsys, ["resume", "x", "--root", str(root)])
+    root.mkdir()
     assert main(["list", "--root", str(root)]) == 0 and "no runs or study workers" in capsys.readouterr().out
     assert "invalid choice" in one_line(capsys, ["stop", "x"])
     assert "the following arguments are required: ID" in one_line(capsys, ["cancel"])

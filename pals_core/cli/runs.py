@@ -79,7 +79,7 @@ class Row:
     status: str
     pid: int | None
     out: str
-    step: int | None  # run: training steps done; study worker: run folders finished
+    step: int | None  # run: training steps done; study worker: its study's finished trials (every worker's)
     steps: int | None  # run: steps planned; study worker: trials asked for
     note: str | None = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
@@ -101,7 +101,7 @@ def worker_row(worker: workers.Worker) -> Row:
         worker.status,
         worker.owner,
         str(worker.path),
-        worker.runs_done(),
+        worker.trials_done(),
         trials if isinstance(trials, int) else None,
     )
 
@@ -208,6 +208,9 @@ def do_resume(root: Path, item_id: str, wait: bool) -> tuple[str, int]:
 def run(argv: Sequence[str] | None = None) -> tuple[str, int]:
     args = build_parser().parse_args(argv)
     root = Path(args.root) if args.root else runs_root()
+    if args.root and not root.is_dir():  # a folder named on purpose: a typo is said, never "no runs" (the default
+        # folder may not exist yet: no run was launched)
+        raise UsageError(f"--root {args.root}: no such folder")
     if args.command == "list":
         return do_list(root, args.json), 0
     if args.command == "cancel":

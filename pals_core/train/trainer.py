@@ -45,7 +45,7 @@ from ..data.load import (
     read_tasks,
     tokenizer_path,
 )
-from ..data.metrics import dev_average, main_score
+from ..data.metrics import dev_average, main_score, majority_scores
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
 from ..data.windows import window_stride
@@ -632,6 +632,26 @@ class _Run:
         self.st.eval_time_s += time.monotonic() - t0
         return scores
 
+    def majority(self) -> dict:
+        """Each trained task's trivial baseline (``Kind.baseline``: the most frequent training class, the training
+        mean, …) scored on the dev rows this run evaluates (``data.metrics.majority_scores``), in the form of
+        ``scores``: what a design that learnt nothing scores. A task whose baseline cannot be scored is left out (a
+        reference figure never fails a run)."""
+        out = {}
+        for t in self.trained:
+            data = self.data[t]
+            try:
+                scores = majority_scores(
+                    self.records[t],
+                    data.train.gold,
+                    {s: e.gold for s, e in data.dev.items()},
+                    data.num_labels,
+                )
+            except ValueError:
+                continue
+            out[t] = {k: float(v) for k, v in scores.items()}
+        return out
+
     def summary(self) -> dict:
         st = self.st
         config = read_json(self.run.config)
@@ -644,6 +664,7 @@ class _Run:
             "wall_time_s": round(self.elapsed(), 3),
             "steps": st.step,
             "final": st.last,
+            "majority": self.majority(),  # each task's trivial baseline on the same dev rows
             "task_steps": st.task_steps,
             # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
             "untrained": [t for t in self.trained if st.task_steps.get(t, 0) == 0],
