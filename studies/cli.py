@@ -494,11 +494,11 @@ def cmd_run(args) -> int:
         write_progress(folder, name, c["COMPLETE"] + c["PRUNED"], target)
 
     # every place held by running trials: wait for one (a dead worker's trial goes stale) before loading torch
-    step = (
-        "trial"
-        if first is not None
-        else wait_for_a_place(study, target, deadline=None if timeout is None else started + timeout, **waiting)
-    )
+    if first is not None:  # a design to queue: a place for it unless the study is done (then nothing is queued)
+        c = counts(study)
+        step = "done" if c["COMPLETE"] + c["PRUNED"] >= target and c["WAITING"] == 0 else "trial"
+    else:
+        step = wait_for_a_place(study, target, deadline=None if timeout is None else started + timeout, **waiting)
     if step != "trial":
         c = counts(study)
         progress(c)
