@@ -156,6 +156,10 @@ def test_the_explorer_task_panel_shows_the_tagging_profile(tmp_path, monkeypatch
     assert list(table["task"]) == ["ner"] and table["labels (C_t)"][0] == 7
     assert table["majority class on dev"][0] == "0.0 (entity_f1)"
     text = next(m.value for m in at.markdown if "(one tag per word)" in m.value)
-    assert "train: 5 sentences" in text and "entities: LOC 3 · PER 3 · ORG 1" in text and "'O' on 60.0%" in text
+    assert "train: 5 sentences" in text and "'O' on 60.0%" in text and "dev: " in text  # train and dev
     assert "words cut at n = " in text
-    assert not [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]
+    # the entities per type, train and dev, charted: the counts pals-tasks' entity table prints
+    [chart] = [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]
+    bars = {t["name"].split()[0]: dict(zip(t["x"], t["customdata"])) for t in json.loads(chart.proto.spec)["data"]}
+    assert bars["train"] == {"LOC": 3, "PER": 3, "ORG": 1}
+    assert bars["dev"] == {"LOC": 1, "PER": 1, "ORG": 0}  # DEV: Ann (PER), Porto (LOC)
