@@ -3,8 +3,10 @@
     pals-predict runs/mine --input new.csv --out predicted.csv                  # every task of the run
     pals-predict runs/mine --input new.jsonl --out p.parquet --tasks intent --probs
     pals-predict runs/mine --input requests.csv --out p.csv --task-column task  # each row names its own task
+    pals-predict runs/mine --input ner_dev.conll --out tagged.conll             # the run's per-word tasks
 
-In: CSV, TSV, JSON Lines or Parquet (``pals_core.tasks.readers``). Out (the format by the extension): the input's
+In: CSV, TSV, JSON Lines, Parquet or a CoNLL file (``pals_core.tasks.readers``; a CoNLL file, or a ``.conll`` output,
+predicts the run's per-word tasks unless ``--tasks`` names others). Out (the format by the extension): the input's
 columns (one named like a prediction column is kept as ``<name> (input)``, or ``<name> (input 2)``, … when the input has
 that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
 (classification), the value (regression), the label set
@@ -16,7 +18,10 @@ predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
 length; rows are tokenised and batched as the run evaluated its dev sets, so a task's dev file scores here
 exactly what summary.json reports. With ``--task-column`` rows of different tasks share each forward
-(``MultiTaskModel.forward_mixed``), and only a row's own task column is filled.
+(``MultiTaskModel.forward_mixed``), and only a row's own task column is filled. Words and tags (every column of a
+CoNLL input, a per-word task's words and tags) are space-joined in CSV/TSV like the predicted tags. ``.conll``
+(per-word tasks only): a word a line — the input's columns (a CoNLL input's: word, the gold tag, …; another input's:
+the word and each task's gold tag where it holds one), then each task's predicted tag — a blank line between rows.
 
 RUN_DIR may also be a ``pals-export --format onnx`` folder: ``--engine onnx`` (the default ``auto`` picks it for a
 folder with ``model.onnx`` and no checkpoints) serves it with onnxruntime (``pals_core.export.onnx.OnnxRunner``):
@@ -50,23 +55,31 @@ from ..run_info import predict_texts, read_run
 from ..tasks.readers import conll_index, read_columns
 from ..train.rundir import run_owning
 
-OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
+OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet", ".conll")
+JOINED = (".csv", ".tsv")  # one text cell a value: a list of labels, words or tags is joined
 ENGINES = ("auto", "torch", "onnx")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="pals-predict", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
-    p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet")
+    p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet .conll")
     p.add_argument(
-        "--out", required=True, metavar="FILE", help="where to write: .csv .tsv .jsonl .parquet (a new file)"
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="where to write: .csv .tsv .jsonl .parquet (a new file), or .conll (per-word tasks: a word a line)",
     )
     p.add_argument(
         "--overwrite",
         action="store_true",
         help="replace --out if it exists (never the input file, nor a run's own files)",
     )
-    p.add_argument("--tasks", metavar="T,T,…", help="tasks to predict (default: every task of the run)")
+    p.add_argument(
+        "--tasks",
+        metavar="T,T,…",
+        help="tasks to predict (default: every task of the run; for a .conll input, its per-word tasks)",
+    )
     p.add_argument("--text", metavar="COL", help="the text column (default: the tasks' own)")
     p.add_argument("--text-pair", metavar="COL", help="the second text column of pair tasks (default: the tasks' own)")
     p.add_argument("--task-column", metavar="COL", help="each row's task: rows of several tasks in one forward")
@@ -251,10 +264,11 @@ def _value_kind(v) -> str | None:
     return "object" if isinstance(v, dict) else type(v).__name__
 
 
-def check_writable(cols, names: dict[str, str], out: Path) -> None:
+def check_writable(cols, names: dict[str, str], out: Path, inputs: dict[str, list] | None = None) -> None:
     """Every input column kept (``names``) can be written to ``out``'s format, checked before predicting: JSON Lines
     holds anything; a CSV, TSV or Parquet column holds one type (not strings and numbers, as a JSON Lines input
-    may mix), and CSV/TSV no lists or objects. ``UsageError`` naming the file, the row and the column."""
+    may mix), and CSV/TSV no lists or objects (but the words and tags ``space_joined`` makes text). ``inputs``: the
+    values to be written (default: the input's). ``UsageError`` naming the file, the row and the column."""
     suffix = out.suffix.lower()
     if suffix == ".jsonl":
         return
@@ -263,7 +277,7 @@ def check_writable(cols, names: dict[str, str], out: Path) -> None:
     import pyarrow as pa
 
     for c in names:
-        values = cols.values[c]
+        values = (inputs or cols.values)[c]
         try:
             array = pa.array(values)
         except (pa.ArrowException, OverflowError) as e:
@@ -288,6 +302,116 @@ def check_writable(cols, names: dict[str, str], out: Path) -> None:
             ) from None
 
 
+def chosen_tasks(info, asked: str | None, words: str | None, run_dir: str) -> list[str]:
+    """The tasks to predict: ``--tasks``' (each a task of the run), else every task of the run — but for words to tag
+    (``words``: what says so, a CoNLL input or a ``.conll`` output) the run's per-word tasks: a sentence task runs on
+    them only when named."""
+    tasks = list(info.num_labels)
+    if asked:
+        names = [t.strip() for t in asked.split(",") if t.strip()]
+        for t in names:
+            if t not in tasks:
+                raise UsageError(f"task {t!r} is not a task of {run_dir} ({', '.join(tasks)})")
+        return names
+    if words is None:
+        return tasks
+    per_word = [t for t in tasks if get_kind(info.records[t].kind).per_word]
+    if not per_word:
+        raise UsageError(f"{words} and {run_dir} has no per-word task ({', '.join(tasks)}): give --tasks")
+    return per_word
+
+
+def word_columns(cols, info, names: Sequence[str], text: str) -> tuple[str, ...]:
+    """The input's columns of one value per word: every column of a CoNLL file, and the words and the tags a
+    predicted per-word task reads (its text column and its label column). CSV/TSV write them space-joined, as the
+    predicted tags (``space_joined``)."""
+    if cols.numbers is not None:
+        return tuple(cols.values)
+    found = []
+    for t in names:
+        if get_kind(info.records[t].kind).per_word:
+            found += [c for c in (text, info.records[t].label) if c in cols.values]
+    return tuple(dict.fromkeys(found))
+
+
+def _one_field(v) -> bool:
+    """A word or tag that stays one field once joined by spaces (a CoNLL column, a CSV cell's words): no whitespace."""
+    return isinstance(v, str) and len(v.split()) == 1 and v == v.strip()
+
+
+def space_joined(cols, column: str) -> list:
+    """A column of words or tags (a list a row) as one text a row, the values joined by single spaces (a string or
+    None stays as it is). ``UsageError`` naming the row for a value that joined would not read back as one word
+    (whitespace inside, empty, not a string)."""
+    out = []
+    for i, v in enumerate(cols.values[column]):
+        if isinstance(v, (list, tuple)) and all(_one_field(w) or type(w) is int for w in v):  # words, tags, tag ids
+            out.append(" ".join(map(str, v)))
+        elif v is None or isinstance(v, str):
+            out.append(v)
+        else:
+            raise UsageError(
+                f"{cols.where(i, column)}: a list whose values are not words without spaces cannot be space-joined "
+                "into a .csv/.tsv cell; write .jsonl or .parquet to keep it as it is"
+            )
+    return out
+
+
+def conll_columns(cols, info, names: Sequence[str], text: str, texts: list, task_column, out: Path) -> list:
+    """What a ``.conll`` output repeats of the input before the predicted tags, as columns of per-row word lists,
+    checked before predicting: every column of a CoNLL input (its words, its gold tags, …); of another input, its
+    words (``words_of``: as the model reads them) and the gold tags of each predicted task whose label column it holds
+    (one a word). Every predicted task tags words (``UsageError`` otherwise), and every value is one field."""
+    from ..forward import words_of  # late: the data path
+
+    rows = [t for t in names if not get_kind(info.records[t].kind).per_word]
+    if rows:
+        raise UsageError(
+            f"--out {out}: a .conll file holds a value per word, and {', '.join(rows)} predict{'s' * (len(rows) == 1)} "
+            "one per row: choose per-word tasks (--tasks), or write .csv, .tsv, .jsonl or .parquet"
+        )
+    if task_column is not None:
+        raise UsageError(f"--out {out}: a .conll file tags every row for every task: --task-column does not apply")
+    if cols.numbers is not None:  # its columns as read: one value a word, never whitespace
+        return list(cols.values.values())
+    words = [words_of(t) for t in texts]
+    columns, named = [words], [text]
+    for t in names:
+        label = info.records[t].label
+        if label in cols.values and label not in named:
+            tags = info.labels[t]
+            gold = [
+                [tags[v] if type(v) is int and 0 <= v < len(tags) else v for v in row]  # integer tags: by their names
+                if isinstance(row, (list, tuple))
+                else words_of(row or "")
+                for row in cols.values[label]
+            ]
+            columns.append(gold)
+            named.append(label)
+    for column, values in zip(named, columns):
+        for i, (row, w) in enumerate(zip(values, words)):
+            if len(row) != len(w):
+                raise UsageError(f"{cols.where(i, column)}: {len(row)} values for {len(w)} words: one a word")
+            bad = next((v for v in row if not _one_field(v)), None)
+            if bad is not None:
+                raise UsageError(
+                    f"{cols.where(i, column)}: {bad!r} is not one word without spaces: a .conll line's columns are "
+                    "separated by whitespace; write .jsonl or .parquet"
+                )
+    return columns
+
+
+def write_conll(path: Path, columns: Sequence[list], tags: Sequence[list]) -> None:
+    """A CoNLL file, atomically: a word a line — the input's columns (``conll_columns``), then each task's predicted
+    tag — separated by single spaces, a blank line after each row (sentence)."""
+    lines = []
+    for i, words in enumerate(columns[0]):
+        for j in range(len(words)):
+            lines.append(" ".join([str(c[i][j]) for c in columns] + [str(t[i][j]) for t in tags]))
+        lines.append("")
+    atomic_write_text(path, "\n".join(lines))
+
+
 def write_buffer(sink, table, suffix: str) -> None:
     """An Arrow ``table`` as CSV, TSV or Parquet to ``sink`` (a path or a file object)."""
     if suffix == ".parquet":
@@ -298,8 +422,9 @@ def write_buffer(sink, table, suffix: str) -> None:
     import pyarrow.csv as pacsv
 
     delimiter = "\t" if suffix == ".tsv" else ","
-    quoting = "needed" if delimiter == "," else "none"
-    pacsv.write_csv(table, sink, pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting))
+    quoting = "needed" if delimiter == "," else "none"  # a TSV has no quoting (as its reader): its header neither
+    options = pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting, quoting_header=quoting)
+    pacsv.write_csv(table, sink, options)
 
 
 def write_table(path: Path, columns: dict[str, list]) -> None:
@@ -370,11 +495,12 @@ def run(argv: Sequence[str] | None = None) -> str:
     engine = engine_of(args.run_dir, args.engine)
     cols = read_columns(args.input, None)
     info = read_info(args.run_dir, engine, args.step)  # the input is checked against it before any weight loads
-    tasks = list(info.num_labels)
-    names = tasks if not args.tasks else [t.strip() for t in args.tasks.split(",") if t.strip()]
-    for t in names:
-        if t not in tasks:
-            raise UsageError(f"task {t!r} is not a task of {args.run_dir} ({', '.join(tasks)})")
+    words = (
+        f"{args.input} is a CoNLL file (words to tag)"
+        if cols.numbers is not None
+        else (f"--out {out} is a CoNLL file (words and their tags)" if out.suffix.lower() == ".conll" else None)
+    )
+    names = chosen_tasks(info, args.tasks, words, args.run_dir)
     task_of = None
     if args.task_column is not None:
         if args.task_column not in cols.values:
@@ -395,9 +521,15 @@ def run(argv: Sequence[str] | None = None) -> str:
             raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
     texts = _texts(cols, text)
     pairs = _texts(cols, pair) if pair is not None and any(info.records[t].pair for t in names) else None
-    planned = prediction_columns(info, names, args.probs)
-    kept = kept_input_columns(list(cols.values), list(planned))
-    check_writable(cols, kept, out)
+    suffix = out.suffix.lower()
+    if suffix == ".conll":
+        repeated = conll_columns(cols, info, names, text, texts, args.task_column, out)
+    else:
+        planned = prediction_columns(info, names, args.probs)
+        kept = kept_input_columns(list(cols.values), list(planned))
+        joined = word_columns(cols, info, names, text) if suffix in JOINED else ()
+        inputs = {c: space_joined(cols, c) if c in joined else v for c, v in cols.values.items()}
+        check_writable(cols, kept, out, inputs)
     n = len(texts)
     model = load_predictor(args.run_dir, engine, args.step, args.device)
     info = model.run
@@ -408,10 +540,14 @@ def run(argv: Sequence[str] | None = None) -> str:
             model, texts, pairs, tasks=names, task_of=task_of, batch_size=size, progress=bar.update, keep=args.probs
         )
     seconds = time.perf_counter() - started
-    predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
-    write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
-    renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
-    note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
+    note = ""
+    if suffix == ".conll":
+        write_conll(out, repeated, [results[t].label for t in names])
+    else:
+        predicted = output_columns(planned, info, results, n, joined=suffix in JOINED)
+        write_table(out, {**{kept[c]: v for c, v in inputs.items()}, **predicted})
+        renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
+        note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
     for t in names:  # a per-word task's words cut by the run's max length: tagged as its baseline tags them
         kind = get_kind(info.records[t].kind)
         if kind.per_word:
