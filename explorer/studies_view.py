@@ -31,6 +31,7 @@ from studies.settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES,
 from studies.storage import NoStudies, load, masked, open_storage, study_names
 from studies.workers import absolute_storage, resume, settings_from_form
 
+from . import icons
 from .inputs import EMBEDDED, LOCAL, TINY
 from .machine_view import devices
 
@@ -331,7 +332,7 @@ def render(storage_url: str, inp=None) -> None:
             "the form below — it starts from your question in the sidebar: its tasks, model and budget — or from a "
             f"shell: `pals-study run design --storage {masked(storage_url)} --trials 10`. A study trains many designs "
             "(short runs) and ranks them by dev average; its leaderboard and figures appear here.",
-            icon="🧪",
+            icon=icons.STUDY,
         )
     render_start_form(storage_url, inp)
     render_workers()
