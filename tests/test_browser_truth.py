@@ -278,8 +278,9 @@ def test_labels_never_overlap_and_over_budget_is_said_in_every_view(measured_vis
                 assert [n for n in names if n.endswith("(over budget)")] == ["ca_mtl @ all (over budget)"], names
                 assert any("over the budget" in t[4] for t in memory["title"])
                 time_plot = _boxes(page, "fig_step_time")
-                assert _overlapping(time_plot["points"]) == [], _overlapping(time_plot["points"])
-                assert all(_inside(t, time_plot["chart"]) for t in time_plot["points"])
+                named = time_plot["points"] + time_plot["annotations"]  # each design's name, beside or led away
+                assert named and _overlapping(named) == [], _overlapping(named)
+                assert all(_inside(t, time_plot["chart"]) for t in named)
                 page.screenshot(path=str(ARTIFACTS / f"readable-machine-{width}.png"), full_page=True)
                 page.close()
         finally:
