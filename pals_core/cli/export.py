@@ -79,6 +79,16 @@ def unfinished(models: list) -> list[str]:
     return lines
 
 
+def output_shape(meta: dict, task: str) -> str:
+    """A task's logits output as its kind lays it out, its last axis the task's C: '[batch, 3]' (a class, a number,
+    a label set: a row each), '[batch, sequence, 8]' (tags: a token each) — ``Kind.output_axes``, the graph's own."""
+    from ..kinds import get_kind  # late: with the export
+
+    info = meta["tasks"][task]
+    axes = get_kind(info["kind"]).output_axes()
+    return "[" + ", ".join([axes[i] for i in sorted(axes)] + [str(info["num_labels"])]) + "]"
+
+
 def _onnx(args, out: Path) -> str:
     from ..export.onnx import DEFAULT_OPSET, check_opset, export_onnx  # late: loads numpy
 
@@ -96,8 +106,9 @@ def _onnx(args, out: Path) -> str:
     steps = sorted({d["step"] for d in meta["tasks"].values()})
     lines = [
         f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
-        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
-        f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
+        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · logits "
+        f"{', '.join(f'{t} {output_shape(meta, t)}' for t in done.outputs)} · opset {done.opset} · "
+        f"{meta['method']} on {meta['family']} · "
         f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}",
     ]
     if done.max_abs_diff is not None:

@@ -59,6 +59,7 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
+from ..families.bert.presets import EMBEDDED_MODEL
 from ..kinds import DEFAULT_KIND, get_kind
 from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
@@ -456,15 +457,19 @@ def _labels(model, task: str) -> dict:
     return {"id2label": config.id2label, "label2id": config.label2id, "problem_type": config.problem_type}
 
 
-def _trained_from(model) -> str:
-    info = _run(model)
-    pretrained = info.config.get("model") or "the embedded MiniLM"
-    frozen = model.config.freeze_trunk
+def trained_from(pretrained: str | None, frozen: bool) -> str:
+    """The model card's words for the trunk an adapter was trained on: the run's ``--model`` (None: the embedded
+    checkpoint), frozen or as the run fine-tuned it."""
+    name = f"`{pretrained}`" if pretrained else f"the embedded {EMBEDDED_MODEL}"
     return (
-        f"the pretrained {pretrained}, frozen (not trained by the run)"
+        f"{name} as pretrained, frozen (not trained by the run)"
         if frozen
-        else f"{pretrained} as the run fine-tuned it (not the pretrained checkpoint)"
+        else f"{name} as the run fine-tuned it (not the pretrained checkpoint)"
     )
+
+
+def _trained_from(model) -> str:
+    return trained_from(_run(model).config.get("model"), model.config.freeze_trunk)
 
 
 def _model_card(model, task: str, base: str) -> str:
