@@ -155,6 +155,7 @@ def main() -> None:
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Inputs | None = None
+    waiting = False  # for a tasks file: nothing is wrong yet
     costs: list[Cost] | None = None
     chosen: Cost | None = None
     picks: list[recommend.Pick] = []
@@ -163,7 +164,7 @@ def main() -> None:
         inp = parse_inputs(raw)
         costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
     except NoTasksFile as e:  # nothing entered yet: a prompt, not a mistake (an upload's own error is said once)
-        inp, costs = None, None
+        inp, costs, waiting = None, None, True
         if not st.session_state.get("_upload_error"):
             text = one_line(e)
             st.info(f"**Your tasks:** {text[:1].upper()}{text[1:]}.")
@@ -198,7 +199,11 @@ def main() -> None:
         "View", list(VIEWS), format_func=VIEWS.get, key="view", required=True, label_visibility="collapsed"
     )
     if view in NEEDS_DESIGN and chosen is None:
-        st.info("Fix the question in the sidebar to see this view.")
+        st.info(
+            "Enter a tasks file in the sidebar (or open the example tasks) to see this view."
+            if waiting
+            else "Fix the question in the sidebar to see this view."
+        )
     elif view == "designs":
         _guard(
             "The design table",
