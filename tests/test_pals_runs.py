@@ -84,6 +84,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         "out": str(done),
         "step": 4,
         "steps": 4,
+        "trained": None,  # no parameter counts in its files
     }
     assert "holds no readable study settings" in one_line(capsys, ["resume", "w1", "--root", str(root)])
     assert not (worker / "log.txt").exists()  # nothing was started
