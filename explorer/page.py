@@ -23,7 +23,18 @@ from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of, label
 from pals_core.supervise.children import reap_children
 
-from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
+from . import (
+    address,
+    calc,
+    design_view,
+    icons,
+    machine_view,
+    predicted_view,
+    runs_view,
+    sidebar,
+    tasks_view,
+    train_view,
+)
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
@@ -158,7 +169,7 @@ def _read_link() -> address.FromLink | None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
+    st.set_page_config(page_title="PALs Explorer", page_icon=icons.PAGE, layout="wide")
     reap_children()  # a run that ended is collected on the next redraw, whatever the view
     link = _read_link()
     sidebar.init_state(link.widgets if link else {})
@@ -180,6 +191,7 @@ def main() -> None:
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Inputs | None = None
+    waiting = False  # for a tasks file: nothing is wrong yet
     costs: list[Cost] | None = None
     chosen: Cost | None = None
     picks: list[recommend.Pick] = []
@@ -187,10 +199,14 @@ def main() -> None:
     try:
         inp = parse_inputs(raw)
         costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
+    except NoTasksFile as e:  # nothing entered yet: a prompt, not a mistake (an upload's own error is said once)
+        inp, costs, waiting = None, None, True
+        if not st.session_state.get("_upload_error"):
+            text = one_line(e)
+            st.info(f"**Your tasks:** {text[:1].upper()}{text[1:]}.")
     except ValueError as e:
         inp, costs = None, None
-        if not (isinstance(e, NoTasksFile) and st.session_state.get("_upload_error")):  # said once, by the upload
-            st.error(f"Bad input: {one_line(e)}")
+        st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         mine = calc.question_design(inp)  # the question's design settings: what a score must have been trained with
         scores = measured.best_by_design(results_for(inp), mine)
@@ -222,7 +238,11 @@ def main() -> None:
         "View", list(VIEWS), format_func=VIEWS.get, key="view", required=True, label_visibility="collapsed"
     )
     if view in NEEDS_DESIGN and chosen is None:
-        st.info("Fix the question in the sidebar to see this view.")
+        st.info(
+            "Enter a tasks file in the sidebar (or open the example tasks) to see this view."
+            if waiting
+            else "Fix the question in the sidebar to see this view."
+        )
     elif view == "designs":
         _guard(
             "The design table",

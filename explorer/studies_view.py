@@ -26,6 +26,7 @@ from studies.stale import stale_trials
 from studies.storage import NoStudies, load, masked, open_storage, study_names
 from studies.workers import absolute_storage
 
+from . import icons
 from .study_start import render_start_form, render_workers
 
 CHART = {"displaylogo": False}
@@ -197,7 +198,7 @@ def render(storage_url: str, inp=None, chosen: Cost | None = None) -> None:
             f"the rest — or from a shell: `pals-study run design --storage {masked(absolute_storage(storage_url))} "
             "--trials 10`. A study trains many designs (short runs) and ranks them by dev average; its leaderboard "
             "and figures appear here.",
-            icon="🧪",
+            icon=icons.STUDY,
         )
     try:
         storage, names = _storage_names(storage_url, missing)

@@ -81,6 +81,7 @@ class Row:
     out: str
     step: int | None  # run: training steps done; study worker: its study's finished trials (every worker's)
     steps: int | None  # run: steps planned; study worker: trials asked for
+    trained: int | None = None  # run: the parameters it trains (known from its set-up on); study worker: None
     note: str | None = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
 
@@ -90,7 +91,18 @@ def run_row(run: runs.Run) -> Row:
     total = p.get("total", s.get("steps"))
     if total is None and run.launch_config is not None:
         total = run.launch_config.steps
-    return Row(run.id, "run", run.status, run.owner if run.alive else None, str(run.path), step, total, run.note)
+    trained = run.row()["trained params"]
+    return Row(
+        run.id,
+        "run",
+        run.status,
+        run.owner if run.alive else None,
+        str(run.path),
+        step,
+        total,
+        trained if isinstance(trained, int) else None,
+        run.note,
+    )
 
 
 def worker_row(worker: workers.Worker) -> Row:
@@ -114,7 +126,7 @@ def rows(root: Path) -> list[Row]:
 
 
 def format_rows(found: Sequence[Row]) -> str:
-    header = ("ID", "KIND", "STATUS", "PID", "PROGRESS", "OUT")
+    header = ("ID", "KIND", "STATUS", "PID", "PROGRESS", "TRAINED", "OUT")
     table = [
         (
             r.id,
@@ -122,6 +134,7 @@ def format_rows(found: Sequence[Row]) -> str:
             r.status,
             "" if r.pid is None else str(r.pid),
             f"{'?' if r.step is None else r.step}/{'?' if r.steps is None else r.steps}",
+            "" if r.trained is None else f"{r.trained:,}",
             r.out,
         )
         for r in found

@@ -14,7 +14,7 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
-  ``baseline_text`` (the profile's label statistics);
+  ``baseline_text`` / ``distribution_text`` / ``chart`` (the profile's label statistics, printed and charted);
 * the export — ``output_axes`` (each ONNX logits output's axes), ``hf_head``, ``peft_task_type`` and ``problem_type``
   (the transformers head class, peft task type and config field), ``pipeline_task``, ``pipeline_arguments`` /
   ``pipeline_call_arguments`` and ``pipeline_reading`` (the transformers ``pipeline(...)`` call that reproduces
@@ -220,9 +220,23 @@ class Kind:
         raise NotImplementedError
 
     def distribution_text(self, profile: dict) -> str:
-        """The label statistics in a line of markdown: the explorer shows it instead of charting the label counts
-        ("": the counts are charted, one bar a label)."""
+        """The label statistics in a line of markdown, shown beside the chart (``chart``), or instead of it where
+        the kind charts nothing ("": the counts are charted, one bar a label, and say it all)."""
         return ""
+
+    def chart(self, profile: dict) -> dict | None:
+        """What the explorer charts of a profile, train and dev side by side: ``{"counts": {split: {bar: count}},
+        "of": {split: total}, "unit": what is counted}`` — each bar its count's share of its split's total; None:
+        nothing to chart (``distribution_text`` says it in words). By default the rows of each label, of all rows
+        (the counts ``distribution`` gives, as ``pals-tasks``' label table prints them)."""
+        if self.distribution_text(profile):
+            return None
+        dist = profile["distribution"]
+        return {
+            "counts": {s: dict(dist[s]) for s in ("train", "dev")},
+            "of": {"train": profile["train_rows"], "dev": profile["dev_rows"]},
+            "unit": "rows",
+        }
 
     # --- the export ----------------------------------------------------------------------------------
 
