@@ -8,7 +8,8 @@ call, a DDP-wrapped model included), every task's ``predict_all`` (the trunk onc
 ``forward_mixed``. Each batch's logits go to its task's sink at once (``add(rows, logits)``, ``rows`` the batch's
 positions in the input); the sink keeps what it needs of them (the kind's ``module.reduce`` for the metrics,
 ``outputs.Decoded`` for labels and probabilities) and puts them back in input order. A row's logits are the task
-head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one.
+head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one, (k,) for a
+multiple-choice one (a row of k candidate sequences, batched together: ``Encoded.groups``).
 """
 
 from __future__ import annotations
@@ -41,41 +42,63 @@ def words_of(text) -> list[str]:
 def encode_texts(
     info,
     texts: Sequence,
-    pairs: Sequence[str] | None = None,
+    pairs: Sequence | None = None,
     paired: Sequence[bool] | None = None,
     words: Sequence[bool] | None = None,
+    grouped: Sequence[bool] | None = None,
 ) -> Encoded:
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were (``info``: a run's
     ``tokenizer()`` and ``max_len``): row i with its second text ``pairs[i]`` where ``paired[i]`` (default: every
     row when ``pairs`` is given), alone otherwise; where ``words[i]`` (a per-word task's row), as a list of words
-    (``words_of``), each word's first sub-token kept (``Encoded.starts``; no gold tags: every word's is 0)."""
+    (``words_of``), each word's first sub-token kept (``Encoded.starts``; no gold tags: every word's is 0); where
+    ``grouped[i]`` (a row of several sequences: a multiple-choice row), ``texts[i]`` is the list of its sequences'
+    first segments and ``pairs[i]`` of their second ones (None: each alone), its sequences kept together
+    (``Encoded.groups``)."""
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
     split = [False] * n if words is None else list(words)
-    rows: list[list[int] | None] = [None] * n
-    kinds: list[list[int] | None] = [None] * n
-    starts: list[list[int] | None] = [None] * n
+    several = [False] * n if grouped is None else list(grouped)
+    # one item a sequence: (its first segment, its second or None, read as words)
+    items: list[tuple] = []
+    counts = []
+    for i in range(n):
+        if several[i]:
+            firsts = list(texts[i])
+            seconds = list(pairs[i]) if paired[i] and pairs is not None and pairs[i] is not None else None
+            items += [(a, None if seconds is None else seconds[j], False) for j, a in enumerate(firsts)]
+            counts.append(len(firsts))
+        else:
+            items.append((texts[i], pairs[i] if paired[i] else None, split[i]))
+            counts.append(1)
+    m = len(items)
+    rows: list[list[int] | None] = [None] * m
+    kinds: list[list[int] | None] = [None] * m
+    starts: list[list[int] | None] = [None] * m
     for with_pair, as_words in ((False, False), (True, False), (False, True)):
-        idx = [i for i in range(n) if paired[i] == with_pair and split[i] == as_words]
+        idx = [j for j, (_, b, w) in enumerate(items) if (b is not None) == with_pair and w == as_words]
         if not idx:
             continue
         if as_words:
-            out = token_ids(info.tokenizer(), info.max_len, [words_of(texts[i]) for i in idx], words=True)
+            out = token_ids(info.tokenizer(), info.max_len, [words_of(items[j][0]) for j in idx], words=True)
         else:
             out = token_ids(
                 info.tokenizer(),
                 info.max_len,
-                [" ".join(texts[i]) if isinstance(texts[i], (list, tuple)) else texts[i] for i in idx],
-                [pairs[i] for i in idx] if with_pair else None,
+                [" ".join(items[j][0]) if isinstance(items[j][0], (list, tuple)) else items[j][0] for j in idx],
+                [items[j][1] for j in idx] if with_pair else None,
             )
-        for j, i in enumerate(idx):
-            rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
-            starts[i] = out["word_ids"][j] if as_words else [-1] * len(rows[i])
-    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+        for k, j in enumerate(idx):
+            rows[j], kinds[j] = out["input_ids"][k], out["token_type_ids"][k]
+            starts[j] = out["word_ids"][k] if as_words else [-1] * len(rows[j])
+    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=m)
+    offsets = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
     types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
+    if any(several):
+        groups = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=groups[1:])
+        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64), groups=groups)
     if not any(split):
         return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
     counts = [len(words_of(texts[i])) if split[i] else 0 for i in range(n)]
@@ -125,13 +148,19 @@ def forward_rows(
             b = data.batch(rows)
             ids, mask, types = (b[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids"))
             with autocast():
-                if row_tasks is not None:
-                    out = model.forward_mixed(ids, mask, types, tasks=[row_tasks[r] for r in rows])
+                if row_tasks is not None:  # each sequence through its row's task
+                    seq_tasks = [row_tasks[r] for r in rows]
+                    if "groups" in b:
+                        seq_tasks = [str(t) for t in np.repeat(seq_tasks, np.diff(b["groups"].numpy()))]
+                    out = model.forward_mixed(ids, mask, types, tasks=seq_tasks)
                 elif per_task:
                     out = {t: model(task=t, input_ids=ids, attention_mask=mask, token_type_ids=types) for t in tasks}
                 else:
                     out = model.predict_all(ids, mask, types, tasks=tasks)
             if row_tasks is not None:
+                groups = b.get("groups")
+                if groups is not None:  # a row of several sequences: its sequences' outputs joined (its k scores)
+                    out = [torch.cat(out[int(groups[j]) : int(groups[j + 1])]) for j in range(len(rows))]
                 for t in {row_tasks[r] for r in rows}:
                     mine = [j for j, r in enumerate(rows) if row_tasks[r] == t]
                     sinks[t].add(rows[mine], torch.stack([out[j] for j in mine]))

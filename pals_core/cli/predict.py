@@ -10,8 +10,9 @@ that name too: never dropped, and the closing line names each), then per task ``
 (classification), the value (regression), the label set
 (multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV), the tag of each word (tokens: a
 list, space-joined in CSV/TSV; a word cut by the max length gets the baseline's tag, counted in the closing line; the
-text is a list of words, or split at whitespace) — and ``<task>_prob``, the
-predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
+text is a list of words, or split at whitespace), the chosen candidate's position (choice: ``<task>_text`` its text;
+the task's own context and candidate columns are read, as its training read them) — and ``<task>_prob``, the
+predicted label's probability (classification, choice); ``--probs`` adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
 length; rows are tokenised and batched as the run evaluated its dev sets, so a task's dev file scores here
@@ -101,16 +102,70 @@ def _text_columns(info, names: Sequence[str], text: str | None, pair: str | None
     return text, pair
 
 
-def _texts(cols, column: str) -> list:
-    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet)."""
+def _texts(cols, column: str, rows: Sequence[int] | None = None) -> list:
+    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet); ``rows``:
+    those rows only (the others None)."""
     out = []
+    keep = None if rows is None else set(rows)
     for i, v in enumerate(cols.values[column]):
+        if keep is not None and i not in keep:
+            out.append(None)
+            continue
         if isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
             out.append(list(v))
             continue
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{cols.where(i, column)}: {'empty' if isinstance(v, str) else 'missing'} text")
         out.append(v)
+    return out
+
+
+class _SomeRows:
+    """Some rows of an input file's columns, each named as the file numbers it (a kind reads its task's rows of a
+    ``--task-column`` input)."""
+
+    def __init__(self, cols, rows: Sequence[int]) -> None:
+        self.cols, self.rows, self.path, self.label_names = cols, list(rows), cols.path, cols.label_names
+        self.values = {c: [v[i] for i in self.rows] for c, v in cols.values.items()}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def where(self, i: int, column: str | None = None) -> str:
+        return self.cols.where(self.rows[i], column)
+
+    def column(self, column: str) -> str:
+        return self.cols.column(column)
+
+
+def own_texts(info, names: Sequence[str], cols, path: str, task_of: Sequence[str] | None) -> dict[str, tuple]:
+    """The tasks whose kind reads its rows' sequences itself (``Kind.own_texts``: a multiple-choice task's context and
+    candidates), each read as its training read its rows (``Kind.texts``; with ``task_of``, its own rows only):
+    task → (first segments, second segments or None, the text each label stands for), one entry a row of the input
+    (None for another task's row)."""
+    out = {}
+    n = len(next(iter(cols.values.values()), []))
+    for t in names:
+        record = info.records[t]
+        kind = get_kind(record.kind)
+        if not kind.own_texts:
+            continue
+        rows = [i for i in range(n) if task_of is None or task_of[i] == t]
+        needed = [c for c in kind.row_columns(record, path, lambda: list(cols.values)) if c != record.label]
+        missing = [c for c in needed if c not in cols.values]
+        if missing:
+            raise UsageError(
+                f"{path}: no column {', '.join(map(repr, missing))} (task {t!r} reads {', '.join(map(repr, needed))})"
+            )
+        some = _SomeRows(cols, rows)
+        firsts, seconds = kind.texts(record, some)
+        meant = kind.label_texts(record, some)
+        full = [[None] * n, None if seconds is None else [None] * n, [None] * n]
+        for j, i in enumerate(rows):
+            full[0][i], full[2][i] = firsts[j], meant[j]
+            if seconds is not None:
+                full[1][i] = seconds[j]
+        out[t] = tuple(full)
     return out
 
 
@@ -194,6 +249,8 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
         for what in get_kind(info.records[t].kind).columns(probs):
             if what == "label":
                 add(t, t, "label")
+            elif what == "text":
+                add(f"{t}_text", t, "text")
             elif what == "prob":
                 add(f"{t}_prob", t, "prob")
             else:
@@ -202,14 +259,20 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
     return out
 
 
-def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> dict[str, list]:
-    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None."""
+def output_columns(
+    columns: dict, info, results: dict, n: int, joined: bool, meant: dict | None = None
+) -> dict[str, list]:
+    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None.
+    ``meant``: per task, each row's texts its labels stand for (``Kind.label_texts``: a choice row's candidates)."""
     out: dict[str, list] = {}
     for column, (t, what, j) in columns.items():
         res = results[t]
         idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
         values = [None] * n
-        if what == "label":
+        if what == "text":  # the text the predicted label stands for (the chosen candidate)
+            for i, v in zip(idx, o.label):
+                values[i] = meant[t][i][o.labels.index(v)]
+        elif what == "label":
             kind = get_kind(info.records[t].kind)
             for i, v in zip(idx, o.label):
                 values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v
@@ -384,31 +447,50 @@ def run(argv: Sequence[str] | None = None) -> str:
             if t not in names:
                 raise UsageError(f"{cols.where(i, args.task_column)}: task {t!r} is not one of {', '.join(names)}")
         names = [t for t in names if t in set(task_of)]
-    text, pair = _text_columns(info, names, args.text, args.text_pair)
-    if (
-        cols.numbers is not None
-    ):  # a CoNLL file (its columns named by number): a record's column read as training reads it
-        k = conll_index(text, len(cols.values))
-        text = text if k is None else str(k)
-    for c in (text, pair):
-        if c is not None and c not in cols.values:
-            raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
-    texts = _texts(cols, text)
-    pairs = _texts(cols, pair) if pair is not None and any(info.records[t].pair for t in names) else None
+    own = own_texts(info, names, cols, args.input, task_of)
+    plain = [t for t in names if t not in own]
+    n = len(next(iter(cols.values.values()), []))
+    texts: list = [None] * n
+    pairs: list | None = None
+    if plain:
+        text, pair = _text_columns(info, plain, args.text, args.text_pair)
+        if (
+            cols.numbers is not None
+        ):  # a CoNLL file (its columns named by number): a record's column read as training reads it
+            k = conll_index(text, len(cols.values))
+            text = text if k is None else str(k)
+        for c in (text, pair):
+            if c is not None and c not in cols.values:
+                raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
+        mine = None if task_of is None else [i for i in range(n) if task_of[i] in plain]
+        texts = _texts(cols, text, mine)
+        wanted = pair is not None and any(info.records[t].pair for t in plain)
+        pairs = _texts(cols, pair, mine) if wanted else None
+    if task_of is not None and own:  # each row's own texts: a choice row its candidates'
+        pairs = pairs if pairs is not None else [None] * n
+        for t, (firsts, seconds, _) in own.items():
+            for i in range(n):
+                if task_of[i] == t:
+                    texts[i], pairs[i] = firsts[i], None if seconds is None else seconds[i]
     planned = prediction_columns(info, names, args.probs)
     kept = kept_input_columns(list(cols.values), list(planned))
     check_writable(cols, kept, out)
-    n = len(texts)
     model = load_predictor(args.run_dir, engine, args.step, args.device)
     info = model.run
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
-    with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
-        results = predict_texts(
-            model, texts, pairs, tasks=names, task_of=task_of, batch_size=size, progress=bar.update, keep=args.probs
-        )
+    passes = 1 if task_of is not None else (1 if plain else 0) + len(own)
+    with tqdm(total=n * passes, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
+        common = dict(batch_size=size, progress=bar.update, keep=args.probs)
+        if task_of is not None:
+            results = predict_texts(model, texts, pairs, tasks=names, task_of=task_of, **common)
+        else:
+            results = predict_texts(model, texts, pairs, tasks=plain, **common) if plain else {}
+            for t, (firsts, seconds, _) in own.items():  # a task reading its own rows: its own pass
+                results |= predict_texts(model, firsts, seconds, tasks=[t], **common)
     seconds = time.perf_counter() - started
-    predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
+    meant = {t: m for t, (_, _, m) in own.items()}
+    predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"), meant=meant)
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
     renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
     note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""

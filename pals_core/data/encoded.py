@@ -7,6 +7,11 @@ A task with one label per word (``Kind.per_word``) holds one label per *token* i
 (a word's tag on its first sub-token, -100 on the rest, on the special tokens and, in a batch, on the padding), and
 the gold tag of every word of every row — the words ``max_len`` cut included — in ``words`` (CSR, ``word_offsets``),
 with the tag names (``names``): what the dev scores compare predictions with (``gold``: ``WordTags``).
+
+A split whose rows are several sequences each (a multiple-choice row: its k (context, candidate) pairs;
+``Kind.per_candidate``) holds its sequences as above and the rows over them in ``groups`` (CSR: row i is sequences
+``groups[i]:groups[i+1]``); its labels are one per row. Its batches hold every sequence of their rows, in row order,
+padded alike (B·k sequences for B rows), with ``groups`` (B + 1 offsets into them).
 """
 
 from __future__ import annotations
@@ -77,9 +82,13 @@ class Encoded:
     word_offsets: np.ndarray | None = None
     names: tuple[str, ...] = ()  # per word: the tag names
     starts: np.ndarray | None = None  # per word: int64 per token, the word it starts (its first sub-token), else -1
+    groups: np.ndarray | None = None  # rows of several sequences: int64, row i = sequences groups[i]:groups[i+1]
 
     def __post_init__(self) -> None:
-        if self.words is None and len(self.offsets) != len(self.labels) + 1:
+        if self.groups is not None:
+            if len(self.groups) != len(self.labels) + 1 or self.groups[-1] != len(self.offsets) - 1:
+                raise ValueError("groups must have one more entry than labels and end at the number of sequences")
+        elif self.words is None and len(self.offsets) != len(self.labels) + 1:
             raise ValueError("offsets must have one more entry than labels")
         if self.words is not None and (
             len(self.labels) != self.offsets[-1]
@@ -91,11 +100,27 @@ class Encoded:
             raise ValueError("per-word labels need one label per token and word offsets of one entry per row + 1")
 
     def __len__(self) -> int:
-        return len(self.offsets) - 1
+        return len(self.offsets if self.groups is None else self.groups) - 1
 
     @property
     def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+        """Tokens per row (a row of several sequences: its longest, the width it pads to)."""
+        lengths = np.diff(self.offsets)
+        if self.groups is None:
+            return lengths
+        out = np.zeros(len(self), dtype=np.int64)
+        full = np.diff(self.groups) > 0
+        if len(lengths):
+            out[full] = np.maximum.reduceat(lengths, self.groups[:-1][full])
+        return out
+
+    def sequences_of(self, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The sequences of ``rows`` in row order, and the offsets of each row's among them (one a row when the
+        rows are single sequences)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.groups is None:
+            return rows, np.arange(len(rows) + 1, dtype=np.int64)
+        return _gather(self.groups, rows)[::-1]
 
     @property
     def per_word(self) -> bool:
@@ -121,6 +146,10 @@ class Encoded:
     def select(self, rows: Sequence[int]) -> Encoded:
         """A new ``Encoded`` holding ``rows`` in the given order."""
         rows = np.asarray(rows, dtype=np.int64)
+        if self.groups is not None:
+            seqs, groups = self.sequences_of(rows)
+            offsets, gather = _gather(self.offsets, seqs)
+            return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows], groups=groups)
         offsets, gather = _gather(self.offsets, rows)
         if not self.per_word:
             return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows])
@@ -162,12 +191,14 @@ class Encoded:
     def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
         """Padded torch tensors for ``rows``: input_ids, attention_mask, token_type_ids, labels (per word: (B, n),
         -100 on padding) and, per word, ``starts`` (B, n): the word each token starts, else -1, and ``words``: the
-        gold tags (B, ``max_words``), -1 on padding."""
+        gold tags (B, ``max_words``), -1 on padding. Rows of several sequences: every sequence of the rows, in row
+        order (S, n), labels one a row (B,), and ``groups`` (B + 1): where each row's sequences start."""
         import torch
 
         rows = np.asarray(rows, dtype=np.int64)
-        ids, row_of, within = _padded(self.ids, self.offsets, rows, pad_id)
-        types, _, _ = _padded(self.types, self.offsets, rows, 0)
+        seqs, groups = self.sequences_of(rows)
+        ids, row_of, within = _padded(self.ids, self.offsets, seqs, pad_id)
+        types, _, _ = _padded(self.types, self.offsets, seqs, 0)
         mask = np.zeros(ids.shape, dtype=np.int64)
         mask[row_of, within] = 1
         out = {
@@ -181,4 +212,6 @@ class Encoded:
             out["words"] = torch.from_numpy(_padded(self.words, self.word_offsets, rows, -1, self.max_words)[0])
         else:
             out["labels"] = torch.from_numpy(self.labels[rows].copy())
+        if self.groups is not None:
+            out["groups"] = torch.from_numpy(groups)
         return out

@@ -14,6 +14,9 @@ The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it):
      "majority": {"metric", "main", "scores"},
      "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
 
+A kind whose row is several sequences (``Kind.per_candidate``: a multiple-choice row's (context, candidate) pairs)
+counts the tokens of each sequence, and adds ``sequences_per_row`` to ``tokens``.
+
 A kind of one label per word (``Kind.per_word``) counts sub-tokens per sentence (its words tokenised one by one)
 and adds to ``tokens`` the words of every split, the words cut by ``max_len`` (left without a sub-token) and the
 sentences that lose one (``words``, ``words_cut``, ``rows_cut``); its ``distribution`` is its own (the kind's).
@@ -33,7 +36,16 @@ from ..kinds import get_kind
 from ..tasks.record import TaskRecord
 from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
-from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path, words_kept
+from .load import (
+    TINY,
+    check_tokenizer,
+    flat_sequences,
+    label_array,
+    load_tokenizer,
+    raw_splits,
+    tokenizer_path,
+    words_kept,
+)
 from .metrics import main_metric_label, main_score, majority_scores
 
 TOKEN_BATCH = 1000  # rows per tokenizer call
@@ -171,7 +183,12 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     tokens = None
     if tokenizer is not None:
         splits = [train, *devs.values()]
+        rows = sum(len(s.text_a) for s in splits)
+        if kind.per_candidate:  # each of a row's sequences counted (a choice row's (context, candidate) pairs)
+            splits = [RawSplit(*flat_sequences(s.text_a, s.text_b)[:2], [], 0, s.source) for s in splits]
         tokens = token_stats(token_lengths(splits, tokenizer, progress=progress, words=kind.per_word), max_len)
+        if kind.per_candidate:
+            tokens["sequences_per_row"] = sum(len(s.text_a) for s in splits) / max(rows, 1)
         if kind.per_word:  # the words left without a sub-token under max_len: predicted "O", scored as such
             rows = [words for s in splits for words in s.text_a]
             kept = words_kept(tokenizer, rows, max_len)

@@ -4,7 +4,10 @@ onnxruntime user can serve from alone, without this package's torch modules.
 
     DIR/model.onnx        inputs  input_ids, attention_mask (int64, [batch, sequence]) and token_type_ids where the
                                   family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
-                                  after the task (C_t = 1: a regression score)
+                                  after the task (C_t = 1: a regression score); a multiple-choice task's is [batch, 1]:
+                                  one score per candidate, each input row one (context, candidate) sequence, a row's
+                                  k candidates k consecutive input rows (``sequences_per_row`` in export.json: the
+                                  softmax is over each k)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
     DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
                           target scale: a regression's value is output·std + mean), max_len, inputs
@@ -37,7 +40,7 @@ from ..data.load import load_tokenizer, raw_splits
 from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
 from ..run_info import RunInfo, predict_texts
-from ..tasks.readers import read_columns
+from ..tasks.readers import column_names, read_columns
 from ..tasks.record import TaskRecord
 from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer
@@ -146,7 +149,7 @@ def _graph_module(models):
         def forward(self, input_ids, attention_mask, token_type_ids):
             out = []
             for m, names in zip(self.models, self.names):
-                logits = m.predict_all(input_ids, attention_mask, token_type_ids, tasks=names)
+                logits = m.predict_all(input_ids, attention_mask, token_type_ids, tasks=names, per_row=False)
                 out.extend(logits[t] for t in names)
             return tuple(out)
 
@@ -275,6 +278,8 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
             }
             if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
                 tasks[t]["scale"] = dict(m.run.scales[t])
+            if t in getattr(m, "per_candidate", ()):  # a row's k candidates: k consecutive input rows, a score each
+                tasks[t]["sequences_per_row"] = int(m.tasks[t])
     steps = {m.run.step for m in models}
     return {
         "format": FORMAT,
@@ -304,6 +309,9 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
     """A few of a task's own rows (its dev file; its train file when the dev rows are drawn from it; GLUE's dev
     TSV) as (texts, second texts or None, where from), plus one row longer than ``max_len`` tokens (truncated to
     it); the sample sentences when the files cannot be read any more."""
+    kind = get_kind(record.kind)
+    if kind.own_texts:  # a kind reading its rows' sequences itself: its own rows, and one of max_len tokens
+        return _own_rows(record, max_len, n)
     texts: list[str] = []
     pairs: list[str] | None = [] if record.pair else None
     source = "sample sentences"
@@ -332,6 +340,24 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
     if pairs is not None:
         pairs.append(long)
     return texts, pairs, source
+
+
+def _own_rows(record, max_len: int, n: int) -> tuple[list, list | None, str]:
+    """``check_rows`` of a task whose kind reads its rows' sequences itself (``Kind.texts``: a multiple-choice row's
+    (context, candidate) pairs): a few of its rows, and the first again with a context of ``max_len`` tokens."""
+    kind = get_kind(record.kind)
+    path = record.dev or record.train
+    wanted = kind.row_columns(record, path, lambda: column_names(path, record.format))
+    cols = read_columns(path, wanted, record.format)
+    firsts, seconds = kind.texts(record, cols)
+    firsts, seconds = list(firsts[:n]), None if seconds is None else list(seconds[:n])
+    long = " ".join(["word"] * (2 * max_len))
+    firsts.append([long] * len(firsts[0]))
+    if seconds is not None:
+        seconds.append(list(seconds[0]))
+    else:
+        firsts[-1] = [f"{long} {c}" for c in firsts[0]]
+    return firsts, seconds, "dev rows" if record.dev else "train rows"
 
 
 def _flat(logits: np.ndarray) -> np.ndarray:
@@ -596,10 +622,12 @@ class OnnxRunner:
         ):
             return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         out = self.logits(input_ids, attention_mask, token_type_ids, tasks)
-        return {t: torch.from_numpy(v) for t, v in out.items()}
+        k = {t: self.tasks[t] for t in out if get_kind(self.run.records[t].kind).per_candidate}
+        return {t: torch.from_numpy(v.reshape(-1, k[t]) if t in k else v) for t, v in out.items()}
 
     def forward_mixed(self, input_ids, attention_mask=None, token_type_ids=None, *, tasks: Sequence[str]) -> list:
-        """As ``MultiTaskModel.forward_mixed``: row i's logits for its own task ``tasks[i]``."""
+        """As ``MultiTaskModel.forward_mixed``: row i's logits for its own task ``tasks[i]`` (a multiple-choice task's
+        row: one candidate's sequence, its score (1,))."""
         import torch
 
         if len(tasks) != len(input_ids):

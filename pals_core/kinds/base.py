@@ -7,10 +7,16 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 * the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
 * the rows — ``per_word`` (a row is a list of words with one label each, not a text with one label),
+  ``text_columns`` / ``text_help`` (how many text columns a record names), ``record_defaults`` (the fields a
+  tasks-file entry of the kind gets when it leaves them out), ``row_columns`` / ``label_columns`` (the columns a row
+  reads, and those the label set is read from), ``texts`` / ``label_texts`` (a kind that reads its rows' sequences
+  itself: a multiple-choice row's k (context, candidate) pairs, and the text each label stands for),
   ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
-* the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
+* the head — ``num_outputs`` (C_t from the label set), ``per_candidate`` (a row is k candidate sequences, each
+  scored one output by the family's choice head; the row's logits are the k scores), ``sequences`` (how many
+  sequences one row is read as: what a row costs), ``head_params`` / ``head_flops`` (its exact count, from the
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
@@ -27,7 +33,7 @@ What a kind hands back is declared here too, below the kinds and the modules abo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -77,6 +83,13 @@ class Kind:
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
     per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
+    # a row is k candidate sequences (C_t = k), each scored one output by the family's choice head (what its
+    # ``…ForMultipleChoice`` holds); the row's logits are the k scores
+    per_candidate: bool = False
+    own_texts: bool = False  # the kind reads its rows' sequences itself (``texts``), not the record's text columns
+    text_columns: tuple[int, int] = (1, 2)  # the fewest and the most text columns a record names
+    text_help: str = "one column name or a list of two"
+    record_defaults: dict = {}  # fields a tasks-file entry of this kind gets when it leaves them out
 
     # --- the record ----------------------------------------------------------------------------------
 
@@ -100,6 +113,25 @@ class Kind:
         """Raise ``TaskRecordError`` for a bad value of one of ``fields``."""
 
     # --- the rows ------------------------------------------------------------------------------------
+
+    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
+        """The columns a row of ``path`` reads (``names()``: every column the file has, read when asked)."""
+        return [*record.text, record.label]
+
+    def label_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
+        """The train file's columns the label set is read from ([]: none, ``label_names`` needs no file)."""
+        return [record.label]
+
+    def texts(self, record: Any, cols: Any) -> tuple[list, list | None] | None:
+        """Each row's sequences as (first segments, second segments or None) when the kind reads them itself — a row
+        of several sequences: a list of each (``per_candidate``); None: the record's text columns, read alike for
+        every kind (``tasks/rows.py``)."""
+        return None
+
+    def label_texts(self, record: Any, cols: Any) -> list | None:
+        """Per row, the text each label stands for (a multiple-choice row: its candidates), checked; None for a
+        kind whose labels are names (``pals-predict``'s ``<task>_text`` column)."""
+        return None
 
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
         """The label set in output order. ``cols``: the train file's label column, read by the caller
@@ -130,6 +162,11 @@ class Kind:
 
     def num_outputs(self, names: Sequence[str]) -> int:
         return len(names)
+
+    def sequences(self, task: Any) -> int:
+        """How many sequences one row of ``task`` (a ``budget.tasks.Task``) is read as: what a row costs the trunk,
+        the pooler and the head (the batch size counts rows)."""
+        return 1
 
     def head_params(self, family: Any, m: Any, num_labels: int, paper: bool) -> int:
         """The exact parameters of one task's head: the family's sequence head (``pricing.family``) on C_t outputs."""

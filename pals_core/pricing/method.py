@@ -110,3 +110,7 @@ class Method:
     # (every base parameter trains, but those ``frozen_layers`` keeps) or "frozen" (only the task-specific parts —
     # adapters, heads, per-task poolers — train); ``--freeze-trunk`` / ``--train-trunk`` override it.
     trunk: str = "fine-tuned"
+    # (model, layers, cfg) -> the FLOPs of ``flops`` computed once per forward whatever the batch (CA-MTL's
+    # task-conditioned weights; a copy of a DeBERTa layer's relative-position projections): a forward of k sequences
+    # (a multiple-choice row) costs k · flops − (k − 1) · fixed_flops; None: none
+    fixed_flops: Callable[[BaseModel, Sequence[int], AdapterConfig], int] | None = None

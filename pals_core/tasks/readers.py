@@ -165,6 +165,27 @@ def read_columns(path: str | Path, columns: Sequence[str] | None, fmt: str | Non
         raise TaskDataError(f"{path}: cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:300]})") from None
 
 
+def column_names(path: str | Path, fmt: str | None = None) -> list[str]:
+    """Every column of the file at ``path``, in its order, read as cheaply as its format allows (a CSV / TSV header
+    line, a Parquet schema; a JSON Lines file's keys in order of first appearance, a CoNLL file's numbers):
+    what a kind that finds its columns by their names looks among (``Kind.columns``)."""
+    check_file(path)
+    p = Path(path)
+    kind = file_format(p, fmt)
+    if kind in ("csv", "tsv"):
+        with open_regular(p, "data file", MAX_FILE_BYTES, TaskDataError) as f:
+            line = f.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
+        quoting = csv.QUOTE_MINIMAL if kind == "csv" else csv.QUOTE_NONE
+        first = next(csv.reader([line], delimiter="," if kind == "csv" else "\t", quoting=quoting), [])
+        return [h.strip() for h in first]
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        with open_regular(p, "data file", MAX_FILE_BYTES, TaskDataError) as f:
+            return list(pq.ParquetFile(f).schema_arrow.names)
+    return list(read_columns(p, None, fmt).values)
+
+
 def _missing(path: Path, wanted: Sequence[str], have: Sequence[str]) -> None:
     lacking = [c for c in wanted if c not in have]
     if lacking:

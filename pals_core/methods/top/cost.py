@@ -186,5 +186,6 @@ METHODS = (
         activations=BertLayerTopActivations,
         tensors=_bert_layer_top_tensors,
         trunk="fine-tuned",  # as the PALs paper trains its top variants
+        fixed_flops=lambda m, layers, cfg: get_family(m.family).fixed_flops(m, m.layers - 1),
     ),
 )
