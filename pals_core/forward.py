@@ -95,12 +95,12 @@ def encode_texts(
     np.cumsum(lengths, out=offsets[1:])
     ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
     types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
-    if any(several):
+    groups = None
+    if any(several):  # rows of several sequences: which sequences each row is
         groups = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=groups[1:])
-        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64), groups=groups)
     if not any(split):
-        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
+        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64), groups=groups)
     counts = [len(words_of(texts[i])) if split[i] else 0 for i in range(n)]
     word_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=word_offsets[1:])
@@ -114,6 +114,7 @@ def encode_texts(
         word_offsets,
         (),
         first,
+        groups,
     )
 
 

@@ -85,15 +85,15 @@ class Encoded:
     groups: np.ndarray | None = None  # rows of several sequences: int64, row i = sequences groups[i]:groups[i+1]
 
     def __post_init__(self) -> None:
-        if self.groups is not None:
-            if len(self.groups) != len(self.labels) + 1 or self.groups[-1] != len(self.offsets) - 1:
-                raise ValueError("groups must have one more entry than labels and end at the number of sequences")
-        elif self.words is None and len(self.offsets) != len(self.labels) + 1:
-            raise ValueError("offsets must have one more entry than labels")
+        rows = len(self.offsets if self.groups is None else self.groups)  # rows + 1
+        if self.groups is not None and self.groups[-1] != len(self.offsets) - 1:
+            raise ValueError("groups must end at the number of sequences")
+        if self.words is None and len(self.labels) + 1 != rows:
+            raise ValueError("offsets (groups) must have one more entry than labels")
         if self.words is not None and (
             len(self.labels) != self.offsets[-1]
             or self.word_offsets is None
-            or len(self.word_offsets) != len(self.offsets)
+            or len(self.word_offsets) != rows
             or self.starts is None
             or len(self.starts) != len(self.labels)
         ):
@@ -147,6 +147,8 @@ class Encoded:
         """A new ``Encoded`` holding ``rows`` in the given order."""
         rows = np.asarray(rows, dtype=np.int64)
         if self.groups is not None:
+            if self.per_word:
+                raise ValueError("a selection of rows of several sequences holds no per-word labels")
             seqs, groups = self.sequences_of(rows)
             offsets, gather = _gather(self.offsets, seqs)
             return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows], groups=groups)
@@ -171,7 +173,7 @@ class Encoded:
         import torch
 
         rows = np.asarray(rows, dtype=np.int64)
-        starts = _padded(self.starts, self.offsets, rows, -1, width)[0]
+        starts = _padded(self.starts, self.offsets, self.sequences_of(rows)[0], -1, width)[0]
         return torch.from_numpy(starts), torch.from_numpy(
             _padded(self.words, self.word_offsets, rows, -1, self.max_words)[0]
         )
@@ -181,7 +183,8 @@ class Encoded:
         (len(rows), n, C); a row of NaN for a word without one (cut by ``max_len``)."""
         out = []
         for i, r in enumerate(np.asarray(rows, dtype=np.int64)):
-            starts = self.starts[self.offsets[r] : self.offsets[r + 1]]
+            s = r if self.groups is None else self.groups[r]  # a tagging row: one sequence
+            starts = self.starts[self.offsets[s] : self.offsets[s + 1]]
             row = np.full((self.word_offsets[r + 1] - self.word_offsets[r], logits.shape[-1]), np.nan, np.float32)
             first = np.flatnonzero(starts >= 0)
             row[starts[first]] = logits[i, first]
@@ -207,8 +210,8 @@ class Encoded:
             "token_type_ids": torch.from_numpy(types),
         }
         if self.per_word:
-            out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, rows, IGNORE)[0])
-            out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, rows, -1)[0])
+            out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, seqs, IGNORE)[0])
+            out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, seqs, -1)[0])
             out["words"] = torch.from_numpy(_padded(self.words, self.word_offsets, rows, -1, self.max_words)[0])
         else:
             out["labels"] = torch.from_numpy(self.labels[rows].copy())
