@@ -139,7 +139,13 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
     assert app.sidebar.text_input(key="tasks_file").value == inputs.example_tasks_path()
     records = read_tasks_file(example)
     tasks = tasks_of_records(records.values())
-    assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4), ("entities", 8)]
+    assert [(t.name, t.num_labels) for t in tasks] == [
+        ("intent", 3),
+        ("reviews", 1),
+        ("tickets", 4),
+        ("entities", 8),
+        ("replies", 4),
+    ]
     table = table_with(app, "fits")
     want = {(c.method, c.location or "—"): c for c in rows(BERT, tasks, budget=Budget(ratio=1.13))}
     assert len(table) == len(want) > 0
@@ -148,10 +154,12 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
         assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == (
             "—" if c.d_s is None else str(c.d_s)
         )
-    # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks
+    # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks; the
+    # choice task's head scores each of its 4 candidates with one output: d + 1
     shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
-    assert shared.params_task_specific == sum(768 * t.num_labels + t.num_labels for t in tasks)
-    assert any("**4 tasks** (intent, reviews, tickets, entities)" in m.value for m in app.markdown)
+    heads = [768 * t.num_labels + t.num_labels if t.name != "replies" else 768 + 1 for t in tasks]
+    assert shared.params_task_specific == sum(heads)
+    assert any("**5 tasks** (intent, reviews, tickets, entities, replies)" in m.value for m in app.markdown)
     assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
 
 
@@ -247,6 +255,7 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
         ("reviews", 1),
         ("tickets", 4),
         ("entities", 8),
+        ("replies", 4),
     ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)
