@@ -54,53 +54,37 @@ def encode_texts(
     ``grouped[i]`` (a row of several sequences: a multiple-choice row), ``texts[i]`` is the list of its sequences'
     first segments and ``pairs[i]`` of their second ones (None: each alone), its sequences kept together
     (``Encoded.groups``)."""
+    if grouped is not None and any(grouped):
+        return _grouped(info, texts, pairs, paired, words, grouped)
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
     split = [False] * n if words is None else list(words)
-    several = [False] * n if grouped is None else list(grouped)
-    # one item a sequence: (its first segment, its second or None, read as words)
-    items: list[tuple] = []
-    counts = []
-    for i in range(n):
-        if several[i]:
-            firsts = list(texts[i])
-            seconds = list(pairs[i]) if paired[i] and pairs is not None and pairs[i] is not None else None
-            items += [(a, None if seconds is None else seconds[j], False) for j, a in enumerate(firsts)]
-            counts.append(len(firsts))
-        else:
-            items.append((texts[i], pairs[i] if paired[i] else None, split[i]))
-            counts.append(1)
-    m = len(items)
-    rows: list[list[int] | None] = [None] * m
-    kinds: list[list[int] | None] = [None] * m
-    starts: list[list[int] | None] = [None] * m
+    rows: list[list[int] | None] = [None] * n
+    kinds: list[list[int] | None] = [None] * n
+    starts: list[list[int] | None] = [None] * n
     for with_pair, as_words in ((False, False), (True, False), (False, True)):
-        idx = [j for j, (_, b, w) in enumerate(items) if (b is not None) == with_pair and w == as_words]
+        idx = [i for i in range(n) if paired[i] == with_pair and split[i] == as_words]
         if not idx:
             continue
         if as_words:
-            out = token_ids(info.tokenizer(), info.max_len, [words_of(items[j][0]) for j in idx], words=True)
+            out = token_ids(info.tokenizer(), info.max_len, [words_of(texts[i]) for i in idx], words=True)
         else:
             out = token_ids(
                 info.tokenizer(),
                 info.max_len,
-                [" ".join(items[j][0]) if isinstance(items[j][0], (list, tuple)) else items[j][0] for j in idx],
-                [items[j][1] for j in idx] if with_pair else None,
+                [" ".join(texts[i]) if isinstance(texts[i], (list, tuple)) else texts[i] for i in idx],
+                [pairs[i] for i in idx] if with_pair else None,
             )
-        for k, j in enumerate(idx):
-            rows[j], kinds[j] = out["input_ids"][k], out["token_type_ids"][k]
-            starts[j] = out["word_ids"][k] if as_words else [-1] * len(rows[j])
-    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=m)
-    offsets = np.zeros(m + 1, dtype=np.int64)
+        for j, i in enumerate(idx):
+            rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
+            starts[i] = out["word_ids"][j] if as_words else [-1] * len(rows[i])
+    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
     types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
-    groups = None
-    if any(several):  # rows of several sequences: which sequences each row is
-        groups = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=groups[1:])
     if not any(split):
-        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64), groups=groups)
+        return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
     counts = [len(words_of(texts[i])) if split[i] else 0 for i in range(n)]
     word_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=word_offsets[1:])
@@ -114,8 +98,36 @@ def encode_texts(
         word_offsets,
         (),
         first,
-        groups,
     )
+
+
+def _grouped(info, texts, pairs, paired, words, grouped) -> Encoded:
+    """``encode_texts`` of rows some of which are several sequences: every sequence encoded as a row of its own, then
+    the rows over them (``Encoded.groups``); per-word data, where a row has it, kept per row."""
+    n = len(texts)
+    paired = [pairs is not None] * n if paired is None else list(paired)
+    split = [False] * n if words is None else list(words)
+    a: list = []
+    b: list = []
+    counts = []
+    for i in range(n):
+        if grouped[i]:
+            seconds = pairs[i] if paired[i] and pairs is not None else None
+            a += list(texts[i])
+            b += [None] * len(texts[i]) if seconds is None else list(seconds)
+            counts.append(len(texts[i]))
+        else:
+            a.append(texts[i])
+            b.append(pairs[i] if paired[i] else None)
+            counts.append(1)
+    flat_split = [w for i in range(n) for w in [split[i] and not grouped[i]] * counts[i]]
+    seqs = encode_texts(info, a, b, [x is not None for x in b], flat_split)
+    groups = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=groups[1:])
+    if not seqs.per_word:
+        return Encoded(seqs.ids, seqs.types, seqs.offsets, np.zeros(n, dtype=np.int64), groups=groups)
+    word_offsets = seqs.word_offsets[groups]  # a row of several sequences has no words: its sequences add none
+    return Encoded(seqs.ids, seqs.types, seqs.offsets, seqs.labels, seqs.words, word_offsets, (), seqs.starts, groups)
 
 
 def forward_rows(

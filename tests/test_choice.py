@@ -353,3 +353,33 @@ def test_pals_tasks_profiles_the_candidates_and_the_tokens_of_each_pair(tmp_path
     assert "4 candidates a row, each (context, candidate) pair one sequence" in text
     assert "per sequence: 4 a row" in text and "majority reference, always candidate" in text
     assert "tokens per (context, candidate) pair" in KIND.distribution_text(swag)
+
+
+@pytest.mark.slow  # a page run with the tiny tokenizer
+def test_the_explorer_prices_and_profiles_a_choice_task(tmp_path, monkeypatch):
+    """The tasks view: C_t = k, the candidates a row and the tokens of each (context, candidate) pair in the kind's own
+    line, the most frequent position's accuracy as the reference (the example's designs priced with the choice head:
+    tests/test_explorer_tasks_file.py)."""
+    from streamlit.testing.v1 import AppTest
+
+    from explorer.inputs import TASKS_FILE, TINY
+
+    monkeypatch.setenv("PALS_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("PALS_STUDY_STORAGE", f"sqlite:///{tmp_path / 'studies.db'}")
+    write_choice_tasks(tmp_path / "data")
+    (tmp_path / "data" / "one.yaml").write_text(
+        "tasks:\n  swag: {train: swag_train.csv, dev: swag_dev.csv, kind: choice}\n"
+    )
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120).run()
+    at.sidebar.selectbox(key="model").set_value(TINY).run()
+    at.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    at.sidebar.text_input(key="tasks_file").set_value(str(tmp_path / "data" / "one.yaml")).run()
+    at.segmented_control(key="view").set_value("tasks").run()
+    assert [e.value for e in at.error] + [e.value for e in at.exception] == []
+    table = next(d.value for d in at.dataframe if "tokens p95" in d.value.columns)
+    assert list(table["task"]) == ["swag"] and table["labels (C_t)"][0] == 4
+    dev = swag_rows(16, 1)
+    top = max(range(4), key=lambda j: (sum(r["label"] == j for r in swag_rows(48, 0)), -j))
+    assert table["majority class on dev"][0] == f"{100 * np.mean([r['label'] == top for r in dev]):.1f} (accuracy)"
+    text = next(m.value for m in at.markdown if "(4 candidates a row)" in m.value)
+    assert "tokens per (context, candidate) pair p50" in text

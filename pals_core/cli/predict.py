@@ -120,24 +120,6 @@ def _texts(cols, column: str, rows: Sequence[int] | None = None) -> list:
     return out
 
 
-class _SomeRows:
-    """Some rows of an input file's columns, each named as the file numbers it (a kind reads its task's rows of a
-    ``--task-column`` input)."""
-
-    def __init__(self, cols, rows: Sequence[int]) -> None:
-        self.cols, self.rows, self.path, self.label_names = cols, list(rows), cols.path, cols.label_names
-        self.values = {c: [v[i] for i in self.rows] for c, v in cols.values.items()}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def where(self, i: int, column: str | None = None) -> str:
-        return self.cols.where(self.rows[i], column)
-
-    def column(self, column: str) -> str:
-        return self.cols.column(column)
-
-
 def own_texts(info, names: Sequence[str], cols, path: str, task_of: Sequence[str] | None) -> dict[str, tuple]:
     """The tasks whose kind reads its rows' sequences itself (``Kind.own_texts``: a multiple-choice task's context and
     candidates), each read as its training read its rows (``Kind.texts``; with ``task_of``, its own rows only):
@@ -157,7 +139,7 @@ def own_texts(info, names: Sequence[str], cols, path: str, task_of: Sequence[str
             raise UsageError(
                 f"{path}: no column {', '.join(map(repr, missing))} (task {t!r} reads {', '.join(map(repr, needed))})"
             )
-        some = _SomeRows(cols, rows)
+        some = cols.subset(rows)
         firsts, seconds = kind.texts(record, some)
         meant = kind.label_texts(record, some)
         full = [[None] * n, None if seconds is None else [None] * n, [None] * n]

@@ -62,13 +62,25 @@ class Columns:
     line_of: list[int] | None = None  # JSON Lines: the file line of each row
     word_lines: list[list[int]] | None = None  # CoNLL: the file line of each word of each row
     numbers: dict[str, int] | None = None  # CoNLL: each column's number (from 0)
+    rows: list[int] | None = None  # some rows of the file (``subset``): the file's data row each is
 
     def __len__(self) -> int:
         return len(next(iter(self.values.values()))) if self.values else 0
 
+    def subset(self, rows: Sequence[int]) -> Columns:
+        """The data rows ``rows`` of these columns, each still named as the file numbers it (``where``)."""
+        rows = list(rows)
+        pick = lambda xs: None if xs is None else [xs[i] for i in rows]
+        values = {c: [v[i] for i in rows] for c, v in self.values.items()}
+        whole = [self.rows[i] for i in rows] if self.rows is not None else rows
+        return Columns(
+            self.path, values, self.label_names, pick(self.line_of), pick(self.word_lines), self.numbers, whole
+        )
+
     def where(self, i: int, column: str | None = None) -> str:
         """``file, row N, column 'c'`` for data row i (JSON Lines: ``file, line N``)."""
-        at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {i + 1}"
+        row = self.rows[i] if self.rows is not None else i
+        at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {row + 1}"
         return f"{self.path}, {at}" + (f", {self.column(column)}" if column else "")
 
     def column(self, column: str) -> str:
