@@ -186,6 +186,11 @@ def test_bad_rows_are_named_by_file_row_and_column(tmp_path):
     )
     refused([rows[0] | {"label": ""}, *rows[1:]], r"row 1, column 'label': missing label")
     refused([{k: v for k, v in r.items() if not k.startswith("ending")} for r in rows], r"no candidate columns ending0")
+    refused(
+        rows,
+        r"s\.csv: 4 candidate columns \(ending0, ending1, ending2, ending3\) for 3 'labels'",
+        labels=("A", "B", "C"),
+    )
     lists = [{"ctx": "c", "options": ["a", "b", "c"], "y": 0}, {"ctx": "c", "options": ["a", "b"], "y": 1}]
     (tmp_path / "l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lists))
     listed = TaskRecord(

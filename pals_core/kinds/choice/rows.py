@@ -191,11 +191,18 @@ class ChoiceRows:
     def targets(self, record: Any, cols: Any, names: tuple[str, ...], split: str) -> list:
         """Each row's right candidate as its position in ``names``; every row holds one candidate a position."""
         k = len(names)
+        listed = self._listed(record)
+        if listed is None:  # candidate columns: every row holds one a column
+            columns = self.candidate_columns(record, cols.path, lambda: list(cols.values))
+            if len(columns) != k:
+                raise TaskDataError(
+                    f"{cols.path}: {len(columns)} candidate columns ({', '.join(columns)}) for {k} 'labels' "
+                    "(one name a candidate)"
+                )
         for i, row in enumerate(self.label_texts(record, cols)):
             if len(row) != k:
-                column = self._listed(record) or "choices"
                 raise TaskDataError(
-                    f"{cols.where(i, column)}: {len(row)} candidates, the task has {k} "
+                    f"{cols.where(i, listed)}: {len(row)} candidates, the task has {k} "
                     f"({'its labels name' if record.labels is not None else 'the first row has'} {k})"
                 )
         index = {n: j for j, n in enumerate(names)}
