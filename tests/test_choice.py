@@ -87,6 +87,33 @@ def test_a_swag_file_needs_nothing_in_the_tasks_file_but_its_paths_and_its_kind(
     assert train.labels[:5] == [r["label"] for r in swag_rows(48, 0)[:5]]
 
 
+def test_a_swag_file_is_opened_once_for_its_rows_and_declared_candidates_price_without_a_read(tmp_path, monkeypatch):
+    """Without ``choices`` the rows are read whole and SWAG's ending columns found among them (not a header read, then
+    the rows); with ``choices`` named, C_t = k is priced from the record alone."""
+    from collections import Counter
+
+    from pals_core import atomic
+    from pals_core.tasks import readers
+
+    record = read_tasks_file(write_choice_tasks(tmp_path))["swag"]
+    opens: Counter = Counter()
+    opened = atomic.open_regular
+
+    def counted(path, *a, **kw):
+        opens[Path(path).name] += 1
+        return opened(path, *a, **kw)
+
+    for module in (atomic, readers):  # the guarded reader every read goes through (read_regular calls it)
+        monkeypatch.setattr(module, "open_regular", counted)
+    train, dev, _ = read_rows(record)
+    assert len(train) == 48 and len(dev) == 16
+    assert opens == {"swag_train.csv": 1, "swag_dev.csv": 1}
+    opens.clear()
+    named = TaskRecord("swag", kind="choice", train=record.train, choices=tuple(f"ending{j}" for j in range(4)))
+    assert num_labels(named) == 4 and opens == {}
+    assert num_labels(record) == 4 and opens == {"swag_train.csv": 2}  # undeclared: its header, then its endings
+
+
 def test_every_layout_and_format_reads_the_same_rows(tmp_path):
     """SWAG's columns in CSV, TSV and Parquet; declared candidate columns; a list column in JSON Lines and in a
     save_to_disk folder (its label a ClassLabel); letter labels named by ``labels``."""

@@ -93,7 +93,7 @@ def test_example_profile_rows_and_shape(profiles):
         "DATE",
         "AMOUNT",
     }
-    replies = profiles["replies"]  # SWAG's layout: its record only the paths and the kind
+    replies = profiles["replies"]  # SWAG's layout (its candidate columns named: priced without a read)
     assert (replies["kind"], replies["train_rows"], replies["dev_rows"]) == ("choice", 300, 90)
     assert replies["labels"] == ["0", "1", "2", "3"] and replies["majority"]["metric"] == "accuracy"
     rows = list(csv.DictReader(open(EXAMPLE / "data" / "replies_train.csv", encoding="utf-8")))

@@ -133,7 +133,8 @@ def own_texts(info, names: Sequence[str], cols, path: str, task_of: Sequence[str
         if not kind.own_texts:
             continue
         rows = [i for i in range(n) if task_of is None or task_of[i] == t]
-        needed = [c for c in kind.row_columns(record, path, lambda: list(cols.values)) if c != record.label]
+        named = kind.row_columns(record, path, lambda: list(cols.values))  # None: the kind finds its own
+        needed = [c for c in named or () if c != record.label]
         missing = [c for c in needed if c not in cols.values]
         if missing:
             raise UsageError(

@@ -114,8 +114,9 @@ class Kind:
 
     # --- the rows ------------------------------------------------------------------------------------
 
-    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
-        """The columns a row of ``path`` reads (``names()``: every column the file has, read when asked)."""
+    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str] | None:
+        """The columns a row of ``path`` reads (``names()``: every column the file has, read when asked); None: every
+        column, the kind finding its own among them (one read of the file, not its header and then its rows)."""
         return [*record.text, record.label]
 
     def label_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:

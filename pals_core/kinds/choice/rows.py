@@ -126,9 +126,20 @@ class ChoiceRows:
             )
         return found
 
-    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
-        """The context, the candidates and the label."""
-        return [*record.text, *self.candidate_columns(record, path, names), record.label]
+    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str] | None:
+        """The context, the candidates and the label; without ``choices``, every column (SWAG's ``ending0…`` found
+        among them as the rows are read: the file read once)."""
+        if record.choices is None:
+            return None
+        return [*record.text, *record.choices, record.label]
+
+    def _present(self, cols: Any, columns: Sequence[str]) -> None:
+        """``columns`` are in the file read whole (``row_columns`` None): else one line naming them."""
+        lacking = [c for c in columns if c not in cols.values]
+        if lacking:
+            raise TaskDataError(
+                f"{cols.path}: no column {', '.join(map(repr, lacking))} (it has {', '.join(map(repr, cols.values))})"
+            )
 
     def label_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
         """What the positions are counted on: the candidate columns (none when ``choices`` lists them)."""
@@ -158,7 +169,7 @@ class ChoiceRows:
         elif record.choices is not None:
             k = len(record.choices)
         else:
-            k = len(ending_columns(list(cols.values)))
+            k = len(self.candidate_columns(record, cols.path, lambda: list(cols.values)))
         if k < 2:
             where = f"{cols.path}, {cols.column(listed)}" if listed is not None else f"task {record.name!r}"
             raise TaskDataError(f"{where}: fewer than two candidates a row")
@@ -178,6 +189,7 @@ class ChoiceRows:
     def texts(self, record: Any, cols: Any) -> tuple[list[list[str]], list[list[str]] | None]:
         """Each row's k sequences: (first segments, second segments or None) — no context: the candidates alone;
         one column: (context, candidate); two: (context, start + " " + candidate)."""
+        self._present(cols, record.text)
         cands = self.label_texts(record, cols)
         if not record.text:
             return cands, None
@@ -209,6 +221,7 @@ class ChoiceRows:
         allowed = f"one of {', '.join(names)}" if record.labels is not None else f"an index from 0 to {k - 1}"
         out = []
         column = record.label
+        self._present(cols, (*record.text, column))
         for i, value in enumerate(cols.values[column]):
             value = L.class_name(cols, column, i, value)
             text = L.label_text(value, lambda i=i: cols.where(i, column), "a choice")
