@@ -80,15 +80,20 @@ def test_a_choice_task_exports_for_multiple_choice_with_the_runs_logits(tmp_path
 
 
 @pytest.mark.slow
-def test_a_choice_task_exports_to_onnx_scoring_each_candidate(tmp_path):
+def test_a_choice_task_exports_to_onnx_scoring_each_candidate(tmp_path, capsys):
+    from pals_core.cli.export import main as pals_export
     from pals_core.cli.predict import main as predict_main
-    from pals_core.export.onnx import export_onnx, read_export
+    from pals_core.export.onnx import output_shapes, read_export
 
     f = write_choice_tasks(tmp_path / "data")
     run = trained_run(tmp_path, f, "tiny", AdapterConfig(method="pals", d_s=24))
-    model = MultiTaskModel.from_run(run)
-    result = export_onnx(model, tmp_path / "onnx")
-    assert result.max_abs_diff is not None and result.max_abs_diff < 1e-4
+    capsys.readouterr()
+    assert pals_export([str(run), "--format", "onnx", "--out", str(tmp_path / "onnx")]) == 0
+    said = capsys.readouterr().out
+    # one score per input row, each a candidate's sequence: the graph declares [batch, 1], as the summary says
+    assert output_shapes(tmp_path / "onnx" / "model.onnx") == {"swag": ["batch", 1], "intent": ["batch", 2]}
+    assert "logits swag [batch, 1] (4 input rows a row, one score a candidate), intent [batch, 2]" in said
+    assert float(said.split("max |Δ logit| = ")[1].split()[0]) < 1e-4
     meta = read_export(tmp_path / "onnx")
     assert meta["tasks"]["swag"]["sequences_per_row"] == 4 and meta["tasks"]["swag"]["num_labels"] == 4
     dev = tmp_path / "data" / "swag_dev.csv"

@@ -80,7 +80,7 @@ def unfinished(models: list) -> list[str]:
 
 
 def _onnx(args, out: Path) -> str:
-    from ..export.onnx import DEFAULT_OPSET, check_opset, export_onnx  # late: loads numpy
+    from ..export.onnx import DEFAULT_OPSET, MODEL_FILE, check_opset, export_onnx, output_shapes  # late: numpy
 
     opset = check_opset(DEFAULT_OPSET if args.opset is None else args.opset)
     models = _load(args)
@@ -94,10 +94,16 @@ def _onnx(args, out: Path) -> str:
     )
     meta = done.meta
     steps = sorted({d["step"] for d in meta["tasks"].values()})
+    shapes = output_shapes(out / MODEL_FILE)
+    logits = []
+    for t in done.outputs:  # each task's logits as the graph declares them; a choice row: k consecutive input rows
+        k = meta["tasks"].get(t, {}).get("sequences_per_row")
+        row = f" ({k} input rows a row, one score a candidate)" if k else ""
+        logits.append(f"{t} [{', '.join(map(str, shapes[t]))}]{row}")
     lines = [
         f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
-        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
-        f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
+        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · logits {', '.join(logits)} · "
+        f"opset {done.opset} · {meta['method']} on {meta['family']} · "
         f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}",
     ]
     if done.max_abs_diff is not None:

@@ -259,6 +259,16 @@ def write_graph(
     return [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
 
 
+def output_shapes(path: PathLike) -> dict[str, list[str | int]]:
+    """Each output of the graph at ``path`` with its declared shape: an axis's name where it is dynamic (``batch``,
+    ``sequence``), else its size (``{"intent": ["batch", 3], "replies": ["batch", 1]}``)."""
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    dims = lambda o: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim]
+    return {o.name: dims(o) for o in proto.graph.output}
+
+
 def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Path | None) -> dict:
     """``export.json``: what a server needs around the graph (deterministic: no times, no check figures)."""
     first = models[0]
@@ -664,6 +674,7 @@ __all__ = [
     "TOLERANCE",
     "check_opset",
     "check_out",
+    "output_shapes",
     "compare",
     "export_onnx",
     "is_onnx_export",

@@ -45,8 +45,9 @@ class ChoiceOutputs:
         return family.head_flops(m, 1)
 
     def output_axes(self) -> dict[int, str]:
-        """[rows, choices]: the graph's input rows are the candidates' sequences, k consecutive rows a row."""
-        return {0: "rows", 1: "choices"}
+        """[batch, 1]: one score per input row, each input row one candidate's sequence (a row's k candidates k
+        consecutive input rows, ``sequences_per_row`` in export.json); the batch axis is the inputs' own."""
+        return {0: "batch"}
 
     # --- the outputs ---------------------------------------------------------------------------------
 
