@@ -283,6 +283,6 @@ def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = N
             key[len("dev_") :] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
             for key, s in splits.items()
         }
-        scores[r.name] = majority_scores(r, train, dev, c)
+        scores[r.name] = majority_scores(r, train, dev, c, tuple(names))
     avg = dev_average(scores, {r.name: r for r in records})
     return None if avg is None else SCALE * avg

@@ -149,6 +149,18 @@ def test_majority_reference_is_the_hand_computed_one(profiles):
     assert m["scores"]["rmse"] == pytest.approx(rmse) and 0 < m["scores"]["mae"] <= m["scores"]["rmse"]
 
 
+def test_the_runs_views_reference_is_the_profiles_for_every_kind(records, profiles):
+    """The measured view's majority line (``measured.majority_average``) scores each task's baseline as its profile
+    does: a tagging task's all-O tags with their names, a choice task's most frequent position."""
+    from pals_core import measured
+
+    for name, record in records.items():
+        assert measured.majority_average([record]) == pytest.approx(100 * profiles[name]["majority"]["main"]), name
+    assert measured.majority_average(list(records.values())) == pytest.approx(
+        100 * sum(p["majority"]["main"] for p in profiles.values()) / len(profiles)
+    )
+
+
 def test_seed_draws_the_held_out_dev_rows(records):
     a, b = profile_task(records["reviews"], seed=0), profile_task(records["reviews"], seed=1)
     assert b["dev_source"].endswith("(dev: 0.1 of train, seed 1)") and b["dev_rows"] == 40

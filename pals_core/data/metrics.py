@@ -86,11 +86,22 @@ def dev_average(
 
 
 def majority_scores(
-    task: TaskLike, train_labels: np.ndarray, dev_labels: Mapping[str, np.ndarray], num_labels: int | None = None
+    task: TaskLike,
+    train_labels: np.ndarray,
+    dev_labels: Mapping[str, np.ndarray],
+    num_labels: int | None = None,
+    names: tuple[str, ...] | None = None,
 ) -> dict[str, float]:
     """The reference every design must beat: the kind's trivial baseline on every dev example (the most frequent
-    training class, the training mean, each label most training rows carry, …: ``Kind.baseline``)."""
+    training class, the training mean, each label most training rows carry, …: ``Kind.baseline``). ``names``: the
+    label names, with which a per-word task's tags (``label_array``'s rows) are scored as a run scores them
+    (``Encoded.gold``: ``WordTags``)."""
     record = record_of(task)
     kind = get_kind(record.kind)
+    if kind.per_word and names is not None:
+        from .encoded import word_tags
+
+        train_labels = word_tags(train_labels, names)
+        dev_labels = {s: word_tags(y, names) for s, y in dev_labels.items()}
     outputs, c = kind.baseline(np.asarray(train_labels), dev_labels, num_labels or len(record.labels or ()) or None)
     return task_scores(record, {s: (p, np.asarray(dev_labels[s])) for s, p in outputs.items()}, c)

@@ -34,7 +34,6 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks.record import TaskRecord
-from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
 from .load import (
     TINY,
@@ -174,12 +173,7 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     train_y = label_array(train.labels, record.kind, c)
     dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
     train_dist, dev_dist = kind.distribution(train_y, dev_y, names)
-    if kind.per_word:  # the gold tags with their names, as a run's evaluation scores them (``Encoded.gold``)
-        scores = majority_scores(
-            record, word_tags(train_y, names), {s: word_tags(y, names) for s, y in dev_y.items()}, c
-        )
-    else:
-        scores = majority_scores(record, train_y, dev_y, c)
+    scores = majority_scores(record, train_y, dev_y, c, names)
     tokens = None
     if tokenizer is not None:
         splits = [train, *devs.values()]
