@@ -22,6 +22,7 @@ import numpy as np
 from ..kinds import get_kind
 from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord
+from .encoded import word_tags
 
 TaskLike = TaskRecord | str  # a record, or the name of a built-in GLUE task (summaries written before records)
 
@@ -99,8 +100,6 @@ def majority_scores(
     record = record_of(task)
     kind = get_kind(record.kind)
     if kind.per_word and names is not None:
-        from .encoded import word_tags
-
         train_labels = word_tags(train_labels, names)
         dev_labels = {s: word_tags(y, names) for s, y in dev_labels.items()}
     outputs, c = kind.baseline(np.asarray(train_labels), dev_labels, num_labels or len(record.labels or ()) or None)
