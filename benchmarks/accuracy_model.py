@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pals_core.atomic import atomic_write_json, atomic_write_text  # noqa: E402
-from pals_core.score_model import holdout, holdout_sizes, holdout_summary, observations  # noqa: E402
+from pals_core.score_model import holdout, holdout_sizes, holdout_summary, observations, recipe_text  # noqa: E402
 
 GOAL_MAE, GOAL_COVERAGE = 1.0, 0.75
 
@@ -69,7 +69,10 @@ def main(argv=None) -> int:
     for r in roots:
         if not r.is_dir():
             p.error(f"--results: no folder {str(r)!r}")
-    obs = observations(roots, a.model, [t for t in a.tasks.split(",") if t], a.storage)
+    passed: list = []  # runs whose numbers cannot be true: not fitted, named below
+    obs = observations(roots, a.model, [t for t in a.tasks.split(",") if t], a.storage, passed)
+    for run in passed:
+        print(f"accuracy_model: passed over {run.folder}: {run.reason}", file=sys.stderr)
     sizes = holdout_sizes(obs)  # the primary figures: each held-out size's dev average (mean of its seeds)
     points = holdout(obs)  # each held-out run against the interval of one new run
     report = {
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
         },
         "goal": {"mae": GOAL_MAE, "coverage80": GOAL_COVERAGE},
         "runs": sum(len(o.runs) for o in obs),
-        "families": sorted({o.family.label() for o in obs}),
+        "families": sorted(f"{f.label()}: {recipe_text(f)}" for f in dict.fromkeys(o.family for o in obs)),  # each fit
         "results": [os.path.relpath(r, ROOT) if str(r).startswith(str(ROOT)) else str(r) for r in roots],
         "held_out": sizes,
         "held_out_runs": points,

@@ -58,6 +58,7 @@ import bench_serving  # noqa: E402  (the serving benchmark's design, model and c
 import torch  # noqa: E402
 from bench_modules import inputs  # noqa: E402
 
+from pals_core.base_model import tiny_config_dict  # noqa: E402
 from pals_core.budget.machine import Machine  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
@@ -66,7 +67,6 @@ from pals_core.families.shapes import conditions_from_config, from_hf_config  # 
 from pals_core.footprint.timing import load_profile  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402
 from pals_core.train.trainer import make_accelerator, make_optimizer  # noqa: E402
@@ -186,8 +186,9 @@ def conditions_of(config, names):
     )
 
 
-def train_steps(args, device, config, tasks, held):
-    """Each design's training step, timed, its peak memory, beside the calculator's figures."""
+def train_steps(args, device, config, tasks, held, keep=lambda figures: None):
+    """Each design's training step, timed, its peak memory, beside the calculator's figures; ``keep`` is handed the
+    designs measured so far after each one (saved at once: a design that fails later loses none of them)."""
     B, n = args.batch, args.seq_len
     names = {t.name: t.num_labels for t in tasks}
     task = tasks[0].name  # the calculator prices a step of the first task
@@ -196,6 +197,9 @@ def train_steps(args, device, config, tasks, held):
     machine = Machine(batch=B, device=args.profile, precision=held["precision"])
     shape = from_hf_config(config, name=args.shape_name)
     calc = calculator_rows(shape, tasks, conditions_of(config, names), machine, n)
+    profile = load_profile(args.profile)
+    peak_flops = (profile.matmul_flops_bf16 if held["precision"] == "bf16" else None) or profile.matmul_flops
+    held["peak_flops"] = peak_flops
     results = []
     for method, location, freeze in DESIGNS:
         row = calc[method]
@@ -222,17 +226,14 @@ def train_steps(args, device, config, tasks, held):
                 "predicted_step_s": row.time_step_s,
             }
         )
-    free(device)
-    profile = load_profile(args.profile)
-    peak_flops = (profile.matmul_flops_bf16 if held["precision"] == "bf16" else None) or profile.matmul_flops
-    held["peak_flops"] = peak_flops
-    base = results[0]
-    for r in results:
+        r, base = results[-1], results[0]  # shared, measured first, is every ratio's reference
         r["mfu"] = r["tflops"] * 1e12 / peak_flops
         r["memory_ratio"] = r["predicted_bytes"] / r["peak_bytes"]  # predicted / measured
         r["ratio_measured"] = r["step_s"] / base["step_s"]
         r["ratio_predicted"] = r["predicted_step_s"] / base["predicted_step_s"]
         r["ratio_of_ratios"] = r["ratio_predicted"] / r["ratio_measured"]
+        keep(list(results))
+    free(device)
     return results
 
 
@@ -328,7 +329,9 @@ def stopped_and_resumed(argv, out):
     return train(cfg, resume=True, progress=False)
 
 
-def end_to_end(args, device, work):
+def end_to_end(args, device, work, keep=lambda figures: None):
+    """pals-train, then pals-predict on each dev file, then the run stopped and resumed; ``keep`` is handed the
+    figures after each step (saved at once: a later step that fails loses none of the training's)."""
     from pals_core.cli.train import main as pals_train
 
     run = work / "run"
@@ -358,13 +361,10 @@ def end_to_end(args, device, work):
     if code != 0:
         raise RuntimeError(f"pals-train exited {code}")
     summary = json.loads((run / "summary.json").read_text())
-    predicted = dev_scores_by_pals_predict(run, summary, args.glue_dir, device, work)
-    diffs = [abs(predicted[t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
-    resumed = stopped_and_resumed(argv, work / "resumed")
-    gaps = [abs(resumed["scores"][t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
     machine = summary["machine"]
-    return {
+    out = {
         "argv": argv,
+        "work": str(work),
         "seconds": seconds,
         "steps": summary["steps"],
         "device": device.type,
@@ -376,18 +376,25 @@ def end_to_end(args, device, work):
         "checkpoints": sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()),
         "scores": summary["scores"],
         "average": summary["average"],
-        "pals_predict_scores": predicted,
-        "scores_max_abs_diff": max(diffs),
-        "scores_equal": predicted == summary["scores"],
         "precision": machine["predicted"].get("precision"),  # bf16: the trainer ran under bf16 autocast
-        "resumed": {
-            "steps": resumed["steps"],
-            "scores": resumed["scores"],
-            "max_abs_diff": max(gaps),
-            "equal": resumed["scores"] == summary["scores"],
-        },
         "machine": machine,
     }
+    keep(dict(out))
+    predicted = dev_scores_by_pals_predict(run, summary, args.glue_dir, device, work)
+    diffs = [abs(predicted[t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
+    out.update(
+        pals_predict_scores=predicted, scores_max_abs_diff=max(diffs), scores_equal=predicted == summary["scores"]
+    )
+    keep(dict(out))
+    resumed = stopped_and_resumed(argv, work / "resumed")
+    gaps = [abs(resumed["scores"][t][m] - v) for t, s in summary["scores"].items() for m, v in s.items()]
+    out["resumed"] = {
+        "steps": resumed["steps"],
+        "scores": resumed["scores"],
+        "max_abs_diff": max(gaps),
+        "equal": resumed["scores"] == summary["scores"],
+    }
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------- report
@@ -420,11 +427,12 @@ def verdicts(out):
                 e["on_device"],
             )
         )
-        r = e["resumed"]
-        v.append(("stopped, resumed, finished", f"max |diff| {r['max_abs_diff']:.2g}", r["steps"] == e["steps"]))
-        v.append(
-            ("pals-predict reproduces the dev scores", f"max |diff| {e['scores_max_abs_diff']:.2g}", e["scores_equal"])
-        )
+        r = e.get("resumed")  # a step that failed has no figures (its error is a goal of its own, above)
+        if r:
+            v.append(("stopped, resumed, finished", f"max |diff| {r['max_abs_diff']:.2g}", r["steps"] == e["steps"]))
+        if "scores_equal" in e:
+            diff = f"max |diff| {e['scores_max_abs_diff']:.2g}"
+            v.append(("pals-predict reproduces the dev scores", diff, e["scores_equal"]))
     return v
 
 
@@ -449,32 +457,72 @@ def print_table(out):
         )
     e = out.get("end_to_end")
     if e:
-        print(
-            f"pals-train ({e['steps']} steps, {e['seconds']:.1f} s on {e['device']}): dev average {e['average']:.4f}; "
-            f"pals-predict equal: {e['scores_equal']} (max |diff| {e['scores_max_abs_diff']:.3g}); stopped and "
-            f"resumed: equal {e['resumed']['equal']} (max |diff| {e['resumed']['max_abs_diff']:.3g})"
-        )
+        line = f"pals-train ({e['steps']} steps, {e['seconds']:.1f} s on {e['device']}): dev average {e['average']:.4f}"
+        if "scores_equal" in e:
+            line += f"; pals-predict equal: {e['scores_equal']} (max |diff| {e['scores_max_abs_diff']:.3g})"
+        if "resumed" in e:
+            line += (
+                f"; stopped and resumed: equal {e['resumed']['equal']} (max |diff| {e['resumed']['max_abs_diff']:.3g})"
+            )
+        print(line)
     print("\ngoals:")
     for goal, figure, ok in out["goals"]:
         print(f"  {'PASS' if ok else 'FAIL'}  {goal}: {figure}")
+
+
+PARTS = ("steps", "serving", "run")  # what --skip names
+
+
+def checked_arguments(args) -> str | None:
+    """Why the arguments cannot be run, in one line naming the flag, or None: checked before any work, so that a
+    typo never costs a device's minutes (nor is found after them). ``--skip`` takes the parts' exact names,
+    ``--profile`` a profile the calculator reads, ``--json`` a file that can be written, ``--work`` a folder (or
+    none yet)."""
+    skip = [s.strip() for s in args.skip.split(",") if s.strip()]
+    unknown = [s for s in skip if s not in PARTS]
+    if unknown:
+        return f"--skip: no part {', '.join(map(repr, unknown))} (parts: {', '.join(PARTS)})"
+    args.skip_parts = tuple(dict.fromkeys(skip))
+    if args.device == "cuda" and not torch.cuda.is_available():
+        return "torch sees no CUDA device (--device cpu --tiny runs the CPU check)"
+    if "run" not in args.skip_parts and not args.glue_dir:
+        return "give --glue-dir (or $PALS_GLUE_DIR), or --skip run"
+    if args.profile is not None:
+        try:
+            load_profile(args.profile)
+        except ValueError as e:
+            return f"--profile: {' '.join(str(e).split())}"
+    if args.json is not None:
+        path = Path(args.json)
+        folder = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            return f"--json {args.json}: a folder, not a file to write the figures to"
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            return f"--json {args.json}: its folder {folder} is not there or cannot be written"
+    if args.work is not None and os.path.lexists(args.work) and not os.path.isdir(args.work):
+        return f"--work {args.work}: not a folder"
+    return None
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--tiny", action="store_true", help="a tiny random BERT and a short run (CI: the same code paths)")
-    p.add_argument("--json", default=None, help="write every figure to this file")
+    p.add_argument("--json", default=None, help="write every figure to this file (after each part, as it ends)")
     p.add_argument("--model", default=None, help="the end-to-end run's model folder (default: the embedded MiniLM)")
     p.add_argument("--glue-dir", default=os.environ.get("PALS_GLUE_DIR"), help="GLUE TSVs of RTE, MRPC, STS-B")
     p.add_argument("--profile", default=None, help="device profile (default: the one matching this GPU)")
-    p.add_argument("--work", default=None, help="folder for the run (default: a temporary one)")
-    p.add_argument("--skip", default="", help="comma-separated: steps, serving, run")
+    p.add_argument(
+        "--work",
+        default=None,
+        help="folder for the run: its files go to a new gpu_check-* folder inside it, never over a file there "
+        "(default: a temporary folder, removed after)",
+    )
+    p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
     args = p.parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("gpu_check: error: torch sees no CUDA device (--device cpu --tiny runs the CPU check)", file=sys.stderr)
-        return 2
-    if "run" not in args.skip and not args.glue_dir:
-        print("gpu_check: error: give --glue-dir (or $PALS_GLUE_DIR), or --skip run", file=sys.stderr)
+    why = checked_arguments(args)
+    if why is not None:
+        print(f"gpu_check: error: {why}", file=sys.stderr)
         return 2
     sizes = dict(batch=32, seq_len=128, warmup=3, iters=20, rounds=5, serve_batch=64, run_steps=300, run_batch=32)
     sizes.update(run_max_len=128, run_lr=5e-5, run_max_train=None)
@@ -506,14 +554,20 @@ def check(args, device) -> int:
     out["peak_flops"] = None
     out["args"] = {k: v for k, v in vars(args).items()}
     held = {"precision": "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"}
-    skip = set(filter(None, args.skip.split(",")))
+    skip = args.skip_parts  # exact names, checked before any work (``checked_arguments``)
     parts = out["part_seconds"] = {}
 
     def part(key, fn):
-        """One part; an exception is recorded (the other parts still run, the figures so far are written)."""
+        """One part; its figures so far are written as it hands them over (``keep``) and when it ends, and an
+        exception is recorded (the other parts still run)."""
         t1 = time.perf_counter()
+
+        def keep(figures):
+            out[key] = figures
+            save(args.json, out)
+
         try:
-            out[key] = fn()
+            out[key] = fn(keep)
         except Exception as e:  # noqa: BLE001 — a device's one chance: keep what the other parts measure
             import traceback
 
@@ -523,16 +577,14 @@ def check(args, device) -> int:
         save(args.json, out)
 
     if "steps" not in skip:
-        part("steps", lambda: train_steps(args, device, config, tasks, held))
+        part("steps", lambda keep: train_steps(args, device, config, tasks, held, keep))
     out["precision"], out["peak_flops"] = held["precision"], held.get("peak_flops")
     if "serving" not in skip:
-        part("serving", lambda: serving(args, device, config, tasks, held["precision"] == "bf16"))
+        part("serving", lambda keep: serving(args, device, config, tasks, held["precision"] == "bf16"))
         free(device)
     if "run" not in skip:
         with tempfile.TemporaryDirectory() as tmp:
-            work = Path(args.work) if args.work else Path(tmp)
-            work.mkdir(parents=True, exist_ok=True)
-            part("end_to_end", lambda: end_to_end(args, device, work))
+            part("end_to_end", lambda keep: end_to_end(args, device, work_folder(args.work, tmp), keep))
     out["goals"] = verdicts(out)
     out["seconds"] = time.perf_counter() - t0
     print_table(out)
@@ -541,11 +593,22 @@ def check(args, device) -> int:
     return 1 if out.get("errors") else 0
 
 
-def save(path, out):
-    if path:
-        from pals_core.atomic import atomic_write_text
+def work_folder(work: str | None, temporary: str) -> Path:
+    """Where the run's files go: ``temporary`` without ``--work``; with it, a new ``gpu_check-*`` folder inside
+    ``--work`` (made here), so that no file already there — a user's ``rte_dev.jsonl``, an earlier check's run — is
+    ever written over or read as this check's."""
+    if work is None:
+        return Path(temporary)
+    Path(work).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="gpu_check-", dir=work))
 
-        atomic_write_text(path, json.dumps(out, indent=2, default=str))
+
+def save(path, out):
+    """Every figure so far, written atomically as strict JSON (``atomic.dumps``: a non-finite figure is null)."""
+    if path:
+        from pals_core.atomic import atomic_write_text, dumps
+
+        atomic_write_text(path, dumps(out, default=str))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,18 @@ from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of, label
 from pals_core.supervise.children import reap_children
 
-from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
+from . import (
+    address,
+    calc,
+    design_view,
+    icons,
+    machine_view,
+    predicted_view,
+    runs_view,
+    sidebar,
+    tasks_view,
+    train_view,
+)
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
@@ -55,6 +66,11 @@ def _guard(what: str, fn, *args) -> None:
         st.error(f"{what} failed: {type(e).__name__}: {e}")
 
 
+def _open_view(view: str) -> None:
+    """A button's way to a view: the view bar's value, set before the page is drawn again."""
+    st.session_state["view"] = view
+
+
 def _launcher(inp: Inputs | None, chosen: Cost | None) -> None:
     """The training launcher, run as a fragment: editing its fields redraws only the launcher."""
     _guard("The launcher", train_view.render, inp, chosen)
@@ -69,7 +85,7 @@ def _studies_module():
         raise
 
 
-def render_studies(inp: Inputs | None = None) -> None:
+def render_studies(inp: Inputs | None = None, chosen: Cost | None = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input(
@@ -82,14 +98,38 @@ def render_studies(inp: Inputs | None = None) -> None:
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
         return
-    module.render(url.strip(), inp)  # the start form starts from the sidebar's question
+    module.render(url.strip(), inp, chosen)  # the start form starts from the sidebar's question and chosen design
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
-def found_runs(roots: tuple[str, ...]) -> list[results.Run]:
+def read_runs(roots: tuple[str, ...]) -> tuple[list[results.Run], list[results.PassedOver]]:
     """Finished runs on disk, each ``summary.json`` read once (``results.runs``) for the measured scores and the score
-    curves alike (re-read every few seconds: runs finish while the page is open)."""
-    return results.runs([Path(r) for r in roots])
+    curves alike (re-read every few seconds: runs finish while the page is open), and those passed over because
+    their numbers cannot be true."""
+    passed: list[results.PassedOver] = []
+    return results.runs([Path(r) for r in roots], passed), passed
+
+
+def found_runs(roots: tuple[str, ...]) -> list[results.Run]:
+    """The finished runs whose numbers can be true (``read_runs``)."""
+    return read_runs(roots)[0]
+
+
+SHOWN_PASSED_OVER = 5
+
+
+def passed_over_note() -> None:
+    """One warning naming the runs passed over (their numbers cannot be true), each with its reason."""
+    passed = read_runs(tuple(map(str, measured.default_roots())))[1]
+    if not passed:
+        return
+    lines = [f"- `{p.folder}`: {p.reason}" for p in passed[:SHOWN_PASSED_OVER]]
+    if len(passed) > SHOWN_PASSED_OVER:
+        lines.append(f"- and {len(passed) - SHOWN_PASSED_OVER} more")
+    st.warning(
+        f"{len(passed)} finished run(s) passed over: their numbers cannot be true, so they enter no measured or "
+        "predicted score:\n" + "\n".join(lines)
+    )
 
 
 def measured_results(roots: tuple[str, ...]) -> list[measured.Result]:
@@ -129,7 +169,7 @@ def _read_link() -> address.FromLink | None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
+    st.set_page_config(page_title="PALs Explorer", page_icon=icons.PAGE, layout="wide")
     reap_children()  # a run that ended is collected on the next redraw, whatever the view
     link = _read_link()
     sidebar.init_state(link.widgets if link else {})
@@ -141,9 +181,17 @@ def main() -> None:
         "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
         "the calculator `pals_core.budget`."
     )
+    st.button(  # the Studies view from the first screen, whatever the answer below pushes the view bar down
+        "Studies: search designs for this question with Optuna, see a study's leaderboard →",
+        key="open_studies",
+        type="tertiary",
+        on_click=_open_view,
+        args=("studies",),
+    )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Inputs | None = None
+    waiting = False  # for a tasks file: nothing is wrong yet
     costs: list[Cost] | None = None
     chosen: Cost | None = None
     picks: list[recommend.Pick] = []
@@ -151,14 +199,19 @@ def main() -> None:
     try:
         inp = parse_inputs(raw)
         costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
+    except NoTasksFile as e:  # nothing entered yet: a prompt, not a mistake (an upload's own error is said once)
+        inp, costs, waiting = None, None, True
+        if not st.session_state.get("_upload_error"):
+            text = one_line(e)
+            st.info(f"**Your tasks:** {text[:1].upper()}{text[1:]}.")
     except ValueError as e:
         inp, costs = None, None
-        if not (isinstance(e, NoTasksFile) and st.session_state.get("_upload_error")):  # said once, by the upload
-            st.error(f"Bad input: {one_line(e)}")
+        st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
-        scores = measured.best_by_design(results_for(inp))
+        mine = calc.question_design(inp)  # the question's design settings: what a score must have been trained with
+        scores = measured.best_by_design(results_for(inp), mine)
         machine = machine_view.page_machine()  # one machine for the answer and every view
-        curves = predicted_view.question_curves(inp, question_keys, found_runs)  # what the measured sizes predict
+        curves = predicted_view.question_curves(inp, question_keys, found_runs, mine)  # what the sizes predict
         picks = recommend.candidates(
             costs,
             inp.budget,
@@ -175,6 +228,8 @@ def main() -> None:
                 + "\n".join(f"- **{label}**: {reason}" for label, reason in refused)
             )
         design_view.render_answer(inp, costs, picks)
+        if inp.trainable and inp.records:  # runs were looked up for this question
+            passed_over_note()
         _guard("The predicted scores", predicted_view.render, inp, picks, curves)
         default = picks[0].key if picks else design_view.first_fits(inp)[0].key
         chosen = design_view.choose_design(costs, default, link.design if link else None)
@@ -183,7 +238,11 @@ def main() -> None:
         "View", list(VIEWS), format_func=VIEWS.get, key="view", required=True, label_visibility="collapsed"
     )
     if view in NEEDS_DESIGN and chosen is None:
-        st.info("Fix the question in the sidebar to see this view.")
+        st.info(
+            "Enter a tasks file in the sidebar (or open the example tasks) to see this view."
+            if waiting
+            else "Fix the question in the sidebar to see this view."
+        )
     elif view == "designs":
         _guard(
             "The design table",
@@ -214,5 +273,5 @@ def main() -> None:
         st.divider()
         _guard("The runs", runs_view.render)
     elif view == "studies":
-        _guard("The studies view", render_studies, inp)
+        _guard("The studies view", render_studies, inp, chosen)
     st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))

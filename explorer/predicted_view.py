@@ -19,6 +19,7 @@ from pals_core.measured import default_roots
 from pals_core.supervise.runs import launch
 from pals_core.train.config import TrainConfig
 
+from . import icons
 from .figures.style import Fig, location_dash, method_color, styled
 from .inputs import files_stamp
 
@@ -202,16 +203,16 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
         st.info(
             f"**Next run worth measuring:** {nxt.option.label} at d_s = {nxt.option.d_s} — {nxt.why}. "
             f"Trained as the runs behind the curves were ({settings}), it joins them and narrows the band.",
-            icon="🎯",
+            icon=icons.NEXT_RUN,
         )
         cfg = curves[fam].next_config(nxt.option.d_s) if fam is not None else None
         cols = st.columns([1, 3])
         if cfg is not None and cols[0].button("Launch this run", key="launch_next_run"):
             _launch(cfg)
         location = f"@{pick.cost.location}" if pick.cost.location else ""
+        size = "" if nxt.option.d_s is None else f":{nxt.option.d_s}"  # a sizeless method's design has no size
         cols[1].caption(
-            f"Or as a study's first trial: `pals-study run design --first-trial {pick.cost.method}{location}:"
-            f"{nxt.option.d_s} …`"
+            f"Or as a study's first trial: `pals-study run design --first-trial {pick.cost.method}{location}{size} …`"
         )
     at = {
         f: next(
@@ -246,10 +247,11 @@ def _launch(cfg: dict) -> None:
         st.success(f"Launched run **{run.id}** (pid {run.pid}); its progress is in Runs & measured.")
 
 
-def question_curves(inp, keys_of, found) -> dict:
+def question_curves(inp, keys_of, found, design: str | None = None) -> dict:
     """The curves of the question's model and tasks (``keys_of(records, stamp)``: the page's cached fingerprints;
-    ``found(roots)``: the page's runs, read once for its measured scores too), of the one recipe and trunk setting
-    with the most runs (``score_model.main_setting``); {} when there are none."""
+    ``found(roots)``: the page's runs, read once for its measured scores too) and its ``design`` settings
+    (``calc.question_design``), of the one recipe and trunk setting with the most runs (``score_model.main_setting``);
+    {} when there are none."""
     if inp is None or not inp.trainable or not inp.records:
         return {}
     try:
@@ -257,4 +259,4 @@ def question_curves(inp, keys_of, found) -> dict:
     except (OSError, ValueError):
         return {}
     roots = tuple(map(str, default_roots()))  # the explorer's measured results' roots
-    return sm.main_setting(sm.question_curves(found(roots), None, inp.train_model, keys))
+    return sm.main_setting(sm.question_curves(found(roots), None, inp.train_model, keys, design))

@@ -64,8 +64,11 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def dumps(obj: Any, indent: int | None = 2) -> str:
-    return json.dumps(_clean(obj), indent=indent, allow_nan=False)
+def dumps(obj: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> str:
+    """``obj`` as strict JSON — what every ``--json`` and every JSON file the project writes goes through: NaN and
+    ±inf are null (``_clean``), and ``allow_nan=False`` refuses any that slipped past; ``default`` as ``json.dumps``
+    takes it (for values that are not JSON types)."""
+    return json.dumps(_clean(obj), indent=indent, allow_nan=False, default=default)
 
 
 def atomic_write_json(path: PathLike, obj: Any) -> None:

@@ -4,8 +4,9 @@ A result is one ``summary.json`` written by ``pals-train``: a single run's (``av
 ``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md "Baselines and repeated
 runs": ``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
 scale, 0–100, as the CLI prints them. The majority-class reference comes from the tasks' own rows — GLUE's files,
-or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.majority_scores``: the most
-frequent training label on every dev example (regression: the training mean; multilabel: per label).
+or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.rows_majority``, as the profile
+scores it: each kind's trivial baseline (the most frequent training label on every dev example; regression: the
+training mean; multilabel: per label; tags: every word "O").
 
 A result belongs to a question when it trained the question's model on exactly its tasks, told by what the tasks
 *are* — their fingerprints (``pals_core.train.config.task_keys``: ``glue:rte``, or the sha256 of a record and its
@@ -89,6 +90,8 @@ class Result:
     recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
     task_keys: tuple[str, ...] = ()  # what its tasks are (``config.task_keys``: fingerprints), in ``tasks`` order
     untrained: tuple[str, ...] = ()  # tasks no training step reached (summary ``untrained``): an untrained head's score
+    design_settings: str = ""  # every other design setting (``results.design_settings``), as sorted JSON
+    freeze_trunk: bool = False  # trained with the base model frozen
 
     @property
     def smoke(self) -> bool:
@@ -183,6 +186,8 @@ def parse(run: Run) -> Result:
         run.recipe,
         run.task_keys,
         _untrained(summary),
+        run.design,
+        run.freeze_trunk,
     )
 
 
@@ -240,14 +245,44 @@ def against(r: Result, results: Sequence[Result], baseline: str) -> dict | None:
     return compare(r.per_seed, max(alike, key=lambda x: len(x.per_seed)).per_seed)
 
 
-def best_by_design(results: Sequence[Result]) -> dict[Key, Score]:
-    """Per design (method @ location), the result with the most runs behind it (then the best mean), a measurement
-    before a smoke run: what the recommendation reads (a smoke run's score is shown, labelled, and ranks nothing).
-    References (separate models) are not designs of the table."""
-    out: dict[Key, Score] = {}
+def pooled(results: Sequence[Result]) -> list[Result]:
+    """The results of one size of one design trained alike (method, location, d_s, trunk, the other design settings,
+    recipe, steps) as one: its score the mean over all their seeds' dev averages with its 95 % t-interval
+    (``aggregate.seed_stats``) — three ``pals-train --seed N`` runs, or an aggregate of two seeds and a third run
+    beside it, are that size's mean over three seeds, never its best seed. A result whose seeds' averages are not
+    known one by one stands alone."""
+    from .train.aggregate import seed_stats  # late: scipy's t quantile, only where several seeds are pooled
+
+    groups: dict[tuple, list[Result]] = {}
+    alone: list[Result] = []
     for r in results:
-        if r.method in REFERENCES:
+        if len(r.per_seed) != r.score.n:
+            alone.append(r)
             continue
+        key = (r.method, r.location, r.d_s, r.freeze_trunk, r.design_settings, r.recipe, r.steps, r.model)
+        groups.setdefault(key, []).append(r)
+    out = list(alone)
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        values = [v for r in group for v in r.per_seed]
+        stats = seed_stats(values)
+        seeds = tuple(k for r in group for k in ((r.seed,) if r.seed is not None else r.seeds))
+        score = replace(group[0].score, mean=stats["mean"], ci95=stats["ci95"], n=len(values))
+        out.append(replace(group[0], score=score, seed=None, seeds=seeds, planned=(), per_seed=tuple(values)))
+    return out
+
+
+def best_by_design(results: Sequence[Result], design: str | None = None) -> dict[Key, Score]:
+    """Per design (method @ location), the size with the most runs behind it (then the best mean; each size's score
+    the mean over its seeds: ``pooled``), a measurement before a smoke run: what the recommendation reads (a smoke
+    run's score is shown, labelled, and ranks nothing). With ``design`` (``results.design_settings`` of the
+    question's settings), only results of those settings. References (separate models) are not designs of the
+    table."""
+    out: dict[Key, Score] = {}
+    mine = [r for r in results if r.method not in REFERENCES and (design is None or r.design_settings == design)]
+    for r in pooled(mine):
         old = out.get(r.key)
         if old is None or (not r.smoke, r.score.n, r.score.mean) > (not old.smoke, old.n, old.mean):
             out[r.key] = replace(
@@ -261,8 +296,8 @@ def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = N
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
     from pals_core.data.glue_rows import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
-    from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
-    from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
+    from pals_core.data.load import raw_splits  # late: loads numpy and datasets
+    from pals_core.data.metrics import dev_average, rows_majority  # late: loads numpy, scikit-learn
     from pals_core.tasks.glue_tasks import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
@@ -277,12 +312,8 @@ def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = N
         splits, names = raw_splits(
             r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto", seed=seed
         )
-        c = r.kind_of.num_outputs(names)
-        train = label_array(splits.pop("train").labels, r.kind, c)
-        dev = {
-            key[len("dev_") :] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
-            for key, s in splits.items()
-        }
-        scores[r.name] = majority_scores(r, train, dev, c, tuple(names))
+        train = splits.pop("train").labels
+        dev = {key[len("dev_") :] if key.startswith("dev_") else "": s.labels for key, s in splits.items()}
+        scores[r.name] = rows_majority(r, train, dev, names)
     avg = dev_average(scores, {r.name: r for r in records})
     return None if avg is None else SCALE * avg

@@ -9,19 +9,34 @@ Folders searched: each root, three levels deep (a sweep's ``<sweep>/<design>/see
 aggregate is represented by the aggregate, a ``--seeds`` plan still training by the seeds it has finished (two or
 more), and the same summary in two places (a sweep's run and its copy under ``benchmarks/results``) is read once, at
 the first root's path. A summary that cannot be read is passed over (``pals_core.measured.unreadable`` names it).
+
+A run counts only if its numbers can be true (``problem``): the dev average and every task metric finite and inside
+its metric's range (as the task's kind declares it, ``pals_core.kinds``: a fraction 0–1, a correlation −1–1; the
+average inside the mean of its tasks' main-metric ranges), ``d_s`` an integer within the calculator's limits
+(``pricing.limits.MAX_D_S``), ``config`` of the shape ``pals-train`` writes. One that fails is a ``PassedOver``: not
+counted, named with its reason (``runs(…, passed_over)``; ``pals-budget`` on stderr, the page in a note).
+
+A run counts once: runs are told apart by what they are (``Run.identity``: design, recipe, seeds, the tasks'
+fingerprints and the run's own folder as it recorded it), not by their bytes — copies that differ in a wall time are
+one run, read at the first root's path.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .atomic import read_json_file
+from .kinds import DEFAULT_KIND, PACKAGES, get_kind
+from .pricing.config import AdapterConfig
+from .pricing.limits import MAX_D_S
+from .tasks.glue_tasks import GLUE_TASKS
 
 if TYPE_CHECKING:
     from .tasks.record import TaskRecord
@@ -129,19 +144,17 @@ class Run:
 
     @classmethod
     def of(cls, summary: dict | None, folder: Path) -> Run | None:
-        """The run, or None for what is no finished result: no settings, no method, no dev average (a number, or an
-        aggregate's {"mean": number})."""
+        """The run, or None for what is no finished result: no settings, no dev average (an aggregate's without a
+        mean). Whether its numbers can be true is ``problem``'s to say."""
         if not summary:
             return None
         config = run_config(summary, folder)
         if not config:
             return None
         avg = summary.get("average")
-        mean = avg.get("mean") if isinstance(avg, dict) else avg
-        if not isinstance(mean, (int, float)) or isinstance(mean, bool):
+        if (avg.get("mean") if isinstance(avg, dict) else avg) is None:
             return None
-        run = cls(folder, summary, config)
-        return run if run.method else None
+        return cls(folder, summary, config)
 
     @property
     def adapter(self) -> dict:
@@ -212,12 +225,242 @@ class Run:
 
         return json.dumps(recipe(self.config), sort_keys=True, default=str)
 
+    @cached_property
+    def design(self) -> str:
+        """Every design setting but the size and those a fitted curve holds apart (method, location, trunk), as
+        sorted JSON (``design_settings``): runs of one design and one recipe differ only in their size and seed."""
+        return design_settings(self.adapter)
 
-def runs(roots: Iterable[Path]) -> list[Run]:
-    """Every finished result under ``roots`` (``DEPTH`` levels deep), aggregates in place of their seed runs, each
-    summary once (an identical copy under a later root is skipped), each ``summary.json`` read once."""
+    @cached_property
+    def identity(self) -> str:
+        """What the run is — its whole design (size included), recipe, tasks' fingerprints, seeds and its own folder
+        as it recorded it (``config.out``; an aggregate: none, its seeds say it) — as JSON: copies of one run are
+        one run, whatever else their bytes hold (a wall time, a path they were copied to)."""
+        seeds = self.summary.get("seeds") if self.aggregate else [self.config.get("seed")]
+        own = {"method": self.method, "location": self.location, "d_s": self.d_s, "trunk": self.freeze_trunk}
+        out = None if self.aggregate else self.config.get("out")
+        parts = [own, self.design, self.recipe, list(self.task_keys), seeds, out]
+        return json.dumps(parts, sort_keys=True, default=str)
+
+
+SIZE_AND_OWN = ("d_s", "method", "location", "freeze_trunk")  # the size, and what a fitted curve holds apart
+
+
+def design_settings(adapter: Mapping) -> str:
+    """Every ``AdapterConfig`` setting of ``adapter`` (a run's ``config.adapter``, or ``AdapterConfig.as_dict()``)
+    but ``SIZE_AND_OWN``, as sorted JSON — read off AdapterConfig's fields, so that a setting added there tells runs
+    apart without being named here; one a run did not record is its default, and a number is compared as a number
+    (128 and 128.0 are one setting)."""
+    out = {}
+    for f in fields(AdapterConfig):
+        if f.name in SIZE_AND_OWN:
+            continue
+        default = f.default if f.default is not MISSING else None
+        value = adapter.get(f.name, default)
+        out[f.name] = float(value) if _number(value) else value
+    return json.dumps(out, sort_keys=True, default=str)
+
+
+# --- whether a run's numbers can be true ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A finished run whose numbers cannot be true (``problem``): not counted; ``reason`` one line naming the field."""
+
+    folder: str
+    reason: str
+
+
+TOLERANCE = 1e-9  # a fraction written as 1.0000000000000002 is still 1
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _shown(v) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, float) else f"{v:g}"
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _value_problem(what: str, v, bounds: tuple[float, float] | None) -> str | None:
+    """Why ``v`` cannot be ``what`` (not a number, not finite, outside ``bounds``), or None."""
+    if not _number(v):
+        return f"{what} {_shown(v)} is not a number"
+    if not math.isfinite(v):
+        return f"{what} {_shown(v)} is not finite"
+    if bounds is not None and not bounds[0] - TOLERANCE <= v <= bounds[1] + TOLERANCE:
+        lo, hi = bounds
+        return f"{what} {v:g} is outside its range [{lo:g}, {hi:g}]"
+    return None
+
+
+def _spread_problem(what: str, v) -> str | None:
+    """A standard deviation or a ci95: none (one seed), or a finite number ≥ 0."""
+    return None if v is None else _value_problem(what, v, (0.0, math.inf))
+
+
+def _metric_bounds(kind, metric: str) -> tuple[float, float] | None:
+    """The range of ``metric`` as ``kind`` declares it; a metric of one of several dev sets (GLUE MNLI's
+    ``accuracy_m``) is its metric's; one the kind does not report, the kind that declares it (a run recorded before
+    its tasks' kinds were)."""
+    splits = {s for t in GLUE_TASKS.values() for s in t.dev_splits if s}
+    base, _, split = metric.rpartition("_")
+    names = [metric, base] if split in splits else [metric]
+    for k in [kind, *(get_kind(p) for p in PACKAGES)]:
+        for name in names:
+            bounds = k.metric_range(name) if k is not None else None
+            if bounds is not None:
+                return bounds
+    return None
+
+
+def _task_kind(summary: dict, config: dict, task: str):
+    """(kind, main metric) of ``task`` as the run recorded them (``summary.tasks``, ``config.data.<task>.record``),
+    else GLUE's built-in task of that name, else the default kind; ``ValueError`` for a kind this checkout lacks."""
+    info = summary.get("tasks") if isinstance(summary.get("tasks"), dict) else {}
+    info = info.get(task) if isinstance(info.get(task), dict) else {}
+    record = ((config.get("data") or {}).get(task) or {}).get("record") or {}
+    glue = GLUE_TASKS.get(task)
+    name = info.get("kind") or record.get("kind") or (glue.kind if glue else DEFAULT_KIND)
+    metric = info.get("metric") or record.get("metric") or (glue.main if glue else None)
+    kind = get_kind(str(name))
+    return kind, metric if isinstance(metric, str) else kind.default_metric
+
+
+def _config_problem(config: dict) -> str | None:
+    """Why ``config`` is not the settings ``pals-train`` writes, in the fields a run is placed by; or None."""
+    tasks = config.get("tasks")
+    if not (isinstance(tasks, str) and tasks.strip()) and not (
+        isinstance(tasks, list) and tasks and all(isinstance(t, str) and t for t in tasks)
+    ):
+        return f"config.tasks {_shown(tasks)} is not a list of task names"
+    data = config.get("data")
+    if data is not None and not isinstance(data, dict):
+        return f"config.data {_shown(data)} is not an object"
+    for t, d in (data or {}).items():
+        if d is not None and not isinstance(d, dict):
+            return f"config.data.{t} {_shown(d)} is not an object"
+        for key in ("fingerprint", "record"):
+            v = (d or {}).get(key)
+            if v is not None and not isinstance(v, str if key == "fingerprint" else dict):
+                return f"config.data.{t}.{key} {_shown(v)} is not {'a text' if key == 'fingerprint' else 'an object'}"
+    adapter = config.get("adapter")
+    if not isinstance(adapter, dict):
+        return f"config.adapter {_shown(adapter)} is not an object"
+    method = adapter.get("method")
+    if not isinstance(method, str) or not method:
+        return f"config.adapter.method {_shown(method)} is not a method's name"
+    d_s = adapter.get("d_s")
+    if d_s is not None and (not isinstance(d_s, int) or isinstance(d_s, bool) or not 1 <= d_s <= MAX_D_S):
+        return f"config.adapter.d_s {_shown(d_s)} is not an integer from 1 to {MAX_D_S:,} (the calculator's limit)"
+    loc = adapter.get("location")
+    if not (loc is None or isinstance(loc, str) or (isinstance(loc, list) and all(type(i) is int for i in loc))):
+        return f"config.adapter.location {_shown(loc)} is not all, top, bottom or a list of layers"
+    if adapter.get("freeze_trunk") not in (None, True, False):
+        return f"config.adapter.freeze_trunk {_shown(adapter.get('freeze_trunk'))} is not true or false"
+    if config.get("model") is not None and not isinstance(config.get("model"), str):
+        return f"config.model {_shown(config.get('model'))} is not a model's name"
+    for key in ("steps", "seed"):
+        v = config.get(key)
+        if v is not None and (type(v) is not int or v < 0):
+            return f"config.{key} {_shown(v)} is not a count"
+    return None
+
+
+def _scores_problem(where: str, scores, kinds: Mapping, aggregate: bool) -> str | None:
+    """Why a run's ``scores`` ({task: {metric: fraction}}; an aggregate's {task: {metric: {mean, std, ci95}}})
+    cannot be true, or None."""
+    if scores is None:
+        return None
+    if not isinstance(scores, dict):
+        return f"{where} {_shown(scores)} is not an object"
+    for task, metrics in scores.items():
+        if not isinstance(metrics, dict):
+            return f"{where}.{task} {_shown(metrics)} is not an object"
+        for metric, v in metrics.items():
+            bounds = _metric_bounds(kinds.get(task), str(metric))
+            if bounds is None:
+                return f"{where}.{task}.{metric}: no task kind reports a metric of that name"
+            name = f"{where}.{task}.{metric}"
+            if aggregate:
+                if not isinstance(v, dict):
+                    return f"{name} {_shown(v)} is not a mean over seeds"
+                why = _value_problem(f"{name}.mean", v.get("mean"), bounds) or next(
+                    (w for k in ("std", "ci95") if (w := _spread_problem(f"{name}.{k}", v.get(k)))), None
+                )
+            else:
+                why = _value_problem(name, v, bounds)
+            if why:
+                return why
+    return None
+
+
+def problem(run: Run) -> str | None:
+    """Why ``run``'s numbers cannot be true, in one line naming the field, or None: ``config`` of the right shape
+    (``_config_problem``), the dev average finite and inside the mean of its tasks' main-metric ranges (an
+    aggregate's mean; its std and ci95 none or finite ≥ 0), every seed run's average and every task metric finite
+    and inside its metric's range, the parameter count and the steps counts."""
+    summary, config = run.summary, run.config
+    why = _config_problem(config)
+    if why:
+        return why
+    try:
+        kinds = {t: _task_kind(summary, config, t) for t in run.tasks}
+    except ValueError as e:
+        return " ".join(str(e).split())
+    mains = [_metric_bounds(kind, metric) or kind.metric_range(kind.default_metric) for kind, metric in kinds.values()]
+    bounds = (sum(b[0] for b in mains) / len(mains), sum(b[1] for b in mains) / len(mains))
+    by_kind = {t: k for t, (k, _) in kinds.items()}
+    avg = summary.get("average")
+    if run.aggregate:
+        why = _value_problem("average.mean", avg.get("mean"), bounds) or next(
+            (w for k in ("std", "ci95") if (w := _spread_problem(f"average.{k}", avg.get(k)))), None
+        )
+        why = why or _scores_problem("scores", summary.get("scores"), by_kind, aggregate=True)
+        for i, seed in enumerate(run.seed_runs):
+            if why:
+                break
+            why = _value_problem(f"runs[{i}].average", seed.get("average"), bounds) or _scores_problem(
+                f"runs[{i}].scores", seed.get("scores"), by_kind, aggregate=False
+            )
+    else:
+        why = _value_problem("average", avg, bounds) or _scores_problem(
+            "scores", summary.get("scores"), by_kind, aggregate=False
+        )
+    if why:
+        return why
+    params = summary.get("params")
+    if params is not None and not isinstance(params, dict):
+        return f"params {_shown(params)} is not an object"
+    ts = (params or {}).get("task_specific")
+    if ts is not None:
+        why = _value_problem("params.task_specific", ts, (0.0, math.inf))
+        if why or ts != int(ts):
+            return why or f"params.task_specific {ts:g} is not a count"
+    steps = summary.get("steps")
+    if steps is not None and (type(steps) is not int or steps < 0):
+        return f"steps {_shown(steps)} is not a count"
+    return None
+
+
+def checked(summary: dict | None, folder: Path, passed_over: list[PassedOver] | None = None) -> Run | None:
+    """The finished run of ``summary`` (``Run.of``) if its numbers can be true (``problem``); else None, and — when
+    it is a finished run whose numbers cannot be true — a ``PassedOver`` added to ``passed_over``."""
+    run = Run.of(summary, folder)
+    why = problem(run) if run is not None else None
+    if why is not None and passed_over is not None:
+        passed_over.append(PassedOver(str(folder), why))
+    return run if why is None else None
+
+
+def runs(roots: Iterable[Path], passed_over: list[PassedOver] | None = None) -> list[Run]:
+    """Every finished result under ``roots`` (``DEPTH`` levels deep) whose numbers can be true, aggregates in place
+    of their seed runs, each run once (``Run.identity``: a copy under a later root, or beside it, is skipped), each
+    ``summary.json`` read once. A run whose numbers cannot be true is added to ``passed_over`` (each once)."""
     seen: set[Path] = set()
-    contents: set[str] = set()
+    identities: set[str] = set()
     out: list[Run] = []
     for root in roots:
         root = Path(root)
@@ -232,9 +475,12 @@ def runs(roots: Iterable[Path]) -> list[Run]:
             if run is None:
                 continue
             seen.add(resolved)
-            content = json.dumps(summary, sort_keys=True)
-            if content not in contents:  # the first root's copy is the one kept
-                contents.add(content)
+            why = problem(run)
+            if why is not None:
+                if passed_over is not None:
+                    passed_over.append(PassedOver(str(folder), why))
+            elif run.identity not in identities:  # the first root's copy is the one kept
+                identities.add(run.identity)
                 out.append(run)
     return out
 

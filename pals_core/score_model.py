@@ -2,9 +2,11 @@
 sizes that were (issue 37; docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
 inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
-A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × recipe (the run's
-``config.recipe``: model, tasks by fingerprint, steps, batch, lr, sampling, …). Runs of different recipes are never
-fitted together. Within a family every run (every seed) is one point (size d_s, dev average 0–100), and the fit is
+A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × every other design
+setting (``results.design_settings``: each field of ``AdapterConfig`` — ``lora_alpha``, ``heads``, ``ffn_ratio``,
+``adapter_gelu``, … — read off the dataclass) × recipe (the run's ``config.recipe``: model, tasks by fingerprint,
+steps, batch, lr, sampling, …). Runs of different designs or recipes are never fitted together, and a question's rows
+are predicted from the curves of its own design settings only. Within a family every run (every seed) is one point (size d_s, dev average 0–100), and the fit is
 
     score(d_s) = a + b · ln(d_s)        ordinary least squares over the runs
 
@@ -33,11 +35,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .results import SCALE, Run, read_or_none, runs
+from .results import SCALE, PassedOver, Run, checked, read_or_none, runs
+from .study_storage import open_read_only
 
 LEVEL = 0.80  # the interval's coverage
 MIN_SIZES = 3  # distinct measured sizes a prediction needs
@@ -52,6 +55,7 @@ class Family:
     location: str | None
     freeze_trunk: bool
     recipe: str  # config.recipe as sorted JSON
+    design: str = ""  # every other design setting (``results.design_settings``), as sorted JSON
 
     def label(self) -> str:
         where = f" @ {self.location}" if self.location else ""
@@ -173,17 +177,26 @@ def fit_line(points: Sequence[tuple[float, float]], min_sizes: int = MIN_SIZES) 
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
     a = my - b * mx
     dof = n - 2
-    resid = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / dof
+    var, noise_dof = noise(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)), dof, points)
+    return Line(a, b, math.sqrt(var), t_quantile((1 + LEVEL) / 2, noise_dof), n, mx, sxx)
+
+
+def noise(resid_ss: float, dof: int, points: Iterable[tuple[Hashable, float]]) -> tuple[float, int]:
+    """A fit's noise variance s² and its degrees of freedom: the larger of the residual variance ``resid_ss / dof``
+    (seed spread and lack of fit together) and the pooled variance between the runs of one design alone (``points``:
+    (design, y), one per run — the size, or (method, size) — their spread is the seeds'), with that one's dof."""
+    groups: dict[Hashable, list[float]] = {}
+    for key, y in points:
+        groups.setdefault(key, []).append(y)
     pure_ss, pure_dof = 0.0, 0
-    for s in sizes:
-        group = [y for size, y in points if size == s]
+    for group in groups.values():
         if len(group) > 1:
             g = sum(group) / len(group)
             pure_ss += sum((y - g) ** 2 for y in group)
             pure_dof += len(group) - 1
+    resid = resid_ss / dof
     pure = pure_ss / pure_dof if pure_dof else 0.0
-    var, noise_dof = (resid, dof) if resid >= pure or not pure_dof else (pure, pure_dof)
-    return Line(a, b, math.sqrt(var), t_quantile((1 + LEVEL) / 2, noise_dof), n, mx, sxx)
+    return (resid, dof) if resid >= pure or not pure_dof else (pure, pure_dof)
 
 
 @dataclass(frozen=True)
@@ -231,7 +244,7 @@ def fit(observations: Sequence[Observation]) -> Curve | None:
         return None
     family = observations[0].family
     if any(o.family != family for o in observations):
-        raise ValueError("observations of different families (method, location, trunk or recipe) in one fit")
+        raise ValueError("observations of different families (method, location, trunk, design or recipe) in one fit")
     points = [(o.d_s, y) for o in observations for y in o.runs if o.d_s and o.d_s > 0]
     line = fit_line(points)
     if line is None:
@@ -305,21 +318,23 @@ def observation(run: Run) -> Observation | None:
         vals = [_main_value((r.get("scores") or {}).get(t), metrics.get(t)) for r in seeds]
         if all(v is not None for v in vals):
             tasks[t] = tuple(vals)
-    fam = Family(run.method, run.location, run.freeze_trunk, run.recipe)
+    fam = Family(run.method, run.location, run.freeze_trunk, run.recipe, run.design)
     return Observation(fam, run.d_s, run.averages, tasks, str(run.folder), run.config)
 
 
-def storage_runs(url: str) -> list[Run]:
+def storage_runs(url: str, passed_over: list[PassedOver] | None = None) -> list[Run]:
     """The run of every finished trial of every study in the Optuna storage ``url`` whose run folder still holds its
-    ``summary.json`` (a study's trials are ordinary ``pals-train`` runs). ``ValueError`` in one line for a storage
+    ``summary.json`` (a study's trials are ordinary ``pals-train`` runs) and whose numbers can be true
+    (``results.checked``; the others are added to ``passed_over``). The storage is only read
+    (``study_storage.open_read_only``: no file created, no table added). ``ValueError`` in one line for a storage
     that cannot be opened."""
     try:
         import optuna
     except ImportError:
         raise ValueError("--storage needs optuna (pip install 'pals-explorer[studies]')") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_read_only(url)
     try:
-        storage = optuna.storages.get_storage(url)
         studies = optuna.get_all_study_summaries(storage, include_best_trial=False)
     except Exception as e:  # noqa: BLE001 — any driver's error is one line naming the storage
         raise ValueError(f"cannot read the study storage: {' '.join(str(e).split())[:200]}") from None
@@ -329,7 +344,7 @@ def storage_runs(url: str) -> list[Run]:
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
             run_dir = trial.user_attrs.get("run_dir")
             if isinstance(run_dir, str):
-                run = Run.of(read_or_none(Path(run_dir) / "summary.json"), Path(run_dir))
+                run = checked(read_or_none(Path(run_dir) / "summary.json"), Path(run_dir), passed_over)
                 if run is not None:
                     out.append(run)
     return out
@@ -347,28 +362,33 @@ def same_model(run_model: str | None, question_model: str | None) -> bool:
         return False
 
 
-def with_storage(found: Sequence[Run], storage: str | None) -> list[Run]:
-    """``found`` (``results.runs``) and, with ``storage``, the runs of its studies' trials not among them."""
+def with_storage(found: Sequence[Run], storage: str | None, passed_over: list[PassedOver] | None = None) -> list[Run]:
+    """``found`` (``results.runs``) and, with ``storage``, the runs of its studies' trials not among them (the same
+    folder, or the same run by ``Run.identity``); trials whose numbers cannot be true are added to ``passed_over``."""
     out = list(found)
     if storage:
-        seen = {r.folder.resolve() for r in out}
-        for run in storage_runs(storage):
-            if run.folder.resolve() not in seen:
-                seen.add(run.folder.resolve())
+        seen = {r.folder.resolve() for r in out} | {r.identity for r in out}
+        for run in storage_runs(storage, passed_over):
+            if run.folder.resolve() not in seen and run.identity not in seen:
+                seen |= {run.folder.resolve(), run.identity}
                 out.append(run)
     return out
 
 
-def observed(found: Iterable[Run], model: str | None, keys: Sequence[str]) -> list[Observation]:
+def observed(
+    found: Iterable[Run], model: str | None, keys: Sequence[str], design: str | None = None
+) -> list[Observation]:
     """The observations of the sized runs among ``found`` that trained ``model`` (a ``pals-train --model`` value;
     None = the embedded MiniLM) on exactly the tasks ``keys`` (fingerprints; a bare GLUE name stands for
-    ``glue:<name>``)."""
+    ``glue:<name>``) — with ``design`` (``results.design_settings`` of the question's settings), only those of
+    that design."""
     want = sorted(k if ":" in k else f"glue:{k}" for k in keys)
     out = []
     for run in found:
         obs = observation(run)
         if obs is not None and same_model(run.model, model) and sorted(run.task_keys) == want:
-            out.append(obs)
+            if design is None or obs.family.design == design:
+                out.append(obs)
     return out
 
 
@@ -377,10 +397,12 @@ def observations(
     model: str | None,
     keys: Sequence[str],
     storage: str | None = None,
+    passed_over: list[PassedOver] | None = None,
 ) -> list[Observation]:
     """The sized, finished runs under ``roots`` (and, with ``storage``, the trials of its studies) that trained
-    ``model`` on exactly the tasks ``keys`` (``observed``)."""
-    return observed(with_storage(runs(roots), storage), model, keys)
+    ``model`` on exactly the tasks ``keys`` (``observed``); runs whose numbers cannot be true are added to
+    ``passed_over``."""
+    return observed(with_storage(runs(roots, passed_over), storage, passed_over), model, keys)
 
 
 def predictions_for(
@@ -410,12 +432,18 @@ def best_prediction(
 
 
 def question_curves(
-    found: Sequence[Run], storage: str | None, model: str | None, keys: Sequence[str]
+    found: Sequence[Run],
+    storage: str | None,
+    model: str | None,
+    keys: Sequence[str],
+    design: str | None = None,
+    passed_over: list[PassedOver] | None = None,
 ) -> dict[Family, Curve]:
     """The curves of the runs of ``model`` on exactly the tasks ``keys`` among ``found`` (``results.runs``, read once
-    by the caller: ``pals-budget`` places the same runs for its measured scores) and in ``storage``. ``ValueError``
-    in one line for a storage that cannot be read."""
-    return curves(observed(with_storage(found, storage), model, keys))
+    by the caller: ``pals-budget`` places the same runs for its measured scores) and in ``storage``, of the
+    question's ``design`` settings (``results.design_settings``; None: any). ``ValueError`` in one line for a
+    storage that cannot be read; its trials whose numbers cannot be true are added to ``passed_over``."""
+    return curves(observed(with_storage(found, storage, passed_over), model, keys, design))
 
 
 def row_prediction(curves_: Mapping[Family, Curve], cost) -> Prediction | None:

@@ -16,14 +16,15 @@ import optuna
 import sqlalchemy
 import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages._rdb import models  # Optuna's own tables: no public reader of a heartbeat's time
 from optuna.trial import FrozenTrial
+
+from pals_core.study_storage import has_optuna_tables
 
 from .errors import StudyError
 
 DEFAULT_STORAGE = "sqlite:///pals_studies.db"
 SQLITE_TIMEOUT_S = 60
-DEFAULT_HEARTBEAT_S = 30
-DEFAULT_MAX_RETRY = 3
 
 
 def one_line(e: BaseException) -> str:
@@ -75,25 +76,17 @@ class NoStudies(StudyError):
     """The database exists but holds no Optuna tables (so no study); reading it created none."""
 
 
-def _has_optuna_tables(url: str, kwargs: dict) -> bool:
-    """Whether the database at ``url`` holds Optuna's tables (read-only: an inspector, nothing created)."""
-    engine = sqlalchemy.create_engine(url, **kwargs)
-    try:
-        with engine.connect() as conn:
-            return sqlalchemy.inspect(conn).has_table("studies") and sqlalchemy.inspect(conn).has_table("version_info")
-    finally:
-        engine.dispose()
-
-
 def open_storage(
     url: str,
     *,
-    heartbeat: int | None = DEFAULT_HEARTBEAT_S,
+    heartbeat: int | None = None,
     grace: int | None = None,
-    max_retry: int | None = DEFAULT_MAX_RETRY,
+    max_retry: int | None = None,
     create: bool = True,
 ) -> RDBStorage:
-    """An ``RDBStorage`` on ``url``; with ``heartbeat`` set, stale trials are failed and retried (up to ``max_retry``).
+    """An ``RDBStorage`` on ``url``; with ``heartbeat`` set (a worker: the study's ``StudySettings.heartbeat``, ``grace``
+    and ``max_retry``), its running trials send heartbeats and stale trials are failed and retried (up to
+    ``max_retry``; None: without end). Without, it only reads and writes (``list``, ``report``, the page).
 
     ``create=False`` is reading: it creates neither a SQLite file nor a table (a database without Optuna's
     tables raises ``NoStudies``, and is left as it was). Raises ``StudyError`` with one line for an unusable URL,
@@ -126,7 +119,7 @@ def open_storage(
                 hb["heartbeat_stale_trial_callback"] = RetryHeartbeatStaleTrialCallback(
                     max_retry=max_retry, inherit_intermediate_values=True
                 )
-            if not create and not _has_optuna_tables(url, kwargs):
+            if not create and not has_optuna_tables(url, kwargs):
                 raise NoStudies(f"storage {masked(url)} holds no studies (no Optuna tables); nothing was changed")
             return RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=not create, **hb)
     except sqlalchemy.exc.NoSuchModuleError:
@@ -154,6 +147,31 @@ def retry_of(trial: FrozenTrial) -> int | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return RetryHeartbeatStaleTrialCallback.retried_trial_number(trial)
+
+
+def heartbeat_ages(storage: RDBStorage, study: optuna.Study) -> dict[int, float]:
+    """Trial number → seconds since the last heartbeat, for each RUNNING trial of ``study`` that has sent one: read
+    as Optuna's own stale check reads it (``RDBStorage._get_stale_trial_ids``), the heartbeat rows against the
+    database's clock, so the age is the one a worker judges. {} when the storage holds no heartbeat table."""
+    session = storage.scoped_session()
+    try:
+        study_id = storage.get_study_id_from_name(study.study_name)
+        now = session.execute(sqlalchemy.func.now()).scalar()
+        rows = (
+            session.query(models.TrialModel.number, models.TrialHeartbeatModel.heartbeat)
+            .join(models.TrialHeartbeatModel, models.TrialHeartbeatModel.trial_id == models.TrialModel.trial_id)
+            .filter(models.TrialModel.study_id == study_id)
+            .filter(models.TrialModel.state == optuna.trial.TrialState.RUNNING)
+            .all()
+        )
+    except (sqlalchemy.exc.SQLAlchemyError, KeyError) as e:
+        raise StudyError(f"cannot read the trials' heartbeats: {one_line(e)}") from None
+    finally:
+        session.close()
+    if now is None:
+        return {}
+    now = now.replace(tzinfo=None)  # as Optuna: PostgreSQL's now() is aware, the stored heartbeat naive
+    return {int(n): max(0.0, (now - beat.replace(tzinfo=None)).total_seconds()) for n, beat in rows}
 
 
 def study_names(storage: RDBStorage) -> list[str]:

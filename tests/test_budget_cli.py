@@ -31,7 +31,8 @@ def test_table():
     p = run("--tasks", "8", "--budget", "1.13")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
+    assert lines[0].startswith("Priced for bert-base-uncased, the calculator's default")  # not what pals-train trains
+    assert lines[lines.index("") + 1].startswith("bert-base-uncased (109,482,240 params, exact) · 8 tasks")
     assert any(line.startswith("Recommended: ") for line in lines)  # the explorer's answer, above the table
     dashes = next(i for i, l in enumerate(lines) if l.startswith("-----"))
     body = [l.split() for l in lines[dashes + 1 :] if not l.startswith("(")][:28]
@@ -293,3 +294,18 @@ def test_a_memory_without_a_unit_is_never_read_as_bytes_silently(capsys):
     assert "has no unit: 8GB (10⁹ bytes) or 8GiB" in err and err.count("\n") == 1
     assert main(["--tasks", "8", "--budget", "1.13", "--memory", "2.4e10", "--json"]) == 0  # bytes, as documented
     assert json.loads(capsys.readouterr().out)["machine"]["memory"] == 2.4e10
+
+
+def test_wnli_is_priced_not_trained(capsys):
+    """GLUE's ninth task is priced like any other (its two labels' head), and no run is looked up for it: the paper
+    leaves it out, so the trainer does not train it (and says so)."""
+    assert main(["--tasks", "rte,wnli", "--budget", "1.1", "--method", "pals", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tasks"] == [{"name": "rte", "num_labels": 2}, {"name": "wnli", "num_labels": 2}]
+    assert out["rows"][0]["d_s"] and "priced, not trained" in out["recommendation"]["not_looked_up"]
+    two_rte = main(["--tasks", "2", "--budget", "1.1", "--method", "pals", "--json"])
+    assert two_rte == 0 and json.loads(capsys.readouterr().out)["rows"][0]["d_s"] == out["rows"][0]["d_s"]
+    from pals_core.tasks.glue_tasks import get_task
+
+    with pytest.raises(ValueError, match="'wnli' is priced by pals-budget, not trained"):
+        get_task("wnli")

@@ -18,6 +18,7 @@ from test_choice import write_choice_tasks  # noqa: E402
 from test_export_peft import CHECKPOINTS, trained_run  # noqa: E402
 from tiny_models import save_tiny_checkpoint  # noqa: E402
 
+from pals_core.export.cards import card_code  # noqa: E402
 from pals_core.export.peft import export_hf, export_peft  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
@@ -59,10 +60,24 @@ def test_a_choice_task_exports_for_multiple_choice_with_the_runs_logits(tmp_path
     export_hf(model, out / "hf")
     config = json.loads((out / "peft" / "swag" / "adapter_config.json").read_text())
     assert config["task_type"] is None and config["modules_to_save"]  # the head travels with the adapter
-    assert "PeftModel.from_pretrained(AutoModelForMultipleChoice" in (out / "peft" / "swag" / "README.md").read_text()
     firsts, seconds = _dev(model, tmp_path / "data")
-    want = model.predict_texts(firsts, seconds, tasks=["swag"])["swag"].logits
+    predicted = model.predict_texts(firsts, seconds, tasks=["swag"])["swag"]
+    want = predicted.logits
     assert want.shape == (6, 4) and np.abs(want).max() > 0
+    # each model card's code, run as written from another folder, gives pals-predict's probabilities: no pipeline
+    # serves multiple choice, so the card calls AutoModelForMultipleChoice itself (peft: a PeftModel over it)
+    monkeypatch.chdir(tmp_path)
+    for card in (out / "hf" / "swag" / "README.md", out / "peft" / "swag" / "README.md"):
+        text = card.read_text()
+        assert "AutoModelForMultipleChoice" in text and "pipeline(" not in text
+        [code] = card_code(text)
+        space: dict = {}
+        exec(compile(code, str(card), "exec"), space)
+        got = np.asarray(space["predict"](list(zip(firsts, seconds))))
+        assert got.shape == (6, 4) and np.abs(got - predicted.probs).max() < 1e-5, (
+            card,
+            np.abs(got - predicted.probs).max(),
+        )
     tok = AutoTokenizer.from_pretrained(out / "hf" / "swag")
     flat = (sum(firsts, []), sum(seconds, []))
     enc = tok(*flat, padding=True, truncation=True, max_length=32, return_tensors="pt")
@@ -81,9 +96,11 @@ def test_a_choice_task_exports_for_multiple_choice_with_the_runs_logits(tmp_path
 
 @pytest.mark.slow
 def test_a_choice_task_exports_to_onnx_scoring_each_candidate(tmp_path, capsys):
+    from test_export_onnx import graph_io
+
     from pals_core.cli.export import main as pals_export
     from pals_core.cli.predict import main as predict_main
-    from pals_core.export.onnx import output_shapes, read_export
+    from pals_core.export.onnx import read_export
 
     f = write_choice_tasks(tmp_path / "data")
     run = trained_run(tmp_path, f, "tiny", AdapterConfig(method="pals", d_s=24))
@@ -91,11 +108,12 @@ def test_a_choice_task_exports_to_onnx_scoring_each_candidate(tmp_path, capsys):
     assert pals_export([str(run), "--format", "onnx", "--out", str(tmp_path / "onnx")]) == 0
     said = capsys.readouterr().out
     # one score per input row, each a candidate's sequence: the graph declares [batch, 1], as the summary says
-    assert output_shapes(tmp_path / "onnx" / "model.onnx") == {"swag": ["batch", 1], "intent": ["batch", 2]}
-    assert "logits swag [batch, 1] (4 input rows a row, one score a candidate), intent [batch, 2]" in said
+    assert graph_io(tmp_path / "onnx")[1] == {"swag": ["batch", 1], "intent": ["batch", 2]}
+    assert "outputs (logits): swag [batch, 1] (4 input rows a row, one score a candidate) · intent [batch, C=2]" in said
     assert float(said.split("max |Δ logit| = ")[1].split()[0]) < 1e-4
     meta = read_export(tmp_path / "onnx")
     assert meta["tasks"]["swag"]["sequences_per_row"] == 4 and meta["tasks"]["swag"]["num_labels"] == 4
+    assert (meta["tasks"]["swag"]["axes"], meta["tasks"]["intent"]["axes"]) == (["batch", 1], ["batch", "C"])
     dev = tmp_path / "data" / "swag_dev.csv"
     for source, out in ((run, tmp_path / "torch.jsonl"), (tmp_path / "onnx", tmp_path / "onnx.jsonl")):
         argv = [str(source), "--input", str(dev), "--out", str(out), "--tasks", "swag", "--probs", "--no-progress"]

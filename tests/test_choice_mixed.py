@@ -22,9 +22,10 @@ from pals_core.train.trainer import train  # noqa: E402
 
 
 class _Run:
-    """What ``forward.encode_texts`` reads of a run: its tokenizer and max length."""
+    """What ``forward.encode_texts`` reads of a run: its tokenizer, max length and windows' stride."""
 
     max_len = 24
+    stride = 8
 
     def tokenizer(self):
         from pals_core.data.load import load_tokenizer, minilm_path
@@ -33,19 +34,22 @@ class _Run:
 
 
 def test_one_pass_answers_a_choice_row_a_tagging_row_and_a_sentence_row_together():
+    from pals_core.base_model import tiny_config_dict
     from pals_core.forward import PerWord, encode_texts, forward_rows
     from pals_core.model import MultiTaskModel
     from pals_core.outputs import Decoded
-    from pals_core.train.base_model import tiny_config_dict
 
     info = _Run()
-    texts = [["The cat sees a friend."] * 3, ["John", "flew", "to", "Paris"], "refund please", ["A dog"] * 3]
+    long = ["John", "flew", "to", "Paris"] * 10  # 40 words: read in windows of 24 tokens sharing 8
+    texts = [["The cat sees a friend."] * 3, long, "refund please", ["A dog"] * 3]
     pairs = [["The cat waves", "The cat melts", "The cat flies"], None, None, ["barks", "sings", "flies away"]]
     tasks = ["mc", "ner", "intent", "mc"]
     data = encode_texts(
         info, texts, pairs, [True, False, False, True], [False, True, False, False], [True, False, False, True]
     )
-    assert list(np.diff(data.groups)) == [3, 1, 1, 3]
+    windows = int(data.windows[1])
+    assert windows > 1 and list(np.diff(data.groups)) == [3] + [1] * windows + [1, 3]  # a unit: a choice row, a window
+    assert data.row_of.tolist() == [0] + [1] * windows + [2, 3]
     torch.manual_seed(0)
     for method in ("pals", "lora", "shared"):
         cfg = AdapterConfig(method=method, d_s=12) if method != "shared" else AdapterConfig(method="shared")
@@ -65,9 +69,9 @@ def test_one_pass_answers_a_choice_row_a_tagging_row_and_a_sentence_row_together
         }
         sinks["ner"] = PerWord(Decoded("ner", "tokens", ["O", "B", "I", "X", "Y"], 5), data)
         forward_rows(model, data, sinks, batch_size=8, device="cpu", row_tasks=tasks)
-        assert calls == [1]  # the four rows (eight sequences) in one forward pass
+        assert calls == [1]  # the four rows (every window, every candidate) in one forward pass
         mc = sinks["mc"].outputs().logits
-        for row, got in zip((0, 3), mc):  # each choice row: its own forward on its three candidates
+        for row, got in zip((0, len(data) - 1), mc):  # each choice row (a unit): its own forward on its candidates
             b = data.batch([row])
             want = model(
                 task="mc",
@@ -76,19 +80,24 @@ def test_one_pass_answers_a_choice_row_a_tagging_row_and_a_sentence_row_together
                 token_type_ids=b["token_type_ids"],
             )
             np.testing.assert_allclose(got, want[0].detach().numpy(), rtol=1e-5, atol=1e-5)
-        b = data.batch([2])
+        b = data.batch([windows + 1])
         want = model(task="intent", input_ids=b["input_ids"], attention_mask=b["attention_mask"])
         np.testing.assert_allclose(sinks["intent"].outputs().logits[0], want[0].detach().numpy(), rtol=1e-5, atol=1e-5)
-        b = data.batch([1])
-        tags = model(task="ner", input_ids=b["input_ids"], attention_mask=b["attention_mask"])[0].detach().numpy()
         words = sinks["ner"].sink.outputs().logits[0]
-        np.testing.assert_allclose(words, data.word_logits([1], tags[None])[0], rtol=1e-5, atol=1e-5)
+        want = np.full((len(long), 5), np.nan, np.float32)  # each word's logits: its predicting token's
+        for unit in range(1, windows + 1):  # each window alone (Encoded.owned: the tokens that predict a word)
+            b = data.batch([unit])
+            tags = model(task="ner", input_ids=b["input_ids"], attention_mask=b["attention_mask"])[0].detach().numpy()
+            _, j, _, w = data.owned([unit])
+            want[w] = tags[j]
+        assert not np.isnan(want).any()  # every word predicted, from one window
+        np.testing.assert_allclose(words, want, rtol=1e-5, atol=1e-5)
 
 
 def test_mt_uncertainty_scores_a_choice_row_by_the_entropy_over_its_candidates():
+    from pals_core.base_model import tiny_config_dict
     from pals_core.data.mt_uncertainty import normalised_entropies
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     model = MultiTaskModel.from_base_config(
@@ -104,8 +113,8 @@ def test_mt_uncertainty_scores_a_choice_row_by_the_entropy_over_its_candidates()
 
 
 def test_a_choice_tasks_weights_travel_in_a_task_file(tmp_path):
+    from pals_core.base_model import tiny_config_dict
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     cfg = AdapterConfig(method="lora", d_s=4)

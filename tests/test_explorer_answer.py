@@ -165,7 +165,7 @@ def _summary(tmp, name, average, method="pals", d_s=8, model="tiny", tasks=("rte
     config = {
         "tasks": list(tasks),
         "model": model,
-        "seed": 0,
+        "seed": int(name.removeprefix("seed-")) if name.startswith("seed-") else 0,  # a seed run records its seed
         "adapter": {"method": method, "d_s": d_s, "location": None},
     }
     (d / "summary.json").write_text(

@@ -20,16 +20,17 @@ from pals_core import measured
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
 from pals_core.budget.tasks import tasks_of_records
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.families.shapes import PRESETS
 from pals_core.kinds import get_kind
 from pals_core.pricing.config import AdapterConfig
-from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file, tasks_file_model
 from pals_core.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 EXAMPLE = ROOT / inputs.EXAMPLE_TASKS
-BERT = PRESETS["bert-base-uncased"]
+MINILM = PRESETS[EMBEDDED_MODEL]
 
 
 @pytest.fixture
@@ -132,11 +133,13 @@ def small_tasks(folder: Path, names=("intent", "score")) -> Path:
 
 
 def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
-    """'Open the example tasks' → the calculator prices the file's records: each head from its label count."""
+    """'Open the example tasks' → the calculator prices the file's records (each head from its label count) on the
+    model the file names (``model:``), as pals-budget and pals-train take it."""
     app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
     app.sidebar.button(key="tasks_example").click().run()
     assert errors(app) == []
     assert app.sidebar.text_input(key="tasks_file").value == inputs.example_tasks_path()
+    assert tasks_file_model(example) == EMBEDDED_MODEL and app.sidebar.selectbox(key="model").value == inputs.EMBEDDED
     records = read_tasks_file(example)
     tasks = tasks_of_records(records.values())
     assert [(t.name, t.num_labels) for t in tasks] == [
@@ -147,7 +150,7 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
         ("replies", 4),
     ]
     table = table_with(app, "fits")
-    want = {(c.method, c.location or "—"): c for c in rows(BERT, tasks, budget=Budget(ratio=1.13))}
+    want = {(c.method, c.location or "—"): c for c in rows(MINILM, tasks, budget=Budget(ratio=1.13))}
     assert len(table) == len(want) > 0
     for _, r in table.iterrows():
         c = want[(r["method"], r["location"])]
@@ -156,8 +159,8 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
         )
     # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks; the
     # choice task's head scores each of its 4 candidates with one output: d + 1
-    shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
-    heads = [768 * t.num_labels + t.num_labels if t.name != "replies" else 768 + 1 for t in tasks]
+    shared = next(c for c in rows(MINILM, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
+    heads = [384 * t.num_labels + t.num_labels if t.name != "replies" else 384 + 1 for t in tasks]
     assert shared.params_task_specific == sum(heads)
     assert any("**5 tasks** (intent, reviews, tickets, entities, replies)" in m.value for m in app.markdown)
     assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
@@ -199,13 +202,16 @@ def test_the_task_panel_shows_each_task_and_offers_its_p95(app, example):
         )
         assert r["majority class on dev"] == f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})"
         assert r["truncated at n = 128"] == f"{100 * p['tokens']['truncated']:.1f}%"
-    for p in want:  # a bar chart of the labels, train and dev, for every kind without a line of its own
-        if not get_kind(p["kind"]).distribution_text(p):
+    for p in want:  # a bar chart of the labels (the entities of a tagging task), train and dev, as its kind charts it
+        chart = get_kind(p["kind"]).chart(p)
+        if chart is not None:
             bars = {
                 t["name"].split()[0]: dict(zip(t["x"], t["customdata"]))
                 for t in fig(app, f"fig_labels::{p['name']}")["data"]
             }
-            assert bars == p["distribution"]
+            assert bars == chart["counts"]
+    charted = {p["kind"] for p in want if get_kind(p["kind"]).chart(p) is not None}
+    assert len(charted) == len(want) - 1  # every kind of the example but regression (mean ± std, said in words)
     p95 = max(p["tokens"]["p95"] for p in want)
     button = app.button(key="use_p95")
     assert button.label == f"Use p95 = {p95} as seq_len"
@@ -259,6 +265,26 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
     ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)
+
+
+def test_the_measured_views_reference_takes_every_kind(example):
+    """The measured view's majority-class line, for the example's five kinds (a tagging and a choice task among them),
+    is the mean of the profile's majority scores (``pals-tasks``' and Your tasks'): one way to score a task's trivial
+    baseline."""
+    from pals_core.data.profile import profile_task
+
+    records = list(read_tasks_file(example).values())
+    assert {r.kind for r in records} == {"classification", "regression", "multilabel", "tokens", "choice"}
+    mains = [profile_task(r)["majority"]["main"] for r in records]
+    assert measured.majority_average(records) == pytest.approx(100 * sum(mains) / len(mains))
+
+
+def test_choosing_a_tasks_file_before_entering_one_is_a_prompt_not_an_error(app):
+    """Nothing entered yet is no bad input: the page asks for the file (an info line), it shows no error."""
+    app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    assert errors(app) == []
+    [prompt] = [i.value for i in app.info if i.value.startswith("**Your tasks:**")]
+    assert "Enter the path of a tasks file (YAML or JSON), upload one, or open the example tasks." in prompt
 
 
 def test_a_rejected_upload_says_why_once_and_keeps_nothing(app, runs_dir, tmp_path, example):

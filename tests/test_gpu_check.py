@@ -27,6 +27,85 @@ def finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def strict_json(text: str):
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """gpu_check with its work replaced by a failure: an argument refused must be refused before any of it."""
+    gc = load("gpu_check")
+
+    def check(args, device):
+        raise AssertionError("the check started before its arguments were all checked")
+
+    monkeypatch.setattr(gc, "check", check)
+    return gc
+
+
+def test_every_argument_is_checked_before_any_work_by_exact_name(tmp_path, no_work, capsys, monkeypatch):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    (tmp_path / "a-file").write_text("x")
+    base = ["--device", "cpu", "--tiny", "--glue-dir", str(tmp_path)]
+    cases = {
+        ("--skip", "runx"): "--skip: no part 'runx'",
+        ("--skip", "steps,serving,bogus"): "--skip: no part 'bogus'",
+        ("--skip", "un"): "--skip: no part 'un'",
+        ("--profile", "h1000"): "--profile: unknown device 'h1000'",
+        ("--profile", str(tmp_path / "none.json")): "--profile: device profile not found",
+        ("--json", str(folder)): f"--json {folder}: a folder",
+        ("--json", str(tmp_path / "no" / "such" / "x.json")): "--json",
+        ("--work", str(tmp_path / "a-file")): "--work",
+    }
+    for extra, says in cases.items():
+        assert no_work.main([*base, *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert err.startswith(f"gpu_check: error: {says}") and err.count("\n") == 1, (extra, err)
+    monkeypatch.delenv("PALS_GLUE_DIR", raising=False)
+    assert no_work.main(["--device", "cpu", "--tiny", "--skip", "steps,serving"]) == 2  # no GLUE folder for the run
+    assert "--glue-dir" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="before its arguments"):  # every part named exactly: accepted
+        no_work.main([*base, "--skip", "steps,serving,run", "--profile", "h100", "--json", str(tmp_path / "g.json")])
+
+
+def test_the_work_folder_is_new_each_time_and_inside_work(tmp_path):
+    gc = load("gpu_check")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "rte_dev.jsonl").write_text("mine")
+    a, b = gc.work_folder(str(work), str(tmp_path / "tmp")), gc.work_folder(str(work), str(tmp_path / "tmp"))
+    assert a != b and a.parent == b.parent == work and not any(a.iterdir()) and not any(b.iterdir())
+    assert (work / "rte_dev.jsonl").read_text() == "mine"
+    assert gc.work_folder(None, str(tmp_path / "tmp")) == tmp_path / "tmp"
+
+
+@pytest.mark.slow  # ~5 s on 2 cores: the steps of three tiny designs on CPU
+def test_a_part_that_fails_late_keeps_the_figures_it_measured(tmp_path, monkeypatch, capsys):
+    """LoRA's step fails after shared, PALs and Houlsby were measured: their figures are in the JSON (with the
+    error), and the check says it failed."""
+    gc = load("gpu_check")
+    one = gc.one_design
+
+    def failing_lora(args, device, config, names, task, adapter, batch, labels):
+        if adapter.method == "lora":
+            raise RuntimeError("CUDA out of memory (a stand-in)")
+        return one(args, device, config, names, task, adapter, batch, labels)
+
+    monkeypatch.setattr(gc, "one_design", failing_lora)
+    out = tmp_path / "g.json"
+    assert gc.main(["--device", "cpu", "--tiny", "--skip", "serving,run", "--json", str(out)]) == 1
+    got = strict_json(out.read_text())
+    assert [r["design"] for r in got["steps"]] == ["shared", "pals", "houlsby"]
+    assert all(finite(r["mfu"]) and finite(r["ratio_of_ratios"]) for r in got["steps"])
+    assert "out of memory" in got["errors"]["steps"]
+    assert any(goal.startswith("steps ran") and not ok for goal, _, ok in got["goals"])
+    assert "FAIL  steps ran" in capsys.readouterr().out
+
+
 @pytest.mark.slow  # ~15 s on 2 cores: four designs' steps, serving, two 12-step runs and three pals-predict passes
 def test_cpu_tiny_check_writes_every_figure_and_pals_predict_reproduces_the_run(
     tmp_path, glue_dir, token_cache, capsys
@@ -34,10 +113,19 @@ def test_cpu_tiny_check_writes_every_figure_and_pals_predict_reproduces_the_run(
     glue = tmp_path / "glue"
     load("carry_minilm").copy_glue(glue_dir, glue, train_rows=64, dev_rows=40)  # real GLUE rows, few of them
     out = tmp_path / "gpu_check.json"
-    argv = ["--device", "cpu", "--tiny", "--glue-dir", str(glue), "--json", str(out), "--work", str(tmp_path / "w")]
+    work = tmp_path / "w"
+    mine = {"rte_dev.jsonl": '{"mine": 1}\n', "mrpc_pred.jsonl": '{"mine": 2}\n', "run/notes.txt": "mine"}
+    for name, text in mine.items():  # a user's files in --work: never written over, never read as the check's
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    argv = ["--device", "cpu", "--tiny", "--glue-dir", str(glue), "--json", str(out), "--work", str(work)]
     assert load("gpu_check").main(argv) == 0
     printed = capsys.readouterr().out
-    got = json.loads(out.read_text())
+    got = strict_json(out.read_text())
+    assert {n: (work / n).read_text() for n in mine} == mine
+    assert (
+        Path(got["end_to_end"]["work"]).parent == work and (Path(got["end_to_end"]["work"]) / "rte_dev.jsonl").is_file()
+    )
 
     assert "errors" not in got
     steps = {r["design"]: r for r in got["steps"]}
@@ -84,10 +172,10 @@ def test_each_gpu_name_finds_its_profile_h200_included():
 def test_summary_prediction_prices_the_precision_the_run_trains_in(tmp_path, monkeypatch):
     """Under bf16 autocast (CUDA) the run's summary.json predicts bf16 memory and step time, not fp32's: the
     activations priced at 2 bytes, the step at the bf16 matmul rate."""
+    from pals_core.base_model import model_shape, tiny_config_dict
     from pals_core.budget.tasks import Task
     from pals_core.footprint.timing import load_profile
     from pals_core.pricing.config import AdapterConfig
-    from pals_core.train.base_model import model_shape, tiny_config_dict
     from pals_core.train.machine_report import predicted
 
     args = (model_shape("tiny"), [Task("rte", 2)], AdapterConfig(method="pals", d_s=8, heads=2), tiny_config_dict())

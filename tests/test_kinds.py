@@ -27,6 +27,19 @@ def test_each_registered_kind_is_one_folder_with_a_pure_part_and_a_torch_part():
     assert out.stdout.strip() == "False"
 
 
+def test_each_kind_declares_every_metric_with_the_range_of_its_values():
+    """A run's recorded scores are checked against these ranges (``pals_core.results.problem``): a kind that reports
+    a metric says, where it declares it, what values it can take."""
+    for name in PACKAGES:
+        kind = get_kind(name)
+        assert kind.metrics and tuple(kind.metric_ranges) == kind.metrics, name
+        for metric in kind.metrics:
+            lo, hi = kind.metric_range(metric)
+            assert lo < hi and lo in (-1.0, 0.0), (name, metric, lo, hi)
+    assert get_kind("classification").metric_range("mcc") == (-1.0, 1.0)
+    assert get_kind("regression").metric_range("rmse")[1] == float("inf")
+
+
 def test_an_unknown_kind_is_named_with_the_registered_ones():
     with pytest.raises(
         TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, choice\)"

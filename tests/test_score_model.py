@@ -258,3 +258,24 @@ def test_the_page_quotes_the_holdout_check_as_committed(tmp_path):
     )
     text = holdout_text(f)
     assert "MAE 0.4 points on 4 held-out sizes inside the measured range, 100% of them" in text and "is met" in text
+
+
+def test_the_holdout_check_counts_the_families_it_fits(tmp_path, capsys):
+    """Two recipes × two methods are four curves, whatever their labels: the check says 4 families, not 2."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "accuracy_model", Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy_model.py"
+    )
+    accuracy_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(accuracy_model)
+    for lr in (1e-3, 2e-3):
+        for method in ("houlsby", "lora"):
+            study(tmp_path / "runs" / f"{method}-{lr}", method=method, sizes=(4, 8, 16, 32), seeds=(0,), lr=lr)
+    out = tmp_path / "a.json"
+    argv = ["--results", str(tmp_path / "runs"), "--tasks", ",".join(TASKS), "--out", str(out)]
+    assert accuracy_model.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert len(sm.curves(sm.observations([tmp_path / "runs"], None, list(TASKS)))) == 4
+    assert len(report["families"]) == 4 and "16 runs in 4 families" in capsys.readouterr().out

@@ -105,16 +105,16 @@ def test_the_baseline_tags_every_word_o_or_the_most_frequent_tag_without_o():
 
 
 def test_a_tagging_head_is_priced_per_token():
+    from pals_core.base_model import tiny_config_dict
     from pals_core.families.registry import get_family
     from pals_core.families.shapes import from_hf_config
-    from pals_core.train.base_model import tiny_config_dict
 
     m = from_hf_config(tiny_config_dict(), name="tiny")
     family = get_family(m.family)
     assert KIND.head_params(family, m, 5, False) == m.hidden * 5 + 5  # dropout + Linear(d, C), no pooler
     assert KIND.head_flops(family, m, 5, 40) == 40 * 2 * m.hidden * 5
     assert KIND.logits_floats(8, 40, 5) == 8 * 40 * 5
-    assert KIND.output_axes() == {0: "batch", 1: "sequence"}
+    assert KIND.output_axes == ("batch", "sequence", "C")
 
 
 def write_tagging_tasks(folder: Path) -> Path:
@@ -145,13 +145,13 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent))
     from test_task_training import run_config
 
+    from pals_core.base_model import tiny_config_dict
     from pals_core.budget.costs import design
     from pals_core.budget.solver import at_size
     from pals_core.budget.tasks import tasks_of_records
     from pals_core.families.shapes import from_hf_config
     from pals_core.pricing.config import AdapterConfig
     from pals_core.tasks.taskfile import read_tasks_file
-    from pals_core.train.base_model import tiny_config_dict
     from pals_core.train.trainer import train
 
     f = write_tagging_tasks(tmp_path / "data")

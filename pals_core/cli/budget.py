@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -28,16 +27,26 @@ from ..budget.machine import Machine
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..budget.table import rows, sort_rows
 from ..budget.tasks import parse_tasks, tasks_of_records
-from ..families.bert.presets import EMBEDDED_MODEL
 from ..families.registry import get_family
-from ..families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from ..families.shapes import (
+    ALIASES,
+    DEFAULT_MODEL,
+    PRESETS,
+    TRAINER_DEFAULT,
+    conditions_for_model,
+    load_model,
+    trainer_model,
+)
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..footprint.constraints import CONSTRAINTS
+from ..footprint.here import elsewhere
 from ..kinds import get_kind
 from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.units import parse_positive_int
 from ..tasks import resolve_records
+from ..tasks.glue_tasks import PRICED_NOT_TRAINED
+from ..tasks.taskfile import tasks_file_model
 
 
 class _Help(argparse.HelpFormatter):
@@ -94,7 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
         title="machine (docs/design.md 'Memory (bytes)' and 'Time'; each bound a record of footprint.constraints, "
         "docs/design.md 'Recipe: add a constraint')",
     )
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
+    p.add_argument(
+        "--model",
+        help=f"preset ({', '.join(PRESETS)}) or a HF config.json path (default: the tasks file's model: if it names "
+        f"one, else {DEFAULT_MODEL}, the paper's; pals-train's default is {TRAINER_DEFAULT})",
+    )
     p.add_argument(
         "--seq-len",
         metavar="n",
@@ -208,7 +221,12 @@ def _task_row(t) -> dict:
 
 
 def _table(
-    costs, header: str, width: int | None = None, answer: str | None = None, predicted: dict | None = None
+    costs,
+    header: str,
+    width: int | None = None,
+    answer: str | None = None,
+    predicted: dict | None = None,
+    device_note: str | None = None,
 ) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
     last line naming the columns left out; the header wrapped to the same width, then the recommendation
@@ -256,6 +274,8 @@ def _table(
         for j, (v, w, h) in enumerate(zip(r, widths, shown))
     )
     head = textwrap.wrap(header, width) if width else [header]
+    if device_note:  # the header's machine is not this one: said under it
+        head += textwrap.wrap(device_note, width) if width else [device_note]
     if answer:
         head += ["", *(textwrap.wrap(answer, width) if width else [answer])]
     note = (
@@ -287,18 +307,26 @@ def run(argv: Sequence[str] | None = None) -> str:
     args = build_parser().parse_args(argv)
     if args.paper:
         if args.json:
+            from ..atomic import dumps  # strict JSON: never a bare NaN or Infinity
             from ..budget.paper import paper_reproduction  # loaded for --paper only
 
-            return json.dumps({"paper": [r.as_dict() for r in paper_reproduction()]}, indent=2)
+            return dumps({"paper": [r.as_dict() for r in paper_reproduction()]})
         return _paper_text()
+    file_model = tasks_file_model(args.tasks_file) if args.tasks_file else None
+    from_file = args.model is None and file_model is not None
+    args.model, model_note = question_model(args.model, file_model)
     model = load_model(args.model)
     records: list = []  # the tasks' records (GLUE's or the file's): what measured runs are matched by
+    not_trained = None  # why no run is looked up for tasks the calculator prices but the trainer does not train
     if args.tasks_file:
         records = resolve_records(args.tasks, args.tasks_file)
         tasks = tasks_of_records(records)
     else:
         tasks = parse_tasks(args.tasks if args.tasks is not None else "8")
-        if args.tasks is not None and not args.tasks.strip().isdigit():
+        untrained = [t.name for t in tasks if t.name in PRICED_NOT_TRAINED]
+        if untrained:  # priced as asked; no run trains it, so none is looked up
+            not_trained = f"{', '.join(untrained)} is priced, not trained (the paper leaves it out): no run has it"
+        elif args.tasks is not None and not args.tasks.strip().isdigit():
             records = resolve_records(args.tasks)
     budget = budget_from_args(args)
     family = get_family(model.family)
@@ -329,6 +357,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
     machine = Machine(**given_values(args, Machine))
     profile = machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
+    device_note = elsewhere(profile)  # the step times and memory are another machine's: said first
     costs = rows(
         model,
         tasks,
@@ -347,8 +376,8 @@ def run(argv: Sequence[str] | None = None) -> str:
     n_base = base_params(model, args.convention)
     picks, scores, roots, unread = [], {}, (), None
     keys = _task_keys(args, records)
-    found = _Runs(args)
-    curves = _curves(args, records, keys, found)
+    found = _Runs(args, template)
+    curves = _curves(args, records, keys, found) if not_trained is None else None
     predicted = None
     if curves is not None:
         from .. import score_model as sm  # late: loads scipy, only with --results/--storage
@@ -356,6 +385,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         predicted = {id(c): sm.row_prediction(curves, c) for c in costs}
     if budget is not None:  # the page's answer (the page always has a budget)
         scores, roots, unread = measured_scores(args, records, keys, found)
+        unread = unread or not_trained
         picks = recommend.candidates(
             costs,
             budget,
@@ -377,8 +407,13 @@ def run(argv: Sequence[str] | None = None) -> str:
         )
     ranked = recommend.ranked_rows(costs, budget, picks) if budget is not None else sort_rows(costs)
     answer = recommend.answer(picks, bold="") if picks else None
+    passed_over = list({p.folder: p for p in found.passed_over}.values())  # each once: a trial's folder may be a root's
+    for p in passed_over:
+        print(f"pals-budget: passed over {p.folder}: {p.reason}", file=sys.stderr)
     if args.json:
-        return json.dumps(
+        from ..atomic import dumps  # strict JSON: never a bare NaN or Infinity
+
+        return dumps(
             {
                 "model": {
                     "name": model.name,
@@ -389,6 +424,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "intermediate": model.intermediate,
                     "params": n_base,
                 },
+                "model_note": model_note,  # whose model is priced, where that is not plain (the text's first line)
                 "tasks": [_task_row(t) for t in tasks],
                 "convention": args.convention,
                 "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
@@ -396,6 +432,8 @@ def run(argv: Sequence[str] | None = None) -> str:
                 "machine": {
                     "batch": machine.batch,
                     "device": profile.name,
+                    "device_here": device_note is None,  # whether this machine holds the profiled device
+                    "device_note": device_note,
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
@@ -405,6 +443,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "results": [str(r) for r in roots],
                     "measured": len(scores),
                     "not_looked_up": unread,
+                    "passed_over": [{"folder": p.folder, "reason": p.reason} for p in passed_over],
                 },
                 "rows": [
                     c.as_row()
@@ -414,24 +453,50 @@ def run(argv: Sequence[str] | None = None) -> str:
                 ],
                 "refused": [{"design": label, "reason": reason} for label, reason in costs.refused],
             },
-            indent=2,
         )
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     several = [f"{t.name} {k} sequences a row" for t in tasks if (k := get_kind(t.kind).sequences(t)) != 1]
     if several:  # a row read as several sequences (a choice row's candidates): what a row and a batch of rows cost
         names += f"; {', '.join(several)}: FLOPs per row, the batch in rows"
     header = (
-        f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
+        f"{model.name}{FROM_FILE if from_file else ''} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
         f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: {'as recommended' if budget is not None else 'fits, then FLOPs'}"
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
+    width = None if args.wide else terminal_width()
     return (
-        _table(ranked, header, None if args.wide else terminal_width(), answer, predicted)
+        (_wrapped(model_note, width) + "\n\n" if model_note else "")
+        + _table(ranked, header, width, answer, predicted, device_note)
         + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
         + (f"\nmeasured results are not looked up: {unread}" if unread else "")
         + ("" if predicted is None else _predicted_notes(ranked, predicted))
     )
+
+
+FROM_FILE = " (the tasks file's model)"
+
+
+def question_model(given: str | None, file_model: str | None) -> tuple[str, str | None]:
+    """(the model to price, the line that says whose it is where that is not plain): ``--model`` as given (it
+    overrides a tasks file's ``model:``, and says so); else the tasks file's; else the calculator's default,
+    BERT-base (the paper's), with the ``--model`` that prices what ``pals-train`` would train with the same flags."""
+    if given is not None:
+        if file_model is not None and ALIASES.get(given, given) != ALIASES.get(file_model, file_model):
+            return given, f"Priced for --model {given}, not the tasks file's model: {file_model}."
+        return given, None
+    if file_model is not None:
+        return file_model, None
+    return DEFAULT_MODEL, (
+        f"Priced for {DEFAULT_MODEL}, the calculator's default (the paper's); pals-train with these flags trains "
+        f"the embedded {TRAINER_DEFAULT}: add --model {TRAINER_DEFAULT} to price what it trains."
+    )
+
+
+def _wrapped(text: str, width: int | None) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) if width else text
 
 
 def _task_keys(args, records) -> tuple[list[str] | None, str | None]:
@@ -452,11 +517,21 @@ def _task_keys(args, records) -> tuple[list[str] | None, str | None]:
 class _Runs:
     """The finished runs under ``--results`` (default: the page's folders, ``measured.default_roots``), read by the
     one reader of results (``results.runs``) at the first call and kept for the rest of the answer: the measured
-    scores and the score curves place the same runs, each ``summary.json`` read once."""
+    scores and the score curves place the same runs, each ``summary.json`` read once. ``passed_over``: the runs (and
+    ``--storage`` trials) whose numbers cannot be true, each once. ``design``: the question's design settings
+    (``results.design_settings`` of the template every row shares): what a measured score and a curve must match."""
 
-    def __init__(self, args) -> None:
+    def __init__(self, args, template: AdapterConfig) -> None:
         self.given = tuple(args.results or ())
         self._found: list | None = None
+        self.passed_over: list = []
+        self.template = template
+
+    @property
+    def design(self) -> str:
+        from ..results import design_settings  # late: with the runs
+
+        return design_settings(self.template.as_dict())
 
     def check(self) -> None:
         """``UsageError`` in one line for a ``--results`` that is no folder."""
@@ -477,7 +552,7 @@ class _Runs:
         if self._found is None:
             from ..results import runs  # late: reads run folders, only when there are runs to match
 
-            self._found = runs(self.roots())
+            self._found = runs(self.roots(), self.passed_over)
         return self._found
 
 
@@ -499,7 +574,7 @@ def _curves(args, records, task_keys: tuple[list[str] | None, str | None], found
     if keys is None and trainable:
         return {} if asked else None  # measured_scores says why the runs are not looked up (``unread``)
     model = train_model if trainable else args.model  # a model the trainer does not build: no run matches it
-    curves = sm.question_curves(found(), args.storage, model, keys or [])
+    curves = sm.question_curves(found(), args.storage, model, keys or [], found.design, found.passed_over)
     return curves if asked or curves else None  # the page's default roots add a column only where they predict
 
 
@@ -525,16 +600,6 @@ def _predicted_notes(costs, predicted: dict) -> str:
     )
 
 
-def trainer_model(spec: str) -> tuple[bool, str | None]:
-    """Whether ``--model`` is a model the trainer builds, and its ``pals-train --model`` value (None = the embedded
-    model): what finished runs are matched by, as the explorer matches them."""
-    if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
-        return True, None
-    if os.path.isfile(os.path.join(spec, "config.json")):
-        return True, spec.strip()
-    return False, None
-
-
 def measured_scores(
     args, records, task_keys: tuple[list[str] | None, str | None], found: _Runs
 ) -> tuple[dict, tuple, str | None]:
@@ -553,7 +618,7 @@ def measured_scores(
     if keys is None:
         return {}, (), unread
     same = measured.same_question([measured.parse(run) for run in found()], train_model, trainable, keys)
-    return measured.best_by_design(same), roots, None
+    return measured.best_by_design(same, found.design), roots, None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

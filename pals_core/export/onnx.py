@@ -3,14 +3,19 @@ tokenizer beside it and ``export.json`` describing the tasks — a folder ``pals
 onnxruntime user can serve from alone, without this package's torch modules.
 
     DIR/model.onnx        inputs  input_ids, attention_mask (int64, [batch, sequence]) and token_type_ids where the
-                                  family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
-                                  after the task (C_t = 1: a regression score); a multiple-choice task's is [batch, 1]:
-                                  one score per candidate, each input row one (context, candidate) sequence, a row's
-                                  k candidates k consecutive input rows (``sequences_per_row`` in export.json: the
-                                  softmax is over each k)
+                                  family reads them (BERT, ELECTRA); outputs: one float32 logits output per task, named
+                                  after the task, with the axes its kind declares (``Kind.output_axes``): [batch, C_t]
+                                  for a sentence task (C_t = 1: a regression score), [batch, sequence, C_t] for a
+                                  tagging task (every token's; a word's tag is its first sub-token's), [batch, 1] for a
+                                  multiple-choice task (one score per input row, each input row one (context,
+                                  candidate) sequence, a row's k candidates k consecutive input rows:
+                                  ``sequences_per_row`` in export.json; the softmax is over each k)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
-    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
-                          target scale: a regression's value is output·std + mean), max_len, inputs
+    DIR/words_tokenizer/  a tagging task's tokenizer where it reads words otherwise (byte-level BPE: saved with
+                          ``add_prefix_space=True``, ``data/words.py``); absent where the run's reads words as it is
+    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, the output's
+                          ``axes``, and a trained target scale: a regression's value is output·std + mean), max_len,
+                          inputs
 
 The graph is ``MultiTaskModel.predict_all`` traced by torch's TorchScript-based exporter (``dynamo=False``: the one
 that exports every method and family here, data-dependent Python branches included) with dynamic batch and sequence
@@ -37,8 +42,10 @@ import numpy as np
 
 from ..atomic import atomic_write_json, read_json_file
 from ..data.load import load_tokenizer, raw_splits
+from ..data.words import marks_word_starts
 from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
+from ..kinds.base import OUTPUTS_AXIS
 from ..run_info import RunInfo, predict_texts
 from ..tasks.readers import column_names, read_columns
 from ..tasks.record import TaskRecord
@@ -47,9 +54,11 @@ from . import ExportFailed, ExportRefused, save_tokenizer
 
 MODEL_FILE = "model.onnx"
 META_FILE = "export.json"
+WORDS_DIR = "words_tokenizer"  # a tagging task's tokenizer, where it is not the sentence tasks' (word starts marked)
 FORMAT = "pals-export/onnx"
 VERSION = 1
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+INPUT_AXES = ("batch", "sequence")  # every input's axes, both dynamic
 DEFAULT_OPSET = 17
 MIN_OPSET = 17
 TOLERANCE = 1e-4  # largest |onnxruntime − torch| logit difference an export may have (times max(1, |logit|))
@@ -129,6 +138,8 @@ def _as_models(model) -> list:
                 raise ExportRefused(f"task {t!r}: {why}")
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
+    if len({m.run.stride for m in models}) != 1:
+        raise ValueError("the models read long sentences in different windows (stride): one folder cannot say both")
     return models
 
 
@@ -205,6 +216,24 @@ def check_opset(opset: int) -> int:
     return opset
 
 
+def dynamic_axes(kind) -> dict[int, str]:
+    """The dynamic axes of a task's logits output, as the exporter takes them: every named axis its kind declares
+    (``Kind.output_axes``) but C, the task's fixed number of outputs (a size, such as a choice task's 1, is fixed)."""
+    return {i: a for i, a in enumerate(kind.output_axes) if isinstance(a, str) and a != OUTPUTS_AXIS}
+
+
+def shapes_text(meta: dict) -> str:
+    """Every output with its axes, as ``pals-export`` prints them: ``intent [batch, C=3] · ner [batch, sequence, C=5]``;
+    a multiple-choice task's ``swag [batch, 1] (4 input rows a row, one score a candidate)``."""
+    parts = []
+    for t, d in meta["tasks"].items():
+        axes = d.get("axes") or ("batch", OUTPUTS_AXIS)
+        shown = [f"{a}={d['num_labels']}" if a == OUTPUTS_AXIS else str(a) for a in axes]
+        k = d.get("sequences_per_row")  # a choice row: its k candidates k consecutive input rows
+        parts.append(f"{t} [{', '.join(shown)}]" + (f" ({k} input rows a row, one score a candidate)" if k else ""))
+    return " · ".join(parts)
+
+
 def _kind(models: Sequence, task: str):
     """The kind of ``task`` (its run's record; a model without a run: the default kind), which names its output axes."""
     for m in models:
@@ -228,7 +257,7 @@ def write_graph(
     batch = _sample_batch(models[0], max_len)
     outputs = [t for names in graph.names for t in names]
     args = tuple(batch[k] for k in INPUT_NAMES)
-    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: _kind(models, t).output_axes() for t in outputs}
+    axes = {k: dict(enumerate(INPUT_AXES)) for k in INPUT_NAMES} | {t: dynamic_axes(_kind(models, t)) for t in outputs}
     torch.onnx.register_custom_op_symbolic("aten::block_diag", symbolic_helper.parse_args("v")(_block_diag), opset)
     try:
         with warnings.catch_warnings(), torch.no_grad():
@@ -259,14 +288,11 @@ def write_graph(
     return [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
 
 
-def output_shapes(path: PathLike) -> dict[str, list[str | int]]:
-    """Each output of the graph at ``path`` with its declared shape: an axis's name where it is dynamic (``batch``,
-    ``sequence``), else its size (``{"intent": ["batch", 3], "replies": ["batch", 1]}``)."""
-    import onnx
-
-    proto = onnx.load(str(path), load_external_data=False)
-    dims = lambda o: [d.dim_param or d.dim_value for d in o.type.tensor_type.shape.dim]
-    return {o.name: dims(o) for o in proto.graph.output}
+def _words_tokenizer(models: Sequence) -> str | None:
+    """A tagging task of the export whose tokenizer reads words otherwise than the run's tokenizer reads a text (a
+    byte-level BPE one marks each word's start: ``data.words.words_tokenizer``), else None."""
+    words = [t for m in models for t in m.tasks if get_kind(m.run.records[t].kind).per_word]
+    return words[0] if words and marks_word_starts(models[0].run.tokenizer()) else None
 
 
 def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Path | None) -> dict:
@@ -284,6 +310,7 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
                 "text": list(r.text),
                 "pair": r.pair,
                 "step": int(m.run.step),
+                "axes": list(get_kind(r.kind).output_axes),
                 "record": r.as_dict(),
             }
             if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
@@ -298,11 +325,18 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
         "opset": opset,
         "inputs": inputs,
         "outputs": outputs,
-        "dynamic_axes": {"batch": 0, "sequence": 1},
+        "dynamic_axes": {a: i for i, a in enumerate(INPUT_AXES)},
         "max_len": info.max_len,
         "eval_batch_size": info.eval_batch_size,
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "
         "pairs longest-first; pad on the right (any id) where attention_mask is 0",
+        "stride": info.stride,
+        "words_tokenizer": WORDS_DIR if _words_tokenizer(models) else None,
+        "words": "a tagging task's row of words: is_split_into_words=True, each word's start marked "
+        f"(add_prefix_space=True for a byte-level BPE tokenizer: the one in {WORDS_DIR}/ where export.json's "
+        "words_tokenizer names it); a row longer than max_len read in windows of max_len "
+        "sharing `stride` tokens (return_overflowing_tokens=True, stride=stride; null: cut at max_len), each word "
+        "predicted from its first sub-token in the window where it has the most context",
         "run": str(Path(run_dir if run_dir is not None else info.path).resolve()),
         "step": steps.pop() if len(steps) == 1 else None,
         "method": "separate" if len(models) > 1 else first.config.method,
@@ -386,7 +420,7 @@ def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[
             texts, pairs, source = check_rows(m.run.records[t], m.run.max_len, n)
             ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits)
             got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits)
-            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word cut by max_len, in both
+            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word no token predicts, in both
             scale = max(scale, float(np.nanmax(np.abs(ref))))
             rows += len(texts)
             sources.add(source)
@@ -439,6 +473,8 @@ def export_onnx(
     try:
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
         save_tokenizer(models[0].run, tmp)
+        if words := _words_tokenizer(models):  # a tagging task's tokenizer, word starts marked: saved beside it
+            save_tokenizer(models[0].run, tmp / WORDS_DIR, words)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
         atomic_write_json(tmp / META_FILE, meta)
         result = OnnxExport(out, inputs, outputs, opset, sorted(p.name for p in tmp.iterdir()), meta=meta)
@@ -494,6 +530,8 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}
     config = {
         "max_len": int(meta["max_len"]),
+        "stride": meta.get("stride"),  # absent (an export written before windows): long rows cut at max_len
+        "truncate": meta.get("stride") is None,
         "eval_batch_size": int(meta.get("eval_batch_size") or 128),
         "tasks": list(tasks),
         "model": meta.get("model"),
@@ -674,7 +712,6 @@ __all__ = [
     "TOLERANCE",
     "check_opset",
     "check_out",
-    "output_shapes",
     "compare",
     "export_onnx",
     "is_onnx_export",

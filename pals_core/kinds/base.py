@@ -20,8 +20,11 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
-  ``baseline_text`` (the profile's label statistics);
-* the export — ``output_axes`` (ONNX), ``peft_task_type`` and ``problem_type`` (peft / transformers), or
+  ``baseline_text`` / ``distribution_text`` / ``chart`` (the profile's label statistics, printed and charted);
+* the export — ``output_axes`` (each ONNX logits output's axes), ``hf_head``, ``peft_task_type`` and ``problem_type``
+  (the transformers head class, peft task type and config field), ``pipeline_task``, ``pipeline_arguments`` /
+  ``pipeline_call_arguments`` and ``pipeline_reading`` (the transformers ``pipeline(...)`` call that reproduces
+  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them), or
   ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
   "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
@@ -33,6 +36,7 @@ What a kind hands back is declared here too, below the kinds and the modules abo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -40,6 +44,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+OUTPUTS_AXIS = "C"
+"""The axis of a task's C_t outputs in ``Kind.output_axes`` (fixed, as an axis given as a size is: a choice task's 1;
+the other, named, axes are dynamic)."""
 
 
 @dataclass
@@ -70,15 +79,42 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+Range = tuple[float, float]
+FRACTION: Range = (0.0, 1.0)  # accuracy, F1, precision, recall: a share of the rows (or entities, labels)
+CORRELATION: Range = (-1.0, 1.0)  # MCC, Pearson, Spearman
+ERROR: Range = (0.0, math.inf)  # RMSE, MAE: in the user's units, lower is better
+
+
 class Kind:
+    """A kind declares ``metrics`` as {name: (lowest, highest) value it can take} (``FRACTION``, ``CORRELATION``,
+    ``ERROR``), the first the default main metric; the class keeps the names as ``metrics`` (a tuple, what records
+    and scorers read) and the ranges as ``metric_ranges`` (what a run's recorded scores are checked against:
+    ``pals_core.results``)."""
+
     name: str = ""
     metrics: tuple[str, ...] = ()  # every metric the kind may report; the first is the default main metric
+    metric_ranges: Mapping[str, Range] = {}  # each metric's range of values, as the kind declares it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("metrics")
+        if isinstance(declared, Mapping):  # {name: range}: the names as ``metrics``, the ranges beside them
+            cls.metric_ranges = dict(declared)
+            cls.metrics = tuple(declared)
+
     fields: tuple[str, ...] = ()  # optional record fields only this kind takes (labels, positive, range, label_sep)
     field_notes: dict[str, str] = {}  # field -> what a record of another kind is told it is for
     has_labels: bool = True  # a set of named labels (its order = the head's output order)
     peft_task_type: str | None = "SEQ_CLS"
     hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
+    output_axes: tuple[str | int, ...] = ("batch", OUTPUTS_AXIS)  # a logits output's axes (ONNX, export.json)
+    # transformers' pipeline serving the task's hf / peft export; None: none does (the model card calls the head's
+    # AutoModelFor<hf_head> itself: ``export.cards.candidates_code``)
+    pipeline_task: str | None = "text-classification"
+    pipeline_scores: dict[str, Any] = {}  # that pipeline's function_to_apply / top_k giving pals-predict's numbers
+    pipeline_call_arguments: dict[str, Any] = {}  # arguments each call of that pipeline takes (not its settings)
+    pipeline_reading: str = ""  # how the pipeline's output reads as pals-predict's columns (the model card says it)
     entropy_sampling: str | None = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
@@ -104,6 +140,10 @@ class Kind:
             return "—"
         shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
         return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
+
+    def metric_range(self, metric: str) -> Range | None:
+        """The range of ``metric``'s values as the kind declares it (None for a metric it does not report)."""
+        return self.metric_ranges.get(metric)
 
     def applies(self, metric: str, num_labels: int | None) -> bool:
         """Whether ``metric`` is reported by default for a task of ``num_labels`` outputs."""
@@ -221,19 +261,40 @@ class Kind:
         raise NotImplementedError
 
     def distribution_text(self, profile: dict) -> str:
-        """The label statistics in a line of markdown: the explorer shows it instead of charting the label counts
-        ("": the counts are charted, one bar a label)."""
+        """The label statistics in a line of markdown, shown beside the chart (``chart``), or instead of it where
+        the kind charts nothing ("": the counts are charted, one bar a label, and say it all)."""
         return ""
+
+    def chart(self, profile: dict) -> dict | None:
+        """What the explorer charts of a profile, train and dev side by side: ``{"counts": {split: {bar: count}},
+        "of": {split: total}, "unit": what is counted}`` — each bar its count's share of its split's total; None:
+        nothing to chart (``distribution_text`` says it in words). By default the rows of each label, of all rows
+        (the counts ``distribution`` gives, as ``pals-tasks``' label table prints them)."""
+        return None if self.distribution_text(profile) else rows_chart(profile)
 
     # --- the export ----------------------------------------------------------------------------------
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch"}
+    def pipeline_arguments(self, max_len: int, stride: int | None = None) -> dict[str, Any]:
+        """``pipeline(pipeline_task, …)``'s settings that reproduce ``pals-predict``: rows cut at the run's max length
+        as the run cut them (``truncation=True``: pairs longest first — the text-classification pipeline does not cut
+        by default), then ``pipeline_scores``; ``stride``: the run's windows (``RunInfo.stride``) for a kind whose
+        long rows are read in windows."""
+        return {"truncation": True, "max_length": max_len, **self.pipeline_scores}
 
     def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
         folders), in one line; None when it can (``pals-export`` then refuses with it, exit 2)."""
         return None
+
+
+def rows_chart(profile: dict) -> dict:
+    """``Kind.chart`` of the rows of each label (the counts ``distribution`` gives), of all rows, train and dev."""
+    dist = profile["distribution"]
+    return {
+        "counts": {s: dict(dist[s]) for s in ("train", "dev")},
+        "of": {"train": profile["train_rows"], "dev": profile["dev_rows"]},
+        "unit": "rows",
+    }
 
 
 def counts_table(profile: dict, table, what: str) -> list[str]:
@@ -251,4 +312,4 @@ def counts_table(profile: dict, table, what: str) -> list[str]:
     return table([what, "train", "dev"], rows)
 
 
-__all__ = ["Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number"]
+__all__ = ["OUTPUTS_AXIS", "Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number", "rows_chart"]

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from .config import AdapterConfig
 from .poly import Poly
+from .recipe import BERT_FINE_TUNING, Recipe
 from .shape import BaseModel
 
 
@@ -114,3 +115,6 @@ class Method:
     # task-conditioned weights; a copy of a DeBERTa layer's relative-position projections): a forward of k sequences
     # (a multiple-choice row) costs k · flops − (k − 1) · fixed_flops; None: none
     fixed_flops: Callable[[BaseModel, Sequence[int], AdapterConfig], int] | None = None
+    # How the method's authors train it (``pricing.recipe``): the learning rate, warm-up and weight decay its source
+    # sets, the defaults of ``pals-train``'s --lr / --warmup / --weight-decay for this method, and the source cited
+    recipe: Recipe = BERT_FINE_TUNING

@@ -8,7 +8,7 @@
     <out>/summary.json     {"config", "scores" (best checkpoint), "average", "best_step", "params",
                             "wall_time_s", "steps", "mixed_precision" (what auto was), …}  — written when
                             the run finishes
-    <out>/checkpoints/     see ``checkpoint.py``
+    <out>/checkpoints/     see ``pals_core/checkpoint.py``
 
 Every JSON file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
 place with ``os.replace``, so a reader never sees half a file and a kill never leaves one.
@@ -147,7 +147,7 @@ class RunDir:
 
     def clear_own_files(self) -> None:
         """Delete what the trainer wrote here (its files and checkpoints), nothing else: a new start."""
-        from .checkpoint import Checkpoints  # late: loads torch
+        from ..checkpoint import Checkpoints  # late: loads torch
 
         for name in TRAINER_FILES:
             (self.root / name).unlink(missing_ok=True)
@@ -168,7 +168,10 @@ class RunDir:
         average: float | None,
         best_average: float | None,
         error: str | None = None,
+        params: dict | None = None,
     ) -> None:
+        """``params``: the run's parameter counts (summary.json's ``params``), known from its set-up on: a running or
+        stopped run shows what it trains before its summary exists (None before the model is built)."""
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         atomic_write_json(
@@ -183,6 +186,7 @@ class RunDir:
                 "average": average,
                 "best_average": best_average,
                 "error": error,
+                "params": params,
                 "updated": now_iso(),
                 "pid": os.getpid(),
             },

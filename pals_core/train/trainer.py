@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,15 +35,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json
-from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
-from ..data.metrics import dev_average, main_score
+from ..base_model import model_shape
+from ..checkpoint import CheckpointDamaged, Checkpoints
+from ..data.load import (
+    TaskSplits,
+    check_described,
+    check_tokenizer,
+    load_tasks,
+    load_tokenizer,
+    read_tasks,
+    tokenizer_path,
+)
+from ..data.metrics import dev_average, main_score, majority_scores
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
+from ..data.windows import window_stride
+from ..data.words import check_words
 from ..forward import EvalInterrupted
 from ..kinds import get_kind
 from ..model import MultiTaskModel
-from .base_model import model_shape
-from .checkpoint import CheckpointDamaged, Checkpoints
 from .config import TrainConfig, data_differences
 from .evaluate import evaluate
 from .extend import (
@@ -62,6 +73,7 @@ from .streams import TaskStream, process_slice
 
 OnEval = Callable[[int, dict, float], None]
 PROGRESS_EVERY_S = 5.0
+LOSS_LINE_EVERY_S = 30.0  # between evaluations, a line of the running train loss at most this often
 
 
 class TrainingDiverged(RuntimeError):
@@ -229,6 +241,7 @@ class _Run:
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
             rows=rows,
+            stride=window_stride(vars(cfg)),
         )
         # --from: the base run's tasks' dev sets, read as the base run read them, measured again at the end
         self.base_dev = {}
@@ -246,6 +259,7 @@ class _Run:
                 cache_dir=cfg.cache_dir,
                 seed=base.get("seed", cfg.seed),
                 rows=rows,
+                stride=window_stride(base),
             )
         rows.clear()  # the texts: tokenised now (the rows' dict is the caller's too: emptied, they are let go)
         self.scales = self._scales(resume)
@@ -372,6 +386,7 @@ class _Run:
             average=last.get("average"),
             best_average=(st.best or {}).get("average"),
             error=error,
+            params=getattr(self, "params", None),  # set once the model is built (a set-up failure has none)
         )
 
     def checkpoint(self) -> None:
@@ -499,6 +514,7 @@ class _Run:
         st.last = {"step": st.step, "average": average, "scores": scores}
         if st.best is None or average > st.best["average"]:
             st.best = dict(st.last)
+        self.say(self.eval_line(train_loss))
         st.evaluated_step = st.step
         self.checkpoint()
         self.write_progress("running")
@@ -506,6 +522,31 @@ class _Run:
             self.in_on_eval = True
             self.on_eval(st.step, scores, average)
             self.in_on_eval = False
+
+    def say(self, line: str) -> None:
+        """One line in the run's log (stderr, the progress bar's stream, which the launcher writes to log.txt):
+        ``tqdm.write`` clears the bar, writes the line with its own newline and draws the bar again below it, so
+        the line stands on its own between the bar's carriage-return updates."""
+        if self.show_progress and self.main:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"pals-train: {line}", file=sys.stderr)
+
+    def eval_line(self, train_loss: float | None) -> str:
+        """'step 40/120 · train loss 0.6931 · dev average 52.31 (best 52.31 at step 40) · rte accuracy 52.31 · …':
+        an evaluation as the log shows it, each task's main metric as ``pals-train``'s closing table prints it."""
+        st = self.st
+        parts = [f"step {st.step:,}/{self.cfg.steps:,}"]
+        if train_loss is not None:
+            parts.append(f"train loss {train_loss:.4f}")
+        best = st.best or {}
+        parts.append(
+            f"dev average {100 * st.last['average']:.2f} (best {100 * best['average']:.2f} at step {best['step']:,})"
+        )
+        for t, s in st.last["scores"].items():
+            r = self.records[t]
+            parts.append(f"{t} {r.main_metric} {get_kind(r.kind).metric_text(r.main_metric, main_score(r, s))}")
+        return " · ".join(parts)
 
     def is_eval_step(self, step: int) -> bool:
         return step % self.cfg.eval_every == 0 or step == self.cfg.steps
@@ -536,7 +577,7 @@ class _Run:
         # the first step whose loss is not finite, kept on the device (read at the next sync point)
         self.step_t = torch.tensor(st.step, dtype=torch.long, device=self.acc.device)
         self.first_bad = torch.tensor(-1, dtype=torch.long, device=self.acc.device)
-        last_check = time.monotonic()
+        last_check = last_line = time.monotonic()
         try:
             while st.step < cfg.steps:
                 if self.stop_requested():
@@ -558,7 +599,15 @@ class _Run:
                 saving = bool(save_every) and st.step % save_every == 0
                 if evaluating or saving or self.stop_flag.is_set() or time.monotonic() - last_check > PROGRESS_EVERY_S:
                     last_check = time.monotonic()
-                    self.check_finite(loss_acc)
+                    self.check_finite(loss_acc)  # reads the loss sum: a line of it costs no extra sync
+                    if not evaluating and st.loss_n and last_check - last_line >= LOSS_LINE_EVERY_S:
+                        last_line = last_check
+                        self.say(
+                            f"step {st.step:,}/{cfg.steps:,} · train loss {float(loss_acc.item()) / st.loss_n:.4f} "
+                            f"(mean since step {st.evaluated_step:,})"
+                        )
+                if evaluating:
+                    last_line = time.monotonic()  # the evaluation's line gives the loss
                 if evaluating or saving or self.stop_flag.is_set():
                     st.loss_sum = float(loss_acc.item())
                     bar.set_postfix(loss=f"{st.loss_sum / max(st.loss_n, 1):.4f}", refresh=False)
@@ -621,6 +670,26 @@ class _Run:
         self.st.eval_time_s += time.monotonic() - t0
         return scores
 
+    def majority(self) -> dict:
+        """Each trained task's trivial baseline (``Kind.baseline``: the most frequent training class, the training
+        mean, …) scored on the dev rows this run evaluates (``data.metrics.majority_scores``), in the form of
+        ``scores``: what a design that learnt nothing scores. A task whose baseline cannot be scored is left out (a
+        reference figure never fails a run)."""
+        out = {}
+        for t in self.trained:
+            data = self.data[t]
+            try:
+                scores = majority_scores(
+                    self.records[t],
+                    data.train.gold,
+                    {s: e.gold for s, e in data.dev.items()},
+                    data.num_labels,
+                )
+            except ValueError:
+                continue
+            out[t] = {k: float(v) for k, v in scores.items()}
+        return out
+
     def summary(self) -> dict:
         st = self.st
         config = read_json(self.run.config)
@@ -633,14 +702,15 @@ class _Run:
             "wall_time_s": round(self.elapsed(), 3),
             "steps": st.step,
             "final": st.last,
+            "majority": self.majority(),  # each task's trivial baseline on the same dev rows
             "task_steps": st.task_steps,
             # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
             "untrained": [t for t in self.trained if st.task_steps.get(t, 0) == 0],
             "train_time_s": round(st.train_time_s, 3),
             "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
-            "train_examples": {t: len(self.data[t].train) for t in self.trained},
-            "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.trained},
+            "train_examples": {t: self.data[t].train.rows for t in self.trained},
+            "dev_examples": {t: sum(d.rows for d in self.data[t].dev.values()) for t in self.trained},
             "tasks": {
                 t: {
                     "kind": self.records[t].kind,
@@ -652,9 +722,19 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
-            # a tagging task's words max_len leaves without a sub-token, per split (scored with the baseline's tag)
+            # a tagging task's words no token predicts, per split (cut by --max-len under --truncate; scored with the
+            # baseline's tag): 0 when its long rows are read in windows
             "cut_words": {
                 t: {"train": d.train.cut_words} | {f"dev{'_' + s if s else ''}": e.cut_words for s, e in d.dev.items()}
+                for t, d in self.data.items()
+                if d.train is not None and d.train.per_word
+            },
+            # a tagging task's rows longer than --max-len, per split: how many, and the windows they are read in
+            "windows": {
+                t: {
+                    split: {"rows": int((e.windows > 1).sum()), "windows": int(e.windows[e.windows > 1].sum())}
+                    for split, e in [("train", d.train), *((f"dev{'_' + s if s else ''}", e) for s, e in d.dev.items())]
+                }
                 for t, d in self.data.items()
                 if d.train is not None and d.train.per_word
             },
@@ -710,20 +790,30 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
     """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
     ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
     the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
-    once. A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
+    once, and a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
+    (``check_described``). A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
     rows it measures again."""
     check_tokenizer(cfg.model)
     trained = added_task_names(cfg)
     kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
     base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
-    return read_tasks(
-        cfg.records(),
+    records = cfg.records()
+    rows = read_tasks(
+        records,
         glue_dir=cfg.glue_dir,
         source=cfg.glue_source,
         seed=cfg.seed,
         seeds={t: base_seed for t in kept},
         dev_only=kept,
     )
+    words = [r.name for r in records if r.kind_of.per_word and r.name in trained]
+    if words:  # a word the tokenizer reduces to nothing can carry no tag: refused, file, line and word named
+        tokenizer = load_tokenizer(tokenizer_path(cfg.model))
+        for t in words:
+            for raw in rows[t][0].values():
+                check_words(tokenizer, raw.text_a, raw.where_word)
+    check_described(cfg.data or {}, rows)  # the sha256 config.json records is the one of the bytes trained on
+    return rows
 
 
 def _train_in(

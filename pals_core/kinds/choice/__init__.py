@@ -10,14 +10,14 @@ candidates, accuracy, the most frequent index as the baseline, the export's axes
 
 from __future__ import annotations
 
-from ..base import Kind
+from ..base import FRACTION, Kind
 from .outputs import ChoiceOutputs
 from .rows import ChoiceRows
 
 
 class Choice(ChoiceRows, ChoiceOutputs, Kind):
     name = "choice"
-    metrics = ("accuracy",)
+    metrics = {"accuracy": FRACTION}
 
 
 KIND = Choice()

@@ -6,9 +6,11 @@ ELECTRA: its sequence summary, Linear(d, d) + GELU + dropout, then Linear(d, 1))
 (context, candidate) sequences (``Kind.sequences``: k), so a row costs k sequences through the task's path and its
 logits are the k scores, B·k floats. Training: cross-entropy of the softmax over the k (``module.py``). Decoding: the
 arg-max candidate, its softmax probability, and (``pals-predict``) its text. Metric: ``accuracy``. Baseline: the
-position most often right in train, on every dev row. Export: ``AutoModelForMultipleChoice`` (hf), peft's plain
+position most often right in train, on every dev row. Export: ``AutoModelForMultipleChoice`` (hf; no transformers
+pipeline serves multiple choice, so the model card calls it: ``pipeline_task`` None), peft's plain
 ``PeftModel`` over it (peft has no multiple-choice task type: ``peft_task_type`` None, the head in
-``modules_to_save``), ONNX with the candidates on an axis of their own (``output_axes``).
+``modules_to_save``), ONNX's [batch, 1]: one score per input row, a row's k candidates k consecutive input rows
+(``output_axes``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class ChoiceOutputs:
     hf_head = "MultipleChoice"
     problem_type = ""  # transformers' ForMultipleChoice reads none
     entropy_sampling: str | None = "softmax"  # MT-Uncertainty: the entropy of the softmax over the k candidates
+    pipeline_task = None  # transformers has no multiple-choice pipeline: the model card calls the model itself
+    pipeline_reading = (
+        "its k candidates' probabilities in the row's order (the softmax over their k scores): the highest is "
+        "pals-predict's `{task}` (its position; `{task}_text` its candidate) and `{task}_prob`, and all k are "
+        "`--probs`' `{task}_prob_<position>`"
+    )
 
     # --- the head ------------------------------------------------------------------------------------
 
@@ -44,10 +52,9 @@ class ChoiceOutputs:
         """The head on one sequence (one candidate): the family's sequence head with one output."""
         return family.head_flops(m, 1)
 
-    def output_axes(self) -> dict[int, str]:
-        """[batch, 1]: one score per input row, each input row one candidate's sequence (a row's k candidates k
-        consecutive input rows, ``sequences_per_row`` in export.json); the batch axis is the inputs' own."""
-        return {0: "batch"}
+    # [batch, 1]: one score per input row, each input row one candidate's sequence (a row's k candidates k consecutive
+    # input rows, ``sequences_per_row`` in export.json); the batch axis is the inputs' own, the 1 fixed
+    output_axes: tuple[str | int, ...] = ("batch", 1)
 
     # --- the outputs ---------------------------------------------------------------------------------
 

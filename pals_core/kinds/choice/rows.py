@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import counts_table
+from ..base import counts_table, rows_chart
 from ..errors import TaskDataError, TaskRecordError
 
 ENDING = re.compile(r"ending(0|[1-9][0-9]*)\Z")  # SWAG's candidate columns
@@ -253,10 +253,14 @@ class ChoiceRows:
         dist = profile["distribution"]["train"]
         return f"always candidate {max(profile['labels'], key=lambda name: dist[name])!r}"
 
+    def chart(self, profile: dict) -> dict:
+        """The rows whose right candidate is each position, train and dev (``distribution_text`` beside it)."""
+        return rows_chart(profile)
+
     def distribution_text(self, profile: dict) -> str:
-        d, k = profile["distribution"]["train"], len(profile["labels"])
-        shares = " · ".join(f"{name} {n:,}" for name, n in d.items())
-        text = f"**{profile['name']}** ({k} candidates a row) — right candidate in train: {shares}"
+        """The candidates a row and the tokens of each (context, candidate) pair; the right positions are charted."""
+        k = len(profile["labels"])
+        text = f"**{profile['name']}** ({k} candidates a row, each (context, candidate) pair one sequence)"
         tokens = profile.get("tokens") or {}
         if "p50" in tokens:
             text += (

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..base import CORRELATION, FRACTION, Kind, TaskOutputs, check_lengths, counts_table
 from ..errors import TaskDataError, TaskRecordError
 
 
@@ -28,10 +28,15 @@ def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] 
 
 class Classification(Kind):
     name = "classification"
-    metrics = ("accuracy", "macro_f1", "mcc", "f1")
+    metrics = {"accuracy": FRACTION, "macro_f1": FRACTION, "mcc": CORRELATION, "f1": FRACTION}
     fields = ("labels", "positive")
     field_notes = {"positive": "binary classification (f1)"}
     problem_type = "single_label_classification"
+    pipeline_scores = {"function_to_apply": "softmax", "top_k": None}
+    pipeline_reading = (
+        "every label with its softmax probability, best first: the first is pals-predict's `{task}` and "
+        "`{task}_prob`, all of them its `--probs` columns"
+    )
 
     def applies(self, metric: str, num_labels: int | None) -> bool:
         return not (metric == "f1" and num_labels not in (None, 2))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import Kind, TaskOutputs, check_lengths, counts_table
+from ..base import FRACTION, Kind, TaskOutputs, check_lengths, counts_table
 from ..errors import TaskDataError, TaskRecordError
 
 DEFAULT_LABEL_SEP = ","
@@ -44,10 +44,15 @@ def _row_labels(record: Any, cols: Any, i: int, value: Any) -> list[str | None] 
 
 class Multilabel(Kind):
     name = "multilabel"
-    metrics = ("micro_f1", "macro_f1")
+    metrics = {"micro_f1": FRACTION, "macro_f1": FRACTION}
     fields = ("labels", "label_sep")
     field_notes = {"label_sep": "multilabel tasks"}
     problem_type = "multi_label_classification"
+    pipeline_scores = {"function_to_apply": "sigmoid", "top_k": None}
+    pipeline_reading = (
+        "every label with its sigmoid probability, best first: the labels above 0.5 (a logit above 0) are "
+        "pals-predict's `{task}`, the probabilities its `--probs` columns"
+    )
     entropy_sampling = None
     entropy_refusal = (
         "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "

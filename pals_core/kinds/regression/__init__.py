@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import labels as L
-from ..base import Kind, TaskOutputs, check_lengths, is_number
+from ..base import CORRELATION, ERROR, Kind, TaskOutputs, check_lengths, is_number
 from ..errors import TaskDataError, TaskRecordError
 
 NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z|(?i:[+-]?(nan|inf|infinity))\Z"
@@ -32,11 +32,13 @@ LOWER_BETTER = ("rmse", "mae")
 
 class Regression(Kind):
     name = "regression"
-    metrics = ("pearson", "spearman", "rmse", "mae")
+    metrics = {"pearson": CORRELATION, "spearman": CORRELATION, "rmse": ERROR, "mae": ERROR}
     fields = ("range",)
     field_notes = {"range": "regression tasks"}
     has_labels = False
     problem_type = "regression"
+    pipeline_scores = {"function_to_apply": "none"}
+    pipeline_reading = "the head's raw output as its `score`: pals-predict's `{task}`, in the task's own units"
     entropy_sampling = "borrow"
     in_units = LOWER_BETTER
 

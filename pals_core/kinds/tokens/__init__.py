@@ -9,14 +9,19 @@ export's axes and task type) is ``outputs.py:TokenOutputs``.
 
 from __future__ import annotations
 
-from ..base import Kind
+from ..base import FRACTION, Kind
 from .outputs import TokenOutputs
 from .rows import TokenRows
 
 
 class Tokens(TokenRows, TokenOutputs, Kind):
     name = "tokens"
-    metrics = ("entity_f1", "entity_precision", "entity_recall", "token_accuracy")
+    metrics = {
+        "entity_f1": FRACTION,
+        "entity_precision": FRACTION,
+        "entity_recall": FRACTION,
+        "token_accuracy": FRACTION,
+    }
 
 
 KIND = Tokens()

@@ -4,8 +4,10 @@ Head: the family's token head (``pricing.family.Family.token_head_params``: what
 holds — dropout + Linear(d, C) on every token, ModernBERT's prediction head + classifier) run on each of the n
 tokens, so its FLOPs are n × the per-token count and its logits B·n·C floats. Training: cross-entropy on each word's
 first sub-token (``module.py``; the rest, the special tokens and the padding carry -100). Decoding: a word's tag is
-the arg-max of its first sub-token's logits; a word cut by ``max_len`` (no sub-token left) gets ``fill_tag``, the
-baseline's tag ("O", else the first tag), in ``pals-predict`` and in the dev scores alike. Metrics (seqeval's default
+the arg-max of its first sub-token's logits (a sentence longer than ``max_len`` read in overlapping windows: the
+window where the word has the most context, ``data/words.py``); a word no token predicts (one the tokenizer reduces to
+nothing, or one past ``max_len`` in a run trained with ``--truncate``) gets ``fill_tag``, the baseline's tag ("O",
+else the first tag), in ``pals-predict`` and in the dev scores alike. Metrics (seqeval's default
 mode, as the transformers NER example): ``entity_f1`` (main), ``entity_precision``, ``entity_recall``, and
 ``token_accuracy`` over every word. Baseline: every word "O" (entity F1 0); a tag set without "O": its most frequent
 training tag.
@@ -16,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import TaskOutputs
+from ..base import OUTPUTS_AXIS, TaskOutputs
 from ..labels import softmax
 
 OUTSIDE = "O"
 
 
 def fill_index(names: Sequence[str]) -> int:
-    """The tag a word without a prediction gets (a word cut by ``max_len``): "O", else the first tag."""
+    """The tag a word without a prediction gets (no sub-token, or cut by ``--truncate``): "O", else the first tag."""
     names = tuple(names)
     return names.index(OUTSIDE) if OUTSIDE in names else 0
 
@@ -44,6 +46,17 @@ class TokenOutputs:
     peft_task_type: str | None = "TOKEN_CLS"
     hf_head = "TokenClassification"
     problem_type = ""  # transformers' ForTokenClassification reads none
+    output_axes = ("batch", "sequence", OUTPUTS_AXIS)
+    pipeline_task = "token-classification"
+    pipeline_call_arguments = {"is_split_into_words": True}  # a row is its list of words, as pals-predict reads it
+    pipeline_reading = (
+        "one entity a run of words of one tag (B-/I- joined, O left out), each word tagged by its first sub-token "
+        "as pals-predict tags it (`{task}`), `score` the mean of its words' probabilities; a sentence longer than "
+        "the tokenizer's `model_max_length` (the run's max length) is read in the run's overlapping windows (`stride`) "
+        "as pals-predict reads it — only on a word two windows share and tag differently may the two differ: the "
+        "pipeline keeps the longer or better-scored of overlapping entities, pals-predict the tag of the window that "
+        "gives the word the most context"
+    )
     entropy_sampling: str | None = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
     # --- the head ------------------------------------------------------------------------------------
@@ -60,8 +73,13 @@ class TokenOutputs:
         """One logits vector per token: batch · n · C."""
         return batch * seq * num_labels
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch", 1: "sequence"}
+    def pipeline_arguments(self, max_len: int, stride: int | None = None) -> dict[str, Any]:
+        """The token-classification pipeline's settings that reproduce ``pals-predict``: each word tagged by its first
+        sub-token (``aggregation_strategy="first"``; "simple" would split a word whose sub-tokens disagree), and a
+        sentence longer than the exported tokenizer's ``model_max_length`` (the run's max length) read in the run's
+        windows (``stride``; none when the run cut such sentences). It takes no ``max_length`` of its own; its entities
+        are the run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
+        return {"aggregation_strategy": "first", **({"stride": stride} if stride is not None else {})}
 
     # --- the outputs ---------------------------------------------------------------------------------
 
@@ -70,7 +88,7 @@ class TokenOutputs:
 
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         """``logits``: one (words, C) array per row, the logits of each word's first sub-token, a row of NaN for a
-        word cut by ``max_len`` (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
+        word no token predicts (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
         ``prob``: each row's array of the chosen tags' softmax probabilities."""
         import numpy as np
 
