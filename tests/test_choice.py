@@ -413,5 +413,10 @@ def test_the_explorer_prices_and_profiles_a_choice_task(tmp_path, monkeypatch):
     dev = swag_rows(16, 1)
     top = max(range(4), key=lambda j: (sum(r["label"] == j for r in swag_rows(48, 0)), -j))
     assert table["majority class on dev"][0] == f"{100 * np.mean([r['label'] == top for r in dev]):.1f} (accuracy)"
-    text = next(m.value for m in at.markdown if "(4 candidates a row)" in m.value)
+    text = next(m.value for m in at.markdown if "(4 candidates a row" in m.value)
     assert "tokens per (context, candidate) pair p50" in text
+    # the right positions charted, train and dev, as pals-tasks counts them
+    from test_explorer_tasks_file import fig
+
+    bars = {t["name"].split()[0]: dict(zip(t["x"], t["customdata"])) for t in fig(at, "fig_labels::swag")["data"]}
+    assert bars["train"] == {str(j): sum(r["label"] == j for r in swag_rows(48, 0)) for j in range(4)}

@@ -98,6 +98,8 @@ def candidates_code(model, task: str, model_line: str) -> list[str]:
         "    for firsts, seconds in rows:",
         f"        enc = tokenizer(firsts, seconds, truncation=True, max_length={info.max_len}, padding=True, "
         'return_tensors="pt")',
+        '        if getattr(model.config, "type_vocab_size", 0) < 2:  # a model without segment embeddings reads none',
+        '            enc.pop("token_type_ids", None)',
         "        with torch.no_grad():  # one row: its k sequences a batch of one row, (1, k, tokens)",
         "            logits = model(**{k: v[None] for k, v in enc.items()}).logits[0]",
         "        out.append(logits.softmax(-1).tolist())",
