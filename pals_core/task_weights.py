@@ -45,6 +45,7 @@ class TaskFile:
     config: AdapterConfig
     base: dict
     per_word: bool = False  # a tagging task's head (on every token); files written before it: False
+    per_candidate: bool = False  # a multiple-choice task's head (one score a candidate); files before it: False
 
 
 def read_task_file(path: str | os.PathLike) -> TaskFile:
@@ -68,6 +69,7 @@ def read_task_file(path: str | os.PathLike) -> TaskFile:
             AdapterConfig.from_dict(json.loads(meta["adapter_config"])),
             json.loads(meta["base"]),
             meta.get("per_word", "0") == "1",
+            meta.get("per_candidate", "0") == "1",
         )
     except (KeyError, ValueError, TypeError) as e:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
@@ -84,6 +86,7 @@ def save_task(model, task: str, path: str | os.PathLike) -> None:
         "adapter_config": json.dumps(model.config.as_dict()),
         "base": json.dumps({k: getattr(model.shape, k) for k in _SHAPE_FIELDS}),
         "per_word": "1" if task in model.per_word else "0",
+        "per_candidate": "1" if task in model.per_candidate else "0",
     }
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
@@ -117,13 +120,18 @@ def load_task(model, path: str | os.PathLike, task: str | None = None) -> str:
     added = name not in model.tasks
     if not added and model.tasks[name] != info.num_labels:
         raise ValueError(f"task {name!r} has {model.tasks[name]} labels in the model, {info.num_labels} in the file")
-    if not added and (name in model.per_word) != info.per_word:
-        heads = {True: "a head on every token (a tagging task)", False: "a sentence head"}
+    mine = (name in model.per_word, name in model.per_candidate)
+    if not added and mine != (info.per_word, info.per_candidate):
+        heads = {
+            (True, False): "a head on every token (a tagging task)",
+            (False, True): "a head scoring each candidate (a multiple-choice task)",
+            (False, False): "a sentence head",
+        }
         raise ValueError(
-            f"task {name!r} has {heads[name in model.per_word]} in the model, {heads[info.per_word]} in the file"
+            f"task {name!r} has {heads[mine]} in the model, {heads[(info.per_word, info.per_candidate)]} in the file"
         )
     if added:
-        model.add_task(name, info.num_labels, per_word=info.per_word)
+        model.add_task(name, info.num_labels, per_word=info.per_word, per_candidate=info.per_candidate)
     try:
         _copy_into(model, name, os.fspath(path))
     except BaseException:

@@ -238,7 +238,7 @@ def test_without_a_glue_folder_the_train_view_offers_the_example_tasks(env, monk
     assert at.segmented_control(key="view").value == "train"
     assert not any("no data to read yet" in w.value for w in at.warning)
     assert not at.button(key="launch").disabled
-    assert at.multiselect(key="train_file_tasks").value == ["intent", "reviews", "tickets", "entities"]
+    assert at.multiselect(key="train_file_tasks").value == ["intent", "reviews", "tickets", "entities", "replies"]
     assert any("--tasks-file" in c.value and "examples/tasks/tasks.yaml" in c.value for c in at.code)
 
 
@@ -354,7 +354,7 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
     example = ROOT / inputs.EXAMPLE_TASKS
     at = open_at({"model": "tiny", "tasks_file": str(example), "extra": "250k"}, "studies")
     assert page_errors(at) == []
-    assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets,entities"
+    assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets,entities,replies"
     assert at.selectbox(key="study_start_model").value == "tiny random BERT (smoke study)"
     assert at.text_input(key="study_start_budget_count").value == "250,000"
     settings = settings_from_form(

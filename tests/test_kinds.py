@@ -42,7 +42,7 @@ def test_each_kind_declares_every_metric_with_the_range_of_its_values():
 
 def test_an_unknown_kind_is_named_with_the_registered_ones():
     with pytest.raises(
-        TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens\)"
+        TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, choice\)"
     ):
         TaskRecord("t", kind="ranking", train="x").check()
     with pytest.raises(ValueError, match="unknown kind 'ranking'"):
@@ -64,6 +64,7 @@ def test_a_field_of_another_kind_is_refused_naming_what_it_is_for():
 BRANCH = re.compile(
     r"""(==|!=|\bin\b|\.get\()\s*\(?\s*["'](classification|regression|multilabel)["']|\.(regression|multilabel)\b"""
     r"""|(==|!=|\bin\b)\s*\(?\s*["']tokens["']"""  # .get("tokens"): a profile's token counts, no kind
+    r"""|(==|!=|\bin\b|\.get\()\s*\(?\s*["']choice["']|\bchoice\.module\b|kinds\.choice\b"""
 )
 
 

@@ -86,9 +86,11 @@ def _tokens_line(p: dict) -> str:
     t = p["tokens"]
     if t is None:
         return "  tokens: not counted (no tokenizer)"
+    k = t.get("sequences_per_row", 1)  # a row of several sequences (a choice row's pairs): counted each
+    each = "" if k == 1 else f", per sequence: {k:g} a row"
     line = (
-        f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
-        f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
+        f"  tokens (untruncated, special tokens included{each}): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
+        f"{_pct(t['truncated'])} % of {'rows' if k == 1 else 'sequences'} longer than {t['max_len']}"
     )
     if t.get("rows_windowed"):  # a kind of one label per word: long sentences read in windows, no word lost
         line += (

@@ -182,6 +182,19 @@ def token_ids(
     return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
 
 
+def flat_sequences(
+    text_a: Sequence[Sequence[str]], text_b: Sequence[Sequence[str]] | None
+) -> tuple[list[str], list[str] | None, np.ndarray]:
+    """Rows of several sequences (each row a list of first segments, and of second ones) as one list of sequences
+    in row order, and the rows over them (``Encoded.groups``)."""
+    counts = [len(r) for r in text_a]
+    groups = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=groups[1:])
+    a = [t for row in text_a for t in row]
+    b = None if text_b is None else [t for row in text_b for t in row]
+    return a, b, groups
+
+
 def encode(
     raw: RawSplit,
     labels: np.ndarray,
@@ -192,12 +205,20 @@ def encode(
     per_word: bool = False,
     names: Sequence[str] = (),
     stride: int | None = None,
+    grouped: bool = False,
 ) -> tuple[Encoded, bool]:
     """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache.
     ``per_word``: each row of ``raw.text_a`` is a list of words and each of ``labels`` their tag indices (tag
     ``names``), tokenised as words, read in windows sharing ``stride`` tokens (None: cut at ``max_len``) and aligned
-    (``align_words``)."""
+    (``align_words``). ``grouped``: each row is several sequences (``raw.text_a[i]`` a list of first segments,
+    ``raw.text_b[i]`` of second ones: a multiple-choice row's (context, candidate) pairs), each tokenised as a row
+    is (``flat_sequences``)."""
     import datasets
+
+    groups = None
+    if grouped:
+        text_a, text_b, groups = flat_sequences(raw.text_a, raw.text_b)
+        raw = RawSplit(text_a, text_b, [], raw.dropped, raw.source, raw.fingerprint)
 
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     spec = {
@@ -209,20 +230,22 @@ def encode(
     if per_word:  # words split by the task, not texts: other ids for the same characters; windows or a cut
         spec["words"] = True
         spec["stride"] = stride
+    if groups is not None:  # the same sequences grouped into other rows: the rows' layout is part of the key
+        spec["groups"] = hashlib.sha256(groups.tobytes()).hexdigest()
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
     def made(ds) -> Encoded:
         ids = _ids(ds)
         if per_word:
             return align_words(ids, _flat(ds, "firsts"), _flat(ds, "starts"), _flat(ds, "row"), labels, names)
-        return Encoded(*ids, labels)
+        return Encoded(*ids, labels, groups=groups)
 
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
             ds = datasets.load_from_disk(str(target))
             rows = int(_flat(ds, "row")[-1]) + 1 if per_word and ds.num_rows else ds.num_rows
-            if rows == len(labels):
+            if rows == (len(labels) if groups is None else int(groups[-1])):  # grouped: the sequences
                 return made(ds), True
         except Exception:  # a damaged cache entry is rebuilt
             pass
@@ -457,6 +480,7 @@ def load_tasks(
                 per_word=r.kind_of.per_word,
                 names=data.label_names,
                 stride=stride,
+                grouped=r.kind_of.per_candidate,
             )
             rows_kept = subset(enc.rows, max_train if key == "train" else max_eval)
             if rows_kept is not None:
@@ -566,6 +590,7 @@ __all__ = [
     "check_tokenizer",
     "describe_data",
     "encode",
+    "flat_sequences",
     "label_array",
     "load_task",
     "load_tasks",

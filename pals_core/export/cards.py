@@ -5,7 +5,10 @@ writes: what the folder holds, the base it loads on, and the one transformers ``
 The call is built here once (``pipeline_call``: the task's kind declares the pipeline, its settings and how its
 output reads — ``Kind.pipeline_task``, ``pipeline_arguments``, ``pipeline_call_arguments``, ``pipeline_reading``) and
 both rendered into the card and handed to whoever runs it (tests/test_export_cards.py runs the card's code as
-written). Every card's code starts from ``folder = "<this folder, absolute>"``: the one line to change when the
+written). A kind no transformers pipeline serves (``pipeline_task`` None: multiple choice) gets the
+``AutoModelFor<hf_head>`` call itself instead (``candidates_code``: each row's k sequences in one forward, the
+softmax over their k scores), and a kind peft has no task type for (``peft_task_type`` None) the plain
+``PeftModel`` over that class. Every card's code starts from ``folder = "<this folder, absolute>"``: the one line to change when the
 export moves.
 
 Loading a peft adapter builds the head's modules from the base's config, and transformers reports them MISSING from
@@ -63,6 +66,8 @@ def pipeline_call(model, task: str) -> PipelineCall:
     record = info.records[task]
     kind = get_kind(record.kind)
     texts, pairs, _ = check_rows(record, info.max_len, n=1)
+    if kind.pipeline_task is None:
+        raise ValueError(f"task {task!r}: no transformers pipeline serves a {record.kind} task (candidates_code)")
     if kind.per_word:
         example: Any = words_of(texts[0])
     elif pairs is not None:
@@ -72,6 +77,37 @@ def pipeline_call(model, task: str) -> PipelineCall:
     return PipelineCall(
         kind.pipeline_task, kind.pipeline_arguments(info.max_len, info.stride), kind.pipeline_call_arguments, [example]
     )
+
+
+def candidates_code(model, task: str, model_line: str) -> list[str]:
+    """The card's code for a task of k candidate sequences a row (``Kind.per_candidate``), which no transformers
+    pipeline serves: ``model_line`` loads the ``AutoModelFor<hf_head>`` as ``model``; ``predict(rows)`` gives each
+    row's k probabilities (the softmax over the k scores, as ``pals-predict``), a row being its k first segments and
+    its k second segments (None: each candidate alone), each pair cut at the run's max length longest first."""
+    info = model.run
+    firsts, seconds, _ = check_rows(info.records[task], info.max_len, n=1)
+    example = (firsts[0], None if seconds is None else seconds[0])
+    return [
+        model_line,
+        "tokenizer = AutoTokenizer.from_pretrained(folder)",
+        "",
+        "",
+        "def predict(rows):",
+        '    """Each row (its k first segments, its k second segments or None): its k candidates\' probabilities."""',
+        "    out = []",
+        "    for firsts, seconds in rows:",
+        f"        enc = tokenizer(firsts, seconds, truncation=True, max_length={info.max_len}, padding=True, "
+        'return_tensors="pt")',
+        '        if getattr(model.config, "type_vocab_size", 0) < 2:  # a model without segment embeddings reads none',
+        '            enc.pop("token_type_ids", None)',
+        "        with torch.no_grad():  # one row: its k sequences a batch of one row, (1, k, tokens)",
+        "            logits = model(**{k: v[None] for k, v in enc.items()}).logits[0]",
+        "        out.append(logits.softmax(-1).tolist())",
+        "    return out",
+        "",
+        "",
+        f"predict([{example!r}])",
+    ]
 
 
 def _code(*lines: str) -> str:
@@ -136,8 +172,15 @@ def _reading(model, task: str) -> list[str]:
 def hf_card(model, task: str, folder: str) -> str:
     """``README.md`` of a merged export's task folder ``folder`` (absolute)."""
     kind = get_kind(model.run.records[task].kind)
-    call = pipeline_call(model, task)
     origin = trunk_origin(model.run.config.get("model"))
+    start = f"folder = {folder!r}  # this folder: change it if you move it"
+    if kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
+        head = f"AutoModelFor{kind.hf_head}"
+        use = ["import torch", f"from transformers import {head}, AutoTokenizer", "", start]
+        use += candidates_code(model, task, f"model = {head}.from_pretrained(folder).eval()")
+    else:
+        call = pipeline_call(model, task)
+        use = ["from transformers import pipeline", "", start, call.line("folder"), call.example_line()]
     front = {
         "library_name": "transformers",
         "pipeline_tag": kind.pipeline_task,
@@ -156,13 +199,7 @@ def hf_card(model, task: str, folder: str) -> str:
             "",
             "## Use it as pals-predict does",
             "",
-            _code(
-                "from transformers import pipeline",
-                "",
-                f"folder = {folder!r}  # this folder: change it if you move it",
-                call.line("folder"),
-                call.example_line(),
-            ),
+            _code(*use),
             *_reading(model, task),
         ]
     )
@@ -172,7 +209,6 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     """``README.md`` of a peft export's adapter folder ``folder`` (absolute); ``base``: the ``peft.PeftBase`` its
     adapter names; ``settings``: ``peft.load_settings`` of the task (what builds its head on the base)."""
     kind = get_kind(model.run.records[task].kind)
-    call = pipeline_call(model, task)
     auto, head = f"AutoPeftModelFor{kind.hf_head}", f"AutoModelFor{kind.hf_head}"
     front = {
         "base_model": base.hub_id,
@@ -182,12 +218,39 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     }
     start = [f"folder = {folder!r}  # this folder: change it if you move the export", f"settings = {settings!r}"]
     quiet = f"{QUIET_LOAD_REPORT}  # the base holds no head: see below"
+
+    def code(imports: list[str], load: list[str], model_line: str) -> str:
+        """A block loading the adapter as ``model`` (``load``, then ``model_line``) and calling it as pals-predict."""
+        lines = ["from transformers.utils import logging", "", *start, quiet, *load]
+        if kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
+            lines = ["import torch", *imports, "from transformers import AutoTokenizer", *lines]
+            return _code(*lines, *candidates_code(model, task, model_line))
+        call = pipeline_call(model, task)
+        lines = [*imports, "from transformers import pipeline", *lines]
+        return _code(*lines, model_line, call.line("model", "folder"), call.example_line())
+
+    offline = code(
+        ["import os", "", "from peft import PeftModel", f"from transformers import {head}"],
+        [f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)'],
+        "model = PeftModel.from_pretrained(base, folder).eval()",
+    )
     method = get_method(model.config.method).title
     if base.is_checkpoint:
         revision = f" at revision `{base.revision}`" if base.revision else ""
         named = f"`{base.name}`{revision}, {base.about}; `../base` holds the same weights"
     else:
         named = f"`{base.name}`, the export's `../base` by its absolute path when exported: {base.about}"
+    if kind.peft_task_type is None:  # no AutoPeftModelFor… of the kind: the plain PeftModel over the head's class
+        use = [
+            f"peft has no task type for a {kind.name} task (no `{auto}`): load the base beside this folder "
+            f"(`../base`) as a transformers `{head}` and the adapter over it with `PeftModel`:",
+            "",
+            offline,
+        ]
+    else:
+        hub = code([f"from peft import {auto}"], [], f"model = {auto}.from_pretrained(folder, **settings)")
+        use = [hub, "Offline, or with the export moved, load the base beside this folder (`../base`) yourself:", ""]
+        use.append(offline)
     return "\n".join(
         [
             _front(front),
@@ -199,33 +262,7 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
             "",
             "## Use it as pals-predict does",
             "",
-            _code(
-                f"from peft import {auto}",
-                "from transformers import pipeline",
-                "from transformers.utils import logging",
-                "",
-                *start,
-                quiet,
-                f"model = {auto}.from_pretrained(folder, **settings)",
-                call.line("model", "folder"),
-                call.example_line(),
-            ),
-            "Offline, or with the export moved, load the base beside this folder (`../base`) yourself:",
-            "",
-            _code(
-                "import os",
-                "",
-                "from peft import PeftModel",
-                f"from transformers import {head}, pipeline",
-                "from transformers.utils import logging",
-                "",
-                *start,
-                quiet,
-                f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)',
-                "model = PeftModel.from_pretrained(base, folder)",
-                call.line("model", "folder"),
-                call.example_line(),
-            ),
+            *use,
             *_reading(model, task),
             "`settings` builds the task's head on a base that has none (`id2label`: its outputs, named; the problem "
             "type; float32, as the run computed). transformers then reports that head MISSING from the base "
@@ -249,4 +286,13 @@ def card_code(card: str) -> list[str]:
     return blocks
 
 
-__all__ = ["LOAD_REPORT", "PipelineCall", "QUIET_LOAD_REPORT", "card_code", "hf_card", "peft_card", "pipeline_call"]
+__all__ = [
+    "LOAD_REPORT",
+    "PipelineCall",
+    "QUIET_LOAD_REPORT",
+    "candidates_code",
+    "card_code",
+    "hf_card",
+    "peft_card",
+    "pipeline_call",
+]

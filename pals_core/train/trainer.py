@@ -288,6 +288,7 @@ class _Run:
             cfg.adapter,
             {t.name: t.num_labels for t in tasks},
             per_word=[t.name for t in tasks if get_kind(t.kind).per_word],
+            per_candidate=[t.name for t in tasks if get_kind(t.kind).per_candidate],
         )
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)

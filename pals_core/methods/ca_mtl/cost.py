@@ -148,6 +148,12 @@ def _shared_params(m, layers, cfg, paper):
     return parts
 
 
+def _fixed_flops(m, layers, cfg) -> int:
+    """The task embedding's transformations into every conditional module's weights (the mm(1, …) parts of
+    ``_flops``): computed once per forward, whatever the batch — ``_flops`` of no token."""
+    return sum((p.count for p in _flops(m, layers, cfg, 0)), Poly()).c
+
+
 def _flops(m, layers, cfg, n):
     d, z, bs = m.hidden, z_dim(m, cfg), block_size(cfg)
     parts = [
@@ -283,6 +289,7 @@ METHODS = (
         tensors=_tensors,
         frozen_layers=frozen_layers,
         trunk="fine-tuned",  # as released: fine-tuned above its frozen lower half (frozen_layers)
+        fixed_flops=_fixed_flops,
         recipe=RECIPE,
     ),
 )
