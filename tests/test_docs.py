@@ -234,3 +234,26 @@ def test_the_commands_the_tiny_model_can_run_run_as_shown(here, tmp_path, monkey
     assert set(readme) <= set(ran), [str(c) for c in readme if c not in ran]  # the front door runs whole
     assert (sandbox / "runs" / "mine" / "summary.json").exists() and (sandbox / "exported" / "model.onnx").exists()
     assert len(ran) >= 20, [str(c) for c in ran]
+
+
+# --- what a thing is for, not who asked for it ----------------------------------------------------------------------
+
+
+def test_code_docs_and_benchmarks_name_no_issue():
+    """The repository's text says what a thing is for, not which issue asked for it: no issue cited by its number in
+    code, tests, docs, BENCHMARKS.md or benchmarks (the committed results under benchmarks/results keep their names)."""
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT)
+        if (
+            not path.is_file()
+            or path.suffix not in {".py", ".md", ".sh", ".toml", ".yaml", ".cfg"}
+            or rel.parts[0] in {".venv", ".git", "benchmarks/results", "test-artifacts", "runs", "studies_out"}
+            or rel.parts[:2] == ("benchmarks", "results")
+            or any(p.startswith(".") or p == "__pycache__" for p in rel.parts)
+        ):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if re.search(r"(?i)\bissue ?#?\d+", line):
+                found.append(f"{rel}:{n}: {line.strip()[:120]}")
+    assert not found, "\n".join(found)
