@@ -252,7 +252,7 @@ def majority(records: tuple[TaskRecord, ...], stamp: tuple, glue_dir: str) -> fl
 
 
 def render_measured(inp: Inputs | None, results: Sequence[measured.Result], chosen: Cost | None) -> None:
-    """The measured trade-off for the question's model and tasks (issue: what the budget buys)."""
+    """The measured trade-off for the question's model and tasks (what the budget buys)."""
     st.markdown("#### What the budget bought, measured")
     if inp is None:
         st.info("Fix the question in the sidebar: measured results are shown for its model and tasks.")

@@ -1,5 +1,5 @@
 """What a budget buys before you train: the dev score of a design size that was not measured, predicted from the
-sizes that were (issue 37; docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
+sizes that were (docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
 inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
 A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × every other design

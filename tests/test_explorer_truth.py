@@ -94,7 +94,7 @@ def cli_rows(*args: str) -> dict[tuple[str, str], dict[str, str]]:
     return out
 
 
-# --- item 3: numbers agree to the digit ------------------------------------------------------------------------
+# --- numbers agree to the digit -------------------------------------------------------------------------------
 
 
 def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
@@ -158,7 +158,7 @@ def test_a_share_of_the_budget_is_rounded_down():
     assert display.share_text(float("inf")) == "∞%"
 
 
-# --- item 4: readable figures -----------------------------------------------------------------------------------
+# --- readable figures ------------------------------------------------------------------------------------------
 
 
 def test_crowded_points_are_each_named_clear_of_every_marker():
@@ -219,7 +219,7 @@ def test_a_legend_never_needs_a_scroll_box():
     assert spec["layout"]["height"] - PLOT_MARGIN_PX >= len(entries) * LEGEND_ENTRY_PX
 
 
-# --- item 6: a first visit works --------------------------------------------------------------------------------
+# --- a first visit works ---------------------------------------------------------------------------------------
 
 
 def test_without_a_glue_folder_the_train_view_offers_the_example_tasks(env, monkeypatch):

@@ -1,4 +1,4 @@
-"""Task kinds as folders (issue 35, item 1): one registry line per kind, its pure part free of torch, and no code
+"""Task kinds as folders: one registry line per kind, its pure part free of torch, and no code
 outside ``pals_core/kinds/`` that branches on a kind's name."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_no_code_outside_the_kinds_folders_branches_on_a_kind():
     assert found == []
 
 
-# --- issue 35 item 4: regression on the user's scale ------------------------------------------------------------
+# --- regression on the user's scale ----------------------------------------------------------------------
 
 
 def test_regression_trains_on_standardised_targets_and_reports_error_in_user_units():

@@ -143,7 +143,7 @@ def test_majority_reference_is_the_hand_computed_one(profiles):
     m = profiles["reviews"]["majority"]
     assert m["metric"] == "pearson" and m["main"] == 0.0
     assert {k: m["scores"][k] for k in ("pearson", "spearman")} == {"pearson": 0.0, "spearman": 0.0}
-    # ... and misses by its RMSE: mean((y - c)²) = var(y) + (mean(y) - c)², c the train mean (issue 35 item 4)
+    # ... and misses by its RMSE: mean((y - c)²) = var(y) + (mean(y) - c)², c the train mean
     train, dev = profiles["reviews"]["distribution"]["train"], profiles["reviews"]["distribution"]["dev"]
     rmse = math.sqrt(dev["std"] ** 2 + (dev["mean"] - train["mean"]) ** 2)
     assert m["scores"]["rmse"] == pytest.approx(rmse) and 0 < m["scores"]["mae"] <= m["scores"]["rmse"]

@@ -3,8 +3,8 @@
 CA-MTL conditions shared modules on a learned task embedding instead of giving every task its own
 adapter. Per task it holds only the embedding e_t ∈ R^{d_z}; everything else is shared by all tasks
 (counted once, ``Method.shared_params``) and the lower part of the base model is frozen
-(``Method.frozen_base``). The construction is the one the authors released (CAMTL/CA-MTL, as issue 15
-describes it; the README's "Fidelity" section lists every point). The torch modules beside this file
+(``Method.frozen_base``). The construction is the one the authors released (CAMTL/CA-MTL;
+docs/methods.md "Fidelity to the sources" lists every point). The torch modules beside this file
 (``module.py``) hold exactly these parts.
 
 Notation: d hidden, d_z = ``task_embedding_dim`` (default d), L layers, K = the layers at ``location``
