@@ -322,11 +322,12 @@ class OwnFiles:
         """Declared, else read from the train file's label column (``read_label_names``)."""
         return read_label_names(self.record)
 
-    def files(self) -> dict[str, dict]:
-        """role → its file's path and sha256."""
-        r = self.record
+    def files(self, read: dict[str, str] | None = None) -> dict[str, dict]:
+        """role → its file's path and sha256 (``read``: path → the sha256 of the bytes its rows were read from,
+        taken as it is, the file not opened again)."""
+        r, read = self.record, read or {}
         return {
-            role: {"path": path, "sha256": sha256_of(path)}
+            role: {"path": path, "sha256": read[path] if path in read else sha256_of(path)}
             for role, path in (("train", r.train), ("dev", r.dev))
             if path
         }
@@ -366,10 +367,15 @@ class GlueSource:
         names = ([("train", t.train_file)] if train else []) + [(_dev_key(s), f) for s, f in t.dev_files]
         return {key: self.root / t.folder / name for key, name in names}
 
-    def files(self) -> dict[str, dict]:
-        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it)."""
+    def files(self, read: dict[str, str] | None = None) -> dict[str, dict]:
+        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it; ``read``:
+        path → the sha256 of the bytes its rows were read from, taken as it is)."""
+        read = read or {}
         return {
-            role: {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+            role: {
+                "path": str(path),
+                "sha256": read[str(path)] if str(path) in read else sha256_of(path) if path.is_file() else None,
+            }
             for role, path in self._paths().items()
         }
 
@@ -495,19 +501,30 @@ def load_tasks(
     return out
 
 
-def describe_data(records: Sequence[TaskRecord], *, glue_dir: str | None = None, source: str = "auto") -> dict:
+def describe_data(
+    records: Sequence[TaskRecord],
+    *,
+    glue_dir: str | None = None,
+    source: str = "auto",
+    rows: dict[str, TaskSplits] | None = None,
+) -> dict:
     """What a run's data is, for its config.json: per task its record, label names, C_t, its files' paths and
     sha256, and its fingerprint (``tasks.fingerprint``), as its source gives them (``task_source``). Reads a task's
     label column when its labels are not declared, and hashes its files; a GLUE file that is not there (or the hub,
-    or no GLUE source at all) has no sha256 (the trainer's file check names it)."""
+    or no GLUE source at all) has no sha256 (the trainer's file check names it). ``rows``: tasks' rows already read
+    (``read_tasks``): their label names, and the sha256 of each file they were read from, are those of that read,
+    and no file of theirs is opened again."""
     out = {}
+    rows = rows or {}
     for r in records:
         try:
             src = task_source(r, glue_dir=glue_dir, source=source)
         except ValueError:  # a GLUE task with no folder and the hub off: described without files
             src = GlueSource(r)
-        names = src.label_names()
-        files = src.files()
+        splits, names = rows[r.name] if r.name in rows else ({}, None)
+        read = dict(raw.read_from for raw in splits.values() if raw.read_from is not None)
+        names = src.label_names() if names is None else tuple(names)
+        files = src.files(read)
         hashes = {role: f["sha256"] for role, f in files.items()}
         out[r.name] = {
             "record": r.as_dict(),

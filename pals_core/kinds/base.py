@@ -133,12 +133,14 @@ class Kind:
     def default_metric(self) -> str:
         return self.metrics[0]
 
-    def metric_text(self, metric: str, value: Any, ci95: Any = None) -> str:
-        """A dev metric as the commands print it: a fraction ×100 ("81.23"), one of ``in_units`` (an error in the
-        user's units: RMSE, MAE) as it is ("1.342"); with ``ci95``, "± half-width" likewise; "—" for none."""
-        if not isinstance(value, (int, float)) or value != value:
+    def metric_text(self, metric: str, value: Any, ci95: Any = None, digits: int = 2) -> str:
+        """A dev metric as the commands print it — a run's score, a majority reference alike: a fraction ×100 with
+        ``digits`` decimals ("81.23"), one of ``in_units`` (an error in the user's units: RMSE, MAE) as it is, to
+        ``digits`` + 2 significant figures ("1.342"); with ``ci95``, "± half-width" likewise; "—" for none. The one
+        place a metric is put on the 0–100 scale for reading."""
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
             return "—"
-        shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
+        shown = (lambda v: f"{v:.{digits + 2}g}") if metric in self.in_units else (lambda v: f"{100 * v:.{digits}f}")
         return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
 
     def metric_range(self, metric: str) -> Range | None:
