@@ -84,12 +84,11 @@ def config_for(inp: Inputs, key: Key, d_s: int | None = None, freeze_trunk: bool
     )
 
 
-def question_design(inp: Inputs) -> str:
-    """The question's design settings but method, location, size and trunk (``results.design_settings``): what a
-    measured score or a fitted curve must have been trained with to stand for a row of this page."""
-    from pals_core.results import design_settings  # late: the runs' reader, only where runs are placed
-
-    return design_settings(config_for(inp, ("pals", "all")).as_dict())
+def question_design(inp: Inputs) -> dict:
+    """The question's design settings (``AdapterConfig.as_dict()``; method, location, size and trunk are each row's):
+    what a measured score or a fitted curve must have been trained with to stand for a row of this page, compared on
+    the settings the run's method reads (``results.of_design``)."""
+    return config_for(inp, ("pals", "all")).as_dict()
 
 
 def design_of(inp: Inputs, key: Key) -> Design:

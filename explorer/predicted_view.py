@@ -247,7 +247,7 @@ def _launch(cfg: dict) -> None:
         st.success(f"Launched run **{run.id}** (pid {run.pid}); its progress is in Runs & measured.")
 
 
-def question_curves(inp, keys_of, found, design: str | None = None) -> dict:
+def question_curves(inp, keys_of, found, design: dict | None = None) -> dict:
     """The curves of the question's model and tasks (``keys_of(records, stamp)``: the page's cached fingerprints;
     ``found(roots)``: the page's runs, read once for its measured scores too) and its ``design`` settings
     (``calc.question_design``), of the one recipe and trunk setting with the most runs (``score_model.main_setting``);

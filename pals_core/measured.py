@@ -29,13 +29,13 @@ on its own row.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .budget.recommend import Key, Score, label
 from .methods.registry import get_method
-from .results import DEPTH, SCALE, Run, read_summary, runs
+from .results import DEPTH, SCALE, Run, of_design, read_summary, runs
 from .results import read_or_none as _read
 from .results import summary_files as _summary_files
 from .supervise.roots import runs_root
@@ -90,7 +90,7 @@ class Result:
     recipe: str = ""  # how it was trained, apart from design and seed (``config.recipe``, as sorted JSON)
     task_keys: tuple[str, ...] = ()  # what its tasks are (``config.task_keys``: fingerprints), in ``tasks`` order
     untrained: tuple[str, ...] = ()  # tasks no training step reached (summary ``untrained``): an untrained head's score
-    design_settings: str = ""  # every other design setting (``results.design_settings``), as sorted JSON
+    design_settings: str = ""  # every other design setting the method reads (``results.design_settings``), as JSON
     freeze_trunk: bool = False  # trained with the base model frozen
 
     @property
@@ -274,14 +274,14 @@ def pooled(results: Sequence[Result]) -> list[Result]:
     return out
 
 
-def best_by_design(results: Sequence[Result], design: str | None = None) -> dict[Key, Score]:
+def best_by_design(results: Sequence[Result], design: Mapping | None = None) -> dict[Key, Score]:
     """Per design (method @ location), the size with the most runs behind it (then the best mean; each size's score
     the mean over its seeds: ``pooled``), a measurement before a smoke run: what the recommendation reads (a smoke
-    run's score is shown, labelled, and ranks nothing). With ``design`` (``results.design_settings`` of the
-    question's settings), only results of those settings. References (separate models) are not designs of the
+    run's score is shown, labelled, and ranks nothing). With ``design`` (the question's ``AdapterConfig.as_dict()``),
+    only results trained with those of its settings their method reads (``results.of_design``). References (separate models) are not designs of the
     table."""
     out: dict[Key, Score] = {}
-    mine = [r for r in results if r.method not in REFERENCES and (design is None or r.design_settings == design)]
+    mine = [r for r in results if r.method not in REFERENCES and of_design(design, r.method, r.design_settings)]
     for r in pooled(mine):
         old = out.get(r.key)
         if old is None or (not r.smoke, r.score.n, r.score.mean) > (not old.smoke, old.n, old.mean):

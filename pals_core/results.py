@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING
 
 from .atomic import read_json_file
 from .kinds import DEFAULT_KIND, PACKAGES, get_kind
+from .methods.registry import METHODS
 from .pricing.config import AdapterConfig
 from .pricing.limits import MAX_D_S
+from .pricing.method import EVERY_METHOD_READS
 from .tasks.glue_tasks import GLUE_TASKS
 
 if TYPE_CHECKING:
@@ -227,9 +229,10 @@ class Run:
 
     @cached_property
     def design(self) -> str:
-        """Every design setting but the size and those a fitted curve holds apart (method, location, trunk), as
-        sorted JSON (``design_settings``): runs of one design and one recipe differ only in their size and seed."""
-        return design_settings(self.adapter)
+        """Every design setting its method reads but the size and those a fitted curve holds apart (method,
+        location, trunk), as sorted JSON (``design_settings``): runs of one design and one recipe differ only in their
+        size and seed."""
+        return design_settings({**self.adapter, "method": self.method})
 
     @cached_property
     def identity(self) -> str:
@@ -246,19 +249,37 @@ class Run:
 SIZE_AND_OWN = ("d_s", "method", "location", "freeze_trunk")  # the size, and what a fitted curve holds apart
 
 
+def read_settings(method: object) -> tuple[str, ...]:
+    """The ``AdapterConfig`` settings a run of ``method`` reads besides ``SIZE_AND_OWN``: those every method reads
+    (``pricing.method.EVERY_METHOD_READS``) and its own (``Method.settings``, declared in its ``cost.py``); a method
+    the calculator does not know, every setting (its runs are told apart by all of them)."""
+    known = METHODS.get(method) if isinstance(method, str) else None
+    if known is None:
+        return tuple(f.name for f in fields(AdapterConfig) if f.name not in SIZE_AND_OWN)
+    return (*EVERY_METHOD_READS, *known.settings)
+
+
 def design_settings(adapter: Mapping) -> str:
-    """Every ``AdapterConfig`` setting of ``adapter`` (a run's ``config.adapter``, or ``AdapterConfig.as_dict()``)
-    but ``SIZE_AND_OWN``, as sorted JSON — read off AdapterConfig's fields, so that a setting added there tells runs
-    apart without being named here; one a run did not record is its default, and a number is compared as a number
-    (128 and 128.0 are one setting)."""
+    """The ``AdapterConfig`` settings of ``adapter`` (a run's ``config.adapter``, or ``AdapterConfig.as_dict()``)
+    that its method reads but ``SIZE_AND_OWN`` (``read_settings``), as sorted JSON: two runs of one method differ in
+    design only where the method reads a setting (``--lora-alpha`` parts LoRA runs, not Houlsby runs). One a run did
+    not record is its default, and a number is compared as a number (128 and 128.0 are one setting)."""
+    read = set(read_settings(adapter.get("method", AdapterConfig.default("method"))))
     out = {}
     for f in fields(AdapterConfig):
-        if f.name in SIZE_AND_OWN:
+        if f.name not in read:
             continue
         default = f.default if f.default is not MISSING else None
         value = adapter.get(f.name, default)
         out[f.name] = float(value) if _number(value) else value
     return json.dumps(out, sort_keys=True, default=str)
+
+
+def of_design(question: Mapping | None, method: str, design: str) -> bool:
+    """Whether a run of ``method`` with design settings ``design`` (``design_settings``) was trained with the
+    question's settings ``question`` (``AdapterConfig.as_dict()`` of the question; None: any) — compared on the
+    settings ``method`` reads, so a question's ``lora_alpha`` leaves its Houlsby rows' runs in place."""
+    return question is None or design == design_settings({**question, "method": method})
 
 
 # --- whether a run's numbers can be true ---------------------------------------------------------------------------

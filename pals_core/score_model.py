@@ -3,8 +3,8 @@ sizes that were (docs/design.md "Predicted scores"). Pure Python but for the fit
 inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
 A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × every other design
-setting (``results.design_settings``: each field of ``AdapterConfig`` — ``lora_alpha``, ``heads``, ``ffn_ratio``,
-``adapter_gelu``, … — read off the dataclass) × recipe (the run's ``config.recipe``: model, tasks by fingerprint,
+setting the method reads (``results.design_settings``: ``per_task_pooler`` and the method's own ``Method.settings``
+— ``lora_alpha`` for LoRA, ``heads``, ``adapter_gelu`` for PALs, … ) × recipe (the run's ``config.recipe``: model, tasks by fingerprint,
 steps, batch, lr, sampling, …). Runs of different designs or recipes are never fitted together, and a question's rows
 are predicted from the curves of its own design settings only. Within a family every run (every seed) is one point (size d_s, dev average 0–100), and the fit is
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .kinds import get_kind
-from .results import SCALE, PassedOver, Run, checked, read_or_none, runs
+from .results import SCALE, PassedOver, Run, checked, of_design, read_or_none, runs
 from .study_storage import open_read_only
 from .tasks import records_of_config
 
@@ -57,7 +57,7 @@ class Family:
     location: str | None
     freeze_trunk: bool
     recipe: str  # config.recipe as sorted JSON
-    design: str = ""  # every other design setting (``results.design_settings``), as sorted JSON
+    design: str = ""  # every other design setting the method reads (``results.design_settings``), as sorted JSON
 
     def label(self) -> str:
         where = f" @ {self.location}" if self.location else ""
@@ -388,18 +388,18 @@ def with_storage(found: Sequence[Run], storage: str | None, passed_over: list[Pa
 
 
 def observed(
-    found: Iterable[Run], model: str | None, keys: Sequence[str], design: str | None = None
+    found: Iterable[Run], model: str | None, keys: Sequence[str], design: Mapping | None = None
 ) -> list[Observation]:
     """The observations of the sized runs among ``found`` that trained ``model`` (a ``pals-train --model`` value;
     None = the embedded MiniLM) on exactly the tasks ``keys`` (fingerprints; a bare GLUE name stands for
-    ``glue:<name>``) — with ``design`` (``results.design_settings`` of the question's settings), only those of
-    that design."""
+    ``glue:<name>``) — with ``design`` (the question's ``AdapterConfig.as_dict()``), only those trained with the
+    settings of it their method reads (``results.of_design``)."""
     want = sorted(k if ":" in k else f"glue:{k}" for k in keys)
     out = []
     for run in found:
         obs = observation(run)
         if obs is not None and same_model(run.model, model) and sorted(run.task_keys) == want:
-            if design is None or obs.family.design == design:
+            if of_design(design, obs.family.method, obs.family.design):
                 out.append(obs)
     return out
 
@@ -448,12 +448,12 @@ def question_curves(
     storage: str | None,
     model: str | None,
     keys: Sequence[str],
-    design: str | None = None,
+    design: Mapping | None = None,
     passed_over: list[PassedOver] | None = None,
 ) -> dict[Family, Curve]:
     """The curves of the runs of ``model`` on exactly the tasks ``keys`` among ``found`` (``results.runs``, read once
     by the caller: ``pals-budget`` places the same runs for its measured scores) and in ``storage``, of the
-    question's ``design`` settings (``results.design_settings``; None: any). ``ValueError`` in one line for a
+    question's ``design`` settings (its ``AdapterConfig.as_dict()``, matched by ``results.of_design``; None: any). ``ValueError`` in one line for a
     storage that cannot be read; its trials whose numbers cannot be true are added to ``passed_over``."""
     return curves(observed(with_storage(found, storage, passed_over), model, keys, design))
 

@@ -17,8 +17,10 @@ from test_score_model import TASKS, study
 from pals_core import measured
 from pals_core import score_model as sm
 from pals_core.cli.budget import main as budget
+from pals_core.methods.registry import METHODS
 from pals_core.pricing.config import AdapterConfig
-from pals_core.results import runs
+from pals_core.pricing.method import EVERY_METHOD_READS
+from pals_core.results import SIZE_AND_OWN, read_settings, runs
 from pals_core.train.config import TrainConfig
 
 QUESTION = ["--model", "minilm-l6-h384", "--tasks", "rte,mrpc,stsb", "--method", "houlsby", "--budget", "1.05"]
@@ -222,25 +224,73 @@ def _other_value(f: dataclasses.Field):
     raise AssertionError(f"AdapterConfig.{f.name}: no other value known for its type {f.type}")
 
 
-@pytest.mark.parametrize(
-    "field",
-    [f for f in dataclasses.fields(AdapterConfig) if f.name not in ("method", "location", "d_s", "freeze_trunk")],
-    ids=lambda f: f.name,
-)
-def test_every_design_setting_but_the_size_parts_the_runs(tmp_path, field):
-    """Read from AdapterConfig's fields: a setting added later parts the runs without being named anywhere."""
-    a = tmp_path / "a" / "r"
-    write(a, summary_of(a))
-    b = tmp_path / "b" / "r"
-    other = summary_of(b)
-    other["config"]["adapter"][field.name] = _other_value(field)
-    write(b, other)
-    [ra], [rb] = runs([tmp_path / "a"]), runs([tmp_path / "b"])
-    assert sm.observation(ra).family != sm.observation(rb).family
-    bigger = tmp_path / "c" / "r"
-    write(bigger, summary_of(bigger, d_s=32))
-    [rc] = runs([tmp_path / "c"])
-    assert sm.observation(rc).family == sm.observation(ra).family  # the size alone: one family
+DESIGN_FIELDS = [f for f in dataclasses.fields(AdapterConfig) if f.name not in SIZE_AND_OWN]
+
+
+def test_each_method_declares_only_adapter_settings_and_every_setting_is_read_by_one():
+    """``Method.settings`` (each method's cost.py) names AdapterConfig fields only, none twice and none of the size
+    and its own; and every AdapterConfig field is the size, the method's own, or read by some method: a setting added
+    to AdapterConfig and declared by no method fails here instead of silently parting no runs."""
+    names = {f.name for f in dataclasses.fields(AdapterConfig)}
+    for m in METHODS.values():
+        assert set(m.settings) <= names, f"{m.name}: {set(m.settings) - names} are not AdapterConfig fields"
+        assert len(set(m.settings)) == len(m.settings) and not set(m.settings) & set(SIZE_AND_OWN), m.name
+    assert set(EVERY_METHOD_READS) <= names
+    read = set(EVERY_METHOD_READS).union(*(m.settings for m in METHODS.values()))
+    assert names - set(SIZE_AND_OWN) - read == set()
+
+
+@pytest.mark.parametrize("field", DESIGN_FIELDS, ids=lambda f: f.name)
+def test_a_design_setting_parts_the_runs_of_the_methods_that_read_it_and_no_others(tmp_path, field):
+    """Read from AdapterConfig's fields and each method's ``Method.settings``: two runs of one size that differ in
+    the setting are two designs for a method that reads it, one design for a method that does not."""
+    readers = [m.name for m in METHODS.values() if field.name in read_settings(m.name)]
+    others = [m.name for m in METHODS.values() if m.name not in readers]
+    assert readers, f"AdapterConfig.{field.name}: no method reads it (declare it in that method's Method.settings)"
+    for method, parted in [(readers[0], True), *[(m, False) for m in others[:1]]]:
+        a, b = tmp_path / method / "a" / "r", tmp_path / method / "b" / "r"
+        write(a, summary_of(a, method=method))
+        other = summary_of(b, method=method)
+        other["config"]["adapter"][field.name] = _other_value(field)
+        write(b, other)
+        [ra], [rb] = runs([a.parent]), runs([b.parent])
+        assert (ra.design != rb.design) is parted, (method, field.name)
+    sized = next((m for m in readers if METHODS[m].sized), None)
+    if sized is not None:  # the size alone: one family
+        a, bigger = tmp_path / "size" / "a" / "r", tmp_path / "size" / "c" / "r"
+        write(a, summary_of(a, method=sized))
+        write(bigger, summary_of(bigger, method=sized, d_s=32))
+        [ra], [rc] = runs([a.parent]), runs([bigger.parent])
+        assert sm.observation(rc).family == sm.observation(ra).family
+
+
+def test_lora_alpha_parts_lora_runs_but_not_houlsby_runs(tmp_path):
+    def design(method, **adapter):
+        folder = tmp_path / f"{method}-{len(adapter)}" / "r"
+        write(folder, summary_of(folder, method=method, **adapter))
+        [run] = runs([folder.parent])
+        return run.design
+
+    assert design("houlsby") == design("houlsby", lora_alpha=128.0)
+    assert design("lora") != design("lora", lora_alpha=128.0)
+
+
+def test_a_question_s_lora_alpha_keeps_the_runs_of_designs_that_do_not_read_it(tmp_path, capsys):
+    """``pals-budget --lora-alpha 128 --results``: the Houlsby row keeps its prediction and its measured score
+    (Houlsby reads no α), the LoRA row has none (its runs trained at the default α)."""
+    _design_study(tmp_path, method="houlsby", sizes=(4, 8, 16), seeds=(0, 1))
+    _design_study(tmp_path, method="lora", sizes=(4, 8, 16), seeds=(0, 1))
+    question = ["--model", "minilm-l6-h384", "--tasks", "rte,mrpc,stsb", "--location", "all", "--budget", "1.05"]
+    question += ["--freeze-trunk", "--results", str(tmp_path), "--json"]
+    predicted = {}
+    for alpha in ([], ["--lora-alpha", "128"]):
+        assert budget([*question, *alpha]) == 0
+        out = strict(capsys.readouterr().out)
+        rows = {r["method"]: r["predicted_score"] for r in out["rows"]}
+        predicted[bool(alpha)] = {m: p and p["runs"] for m, p in rows.items() if m in ("houlsby", "lora")}
+        predicted[bool(alpha), "measured"] = out["recommendation"]["measured"]
+    assert predicted[False] == {"houlsby": 6, "lora": 6} and predicted[False, "measured"] == 2
+    assert predicted[True] == {"houlsby": 6, "lora": None} and predicted[True, "measured"] == 1
 
 
 def test_the_measured_score_at_another_size_is_that_sizes_mean_over_its_seeds(tmp_path, capsys):

@@ -519,7 +519,8 @@ class _Runs:
     one reader of results (``results.runs``) at the first call and kept for the rest of the answer: the measured
     scores and the score curves place the same runs, each ``summary.json`` read once. ``passed_over``: the runs (and
     ``--storage`` trials) whose numbers cannot be true, each once. ``design``: the question's design settings
-    (``results.design_settings`` of the template every row shares): what a measured score and a curve must match."""
+    (the template every row shares, ``AdapterConfig.as_dict()``): what a measured score and a curve must have been
+    trained with, compared on the settings each run's method reads (``results.of_design``)."""
 
     def __init__(self, args, template: AdapterConfig) -> None:
         self.given = tuple(args.results or ())
@@ -528,10 +529,8 @@ class _Runs:
         self.template = template
 
     @property
-    def design(self) -> str:
-        from ..results import design_settings  # late: with the runs
-
-        return design_settings(self.template.as_dict())
+    def design(self) -> dict:
+        return self.template.as_dict()
 
     def check(self) -> None:
         """``UsageError`` in one line for a ``--results`` that is no folder."""

@@ -73,6 +73,10 @@ def no_parts(*_) -> list:
     return []
 
 
+# AdapterConfig settings that every method's model reads, whatever the method: a pooler per task (model.py builds
+# it and budget/costs.py prices it for any adapter)
+EVERY_METHOD_READS = ("per_task_pooler",)
+
 ParamFn = Callable[[BaseModel, Sequence[int], AdapterConfig, bool], list]
 FlopFn = Callable[[BaseModel, Sequence[int], AdapterConfig, int], list]
 
@@ -118,3 +122,7 @@ class Method:
     # How the method's authors train it (``pricing.recipe``): the learning rate, warm-up and weight decay its source
     # sets, the defaults of ``pals-train``'s --lr / --warmup / --weight-decay for this method, and the source cited
     recipe: Recipe = BERT_FINE_TUNING
+    # The AdapterConfig settings the method's cost.py and module.py read beyond those every method reads
+    # (method, d_s, location, freeze_trunk and ``EVERY_METHOD_READS``): what parts two of its runs of one size
+    # (``results.design_settings``); a setting it never reads (``lora_alpha`` for Houlsby) does not
+    settings: tuple[str, ...] = ()

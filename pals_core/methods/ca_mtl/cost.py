@@ -291,5 +291,13 @@ METHODS = (
         trunk="fine-tuned",  # as released: fine-tuned above its frozen lower half (frozen_layers)
         fixed_flops=_fixed_flops,
         recipe=RECIPE,
+        settings=(
+            "task_embedding_dim",
+            "frozen_layers",
+            "cond_norm_layers",
+            "cond_attn_max_len",
+            "cond_attn_blocks",
+            "cond_adapter_layers",
+        ),
     ),
 )

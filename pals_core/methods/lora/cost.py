@@ -65,5 +65,6 @@ METHODS = (
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
         trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
         recipe=RECIPE,
+        settings=("lora_alpha",),
     ),
 )

@@ -49,5 +49,6 @@ METHODS = (
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
         trunk="fine-tuned",  # as the PALs paper trains its low-rank variant
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("adapter_gelu",),
     ),
 )

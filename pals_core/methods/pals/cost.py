@@ -96,6 +96,7 @@ METHODS = (
         tensors=_pals_tensors,
         trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("heads", "adapter_gelu", "pal_attention_dropout"),
     ),
     Method(
         "pals_unshared",
@@ -110,5 +111,6 @@ METHODS = (
         tensors=_pals_unshared_tensors,
         trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("heads", "adapter_gelu", "pal_attention_dropout"),
     ),
 )

@@ -159,6 +159,7 @@ METHODS = (
         tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0),
         trunk="fine-tuned",  # as the PALs paper trains its top variants
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("heads", "n_top", "proj_attn_top_residual"),
     ),
     Method(
         "proj_ffn_top",
@@ -174,6 +175,7 @@ METHODS = (
         tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0),
         trunk="fine-tuned",  # as the PALs paper trains its top variants
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("n_top", "ffn_ratio"),
     ),
     Method(
         "bert_layer_top",
@@ -191,5 +193,6 @@ METHODS = (
         trunk="fine-tuned",  # as the PALs paper trains its top variants
         fixed_flops=lambda m, layers, cfg: get_family(m.family).fixed_flops(m, m.layers - 1),
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
+        settings=("bert_layer_top_init",),
     ),
 )
