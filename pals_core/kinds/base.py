@@ -50,6 +50,7 @@ class TaskOutputs:
     prob: np.ndarray | None
     probs: np.ndarray | None
     logits: np.ndarray | None  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
+    spans: np.ndarray | None = None  # (n, 2): each answer's character [start, end) in its context (a span answer)
 
 
 def check_lengths(preds: np.ndarray, labels: np.ndarray) -> None:
