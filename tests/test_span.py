@@ -480,3 +480,51 @@ def test_the_head_is_priced_as_auto_model_for_question_answering_holds_and_runs_
         out = qa(input_ids=ids)
     assert KIND.head_flops(family, m, 2, n) == flops
     assert KIND.logits_floats(1, n, 2) == out.start_logits.numel() + out.end_logits.numel()
+
+
+# --- the hf card's code: the example's decoding on AutoModelForQuestionAnswering --------------------------------
+
+
+@pytest.mark.parametrize("unanswerable", [False, True])
+def test_the_cards_code_answers_as_the_kinds_decoding_on_the_same_windows(tmp_path, unanswerable):
+    import torch
+    from transformers import AutoConfig, AutoModelForQuestionAnswering, AutoTokenizer
+
+    from pals_core.data.load import minilm_path
+    from pals_core.kinds.span.card import decoding_code
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(
+        "bert", hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8
+    )
+    model = AutoModelForQuestionAnswering.from_config(config).eval()
+    model.save_pretrained(tmp_path)
+    tok = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    tok.save_pretrained(tmp_path)
+    scope: dict = {}
+    exec(decoding_code(str(tmp_path), 24, 8, unanswerable), scope)
+    seen = []
+    for row in SQUAD_ROWS:
+        question, context = row["question"], row["context"]
+        enc = tok(
+            question,
+            context,
+            truncation="only_second",
+            max_length=24,
+            stride=8,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+        )
+        windows = []
+        for k, ids in enumerate(enc["input_ids"]):
+            with torch.no_grad():
+                out = model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([enc["token_type_ids"][k]]))
+            offsets = [o if s == 1 else (-1, -1) for o, s in zip(enc["offset_mapping"][k], enc.sequence_ids(k))]
+            windows.append(Window(out.start_logits[0].numpy(), out.end_logits[0].numpy(), np.asarray(offsets)))
+        assert len(windows) > 1  # the context is read in several windows
+        want = decode_answer(context, windows, unanswerable)
+        text, start, end, prob = scope["answer"](question, context)
+        assert (text, start, end) == (want.text, want.start, want.end)
+        assert prob == pytest.approx(want.prob, rel=1e-5)
+        seen.append(text)
+    assert any(t not in ("", EMPTY) for t in seen), seen  # spans of the context, not only placeholders
