@@ -491,7 +491,6 @@ def test_the_cards_code_answers_as_the_kinds_decoding_on_the_same_windows(tmp_pa
     from transformers import AutoConfig, AutoModelForQuestionAnswering, AutoTokenizer
 
     from pals_core.data.load import minilm_path
-    from pals_core.kinds.span.card import decoding_code
 
     torch.manual_seed(0)
     config = AutoConfig.for_model(
@@ -502,7 +501,7 @@ def test_the_cards_code_answers_as_the_kinds_decoding_on_the_same_windows(tmp_pa
     tok = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
     tok.save_pretrained(tmp_path)
     scope: dict = {}
-    exec(decoding_code(str(tmp_path), 24, 8, unanswerable), scope)
+    exec(KIND.card_code(str(tmp_path), 24, 8, {"unanswerable": unanswerable}), scope)
     seen = []
     for row in SQUAD_ROWS:
         question, context = row["question"], row["context"]

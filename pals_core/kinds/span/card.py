@@ -28,21 +28,21 @@ def answer(question, context, max_len={max_len}, stride={stride}, unanswerable={
         n = int(enc["attention_mask"][w].sum())
         starts, ends = out.start_logits[w, :n].numpy(), out.end_logits[w, :n].numpy()
         offsets = [o if s == 1 else None for o, s in zip(enc["offset_mapping"][w].tolist(), enc.sequence_ids(w))]
-        if null is None or null > starts[0] + ends[0]:
-            null = starts[0] + ends[0]
+        if null is None or null[0] > starts[0] + ends[0]:
+            null = (starts[0] + ends[0], -1, -1, starts[0], ends[0])
         for s in np.argsort(starts)[-1 : -n_best - 1 : -1]:
             for e in np.argsort(ends)[-1 : -n_best - 1 : -1]:
                 if offsets[s] is None or offsets[e] is None or e < s or e - s + 1 > max_answer_length:
                     continue
-                found.append((starts[s] + ends[e], offsets[s][0], offsets[e][1]))
+                found.append((starts[s] + ends[e], offsets[s][0], offsets[e][1], starts[s], ends[e]))
     if unanswerable:
-        found.append((null, -1, -1))
+        found.append(null)
     ranked = sorted(found, key=lambda c: c[0], reverse=True)[:n_best]
     if unanswerable and not any(c[1] < 0 for c in ranked):
-        ranked.append((null, -1, -1))
-    texts = [context[a:b] if a >= 0 else "" for _, a, b in ranked]
+        ranked.append(null)
+    texts = [context[c[1]:c[2]] if c[1] >= 0 else "" for c in ranked]
     if not ranked or (len(ranked) == 1 and texts[0] == ""):
-        ranked.insert(0, (0.0, -1, -1))
+        ranked.insert(0, (0.0, -1, -1, 0.0, 0.0))
         texts.insert(0, "empty")
     scores = np.array([c[0] for c in ranked])
     probs = np.exp(scores - scores.max())
@@ -50,7 +50,7 @@ def answer(question, context, max_len={max_len}, stride={stride}, unanswerable={
     pick = 0
     if unanswerable:
         pick = next(i for i, t in enumerate(texts) if t != "")
-        if null - ranked[pick][0] > null_threshold:
+        if null[0] - ranked[pick][3] - ranked[pick][4] > null_threshold:
             pick = next(i for i, c in enumerate(ranked) if c[1] < 0 and texts[i] == "")
     return texts[pick], int(ranked[pick][1]), int(ranked[pick][2]), float(probs[pick])
 '''

@@ -72,8 +72,8 @@ def decode_answer(
     """The answer of one question (see the module's docstring). ``unanswerable``: SQuAD v2 (an empty answer may win)."""
     import numpy as np
 
-    null_score = None
-    candidates: list[tuple[float, int, int]] = []  # (score, char start, char end); (-1, -1): no answer
+    null_score = null = None
+    candidates: list[tuple] = []  # (score, char start, char end, start logit, end logit); start -1: no answer
     for w in windows:
         starts, ends = np.asarray(w.start_logits), np.asarray(w.end_logits)  # their dtype: the sums as run_qa's
         offsets = np.asarray(w.offsets, dtype=np.int64).reshape(-1, 2)
@@ -81,32 +81,34 @@ def decode_answer(
             continue
         score = starts[0] + ends[0]
         if null_score is None or null_score > score:
-            null_score = score
+            null_score, null = score, (score, -1, -1, starts[0], ends[0])
         inside = offsets[:, 0] >= 0
         for s in np.argsort(starts)[-1 : -n_best - 1 : -1]:
             for e in np.argsort(ends)[-1 : -n_best - 1 : -1]:
                 if not inside[s] or not inside[e] or e < s or e - s + 1 > max_answer_length:
                     continue
-                candidates.append((starts[s] + ends[e], int(offsets[s, 0]), int(offsets[e, 1])))
-    null = unanswerable and null_score is not None
-    if null:
-        candidates.append((null_score, -1, -1))
+                candidates.append((starts[s] + ends[e], int(offsets[s, 0]), int(offsets[e, 1]), starts[s], ends[e]))
+    allowed = unanswerable and null_score is not None
+    if allowed:
+        candidates.append(null)
     ranked = sorted(candidates, key=lambda c: c[0], reverse=True)[:n_best]
-    if null and not any(c[1] < 0 for c in ranked):
-        ranked.append((null_score, -1, -1))
-    texts = [context[a:b] if a >= 0 else "" for _, a, b in ranked]
+    if allowed and not any(c[1] < 0 for c in ranked):
+        ranked.append(null)
+    texts = [context[c[1] : c[2]] if c[1] >= 0 else "" for c in ranked]
     if not ranked or (len(ranked) == 1 and texts[0] == ""):
-        ranked.insert(0, (0.0, -1, -1))  # run_qa's placeholder when no span qualifies: the text "empty", scored 0
+        ranked.insert(
+            0, (0.0, -1, -1, 0.0, 0.0)
+        )  # run_qa's placeholder when no span qualifies: the text "empty", scored 0
         texts.insert(0, EMPTY)
     scores = np.array([c[0] for c in ranked])
     probs = np.exp(scores - np.max(scores))
     probs = probs / probs.sum()
     pick = 0
-    if null:
+    if allowed:
         pick = next(i for i, t in enumerate(texts) if t != "")  # the best non-empty candidate
-        if null_score - ranked[pick][0] > null_threshold:
+        if null_score - ranked[pick][3] - ranked[pick][4] > null_threshold:
             pick = next(i for i, c in enumerate(ranked) if c[1] < 0 and texts[i] == "")
-    score, a, b = ranked[pick]
+    score, a, b = ranked[pick][:3]
     return Answer(texts[pick], int(a), int(b), float(probs[pick]), float(score))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base import TaskOutputs
+from .card import decoding_code
 from .decoding import Question, decode_answer
 from .squad import v1_scores, v2_scores
 
@@ -62,6 +63,11 @@ class SpanOutputs:
 
     def output_axes(self) -> dict[int, str]:
         return {0: "batch", 1: "sequence"}
+
+    def card_code(self, folder: str, max_len: int, stride: int, scale: dict | None) -> str:
+        """The hf export card's Python that reproduces ``pals-predict``'s answers (``card.decoding_code``; transformers
+        5 has no question-answering pipeline): the export at ``folder``, the run's ``max_len``, stride and ``scale``."""
+        return decoding_code(folder, max_len, stride, bool((scale or {}).get("unanswerable", False)))
 
     # --- the outputs ---------------------------------------------------------------------------------
 
