@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
     from pals_core.train.config import TrainConfig
     from pals_core.train.trainer import train
 

@@ -58,6 +58,7 @@ import bench_serving  # noqa: E402  (the serving benchmark's design, model and c
 import torch  # noqa: E402
 from bench_modules import inputs  # noqa: E402
 
+from pals_core.base_model import tiny_config_dict  # noqa: E402
 from pals_core.budget.machine import Machine  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.table import rows  # noqa: E402
@@ -66,7 +67,6 @@ from pals_core.families.shapes import conditions_from_config, from_hf_config  # 
 from pals_core.footprint.timing import load_profile  # noqa: E402
 from pals_core.model import MultiTaskModel  # noqa: E402
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
-from pals_core.train.base_model import tiny_config_dict  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.machine_report import device_profile  # noqa: E402
 from pals_core.train.trainer import make_accelerator, make_optimizer  # noqa: E402

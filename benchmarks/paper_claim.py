@@ -47,6 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pals_core.atomic import atomic_write_text  # noqa: E402
+from pals_core.base_model import model_shape  # noqa: E402
 from pals_core.budget.solver import Budget  # noqa: E402
 from pals_core.budget.tasks import Task  # noqa: E402
 from pals_core.data.load import tokenizer_path  # noqa: E402
@@ -55,7 +56,6 @@ from pals_core.pricing.config import AdapterConfig  # noqa: E402
 from pals_core.tasks.glue_tasks import GLUE_TASKS  # noqa: E402
 from pals_core.train import seeds as sd  # noqa: E402
 from pals_core.train.aggregate import compare, holm, seed_stats  # noqa: E402
-from pals_core.train.base_model import model_shape  # noqa: E402
 from pals_core.train.config import TrainConfig  # noqa: E402
 from pals_core.train.params import resolve, solve_d_s  # noqa: E402
 

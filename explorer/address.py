@@ -52,6 +52,7 @@ from .inputs import (
     RawInputs,
     bound_key,
     check_sidebar_range,
+    file_model_widgets,
     model_of,
     parse_bound,
     seq_len_for,
@@ -177,7 +178,8 @@ def _model(v: str, widgets: dict) -> dict:
 def _tasks_file(v: str, widgets: dict) -> dict:
     if not os.path.isfile(os.path.expanduser(v)):
         raise ValueError("no such file on this server")
-    return {"task_mode": TASKS_FILE, "tasks_file": v}
+    own = {} if "model" in widgets else file_model_widgets(v)  # the file's model, unless the link names one
+    return {"task_mode": TASKS_FILE, "tasks_file": v, **own}
 
 
 def _tasks(v: str, widgets: dict) -> dict:

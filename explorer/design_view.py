@@ -18,6 +18,7 @@ from pals_core.budget.series import budget_used
 from pals_core.budget.solver import Budget
 from pals_core.families.registry import get_family
 from pals_core.footprint.constraints import BY_FIELD
+from pals_core.footprint.here import elsewhere
 from pals_core.methods.registry import get_method
 from pals_core.pricing.units import human
 
@@ -93,6 +94,9 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
     """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
     if picks:
         st.success(recommend.answer(picks) + machine_sentence(inp, picks[0]), icon="✅")
+        note = elsewhere(page_machine().profile())  # the device priced is not this machine: said, as pals-budget does
+        if note:
+            st.caption(note)
         return
     fits = first_fits(inp)
     first = fits[0]

@@ -8,7 +8,7 @@ routes the widget values to it.
 The model is read once, here, with its activation-memory conditions (dropout probabilities, attention
 implementation: ``pals_core.pricing.activations.Conditions``) from the same source as its shape — a preset's
 stored config (``conditions_for_model``), the uploaded config.json (``conditions_from_config``), or the config
-the trainer reads (``pals_core.train.base_model.model_conditions``) — so every view that prices memory or step time
+the trainer reads (``pals_core.base_model.model_conditions``) — so every view that prices memory or step time
 reads ``Inputs.conditions`` and prices what ``pals-budget --model`` and the trainer price.
 
 The tasks are GLUE's, N binary tasks, or the records of a tasks file (``pals_core.tasks.read_tasks_file``), priced
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pals_core.atomic import atomic_write_text
+from pals_core.base_model import model_conditions, model_shape
 from pals_core.budget.costs import CONVENTIONS, DEFAULT_SEQ_LEN, default_seq_len
 from pals_core.budget.machine import Machine
 from pals_core.budget.methods import resolve_layers
@@ -49,8 +50,7 @@ from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.shape import BaseModel
 from pals_core.tasks.glue_tasks import PAPER_TASKS, glue_name, glue_record
 from pals_core.tasks.record import TaskRecord
-from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file
-from pals_core.train.base_model import model_conditions, model_shape
+from pals_core.tasks.taskfile import MAX_TASKS_FILE_BYTES, read_tasks_file, tasks_file_model
 
 UPLOAD = "upload a config.json…"
 EMBEDDED = EMBEDDED_MODEL  # the embedded checkpoint, by its one name (the preset of that name is this model)
@@ -208,6 +208,24 @@ def example_tasks_path() -> str:
         return str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def file_model_widgets(path: str) -> dict[str, str]:
+    """The sidebar's model widgets for the model a tasks file names (``model:``, ``tasks_file_model``): the embedded
+    model, tiny, a preset, or a checkpoint folder (a config.json's folder); {} when it names none or cannot be read
+    (the task panel says why)."""
+    try:
+        spec = tasks_file_model(os.path.expanduser(path))
+    except (OSError, ValueError):
+        return {}
+    if spec is None:
+        return {}
+    if spec == TINY_MODEL:
+        return {"model": TINY}
+    name = ALIASES.get(spec, spec)
+    if name in PRESETS:
+        return {"model": name}  # the embedded model's preset is the trainable choice of that name
+    return {"model": LOCAL, "model_path": spec if os.path.isdir(spec) else os.path.dirname(spec)}
 
 
 def files_stamp(records: Iterable[TaskRecord], tasks_file: str | None = None) -> tuple:

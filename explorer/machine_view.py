@@ -19,6 +19,7 @@ from pals_core.budget import display
 from pals_core.budget.costs import Cost
 from pals_core.budget.machine import Machine, default_device, resources, supported
 from pals_core.budget.recommend import key_of, label
+from pals_core.footprint.here import elsewhere
 from pals_core.footprint.memory import PRECISIONS
 from pals_core.footprint.timing import builtin_devices, local_profile_path
 
@@ -251,6 +252,7 @@ def render(inp: Inputs, costs: list[Cost], chosen: Cost | None) -> None:
         f"{machine.profile().name} · B = {batch} · n = {inp.seq_len} · {precision}. Training memory = weights + "
         "gradients + AdamW state + the activations autograd saves (exact in fp32); step time from the device "
         "profile (pals-calibrate measures `local`)."
+        + (f" **{note}**" if (note := elsewhere(machine.profile())) else "")
     )
     st.plotly_chart(fig_memory(rows), width="stretch", key="fig_memory")
     st.plotly_chart(

@@ -38,6 +38,7 @@ from .inputs import (
     RawInputs,
     bound_key,
     example_tasks_path,
+    file_model_widgets,
     one_line,
     save_upload,
 )
@@ -103,6 +104,13 @@ def _model_label(name: str) -> str:
 def _open_example() -> None:
     st.session_state["tasks_file"] = example_tasks_path()
     st.session_state.pop("_upload_error", None)
+    take_file_model()
+
+
+def take_file_model() -> None:
+    """The question's model becomes the one the tasks file names (``model:``), as ``pals-budget --tasks-file`` and
+    ``pals-train --tasks-file`` take it; choosing another model afterwards overrides it, as ``--model`` does."""
+    st.session_state.update(file_model_widgets(st.session_state.get("tasks_file") or ""))
 
 
 def _save_upload() -> None:
@@ -117,6 +125,7 @@ def _save_upload() -> None:
         st.session_state["_upload_error"] = f"{up.name}: {one_line(e)}"
         return
     st.session_state["tasks_file"] = str(path)
+    take_file_model()
 
 
 def _tasks_file(sb, raw: RawInputs) -> None:
@@ -124,6 +133,7 @@ def _tasks_file(sb, raw: RawInputs) -> None:
     raw.tasks_file = sb.text_input(
         "Tasks file (YAML or JSON)",
         key="tasks_file",
+        on_change=take_file_model,
         placeholder="path/to/tasks.yaml",
         help="A `tasks:` mapping of name → {train, dev, text, label, kind, …} or {glue: rte}; "
         "paths relative to the file's folder. Priced as `pals-budget --tasks-file`.",

@@ -67,9 +67,11 @@ def _settings_text(s) -> str:
     train = "all" if s.max_train_examples is None else f"{s.max_train_examples:,}"
     dev = "all" if s.max_eval_examples is None else f"{s.max_eval_examples:,}"
     methods = ", ".join(s.methods) if s.methods else "every method"
+    lr = "each method's own" if s.lr is None else f"{s.lr:g}"
     return (
         f"**{s.definition}** on **{model}** · tasks **{', '.join(s.tasks)}** · budget **{s.budget_obj().describe()}** · "
-        f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, lr {s.lr:g}, "
+        f"{s.steps} steps (evaluated every {s.eval_every}), batch {s.batch_size}, max length {s.max_len}, "
+        f"lr {lr}, "
         f"{s.sampling} sampling, train examples per task: {train}, dev: {dev} · searched: {methods}"
         + (f" · machine: **{machine_text(s)}**" if s.machine is not None else "")
     )

@@ -23,24 +23,26 @@ from pathlib import Path
 
 import streamlit as st
 
+from pals_core.base_model import model_shape
 from pals_core.budget import display
 from pals_core.budget.costs import Cost
-from pals_core.budget.methods import TRUNK_WORDS, trunk_frozen
+from pals_core.budget.methods import TRUNK_WORDS, recipe_setting, trunk_frozen
 from pals_core.budget.recommend import key_of, label
 from pals_core.budget.tasks import Task, glue_task
 from pals_core.data.glue_rows import check_files, hub_allowed, missing_files, resolve_glue_dir
 from pals_core.data.load import TINY as TINY_MODEL
+from pals_core.data.profile import longest_windows
 from pals_core.methods.registry import get_method
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.limits import MAX_D_S
+from pals_core.pricing.recipe import rate_text
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, command, launch, list_runs, new_run_id
 from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.tasks.taskfile import read_tasks_file
-from pals_core.train.base_model import model_shape
 from pals_core.train.config import TrainConfig
 
-from . import calc, commands, tasks_view
+from . import calc, commands, inputs, tasks_view
 from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
 
 MODELS = {
@@ -97,7 +99,7 @@ def price_training(
     d_s: int | None,
     freeze_trunk: bool | None = None,
 ) -> Priced:
-    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.train.base_model.model_shape``), the
+    """Re-solve (or evaluate ``d_s``) on the model the trainer builds (``pals_core.base_model.model_shape``), the
     trunk frozen or fine-tuned as the run will train it (None: the method's own)."""
     shape = model_shape(model or None)
     task_list = training_tasks(inp, tasks)
@@ -198,7 +200,10 @@ def suggested_max_len(inp: Inputs, records: list, model: str | None) -> tuple[in
     p95 = max(p95s)
     n = max(8, min(512, p95))
     capped = "" if n == p95 else f" (capped at {n})"
-    return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them."
+    windows = "".join(  # a tagging task: the windows its longest sentence is read in at n
+        f" {w}: no word lost." for p in profiles if (w := longest_windows(p, n)) is not None
+    )
+    return n, f"Default {n}: the p95 of these tasks' token counts ({p95}){capped}, as Your tasks reads them.{windows}"
 
 
 def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | None, str | None, str]:
@@ -270,7 +275,11 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | 
         c2.markdown(f"`{chosen.method}` has no adapter size.")
     steps = int(c2.number_input("Steps", min_value=1, max_value=1_000_000, value=200, step=50, key="train_steps"))
     batch = int(c2.number_input("Batch size", min_value=1, max_value=4096, value=16, step=1, key="train_batch"))
-    lr_text = c2.text_input("Learning rate", value="2e-5", key="train_lr")
+    own_lr, lr_source = recipe_setting(chosen.method, "lr")
+    if st.session_state.get("_train_lr_for") != chosen.method or "train_lr" not in st.session_state:
+        st.session_state["_train_lr_for"] = chosen.method  # a new design starts from its method's own rate
+        st.session_state["train_lr"] = rate_text(own_lr)
+    lr_text = c2.text_input("Learning rate", key="train_lr", help=f"The default: {lr_source}. --lr overrides it.")
     reads = own and not (use_path and not model)  # a folder not yet given has no tokenizer to count with
     suggested = suggested_max_len(inp, [r for r in inp.records if r.name in tasks], model) if reads else None
     max_len = int(
@@ -325,7 +334,7 @@ def build_spec(inp: Inputs, chosen: Cost) -> tuple[TrainConfig | None, Priced | 
             budget=None,
             steps=steps,
             batch_size=batch,
-            lr=lr,
+            lr=None if lr == own_lr else lr,  # None: the method's own, so config.json names its source
             max_len=max_len,
             eval_every=eval_every,
             max_train_examples=_int_or_none(max_train_text, "max train examples"),
@@ -376,6 +385,9 @@ def use_example_tasks() -> None:
         make_data(folder / "data")
     st.session_state["task_mode"] = TASKS_FILE
     st.session_state["tasks_file"] = example_tasks_path()
+    st.session_state.update(
+        inputs.file_model_widgets(st.session_state["tasks_file"])
+    )  # the file's model, as the sidebar's
 
 
 def _example_data_writer(path: Path):
@@ -408,7 +420,9 @@ def render(inp: Inputs | None, chosen: Cost | None) -> None:
     st.markdown(
         f"This run **{display.trained_text(c)}** ("
         + ("as its authors train it" if own else "not as its authors train it: your choice")
-        + ", stated in the run's config.json)."
+        + f") at learning rate **{rate_text(spec.lr)}** ("
+        + ("the method's own" if spec.lr_source != "--lr" else "your choice")
+        + "; both stated in the run's config.json)."
     )
     if not priced.same_question:
         st.markdown(

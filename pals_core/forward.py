@@ -2,13 +2,17 @@
 (``run_info``) and the run's dev scores all take, so a prediction equals an evaluation by construction.
 
 Texts are tokenised as the trainer tokenised its rows (``data.load.token_ids``: truncation to the run's ``max_len``,
-pairs longest-first); rows are sorted by length (stable), cut into batches of ``batch_size``, each padded to its own
-longest row (``Encoded.batch``), and run through the model: one task's ``forward`` (``per_task``: the trainer's own
+pairs longest-first; a tagging row's words read in windows of ``max_len`` sharing the run's ``stride`` tokens, so one
+row may be several sequences); sequences are sorted by length (stable), cut into batches of ``batch_size``, each
+padded to its own longest sequence (``Encoded.batch``), and run through the model: one task's ``forward`` (``per_task``: the trainer's own
 call, a DDP-wrapped model included), every task's ``predict_all`` (the trunk once), or — each row naming its own task —
 ``forward_mixed``. Each batch's logits go to its task's sink at once (``add(rows, logits)``, ``rows`` the batch's
 positions in the input); the sink keeps what it needs of them (the kind's ``module.reduce`` for the metrics,
 ``outputs.Decoded`` for labels and probabilities) and puts them back in input order. A row's logits are the task
-head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one.
+head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one. A sink is
+handed the batch's *sequences*; where they are not the rows (a tagging task's windows), ``Reduced`` and ``PerWord``
+put each word's prediction back in its row (``Encoded.owned``) and ``ByRow`` maps a sentence task's sequences to their
+rows.
 """
 
 from __future__ import annotations
@@ -46,51 +50,55 @@ def encode_texts(
     words: Sequence[bool] | None = None,
 ) -> Encoded:
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were (``info``: a run's
-    ``tokenizer()`` and ``max_len``): row i with its second text ``pairs[i]`` where ``paired[i]`` (default: every
-    row when ``pairs`` is given), alone otherwise; where ``words[i]`` (a per-word task's row), as a list of words
-    (``words_of``), each word's first sub-token kept (``Encoded.starts``; no gold tags: every word's is 0)."""
+    ``tokenizer()``, ``max_len`` and ``stride``): row i with its second text ``pairs[i]`` where ``paired[i]``
+    (default: every row when ``pairs`` is given), alone otherwise; where ``words[i]`` (a per-word task's row), as a
+    list of words (``words_of``) read in the run's windows, each word's predicting token kept (``Encoded.starts``; no
+    gold tags: every word's is 0). Sequences are in row order, a row's windows in theirs (``Encoded.row_of``)."""
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
     split = [False] * n if words is None else list(words)
-    rows: list[list[int] | None] = [None] * n
-    kinds: list[list[int] | None] = [None] * n
-    starts: list[list[int] | None] = [None] * n
+    seqs: list[list[tuple[list[int], list[int], list[int]]]] = [[] for _ in range(n)]  # per row: (ids, types, starts)
     for with_pair, as_words in ((False, False), (True, False), (False, True)):
         idx = [i for i in range(n) if paired[i] == with_pair and split[i] == as_words]
         if not idx:
             continue
         if as_words:
-            out = token_ids(info.tokenizer(), info.max_len, [words_of(texts[i]) for i in idx], words=True)
-        else:
             out = token_ids(
-                info.tokenizer(),
-                info.max_len,
-                [" ".join(texts[i]) if isinstance(texts[i], (list, tuple)) else texts[i] for i in idx],
-                [pairs[i] for i in idx] if with_pair else None,
+                info.tokenizer(), info.max_len, [words_of(texts[i]) for i in idx], words=True, stride=info.stride
             )
+            for ids, kinds, r, starts in zip(out["input_ids"], out["token_type_ids"], out["row"], out["starts"]):
+                seqs[idx[r]].append((ids, kinds, starts))
+            continue
+        out = token_ids(
+            info.tokenizer(),
+            info.max_len,
+            [" ".join(texts[i]) if isinstance(texts[i], (list, tuple)) else texts[i] for i in idx],
+            [pairs[i] for i in idx] if with_pair else None,
+        )
         for j, i in enumerate(idx):
-            rows[i], kinds[i] = out["input_ids"][j], out["token_type_ids"][j]
-            starts[i] = out["word_ids"][j] if as_words else [-1] * len(rows[i])
-    lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+            seqs[i].append((out["input_ids"][j], out["token_type_ids"][j], [-1] * len(out["input_ids"][j])))
+    flat = [x for row in seqs for x in row]
+    lengths = np.fromiter((len(x[0]) for x in flat), dtype=np.int64, count=len(flat))
+    offsets = np.zeros(len(flat) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    ids = np.fromiter((t for row in rows for t in row), dtype=np.int32, count=int(offsets[-1]))
-    types = np.fromiter((t for row in kinds for t in row), dtype=np.int8, count=int(offsets[-1]))
+    total = int(offsets[-1])
+    ids = np.fromiter((t for x in flat for t in x[0]), dtype=np.int32, count=total)
+    types = np.fromiter((t for x in flat for t in x[1]), dtype=np.int8, count=total)
     if not any(split):
         return Encoded(ids, types, offsets, np.zeros(n, dtype=np.int64))
     counts = [len(words_of(texts[i])) if split[i] else 0 for i in range(n)]
     word_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=word_offsets[1:])
-    first = np.fromiter((w for row in starts for w in row), dtype=np.int64, count=int(offsets[-1]))
     return Encoded(
         ids,
         types,
         offsets,
-        np.full(int(offsets[-1]), IGNORE, dtype=np.int64),
+        np.full(total, IGNORE, dtype=np.int64),
         np.zeros(int(word_offsets[-1]), dtype=np.int64),
         word_offsets,
         (),
-        first,
+        np.fromiter((w for x in flat for w in x[2]), dtype=np.int64, count=total),
+        np.repeat(np.arange(n, dtype=np.int64), [len(row) for row in seqs]),
     )
 
 
@@ -109,13 +117,16 @@ def forward_rows(
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Every row of ``data`` (with several processes: every ``world``-th in order of length, from ``rank``) through
-    each task of ``sinks`` — or, ``row_tasks`` given, through its own task ``row_tasks[i]`` only (``forward_mixed``) —
-    in batches sorted by length; each batch's logits handed to the task's sink with the rows they belong to. One
-    batch's logits are alive at a time. ``progress(k)``: k more rows done; ``should_stop()``: ``EvalInterrupted``."""
+    """Every sequence of ``data`` (with several processes: every ``world``-th in order of length, from ``rank``)
+    through each task of ``sinks`` — or, ``row_tasks`` given (a task per row), through its row's own task only
+    (``forward_mixed``) — in batches sorted by length; each batch's logits handed to the task's sink with the
+    sequences they belong to. One batch's logits are alive at a time. ``progress(k)``: k more sequences done;
+    ``should_stop()``: ``EvalInterrupted``."""
     import torch  # late: the calculator's modules import this one's package without torch
 
     tasks = list(sinks)
+    if row_tasks is not None and data.per_word:  # a row read in several windows: each window its row's task
+        row_tasks = [row_tasks[r] for r in data.row_of]
     order = np.argsort(data.lengths, kind="stable")[rank::world]
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
@@ -146,13 +157,17 @@ def forward_rows(
 class Reduced:
     """A task's outputs as its metrics read them, gathered batch by batch on the logits' device: each batch reduced
     at once by the task's kind (``pals_core/kinds/<kind>/module.py``: ``reduce``; e.g. the arg-max class, the value,
-    each label's decision) — never the logits themselves, so a dev set's outputs take O(n) memory whatever C."""
+    each label's decision) — never the logits themselves, so a dev set's outputs take O(n) memory whatever C.
+
+    A per-word task's sequences (``data``): each word's tag is its predicting token's (``Encoded.owned``: its first
+    sub-token in the window that reads it with the most context), kept as (row·W + word, tag) pairs and put in its
+    row at the end: (rows, W) tags, -1 past a row's words, the kind's baseline tag (``fill_index``) for a word no
+    token predicts."""
 
     def __init__(self, kind: str, width: int, device, data: Encoded | None = None) -> None:
         self.module, self.width, self.device = get_kind(kind).module(), width, device
         self.outs: list = []
         self.idx: list = []
-        # a per-word task's rows (``data``: their words' first sub-tokens): one tag per word, (B, max_words)
         self.data = data if data is not None and data.per_word else None
         if self.data is not None:
             self.width, self.fill = self.data.max_words, get_kind(kind).fill_index(self.data.names)
@@ -161,9 +176,11 @@ class Reduced:
         import torch  # late: torch is loaded by the model that made ``logits``
 
         out = self.module.reduce(logits)
-        if self.data is not None:  # each word's tag from its first sub-token, a cut word's the baseline's
-            starts, gold = self.data.word_batch(rows, out.shape[1])
-            out = self.module.words(out, starts.to(out.device), gold.to(out.device), self.fill)
+        if self.data is not None:
+            b, j, row, word = (torch.from_numpy(a).to(out.device) for a in self.data.owned(rows))
+            self.outs.append(out[b, j])
+            self.idx.append((row * self.width + word).to(self.device))
+            return
         self.outs.append(out)
         self.idx.append(torch.from_numpy(rows).to(self.device))
 
@@ -174,24 +191,61 @@ class Reduced:
         if self.outs:
             preds, index = torch.cat(self.outs), torch.cat(self.idx)
         else:
-            preds = self.module.empty(self.width).to(self.device)
+            preds = torch.zeros(0, dtype=torch.int64) if self.data is not None else self.module.empty(self.width)
+            preds = preds.to(self.device)
             index = torch.zeros(0, dtype=torch.int64).to(self.device)
         if gather is not None:
             preds, index = gather(preds, index)
         preds, index = preds.cpu().numpy(), index.cpu().numpy()
+        if self.data is not None:
+            gold = self.data.gold.values
+            result = np.where(gold >= 0, self.fill, -1).astype(np.int64)
+            result.reshape(-1)[index] = preds
+            return self.module.finish(result)
         result = np.zeros((n, *preds.shape[1:]), dtype=preds.dtype)
         result[index] = preds
         return self.module.finish(result)
 
 
 class PerWord:
-    """A per-word task's sink seen through its rows' words: each row's token logits (n, C) handed on as its words'
-    (``Encoded.word_logits``: a word's first sub-token's, NaN for a word cut by ``max_len``), what the kind decodes."""
+    """A per-word task's sink seen through its rows' words: a row's (words, C) logits — each word's predicting
+    token's (``Encoded.owned``), NaN for a word no token predicts — handed on once every window of the row has been
+    through the model; what the kind decodes."""
+
+    def __init__(self, sink: Sink, data: Encoded) -> None:
+        self.sink, self.data = sink, data
+        self.left = data.windows.copy()  # per row, its sequences not seen yet
+        self.rows: dict[int, np.ndarray] = {}  # rows some of whose sequences have been seen: their words' logits
+
+    def _row(self, r: int, width: int) -> np.ndarray:
+        if r not in self.rows:
+            words = self.data.word_offsets[r + 1] - self.data.word_offsets[r]
+            self.rows[r] = np.full((words, width), np.nan, np.float32)
+        return self.rows[r]
+
+    def add(self, rows: np.ndarray, logits) -> None:
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
+        width = logits.shape[-1]
+        for b, j, r, w in zip(*self.data.owned(rows)):
+            self._row(int(r), width)[w] = logits[b, j]
+        done = []
+        for r in self.data.row_of[np.asarray(rows, dtype=np.int64)]:
+            self.left[r] -= 1
+            if self.left[r] == 0:
+                done.append(int(r))
+        if done:
+            for r in done:
+                self._row(r, width)  # made here for a row none of whose words has a token: all NaN
+            self.sink.add(np.asarray(done, dtype=np.int64), [self.rows.pop(r) for r in done])
+
+
+class ByRow:
+    """A sentence task's sink fed sequences of an ``Encoded`` whose rows are not its sequences (rows of a tagging task
+    beside it, read in windows): each sequence handed on as its row."""
 
     def __init__(self, sink: Sink, data: Encoded) -> None:
         self.sink, self.data = sink, data
 
     def add(self, rows: np.ndarray, logits) -> None:
-        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
-            logits = logits.float().cpu().numpy()
-        self.sink.add(rows, self.data.word_logits(rows, logits))
+        self.sink.add(self.data.row_of[np.asarray(rows, dtype=np.int64)], logits)

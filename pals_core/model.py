@@ -29,9 +29,11 @@ from transformers import AutoConfig, PretrainedConfig  # noqa: E402
 from .adapters.base import BuildContext, TaskAdapter  # noqa: E402
 from .adapters.rows import RowGroups  # noqa: E402
 from .atomic import read_json_file  # noqa: E402
+from .base_model import tiny_config_dict  # noqa: E402
 from .budget.costs import design, shared_depth  # noqa: E402
 from .budget.methods import check_config, trunk_frozen  # noqa: E402
 from .budget.tasks import parse_tasks  # noqa: E402
+from .checkpoint import load_model  # noqa: E402
 from .data.load import TINY  # noqa: E402
 from .families.registry import get_family_for  # noqa: E402
 from .families.shapes import from_hf_config  # noqa: E402
@@ -42,8 +44,6 @@ from .pricing.config import AdapterConfig  # noqa: E402
 from .pricing.shape import BaseModel  # noqa: E402
 from .run_info import predict_texts, read_run  # noqa: E402
 from .task_weights import load_task, save_task  # noqa: E402
-from .train.base_model import tiny_config_dict  # noqa: E402
-from .train.checkpoint import load_model  # noqa: E402
 from .trunks.base import State  # noqa: E402
 
 TaskSpec = Mapping[str, int] | str | Sequence[str]
@@ -147,7 +147,7 @@ class MultiTaskModel(nn.Module):
         cls, model: str | None, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
     ) -> MultiTaskModel:
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
-        local folder, or ``"tiny"`` (``train.base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
+        local folder, or ``"tiny"`` (``base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
         current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``)."""
         if model == TINY:
             return cls.from_base_config(tiny_config_dict(), config, tasks, per_word=per_word)

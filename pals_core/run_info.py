@@ -16,16 +16,17 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import read_json
+from .base_model import model_shape
 from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
-from .forward import PerWord, encode_texts, forward_rows
+from .data.windows import window_stride
+from .forward import ByRow, PerWord, encode_texts, forward_rows
 from .kinds import get_kind
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
+from .pricing.units import check_positive_int
 from .tasks import records_of_config
 from .tasks.record import TaskRecord
-from .train.base_model import model_shape
-from .train.config import _positive_int
 
 
 @dataclass
@@ -46,6 +47,12 @@ class RunInfo:
         return int(self.config["max_len"])
 
     @property
+    def stride(self) -> int | None:
+        """The tokens two windows of a tagging row longer than ``max_len`` share; None: such a row is cut at ``max_len``
+        (``data.windows.window_stride``)."""
+        return window_stride(self.config)
+
+    @property
     def eval_batch_size(self) -> int:
         return int(self.config.get("eval_batch_size") or 128)
 
@@ -63,7 +70,7 @@ class RunInfo:
 def read_run(run_dir: str | os.PathLike, step: int | None = None) -> RunInfo:
     """The run in ``run_dir`` (a single ``pals-train`` run: config.json and checkpoints/), at its best checkpoint
     or at ``step``; ``ValueError`` in one line for anything else."""
-    from .train.checkpoint import Checkpoints, step_dir_name  # late: loads torch
+    from .checkpoint import Checkpoints, step_dir_name  # late: loads torch
 
     root = Path(run_dir)
     config_file = root / "config.json"
@@ -107,9 +114,9 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     if not isinstance(config["adapter"], dict):
         raise TypeError(f"adapter must be an object, got {config['adapter']!r}")
     adapter = AdapterConfig.from_dict(config["adapter"])
-    _positive_int("max_len", config.get("max_len"))
+    check_positive_int("max_len", config.get("max_len"))
     if config.get("eval_batch_size") is not None:
-        _positive_int("eval_batch_size", config["eval_batch_size"])
+        check_positive_int("eval_batch_size", config["eval_batch_size"])
     if config.get("model") is not None and not isinstance(config["model"], str):
         raise TypeError(f"model must be a path, 'tiny' or null, got {config['model']!r}")
     try:
@@ -182,15 +189,21 @@ def predict_texts(
     }
     per_word = {t for t in names if get_kind(info.records[t].kind).per_word}
 
-    def sinks(group, data) -> dict:  # a per-word task's rows decoded word by word
-        return {t: PerWord(decoded[t], data) if t in per_word else decoded[t] for t in group}
+    def rows_done(data, part: float = 1.0):  # ``progress`` told rows: a long tagging row is several sequences
+        return None if progress is None else (lambda k, f=part * data.rows / max(len(data), 1): progress(k * f))
+
+    def sinks(group, data) -> dict:  # a per-word task's rows decoded word by word, a sentence task's by row
+        return {
+            t: PerWord(decoded[t], data) if t in per_word else ByRow(decoded[t], data) if data.per_word else decoded[t]
+            for t in group
+        }
 
     if task_of is not None:  # each row its own task, with its second text where that task reads one
         data = encode_texts(
             info, texts, pairs, [info.records[t].pair for t in task_of], [t in per_word for t in task_of]
         )
         forward_rows(
-            model, data, sinks(names, data), batch_size=size, device=device, row_tasks=task_of, progress=progress
+            model, data, sinks(names, data), batch_size=size, device=device, row_tasks=task_of, progress=rows_done(data)
         )
         rows_of = {t: np.array([i for i, x in enumerate(task_of) if x == t], dtype=np.int64) for t in names}
         return {t: (rows_of[t], decoded[t].outputs()) for t in names}
@@ -205,6 +218,6 @@ def predict_texts(
             data = encode_texts(info, texts, None, None, [True] * len(texts))
         else:
             data = encode_texts(info, texts, pairs if group is wants_pair else None)
-        share = None if progress is None else (lambda k, g=len(group): progress(k * g / len(names)))
+        share = rows_done(data, len(group) / len(names))
         forward_rows(model, data, sinks(group, data), batch_size=size, device=device, progress=share)
     return {t: decoded[t].outputs() for t in names}

@@ -37,10 +37,11 @@ from pals_core.data.glue_rows import GlueDataError, check_files, resolve_glue_di
 from pals_core.data.load import TINY
 from pals_core.data.samplers import SAMPLERS
 from pals_core.families.registry import get_family
-from pals_core.flags import OneLineParser, add_flags, given_values
+from pals_core.flags import NONE, OneLineParser, add_flags, given_values
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
 from pals_core.tasks.glue_tasks import parse_task_list
+from pals_core.train.config import tasks_file_train_model
 from pals_core.train.seeds import parse_seeds
 
 from .definitions import DEFINITIONS, get_definition
@@ -106,7 +107,7 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--model",
-        help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: embedded MiniLM",
+        help=f"local HF checkpoint folder of a supported family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, DeBERTa-v2/v3, ModernBERT, MPNet), or '{TINY}' (random tiny BERT, for tests); default: the tasks file's model: where it names one, else the embedded MiniLM ('none': the embedded MiniLM whatever the file names)",
     )
     g.add_argument("--steps", help="training steps per trial (default 60)")
     g.add_argument("--eval-every", help="steps between dev evaluations, each reported to the pruner (default steps/3)")
@@ -114,8 +115,13 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-len", help="tokens per sequence (default 64)")
     g.add_argument("--max-train-examples", metavar="N", help="per-task cap on training rows (default 512; 0 = all)")
     g.add_argument("--max-eval-examples", metavar="N", help="per-task cap on dev rows (default 200; 0 = all)")
-    g.add_argument("--lr", help="learning rate where not searched (default 1e-4)")
-    g.add_argument("--warmup", help="warm-up fraction where not searched (default 0.1)")
+    g.add_argument(
+        "--lr", help="learning rate where not searched (default: each trial's method's own, as pals-train's --lr)"
+    )
+    g.add_argument(
+        "--warmup",
+        help="warm-up fraction where not searched (default: each trial's method's own, as pals-train's --warmup)",
+    )
     g.add_argument("--sampling", choices=sorted(SAMPLERS), help="task sampling where not searched (default annealed)")
     g.add_argument(
         "--epoch-steps", help="steps per epoch of the annealed schedule where not searched (trainer default 2400)"
@@ -246,10 +252,19 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         kw["tasks_file"], kw["tasks"], kw["data"] = read_study_tasks(args.tasks_file, names)
     elif args.tasks is not None:
         kw["tasks"] = parse_task_list(args.tasks)
-    if args.model is not None:
+    if args.model == NONE:  # the embedded model, over a tasks file that names another
+        kw["model"] = None
+    elif args.model is not None:
         kw["model"] = args.model if args.model == TINY else os.path.abspath(args.model)
         if args.model != TINY and not os.path.exists(args.model):
             raise StudyError(f"--model {args.model!r}: no such folder (give a local HF checkpoint folder or '{TINY}')")
+    elif args.tasks_file is not None:  # the tasks file's model: (as pals-train trains it), else the embedded one
+        try:
+            named, value = tasks_file_train_model(args.tasks_file)
+        except ValueError as e:
+            raise StudyError(str(e)) from None
+        if named and value is not None:
+            kw["model"] = value
     budget = budget_from_args(args)
     if budget is not None:
         kw["budget"] = budget.as_dict()
@@ -309,6 +324,8 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
     given = set(kw) | ({"adapter"} if design_given else set())
     if args.tasks is None:  # --tasks-file alone names this machine's copy of the file, not which of its tasks
         given.discard("tasks")
+    if args.model is None:  # the file's model: where this machine's copy puts it, not an option a worker gave
+        given.discard("model")
 
     shape = model_shape(settings.model)
     try:  # every trial trains sequences of max_len tokens: one the model cannot take is refused here, not per trial

@@ -234,7 +234,7 @@ class Objective:
     def _training_fields(self, plan: dict) -> dict:
         """Settings' training fields, overridden by what the trial samples (lr, warm-up, sampling, α, epochs)."""
         s = self.ctx.settings
-        out = {"lr": s.lr, "warmup": s.warmup, "sampling": s.sampling}
+        out = {"lr": s.lr, "warmup": s.warmup, "sampling": s.sampling}  # None: the method's own (TrainConfig)
         if s.epoch_steps is not None:
             out["epoch_steps"] = s.epoch_steps
         out.update(plan)

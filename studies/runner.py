@@ -17,10 +17,10 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
+from pals_core.base_model import model_conditions
 from pals_core.footprint.constraints import BY_NAME
 from pals_core.methods.registry import get_method
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import model_conditions
 
 from .definitions import Context, Definition, get_definition
 from .errors import StudyError

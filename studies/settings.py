@@ -63,8 +63,8 @@ class StudySettings:
     max_len: int = 64
     max_train_examples: int | None = 512  # per task
     max_eval_examples: int | None = 200  # per task
-    lr: float = 1e-4  # short runs need a larger rate than the paper's 2e-5 over 60,000 steps
-    warmup: float = 0.1
+    lr: float | None = None  # None: each trial's method's own (``Method.recipe``), as pals-train trains it
+    warmup: float | None = None  # None: the method's own, likewise
     sampling: str = "annealed"
     epoch_steps: int | None = None  # None: the trainer's default (2400, the paper's epoch)
     seed: int = 0  # training seed, the same for every trial: trials differ by their configuration only
@@ -96,9 +96,9 @@ class StudySettings:
         for name in ("max_train_examples", "max_eval_examples", "epoch_steps", "max_d_s"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+        if self.lr is not None and not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
+        if self.warmup is not None and not (isinstance(self.warmup, (int, float)) and 0 <= self.warmup < 1):
             raise ValueError(f"warmup must be a fraction in [0, 1), got {self.warmup!r}")
         if self.seeds is not None:
             self.seeds = parse_seeds(",".join(str(k) for k in self.seeds))

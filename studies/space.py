@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from pals_core.base_model import model_shape as _shape
 from pals_core.budget.costs import Cost, design
 from pals_core.budget.machine import Machine, check_supported, constrain
 from pals_core.budget.solver import Budget, at_size, solve
@@ -25,7 +26,6 @@ from pals_core.methods.registry import METHODS, get_method
 from pals_core.pricing.activations import Conditions
 from pals_core.pricing.config import AdapterConfig, design_label
 from pals_core.pricing.shape import BaseModel
-from pals_core.train.base_model import model_shape as _shape
 
 #: the tasks of a study as the calculator prices them: ``StudySettings.calc_tasks()`` (each task's real C_t), or
 #: GLUE names (GLUE's label counts)

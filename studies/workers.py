@@ -57,13 +57,13 @@ def settings_flags(settings: StudySettings) -> list[str]:
         str(s.max_train_examples or 0),
         "--max-eval-examples",
         str(s.max_eval_examples or 0),
-        "--lr",
-        repr(float(s.lr)),
-        "--warmup",
-        repr(float(s.warmup)),
         "--sampling",
         s.sampling,
     ]
+    if s.lr is not None:  # else each trial's method's own
+        argv += ["--lr", repr(float(s.lr))]
+    if s.warmup is not None:
+        argv += ["--warmup", repr(float(s.warmup))]
     if s.epoch_steps is not None:
         argv += ["--epoch-steps", str(s.epoch_steps)]
     argv += ["--seeds", ",".join(map(str, s.seeds))] if s.seeds is not None else ["--seed", str(s.seed)]

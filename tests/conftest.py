@@ -1,6 +1,7 @@
 import os
 import pathlib
 import subprocess
+import tempfile
 from collections import Counter
 
 import pytest
@@ -12,6 +13,27 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.pop("COLUMNS", None)  # tables fit 100 columns off a terminal; pytest-xdist workers inherit COLUMNS=80
+
+# No test reads the user's own settings: a calibrated device profile (~/.cache/pals-explorer/local.json), their runs
+# and studies, their caches. The test process, every subprocess it starts and every Streamlit server see a home of
+# their own, empty, made before anything is imported (a test that wants a setting sets it in its own folder).
+USER_SETTINGS = ("PALS_LOCAL_PROFILE", "PALS_RUNS_DIR", "PALS_STUDY_STORAGE", "PALS_CACHE_DIR", "XDG_CACHE_HOME")
+USER_HOME = os.environ.get("HOME")  # the user's, for the test that proves the suite never reads it
+TEST_HOME = pathlib.Path(tempfile.mkdtemp(prefix="pals-tests-home-"))
+for _name in USER_SETTINGS:
+    os.environ.pop(_name, None)
+os.environ["HOME"] = str(TEST_HOME)
+os.environ["PALS_RUNS_DIR"] = str(TEST_HOME / "runs")  # not ./runs of the checkout: a test's runs are its own
+os.environ["PALS_STUDY_STORAGE"] = f"sqlite:///{TEST_HOME / 'studies.db'}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def a_home_of_its_own():
+    """The session's own home (``TEST_HOME``), removed when the session ends."""
+    import shutil
+
+    yield TEST_HOME
+    shutil.rmtree(TEST_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

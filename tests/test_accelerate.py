@@ -65,7 +65,7 @@ def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(gl
     import signal
     import time
 
-    from pals_core.train.base_model import tiny_config_dict
+    from pals_core.base_model import tiny_config_dict
 
     env = {**os.environ, "PALS_GLUE_DIR": str(glue_dir), "OMP_NUM_THREADS": "1"}
     whole = subprocess.run(_accelerate(tmp_path / "whole"), capture_output=True, text=True, timeout=600, env=env)

@@ -14,10 +14,10 @@ import pytest
 import torch
 from test_predict import own_tasks
 
+from pals_core.base_model import tiny_config_dict
 from pals_core.cli.train import main as train_main
 from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 

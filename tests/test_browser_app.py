@@ -49,7 +49,7 @@ def _free_port() -> int:
 
 
 def _solved_pals(ratio: float, model=None, tasks="rte,mrpc") -> int:
-    from pals_core.train.base_model import model_shape
+    from pals_core.base_model import model_shape
 
     shape = model or model_shape("tiny")
     ds = design(shape, parse_tasks(tasks), AdapterConfig(method="pals", location="all"), check_size=False)

@@ -120,8 +120,8 @@ def test_add_tasks_on_another_model_is_one_line(run, tmp_path, pals_train):
     """A local model folder with the tiny BERT's layer names but twice its width (and its tokenizer)."""
     from transformers import AutoConfig, AutoModel
 
+    from pals_core.base_model import tiny_config_dict
     from pals_core.data.load import minilm_path
-    from pals_core.train.base_model import tiny_config_dict
 
     fields = {k: v for k, v in tiny_config_dict().items() if k != "model_type"}
     fields.update(hidden_size=64, intermediate_size=128)

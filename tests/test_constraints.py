@@ -103,7 +103,8 @@ def test_memory_infer_binds_the_size():
     resources(bigger, ds, Machine(batch=64, device="h100", memory_infer="0.8GiB"), Conditions())
     assert bigger.memory_infer > limit and not bigger.feasible
     text = run([*common, "--memory-infer", "0.8GiB", "--wide"])
-    assert "serving ≤ 0.8GiB" in text.splitlines()[0] and "memory_infer" in text
+    header = text.split("\n\n")[1].splitlines()[0]  # after the line that says which model is priced
+    assert "serving ≤ 0.8GiB" in header and "memory_infer" in text
 
 
 def test_the_tightest_constraint_binds():
@@ -208,7 +209,7 @@ def test_a_fixed_design_study_takes_the_serving_bound(tmp_path, capsys):
     one line naming serving memory, exit 2."""
     import optuna
 
-    from pals_core.train.base_model import model_conditions, model_shape
+    from pals_core.base_model import model_conditions, model_shape
     from studies.cli import main
 
     common = ["--model", "tiny", "--tasks", "rte,mrpc", "--batch-size", "16", "--max-len", "64"]

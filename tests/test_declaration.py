@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from pals_core.base_model import tiny_config_dict
 from pals_core.budget.solver import Budget
 from pals_core.cli.budget import build_parser as budget_parser
 from pals_core.data.load import TINY
@@ -28,7 +29,6 @@ from pals_core.pricing.config import NAMED_LOCATIONS, AdapterConfig
 from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.train.args import build_parser as train_parser
 from pals_core.train.args import config_from_args
-from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.config import TrainConfig
 from studies.cli import build_parser as study_parser
 
@@ -191,9 +191,9 @@ def _priced(tiny_config, cfg: AdapterConfig) -> dict:
 
 @pytest.mark.parametrize("label,cfg", list(_designs()), ids=[n for n, _ in _designs()])
 def test_the_model_a_run_builds_holds_what_pals_budget_prices(tiny_config, label, cfg):
+    from pals_core.base_model import model_shape
     from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import model_shape
     from pals_core.train.params import run_params
 
     row = _priced(tiny_config, cfg)

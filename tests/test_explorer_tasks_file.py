@@ -20,16 +20,17 @@ from pals_core import measured
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
 from pals_core.budget.tasks import tasks_of_records
+from pals_core.families.bert.presets import EMBEDDED_MODEL
 from pals_core.families.shapes import PRESETS
 from pals_core.kinds import get_kind
 from pals_core.pricing.config import AdapterConfig
-from pals_core.tasks.taskfile import read_tasks_file
+from pals_core.tasks.taskfile import read_tasks_file, tasks_file_model
 from pals_core.train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 EXAMPLE = ROOT / inputs.EXAMPLE_TASKS
-BERT = PRESETS["bert-base-uncased"]
+MINILM = PRESETS[EMBEDDED_MODEL]
 
 
 @pytest.fixture
@@ -132,16 +133,18 @@ def small_tasks(folder: Path, names=("intent", "score")) -> Path:
 
 
 def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
-    """'Open the example tasks' → the calculator prices the file's records: each head from its label count."""
+    """'Open the example tasks' → the calculator prices the file's records (each head from its label count) on the
+    model the file names (``model:``), as pals-budget and pals-train take it."""
     app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
     app.sidebar.button(key="tasks_example").click().run()
     assert errors(app) == []
     assert app.sidebar.text_input(key="tasks_file").value == inputs.example_tasks_path()
+    assert tasks_file_model(example) == EMBEDDED_MODEL and app.sidebar.selectbox(key="model").value == inputs.EMBEDDED
     records = read_tasks_file(example)
     tasks = tasks_of_records(records.values())
     assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4), ("entities", 8)]
     table = table_with(app, "fits")
-    want = {(c.method, c.location or "—"): c for c in rows(BERT, tasks, budget=Budget(ratio=1.13))}
+    want = {(c.method, c.location or "—"): c for c in rows(MINILM, tasks, budget=Budget(ratio=1.13))}
     assert len(table) == len(want) > 0
     for _, r in table.iterrows():
         c = want[(r["method"], r["location"])]
@@ -149,8 +152,8 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
             "—" if c.d_s is None else str(c.d_s)
         )
     # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks
-    shared = next(c for c in rows(BERT, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
-    assert shared.params_task_specific == sum(768 * t.num_labels + t.num_labels for t in tasks)
+    shared = next(c for c in rows(MINILM, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
+    assert shared.params_task_specific == sum(384 * t.num_labels + t.num_labels for t in tasks)
     assert any("**4 tasks** (intent, reviews, tickets, entities)" in m.value for m in app.markdown)
     assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
 

@@ -20,6 +20,7 @@ from pairwise import grid
 from tiny_models import TINY_CONFIGS, save_tiny_checkpoint, tiny_config
 from transformers import AutoTokenizer
 
+from pals_core.base_model import tiny_config_dict
 from pals_core.budget.costs import design
 from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.export import main as pals_export
@@ -37,7 +38,6 @@ from pals_core.families.shapes import from_hf_config
 from pals_core.methods.registry import METHODS
 from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 

@@ -21,11 +21,11 @@ from transformers import (
     AutoTokenizer,
 )
 
+from pals_core.base_model import tiny_config_dict
 from pals_core.export import ExportRefused
 from pals_core.export.peft import export_hf, export_peft
 from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import tiny_config_dict
 from pals_core.train.config import TrainConfig
 from pals_core.train.trainer import train
 

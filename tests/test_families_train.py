@@ -14,12 +14,12 @@ from tiny_models import TINY_CONFIGS, save_tiny_checkpoint
 from transformers import AutoTokenizer
 
 from pals_core.adapters.base import TaskAdapter
+from pals_core.base_model import model_shape
 from pals_core.budget.costs import design
 from pals_core.budget.solver import at_size
 from pals_core.budget.tasks import parse_tasks
 from pals_core.model import MultiTaskBert, MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import model_shape
 from pals_core.train.config import TrainConfig
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))

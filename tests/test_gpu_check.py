@@ -172,10 +172,10 @@ def test_each_gpu_name_finds_its_profile_h200_included():
 def test_summary_prediction_prices_the_precision_the_run_trains_in(tmp_path, monkeypatch):
     """Under bf16 autocast (CUDA) the run's summary.json predicts bf16 memory and step time, not fp32's: the
     activations priced at 2 bytes, the step at the bf16 matmul rate."""
+    from pals_core.base_model import model_shape, tiny_config_dict
     from pals_core.budget.tasks import Task
     from pals_core.footprint.timing import load_profile
     from pals_core.pricing.config import AdapterConfig
-    from pals_core.train.base_model import model_shape, tiny_config_dict
     from pals_core.train.machine_report import predicted
 
     args = (model_shape("tiny"), [Task("rte", 2)], AdapterConfig(method="pals", d_s=8, heads=2), tiny_config_dict())

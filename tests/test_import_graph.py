@@ -107,3 +107,43 @@ def test_the_task_kinds_import_nothing_of_the_floors_above_them():
                 if target.split(".")[0] in PACKAGES and not (target + ".").startswith("pals_core.kinds."):
                     up.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
     assert not up, up
+
+
+def _own_imports(name: str, path: Path) -> set[str]:
+    """The project modules ``name`` imports, inside functions included (``from . import x`` names the submodule)."""
+    modules = _modules()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        out |= {t for t in targets if t in modules}
+    return out
+
+
+def test_the_model_and_what_it_reads_stand_below_the_trainer():
+    """``pals_core/train/`` builds ``MultiTaskModel`` (``pals_core.model``), so nothing the model imports, directly or
+    through another module, inside functions too, is in the trainer's package: the model reads a run through
+    ``run_info``, ``base_model`` and ``checkpoint`` beside it, and ``train.trainer`` -> ``model`` is the only way the
+    arrow runs between them."""
+    modules = _modules()
+    seen, todo, up = set(), ["pals_core.model"], []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for target in _own_imports(name, modules[name]):
+            if target == "pals_core.train" or target.startswith("pals_core.train."):
+                up.append(f"{modules[name].relative_to(ROOT)} imports {target}")
+            todo.append(target)
+    assert "pals_core.run_info" in seen and "pals_core.checkpoint" in seen  # the walk reaches what the model reads
+    assert not up, up

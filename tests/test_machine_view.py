@@ -158,9 +158,9 @@ def test_the_question_reads_its_model_conditions_where_it_reads_the_model(tmp_pa
     the recommendation's step-time ranking (calc.slowdowns) uses them too."""
     from explorer import calc
     from explorer.inputs import EMBEDDED, LOCAL, TINY, UPLOAD, RawInputs, parse_inputs
+    from pals_core.base_model import model_conditions
     from pals_core.budget.machine import time_ratio
     from pals_core.families.shapes import conditions_for_model, conditions_from_config
-    from pals_core.train.base_model import model_conditions
 
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(tmp_path / "none.json"))
     eager = dict(NO_DROPOUT, attn_implementation="eager")

@@ -256,7 +256,7 @@ def test_the_input_is_checked_before_the_weights_load(trained, tmp_path, capsys)
     import shutil
     import time
 
-    from pals_core.train.checkpoint import Checkpoints
+    from pals_core.checkpoint import Checkpoints
 
     run, f, _ = trained
     broken = tmp_path / "run"
@@ -374,7 +374,7 @@ def test_forward_mixed_runs_the_trunk_once_and_equals_each_row_alone_in_every_fa
     from test_export_onnx import CHECKPOINTS, adapter_for
     from transformers import AutoConfig
 
-    from pals_core.train.base_model import tiny_config_dict
+    from pals_core.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     config = (

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from pals_core.checkpoint import Checkpoints
 from pals_core.cli.train import main
 from pals_core.train import lock as run_lock
-from pals_core.train.checkpoint import Checkpoints
 
 GLUE = Path(os.environ.get("PALS_GLUE_DIR", ""))
 pytestmark = pytest.mark.skipif(not (GLUE / "RTE" / "train.tsv").is_file(), reason="PALS_GLUE_DIR is not set")

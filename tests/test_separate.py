@@ -98,12 +98,12 @@ def read(p):
 @needs_glue
 @pytest.mark.slow
 def test_separate_models_counts_scores_and_resume_after_a_kill(tmp_path, token_cache):
+    from pals_core.base_model import model_shape
     from pals_core.budget.costs import design, evaluate
     from pals_core.budget.tasks import Task
     from pals_core.data.metrics import main_score
     from pals_core.model import MultiTaskModel
     from pals_core.pricing.config import AdapterConfig
-    from pals_core.train.base_model import model_shape
 
     cache = token_cache
     ref = tmp_path / "ref"

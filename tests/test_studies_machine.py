@@ -14,11 +14,11 @@ import optuna
 import pytest
 from tiny_models import tiny_config_json
 
+from pals_core.base_model import model_conditions
 from pals_core.budget.machine import Machine
 from pals_core.budget.solver import Budget
 from pals_core.budget.table import rows
 from pals_core.budget.tasks import parse_tasks
-from pals_core.train.base_model import model_conditions
 from studies.cli import main
 from studies.space import model_shape
 

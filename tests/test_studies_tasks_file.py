@@ -17,9 +17,9 @@ from pathlib import Path
 import optuna
 import pytest
 
+from pals_core.base_model import tiny_config_dict
 from pals_core.data.load import TINY
 from pals_core.pricing.config import AdapterConfig
-from pals_core.train.base_model import tiny_config_dict
 from studies.cli import main
 from studies.runner import load_settings
 from studies.settings import SETTINGS_VERSION, StudySettings

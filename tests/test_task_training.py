@@ -170,11 +170,11 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"
     assert s["dev_examples"] == {"intent": 6, "tags": 6, "score": 6}  # dev_fraction 0.1 of 60 rows
+    from pals_core.base_model import tiny_config_dict
     from pals_core.budget.costs import design
     from pals_core.budget.solver import at_size
     from pals_core.budget.tasks import tasks_of_records
     from pals_core.families.shapes import from_hf_config
-    from pals_core.train.base_model import tiny_config_dict
 
     shape = from_hf_config(tiny_config_dict(), name="tiny")
     d = shape.hidden  # heads d·C + C: the multilabel head is a classification head of C = 3 labels
@@ -252,7 +252,7 @@ def test_seeds_and_separate_take_a_tasks_file(tmp_path, pals_train):
     assert sep.returncode == 0, sep.stderr
     s = json.loads((tmp_path / "sep" / "summary.json").read_text())
     assert set(s["scores"]) == {"intent", "tags", "score"} and s["params"]["models"] == 3
-    from pals_core.train.base_model import tiny_config_dict
+    from pals_core.base_model import tiny_config_dict
 
     d = tiny_config_dict()["hidden_size"]
     assert s["params"]["per_task"]["tags"] - s["params"]["base"] == d * 3 + 3

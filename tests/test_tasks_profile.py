@@ -297,7 +297,9 @@ def test_example_prices_with_pals_budget(capsys):
 
     assert budget_main(["--tasks-file", str(TASKS_FILE), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
-    assert "4 tasks (intent, reviews, tickets, entities)" in out.splitlines()[0] and " yes" in out
+    header = " ".join(out.split("\n\n")[0].splitlines())  # the file names its model: no line before the question
+    assert header.startswith("all-MiniLM-L6-v2 (the tasks file's model) (22,713,216 params")
+    assert "4 tasks (intent, reviews, tickets, entities)" in header and " yes" in out
     assert "\nRecommended: " in out  # the explorer's answer, above the table
 
 

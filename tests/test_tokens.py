@@ -105,9 +105,9 @@ def test_the_baseline_tags_every_word_o_or_the_most_frequent_tag_without_o():
 
 
 def test_a_tagging_head_is_priced_per_token():
+    from pals_core.base_model import tiny_config_dict
     from pals_core.families.registry import get_family
     from pals_core.families.shapes import from_hf_config
-    from pals_core.train.base_model import tiny_config_dict
 
     m = from_hf_config(tiny_config_dict(), name="tiny")
     family = get_family(m.family)
@@ -145,13 +145,13 @@ def test_a_tagging_task_trains_beside_a_sentence_task(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent))
     from test_task_training import run_config
 
+    from pals_core.base_model import tiny_config_dict
     from pals_core.budget.costs import design
     from pals_core.budget.solver import at_size
     from pals_core.budget.tasks import tasks_of_records
     from pals_core.families.shapes import from_hf_config
     from pals_core.pricing.config import AdapterConfig
     from pals_core.tasks.taskfile import read_tasks_file
-    from pals_core.train.base_model import tiny_config_dict
     from pals_core.train.trainer import train
 
     f = write_tagging_tasks(tmp_path / "data")

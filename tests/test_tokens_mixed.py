@@ -86,8 +86,8 @@ def test_seeds_separate_and_added_tagging_task(tmp_path, pals_train):
 
 
 def test_one_pass_answers_a_tagging_row_and_a_sentence_row_together():
+    from pals_core.base_model import tiny_config_dict
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     for method in ("pals", "lora", "shared"):
@@ -105,8 +105,8 @@ def test_one_pass_answers_a_tagging_row_and_a_sentence_row_together():
 
 
 def test_a_tagging_tasks_weights_travel_in_a_task_file(tmp_path):
+    from pals_core.base_model import tiny_config_dict
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import tiny_config_dict
 
     torch.manual_seed(0)
     cfg = AdapterConfig(method="lora", d_s=4)

@@ -91,19 +91,22 @@ def test_pals_predict_tags_each_word_and_reproduces_the_dev_scores(trained, caps
     )
     assert code == 0, err
     rows = [json.loads(line) for line in (root / "p.jsonl").read_text().splitlines()]
-    from pals_core.data.load import load_tokenizer, minilm_path
-
-    ids = load_tokenizer(minilm_path())(rows[-1]["words"], is_split_into_words=True, truncation=True, max_length=16)
-    kept = max(w for w in ids.word_ids() if w is not None) + 1
-    assert kept < 25 and f"ner: {25 - kept} word(s) cut by max length 16, tagged 'O'" in err
-    assert summary["cut_words"] == {"ner": {"train": 0, "dev": 25 - kept}}  # the run counted them too
+    # the long row (25 words, 27 tokens) is read in windows of 16 sharing 5 tokens: no word cut, none said to be
+    assert "cut" not in err and "sub-token" not in err
+    assert summary["cut_words"] == {"ner": {"train": 0, "dev": 0}}
+    assert summary["windows"]["ner"] == {"train": {"rows": 0, "windows": 0}, "dev": {"rows": 1, "windows": 3}}
     from pals_core.cli.train import format_summary
 
-    assert f"ner: words cut by --max-len 16: 0 in train, {25 - kept} in dev" in format_summary(summary)
+    text = format_summary(summary)
+    assert "ner: sentences longer than --max-len 16, read in overlapping windows (stride 5): 0 in train" in text
+    assert "1 in dev (3 windows)" in text and "words cut" not in text
     gold, pred = [r["tags"] for r in rows], [r["ner"] for r in rows]
     assert all(isinstance(p, list) and len(p) == len(g) for p, g in zip(pred, gold))
-    assert pred[-1][kept:] == ["O"] * (25 - kept)  # the cut words: the baseline's tag
     assert {"B-PER", "B-LOC"} <= {t for p in pred for t in p}, "an all-O prediction would not test the scoring"
+    from pals_core.model import MultiTaskModel
+
+    probs = MultiTaskModel.from_run(root / "run").predict_texts([rows[-1]["words"]], tasks=["ner"])["ner"].prob[0]
+    assert len(probs) == 25 and np.isfinite(probs).all()  # every word predicted, the last window's too
     scores = summary["scores"]["ner"]
     assert scores["entity_f1"] == f1_score(gold, pred)
     assert scores["entity_precision"] == precision_score(gold, pred)
@@ -166,3 +169,24 @@ def test_the_examples_conll_dev_file_is_predicted_as_it_is_with_the_runs_scores(
     gold, pred = [r["1"] for r in rows], [r["entities"] for r in rows]  # the file's columns: 0 words, 1 tags
     assert [len(p) for p in pred] == [len(r["0"]) for r in rows]
     assert summary["scores"]["entities"]["entity_f1"] == f1_score(gold, pred)
+
+
+@pytest.mark.slow
+def test_a_word_with_no_sub_token_is_tagged_with_the_baseline_and_counted_as_such_never_as_cut(trained, capsys):
+    """pals-predict takes new rows as they come: a word the tokenizer reduces to nothing (U+200B, a soft hyphen, U+FFFD)
+    gets the baseline's tag and is counted apart, with the first one's place; the words around it are predicted."""
+    root, f, summary = trained
+    rows = [
+        {"words": ["Mary", "\u200b", "visited", "Kyoto"]},
+        {"words": ["John"] + ["and", "Kyoto"] * 12 + ["\ufffd", "\u00ad"]},  # a long row, read in windows
+    ]
+    (root / "odd.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ("--input", str(root / "odd.jsonl"), "--out", str(root / "o.jsonl"), "--tasks", "ner")
+    code, err = _predict(capsys, str(root / "run"), *args)
+    assert code == 0, err
+    first = f"{root / 'odd.jsonl'}, line 1, column 'words', word 2"
+    note = f"ner: 3 word(s) with no sub-token in the run's tokenizer (it reduces them to nothing; first: {first}), "
+    note += "tagged 'O'"
+    assert note in err and "cut" not in err
+    got = [json.loads(line)["ner"] for line in (root / "o.jsonl").read_text().splitlines()]
+    assert got[0][1] == "O" and got[1][-2:] == ["O", "O"] and [len(g) for g in got] == [4, 27]

@@ -1,6 +1,7 @@
 """A tagging task (kind: tokens) in ``pals-tasks``, the explorer's "Your tasks" and ``pals-budget --tasks-file``:
-sentences, words and sub-tokens per sentence, the words ``--max-len`` cuts, entities per type as seqeval chunks
-them, the "O" share and the all-"O" reference; its head priced per task."""
+sentences, words and sub-tokens per sentence, the sentences longer than ``--max-len`` and the windows they are read in
+(and what cutting them would lose), entities per type as seqeval chunks them, the "O" share and the all-"O"
+reference; its head priced per task."""
 
 from __future__ import annotations
 
@@ -85,7 +86,11 @@ def test_the_profile_counts_sentences_words_sub_tokens_cut_words_entities_and_o(
     )
     cut = [len(w) - kept_by_hand(tok, w, 8) for w in rows]
     assert (t["words"], t["words_cut"], t["rows_cut"]) == (sum(map(len, rows)), sum(cut), sum(c > 0 for c in cut))
-    assert t["words_cut"] > 0  # max_len 8 cuts the long sentences: counted, not assumed
+    assert t["words_cut"] > 0  # what --truncate would cut at max_len 8: counted, not assumed
+    # read in windows instead: 6 content tokens a window ([CLS] … [SEP] in 8), each 6 − stride 2 after the last
+    windows = [1 if n <= 8 else math.ceil((n - 2 - 6) / 4) + 1 for n in subs]
+    assert (t["stride"], t["fixed"]) == (2, 2)
+    assert (t["rows_windowed"], t["windows_max"]) == (sum(w > 1 for w in windows), max(windows)) and max(windows) > 1
     m = p["majority"]
     assert m["metric"] == "entity_f1" and m["main"] == 0.0
 
@@ -116,7 +121,27 @@ def test_pals_tasks_prints_the_tagging_profile(tmp_path, capsys):
     assert "  train: 5 sentences · 25 words · words per sentence p50 5 · p95 9 · max 9 · 'O' on 60.0 % of words" in out
     line = next(x for x in out.splitlines() if "majority reference" in x)
     assert line.startswith("  majority reference, all O (entity F1 0): entity_f1 0.0 · ") and "token_accuracy" in line
-    assert " rows longer than 8 · words cut: " in out
+    tokens = next(x for x in out.splitlines() if x.startswith("  tokens"))
+    assert (
+        " read in overlapping windows (stride 2; the longest in " in tokens
+        and ", no word lost (--truncate would cut" in tokens
+    )
+    last = out.rstrip().splitlines()[-1]  # the suggested length says the windows its longest sentence takes
+    assert last.startswith("suggested: --max-len 12 ") and last.endswith(
+        "; ner: its longest sentence (12 tokens) fits in one window of 12: no word lost"
+    )
+    from pals_core.cli.tasks import suggestion
+    from pals_core.data.profile import profile_task
+
+    long = profile_task(read_tasks_file(f)["ner"], tokenizer=tokenizer_of("tiny"), max_len=8)
+    assert suggestion([long], limit=9).endswith(
+        "ner: its longest sentence (12 tokens) is read in 2 overlapping windows of 9 (stride 3): no word lost"
+    )
+    # the user's --stride where it holds at the suggested length, else the default a run there takes
+    assert suggestion([long], limit=9, stride=1).endswith("2 overlapping windows of 9 (stride 1): no word lost")
+    assert suggestion([long], limit=9, stride=5).endswith("2 overlapping windows of 9 (stride 3): no word lost")
+    assert main([str(f), "--model", "tiny", "--max-len", "8", "--stride", "5"]) == 2
+    assert "stride must be an integer from 0 to max_len // 2 = 4, got 5" in capsys.readouterr().err
 
 
 def test_pals_budget_prices_a_tasks_file_with_a_tagging_task(tmp_path, capsys):
@@ -134,7 +159,9 @@ def test_pals_budget_prices_a_tasks_file_with_a_tagging_task(tmp_path, capsys):
     assert head_params(bert, task) == bert.hidden * 7 + 7
     assert main(["--tasks-file", str(f), "--budget", "1.13"]) == 0
     out = capsys.readouterr().out
-    assert "1 tasks (ner)" in out.splitlines()[0] and "\nRecommended: " in out
+    note, header = out.split("\n\n")[:2]  # the file names no model: the answer says whose it prices
+    assert note.startswith("Priced for bert-base-uncased") and "1 tasks (ner)" in header.splitlines()[0]
+    assert "\nRecommended: " in out
 
 
 @pytest.mark.slow  # a page run with the tiny tokenizer: ~5 s
@@ -157,5 +184,13 @@ def test_the_explorer_task_panel_shows_the_tagging_profile(tmp_path, monkeypatch
     assert table["majority class on dev"][0] == "0.0 (entity_f1)"
     text = next(m.value for m in at.markdown if "(one tag per word)" in m.value)
     assert "train: 5 sentences" in text and "entities: LOC 3 · PER 3 · ORG 1" in text and "'O' on 60.0%" in text
-    assert "words cut at n = " in text
+    assert "sentences longer than n = " not in text  # every sentence fits in the sidebar's n
+    at.sidebar.number_input(key="seq_len").set_value(8).run()
+    text = next(m.value for m in at.markdown if "(one tag per word)" in m.value)
+    assert "sentences longer than n = 8 read in overlapping windows (stride 2; the longest in " in text
+    # the train form's suggested length says the windows the longest sentence takes at it
+    at.segmented_control(key="view").set_value("train").run()
+    assert [e.value for e in at.error] + [e.value for e in at.exception] == []
+    caption = next(c.value for c in at.caption if c.value.startswith("Default "))
+    assert caption.endswith(" ner: its longest sentence (12 tokens) fits in one window of 12: no word lost."), caption
     assert not [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]

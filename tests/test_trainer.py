@@ -132,10 +132,10 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     assert progress["best_average"] == summary["average"] == best["average"]
 
     # the parameter block is the calculator's, and the module agrees
+    from pals_core.base_model import model_shape
     from pals_core.budget.costs import design, evaluate
     from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import model_shape
 
     cfg = tiny(out, cache_dir)
     cost = evaluate(design(model_shape("tiny"), [Task("rte", 2), Task("stsb", 1), Task("mrpc", 2)], cfg.adapter), 8)
@@ -148,8 +148,8 @@ def test_run_directory_schema_and_best_checkpoint(tmp_path, cache_dir):
     }
 
     # task-separable checkpoint files; the best one reproduces the best scores
+    from pals_core.checkpoint import load_model
     from pals_core.data.load import load_tasks, load_tokenizer, tokenizer_path
-    from pals_core.train.checkpoint import load_model
     from pals_core.train.evaluate import evaluate as run_eval
 
     pointer = read(out / "checkpoints" / "best.json")
@@ -351,10 +351,10 @@ def test_a_crash_is_recorded_as_failed(tmp_path):
 
 
 def test_budget_takes_d_s_from_the_calculator(tmp_path, cache_dir):
+    from pals_core.base_model import model_shape
     from pals_core.budget.costs import design
     from pals_core.budget.solver import Budget, solve
     from pals_core.budget.tasks import Task
-    from pals_core.train.base_model import model_shape
     from pals_core.train.params import resolve
 
     cfg = resolve(tiny(tmp_path / "r", cache_dir, adapter=AdapterConfig(method="pals", heads=2), budget=1.01))
@@ -400,10 +400,10 @@ def test_ia3_trains_through_the_trainer(tmp_path, cache_dir):
     leave 1, the run's parameter block is the calculator's, and the model holds exactly that many."""
     from safetensors.torch import load_file
 
+    from pals_core.base_model import model_shape
     from pals_core.budget.costs import design, evaluate
     from pals_core.budget.tasks import Task
     from pals_core.model import MultiTaskModel
-    from pals_core.train.base_model import model_shape
 
     adapter = AdapterConfig(method="ia3", location="top")
     summary = run(tiny(tmp_path / "run", cache_dir, steps=6, eval_every=6, sampling="round_robin", adapter=adapter))
@@ -506,11 +506,11 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     """summary.json ``machine``: the calculator's step time and memory for the run's design, batch and max_len on
     the run's device (CPU: the local profile), beside the measured seconds per step and the peak memory."""
     import pals_core.train.machine_report as report
+    from pals_core.base_model import model_shape, tiny_config_dict
     from pals_core.budget.costs import design, evaluate
     from pals_core.budget.tasks import Task
     from pals_core.families.shapes import conditions_from_config
     from pals_core.footprint.memory import memory_train
-    from pals_core.train.base_model import model_shape, tiny_config_dict
 
     profile = tmp_path / "local.json"
     monkeypatch.setenv("PALS_LOCAL_PROFILE", str(profile))
@@ -529,7 +529,11 @@ def test_summary_holds_predicted_beside_measured_step_time_and_memory(tmp_path, 
     # summary.json rounds train_time_s to the millisecond; step_s is the unrounded time / 4 (a relative tolerance
     # failed when 4 quick steps took under 50 ms)
     assert abs(meas["step_s"] * 4 - summary["train_time_s"]) <= 5e-4 + 1e-9 and meas["peak_memory_bytes"] > 0
-    assert report.GPU_PROFILES  # the CUDA path names its profiles
+    assert report.gpu_profile("NVIDIA H100 80GB HBM3") == "h100"  # the CUDA path names its profiles
+    # the run's own figures say which device measured them: this machine's CPU, at the threads torch used
+    from pals_core.footprint.here import cpu_name
+
+    assert meas["device"].startswith(f"CPU: {cpu_name()}, ") and meas["device"].endswith("thread(s)")
 
 
 @pytest.mark.slow

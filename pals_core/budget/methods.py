@@ -13,6 +13,7 @@ from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig, design_label, format_location
 from ..pricing.limits import MAX_D_S, check_at_most
 from ..pricing.method import Method
+from ..pricing.recipe import BERT_FINE_TUNING, Recipe, setting
 from ..pricing.shape import BaseModel
 
 TRUNK_WORDS = {True: "frozen", False: "fine-tuned"}
@@ -33,6 +34,24 @@ def resolve_trunk(cfg: AdapterConfig) -> AdapterConfig:
     if cfg.freeze_trunk is not None or cfg.method not in METHODS:
         return cfg
     return replace(cfg, freeze_trunk=trunk_frozen(cfg))
+
+
+def recipe_of(method: str) -> Recipe:
+    """How ``method``'s authors train it (``Method.recipe``); a method the calculator does not know (``separate``:
+    one whole model fine-tuned per task) trains as BERT is fine-tuned."""
+    known = METHODS.get(method)
+    return known.recipe if known is not None else BERT_FINE_TUNING
+
+
+def recipe_setting(method: str, name: str) -> tuple[float, str]:
+    """(value, where it comes from) of the recipe setting ``name`` (``lr``, ``warmup``, ``weight_decay``) for
+    ``method`` when no flag gives it: '<method>'s default (<its source>)', or the trainer's (BERT's) where the
+    method's source leaves it open."""
+    own = recipe_of(method)
+    value, source = setting(own, name)
+    if method in METHODS and source is own:
+        return value, f"{method}'s default ({source.source})"
+    return value, f"the trainer's default ({source.source})"
 
 
 def trunk_text(cfg: AdapterConfig, model: BaseModel | None = None) -> str:

@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..pricing.config import design_label
+from ..pricing.recipe import rate_text
 from . import display
 from .costs import Cost, flops_ratio
+from .methods import recipe_setting
 from .series import budget_used, wider_than_model
 from .solver import Budget, smallest_budget
 
@@ -190,7 +192,8 @@ def reason(p: Pick, picks: Sequence[Pick], bold: str = "**") -> str:
         + (f" with d_s = {p.cost.d_s}" if p.cost.d_s is not None else "")
         + f" spends {share(p.used)} of the budget for {display.overhead_text(p.flops)} forward FLOPs per task"
         + (f" and a predicted {display.step_ratio_text(p.time)}× training step" if p.time is not None else "")
-        + f" ({display.trained_text(p.cost)})"
+        + f" ({display.trained_text(p.cost)}, at the method's own learning rate "
+        f"{rate_text(recipe_setting(p.cost.method, 'lr')[0])})"
     )
     if p.measured is not None:
         return (
@@ -260,6 +263,8 @@ def ranking(picks: Sequence[Pick]) -> list[dict]:
             "params_trained": p.cost.params_trained,
             "params_total": p.cost.params_total,
             "trunk": p.cost.trunk,
+            "lr": recipe_setting(p.cost.method, "lr")[0],  # the method's own, as pals-train trains it by default
+            "lr_source": recipe_setting(p.cost.method, "lr")[1],
             "measured": score(p.measured),
             "other_size": score(p.other_size),
             "predicted": score(p.predicted),

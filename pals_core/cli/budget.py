@@ -27,16 +27,25 @@ from ..budget.machine import Machine
 from ..budget.solver import add_budget_flags, budget_from_args
 from ..budget.table import rows, sort_rows
 from ..budget.tasks import parse_tasks, tasks_of_records
-from ..families.bert.presets import EMBEDDED_MODEL
 from ..families.registry import get_family
-from ..families.shapes import ALIASES, DEFAULT_MODEL, PRESETS, conditions_for_model, load_model
+from ..families.shapes import (
+    ALIASES,
+    DEFAULT_MODEL,
+    PRESETS,
+    TRAINER_DEFAULT,
+    conditions_for_model,
+    load_model,
+    trainer_model,
+)
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..footprint.constraints import CONSTRAINTS
+from ..footprint.here import elsewhere
 from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.units import parse_positive_int
 from ..tasks import resolve_records
 from ..tasks.glue_tasks import PRICED_NOT_TRAINED
+from ..tasks.taskfile import tasks_file_model
 
 
 class _Help(argparse.HelpFormatter):
@@ -93,7 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         title="machine (docs/design.md 'Memory (bytes)' and 'Time'; each bound a record of footprint.constraints, "
         "docs/design.md 'Recipe: add a constraint')",
     )
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"preset ({', '.join(PRESETS)}) or a HF config.json path")
+    p.add_argument(
+        "--model",
+        help=f"preset ({', '.join(PRESETS)}) or a HF config.json path (default: the tasks file's model: if it names "
+        f"one, else {DEFAULT_MODEL}, the paper's; pals-train's default is {TRAINER_DEFAULT})",
+    )
     p.add_argument(
         "--seq-len",
         metavar="n",
@@ -201,7 +214,12 @@ def _fit(lines: list[list[str]], width: int, columns: Sequence[str] = COLUMNS) -
 
 
 def _table(
-    costs, header: str, width: int | None = None, answer: str | None = None, predicted: dict | None = None
+    costs,
+    header: str,
+    width: int | None = None,
+    answer: str | None = None,
+    predicted: dict | None = None,
+    device_note: str | None = None,
 ) -> str:
     """The rows as a table of every column (``width`` None: ``--wide``), or of those that fit ``width`` with a
     last line naming the columns left out; the header wrapped to the same width, then the recommendation
@@ -249,6 +267,8 @@ def _table(
         for j, (v, w, h) in enumerate(zip(r, widths, shown))
     )
     head = textwrap.wrap(header, width) if width else [header]
+    if device_note:  # the header's machine is not this one: said under it
+        head += textwrap.wrap(device_note, width) if width else [device_note]
     if answer:
         head += ["", *(textwrap.wrap(answer, width) if width else [answer])]
     note = (
@@ -285,6 +305,9 @@ def run(argv: Sequence[str] | None = None) -> str:
 
             return dumps({"paper": [r.as_dict() for r in paper_reproduction()]})
         return _paper_text()
+    file_model = tasks_file_model(args.tasks_file) if args.tasks_file else None
+    from_file = args.model is None and file_model is not None
+    args.model, model_note = question_model(args.model, file_model)
     model = load_model(args.model)
     records: list = []  # the tasks' records (GLUE's or the file's): what measured runs are matched by
     not_trained = None  # why no run is looked up for tasks the calculator prices but the trainer does not train
@@ -327,6 +350,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         raise UsageError("give a budget (--budget RATIO, --extra N or --per-task N) or an adapter size --d-s N")
     machine = Machine(**given_values(args, Machine))
     profile = machine.profile()  # an unknown device or a malformed profile is bad input, whatever the rows
+    device_note = elsewhere(profile)  # the step times and memory are another machine's: said first
     costs = rows(
         model,
         tasks,
@@ -393,6 +417,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "intermediate": model.intermediate,
                     "params": n_base,
                 },
+                "model_note": model_note,  # whose model is priced, where that is not plain (the text's first line)
                 "tasks": [t.as_dict() for t in tasks],
                 "convention": args.convention,
                 "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
@@ -400,6 +425,8 @@ def run(argv: Sequence[str] | None = None) -> str:
                 "machine": {
                     "batch": machine.batch,
                     "device": profile.name,
+                    "device_here": device_note is None,  # whether this machine holds the profiled device
+                    "device_note": device_note,
                     "precision": machine.precision,
                     **{c.field: c.json(getattr(machine, c.field)) for c in CONSTRAINTS},
                 },
@@ -422,17 +449,44 @@ def run(argv: Sequence[str] | None = None) -> str:
         )
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
     header = (
-        f"{model.name} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
+        f"{model.name}{FROM_FILE if from_file else ''} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
         f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: {'as recommended' if budget is not None else 'fits, then FLOPs'}"
         f" · machine: {profile.name} · batch {machine.batch} · {machine.precision}"
         + "".join(f" · {c.text(getattr(machine, c.field))}" for c in CONSTRAINTS if getattr(machine, c.field))
     )
+    width = None if args.wide else terminal_width()
     return (
-        _table(ranked, header, None if args.wide else terminal_width(), answer, predicted)
+        (_wrapped(model_note, width) + "\n\n" if model_note else "")
+        + _table(ranked, header, width, answer, predicted, device_note)
         + "".join(f"\nnot priced: {label}: {reason}" for label, reason in costs.refused)
         + (f"\nmeasured results are not looked up: {unread}" if unread else "")
         + ("" if predicted is None else _predicted_notes(ranked, predicted))
     )
+
+
+FROM_FILE = " (the tasks file's model)"
+
+
+def question_model(given: str | None, file_model: str | None) -> tuple[str, str | None]:
+    """(the model to price, the line that says whose it is where that is not plain): ``--model`` as given (it
+    overrides a tasks file's ``model:``, and says so); else the tasks file's; else the calculator's default,
+    BERT-base (the paper's), with the ``--model`` that prices what ``pals-train`` would train with the same flags."""
+    if given is not None:
+        if file_model is not None and ALIASES.get(given, given) != ALIASES.get(file_model, file_model):
+            return given, f"Priced for --model {given}, not the tasks file's model: {file_model}."
+        return given, None
+    if file_model is not None:
+        return file_model, None
+    return DEFAULT_MODEL, (
+        f"Priced for {DEFAULT_MODEL}, the calculator's default (the paper's); pals-train with these flags trains "
+        f"the embedded {TRAINER_DEFAULT}: add --model {TRAINER_DEFAULT} to price what it trains."
+    )
+
+
+def _wrapped(text: str, width: int | None) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) if width else text
 
 
 def _task_keys(args, records) -> tuple[list[str] | None, str | None]:
@@ -534,16 +588,6 @@ def _predicted_notes(costs, predicted: dict) -> str:
         "sizes of each method (docs/design.md 'Predicted scores'; its hold-out check: BENCHMARKS.md)\n"
         + "\n".join(lines)
     )
-
-
-def trainer_model(spec: str) -> tuple[bool, str | None]:
-    """Whether ``--model`` is a model the trainer builds, and its ``pals-train --model`` value (None = the embedded
-    model): what finished runs are matched by, as the explorer matches them."""
-    if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
-        return True, None
-    if os.path.isfile(os.path.join(spec, "config.json")):
-        return True, spec.strip()
-    return False, None
 
 
 def measured_scores(

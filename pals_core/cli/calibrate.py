@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from ..flags import OneLineParser
+from ..footprint.here import cpu_name, host_name
 from ..footprint.timing import DeviceProfile, local_profile_path
 
 
@@ -98,7 +99,8 @@ def measure(threads: int | None = None, name: str = "local") -> DeviceProfile:
         flash_forward=fit(fwd),
         flash_backward=fit(bwd),
         threads=threads,
-        source=f"pals-calibrate on this machine, torch {torch.__version__}, {threads} thread(s)",
+        source=f"pals-calibrate on {cpu_name()}, torch {torch.__version__}, {threads} thread(s)",
+        host=host_name(),  # the answer says when it prices this profile on another machine
     )
 
 

@@ -9,8 +9,9 @@ columns (one named like a prediction column is kept as ``<name> (input)``, or ``
 that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
 (classification), the value (regression), the label set
 (multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV), the tag of each word (tokens: a
-list, space-joined in CSV/TSV; a word cut by the max length gets the baseline's tag, counted in the closing line; the
-text is a list of words, or split at whitespace) — and ``<task>_prob``, the
+list, space-joined in CSV/TSV; a sentence longer than the max length is read in the run's overlapping windows; a
+word the tokenizer reduces to nothing — or, in a run trained with ``--truncate``, one past the max length — gets the
+baseline's tag, counted in the closing line; the text is a list of words, or split at whitespace) — and ``<task>_prob``, the
 predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
@@ -43,8 +44,10 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_write, atomic_write_text
+from ..data.words import empty_words
 from ..export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from ..flags import OneLineParser, UsageError
+from ..forward import words_of
 from ..kinds import get_kind
 from ..run_info import predict_texts, read_run
 from ..tasks.readers import conll_index, read_columns
@@ -412,12 +415,23 @@ def run(argv: Sequence[str] | None = None) -> str:
     write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
     renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
     note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
-    for t in names:  # a per-word task's words cut by the run's max length: tagged as its baseline tags them
+    for t in names:  # a per-word task's words no token predicts: tagged as its baseline tags them, counted by cause
         kind = get_kind(info.records[t].kind)
         if kind.per_word:
-            res = results[t][1] if isinstance(results[t], tuple) else results[t]
-            cut, fill = int(sum(np.isnan(p).sum() for p in res.prob)), res.labels[kind.fill_index(res.labels)]
-            note += f" · {t}: {cut:,} word(s) cut by max length {info.max_len}, tagged {fill!r}"
+            rows, res = results[t] if isinstance(results[t], tuple) else (np.arange(n), results[t])
+            fill = res.labels[kind.fill_index(res.labels)]
+            empty = empty_words(info.tokenizer(), [words_of(texts[i]) for i in rows])
+            if empty:
+                first = cols.where_word(int(rows[empty[0][0]]), empty[0][1], text)
+                note += (
+                    f" · {t}: {len(empty):,} word(s) with no sub-token in the run's tokenizer (it reduces them to "
+                    f"nothing; first: {first}), tagged {fill!r}"
+                )
+            cut = int(sum(np.isnan(p).sum() for p in res.prob)) - len(empty)
+            if cut:
+                note += (
+                    f" · {t}: {cut:,} word(s) cut by max length {info.max_len} (the run's --truncate), tagged {fill!r}"
+                )
     step = f"step {info.step}" if info.step >= 0 else "each task's best step"
     return (
         f"{out}: {n:,} rows · {', '.join(names)} · {step} of {args.run_dir} · "

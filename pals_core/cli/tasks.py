@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 
 from ..atomic import dumps
 from ..families.bert.presets import EMBEDDED_MODEL
-from ..flags import OneLineParser, UsageError
+from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..kinds import get_kind
 from ..tasks.taskfile import read_tasks_file
+from ..train.config import TrainConfig
+
+ONLY_STRIDE = [f.name for f in fields(TrainConfig) if f.name != "stride"]  # pals-train's --stride, as it declares it
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         default=None,
-        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny' "
-        f"(default: the embedded {EMBEDDED_MODEL})",
+        help="whose tokenizer counts the tokens: a local HF model folder or 'tiny'; without it the tasks file's "
+        f"model: where it names one, as pals-train trains it (default: the embedded {EMBEDDED_MODEL})",
     )
     p.add_argument(
         "--max-len",
@@ -41,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the length to judge truncation against (pals-train --max-len; default 128)",
     )
+    add_flags(p, TrainConfig, skip=ONLY_STRIDE)
     p.add_argument("--glue-dir", metavar="DIR", help="GLUE folder for {glue: …} tasks (default: $PALS_GLUE_DIR)")
     p.add_argument(
         "--seed",
@@ -85,13 +90,22 @@ def _tokens_line(p: dict) -> str:
         f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
         f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
     )
-    if "words_cut" in t:  # a kind of one label per word: the words max_len leaves without a sub-token
-        line += f" · words cut: {t['words_cut']:,} of {t['words']:,} (in {t['rows_cut']:,} rows)"
+    if t.get("rows_windowed"):  # a kind of one label per word: long sentences read in windows, no word lost
+        line += (
+            f" · {t['rows_windowed']:,} sentence(s) longer than {t['max_len']} read in overlapping windows "
+            f"(stride {t['stride']}; the longest in {t['windows_max']}), no word lost"
+            + (
+                f" (--truncate would cut {t['words_cut']:,} of {t['words']:,} words, in {t['rows_cut']:,} rows)"
+                if t["words_cut"]
+                else ""
+            )
+        )
     return line
 
 
-def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = None) -> str:
-    """The readable report: one block per task, then the suggested length (at most ``limit`` tokens)."""
+def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = None, stride: int | None = None) -> str:
+    """The readable report: one block per task, then the suggested length (at most ``limit`` tokens; ``stride``: the
+    user's ``--stride``, for the windows a tagging task's longest sentence takes at it)."""
     lines = [header]
     for p in profiles:
         lines += [
@@ -101,7 +115,7 @@ def format_profiles(profiles: Sequence[dict], header: str, limit: int | None = N
         ]
         lines += _labels_lines(p)
         lines += [_majority_line(p), _tokens_line(p)]
-    lines += ["", suggestion(profiles, limit)]
+    lines += ["", suggestion(profiles, limit, stride)]
     return "\n".join(lines)
 
 
@@ -114,17 +128,23 @@ def suggested_len(profiles: Sequence[dict], limit: int | None = None) -> int | N
     return min(max(p95), limit) if limit else max(p95)
 
 
-def suggestion(profiles: Sequence[dict], limit: int | None = None) -> str:
+def suggestion(profiles: Sequence[dict], limit: int | None = None, stride: int | None = None) -> str:
+    """The suggested length and why; for each tagging task, the windows its longest sentence is read in at that
+    length (``stride``: the user's ``--stride``, else the default a run at that length takes)."""
     n = suggested_len(profiles, limit)
     if n is None:
         return "suggested length: none (no tokens counted)"
+    from ..data.profile import longest_windows  # late: loads numpy
+
     worst = max((p for p in profiles if p["tokens"]), key=lambda p: p["tokens"]["p95"])
     why = (
-        f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are cut"
+        f"the largest task p95 ({worst['name']}), so at most about 5 % of any task's rows are longer"
         if n == worst["tokens"]["p95"]
-        else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are cut"
+        else f"the model's longest input; {worst['name']}'s p95 is {worst['tokens']['p95']}, so more of its rows are longer"
     )
-    return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}"
+    windows = [w for p in profiles if (w := longest_windows(p, n, stride)) is not None]
+    tail = f"; {'; '.join(windows)}: no word lost" if windows else ""
+    return f"suggested: --max-len {n} (pals-train) / --seq-len {n} (pals-budget, pals-study): {why}{tail}"
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -135,10 +155,15 @@ def run(argv: Sequence[str] | None = None) -> str:
     from ..data.profile import check_max_len, profile_rows, read_tasks_rows, tokenizer_of  # late: loads numpy
 
     check_max_len(args.max_len)
+    stride = given_values(args, TrainConfig, skip=ONLY_STRIDE).get("stride")
     records = list(read_tasks_file(args.tasks_file).values())
     rows = read_tasks_rows(records, glue_dir=args.glue_dir, seed=args.seed)  # all data checked before the model loads
+    if args.model is None:  # the model pals-train would train on this file (its model:, else the embedded one)
+        from ..train.config import tasks_file_train_model  # late: the trainer's settings, only to read the file's
+
+        args.model = tasks_file_train_model(args.tasks_file)[1]
     tokenizer = tokenizer_of(args.model)
-    profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True) for r in rows]
+    profiles = [profile_rows(r, tokenizer=tokenizer, max_len=args.max_len, progress=True, stride=stride) for r in rows]
     limit = getattr(tokenizer, "model_max_length", None)
     limit = limit if isinstance(limit, int) and limit < 1_000_000 else None  # HF's "no limit" is a huge number
     model = args.model or EMBEDDED_MODEL
@@ -157,7 +182,7 @@ def run(argv: Sequence[str] | None = None) -> str:
         f"pals-tasks: {len(profiles)} task{'s' * (len(profiles) != 1)} from {args.tasks_file} · tokenizer: {model}"
         f" · max-len {args.max_len} · dev rows of tasks without a dev file drawn by seed {args.seed}"
     )
-    return format_profiles(profiles, header, limit)
+    return format_profiles(profiles, header, limit, stride)
 
 
 def _one_line(e: BaseException) -> str:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from ..data.metrics import main_score
+from ..data.windows import window_stride
 from ..deps import DependencyError, check_transformers
 from ..flags import UsageError
 from ..kinds import DEFAULT_KIND, get_kind
@@ -98,12 +99,21 @@ def format_summary(summary: dict) -> str:
             f"untrained: {', '.join(untrained)} received no training step (its scores are an untrained "
             "head's; more --steps, or another --sampling)"
         )
+    config = summary.get("config") or {}
     for task, cut in (summary.get("cut_words") or {}).items():
-        lines.append(
-            f"{task}: words cut by --max-len {(summary.get('config') or {}).get('max_len')}: "
-            + ", ".join(f"{n:,} in {split}" for split, n in cut.items())
-            + " (a cut word counts as tagged with the baseline's tag)"
-        )
+        if any(cut.values()):  # only a run that asked for cutting (--truncate) cuts words
+            lines.append(
+                f"{task}: words cut by --max-len {config.get('max_len')}: "
+                + ", ".join(f"{n:,} in {split}" for split, n in cut.items())
+                + " (a cut word counts as tagged with the baseline's tag)"
+            )
+    for task, splits in (summary.get("windows") or {}).items():
+        if any(w.get("rows") for w in splits.values()):
+            lines.append(
+                f"{task}: sentences longer than --max-len {config.get('max_len')}, read in overlapping windows "
+                f"(stride {window_stride(config)}): "
+                + ", ".join(f"{w['rows']:,} in {split} ({w['windows']:,} windows)" for split, w in splits.items())
+            )
     added = summary.get("added") or {}
     if added:
         kept = [t for t in summary.get("scores") or {} if t not in added.get("tasks", [])]

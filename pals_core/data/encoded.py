@@ -5,8 +5,12 @@ Sequence i is ``ids[offsets[i]:offsets[i+1]]``. Batches are padded to their own 
 
 A task with one label per word (``Kind.per_word``) holds one label per *token* instead, in the layout of ``ids``
 (a word's tag on its first sub-token, -100 on the rest, on the special tokens and, in a batch, on the padding), and
-the gold tag of every word of every row — the words ``max_len`` cut included — in ``words`` (CSR, ``word_offsets``),
-with the tag names (``names``): what the dev scores compare predictions with (``gold``: ``WordTags``).
+the gold tag of every word of every row — the words without a prediction included — in ``words`` (CSR,
+``word_offsets``), with the tag names (``names``): what the dev scores compare predictions with (``gold``:
+``WordTags``). Its sequences are not its rows: a row longer than ``max_len`` is read in several windows
+(``data/windows.py``), sequence i reading row ``row_of[i]``; ``starts`` marks per token the word it is the prediction
+of (a word's first sub-token in the window that reads the word with the most context), so each word with a sub-token
+is predicted from exactly one token (``owned``).
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ class Encoded:
     words: np.ndarray | None = None  # per word: int64 gold tag of every word, CSR by word_offsets
     word_offsets: np.ndarray | None = None
     names: tuple[str, ...] = ()  # per word: the tag names
-    starts: np.ndarray | None = None  # per word: int64 per token, the word it starts (its first sub-token), else -1
+    starts: np.ndarray | None = None  # per word: int64 per token, the word it is the prediction of, else -1
+    row_of: np.ndarray | None = None  # per word: int64 per sequence, the row it reads (None: sequence i is row i)
 
     def __post_init__(self) -> None:
         if self.words is None and len(self.offsets) != len(self.labels) + 1:
@@ -84,14 +89,24 @@ class Encoded:
         if self.words is not None and (
             len(self.labels) != self.offsets[-1]
             or self.word_offsets is None
-            or len(self.word_offsets) != len(self.offsets)
+            or (self.row_of is None and len(self.word_offsets) != len(self.offsets))
             or self.starts is None
             or len(self.starts) != len(self.labels)
         ):
             raise ValueError("per-word labels need one label per token and word offsets of one entry per row + 1")
+        if self.words is not None and self.row_of is None:
+            self.row_of = np.arange(len(self.offsets) - 1, dtype=np.int64)
+        if self.words is not None and len(self.row_of) != len(self.offsets) - 1:
+            raise ValueError("per-word sequences need the row each one reads")
 
     def __len__(self) -> int:
+        """Sequences (what batches index): the rows, or per word every window of every row."""
         return len(self.offsets) - 1
+
+    @property
+    def rows(self) -> int:
+        """Rows (examples, sentences): what a cap counts, what the dev scores score."""
+        return len(self.word_offsets) - 1 if self.per_word else len(self)
 
     @property
     def lengths(self) -> np.ndarray:
@@ -107,23 +122,37 @@ class Encoded:
 
     @property
     def cut_words(self) -> int:
-        """Per word: the words without a sub-token (cut by ``max_len``): scored as tagged with the baseline's tag."""
+        """Per word: the words no token predicts (cut by ``max_len`` when the rows are cut, not windowed; a word the
+        tokenizer reduces to nothing): scored as tagged with the baseline's tag."""
         return int(len(self.words) - (self.starts >= 0).sum()) if self.per_word else 0
+
+    @property
+    def windows(self) -> np.ndarray:
+        """Per row, the sequences that read it (1 for a row that fits in ``max_len``)."""
+        if not self.per_word:
+            return np.ones(len(self), dtype=np.int64)
+        return np.bincount(self.row_of, minlength=self.rows)
 
     @property
     def gold(self):
         """What the dev metrics compare predictions with: the labels, or per word ``WordTags`` (every word)."""
         if not self.per_word:
             return self.labels
-        values, _, _ = _padded(self.words, self.word_offsets, np.arange(len(self)), -1)
+        values, _, _ = _padded(self.words, self.word_offsets, np.arange(self.rows), -1)
         return WordTags(values, tuple(self.names))
 
     def select(self, rows: Sequence[int]) -> Encoded:
-        """A new ``Encoded`` holding ``rows`` in the given order."""
+        """A new ``Encoded`` holding ``rows`` in the given order (per word: each with every sequence that reads it,
+        in their order)."""
         rows = np.asarray(rows, dtype=np.int64)
-        offsets, gather = _gather(self.offsets, rows)
         if not self.per_word:
+            offsets, gather = _gather(self.offsets, rows)
             return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows])
+        new_row = np.full(self.rows, -1, dtype=np.int64)
+        new_row[rows] = np.arange(len(rows))
+        kept = np.flatnonzero(new_row[self.row_of] >= 0)
+        seqs = kept[np.argsort(new_row[self.row_of[kept]], kind="stable")]
+        offsets, gather = _gather(self.offsets, seqs)
         word_offsets, words = _gather(self.word_offsets, rows)
         return Encoded(
             self.ids[gather],
@@ -134,35 +163,21 @@ class Encoded:
             word_offsets,
             self.names,
             self.starts[gather],
+            new_row[self.row_of[seqs]],
         )
 
-    def word_batch(self, rows: Sequence[int], width: int):
-        """Per word: the torch tensors ``starts`` (len(rows), ``width``: the word each token starts, else -1) and
-        ``words`` (the gold tags, (len(rows), ``max_words``), -1 on padding) of ``rows``, as ``batch`` pads them."""
-        import torch
-
-        rows = np.asarray(rows, dtype=np.int64)
-        starts = _padded(self.starts, self.offsets, rows, -1, width)[0]
-        return torch.from_numpy(starts), torch.from_numpy(
-            _padded(self.words, self.word_offsets, rows, -1, self.max_words)[0]
-        )
-
-    def word_logits(self, rows: Sequence[int], logits: np.ndarray) -> list[np.ndarray]:
-        """Per row of ``rows``: the (words, C) logits of each word's first sub-token out of the batch's token logits
-        (len(rows), n, C); a row of NaN for a word without one (cut by ``max_len``)."""
-        out = []
-        for i, r in enumerate(np.asarray(rows, dtype=np.int64)):
-            starts = self.starts[self.offsets[r] : self.offsets[r + 1]]
-            row = np.full((self.word_offsets[r + 1] - self.word_offsets[r], logits.shape[-1]), np.nan, np.float32)
-            first = np.flatnonzero(starts >= 0)
-            row[starts[first]] = logits[i, first]
-            out.append(row)
-        return out
+    def owned(self, seqs: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per word: the tokens of sequences ``seqs`` (a batch, in its order) that predict a word — (position in the
+        batch, token position in its sequence, the row, the word in that row), one entry per such token."""
+        seqs = np.asarray(seqs, dtype=np.int64)
+        starts, _, _ = _padded(self.starts, self.offsets, seqs, -1)
+        b, j = np.nonzero(starts >= 0)
+        return b, j, self.row_of[seqs[b]], starts[b, j]
 
     def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
-        """Padded torch tensors for ``rows``: input_ids, attention_mask, token_type_ids, labels (per word: (B, n),
-        -100 on padding) and, per word, ``starts`` (B, n): the word each token starts, else -1, and ``words``: the
-        gold tags (B, ``max_words``), -1 on padding."""
+        """Padded torch tensors for sequences ``rows``: input_ids, attention_mask, token_type_ids, labels (per word:
+        (B, n), -100 on padding) and, per word, ``starts`` (B, n): the word each token predicts, else -1, and
+        ``words``: the gold tags of the row each sequence reads (B, ``max_words``), -1 on padding."""
         import torch
 
         rows = np.asarray(rows, dtype=np.int64)
@@ -175,10 +190,12 @@ class Encoded:
             "attention_mask": torch.from_numpy(mask),
             "token_type_ids": torch.from_numpy(types),
         }
-        if self.per_word:
+        if self.per_word:  # ``words``: the gold tags of the row each sequence reads
             out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, rows, IGNORE)[0])
             out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, rows, -1)[0])
-            out["words"] = torch.from_numpy(_padded(self.words, self.word_offsets, rows, -1, self.max_words)[0])
+            out["words"] = torch.from_numpy(
+                _padded(self.words, self.word_offsets, self.row_of[rows], -1, self.max_words)[0]
+            )
         else:
             out["labels"] = torch.from_numpy(self.labels[rows].copy())
         return out

@@ -24,15 +24,14 @@ import csv
 import io
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import open_regular
 from ..kinds.errors import TaskDataError
 from ..tasks.glue_tasks import GlueTask, get_task
-from ..tasks.readers import sha256_of
+from ..tasks.readers import read_hashed
 
 GLUE_DIR_ENV = "PALS_GLUE_DIR"
 HUB_DATASET = "nyu-mll/glue"
@@ -52,6 +51,8 @@ class RawSplit:
     dropped: int = 0  # truncated rows skipped (QQP)
     source: str = ""  # the file path, or "hub:nyu-mll/glue/<config>/<split>"
     fingerprint: str = ""  # sha256 of the file / the hub dataset fingerprint
+    where_word: Callable[[int, int], str] | None = None  # rows of words: "file, line N, column K" of row i's word j
+    read_from: tuple[str, str] | None = None  # (path, sha256 of the bytes the rows were read from); None: the hub
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -111,8 +112,8 @@ def read_tsv(task: GlueTask, path: str | Path) -> RawSplit:
     labels: list[Any] = []
     dropped = 0
     try:
-        raw = open_regular(path, "GLUE file", 1 << 40, OSError)  # the guarded open: a FIFO is refused, never read
-        with io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as f:
+        data, digest = read_hashed(path, "GLUE file", OSError)  # the guarded open: a FIFO is refused, never read
+        with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="") as f:
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
             if task.header:
                 header = next(reader, None)
@@ -155,7 +156,7 @@ def read_tsv(task: GlueTask, path: str | Path) -> RawSplit:
         raise GlueDataError(f"{path}: {e.strerror or e}") from None
     if not labels:
         raise GlueDataError(f"{path}: no data rows")
-    return RawSplit(a, b, labels, dropped, str(path), sha256_of(path))
+    return RawSplit(a, b, labels, dropped, str(path), digest, read_from=(str(path), digest))
 
 
 def read_hub(task: GlueTask, split: str) -> RawSplit:

@@ -33,9 +33,10 @@ from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
 from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
+from .words import word_sequences
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
-CACHE_FORMAT = 2  # bump when the cached layout changes (2: token ids only, labels from the rows)
+CACHE_FORMAT = 3  # bump when the cached layout changes (2: token ids only, labels from the rows; 3: words' windows)
 SUBSET_SEED = 0
 
 
@@ -120,47 +121,56 @@ def _ids(ds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-def _word_ids(ds) -> np.ndarray:
-    """The word each token starts (its index in the row's words), -1 for a special token or a word's later
-    sub-token, flat in the layout of ``_ids``."""
-    return np.asarray(ds.data.column("word_ids").combine_chunks().values.to_numpy(), dtype=np.int64)
+def _flat(ds, column: str, dtype=np.int64) -> np.ndarray:
+    """A tokenised ``datasets.Dataset``'s list column flat (in the layout of ``_ids``), or a scalar column."""
+    col = ds.data.column(column).combine_chunks()
+    return np.asarray((col.values if hasattr(col, "values") else col).to_numpy(), dtype=dtype)
 
 
-def first_subtokens(word_ids: Sequence[int | None]) -> list[int]:
-    """Per token: the index of the word it starts (the first sub-token of a word carries the word's tag, as in the
-    transformers token-classification example), -1 for a special token or a later sub-token of a word."""
-    out, previous = [], None
-    for w in word_ids:
-        out.append(w if (w is not None and w != previous) else -1)
-        previous = w
-    return out
-
-
-def align_words(ids: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray, labels: Sequence[Any], names):
-    """An ``Encoded`` of a per-word task: each token's label (its word's tag on a word's first sub-token, -100
-    elsewhere) and every word's gold tag (the words ``max_len`` cut included)."""
+def align_words(
+    ids: tuple[np.ndarray, np.ndarray, np.ndarray],
+    firsts: np.ndarray,
+    starts: np.ndarray,
+    row_of: np.ndarray,
+    labels: Sequence[Any],
+    names,
+) -> Encoded:
+    """An ``Encoded`` of a per-word task from its sequences (``words.word_sequences``: one per window of a row,
+    ``row_of`` the row each reads): each token's label (its word's tag on the word's first sub-token — in every window
+    that holds it, ``firsts`` — -100 elsewhere), the token each word is predicted from (``starts``) and every word's
+    gold tag (the words without a prediction included)."""
     flat, types, offsets = ids
     rows = [np.asarray(r, dtype=np.int64) for r in labels]
     word_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rows], out=word_offsets[1:])
     words = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    row_of = np.repeat(np.arange(len(rows)), np.diff(offsets))
-    first = starts >= 0
-    if first.any() and (starts[first] >= np.diff(word_offsets)[row_of[first]]).any():
+    row_of = np.asarray(row_of, dtype=np.int64)
+    token_row = np.repeat(row_of, np.diff(offsets))
+    first = firsts >= 0
+    if first.any() and (firsts[first] >= np.diff(word_offsets)[token_row[first]]).any():
         raise ValueError("a row has more words than tags")
-    token_labels = np.full(len(starts), IGNORE, dtype=np.int64)
-    token_labels[first] = words[word_offsets[row_of[first]] + starts[first]]
-    return Encoded(flat, types, offsets, token_labels, words, word_offsets, tuple(names), starts)
+    token_labels = np.full(len(firsts), IGNORE, dtype=np.int64)
+    token_labels[first] = words[word_offsets[token_row[first]] + firsts[first]]
+    return Encoded(flat, types, offsets, token_labels, words, word_offsets, tuple(names), starts, row_of)
 
 
 def token_ids(
-    tokenizer, max_len: int, text_a: Sequence[Any], text_b: Sequence[str] | None = None, *, words: bool = False
+    tokenizer,
+    max_len: int,
+    text_a: Sequence[Any],
+    text_b: Sequence[str] | None = None,
+    *,
+    words: bool = False,
+    stride: int | None = None,
 ) -> dict:
     """{"input_ids", "token_type_ids"}: one list per text (with its second text ``text_b[i]``), special tokens added,
     truncated to ``max_len`` tokens (pairs longest-first) — how every row a model reads is tokenised, in training,
     evaluation and prediction alike (``encode``, ``forward.encode_texts``). ``words``: each text is a list of words
-    (a per-word task: ``is_split_into_words``), and "word_ids" gives per token the word it starts
-    (``first_subtokens``)."""
+    (a per-word task), tokenised with each word's start marked and read in windows of ``max_len`` that share
+    ``stride`` tokens (None: cut at ``max_len``): one entry per sequence, with "row", "firsts" and "starts"
+    (``words.word_sequences``)."""
+    if words:
+        return word_sequences(tokenizer, max_len, text_a, stride)
     out = tokenizer(
         text_a,
         text_b,
@@ -168,22 +178,8 @@ def token_ids(
         max_length=max_len,
         return_token_type_ids=True,
         return_attention_mask=False,
-        **({"is_split_into_words": True} if words else {}),
     )
-    got = {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
-    if words:
-        got["word_ids"] = [first_subtokens(out.word_ids(i)) for i in range(len(out["input_ids"]))]
-    return got
-
-
-def words_kept(tokenizer, rows_of_words: Sequence[Sequence[str]], max_len: int, batch: int = 1000) -> list[int]:
-    """How many leading words of each row keep a sub-token when tokenised as the model reads it (``token_ids``,
-    ``words``); the rest are cut by ``max_len`` (predicted as the kind's baseline tag, scored as such)."""
-    out = []
-    for start in range(0, len(rows_of_words), batch):
-        rows = [list(r) for r in rows_of_words[start : start + batch]]
-        out += [max(w, default=-1) + 1 for w in token_ids(tokenizer, max_len, rows, words=True)["word_ids"]]
-    return out
+    return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
 
 
 def encode(
@@ -195,10 +191,12 @@ def encode(
     cache_dir: Path | None = None,
     per_word: bool = False,
     names: Sequence[str] = (),
+    stride: int | None = None,
 ) -> tuple[Encoded, bool]:
     """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache.
     ``per_word``: each row of ``raw.text_a`` is a list of words and each of ``labels`` their tag indices (tag
-    ``names``), tokenised with ``is_split_into_words`` and aligned (``align_words``)."""
+    ``names``), tokenised as words, read in windows sharing ``stride`` tokens (None: cut at ``max_len``) and aligned
+    (``align_words``)."""
     import datasets
 
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -208,21 +206,23 @@ def encode(
         "max_len": max_len,
         "data": raw.fingerprint or texts_fingerprint(raw.text_a, raw.text_b),
     }
-    if per_word:
-        spec["words"] = True  # words split by the task, not texts: other ids for the same characters
+    if per_word:  # words split by the task, not texts: other ids for the same characters; windows or a cut
+        spec["words"] = True
+        spec["stride"] = stride
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
     def made(ds) -> Encoded:
         ids = _ids(ds)
         if per_word:
-            return align_words(ids, _word_ids(ds), labels, names)
+            return align_words(ids, _flat(ds, "firsts"), _flat(ds, "starts"), _flat(ds, "row"), labels, names)
         return Encoded(*ids, labels)
 
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
             ds = datasets.load_from_disk(str(target))
-            if ds.num_rows == len(labels):
+            rows = int(_flat(ds, "row")[-1]) + 1 if per_word and ds.num_rows else ds.num_rows
+            if rows == len(labels):
                 return made(ds), True
         except Exception:  # a damaged cache entry is rebuilt
             pass
@@ -231,8 +231,11 @@ def encode(
     if raw.text_b is not None:
         columns["text_b"] = raw.text_b
 
-    def tok(batch: dict) -> dict:
-        return token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"), words=per_word)
+    def tok(batch: dict, index: list[int]) -> dict:
+        out = token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"), words=per_word, stride=stride)
+        if per_word:  # a window's row within the batch → within the split
+            out["row"] = [index[r] for r in out["row"]]
+        return out
 
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -240,6 +243,7 @@ def encode(
         ds = datasets.Dataset.from_dict(columns)
         ds = ds.map(
             tok,
+            with_indices=True,
             batched=True,
             batch_size=2000,
             remove_columns=list(columns),
@@ -306,9 +310,18 @@ class OwnFiles:
 
     def rows(self, train: bool = True, seed: int = 0) -> TaskSplits:
         tr, dv, names = read_rows(self.record, seed)
-        out = {"dev": RawSplit(dv.text_a, dv.text_b, dv.labels, 0, dv.source)}
+        out = {
+            "dev": RawSplit(
+                dv.text_a, dv.text_b, dv.labels, 0, dv.source, where_word=dv.where_word, read_from=dv.read_from
+            )
+        }
         if train:
-            out = {"train": RawSplit(tr.text_a, tr.text_b, tr.labels, 0, tr.source), **out}
+            out = {
+                "train": RawSplit(
+                    tr.text_a, tr.text_b, tr.labels, 0, tr.source, where_word=tr.where_word, read_from=tr.read_from
+                ),
+                **out,
+            }
         return out, names
 
 
@@ -414,12 +427,14 @@ def load_tasks(
     cache_dir: str | None = None,
     seed: int = 0,
     rows: dict[str, TaskSplits] | None = None,
+    stride: int | None = None,
 ) -> dict[str, TaskData]:
     """Tokenised splits of several tasks (records, or built-in GLUE names): their rows (``read_tasks``: every GLUE
     task's files checked before any is read, one ``GlueDataError`` naming them all; every row of a task's own files
     checked, ``TaskDataError`` naming file, row and column), tokenised, capped. ``rows``: the tasks' rows already
     read (a run's set-up: ``trainer.check_data``), tokenised without reading a file again. ``seed`` draws the dev
-    split of a task without a dev file."""
+    split of a task without a dev file. ``stride``: a per-word task's rows longer than ``max_len`` are read in windows
+    sharing that many tokens (None: cut at ``max_len``); a cap counts rows, each with all its windows."""
     if not isinstance(max_len, int) or max_len < 8:
         raise ValueError(f"max_len must be an integer of at least 8, got {max_len!r}")
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
@@ -441,8 +456,9 @@ def load_tasks(
                 cache_dir=cdir,
                 per_word=r.kind_of.per_word,
                 names=data.label_names,
+                stride=stride,
             )
-            rows_kept = subset(len(enc), max_train if key == "train" else max_eval)
+            rows_kept = subset(enc.rows, max_train if key == "train" else max_eval)
             if rows_kept is not None:
                 enc = enc.select(rows_kept)
             data.cached[key] = hit
@@ -477,6 +493,22 @@ def describe_data(records: Sequence[TaskRecord], *, glue_dir: str | None = None,
             "fingerprint": fingerprint(r, hashes),
         }
     return out
+
+
+def check_described(data: dict, rows: dict[str, TaskSplits]) -> None:
+    """``ValueError`` (one line) when a file's sha256 in a run's ``data`` (``describe_data``) is not the sha256 of the
+    bytes its rows were read from (``RawSplit.read_from``): the file changed between the two reads, and a run
+    records the fingerprint of what it trains on or does not start."""
+    for task, (splits, _names) in rows.items():
+        files = {str(f.get("path")): f.get("sha256") for f in ((data.get(task) or {}).get("files") or {}).values()}
+        for raw in splits.values():
+            path, digest = raw.read_from or (None, None)
+            if path is not None and str(path) in files and files[str(path)] != digest:
+                described = (files[str(path)] or "none")[:12]
+                raise ValueError(
+                    f"{path} changed while the run was set up (sha256 {described}… when described, {digest[:12]}… "
+                    "in the bytes read for its rows): start the run again"
+                )
 
 
 TINY = "tiny"
@@ -530,6 +562,7 @@ __all__ = [
     "TaskData",
     "TaskSource",
     "TaskSplits",
+    "check_described",
     "check_tokenizer",
     "describe_data",
     "encode",

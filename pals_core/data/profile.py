@@ -14,9 +14,13 @@ The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it):
      "majority": {"metric", "main", "scores"},
      "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
 
-A kind of one label per word (``Kind.per_word``) counts sub-tokens per sentence (its words tokenised one by one)
-and adds to ``tokens`` the words of every split, the words cut by ``max_len`` (left without a sub-token) and the
-sentences that lose one (``words``, ``words_cut``, ``rows_cut``); its ``distribution`` is its own (the kind's).
+A kind of one label per word (``Kind.per_word``) counts sub-tokens per sentence (its words tokenised one by one, each
+word's start marked: ``words.words_tokenizer``), refuses a word its tokenizer reduces to nothing (``TaskDataError``
+naming file, line and word, as ``pals-train`` does) and adds to ``tokens``: ``words`` (of every split), ``stride`` and
+``fixed`` (the special tokens every window repeats), ``rows_windowed`` (sentences longer than ``max_len``, read in
+overlapping windows: no word is lost) and ``windows_max`` (the windows the longest one takes), and what cutting at
+``max_len`` instead (``pals-train --truncate``) would lose: ``words_cut`` and the sentences that lose one,
+``rows_cut``. Its ``distribution`` is its own (the kind's).
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from ..kinds import get_kind
 from ..tasks.record import TaskRecord
 from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
-from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path, words_kept
+from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, majority_scores
+from .windows import check_stride, count_windows, default_stride
+from .words import check_words, read_plan, words_tokenizer
 
 TOKEN_BATCH = 1000  # rows per tokenizer call
 PROGRESS_ROWS = 5000  # a progress bar only above this many rows to tokenise
@@ -57,8 +63,9 @@ def check_max_len(max_len: Any) -> int:
 def token_lengths(splits: Sequence[RawSplit], tokenizer, *, progress: bool = False, words: bool = False) -> np.ndarray:
     """Tokens per row of ``splits`` (in order) as the model would see them untruncated: special tokens
     included, both texts of a pair (``words``: each row a list of words, tokenised word by word as a kind of one
-    label per word is). Batched through the (fast) tokenizer; a tqdm bar on stderr when ``progress`` and there are
-    more than ``PROGRESS_ROWS`` rows."""
+    label per word is, each word's start marked). Batched through the (fast) tokenizer; a tqdm bar on stderr when
+    ``progress`` and there are more than ``PROGRESS_ROWS`` rows."""
+    tokenizer = words_tokenizer(tokenizer) if words else tokenizer
     total = sum(len(s.text_a) for s in splits)
     bar = None
     if progress and total > PROGRESS_ROWS:
@@ -153,9 +160,14 @@ def read_tasks_rows(
     return [read_task_rows(r, glue_dir=glue_dir, glue_source=glue_source, seed=seed) for r in records]
 
 
-def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress: bool = False) -> dict:
-    """The profile of rows already read (the module docstring gives its shape)."""
+def profile_rows(
+    rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress: bool = False, stride: int | None = None
+) -> dict:
+    """The profile of rows already read (the module docstring gives its shape). ``stride``: the tokens windows of a
+    sentence longer than ``max_len`` share (None: ``windows.default_stride``, as ``pals-train`` without ``--stride``)."""
     check_max_len(max_len)
+    stride = default_stride(max_len) if stride is None else stride
+    check_stride(stride, max_len)
     record, train, devs, names = rows.record, rows.train, rows.devs, rows.names
     kind = get_kind(record.kind)
     c = kind.num_outputs(names)
@@ -171,12 +183,22 @@ def profile_rows(rows: TaskRows, *, tokenizer=None, max_len: int = 128, progress
     tokens = None
     if tokenizer is not None:
         splits = [train, *devs.values()]
-        tokens = token_stats(token_lengths(splits, tokenizer, progress=progress, words=kind.per_word), max_len)
-        if kind.per_word:  # the words left without a sub-token under max_len: predicted "O", scored as such
-            rows = [words for s in splits for words in s.text_a]
-            kept = words_kept(tokenizer, rows, max_len)
-            cut = [len(words) - k for words, k in zip(rows, kept)]
-            tokens.update(words=sum(map(len, rows)), words_cut=sum(cut), rows_cut=sum(c > 0 for c in cut))
+        if kind.per_word:  # windows over the long sentences; what a cut at max_len would lose
+            for s in splits:
+                check_words(tokenizer, s.text_a, s.where_word)
+            plan = read_plan(tokenizer, [words for s in splits for words in s.text_a], max_len, stride)
+            tokens = token_stats(plan["tokens"], max_len)
+            tokens.update(
+                words=sum(len(words) for s in splits for words in s.text_a),
+                stride=stride,
+                fixed=plan["fixed"],
+                rows_windowed=int((plan["windows"] > 1).sum()),
+                windows_max=int(plan["windows"].max(initial=1)),
+                words_cut=sum(plan["cut"]),
+                rows_cut=sum(c > 0 for c in plan["cut"]),
+            )
+        else:
+            tokens = token_stats(token_lengths(splits, tokenizer, progress=progress), max_len)
     return {
         "name": record.name,
         "kind": record.kind,
@@ -203,13 +225,14 @@ def profile_task(
     glue_source: str = "auto",
     seed: int = 0,
     progress: bool = False,
+    stride: int | None = None,
 ) -> dict:
     """One task's profile (the module docstring gives its shape). ``tokenizer`` None: no token statistics
     (``tokens`` is None). ``seed`` draws the dev rows of a task without a dev file, as a run of that seed
     would. Raises ``TaskDataError`` (a ``ValueError``) naming file, row and column for bad data."""
     check_max_len(max_len)
     rows = read_task_rows(record, glue_dir=glue_dir, glue_source=glue_source, seed=seed)
-    return profile_rows(rows, tokenizer=tokenizer, max_len=max_len, progress=progress)
+    return profile_rows(rows, tokenizer=tokenizer, max_len=max_len, progress=progress, stride=stride)
 
 
 def tokenizer_of(model: str | None):
@@ -240,19 +263,53 @@ def profile_tasks(
     glue_source: str = "auto",
     seed: int = 0,
     progress: bool = False,
+    stride: int | None = None,
 ) -> list[dict]:
     """``profile_task`` of every record, in order, with ``model``'s tokenizer (loaded once, after every task's
     rows are read and checked: see ``read_tasks_rows``)."""
     check_max_len(max_len)
     rows = read_tasks_rows(records, glue_dir=glue_dir, glue_source=glue_source, seed=seed)
     tokenizer = tokenizer_of(model)
-    return [profile_rows(r, tokenizer=tokenizer, max_len=max_len, progress=progress) for r in rows]
+    return [profile_rows(r, tokenizer=tokenizer, max_len=max_len, progress=progress, stride=stride) for r in rows]
+
+
+def windows_at(profile: dict, max_len: int, stride: int | None = None) -> int | None:
+    """The windows a tagging task's longest sentence is read in at ``max_len``, consecutive windows sharing
+    ``stride`` tokens (None: ``windows.default_stride``, what a run at that length takes without ``--stride``); None
+    for a task of another kind or without token counts."""
+    t = profile.get("tokens") or {}
+    if "fixed" not in t:
+        return None
+    return count_windows(t["max"], t["fixed"], max_len, default_stride(max_len) if stride is None else stride)
+
+
+def longest_windows(profile: dict, max_len: int, stride: int | None = None) -> str | None:
+    """What a suggested length means for a tagging task's longest sentence, the sentence ``pals-tasks`` and the
+    explorer's train form both print: "<task>: its longest sentence (T tokens) is read in K overlapping windows of
+    ``max_len`` (stride S)", or "… fits in one window of ``max_len``"; None for a task of another kind. ``stride``:
+    the user's ``--stride`` where it is valid at ``max_len``, else the default."""
+    if stride is not None:
+        try:
+            check_stride(stride, max_len)
+        except ValueError:
+            stride = None
+    stride = default_stride(max_len) if stride is None else stride
+    k = windows_at(profile, max_len, stride)
+    if k is None:
+        return None
+    how = (
+        f"is read in {k} overlapping windows of {max_len} (stride {stride})"
+        if k > 1
+        else f"fits in one window of {max_len}"
+    )
+    return f"{profile['name']}: its longest sentence ({profile['tokens']['max']} tokens) {how}"
 
 
 __all__ = [
     "TaskRows",
     "check_glue_files",
     "check_max_len",
+    "longest_windows",
     "profile_rows",
     "profile_task",
     "profile_tasks",
@@ -261,4 +318,5 @@ __all__ = [
     "token_lengths",
     "token_stats",
     "tokenizer_of",
+    "windows_at",
 ]

@@ -4,6 +4,9 @@ transformers folders for the designs peft can express (``peft.py``); the command
 
 from __future__ import annotations
 
+from ..data.words import words_tokenizer
+from ..kinds import get_kind
+
 
 class ExportRefused(ValueError):
     """A format that cannot express this run's design (the message gives the reason and names a format that can)."""
@@ -14,13 +17,26 @@ class ExportFailed(RuntimeError):
     ``pals-export`` exits 1)."""
 
 
-def save_tokenizer(info, folder) -> None:
+def save_tokenizer(info, folder, task: str | None = None) -> None:
     """The run's tokenizer (``info``: a ``RunInfo``) saved to ``folder`` with ``model_max_length`` = the run's max
-    length, so that its defaults (``truncation=True``) give the run's rows."""
+    length, so that its defaults (``truncation=True``) give the run's rows. For a folder of one ``task`` whose rows
+    are words (``Kind.per_word``): the tokenizer as it reads words (``data.words.words_tokenizer``: each word's start
+    marked, ``add_prefix_space=True`` written for a byte-level BPE one), so that ``AutoTokenizer`` and the
+    token-classification pipeline read them as the run did."""
     tokenizer = info.tokenizer()
+    if task is not None and get_kind(info.records[task].kind).per_word:
+        tokenizer = words_tokenizer(tokenizer)
     kept = tokenizer.model_max_length
     tokenizer.model_max_length = info.max_len
     try:
         tokenizer.save_pretrained(str(folder))
     finally:
         tokenizer.model_max_length = kept
+
+
+def pipeline_call(info, task: str) -> tuple[str, dict] | None:
+    """The transformers pipeline that reproduces ``pals-predict``'s labels for ``task`` of a run (``info``: a
+    ``RunInfo``) on its hf export (``pals-export --format hf``): (the pipeline's name, the keyword arguments after
+    ``model=<DIR/task>``) — ``pipeline(name, model=folder, **kwargs)`` — as the task's kind declares it
+    (``Kind.pipeline``, with the run's windows: ``RunInfo.stride``); None where the kind declares none."""
+    return get_kind(info.records[task].kind).pipeline(info.stride)

@@ -6,6 +6,8 @@ onnxruntime user can serve from alone, without this package's torch modules.
                                   family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
                                   after the task (C_t = 1: a regression score)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
+    DIR/words_tokenizer/  a tagging task's tokenizer where it reads words otherwise (byte-level BPE: saved with
+                          ``add_prefix_space=True``, ``data/words.py``); absent where the run's reads words as it is
     DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
                           target scale: a regression's value is output·std + mean), max_len, inputs
 
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..atomic import atomic_write_json, read_json_file
 from ..data.load import load_tokenizer, raw_splits
+from ..data.words import marks_word_starts
 from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
 from ..run_info import RunInfo, predict_texts
@@ -44,6 +47,7 @@ from . import ExportFailed, ExportRefused, save_tokenizer
 
 MODEL_FILE = "model.onnx"
 META_FILE = "export.json"
+WORDS_DIR = "words_tokenizer"  # a tagging task's tokenizer, where it is not the sentence tasks' (word starts marked)
 FORMAT = "pals-export/onnx"
 VERSION = 1
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -126,6 +130,8 @@ def _as_models(model) -> list:
                 raise ExportRefused(f"task {t!r}: {why}")
     if len({m.run.max_len for m in models}) != 1:
         raise ValueError("the models were trained with different max lengths: one graph cannot tokenise for all")
+    if len({m.run.stride for m in models}) != 1:
+        raise ValueError("the models read long sentences in different windows (stride): one folder cannot say both")
     return models
 
 
@@ -256,6 +262,13 @@ def write_graph(
     return [i.name for i in proto.graph.input], [o.name for o in proto.graph.output]
 
 
+def _words_tokenizer(models: Sequence) -> str | None:
+    """A tagging task of the export whose tokenizer reads words otherwise than the run's tokenizer reads a text (a
+    byte-level BPE one marks each word's start: ``data.words.words_tokenizer``), else None."""
+    words = [t for m in models for t in m.tasks if get_kind(m.run.records[t].kind).per_word]
+    return words[0] if words and marks_word_starts(models[0].run.tokenizer()) else None
+
+
 def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int, run_dir: Path | None) -> dict:
     """``export.json``: what a server needs around the graph (deterministic: no times, no check figures)."""
     first = models[0]
@@ -288,6 +301,13 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
         "eval_batch_size": info.eval_batch_size,
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "
         "pairs longest-first; pad on the right (any id) where attention_mask is 0",
+        "stride": info.stride,
+        "words_tokenizer": WORDS_DIR if _words_tokenizer(models) else None,
+        "words": "a tagging task's row of words: is_split_into_words=True, each word's start marked "
+        f"(add_prefix_space=True for a byte-level BPE tokenizer: the one in {WORDS_DIR}/ where export.json's "
+        "words_tokenizer names it); a row longer than max_len read in windows of max_len "
+        "sharing `stride` tokens (return_overflowing_tokens=True, stride=stride; null: cut at max_len), each word "
+        "predicted from its first sub-token in the window where it has the most context",
         "run": str(Path(run_dir if run_dir is not None else info.path).resolve()),
         "step": steps.pop() if len(steps) == 1 else None,
         "method": "separate" if len(models) > 1 else first.config.method,
@@ -350,7 +370,7 @@ def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[
             texts, pairs, source = check_rows(m.run.records[t], m.run.max_len, n)
             ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits)
             got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits)
-            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word cut by max_len, in both
+            worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word no token predicts, in both
             scale = max(scale, float(np.nanmax(np.abs(ref))))
             rows += len(texts)
             sources.add(source)
@@ -403,6 +423,8 @@ def export_onnx(
     try:
         inputs, outputs = write_graph(models, tmp / MODEL_FILE, opset)
         save_tokenizer(models[0].run, tmp)
+        if words := _words_tokenizer(models):  # a tagging task's tokenizer, word starts marked: saved beside it
+            save_tokenizer(models[0].run, tmp / WORDS_DIR, words)
         meta = describe(models, inputs, outputs, opset, Path(run_dir) if run_dir is not None else None)
         atomic_write_json(tmp / META_FILE, meta)
         result = OnnxExport(out, inputs, outputs, opset, sorted(p.name for p in tmp.iterdir()), meta=meta)
@@ -458,6 +480,8 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
     records = {t: TaskRecord.from_dict(d["record"]) for t, d in tasks.items()}
     config = {
         "max_len": int(meta["max_len"]),
+        "stride": meta.get("stride"),  # absent (an export written before windows): long rows cut at max_len
+        "truncate": meta.get("stride") is None,
         "eval_batch_size": int(meta.get("eval_batch_size") or 128),
         "tasks": list(tasks),
         "model": meta.get("model"),

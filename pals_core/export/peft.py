@@ -441,10 +441,10 @@ def _quiet() -> Iterator[None]:
             logging.enable_progress_bar()
 
 
-def _save_with_tokenizer(model, module) -> Callable[[str], None]:
+def _save_with_tokenizer(model, module, task: str | None = None) -> Callable[[str], None]:
     def fill(folder: str) -> None:
         module.save_pretrained(folder)
-        save_tokenizer(_run(model), folder)
+        save_tokenizer(_run(model), folder, task)
 
     return fill
 
@@ -526,8 +526,8 @@ def export_peft(model, out: PathLike) -> Path:
                 if not shared:
                     own = copy.deepcopy(model.bert.config)
                     own.update(labels[task])
-                    _save_with_tokenizer(model, _with_config(model.bert, own))(os.path.join(folder, rel))
-                save_tokenizer(_run(model), folder)
+                    _save_with_tokenizer(model, _with_config(model.bert, own), task)(os.path.join(folder, rel))
+                save_tokenizer(_run(model), folder, task)
                 Path(folder, "README.md").write_text(_model_card(model, task, rel), encoding="utf-8")
 
             _write_dir(out / task, fill)
@@ -559,7 +559,7 @@ def export_hf(model, out: PathLike) -> Path:
         for task in model.tasks:
             merged = peft_model(model, task, head=False).merge_and_unload()
             check_logits(model, task, merged, "hf")
-            _write_dir(out / task, _save_with_tokenizer(model, merged))
+            _write_dir(out / task, _save_with_tokenizer(model, merged, task))
     return out
 
 

@@ -14,6 +14,7 @@ from ..pricing.activations import Conditions
 from ..pricing.family import probability
 from ..pricing.shape import BaseModel
 from . import preset_configs
+from .bert.presets import EMBEDDED_MODEL
 from .registry import MODEL_TYPES, get_family_for
 
 # The shape fields of the published config.json of common checkpoints (Hugging Face hub), read through their
@@ -35,7 +36,19 @@ _add_folder_presets()
 PRESETS: dict[str, BaseModel] = {
     name: get_family_for(c.get("model_type", "bert")).read(c, name) for name, c in PRESET_CONFIGS.items()
 }  # each stored config read through its family
-DEFAULT_MODEL = "bert-base-uncased"
+DEFAULT_MODEL = "bert-base-uncased"  # the calculator's model when none is named: the paper's BERT-base
+TRAINER_DEFAULT = EMBEDDED_MODEL  # what ``pals-train`` trains when none is named (``TrainConfig.model`` None)
+
+
+def trainer_model(spec: str) -> tuple[bool, str | None]:
+    """Whether the model ``spec`` (a ``--model`` value: a preset, a config.json, a checkpoint folder) is one the
+    trainer builds, and its ``pals-train --model`` value (None = the embedded model): what finished runs are matched
+    by, and what ``pals-train`` trains for a tasks file's ``model:``."""
+    if ALIASES.get(spec, spec) == EMBEDDED_MODEL:
+        return True, None
+    if os.path.isfile(os.path.join(spec, "config.json")):
+        return True, spec.strip()
+    return False, None
 
 
 def from_hf_config(config: dict, name: str = "custom") -> BaseModel:

@@ -62,6 +62,8 @@ class DeviceProfile:
     memory_bytes: float | None = None  # device memory (a --memory default)
     threads: int | None = None  # the thread count the profile was measured with (local)
     source: str = ""
+    match: str | None = None  # a GPU's profile: the word its driver's name holds ("H100" in "NVIDIA H100 80GB HBM3")
+    host: str | None = None  # a measured profile (local): the host it was measured on
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -94,6 +96,10 @@ class DeviceProfile:
                 isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
             ):
                 raise ValueError(f"device profile {self.name!r}: {f} must be a positive number or null, got {v!r}")
+        for f in ("match", "host"):
+            v = getattr(self, f)
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise ValueError(f"device profile {self.name!r}: {f} must be a non-empty string or null, got {v!r}")
         if self.threads is not None and (
             isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 100_000
         ):
@@ -115,6 +121,8 @@ class DeviceProfile:
             "matmul_flops_bf16",
             "memory_bytes",
             "threads",
+            "match",
+            "host",
         }
         missing = sorted(k for k in required if k not in d and k != "source")
         if missing:

@@ -218,6 +218,12 @@ class Kind:
     def output_axes(self) -> dict[int, str]:
         return {0: "batch"}
 
+    def pipeline(self, stride: int | None) -> tuple[str, dict] | None:
+        """transformers' pipeline for a task of this kind on its hf export — (its name, the arguments after
+        ``model=<the task's folder>``) that reproduce ``pals-predict``'s labels; ``stride``: the run's windows
+        (``RunInfo.stride``). None where the kind declares none."""
+        return None
+
     def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
         folders), in one line; None when it can (``pals-export`` then refuses with it, exit 2)."""

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from .config import AdapterConfig
 from .poly import Poly
+from .recipe import BERT_FINE_TUNING, Recipe
 from .shape import BaseModel
 
 
@@ -110,3 +111,6 @@ class Method:
     # (every base parameter trains, but those ``frozen_layers`` keeps) or "frozen" (only the task-specific parts —
     # adapters, heads, per-task poolers — train); ``--freeze-trunk`` / ``--train-trunk`` override it.
     trunk: str = "fine-tuned"
+    # How the method's authors train it (``pricing.recipe``): the learning rate, warm-up and weight decay its source
+    # sets, the defaults of ``pals-train``'s --lr / --warmup / --weight-decay for this method, and the source cited
+    recipe: Recipe = BERT_FINE_TUNING

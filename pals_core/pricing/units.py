@@ -51,6 +51,13 @@ def parse_positive_int(text: str, what: str) -> int:
     return value
 
 
+def check_positive_int(name: str, value: object) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is already an int of at least 1 (a bool is not one): a typed
+    setting (a ``TrainConfig`` field, a value read back from a run's config.json); ``parse_positive_int`` parses text."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
 def human(n: float) -> str:
     """1234567 → '1.23M'."""
     n = float(n)

@@ -62,6 +62,7 @@ class Columns:
     line_of: list[int] | None = None  # JSON Lines: the file line of each row
     word_lines: list[list[int]] | None = None  # CoNLL: the file line of each word of each row
     numbers: dict[str, int] | None = None  # CoNLL: each column's number (from 0)
+    sha256: str | None = None  # of the bytes the rows were read from (None: a save_to_disk folder, ``sha256_of``)
 
     def __len__(self) -> int:
         return len(next(iter(self.values.values()))) if self.values else 0
@@ -131,9 +132,27 @@ def _short(value: Any) -> str:
     return f"{type(value).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
 
 
-def _bytes(path: Path) -> bytes:
-    """A data file's bytes by the guarded reader (``atomic.read_regular``)."""
-    return read_regular(path, "data file", MAX_FILE_BYTES, TaskDataError)
+def read_hashed(path: str | Path, what: str = "data file", error: type = TaskDataError) -> tuple[bytes, str]:
+    """A data file's bytes, read once by the guarded open (``atomic.open_regular``), and the sha256 of those very
+    bytes: the rows and the fingerprint of a file come from one read, so a file replaced between two opens cannot
+    give rows of one content and a fingerprint of another. The digest is remembered for ``sha256_of`` under the
+    size and modification time of the descriptor read (not of the path, which may have changed since)."""
+    import hashlib
+
+    with open_regular(path, what, MAX_FILE_BYTES, error) as f:
+        st = os.fstat(f.fileno())
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise error(f"{path}: grew over the {MAX_FILE_BYTES >> 30} GiB limit while read")
+    digest = hashlib.sha256(data).hexdigest()
+    p = Path(path)
+    _DIGESTS[(str(p.resolve()), (str(p), st.st_size, st.st_mtime_ns))] = digest
+    return data, digest
+
+
+def _bytes(path: Path) -> tuple[bytes, str]:
+    """A data file's bytes and their sha256 (``read_hashed``)."""
+    return read_hashed(path)
 
 
 def check_file(path: str | Path) -> None:
@@ -206,7 +225,7 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    data = _bytes(path)
+    data, digest = _bytes(path)
     _utf8(path, data)
     text = data.decode("utf-8-sig")
     first = next(
@@ -259,7 +278,7 @@ def _read_delimited(path: Path, columns: Sequence[str], delimiter: str) -> Colum
         number = next((i for i, fields in enumerate(reader, start=1) if fields and len(fields) != len(header)), None)
         at = f"row {number}" if number is not None else "a row"
         raise TaskDataError(f"{path}, {at}: expected {row.expected_columns} fields, found {row.actual_columns}")
-    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
+    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {}, sha256=digest)
 
 
 def _read_csv(path: Path, columns: Sequence[str]) -> Columns:
@@ -271,7 +290,7 @@ def _read_tsv(path: Path, columns: Sequence[str]) -> Columns:
 
 
 def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
-    data = _bytes(path)
+    data, digest = _bytes(path)
     _utf8(path, data)
     lines: list[int] = []
     seen: set[str] = set()
@@ -296,20 +315,21 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> Columns:
         columns = list(dict.fromkeys(k for obj in objects for k in obj))
     values = {c: [obj.get(c) for obj in objects] for c in columns}
     _missing(path, [c for c in columns if all(v is None for v in values[c])], sorted(seen))
-    return Columns(str(path), values, {}, lines)
+    return Columns(str(path), values, {}, lines, sha256=digest)
 
 
 def _read_parquet(path: Path, columns: Sequence[str]) -> Columns:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with open_regular(path, "data file", MAX_FILE_BYTES, TaskDataError) as f:
-        parquet = pq.ParquetFile(f)
-        names = parquet.schema_arrow.names
-        columns = names if columns is None else columns
-        _missing(path, columns, names)
-        _unique(path, columns, names)
-        table = parquet.read(columns=list(columns))
-    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {})
+    data, digest = _bytes(path)
+    parquet = pq.ParquetFile(pa.BufferReader(data))
+    names = parquet.schema_arrow.names
+    columns = names if columns is None else columns
+    _missing(path, columns, names)
+    _unique(path, columns, names)
+    table = parquet.read(columns=list(columns))
+    return Columns(str(path), {c: table.column(c).to_pylist() for c in columns}, {}, sha256=digest)
 
 
 def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
@@ -355,7 +375,7 @@ def _read_arrow(path: Path, columns: Sequence[str]) -> Columns:
 def _read_conll(path: Path, columns: Sequence[str] | None) -> Columns:
     """A CoNLL column file (the module's docstring): each requested column as one list a sentence. Every word line
     has as many columns as the first (``TaskDataError`` naming the line otherwise)."""
-    data = _bytes(path)
+    data, digest = _bytes(path)
     _utf8(path, data)
     sentences: list[list[list[str]]] = []
     lines: list[list[int]] = []
@@ -401,7 +421,7 @@ def _read_conll(path: Path, columns: Sequence[str] | None) -> Columns:
     if same:
         raise TaskDataError(f"{path}: {' and '.join(map(repr, same))} are both column {index[same[0]]}")
     values = {c: [[w[k] for w in s] for s in sentences] for c, k in index.items()}
-    return Columns(str(path), values, {}, [a[0] for a in lines], lines, index)
+    return Columns(str(path), values, {}, [a[0] for a in lines], lines, index, digest)
 
 
 _READERS = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ class Rows:
     text_b: list[str] | None
     labels: list[Any]
     source: str  # the file path, with "(dev split of …)" for a held-out part of train
+    where_word: Callable[[int, int], str] | None = None  # rows of words: where row i's word j is (file, line, column)
+    read_from: tuple[str, str] | None = None  # (path, sha256 of the bytes the rows were read from)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -116,10 +119,22 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
     train_cols = _columns(record, record.train)
     names = read_label_names(record, train_cols)
     get_kind(record.kind).check_label_names(record, names)
-    train = Rows(*_texts(record, train_cols), _targets(record, train_cols, names, "train"), record.train)
+    train = Rows(
+        *_texts(record, train_cols),
+        _targets(record, train_cols, names, "train"),
+        record.train,
+        _where_word(record, train_cols),
+        (record.train, train_cols.sha256),
+    )
     if record.dev:
         dev_cols = _columns(record, record.dev)
-        dev = Rows(*_texts(record, dev_cols), _targets(record, dev_cols, names, "dev"), record.dev)
+        dev = Rows(
+            *_texts(record, dev_cols),
+            _targets(record, dev_cols, names, "dev"),
+            record.dev,
+            _where_word(record, dev_cols),
+            (record.dev, dev_cols.sha256),
+        )
     else:
         if len(train) < 2:
             raise TaskDataError(f"{record.train}: one row; a dev split needs at least two (or give 'dev')")
@@ -128,16 +143,27 @@ def read_rows(record: TaskRecord, seed: int = 0) -> tuple[Rows, Rows, tuple[str,
     return train, dev, names
 
 
+def _where_word(record: TaskRecord, cols: Columns) -> Callable[[int, int], str] | None:
+    """A kind of one label per word: where row i's word j is in the file (``Columns.where_word``)."""
+    if not get_kind(record.kind).per_word:
+        return None
+    column = record.text[0]
+    return lambda i, j: cols.where_word(i, j, column)
+
+
 def _split(rows: Rows, held: list[int], dev_source: str) -> tuple[Rows, Rows]:
     out = set(held)
     keep = [i for i in range(len(rows)) if i not in out]
 
     def take(idx: list[int], source: str) -> Rows:
+        where = rows.where_word
         return Rows(
             [rows.text_a[i] for i in idx],
             None if rows.text_b is None else [rows.text_b[i] for i in idx],
             [rows.labels[i] for i in idx],
             source,
+            None if where is None else (lambda i, j: where(idx[i], j)),
+            rows.read_from,
         )
 
     return take(held, dev_source), take(keep, rows.source)

@@ -13,6 +13,11 @@
       entities: {train: data/ner.conll, kind: tokens}  # CoNLL: words in the first column, tags in the last
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
+A top-level ``model:`` names the model the tasks are meant for (a preset such as ``all-MiniLM-L6-v2``, a HF
+``config.json`` or a checkpoint folder, a path relative to the file's folder): ``tasks_file_model`` reads it, and
+``pals-budget``, ``pals-train`` and the explorer price and train it unless ``--model`` (the sidebar's model) says
+otherwise.
+
 Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
 ``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong. Names and text are
 read as written (``_yaml_load``): a key YAML 1.1 would turn into a boolean, a number or null (``yes:``, ``1:``,
@@ -209,8 +214,39 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
         raise TaskRecordError(f"{path}: {e}") from None
 
 
+TOP_LEVEL = ("tasks", "model")
+
+
 def read_tasks_file(path: str | Path) -> dict[str, TaskRecord]:
     """The records of a tasks file, in file order (see the module's docstring)."""
+    doc, p = _document(path)
+    folder = p.resolve().parent
+    return {str(name): _record(str(name), entry, folder, p) for name, entry in doc["tasks"].items()}
+
+
+def tasks_file_model(path: str | Path) -> str | None:
+    """The model a tasks file names (its top-level ``model:``), or None: a preset's name as written, a path made
+    absolute against the file's folder (a value with a path separator, ending in ``.json``, or naming a file or
+    folder beside the tasks file)."""
+    doc, p = _document(path)
+    value = doc.get("model")
+    if value is None:
+        return None
+    value = value.text if isinstance(value, _Written) else value
+    if not isinstance(value, str) or not value.strip():
+        raise TaskRecordError(f"{p}: 'model' is a preset name or a path, got {value!r}")
+    value = value.strip()
+    folder = p.resolve().parent
+    local = Path(value).expanduser()
+    local = local if local.is_absolute() else folder / local
+    if "/" in value or os.sep in value or value.endswith(".json") or local.exists():
+        return os.path.normpath(local)
+    return value
+
+
+def _document(path: str | Path) -> tuple[dict, Path]:
+    """The tasks file's YAML document, checked at the top level (a ``tasks:`` mapping, an optional ``model:``), and
+    its path."""
     from ..atomic import read_regular  # late: atomic loads tempfile, kept off pals-budget's start-up without a file
 
     p = Path(path).expanduser()
@@ -226,11 +262,12 @@ def read_tasks_file(path: str | Path) -> dict[str, TaskRecord]:
     doc = _yaml_load(text, p)
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict) or not doc["tasks"]:
         raise TaskRecordError(f"{p}: expected a top-level 'tasks:' mapping of task name → record")
-    extra = sorted(set(doc) - {"tasks"})
+    extra = sorted(set(doc) - set(TOP_LEVEL))
     if extra:
-        raise TaskRecordError(f"{p}: unknown top-level key(s) {', '.join(map(repr, extra))} (only 'tasks')")
-    folder = p.resolve().parent
-    return {str(name): _record(str(name), entry, folder, p) for name, entry in doc["tasks"].items()}
+        raise TaskRecordError(
+            f"{p}: unknown top-level key(s) {', '.join(map(repr, extra))} (only {' and '.join(map(repr, TOP_LEVEL))})"
+        )
+    return doc, p
 
 
 def select(records: dict[str, TaskRecord], names: Sequence[str] | None) -> list[TaskRecord]:

@@ -10,7 +10,8 @@ from ..budget.solver import add_budget_flags, budget_from_args
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..methods.registry import get_method
 from ..pricing.config import AdapterConfig
-from .config import TrainConfig
+from ..pricing.recipe import given_over
+from .config import TrainConfig, tasks_file_train_model
 from .extend import DESIGN_FROM_BASE, extension_config
 from .rundir import RunDir
 
@@ -56,7 +57,7 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
         adapter = {**base["adapter"], **adapter_given}
         if budget is not None:
             base["budget"] = budget.as_dict()
-        return TrainConfig.from_dict({**base, **run_given, "adapter": adapter}), True
+        return TrainConfig.from_dict({**given_over(base, run_given), "adapter": adapter}), True
     if run_given.get("from_run"):  # adding tasks to a trained run: its design and settings, this run's flags
         if adapter_given or budget is not None:
             flags = [f"--{k.replace('_', '-')}" for k in adapter_given] + (["the budget"] if budget is not None else [])
@@ -68,6 +69,10 @@ def config_from_args(given: dict) -> tuple[TrainConfig, bool]:
                 "--tasks is required (e.g. --tasks rte,mrpc,stsb,cola,sst2), or --tasks-file F for your own"
             )
         run_given["tasks"] = []
+    if "model" not in run_given and run_given.get("tasks_file"):  # the tasks file's model, unless --model says
+        named, value = tasks_file_train_model(run_given["tasks_file"])
+        if named:
+            run_given["model"] = value
     adapter = AdapterConfig(**adapter_given)
 
     if get_method(adapter.method).sized and adapter.d_s is None and budget is None:

@@ -1,8 +1,11 @@
 """``TrainConfig``: everything one multi-task training run depends on (paper Section 4 defaults).
 
-Defaults are the paper's: 60,000 steps of single-task batches of 32, max length 128, AdamW
-lr 2e-5 (β 0.9/0.999, weight decay 0.01, none on biases/LayerNorm/IA³ scales), 10 % linear warm-up then linear
-decay to zero, gradient clipping at 1.0, annealed task sampling with 2400-step epochs.
+Defaults are the paper's: 60,000 steps of single-task batches of 32, max length 128, AdamW (β 0.9/0.999, no
+weight decay on biases/LayerNorm/IA³ scales), linear warm-up then linear decay to zero, gradient clipping at 1.0,
+annealed task sampling with 2400-step epochs. The learning rate, the warm-up fraction and the weight decay are the
+method's own (``Method.recipe``, as its authors train it: BERT's 2e-5, 10 %, 0.01 for the fine-tuning methods, the
+PALs paper's; 5e-4 for LoRA, …), resolved once when the configuration is made (``resolve_recipe``) and stated with
+where each came from (``lr_source``: "lora's default (Hu et al. 2021, …)" or "--lr").
 
 ``budget`` (a ratio B: N_total ≤ B·N_base) replaces ``adapter.d_s`` by the calculator's solution
 (``pals_core.budget.solve``, exact convention, for this model and these tasks); see ``resolve``.
@@ -15,15 +18,21 @@ import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from ..budget.methods import resolve_trunk
+from ..budget.methods import recipe_setting, resolve_trunk
 from ..budget.solver import Budget
 from ..data.glue_rows import GLUE_DIR_ENV
 from ..data.load import TINY
 from ..data.samplers import ALPHA_SHAPES, SAMPLERS
+from ..data.windows import check_stride
+from ..families.shapes import TRAINER_DEFAULT, trainer_model
 from ..flags import to_argv
+from ..kinds.errors import TaskRecordError
 from ..pricing.config import AdapterConfig
+from ..pricing.recipe import RECIPE_FIELDS
+from ..pricing.units import check_positive_int
 from ..tasks import resolve_records
 from ..tasks.record import TaskRecord
+from ..tasks.taskfile import tasks_file_model
 from .extend import extended_records
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -32,7 +41,17 @@ MIXED_PRECISION = ("auto", "no", "bf16", "fp16")
 GLUE_SOURCES = ("auto", "files", "hub")
 
 # fields that may differ between a run and its resumption (they do not change the numbers)
-RESUME_FREE = ("out", "device", "glue_dir", "cache_dir", "num_threads", "glue_source", "tasks_file", "data")
+RESUME_FREE = (
+    "out",
+    "device",
+    "glue_dir",
+    "cache_dir",
+    "num_threads",
+    "glue_source",
+    "tasks_file",
+    "data",
+    *(f"{name}_source" for name in RECIPE_FIELDS),  # where a setting came from, not what it is
+)
 # (where the data lies may change; what it is may not: ``data`` — each task's record and its files' sha256 — is
 # compared on its own, naming the file that changed: ``data_differences``)
 # fields that say what a run adapts and with which seed, rather than how it was trained
@@ -95,13 +114,36 @@ class TrainConfig:
     steps: int = field(default=60000, metadata={"help": "training steps (paper: 60,000)"})
     batch_size: int = field(default=32, metadata={"help": "examples per step and process (single-task batches)"})
     max_len: int = field(default=128, metadata={"help": "max tokens per example"})
-    lr: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
-    weight_decay: float = field(
-        default=0.01, metadata={"help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)"}
+    stride: int | None = field(
+        default=None,
+        metadata={
+            "help": "tokens two consecutive windows share when a row is longer than --max-len and read in windows "
+            "(a tagging sentence; transformers' stride, run_qa's --doc_stride); none = a third of --max-len",
+        },
+    )
+    truncate: bool = field(
+        default=False,
+        metadata={
+            "help": "cut a tagging sentence longer than --max-len at --max-len instead of reading it in windows: "
+            "its later words get the baseline's tag and are counted as cut"
+        },
+    )
+    lr: float | None = field(  # None: the method's own (``resolve_recipe``); config.json holds the rate trained at
+        default=None, metadata={"help": "peak learning rate (AdamW)", "default_text": "recipe.lr"}
+    )
+    weight_decay: float | None = field(
+        default=None,
+        metadata={
+            "help": "AdamW weight decay (none on biases, LayerNorms and IA³'s scale vectors)",
+            "default_text": "recipe.weight_decay",
+        },
     )
     adam_betas: tuple[float, float] = field(default=(0.9, 0.999), metadata={"help": "AdamW β1,β2"})
     adam_eps: float = field(default=1e-6, metadata={"help": "AdamW ε (BERT's)"})
-    warmup: float = field(default=0.1, metadata={"help": "linear warm-up, as a fraction of the steps"})
+    warmup: float | None = field(
+        default=None,
+        metadata={"help": "linear warm-up, as a fraction of the steps", "default_text": "recipe.warmup"},
+    )
     grad_clip: float | None = field(
         default=1.0, metadata={"help": "max global gradient norm; 0 or none = off", "parse": _grad_clip, "format": repr}
     )
@@ -152,6 +194,10 @@ class TrainConfig:
         default=None, metadata={"help": "torch CPU threads; none = torch's default", "flag": "--threads"}
     )
     data: dict | None = field(default=None, metadata={"cli": False})  # per task: record, label names, files' sha256
+    # where lr, warmup and weight_decay came from: "<method>'s default (<its source>)", or their flag ("--lr")
+    lr_source: str | None = field(default=None, metadata={"cli": False})
+    warmup_source: str | None = field(default=None, metadata={"cli": False})
+    weight_decay_source: str | None = field(default=None, metadata={"cli": False})
 
     def __post_init__(self) -> None:
         if isinstance(self.tasks, str):
@@ -161,6 +207,7 @@ class TrainConfig:
             self.adapter = AdapterConfig.from_dict(self.adapter)
         if isinstance(self.adapter, AdapterConfig):  # the trunk as trained, stated in config.json (freeze_trunk)
             self.adapter = resolve_trunk(self.adapter)
+            resolve_recipe(self)
         self.adam_betas = tuple(self.adam_betas)
         self.budget = Budget.from_dict(self.budget)
 
@@ -177,7 +224,16 @@ class TrainConfig:
         """The ``pals-train`` flags that give this run (design flags and budget included): what a launcher runs
         and what a person would type. ``config_from_args(parse(to_argv(c))) == c``."""
         budget = self.budget.to_argv() if self.budget is not None else []
-        return [*self.adapter.to_argv(), *budget, *to_argv(self)]
+        own = [name for name in RECIPE_FIELDS if not given_by_flag(self, name)]  # the method's own: resolved again
+        argv = [*self.adapter.to_argv(), *budget, *to_argv(self, skip=own)]
+        if self.model is None and self.tasks_file and not self.from_run:
+            try:
+                spec = tasks_file_model(self.tasks_file)
+            except (OSError, ValueError):  # the file is read again, and refused, where the run starts
+                spec = None
+            if spec is not None and trainer_model(spec) != (True, None):  # the embedded model, not the file's: said
+                argv += ["--model", "none"]
+        return argv
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
@@ -202,12 +258,14 @@ class TrainConfig:
         records = self.declared_records() if records is None else records
         self.tasks = [r.name for r in records]
         for name in ("steps", "batch_size", "max_len", "epoch_steps", "eval_every", "eval_batch_size"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         for name in ("save_every", "max_train_examples", "max_eval_examples", "num_threads"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                check_positive_int(name, getattr(self, name))
         if self.max_len < 8:  # the upper limit is the model's (``Family.max_tokens``, checked in ``params.resolve``)
             raise ValueError(f"max_len must be at least 8, got {self.max_len}")
+        if self.stride is not None:
+            check_stride(self.stride, self.max_len)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer from 0 to 2**63 − 1, got {self.seed!r}")
         _finite("lr", self.lr, low=0.0, strict=True)
@@ -271,6 +329,58 @@ class TrainConfig:
         return replace(self, **changes)
 
 
+def tasks_file_train_model(tasks_file: str) -> tuple[bool, str | None]:
+    """(whether the tasks file names its model — ``model:`` —, the ``model`` a run of it trains without ``--model``:
+    None for the embedded model, 'tiny', or a checkpoint folder); ``ValueError`` in one line for a model the
+    trainer cannot build (a shape-only preset or a bare config.json: the calculator prices those, nothing trains
+    them)."""
+    try:
+        spec = tasks_file_model(tasks_file)
+    except (OSError, TaskRecordError):  # a missing or bad file is named where the run reads its tasks (``validate``)
+        return False, None
+    if spec is None:
+        return False, None
+    if spec == TINY:
+        return True, TINY
+    trainable, value = trainer_model(spec)
+    if not trainable:
+        raise ValueError(
+            f"the tasks file's model {spec!r} is a shape the calculator prices, not a model pals-train builds "
+            f"(the embedded {TRAINER_DEFAULT}, {TINY!r} or a local checkpoint folder): give --model"
+        )
+    return True, value
+
+
+OWN = "the method's own"  # a recipe setting a run took from its method, in ``recipe``
+
+
+def flag_source(name: str) -> str:
+    """The source of a recipe setting a flag gave: '--lr', '--warmup', '--weight-decay'."""
+    return "--" + name.replace("_", "-")
+
+
+def given_by_flag(cfg: TrainConfig, name: str) -> bool:
+    """Whether the recipe setting ``name`` of ``cfg`` was given (a flag, a study's sample, a caller's value) rather
+    than taken from the method."""
+    return getattr(cfg, f"{name}_source") == flag_source(name)
+
+
+def resolve_recipe(cfg: TrainConfig) -> None:
+    """Decide ``cfg``'s learning rate, warm-up and weight decay, as ``resolve_trunk`` decides the trunk: a value
+    given stays (its source: its flag); None — or a value taken from a method before — is the method's own
+    (``budget.methods.recipe_setting``: its authors', else BERT's), its source naming the method and the paper. So a
+    configuration whose method changes (``replace``) takes the new method's rate, and one read back from its
+    ``config.json`` the same rate as it was made with."""
+    for name in RECIPE_FIELDS:
+        source = f"{name}_source"
+        if getattr(cfg, name) is not None and getattr(cfg, source) in (None, flag_source(name)):
+            setattr(cfg, source, flag_source(name))  # given: by its flag, a caller, a study's sample
+        else:
+            value, where = recipe_setting(cfg.adapter.method, name)
+            setattr(cfg, name, value)
+            setattr(cfg, source, where)
+
+
 def data_differences(saved: dict | None, new: dict | None) -> list[str]:
     """What differs between two runs' ``data`` (records and files' sha256), naming the task and the file."""
     if not saved or not new:
@@ -299,7 +409,9 @@ def recipe(config: dict) -> dict:
     """How a run was trained, apart from what it adapts and its seed: the ``TrainConfig`` fields of its config
     (``as_dict()``, as a summary holds it; what ``separate`` derives from them is left out) less ``RESUME_FREE``
     and ``DESIGN_FIELDS``. Runs with the same recipe (model, tasks, steps, batch, lr, sampling, …) differ only in
-    their designs and seeds, so their scores may be compared."""
+    their designs and seeds, so their scores may be compared. A setting a run took from its method (``lr_source``,
+    …: not a flag) is ``OWN``, whatever its value: runs each trained as its method's authors train it are trained
+    alike (LoRA at its 5e-4 beside ``shared`` at BERT's 2e-5)."""
     out = {
         f.name: config[f.name]
         for f in fields(TrainConfig)
@@ -307,6 +419,10 @@ def recipe(config: dict) -> dict:
         and f.name not in RESUME_FREE + DESIGN_FIELDS
         and not (f.name in EXTENSION_FIELDS and config[f.name] is None)
     }  # as runs made before they existed
+    for name in RECIPE_FIELDS:
+        source = config.get(f"{name}_source")
+        if name in out and source is not None and source != flag_source(name):
+            out[name] = OWN
     out["tasks"] = task_keys(config)
     return out
 
@@ -317,11 +433,6 @@ def task_keys(config: dict) -> list[str]:
     recorded are GLUE runs, their names the built-in tasks'."""
     data = config.get("data") or {}
     return [(data.get(t) or {}).get("fingerprint") or f"glue:{t}" for t in config.get("tasks") or []]
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _finite(name: str, value: Any, *, low: float | None = None, strict: bool = False) -> None:

@@ -4,8 +4,8 @@ A multi-task design whose tasks share nothing trained — the trunk frozen, ever
 own (``budget.costs.adding_tasks_refused`` is the rule) — can take a task next month without retraining the others:
 the new run builds the base run's model with the new tasks beside the old, loads the base run's best checkpoint
 into the trunk and the old tasks' parts, and trains only the new tasks' parts. No weight an old task reads changes,
-and nothing that shapes its outputs may either: the base run's max length, mixed precision (and model, so its
-tokenizer) are the new run's, a flag that sets another is refused (``SAME_AS_BASE``). The old tasks' outputs are then
+and nothing that shapes its outputs may either: the base run's max length, windows (stride, truncate), mixed precision
+(and model, so its tokenizer) are the new run's, a flag that sets another is refused (``SAME_AS_BASE``). The old tasks' outputs are then
 the base run's bit for bit for the same rows, evaluation batch size and device (another batch size pads the rows
 otherwise, which may change the last bits of a logit); the new summary states the old tasks' dev scores as the
 extended model measures them at its end, beside the base run's (``added.base_scores``). The new run is a run like
@@ -21,13 +21,14 @@ from pathlib import Path
 
 from ..atomic import read_json_file
 from ..budget.costs import adding_tasks_refused
+from ..pricing.recipe import given_over
 from ..tasks import records_of_config
 from ..tasks.record import TaskRecord
 from ..tasks.taskfile import read_tasks_file
 
 DESIGN_FROM_BASE = "the design is the base run's (--from): leave out {flags}"
 # the settings that shape an old task's outputs: the new run takes the base run's; another value is refused
-SAME_AS_BASE = ("max_len", "mixed_precision")
+SAME_AS_BASE = ("max_len", "stride", "truncate", "mixed_precision")
 
 
 _BASE_CONFIGS: dict[tuple, dict] = {}  # (path, size, mtime) → the config read: a run's set-up asks ~10 times
@@ -112,7 +113,8 @@ def extension_config(from_run: str, given: dict) -> dict:
             "added tasks take the base run's setting (leave the flag out)"
         )
     out = {k: v for k, v in base.items() if k not in ("data", "budget")}
-    out.update(given)
+    out.setdefault("truncate", True)  # a base run written before windows cut its long tagging rows: so does this one
+    out = given_over(out, given)
     out.update(tasks=[], tasks_file=None, from_run=str(from_run), budget=None, data=None)
     return out
 
@@ -172,7 +174,7 @@ def with_base_tasks(summary: dict, from_run: str, measured: dict, dev_examples: 
 def load_base_weights(model, from_run: str) -> int:
     """Load the base run's best checkpoint into ``model``'s trunk and the base run's tasks' parts; the added tasks
     keep their fresh initialisation. Returns the step loaded."""
-    from .checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name  # late: loads torch
+    from ..checkpoint import SHARED_FILE, Checkpoints, load_shared, task_file_name  # late: loads torch
 
     root = Path(from_run) / "checkpoints"
     best = Checkpoints(root).best()

@@ -3,8 +3,9 @@ run measured (docs/design.md "Memory (bytes)", "Time").
 
     predicted  {device, batch, seq_len, precision, time_step_s, time_ratio, memory_train, memory_infer}
                (budget.machine; precision: bf16 where the run trains under bf16 autocast, else fp32)
-    measured   {step_s: wall seconds per training step (train_time_s / steps: also the batch draw and the AdamW
-               step, which the prediction leaves out), step_cpu_s, peak_memory_bytes, peak_memory_source}
+    measured   {device: what measured them (the CUDA device's name, or "CPU: <model>, N thread(s)"), step_s: wall
+               seconds per training step (train_time_s / steps: also the batch draw and the AdamW step, which the
+               prediction leaves out), step_cpu_s, peak_memory_bytes, peak_memory_source}
 
 The prediction is for B = ``batch_size`` sequences of n = ``max_len`` tokens (GLUE batches are padded to at most
 that, so it is an upper bound on the activations). The device profile: on CUDA the built-in one whose name matches
@@ -23,16 +24,15 @@ from pals_core.families.shapes import conditions_from_config
 from ..budget.costs import design, evaluate
 from ..budget.machine import Machine, resources, supported
 from ..budget.tasks import Task
+from ..footprint.here import builtin_for_gpu, cpu_name, is_here
 from ..footprint.memory import memory_infer, memory_train
-from ..footprint.timing import local_profile_path
-
-GPU_PROFILES = {"h100": "h100", "h200": "h200", "a100": "a100", "l4": "l4", "t4": "t4"}
+from ..footprint.timing import load_profile, local_profile_path
 
 
 def gpu_profile(name: str) -> str | None:
     """The built-in profile of the CUDA device ``name`` (``torch.cuda.get_device_name``: "NVIDIA H100 80GB HBM3",
-    "NVIDIA H200", …), or None."""
-    return next((p for key, p in GPU_PROFILES.items() if key in name.lower()), None)
+    "NVIDIA H200", …; the profile's ``match`` word, ``footprint.here.builtin_for_gpu``), or None."""
+    return builtin_for_gpu(name)
 
 
 def device_profile(cuda: bool) -> str | None:
@@ -42,7 +42,12 @@ def device_profile(cuda: bool) -> str | None:
         import torch
 
         return gpu_profile(torch.cuda.get_device_name())
-    return "local" if local_profile_path().is_file() else None
+    if not local_profile_path().is_file():
+        return None
+    try:
+        return "local" if is_here(load_profile("local")) else None  # measured on another host: not this one's
+    except ValueError:
+        return None
 
 
 def predicted(
@@ -85,11 +90,14 @@ def predicted(
 
 
 def measured(train_time_s: float, train_cpu_s: float, steps: int, cuda: bool) -> dict:
+    """What this run measured, and on which device (``device``: the CUDA device's name, or the CPU's model and the
+    threads torch used)."""
+    import torch
+
     out = {"step_s": train_time_s / steps if steps else None, "step_cpu_s": train_cpu_s / steps if steps else None}
     if cuda:
-        import torch
-
         out.update(
+            device=torch.cuda.get_device_name(),
             peak_memory_bytes=int(torch.cuda.max_memory_allocated()),
             peak_memory_source="torch.cuda.max_memory_allocated",
         )
@@ -99,6 +107,7 @@ def measured(train_time_s: float, train_cpu_s: float, steps: int, cuda: bool) ->
 
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         out.update(
+            device=f"CPU: {cpu_name()}, {torch.get_num_threads()} thread(s)",
             peak_memory_bytes=int(rss if sys.platform == "darwin" else rss * 1024),
             peak_memory_source="process peak resident set (ru_maxrss): not the calculator's quantity",
         )

@@ -16,6 +16,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..base_model import model_shape
 from ..budget.costs import Cost, design
 from ..budget.methods import label_of
 from ..budget.solver import Budget, at_size, solve
@@ -26,7 +27,6 @@ from ..kinds import DEFAULT_KIND
 from ..methods.registry import get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.shape import BaseModel
-from .base_model import model_shape
 from .config import data_differences
 from .extend import added_task_names, base_data, check_design
 

@@ -8,7 +8,7 @@
     <out>/summary.json     {"config", "scores" (best checkpoint), "average", "best_step", "params",
                             "wall_time_s", "steps", "mixed_precision" (what auto was), …}  — written when
                             the run finishes
-    <out>/checkpoints/     see ``checkpoint.py``
+    <out>/checkpoints/     see ``pals_core/checkpoint.py``
 
 Every JSON file is written to a temporary file in the same folder, flushed, fsync'ed and moved into
 place with ``os.replace``, so a reader never sees half a file and a kill never leaves one.
@@ -147,7 +147,7 @@ class RunDir:
 
     def clear_own_files(self) -> None:
         """Delete what the trainer wrote here (its files and checkpoints), nothing else: a new start."""
-        from .checkpoint import Checkpoints  # late: loads torch
+        from ..checkpoint import Checkpoints  # late: loads torch
 
         for name in TRAINER_FILES:
             (self.root / name).unlink(missing_ok=True)

@@ -41,12 +41,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..base_model import model_shape
 from ..data.load import raw_splits
 from ..data.metrics import dev_average
 from ..data.samplers import make_sampler
 from ..pricing.config import AdapterConfig
 from ..tasks import records_of_config
-from .base_model import model_shape
 from .config import TrainConfig
 from .params import design_cost, run_tasks
 from .plan import Plan

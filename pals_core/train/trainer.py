@@ -34,15 +34,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json
-from ..data.load import TaskSplits, check_tokenizer, load_tasks, load_tokenizer, read_tasks, tokenizer_path
+from ..base_model import model_shape
+from ..checkpoint import CheckpointDamaged, Checkpoints
+from ..data.load import (
+    TaskSplits,
+    check_described,
+    check_tokenizer,
+    load_tasks,
+    load_tokenizer,
+    read_tasks,
+    tokenizer_path,
+)
 from ..data.metrics import dev_average, main_score
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
+from ..data.windows import window_stride
+from ..data.words import check_words
 from ..forward import EvalInterrupted
 from ..kinds import get_kind
 from ..model import MultiTaskModel
-from .base_model import model_shape
-from .checkpoint import CheckpointDamaged, Checkpoints
 from .config import TrainConfig, data_differences
 from .evaluate import evaluate
 from .extend import (
@@ -229,6 +239,7 @@ class _Run:
             cache_dir=cfg.cache_dir,
             seed=cfg.seed,
             rows=rows,
+            stride=window_stride(vars(cfg)),
         )
         # --from: the base run's tasks' dev sets, read as the base run read them, measured again at the end
         self.base_dev = {}
@@ -246,6 +257,7 @@ class _Run:
                 cache_dir=cfg.cache_dir,
                 seed=base.get("seed", cfg.seed),
                 rows=rows,
+                stride=window_stride(base),
             )
         rows.clear()  # the texts: tokenised now (the rows' dict is the caller's too: emptied, they are let go)
         self.scales = self._scales(resume)
@@ -638,8 +650,8 @@ class _Run:
             "train_time_s": round(st.train_time_s, 3),
             "train_cpu_s": round(st.train_cpu_s, 3),
             "eval_time_s": round(st.eval_time_s, 3),
-            "train_examples": {t: len(self.data[t].train) for t in self.trained},
-            "dev_examples": {t: sum(len(d) for d in self.data[t].dev.values()) for t in self.trained},
+            "train_examples": {t: self.data[t].train.rows for t in self.trained},
+            "dev_examples": {t: sum(d.rows for d in self.data[t].dev.values()) for t in self.trained},
             "tasks": {
                 t: {
                     "kind": self.records[t].kind,
@@ -651,9 +663,19 @@ class _Run:
                 for t in self.trained
             },
             "dropped_rows": {t: d.dropped for t, d in self.data.items() if d.dropped},
-            # a tagging task's words max_len leaves without a sub-token, per split (scored with the baseline's tag)
+            # a tagging task's words no token predicts, per split (cut by --max-len under --truncate; scored with the
+            # baseline's tag): 0 when its long rows are read in windows
             "cut_words": {
                 t: {"train": d.train.cut_words} | {f"dev{'_' + s if s else ''}": e.cut_words for s, e in d.dev.items()}
+                for t, d in self.data.items()
+                if d.train is not None and d.train.per_word
+            },
+            # a tagging task's rows longer than --max-len, per split: how many, and the windows they are read in
+            "windows": {
+                t: {
+                    split: {"rows": int((e.windows > 1).sum()), "windows": int(e.windows[e.windows > 1].sum())}
+                    for split, e in [("train", d.train), *((f"dev{'_' + s if s else ''}", e) for s, e in d.dev.items())]
+                }
                 for t, d in self.data.items()
                 if d.train is not None and d.train.per_word
             },
@@ -709,20 +731,30 @@ def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
     """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
     ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
     the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
-    once. A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
+    once, and a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
+    (``check_described``). A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
     rows it measures again."""
     check_tokenizer(cfg.model)
     trained = added_task_names(cfg)
     kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
     base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
-    return read_tasks(
-        cfg.records(),
+    records = cfg.records()
+    rows = read_tasks(
+        records,
         glue_dir=cfg.glue_dir,
         source=cfg.glue_source,
         seed=cfg.seed,
         seeds={t: base_seed for t in kept},
         dev_only=kept,
     )
+    words = [r.name for r in records if r.kind_of.per_word and r.name in trained]
+    if words:  # a word the tokenizer reduces to nothing can carry no tag: refused, file, line and word named
+        tokenizer = load_tokenizer(tokenizer_path(cfg.model))
+        for t in words:
+            for raw in rows[t][0].values():
+                check_words(tokenizer, raw.text_a, raw.where_word)
+    check_described(cfg.data or {}, rows)  # the sha256 config.json records is the one of the bytes trained on
+    return rows
 
 
 def _train_in(

@@ -18,16 +18,6 @@ def reduce(logits: torch.Tensor) -> torch.Tensor:
     return logits.float().argmax(dim=-1)
 
 
-def words(tags: torch.Tensor, starts: torch.Tensor, gold: torch.Tensor, fill: int) -> torch.Tensor:
-    """One tag per word (B, W) out of each token's tag (B, n): a word's is its first sub-token's (``starts``: the
-    word a token starts, else -1); a word without one (cut by ``max_len``; ``gold`` ≥ 0) gets ``fill``; -1 pads."""
-    out = torch.where(gold >= 0, torch.full_like(gold, fill), torch.full_like(gold, -1))
-    first = starts >= 0
-    row = torch.arange(tags.shape[0], device=tags.device).unsqueeze(1).expand_as(starts)
-    out[row[first], starts[first]] = tags[first]
-    return out
-
-
 def empty(width: int) -> torch.Tensor:
     return torch.zeros((0, width), dtype=torch.int64)
 

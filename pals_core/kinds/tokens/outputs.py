@@ -4,8 +4,10 @@ Head: the family's token head (``pricing.family.Family.token_head_params``: what
 holds — dropout + Linear(d, C) on every token, ModernBERT's prediction head + classifier) run on each of the n
 tokens, so its FLOPs are n × the per-token count and its logits B·n·C floats. Training: cross-entropy on each word's
 first sub-token (``module.py``; the rest, the special tokens and the padding carry -100). Decoding: a word's tag is
-the arg-max of its first sub-token's logits; a word cut by ``max_len`` (no sub-token left) gets ``fill_tag``, the
-baseline's tag ("O", else the first tag), in ``pals-predict`` and in the dev scores alike. Metrics (seqeval's default
+the arg-max of its first sub-token's logits (a sentence longer than ``max_len`` read in overlapping windows: the
+window where the word has the most context, ``data/words.py``); a word no token predicts (one the tokenizer reduces to
+nothing, or one past ``max_len`` in a run trained with ``--truncate``) gets ``fill_tag``, the baseline's tag ("O",
+else the first tag), in ``pals-predict`` and in the dev scores alike. Metrics (seqeval's default
 mode, as the transformers NER example): ``entity_f1`` (main), ``entity_precision``, ``entity_recall``, and
 ``token_accuracy`` over every word. Baseline: every word "O" (entity F1 0); a tag set without "O": its most frequent
 training tag.
@@ -23,7 +25,7 @@ OUTSIDE = "O"
 
 
 def fill_index(names: Sequence[str]) -> int:
-    """The tag a word without a prediction gets (a word cut by ``max_len``): "O", else the first tag."""
+    """The tag a word without a prediction gets (no sub-token, or cut by ``--truncate``): "O", else the first tag."""
     names = tuple(names)
     return names.index(OUTSIDE) if OUTSIDE in names else 0
 
@@ -63,6 +65,17 @@ class TokenOutputs:
     def output_axes(self) -> dict[int, str]:
         return {0: "batch", 1: "sequence"}
 
+    def pipeline(self, stride: int | None) -> tuple[str, dict]:
+        """``pipeline("token-classification", model=DIR, aggregation_strategy="first", stride=S)``: a word's tag is its
+        first sub-token's (``first``), and a sentence longer than the exported tokenizer's ``model_max_length`` (the
+        run's max length) is read in the run's windows (``stride``; none when the run cut such sentences). Call it on
+        a list of words with ``is_split_into_words=True`` (or on their text joined by spaces); its entities are the
+        run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
+        return "token-classification", {
+            "aggregation_strategy": "first",
+            **({"stride": stride} if stride is not None else {}),
+        }
+
     # --- the outputs ---------------------------------------------------------------------------------
 
     def fill_index(self, names: Sequence[str]) -> int:
@@ -70,7 +83,7 @@ class TokenOutputs:
 
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         """``logits``: one (words, C) array per row, the logits of each word's first sub-token, a row of NaN for a
-        word cut by ``max_len`` (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
+        word no token predicts (its tag: ``fill_index``, its probability NaN). ``label``: each row's list of tags;
         ``prob``: each row's array of the chosen tags' softmax probabilities."""
         import numpy as np
 

@@ -203,9 +203,9 @@ class TokenRows:
             f"entities: {entities}"
         )
         tokens = profile.get("tokens") or {}
-        if "words_cut" in tokens:
+        if tokens.get("rows_windowed"):
             text += (
-                f" · words cut at n = {tokens['max_len']}: {tokens['words_cut']:,} of {tokens['words']:,} "
-                f"(in {tokens['rows_cut']:,} sentences)"
+                f" · {tokens['rows_windowed']:,} sentences longer than n = {tokens['max_len']} read in overlapping "
+                f"windows (stride {tokens['stride']}; the longest in {tokens['windows_max']}): no word cut"
             )
         return text

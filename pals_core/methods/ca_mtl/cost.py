@@ -52,6 +52,7 @@ from ...pricing.activations import ActivationHooks, Sym
 from ...pricing.config import AdapterConfig
 from ...pricing.method import Method, Part, layer_norm, linear, mm
 from ...pricing.poly import Poly, S
+from ...pricing.recipe import Recipe
 from ...pricing.shape import BaseModel
 
 
@@ -256,6 +257,13 @@ def _tensors(m, layers, cfg):
     return 1, 4 + 3 * len(layers) + 4 * len(norm_layers(m, cfg)) + 12 * cfg.cond_adapter_layers
 
 
+# Pilault et al. 2021 train CA-MTL-base at BERT's fine-tuning rate: the released command (CAMTL/CA-MTL README,
+# run.py ... --num_train_epochs 10 --learning_rate 2e-5). Warm-up and weight decay stay the trainer's (BERT's).
+RECIPE = Recipe(
+    lr=2e-5,
+    source="Pilault et al. 2021; CAMTL/CA-MTL README's training command: --learning_rate 2e-5",
+)
+
 METHODS = (
     Method(
         "ca_mtl",
@@ -275,5 +283,6 @@ METHODS = (
         tensors=_tensors,
         frozen_layers=frozen_layers,
         trunk="fine-tuned",  # as released: fine-tuned above its frozen lower half (frozen_layers)
+        recipe=RECIPE,
     ),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...pricing.activations import ActivationHooks, Sym
 from ...pricing.method import Method, Part, no_parts
 from ...pricing.poly import Poly
+from ...pricing.recipe import Recipe
 
 
 def _params(m, layers, cfg, paper):
@@ -44,6 +45,17 @@ class Ia3Activations(ActivationHooks):
         return self._scale(g)
 
 
+# Liu et al. 2022 (T-Few, Sec. 3.3 and 4.2) train (IA)³ at lr 3e-3 with a linear decay after a 60-step warm-up of
+# 1,000 steps (ratio 0.06) and no weight decay (r-three/t-few configs/ia3.json: lr 3e-3; src/utils/Config.py:
+# warmup_ratio 0.06, weight_decay 0). Their optimiser is Adafactor on T0; the trainer's AdamW takes the same rate.
+RECIPE = Recipe(
+    lr=3e-3,
+    warmup=0.06,
+    weight_decay=0.0,
+    source="Liu et al. 2022 (T-Few), r-three/t-few configs/ia3.json (lr 3e-3) and src/utils/Config.py "
+    "(warm-up ratio 0.06, weight decay 0)",
+)
+
 METHODS = (
     Method(
         "ia3",
@@ -57,5 +69,6 @@ METHODS = (
         activations=Ia3Activations,
         tensors=lambda m, layers, cfg: (3, 0),
         trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
+        recipe=RECIPE,
     ),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, no_parts
 from ...pricing.poly import Poly
+from ...pricing.recipe import Recipe
 
 
 def _params(m, layers, cfg, paper):
@@ -25,6 +26,15 @@ class LhucActivations(ActivationHooks):
         return tr.mul(h, tr.new(self.model.hidden, sigma.grad))
 
 
+# Swietojanski & Renals 2014 adapt speech DNNs with SGD: their source gives no rate for an encoder trained with
+# AdamW. LHUC's parameters are per-unit scale vectors on a frozen trunk, the kind (IA)³ trains, so it takes (IA)³'s
+# encoder rate (Liu et al. 2022: 3e-3); warm-up and weight decay stay the trainer's (BERT's).
+RECIPE = Recipe(
+    lr=3e-3,
+    source="no encoder rate in Swietojanski & Renals 2014 (speech, SGD): (IA)³'s rate for the same kind of "
+    "parameter, a per-unit scale vector on a frozen trunk (Liu et al. 2022: 3e-3)",
+)
+
 METHODS = (
     Method(
         "lhuc",
@@ -37,5 +47,6 @@ METHODS = (
         activations=LhucActivations,
         tensors=lambda m, layers, cfg: (1, 0),
         trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
+        recipe=RECIPE,
     ),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, linear, mm
 from ...pricing.poly import S
+from ...pricing.recipe import Recipe
 
 
 def _params(m, layers, cfg, paper):
@@ -40,6 +41,18 @@ class LoraActivations(ActivationHooks):
         return self._update(h, v)
 
 
+# Hu et al. 2021, Table 9 (RoBERTa-base on GLUE): AdamW, lr 5e-4 (MNLI, SST-2, QQP, RTE) or 4e-4 (MRPC, CoLA, QNLI,
+# STS-B), warm-up ratio 0.06, linear decay; the released scripts (microsoft/LoRA examples/NLU/roberta_base_mnli.sh,
+# roberta_base_qqp.sh) add weight decay 0.1. 5e-4: the rate of their runs that start from the pretrained model
+# (MNLI, QQP; MRPC, RTE and STS-B start from the MNLI LoRA).
+RECIPE = Recipe(
+    lr=5e-4,
+    warmup=0.06,
+    weight_decay=0.1,
+    source="Hu et al. 2021, Table 9 (RoBERTa-base, GLUE: lr 4e-4 to 5e-4, warm-up ratio 0.06) and "
+    "microsoft/LoRA examples/NLU/roberta_base_mnli.sh (lr 5e-4, weight decay 0.1)",
+)
+
 METHODS = (
     Method(
         "lora",
@@ -51,5 +64,6 @@ METHODS = (
         activations=LoraActivations,
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
         trunk="frozen",  # as its authors train it: the pretrained weights stay as they are
+        recipe=RECIPE,
     ),
 )

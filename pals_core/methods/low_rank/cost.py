@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, linear, mm
 from ...pricing.poly import S
+from ...pricing.recipe import BERT_FINE_TUNING
 
 
 def _params(m, layers, cfg, paper):
@@ -47,5 +48,6 @@ METHODS = (
         activations=LowRankActivations,
         tensors=lambda m, layers, cfg: (4 * len(layers), 0),
         trunk="fine-tuned",  # as the PALs paper trains its low-rank variant
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
 )

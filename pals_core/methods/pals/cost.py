@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, attention_scores, linear, mm
 from ...pricing.poly import S
+from ...pricing.recipe import BERT_FINE_TUNING
 
 
 def _pals_params(m, layers, cfg, paper):
@@ -94,6 +95,7 @@ METHODS = (
         validate=_check_dropout,
         tensors=_pals_tensors,
         trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
     Method(
         "pals_unshared",
@@ -107,5 +109,6 @@ METHODS = (
         activations=PalsActivations,
         tensors=_pals_unshared_tensors,
         trunk="fine-tuned",  # as Stickland & Murray train PALs: every weight fine-tuned
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
 )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ...pricing.method import Method, no_parts
+from ...pricing.recipe import BERT_FINE_TUNING
 
 METHODS = (
     Method(
@@ -16,5 +17,6 @@ METHODS = (
         sized=False,
         within=False,
         trunk="fine-tuned",  # the PALs paper's shared baseline: the whole model fine-tuned
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
 )

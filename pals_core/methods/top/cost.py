@@ -19,6 +19,7 @@ from ...families.registry import get_family, replay_of
 from ...pricing.activations import ActivationHooks
 from ...pricing.method import Method, Part, attention_scores, layer_norm, linear, mm
 from ...pricing.poly import Poly, S
+from ...pricing.recipe import BERT_FINE_TUNING
 from ..pals.cost import small_attention
 
 
@@ -157,6 +158,7 @@ METHODS = (
         activations=ProjAttnTopActivations,
         tensors=lambda m, layers, cfg: (4 + 10 * cfg.n_top, 0),
         trunk="fine-tuned",  # as the PALs paper trains its top variants
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
     Method(
         "proj_ffn_top",
@@ -171,6 +173,7 @@ METHODS = (
         activations=ProjFfnTopActivations,
         tensors=lambda m, layers, cfg: (4 + 6 * cfg.n_top, 0),
         trunk="fine-tuned",  # as the PALs paper trains its top variants
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
     Method(
         "bert_layer_top",
@@ -186,5 +189,6 @@ METHODS = (
         activations=BertLayerTopActivations,
         tensors=_bert_layer_top_tensors,
         trunk="fine-tuned",  # as the PALs paper trains its top variants
+        recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
 )

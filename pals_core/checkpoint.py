@@ -27,7 +27,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from ..atomic import atomic_write_json, read_json
+from .atomic import atomic_write_json, read_json
 
 SHARED_FILE = "shared.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"

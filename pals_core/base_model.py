@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from ..data.load import TINY, minilm_path
-from ..families.bert.presets import EMBEDDED_MODEL
-from ..families.shapes import conditions_for_model, conditions_from_config, from_hf_config, load_model, read_config
-from ..pricing.shape import BaseModel
+from .data.load import TINY, minilm_path
+from .families.bert.presets import EMBEDDED_MODEL
+from .families.shapes import conditions_for_model, conditions_from_config, from_hf_config, load_model, read_config
+from .pricing.shape import BaseModel
 
 
 def tiny_config_dict() -> dict:
