@@ -125,21 +125,22 @@ def main() -> int:
         print(
             f"\nbest: trial {b['trial']} {b['design']}"
             + (f" d_s={b['d_s']}" if "d_s" in b and b["d_s"] is not None and str(b["d_s"]) != "<NA>" else "")
-            + f" · dev average {b[report.AVERAGE]:.4f} · {b['ratio']:.4f}× the base model's parameters "
+            + f" · dev average {b[report.AVERAGE]:.2f} (0–100) · {b['ratio']:.4f}× the base model's parameters "
             f"· {b['flops_ratio']:.3f}× its FLOPs"
         )
         front = board[board["pareto"]]
         print(
             "Pareto front (dev average vs task-specific parameters): "
             + ", ".join(
-                f"{r.design} ({int(r.d_s) if str(r.d_s) != '<NA>' else '—'}): {r._3:.4f} @ {int(r._4):,}"
-                for r in front.itertuples()
+                f"{r['design']} ({int(r['d_s']) if str(r['d_s']) != '<NA>' else '—'}): {r[report.AVERAGE]:.2f} "
+                f"@ {int(r[report.PARAMS]):,}"
+                for _, r in front.iterrows()
             )
         )
     base = majority_baseline(args.tasks.split(","), int(args.max_train_examples), int(args.max_eval_examples))
     print(
-        f"\nmajority-class baseline on the same dev slices: dev average {base['average']:.4f} ("
-        + ", ".join(f"{t} {v:.4f}" for t, v in base["scores"].items())
+        f"\nmajority-class baseline on the same dev slices: dev average {100 * base['average']:.2f} ("
+        + ", ".join(f"{t} {100 * v:.2f}" for t, v in base["scores"].items())
         + ")"
     )
     print(f"\nfiles in {os.path.relpath(args.results, ROOT)}:")

@@ -22,7 +22,7 @@ from pals_core.footprint.here import elsewhere
 from pals_core.methods.registry import get_method
 from pals_core.pricing.units import human
 
-from . import calc, tables
+from . import calc, icons, tables
 from .address import link_budget
 from .figures import breakdown, design_space, scaling, size_curves
 from .figures.paper import paper_figure
@@ -93,7 +93,7 @@ def budget_sentence(inp: Inputs) -> str:
 def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -> None:
     """The recommendation in one sentence, or — nothing fits — the smallest budget at which a design first fits."""
     if picks:
-        st.success(recommend.answer(picks) + machine_sentence(inp, picks[0]), icon="✅")
+        st.success(recommend.answer(picks) + machine_sentence(inp, picks[0]), icon=icons.RECOMMENDED)
         note = elsewhere(page_machine().profile())  # the device priced is not this machine: said, as pals-budget does
         if note:
             st.caption(note)
@@ -105,7 +105,7 @@ def render_answer(inp: Inputs, costs: list[Cost], picks: list[recommend.Pick]) -
     st.error(
         f"**Nothing fits a budget of {budget_text(inp.budget)}.** The first design to fit is **{label(first.key)}**"
         f"{what}, from a budget of **{budget_text(first.budget)}**. The table says where each design starts to fit.",
-        icon="⛔",
+        icon=icons.NOTHING_FITS,
     )
     value = link_budget(kind, getattr(first.budget, kind))
     st.button(
@@ -233,7 +233,7 @@ def render_designs_view(
     frame = tables.table_frame(ordered, inp.budget, rank, cells, first_fit, hidden=inp.model.hidden)
     if inp.bounds:  # which constraint sets each d_s (or which a design breaks): params or a constraint record's name
         frame["binds"] = [c.binding or "—" for c in ordered]
-    if link_for is not None:  # a design's row links to its measured results, where they exist ("": an empty cell)
+    if link_for is not None and cells:  # a design's row links to its measured results, where they exist ("": none)
         frame.insert(
             frame.columns.get_loc("measured dev avg"),
             "measured results",  # the link, then the score
@@ -245,9 +245,10 @@ def render_designs_view(
         width="stretch",
         key="main_table",
         column_config={
-            "rank": st.column_config.TextColumn(
-                help="The recommendation's ranking: each method's largest fitting design"
+            "rank": st.column_config.TextColumn(  # narrow columns (px) for short cells: the FLOPs columns in view
+                help="The recommendation's ranking: each method's largest fitting design", width=50
             ),
+            "fits": st.column_config.TextColumn(width=45),
             "design": st.column_config.TextColumn(pinned=True),
             "% of budget used": st.column_config.ProgressColumn(
                 "% budget",
@@ -257,8 +258,8 @@ def render_designs_view(
                 width="small",
                 help="% of the budget used, rounded down",
             ),
-            "measured dev avg": st.column_config.TextColumn(
-                help="Mean dev average (0–100) of finished runs of this design", width="large"
+            "measured dev avg": st.column_config.TextColumn(  # as wide as its cells: '—' until a run is measured
+                "measured", help="Mean dev average (0–100) of finished runs of this design"
             ),
             "params / task": st.column_config.NumberColumn(format="localized"),
             "add tasks later": st.column_config.TextColumn(
@@ -278,9 +279,19 @@ def render_designs_view(
             ),
             "total × base": st.column_config.NumberColumn(format=tables.TABLE_FORMATS["total × base"]),
             "FLOPs × base": st.column_config.NumberColumn(format=tables.TABLE_FORMATS["FLOPs × base"]),
+            "GFLOPs / input, all tasks": st.column_config.NumberColumn(
+                "GFLOPs, all tasks",  # short headers: every FLOPs column in view at 1400 px
+                format=tables.TABLE_FORMATS["GFLOPs / input, all tasks"],
+                help="GFLOPs of one input through every task's path, sharing what the tasks share",
+            ),
+            "train step GFLOPs": st.column_config.NumberColumn(
+                "GFLOPs, train step",
+                format=tables.TABLE_FORMATS["train step GFLOPs"],
+                help="GFLOPs of a training step per input of the first task: 3 × its forward (forward + backward)",
+            ),
             "measured results": st.column_config.LinkColumn(
-                "runs", display_text="open", help="This design's finished runs (Runs & measured)", width="small"
-            ),  # a header the small column shows whole
+                "runs", display_text="open", help="This design's finished runs (Runs & measured)", width=50
+            ),  # a header the narrow column shows whole
         },
     )
     st.download_button(

@@ -24,7 +24,7 @@ from pals_core.footprint.memory import PRECISIONS
 from pals_core.footprint.timing import builtin_devices, local_profile_path
 
 from .calc import design_of
-from .figures.legibility import readable_labels
+from .figures.legibility import clusters, group_text, label_annotation, place_labels
 from .figures.style import location_symbol, method_color
 from .inputs import Inputs
 
@@ -151,16 +151,39 @@ def fig_memory(rows: list[Cost]) -> go.Figure:
     return fig
 
 
+TIME_HEIGHT_PX = 540  # the step-time figure, and its fixed margins (so that its plot area is known to the labels)
+TIME_MARGIN = dict(l=70, r=150, t=36, b=56)  # the right margin holds the labels of the designs that spend it all
+TIME_PLOT_WIDTHS_PX = (320, 430, 570, 720, 860)  # its plot area on a 1000 … 1600 px page: labels clear at each
+MARKER_PX, CHOSEN_PX = 10, 15
+
+
+def _span(values: list[float], pad: float) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    extra = (hi - lo) * pad or max(abs(hi), 1.0) * pad
+    return lo - extra, hi + extra
+
+
 def fig_time(rows: list[Cost], chosen: str | None) -> go.Figure:
     """Step time × base against task-specific parameters, a point per design (colour = method, marker = location,
-    as in every figure of the page). Only the labels that can be read are written (``readable_labels``);
-    every point names its design, and the designs drawn on the same spot, on hover."""
+    as in every figure of the page), each named: its label beside its marker, or moved clear of a crowd with a leader
+    line (``legibility.place_labels``: no label over another or over a marker at any width the page draws it); the
+    designs whose markers touch share one label. Hover gives each design's numbers."""
     rows = [c for c in rows if c.time_ratio is not None]
     names = [shown_name(c) for c in rows]
     xs, ys = [c.params_task_specific for c in rows], [c.time_ratio for c in rows]
     first = [i for i, c in enumerate(rows) if label(key_of(c)) == chosen]
-    # sized below the plot at its narrowest (a 1000 px page; the axes pad the data range): readable there, readable wider
-    places = readable_labels(list(zip(xs, ys)), names, first=first, width=420.0, height=220.0)
+    radius = [(CHOSEN_PX if i in first else MARKER_PX) / 2 + 1.5 for i in range(len(rows))]  # with its outline
+    x_range, y_range = _span(xs, 0.06), _span(ys, 0.1)
+    fx = [(x - x_range[0]) / (x_range[1] - x_range[0]) for x in xs]
+    fy = [(y - y_range[0]) / (y_range[1] - y_range[0]) for y in ys]
+    height = TIME_HEIGHT_PX - TIME_MARGIN["t"] - TIME_MARGIN["b"]
+    texts: list[str | None] = [None] * len(rows)
+    for group in clusters(fx, fy, min(TIME_PLOT_WIDTHS_PX), height, MARKER_PX / 2):
+        lead = next((i for i in group if i in first), group[0])  # the chosen design names its spot
+        texts[lead] = group_text([names[i] for i in [lead, *(j for j in group if j != lead)]])
+    places = place_labels(
+        fx, fy, texts, widths=TIME_PLOT_WIDTHS_PX, height=height, radius=radius, first=first, right_px=TIME_MARGIN["r"]
+    )
     same = [
         [
             names[j]
@@ -173,14 +196,10 @@ def fig_time(rows: list[Cost], chosen: str | None) -> go.Figure:
         go.Scatter(
             x=xs,
             y=ys,
-            mode="markers+text",
+            mode="markers",
             text=names,
-            textposition=[p or "top center" for p in places],
-            cliponaxis=False,
-            texttemplate=[d if p else "" for d, p in zip(names, places)],
-            textfont=dict(size=11, color="#444"),
             marker=dict(
-                size=[15 if i in first else 10 for i in range(len(rows))],
+                size=[CHOSEN_PX if i in first else MARKER_PX for i in range(len(rows))],
                 color=[method_color(c.method) for c in rows],
                 opacity=[1.0 if c.feasible else 0.35 for c in rows],  # over the budget: pale, and named so
                 symbol=[location_symbol(c.location) for c in rows],
@@ -199,17 +218,18 @@ def fig_time(rows: list[Cost], chosen: str | None) -> go.Figure:
             "base model's<br>%{customdata[2]} GiB to train%{customdata[3]}<extra></extra>",
         )
     )
-    hidden = sum(p is None for p in places)
+    for i, place in enumerate(places):
+        if place is not None:
+            fig.add_annotation(**label_annotation(xs[i], ys[i], texts[i], place, radius[i]))
+    hidden = [texts[i] for i, p in enumerate(places) if texts[i] and p is None]
     fig.update_layout(
-        xaxis_title="task-specific parameters",
-        yaxis_title="training step time / base model's",
-        height=400,
-        margin=dict(t=40, b=10),
+        xaxis=dict(title="task-specific parameters", range=list(x_range), automargin=False),
+        yaxis=dict(title="training step time / base model's", range=list(y_range), automargin=False),
+        height=TIME_HEIGHT_PX,
+        margin=TIME_MARGIN,
         showlegend=False,
         title=dict(
-            text=f"{hidden} of {len(rows)} labels left out where points crowd: hover a point for its design"
-            if hidden
-            else "",
+            text=f"{len(hidden)} label(s) left out where points crowd: hover a point for its design" if hidden else "",
             font=dict(size=12, color="#555"),
             x=0,
             xanchor="left",

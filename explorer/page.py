@@ -23,7 +23,18 @@ from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of, label
 from pals_core.supervise.children import reap_children
 
-from . import address, calc, design_view, machine_view, predicted_view, runs_view, sidebar, tasks_view, train_view
+from . import (
+    address,
+    calc,
+    design_view,
+    icons,
+    machine_view,
+    predicted_view,
+    runs_view,
+    sidebar,
+    tasks_view,
+    train_view,
+)
 from .inputs import Inputs, NoTasksFile, files_stamp, one_line, parse_inputs
 
 log = logging.getLogger("pals_explorer")
@@ -55,6 +66,11 @@ def _guard(what: str, fn, *args) -> None:
         st.error(f"{what} failed: {type(e).__name__}: {e}")
 
 
+def _open_view(view: str) -> None:
+    """A button's way to a view: the view bar's value, set before the page is drawn again."""
+    st.session_state["view"] = view
+
+
 def _launcher(inp: Inputs | None, chosen: Cost | None) -> None:
     """The training launcher, run as a fragment: editing its fields redraws only the launcher."""
     _guard("The launcher", train_view.render, inp, chosen)
@@ -69,7 +85,7 @@ def _studies_module():
         raise
 
 
-def render_studies(inp: Inputs | None = None) -> None:
+def render_studies(inp: Inputs | None = None, chosen: Cost | None = None) -> None:
     from studies.storage import DEFAULT_STORAGE  # the same default as pals-study (optuna is imported only here)
 
     url = st.text_input(
@@ -82,7 +98,7 @@ def render_studies(inp: Inputs | None = None) -> None:
     if module is None:
         st.info("The studies view (explorer/studies_view.py) is not installed in this checkout.")
         return
-    module.render(url.strip(), inp)  # the start form starts from the sidebar's question
+    module.render(url.strip(), inp, chosen)  # the start form starts from the sidebar's question and chosen design
 
 
 @st.cache_data(show_spinner=False, ttl=MEASURED_TTL_S, max_entries=8)
@@ -153,7 +169,7 @@ def _read_link() -> address.FromLink | None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="PALs Explorer", page_icon="🧮", layout="wide")
+    st.set_page_config(page_title="PALs Explorer", page_icon=icons.PAGE, layout="wide")
     reap_children()  # a run that ended is collected on the next redraw, whatever the view
     link = _read_link()
     sidebar.init_state(link.widgets if link else {})
@@ -165,9 +181,17 @@ def main() -> None:
         "costs, what it scores. After Stickland & Murray, *BERT and PALs* (ICML 2019); every number comes from "
         "the calculator `pals_core.budget`."
     )
+    st.button(  # the Studies view from the first screen, whatever the answer below pushes the view bar down
+        "Studies: search designs for this question with Optuna, see a study's leaderboard →",
+        key="open_studies",
+        type="tertiary",
+        on_click=_open_view,
+        args=("studies",),
+    )
     for e in st.session_state.get("_address_errors", []):
         st.error(e)
     inp: Inputs | None = None
+    waiting = False  # for a tasks file: nothing is wrong yet
     costs: list[Cost] | None = None
     chosen: Cost | None = None
     picks: list[recommend.Pick] = []
@@ -175,10 +199,14 @@ def main() -> None:
     try:
         inp = parse_inputs(raw)
         costs = design_view.table(inp, machine_view.page_machine_key() if inp.bounds else ())  # bounds: on the machine
+    except NoTasksFile as e:  # nothing entered yet: a prompt, not a mistake (an upload's own error is said once)
+        inp, costs, waiting = None, None, True
+        if not st.session_state.get("_upload_error"):
+            text = one_line(e)
+            st.info(f"**Your tasks:** {text[:1].upper()}{text[1:]}.")
     except ValueError as e:
         inp, costs = None, None
-        if not (isinstance(e, NoTasksFile) and st.session_state.get("_upload_error")):  # said once, by the upload
-            st.error(f"Bad input: {one_line(e)}")
+        st.error(f"Bad input: {one_line(e)}")
     if inp is not None and costs:
         mine = calc.question_design(inp)  # the question's design settings: what a score must have been trained with
         scores = measured.best_by_design(results_for(inp), mine)
@@ -210,7 +238,11 @@ def main() -> None:
         "View", list(VIEWS), format_func=VIEWS.get, key="view", required=True, label_visibility="collapsed"
     )
     if view in NEEDS_DESIGN and chosen is None:
-        st.info("Fix the question in the sidebar to see this view.")
+        st.info(
+            "Enter a tasks file in the sidebar (or open the example tasks) to see this view."
+            if waiting
+            else "Fix the question in the sidebar to see this view."
+        )
     elif view == "designs":
         _guard(
             "The design table",
@@ -241,5 +273,5 @@ def main() -> None:
         st.divider()
         _guard("The runs", runs_view.render)
     elif view == "studies":
-        _guard("The studies view", render_studies, inp)
+        _guard("The studies view", render_studies, inp, chosen)
     st.query_params.from_dict(address.to_query(raw, view, label(key_of(chosen)) if chosen is not None else None))

@@ -19,6 +19,7 @@ from pals_core.measured import default_roots
 from pals_core.supervise.runs import launch
 from pals_core.train.config import TrainConfig
 
+from . import icons
 from .figures.style import Fig, location_dash, method_color, styled
 from .inputs import files_stamp
 
@@ -202,7 +203,7 @@ def render(inp, picks: Sequence, curves: Mapping[sm.Family, sm.Curve]) -> None:
         st.info(
             f"**Next run worth measuring:** {nxt.option.label} at d_s = {nxt.option.d_s} — {nxt.why}. "
             f"Trained as the runs behind the curves were ({settings}), it joins them and narrows the band.",
-            icon="🎯",
+            icon=icons.NEXT_RUN,
         )
         cfg = curves[fam].next_config(nxt.option.d_s) if fam is not None else None
         cols = st.columns([1, 3])

@@ -4,7 +4,7 @@ redrawn every 2 s while a run is active (``st.fragment(run_every=…)``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,11 +15,13 @@ from pals_core import measured
 from pals_core.budget.costs import Cost
 from pals_core.budget.recommend import key_of
 from pals_core.data.glue_rows import missing_files, resolve_glue_dir
+from pals_core.kinds import PACKAGES, get_kind
 from pals_core.pricing.config import design_label
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
 from pals_core.tasks.record import TaskRecord
 
+from . import icons
 from .figures.measured import measured_figure, measured_ranking_figure
 from .inputs import EMBEDDED, Inputs, files_stamp, one_line
 from .tables import runs_frame
@@ -135,16 +137,19 @@ METRIC_NAMES = {
 }
 
 
-def score_rows(scores: dict, untrained: Sequence[str] = ()) -> list[dict]:
-    """A summary's per-task scores on the page's scale (0–100), metrics by their names, '—' where one is missing; a
-    task no step trained (``untrained``) is named so in its row."""
+def score_rows(scores: dict, untrained: Sequence[str] = (), kinds: Mapping[str, str] | None = None) -> list[dict]:
+    """A summary's per-task scores as ``pals-train`` prints them (``Kind.metric_text``: a fraction on the page's
+    scale, 0–100; an error in the user's units as it is), metrics by their names, '—' where one is missing; a task
+    no step trained (``untrained``) is named so in its row. ``kinds``: each task's kind (summary.json ``tasks``)."""
     rows = []
     for task, metrics in scores.items():
         metrics = metrics if isinstance(metrics, dict) else {"score": metrics}
         row = {"task": f"{task} (untrained)" if task in untrained else task}
+        kind = (kinds or {}).get(task)
+        text = get_kind(kind).metric_text if kind in PACKAGES else (lambda _, v: measured.score_text(v))
         for k, v in metrics.items():
             v = v.get("mean") if isinstance(v, dict) else v  # a --seeds aggregate: {"mean", "std", "ci95"}
-            row[METRIC_NAMES.get(k, k.replace("_", " "))] = measured.score_text(v)
+            row[METRIC_NAMES.get(k, k.replace("_", " "))] = text(k, v)
         rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     return [{k: r.get(k, "—") for k in columns} for r in rows]  # a metric one task lacks is '—', not None
@@ -167,14 +172,16 @@ def _details(runs: Sequence[Run]) -> None:
     s = run.summary or {}
     untrained = [str(t) for t in s["untrained"]] if isinstance(s.get("untrained"), list) else []
     if untrained:
-        st.warning(untrained_note(untrained), icon="⚠️")
+        st.warning(untrained_note(untrained), icon=icons.WARNING)
     if measured.smoke(s.get("steps")):
         st.info(
             f"A smoke run: {s['steps']} steps (fewer than {measured.SMOKE_STEPS}) check that training runs; its "
             "scores are no measurement of the design and rank nothing."
         )
     if isinstance(s.get("scores"), dict):
-        st.dataframe(score_rows(s["scores"], untrained), hide_index=True, key="run_scores")
+        tasks = s.get("tasks") if isinstance(s.get("tasks"), dict) else {}
+        kinds = {t: d.get("kind") for t, d in tasks.items() if isinstance(d, dict)}
+        st.dataframe(score_rows(s["scores"], untrained, kinds), hide_index=True, key="run_scores")
     params = s.get("params") if isinstance(s.get("params"), dict) else None
     if params:
         st.caption(
@@ -288,7 +295,7 @@ def render_measured(inp: Inputs | None, results: Sequence[measured.Result], chos
         st.warning(
             "Results with tasks no training step reached (their dev average counts an untrained head's score): "
             + "; ".join(f"**{r.design}** ({r.runs_label()}): {', '.join(r.untrained)}" for r in untrained),
-            icon="⚠️",
+            icon=icons.WARNING,
         )
     real = [r for r in results if not r.smoke]
     smoke = [r for r in results if r.smoke]

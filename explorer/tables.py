@@ -38,9 +38,9 @@ def table_frame(
     """The design table: one row per design, in the given order. Units: parameters as counts, FLOPs in GFLOPs,
     shares in % (rounded down, as the answer says them), ratios to four decimals, scores 0–100; '—' where a value
     does not apply. Every number is rounded once, by ``pals_core.budget.display`` (pals-budget prints the same
-    digits). The columns a person compares come first — what it is, whether it fits, what it spends and what it
-    scored — so the measured score is in view without scrolling sideways; method and location (already in the
-    design's name) come last. ``hidden`` (the model's d): a d_s wider than the model is flagged in its cell
+    digits). The columns a person compares come first — what it is, whether it fits, what it spends, what it scored
+    and what it computes (its FLOPs) — so they are in view without scrolling sideways; method and location (already
+    in the design's name) come last. ``hidden`` (the model's d): a d_s wider than the model is flagged in its cell
     ("10,760 > d = 384"). "add tasks later": whether a new task can be trained onto a run of this design without
     retraining or changing the others (``budget.costs.adding_tasks_refused``: trunk frozen, nothing shared trains)."""
     out = []
@@ -63,12 +63,12 @@ def table_frame(
                 "measured dev avg": (measured or {}).get(k, "—"),
                 "total × base": display.ratio(c.ratio),
                 "FLOPs × base": display.ratio(flops_ratio(c)),
+                "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
+                "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
                 "params / task": display.params_per_task(c),
                 "task-specific (all tasks)": c.params_task_specific,
                 "trained": c.params_trained,  # what the optimiser updates, of params_total (the trunk as trained)
                 "trunk": c.trunk,
-                "GFLOPs / input, all tasks": round(c.flops_all_tasks_per_seq / GIGA, 2),
-                "train step GFLOPs": round(c.flops_train_step_per_seq / GIGA, 2),
                 # whether a task can join a trained run later without changing the others (pals-train --from)
                 "add tasks later": "yes" if c.adds_tasks_later else "no",
                 "method": c.method,
@@ -92,10 +92,19 @@ def table_csv(frame: pd.DataFrame) -> str:
     return out.to_csv(index=False)
 
 
+def step_text(step, total) -> str:
+    """A run's progress as 'k/N' (thousands separated), 'k' when N is not known, '—' when nothing is."""
+    if not isinstance(step, int):
+        return "—"
+    return f"{step:,}/{total:,}" if isinstance(total, int) else f"{step:,}"
+
+
 def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
-    """Runs (dicts from ``pals_core.supervise.runs.Run.row``) as a table: scores 0–100 (``measured.score_text``), counts with
-    thousands separators, '—' where a value is missing; ``note`` says what a score is not — a smoke run (fewer than
-    ``measured.SMOKE_STEPS`` steps) or one with tasks no step trained (``untrained``)."""
+    """Runs (dicts from ``pals_core.supervise.runs.Run.row``) as a table: scores 0–100 (``measured.score_text``),
+    ``step`` as 'k/N' (a running or stopped run's steps done of its planned), counts with thousands separators
+    (the parameters a run trains are known from its set-up on: progress.json's before its summary), '—' where a
+    value is missing; ``note`` says what a score is not — a smoke run (fewer than ``measured.SMOKE_STEPS`` steps)
+    or one with tasks no step trained (``untrained``)."""
     cols = [
         "run",
         "status",
@@ -104,22 +113,26 @@ def runs_frame(runs: Sequence[dict]) -> pd.DataFrame:
         "location",
         "d_s",
         "tasks",
-        "steps",
+        "step",
         "dev average",
         "task-specific params",
+        "trained params",
         "wall time (s)",
     ]
     out = []
     for r in runs:
         row = {k: r.get(k) for k in cols}
-        params, wall = row["task-specific params"], row["wall time (s)"]
+        wall = row["wall time (s)"]
+        row["step"] = step_text(r.get("step"), r.get("total"))
         row["dev average"] = score_text(row["dev average"])
-        row["task-specific params"] = f"{int(params):,}" if isinstance(params, (int, float)) else "—"
+        for k in ("task-specific params", "trained params"):
+            row[k] = f"{int(row[k]):,}" if isinstance(row[k], (int, float)) else "—"
         row["wall time (s)"] = f"{wall:,.0f}" if isinstance(wall, (int, float)) else "—"
-        notes = [f"smoke run ({row['steps']} steps)"] if smoke(row["steps"]) and r.get("status") == "finished" else []
+        steps = r.get("steps")
+        notes = [f"smoke run ({steps} steps)"] if smoke(steps) and r.get("status") == "finished" else []
         notes += [f"untrained: {r['untrained']}"] if r.get("untrained") else []
         row["note"] = "; ".join(notes) or "—"
-        for k in ("location", "d_s", "tasks", "method", "steps"):
+        for k in ("location", "d_s", "tasks", "method"):
             row[k] = "—" if row[k] in (None, "") else (f"{row[k]:,}" if isinstance(row[k], int) else str(row[k]))
         out.append(row)
     return pd.DataFrame(out, columns=cols).rename(columns={"dev average": "dev average (0–100)"})

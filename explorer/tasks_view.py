@@ -1,5 +1,6 @@
 """The task panel ("Your tasks"): what the question's tasks hold before any training — rows per split, the label
-distribution (charted, or the kind's own line: ``Kind.distribution_text``), the majority-class score on dev (the
+distribution (charted as the task's kind charts it, ``Kind.chart``: the rows of each label, the entities of each
+type; with the kind's own line, ``Kind.distribution_text``, where it has one), the majority-class score on dev (the
 floor every design must beat), and token lengths under the model's own tokenizer (p50 / p95 / max, and the share a
 run at the page's n would cut).
 
@@ -83,31 +84,36 @@ def summary_row(p: dict) -> dict:
     }
 
 
-def distribution_figure(p: dict) -> go.Figure:
-    """The share of rows of each label (classification) or carrying each label (multilabel), train and dev side by
-    side — shares, so that a dev split unlike its train split shows; the row counts are the bars' hover and data."""
+def distribution_figure(p: dict, chart: dict) -> go.Figure:
+    """A task's label statistics as its kind charts them (``Kind.chart``: the rows of each label, the entities of
+    each type, …), train and dev side by side — shares of each split's total, so that a dev split unlike its train
+    split shows; the counts are written on the bars (as ``pals-tasks`` prints them) and are the bars' data."""
     fig = go.Figure()
-    rows = {"train": p["train_rows"], "dev": p["dev_rows"]}
+    unit = chart["unit"]
     for split in ("train", "dev"):
-        counts = p["distribution"][split]
-        shares = [100 * c / rows[split] if rows[split] else 0.0 for c in counts.values()]
+        counts, total = chart["counts"][split], chart["of"][split]
+        shares = [100 * c / total if total else 0.0 for c in counts.values()]
         fig.add_trace(
             go.Bar(
                 x=list(counts),
                 y=shares,
                 customdata=list(counts.values()),
-                name=f"{split} ({rows[split]} rows)",
+                text=[f"{c:,}" for c in counts.values()],
+                textposition="outside",
+                textfont=dict(size=10),
+                cliponaxis=False,
+                name=f"{split} ({total:,} {unit})",
                 marker_color=SPLIT_COLORS[split],
-                hovertemplate="%{x}: %{customdata} rows (%{y:.1f}%)<extra>" + split + "</extra>",
+                hovertemplate="%{x}: %{customdata:,} " + unit + " (%{y:.1f}%)<extra>" + split + "</extra>",
             )
         )
     fig.update_layout(
         barmode="group",
-        height=230,
-        margin=dict(l=10, r=10, t=30, b=10),
+        height=250,
+        margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=f"{p['name']} · {p['kind']}", font=dict(size=14)),
         legend=dict(orientation="h", y=-0.25),
-        yaxis=dict(title="% of rows", ticksuffix="%"),
+        yaxis=dict(title=f"% of {unit}", ticksuffix="%"),
     )
     return fig
 
@@ -202,12 +208,13 @@ def render(inp: Inputs | None) -> None:
     st.caption(
         "Dev rows: " + " · ".join(f"{p['name']} from {short_source(p.get('dev_source') or '')}" for p in profiles)
     )
-    texts = {p["name"]: get_kind(p["kind"]).distribution_text(p) for p in profiles}  # "": its labels are charted
-    classes = [p for p in profiles if not texts[p["name"]]]
-    for i in range(0, len(classes), 3):
+    charts = {p["name"]: get_kind(p["kind"]).chart(p) for p in profiles}  # None: said in words only
+    charted = [p for p in profiles if charts[p["name"]] is not None]
+    for i in range(0, len(charted), 3):
         cols = st.columns(3)
-        for col, p in zip(cols, classes[i : i + 3]):
-            col.plotly_chart(distribution_figure(p), config=CHART, key=f"fig_labels::{p['name']}")
+        for col, p in zip(cols, charted[i : i + 3]):
+            col.plotly_chart(distribution_figure(p, charts[p["name"]]), config=CHART, key=f"fig_labels::{p['name']}")
     for p in profiles:
-        if texts[p["name"]]:
-            st.markdown(texts[p["name"]])
+        text = get_kind(p["kind"]).distribution_text(p)  # "": its chart says it all
+        if text:
+            st.markdown(text)

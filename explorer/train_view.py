@@ -42,7 +42,7 @@ from pals_core.tasks.glue_tasks import GLUE_TASKS
 from pals_core.tasks.taskfile import read_tasks_file
 from pals_core.train.config import TrainConfig
 
-from . import calc, commands, inputs, tasks_view
+from . import calc, commands, icons, inputs, tasks_view
 from .inputs import EMBEDDED, LOCAL, ROOT, TASKS_FILE, TINY, Inputs, example_tasks_path, files_stamp
 
 MODELS = {
@@ -436,7 +436,7 @@ def render(inp: Inputs | None, chosen: Cost | None) -> None:
         st.warning(
             f"**Over the budget.** On {priced.model_name} this run holds {display.ratio_text(c.ratio)}× the base model's "
             f"parameters: more than the question's budget allows. Launching it trains a design that does not fit.",
-            icon="⚠️",
+            icon=icons.WARNING,
         )
         confirmed = st.checkbox("Train it anyway: I know this design is over the budget", key="train_confirm_over")
     problem = data_problem(spec)
@@ -448,7 +448,7 @@ def render(inp: Inputs | None, chosen: Cost | None) -> None:
                 "train on the example tasks that come with the project: three small tasks of one's own (a CSV "
                 "intent classification, a JSON Lines regression, a Parquet multi-label task), nothing to "
                 "download.",
-                icon="⚠️",
+                icon=icons.WARNING,
             )
             if st.button(
                 "Use the example tasks (examples/tasks/tasks.yaml)",

@@ -4,8 +4,9 @@ A result is one ``summary.json`` written by ``pals-train``: a single run's (``av
 ``config`` holds the run's settings) or the aggregate of ``pals-train --seeds`` (docs/design.md "Baselines and repeated
 runs": ``average`` = {"mean", "std", "ci95"}, with one run per seed under ``seed-<k>/``). Scores are shown on one
 scale, 0–100, as the CLI prints them. The majority-class reference comes from the tasks' own rows — GLUE's files,
-or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.majority_scores``: the most
-frequent training label on every dev example (regression: the training mean; multilabel: per label).
+or a tasks file's (``pals_core.data.load.raw_splits``) — by ``pals_core.data.metrics.rows_majority``, as the profile
+scores it: each kind's trivial baseline (the most frequent training label on every dev example; regression: the
+training mean; multilabel: per label; tags: every word "O").
 
 A result belongs to a question when it trained the question's model on exactly its tasks, told by what the tasks
 *are* — their fingerprints (``pals_core.train.config.task_keys``: ``glue:rte``, or the sha256 of a record and its
@@ -295,8 +296,8 @@ def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = N
     (None if they are not there), or a tasks file's (the dev split a run of ``seed`` draws where there is no dev
     file). ``ValueError`` (a ``TaskDataError``) names a bad file, row or column."""
     from pals_core.data.glue_rows import missing_files, resolve_glue_dir  # late: the data path, only for a baseline
-    from pals_core.data.load import label_array, raw_splits  # late: loads numpy and datasets
-    from pals_core.data.metrics import dev_average, majority_scores  # late: loads numpy, scikit-learn
+    from pals_core.data.load import raw_splits  # late: loads numpy and datasets
+    from pals_core.data.metrics import dev_average, rows_majority  # late: loads numpy, scikit-learn
     from pals_core.tasks.glue_tasks import glue_record  # late: with the data path above
 
     records = [t if isinstance(t, TaskRecord) else glue_record(t) for t in tasks]
@@ -311,12 +312,8 @@ def majority_average(tasks: Sequence[TaskRecord | str], glue_dir: str | None = N
         splits, names = raw_splits(
             r, glue_dir=str(path) if r.glue else None, source="files" if r.glue else "auto", seed=seed
         )
-        c = r.kind_of.num_outputs(names)
-        train = label_array(splits.pop("train").labels, r.kind, c)
-        dev = {
-            key[len("dev_") :] if key.startswith("dev_") else "": label_array(s.labels, r.kind, c)
-            for key, s in splits.items()
-        }
-        scores[r.name] = majority_scores(r, train, dev, c)
+        train = splits.pop("train").labels
+        dev = {key[len("dev_") :] if key.startswith("dev_") else "": s.labels for key, s in splits.items()}
+        scores[r.name] = rows_majority(r, train, dev, names)
     avg = dev_average(scores, {r.name: r for r in records})
     return None if avg is None else SCALE * avg

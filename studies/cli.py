@@ -8,9 +8,12 @@
     pals-study run design --tasks-file my_tasks.yaml --trials 20   # your own tasks (YAML/JSON tasks file)
 
 ``--trials N`` is the study's total: a worker runs trials until the study holds N finished (complete or pruned)
-trials, counting every worker's, and no retry of a dead worker's trial is waiting. A trial a worker starts when
-another worker has just taken the last place is given up untrained: stored PRUNED (never FAIL) with the reason in
-its ``surplus`` user attribute, and counted apart ("1 surplus"), as no result and no place of the N. Bad input, an
+trials, counting every worker's, and no retry of a dead worker's trial is waiting; while the last places are held by
+running trials it waits for them (a dead worker's trial goes stale after the study's grace, and is trained again
+here). A trial a worker starts when another worker has just taken the last place is given up untrained: stored PRUNED
+(never FAIL) with the reason in its ``surplus`` user attribute, and counted apart ("1 surplus"), as no result and no
+place of the N. ``run`` makes a study only in a storage that holds none, or with ``--create``: a mistyped
+``--study-name`` is refused, naming the closest studies there. Bad input, an
 unusable storage or an unknown study exits with status 2 and one line on stderr; ``report`` reads a study another
 program wrote (plain Optuna's, or trial attributes of the wrong type, which it names and leaves out).
 
@@ -27,6 +30,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -40,6 +44,7 @@ from pals_core.families.registry import get_family
 from pals_core.flags import NONE, OneLineParser, add_flags, given_values
 from pals_core.pricing.config import AdapterConfig
 from pals_core.pricing.units import parse_count, parse_positive_float, parse_positive_int
+from pals_core.supervise.workers import write_progress
 from pals_core.tasks.glue_tasks import parse_task_list
 from pals_core.train.config import tasks_file_train_model
 from pals_core.train.seeds import parse_seeds
@@ -50,8 +55,9 @@ from .naming import RUN_KEY_ATTR, check_study_name, report_folder, trial_root
 from .objective import Objective
 from .runner import (
     budget_text,
+    check_new_study,
     counts,
-    done,
+    counts_text,
     fixed_adapter,
     load_definition,
     load_settings,
@@ -61,15 +67,26 @@ from .runner import (
     make_pruner,
     make_sampler,
     open_study,
+    plural,
     run_worker,
+    wait_for_a_place,
 )
-from .settings import DEFAULT_BUDGET_RATIO, DEFAULT_TASKS, MACHINE_NAMES, MACHINE_SKIP, StudySettings
-from .space import check_machine, model_shape
-from .storage import (
+from .settings import (
+    DEFAULT_BUDGET_RATIO,
     DEFAULT_HEARTBEAT_S,
     DEFAULT_MAX_RETRY,
+    DEFAULT_TASKS,
+    MACHINE_NAMES,
+    MACHINE_SKIP,
+    SCORE_AT,
+    StudySettings,
+)
+from .space import check_machine, model_shape
+from .stale import stale_trials
+from .storage import (
     DEFAULT_STORAGE,
     NoStudies,
+    heartbeat_ages,
     load,
     masked,
     open_storage,
@@ -136,6 +153,29 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
         "--methods", help="design studies: methods to search, comma-separated (default: every method that fits)"
     )
     g.add_argument("--max-d-s", metavar="N", help="design studies: largest d_s sampled (default: the hidden size d)")
+    g.add_argument(
+        "--score-at",
+        choices=list(SCORE_AT),
+        help="which dev evaluation is a trial's score, the same for every trial: "
+        + "; ".join(f"{k} = {v}" for k, v in SCORE_AT.items())
+        + " (default best)",
+    )
+    g.add_argument(
+        "--heartbeat",
+        metavar="S",
+        help=f"seconds between a running trial's heartbeats (default {DEFAULT_HEARTBEAT_S})",
+    )
+    g.add_argument(
+        "--grace",
+        metavar="S",
+        help="a running trial silent this long (its worker died) is stale: the next worker fails it and trains it "
+        "again (default 2 × heartbeat)",
+    )
+    g.add_argument(
+        "--max-retry",
+        metavar="N",
+        help=f"how often a dead worker's trial is trained again (default {DEFAULT_MAX_RETRY})",
+    )
     add_budget_flags(p, title="study budget (one of)", defaults_help=f"; default --budget {DEFAULT_BUDGET_RATIO}")
     add_flags(
         p,
@@ -180,18 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", help="torch CPU threads of this worker (default: torch's choice)")
     r.add_argument("--sampler-seed", help="seed of this worker's sampler (default random; give each worker its own)")
     r.add_argument(
-        "--heartbeat",
-        default=str(DEFAULT_HEARTBEAT_S),
-        metavar="S",
-        help=f"seconds between a running trial's heartbeats (default {DEFAULT_HEARTBEAT_S})",
-    )
-    r.add_argument(
-        "--grace", metavar="S", help="a trial silent this long is failed and retried (default 2 × heartbeat)"
-    )
-    r.add_argument(
-        "--max-retry",
-        default=str(DEFAULT_MAX_RETRY),
-        help=f"retries of a dead worker's trial (default {DEFAULT_MAX_RETRY})",
+        "--create",
+        action="store_true",
+        help="make the study if the storage does not hold it (without: only when the storage holds no study yet, so "
+        "that a mistyped --study-name is refused, naming the closest studies, instead of starting a new one)",
     )
     r.add_argument("--progress", action="store_true", help="show the trainer's progress bars")
     r.add_argument(
@@ -216,7 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="leaderboard table, CSV files and plotly HTML figures of a study")
     rep.add_argument("name", metavar="STUDY", help="the study's name in the storage")
     _storage_arg(rep)
-    rep.add_argument("--out", help="folder for the files (default studies_out/<study>/report)")
+    rep.add_argument(
+        "--out",
+        help=f"folder for the files (default ./{DEFAULT_OUT}/<study>/report in the current folder; <study> is the "
+        "study's name, or a safe folder name made of it when it is not a plain file name)",
+    )
     rep.add_argument("--top", default="10", help="rows of the printed leaderboard (default 10)")
     rep.add_argument(
         "--inline-js", action="store_true", help="embed plotly.js in each HTML file (offline viewing, ~4.5 MB each)"
@@ -283,6 +319,19 @@ def requested_settings(definition: str, args) -> tuple[StudySettings, set[str]]:
         v = getattr(args, flag)
         if v is not None:
             kw[flag] = _cap(v, "--" + flag.replace("_", "-"))
+    if args.heartbeat is not None:
+        kw["heartbeat"] = parse_positive_int(args.heartbeat, "--heartbeat")
+    if args.grace is not None:
+        kw["grace"] = parse_positive_int(args.grace, "--grace")
+        if kw["grace"] <= kw.get("heartbeat", DEFAULT_HEARTBEAT_S):
+            raise StudyError(
+                f"--grace {kw['grace']} must exceed the heartbeat interval ({kw.get('heartbeat', DEFAULT_HEARTBEAT_S)} "
+                "s): a live trial would look dead between two heartbeats"
+            )
+    if args.max_retry is not None:
+        kw["max_retry"] = int(parse_count(args.max_retry, "--max-retry"))
+    if args.score_at is not None:
+        kw["score_at"] = args.score_at
     if args.lr is not None:
         kw["lr"] = parse_positive_float(args.lr, "--lr")
     if args.warmup is not None:
@@ -358,27 +407,29 @@ def _machine(given: dict) -> dict:
 def _open(args, study_name: str, *, worker: bool):
     definition = get_definition(args.name)
     requested, given = requested_settings(args.name, args)
+    storage = open_storage(args.storage)
+    names = study_names(storage)
+    new = study_name not in names
     if worker:
-        heartbeat = parse_positive_int(args.heartbeat, "--heartbeat")
-        grace = parse_positive_int(args.grace, "--grace") if args.grace is not None else None
-        max_retry = int(parse_count(args.max_retry, "--max-retry"))
-        storage = open_storage(args.storage, heartbeat=heartbeat, grace=grace, max_retry=max_retry)
-        target = parse_positive_int(args.trials, "--trials")
-        seed = _int(args.sampler_seed, "--sampler-seed") if args.sampler_seed is not None else None
-        sampler, pruner = make_sampler(definition, target, seed), make_pruner(definition)
-    else:
-        storage = open_storage(args.storage, heartbeat=None)
-        sampler = pruner = None
-    new = study_name not in study_names(storage)
+        check_new_study(names, study_name, args.create)  # a mistyped --study-name makes no study
     if new:  # a new study: refuse settings nothing can be trained under, and rows no trial could read, first
         make_context(definition, requested, model_shape(requested.model))
         check_rows(requested.records(), requested.seed)
-    study, settings = open_study(storage, study_name, definition, requested, given, sampler=sampler, pruner=pruner)
+    study, settings = open_study(storage, study_name, definition, requested, given)
+    if worker:  # the study's own heartbeat, grace and retries (stored: every worker judges a dead trial alike)
+        target = parse_positive_int(args.trials, "--trials")
+        seed = _int(args.sampler_seed, "--sampler-seed") if args.sampler_seed is not None else None
+        beating = open_storage(
+            args.storage, heartbeat=settings.heartbeat, grace=settings.grace_s, max_retry=settings.max_retry
+        )
+        study = load(
+            beating, study_name, sampler=make_sampler(definition, target, seed), pruner=make_pruner(definition)
+        )
     if not new and settings.tasks_file is not None and (worker or args.tasks_file is not None):
         local = requested.tasks_file if args.tasks_file is not None else settings.tasks_file
         check_same_data(settings, local, study_name)  # this machine's copy is what the study was created on
         settings = replace(settings, tasks_file=local)  # this worker's trials read its own copy
-    return definition, study, settings
+    return definition, study, settings, storage
 
 
 def _describe(definition, settings, ctx) -> str:
@@ -403,9 +454,9 @@ def _describe(definition, settings, ctx) -> str:
 
 def cmd_create(args) -> int:
     name = check_study_name(args.name if args.study_name is None else args.study_name)
-    definition, study, settings = _open(args, name, worker=False)
+    definition, study, settings, _ = _open(args, name, worker=False)
     ctx = make_context(definition, settings, model_shape(settings.model))
-    print(f"study {name!r} ready in {args.storage} ({len(study.trials)} trials so far)")
+    print(f"study {name!r} ready in {args.storage} ({plural(len(study.trials), 'trial')} so far)")
     print(_describe(definition, settings, ctx))
     return 0
 
@@ -415,7 +466,7 @@ def cmd_run(args) -> int:
     timeout = parse_positive_float(args.timeout, "--timeout") if args.timeout is not None else None
     threads = parse_positive_int(args.threads, "--threads") if args.threads is not None else None
     first = parse_first_trial(args.first_trial) if args.first_trial is not None else None  # before any storage opens
-    definition, study, settings = _open(args, name, worker=True)
+    definition, study, settings, storage = _open(args, name, worker=True)
     glue = resolve_glue_dir(args.glue_dir)
     glue_tasks = glue_names(settings.records())  # a tasks file of one's own tasks needs no GLUE folder
     if glue_tasks:
@@ -430,12 +481,37 @@ def cmd_run(args) -> int:
     if first is not None:  # a design this study cannot sample is refused, whether or not trials are left to run
         ctx = make_context(definition, settings, model_shape(settings.model))
         first_params = first_trial_params(definition, ctx, first)
-    if done(study, target):  # nothing to do: answer before loading torch and the model code
+    started = time.monotonic()
+    waiting = dict(
+        log=lambda s: print(f"{PROG}: {s}", file=sys.stderr, flush=True),
+        poll_s=min(5.0, float(settings.heartbeat)),
+        grace_s=settings.grace_s,
+        heartbeats=lambda: heartbeat_ages(storage, study),
+    )
+    folder = trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR))
+
+    def progress(c: dict) -> None:  # the study's finished trials, as pals-runs list and the page show this worker's
+        write_progress(folder, name, c["COMPLETE"] + c["PRUNED"], target)
+
+    # every place held by running trials: wait for one (a dead worker's trial goes stale) before loading torch
+    if first is not None:  # a design to queue: a place for it unless the study is done (then nothing is queued)
         c = counts(study)
-        print(
-            f"study {name!r} already holds {c['COMPLETE'] + c['PRUNED']} finished trials (--trials {target}); "
-            f"this worker ran 0"
-        )
+        step = "done" if c["COMPLETE"] + c["PRUNED"] >= target and c["WAITING"] == 0 else "trial"
+    else:
+        step = wait_for_a_place(study, target, deadline=None if timeout is None else started + timeout, **waiting)
+    if step != "trial":
+        c = counts(study)
+        progress(c)
+        if step == "done":
+            print(
+                f"study {name!r} already holds {plural(c['COMPLETE'] + c['PRUNED'], 'finished trial')} "
+                f"(--trials {target}); this worker ran 0"
+            )
+        else:
+            print(f"study {name!r}: {counts_text(c, every=True)} · this worker ran 0")
+        if step == "stopped":
+            print(f"{PROG}: stopped by a signal while waiting for the study's last trials", file=sys.stderr)
+            return 130
         return 0
     shape = model_shape(settings.model)
     ctx = ctx or make_context(definition, settings, shape)
@@ -446,7 +522,7 @@ def cmd_run(args) -> int:
         definition,
         ctx,
         shape,
-        trial_root(args.out, name, study.user_attrs.get(RUN_KEY_ATTR)),
+        folder,
         str(glue) if glue is not None else None,
         device=args.device,
         threads=threads,
@@ -454,36 +530,31 @@ def cmd_run(args) -> int:
         keep_checkpoints=not args.no_checkpoints,
         target=target,
     )
-    result = run_worker(study, objective, target, timeout=timeout, log=lambda s: print(f"{PROG}: {s}", file=sys.stderr))
-    print(f"study {name!r}: {_counts_text(result.counts)} · this worker ran {result.ran}")
-    from .report import format_table, leaderboard  # late: loads pandas and plotly (the report only)
-
-    print(
-        format_table(
-            leaderboard(study, top=5),
-            [
-                "rank",
-                "trial",
-                "dev average",
-                "± ci95",
-                "seeds",
-                "task-specific parameters",
-                "design",
-                "d_s",
-                "lr",
-                "warmup",
-                "alpha_start",
-                "alpha_end",
-                "alpha_shape",
-                "epoch_steps",
-                "pareto",
-            ],
-        )
+    progress(counts(study))
+    result = run_worker(study, objective, target, timeout=timeout, start=started, on_trial=progress, **waiting)
+    progress(result.counts)
+    print(f"study {name!r}: {counts_text(result.counts, every=True)} · this worker ran {result.ran}")
+    from .report import (  # late: loads pandas and plotly (the report only)
+        FIRST,
+        PARAMS,
+        format_table,
+        leaderboard,
+        scoring_text,
+        undecided_tasks,
     )
+
+    print(scoring_text(study))
+    searched = ["lr", "warmup", "alpha_start", "alpha_end", "alpha_shape", "epoch_steps"]
+    print(format_table(leaderboard(study, top=5), [*FIRST, PARAMS, *searched, "pareto"]))
+    for line in undecided_tasks(study):
+        print(line)
     print(f"report: {PROG} report {name} --storage {args.storage}")
     if result.stopped:
         print(
-            f"{PROG}: stopped by a signal; the interrupted trial is queued again and resumes from its checkpoint",
+            f"{PROG}: stopped by a signal while waiting for the study's last trials (none of this worker's was "
+            "interrupted)"
+            if result.stopped_waiting
+            else f"{PROG}: stopped by a signal; the interrupted trial is queued again and resumes from its checkpoint",
             file=sys.stderr,
         )
         return 130
@@ -549,31 +620,24 @@ def first_trial_params(definition, ctx, first: tuple[str, str | None, int | None
     return params
 
 
-def _counts_text(c: dict) -> str:
-    """'3 complete, 1 pruned, 0 failed, 0 running, 0 waiting' (and the surplus trials given up, if any)."""
-    text = (
-        f"{c['COMPLETE']} complete, {c['PRUNED']} pruned, {c['FAIL']} failed, {c['RUNNING']} running, "
-        f"{c['WAITING']} waiting"
-    )
-    return text + (f", {c['SURPLUS']} surplus (given up untrained: the target was reached)" if c.get("SURPLUS") else "")
-
-
 def cmd_report(args) -> int:
     from .report import (
         format_table,
         leaderboard,
+        scoring_text,
         summary,
         trials_frame,
+        undecided_tasks,
         unread_text,
         write_report,
     )  # late: loads pandas and plotly (the report only)
 
-    storage = open_storage(args.storage, heartbeat=None, create=False)
+    storage = open_storage(args.storage, create=False)
     study = load(storage, args.name)
     top = parse_positive_int(args.top, "--top")
-    out = args.out or report_folder(DEFAULT_OUT, args.name)
-    s = summary(study)
-    c = s["counts"]
+    out = os.path.abspath(args.out or report_folder(DEFAULT_OUT, args.name))
+    stale = stale_trials(study, storage)
+    s = summary(study, stale)
     try:
         d, st = load_definition(study), load_settings(study)
         print(
@@ -583,13 +647,19 @@ def cmd_report(args) -> int:
         )
     except (StudyError, ValueError, TypeError, KeyError, AttributeError) as e:  # plain Optuna's, or edited settings
         print(f"study settings not shown: {' '.join(str(e).split())}; its trials are reported as Optuna holds them")
-    print(f"study {args.name!r}: {_counts_text(c)}")
+    print(f"study {args.name!r}: {counts_text(s['counts'], every=True)}")
+    for trial in stale.values():
+        print(trial.line())
+    print(scoring_text(study))
     board = leaderboard(study, top=top)
     print(format_table(board, [col for col in board.columns if col not in ("run_dir", "retry of", "wall time s")]))
+    for line in undecided_tasks(study):
+        print(line)
     unread = unread_text(trials_frame(study))
     if unread:
         print(unread)
-    written = write_report(study, out, plotlyjs="inline" if args.inline_js else "cdn")
+    written = write_report(study, out, plotlyjs="inline" if args.inline_js else "cdn", stale=stale)
+    print(f"report written to {out}")
     for k, v in written.items():
         print(f"  {k}: {v}")
     return 0
@@ -597,7 +667,7 @@ def cmd_report(args) -> int:
 
 def cmd_list(args) -> int:
     try:
-        storage = open_storage(args.storage, heartbeat=None, create=False)
+        storage = open_storage(args.storage, create=False)
     except NoStudies as e:
         print(f"no studies: {e}")
         return 0
@@ -606,7 +676,10 @@ def cmd_list(args) -> int:
         print(f"no studies in {masked(args.storage)}")
     for n in names:
         study = load(storage, n)
-        print(f"{n}\t{len(study.trials)} trials\t{study.user_attrs.get('pals_definition', '?')}")
+        stale = stale_trials(study, storage)
+        print(f"{n}\t{study.user_attrs.get('pals_definition', '?')}\t{counts_text(counts(study, stale))}")
+        for trial in stale.values():
+            print(f"  {trial.line()}")
     return 0
 
 

@@ -4,7 +4,9 @@ The trial's configuration comes from its definition's ``suggest``; the fixed par
 At every evaluation the trainer calls back with the dev average (each task's main metric, averaged over tasks:
 for GLUE paper Table 3's accuracy, CoLA MCC, STS-B Pearson; for tasks of one's own the metric their record names,
 recorded per trial as ``scores`` and ``main_metrics``); single-objective trials ``report`` it and stop early when
-the median pruner says so. The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so
+the median pruner says so. The trial's score is the evaluation the study's ``score_at`` names — its best one (the
+checkpoint pals-predict loads) or its last — recorded with its step (``score_step``) and beside each task's trivial
+baseline on the same dev rows (``majority``, from ``summary.json``). The run directory is kept and recorded as the trial's ``run_dir`` user attribute, so
 every trial can be inspected or resumed; a retry of a trial whose worker died resumes in the dead trial's
 directory when it is on this machine. A study on a tasks file trains from this worker's copy of it
 (``StudySettings.tasks_file``, checked against the study's data when the worker joined).
@@ -19,9 +21,11 @@ from dataclasses import dataclass
 
 import optuna
 
+from pals_core.atomic import read_json
 from pals_core.data.metrics import main_score
 from pals_core.pricing.config import design_label
 from pals_core.tasks import records_of_config
+from pals_core.train.aggregate import seed_stats
 from pals_core.train.config import TrainConfig
 from pals_core.train.rundir import RunDir
 from pals_core.train.seeds import SeedsPlan, run_seeds
@@ -29,6 +33,21 @@ from pals_core.train.seeds import SeedsPlan, run_seeds
 from .definitions import Context, Definition
 from .space import cost_of
 from .storage import one_line, retry_of
+
+
+def score_of(summary: dict, score_at: str) -> tuple[float, dict, int | None]:
+    """(dev average, per-task scores, step) of one run's ``summary.json`` as the study scores it (``StudySettings
+    .score_at``): ``best`` — the best evaluation (``average``, ``scores``, ``best_step``: the checkpoint pals-predict
+    loads); ``final`` — the last one (``final``)."""
+    if score_at == "final":
+        last = summary.get("final") or {}
+        return float(last["average"]), dict(last["scores"]), last.get("step")
+    return float(summary["average"]), dict(summary["scores"]), summary.get("best_step")
+
+
+def seed_summaries(run_dir: str, aggregate: dict) -> list[dict]:
+    """The ``summary.json`` of each seed's run under a trial over seeds (``aggregate['runs'][k]['dir']``)."""
+    return [read_json(os.path.join(run_dir, one["dir"], "summary.json")) for one in aggregate["runs"]]
 
 
 def retried_from(trial: optuna.Trial) -> int | None:
@@ -45,7 +64,7 @@ SURPLUS_ATTR = "surplus"  # user attribute of a trial given up untrained: why (t
 class SurplusTrial(optuna.TrialPruned):
     """Two workers asked for the last trial at once: the later one gives its trial up before training. A
     ``TrialPruned``, so Optuna stores the trial PRUNED — not a failure — with the reason in its ``surplus`` user
-    attribute; ``is_surplus`` keeps it out of the study's counts (``runner.counts``, ``runner.done``)."""
+    attribute; ``is_surplus`` keeps it out of the study's counts (``runner.counts``, ``runner.wait_for_a_place``)."""
 
 
 def is_surplus(trial) -> bool:
@@ -56,7 +75,7 @@ def is_surplus(trial) -> bool:
 def surplus(trial: optuna.Trial, target: int) -> bool:
     """More than ``target`` trials would be under way or finished with this one: those numbered before it that
     are complete, pruned, running or waiting (failed ones are retried by a waiting copy; surplus ones gave their
-    place up) already make ``target``. The check that stops a worker (``runner.done``) reads the counts before
+    place up) already make ``target``. The check before each trial (``runner.wait_for_a_place``) reads the counts before
     Optuna creates the trial; two workers can pass it together, and this closes that gap after the fact, by trial
     number."""
     from optuna.trial import TrialState
@@ -105,11 +124,12 @@ class Objective:
         if self.target is not None and surplus(trial, self.target):
             self.surplus = True
             reason = (
-                f"given up untrained: the study already had {self.target} trials finished or under way "
+                f"given up untrained: the study already had {self.target} trial{'s' if self.target != 1 else ''} "
+                "finished or under way "
                 "(--trials), another worker took the last place"
             )
             trial.set_user_attr(SURPLUS_ATTR, reason)
-            raise SurplusTrial(f"trial {trial.number} is beyond the study's {self.target} trials: {reason}")
+            raise SurplusTrial(f"trial {trial.number} is beyond the study's --trials {self.target}: {reason}")
         s = self.ctx.settings
         plan = dict(self.definition.suggest(trial, self.ctx))
         adapter = plan.pop("adapter")
@@ -189,25 +209,37 @@ class Objective:
         self._drop_checkpoints(run_dir)
         params = summary.get("params", {})
         records = records_of_config(summary.get("config") or {})
-        if s.seeds:  # the aggregate: mean over seeds, with the interval beside it
-            scores = {t: {k: v["mean"] for k, v in m.items()} for t, m in summary["scores"].items()}
+        runs = seed_summaries(run_dir, summary) if s.seeds else [summary]
+        scored = [score_of(one, s.score_at) for one in runs]  # (average, scores, step) of each seed's run
+        main = [{t: float(main_score(records[t], m)) for t, m in sc.items()} for _, sc, _ in scored]
+        if s.seeds:  # the mean over seeds, with the interval beside it
+            stats = seed_stats([a for a, _, _ in scored])
+            average = float(stats["mean"])
+            scores = {
+                t: {k: float(seed_stats([sc[t][k] for _, sc, _ in scored])["mean"]) for k in m}
+                for t, m in scored[0][1].items()
+            }
             trial.set_user_attr("seeds", list(summary["seeds"]))
-            trial.set_user_attr("average_std", summary["average"]["std"])
-            trial.set_user_attr("average_ci95", summary["average"]["ci95"])
-            trial.set_user_attr(
-                "scores_ci95",
-                {t: (m.get(records[t].main_metric) or {}).get("ci95") for t, m in summary["scores"].items()},
-            )
-            trial.set_user_attr("best_step", [r["best_step"] for r in summary["runs"]])
-            average = float(summary["average"]["mean"])
+            trial.set_user_attr("average_std", stats["std"])
+            trial.set_user_attr("average_ci95", stats["ci95"])
+            trial.set_user_attr("scores_ci95", {t: seed_stats([m[t] for m in main])["ci95"] for t in main[0]})
+            trial.set_user_attr("best_step", [one.get("best_step") for one in runs])
+            trial.set_user_attr("score_step", [step for _, _, step in scored])
         else:
-            scores = summary.get("scores") or {}
+            average, scores, step = scored[0]
             trial.set_user_attr("best_step", summary.get("best_step"))
-            average = float(summary["average"])
+            trial.set_user_attr("score_step", step)
+        trial.set_user_attr("score_at", s.score_at)
         # each task's main metric, as its record names it (GLUE: paper Table 3's; your own tasks: the tasks file's)
         trial.set_user_attr("scores", {t: float(main_score(records[t], m)) for t, m in scores.items()})
         trial.set_user_attr("main_metrics", {t: records[t].main_metric for t in scores})
         trial.set_user_attr("metrics", {t: {k: float(v) for k, v in m.items()} for t, m in scores.items()})
+        baselines = [one.get("majority") or {} for one in runs]
+        if all(t in b for b in baselines for t in scores):  # each task's trivial baseline on the same dev rows
+            trial.set_user_attr(
+                "majority",
+                {t: sum(float(main_score(records[t], b[t])) for b in baselines) / len(baselines) for t in scores},
+            )
         trial.set_user_attr("wall_time_s", float(summary.get("wall_time_s", 0.0)))
         if "task_specific" in params:  # the trainer's count, checked against the instantiated module
             trial.set_user_attr("params_task_specific", int(params["task_specific"]))

@@ -1,6 +1,9 @@
 """Study results as tables and plotly figures, for ``pals-study report`` and the explorer's Studies tab.
 
-Everything shown about a study is computed here (the explorer view only lays it out):
+Everything shown about a study is computed here (the explorer view only lays it out). Scores are on one scale
+everywhere — the tables, ``trials.csv``, ``leaderboard.csv``, the figures and the page: 0–100 (each dev metric × 100,
+as every score of the project is shown: ``pals_core.results.SCALE``) for a study pals-study made (its objective, a dev
+average, is stored as a fraction), and as stored for a study another program made (``scale_of``).
 
 - ``trials_frame``: one row per trial — state, dev average (with ``± ci95`` and ``seeds`` when the study repeats
   each trial over seeds: the mean over seeds and the half-width of its 95 % t-interval), design (method, location, d_s), task-specific
@@ -9,7 +12,12 @@ Everything shown about a study is computed here (the explorer view only lays it 
   the metric its record names, as the trial recorded it, else as the study's settings hold it) —, wall time, run
   directory and retry links; a user attribute of the wrong type (a study another program wrote, an edited storage)
   is left out and named in the row's ``unread attributes``, never a reason for the report to fail;
+  the step each score comes from (``scored at step``: the best or the last evaluation, as the study's ``score_at``
+  says); a RUNNING trial whose worker is gone is ``stale (last heartbeat … ago)``, with what will retry it in
+  ``note`` (``studies.stale``);
 - ``leaderboard``: finished trials, best dev average first, with their Pareto membership;
+- ``undecided_tasks``: the tasks no completed trial moved off its trivial (majority-class) baseline — they add the
+  same to every trial's average and decide nothing;
 - ``pareto_front``: the trials no other trial beats on both dev average (higher) and task-specific
   parameters (lower) — trial a dominates b if avg_a ≥ avg_b and params_a ≤ params_b, one strictly;
 - figures: optimisation history and parameter importances (Optuna's, fANOVA), learning curves of the
@@ -29,16 +37,22 @@ import plotly.graph_objects as go
 from optuna.trial import FrozenTrial, TrialState
 
 from pals_core.atomic import atomic_write_text
+from pals_core.results import SCALE
 
 from .errors import StudyError
 from .runner import counts, load_settings
+from .settings import SCORE_AT, SETTINGS_ATTR
+from .stale import StaleTrial
 from .storage import retry_of
 
 AVERAGE = "dev average"
 CI95 = "± ci95"  # trials repeated over seeds (settings ``seeds``): half-width of the 95 % t-interval of the mean
 PARAMS = "task-specific parameters"
+STEP = "scored at step"  # the evaluation step a trial's score comes from (each seed's, for a trial over seeds)
 _HIDDEN_PARAMS = ("d_s_", "location_")  # per-design parameter names: summarised by the design / d_s columns
 _ATTR_COLUMNS = ("design", "method", "location", "d_s", "ratio", "flops_ratio")
+_INTEGERS = ("d_s", PARAMS, "seeds", "last step", "retry of", STEP)  # whole numbers: written without ".0"
+FIRST = ("rank", "trial", "design", "location", "d_s", AVERAGE, CI95, "seeds", STEP)  # the leaderboard's first columns
 
 
 class FigureUnavailable(Exception):
@@ -78,6 +92,10 @@ ATTR_TYPES: dict[str, Callable[[Any], bool]] = {
     "scores": _map(_number),
     "main_metrics": _map(_text),
     "last_step": _integer,
+    "score_step": lambda v: _integer(v) or (isinstance(v, list) and all(x is None or _integer(x) for x in v)),
+    "best_step": lambda v: _integer(v) or (isinstance(v, list) and all(x is None or _integer(x) for x in v)),
+    "score_at": _text,
+    "majority": _map(_number),
     "wall_time_s": _number,
     "run_dir": _text,
     "error": _text,
@@ -100,9 +118,12 @@ def trial_attrs(t: FrozenTrial) -> tuple[dict, list[str]]:
     return good, bad
 
 
-def _params_of(a: dict) -> float | None:
+def _params_of(a: dict) -> int | float | None:
+    """The trial's task-specific parameter count: a whole number as an ``int``."""
     v = a.get("params_task_specific")
-    return float(v) if v is not None else None
+    if v is None:
+        return None
+    return int(v) if float(v).is_integer() else float(v)
 
 
 def study_metrics(study: optuna.Study) -> dict[str, str]:
@@ -119,47 +140,83 @@ def score_column(task: str, metric: str | None) -> str:
     return f"score {task} ({metric})" if metric else f"score {task}"
 
 
-def trials_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial, in trial order. A user attribute of the wrong type (``ATTR_TYPES``) is left out of its row
-    and named in the row's ``unread attributes``; a trial given up as surplus (``--trials`` reached by other
-    workers' trials) holds the reason in ``note``."""
+def scale_of(study: optuna.Study) -> float:
+    """The factor a study's scores are shown with: ``SCALE`` (100) for a study pals-study made — its objective is a
+    dev average, a fraction — else 1 (another program's objective, as it stored it)."""
+    return SCALE if SETTINGS_ATTR in study.user_attrs else 1.0
+
+
+def on_scale(value: float | None, scale: float) -> float | None:
+    """``value × scale``, rounded to 10 decimals: 0.6013 shows as 60.13, not 60.129999999999995."""
+    return None if value is None else round(value * scale, 10)
+
+
+def score_at(study: optuna.Study) -> str | None:
+    """Which evaluation the study scores (``StudySettings.score_at``), None for a study pals-study did not make."""
+    try:
+        return load_settings(study).score_at
+    except (StudyError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _step_of(a: dict, reported: int | None) -> int | str | None:
+    """The step a trial's score comes from: recorded (``score_step``; before the study recorded it, ``best_step``:
+    trials were scored at their best evaluation), else the step it last reported (a pruned or running trial)."""
+    step = a.get("score_step", a.get("best_step"))
+    if isinstance(step, list):  # over seeds: each seed's run
+        return ", ".join("—" if x is None else str(x) for x in step)
+    return step if step is not None else reported
+
+
+def trials_frame(study: optuna.Study, stale: dict[int, StaleTrial] | None = None) -> pd.DataFrame:
+    """One row per trial, in trial order, scores × ``scale_of(study)``. A user attribute of the wrong type
+    (``ATTR_TYPES``) is left out of its row and named in the row's ``unread attributes``; a trial given up as surplus
+    (``--trials`` reached by other workers' trials) holds the reason in ``note``; a trial in ``stale``
+    (``stale.stale_trials``) is ``stale (last heartbeat … ago)``, with what will retry it in ``note``."""
     rows = []
     metrics = study_metrics(study)
+    scale = scale_of(study)
+    stale = stale or {}
     for t in study.get_trials(deepcopy=False):
         a, bad = trial_attrs(t)
+        reported, last = _last_reported(t)
+        value = t.values[0] if t.values else last
+        ci = a.get("average_ci95")
         row = {
             "trial": t.number,
-            "state": t.state.name,
-            AVERAGE: t.values[0] if t.values else _last_reported(t),
-            CI95: a.get("average_ci95"),
+            "state": stale[t.number].text() if t.number in stale else t.state.name,
+            AVERAGE: on_scale(value, scale),
+            CI95: on_scale(ci, scale),
             "seeds": len(a["seeds"]) if a.get("seeds") else None,
         }
         for k in _ATTR_COLUMNS:
             row[k] = a.get(k)
         row[PARAMS] = _params_of(a)
+        row[STEP] = _step_of(a, reported) if value is not None else None
         for k, v in t.params.items():
             if not k.startswith(_HIDDEN_PARAMS) and k not in row:
                 row[k] = v
         named = {**metrics, **(a.get("main_metrics") or {})}  # what the trial recorded wins
         for task, score in sorted((a.get("scores") or {}).items()):
-            row[score_column(task, named.get(task))] = score
+            row[score_column(task, named.get(task))] = on_scale(score, scale)
         row["last step"] = a.get("last_step")
         row["wall time s"] = a.get("wall_time_s")
         row["retry of"] = retry_of(t)
         row["run_dir"] = a.get("run_dir")
         row["error"] = a.get("error")
-        row["note"] = a.get("surplus")
+        row["note"] = stale[t.number].fate() if t.number in stale else a.get("surplus")
         row[BAD_ATTRS] = ", ".join(bad) or None
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=["trial", "state", AVERAGE, *_ATTR_COLUMNS, PARAMS])
-    df[PARAMS] = df[PARAMS].astype("Int64")
     if df["seeds"].isna().all():  # a study without seeds: no interval columns
         df = df.drop(columns=[CI95, "seeds"])
     df = df.drop(columns=[c for c in ("note", BAD_ATTRS) if df[c].isna().all()])
-    if "d_s" in df:
-        df["d_s"] = df["d_s"].astype("Int64")
+    for c in _INTEGERS:  # read from the rows: a column with a gap would hold floats (6916.0) in pandas
+        values = [row.get(c) for row in rows]
+        if c in df and all(v is None or _integer(v) for v in values):
+            df[c] = pd.array(values, dtype="Int64")
     return df
 
 
@@ -174,11 +231,12 @@ def unread_text(frame: pd.DataFrame) -> str:
     )
 
 
-def _last_reported(t: FrozenTrial) -> float | None:
-    """A pruned (or running) trial's last reported dev average."""
+def _last_reported(t: FrozenTrial) -> tuple[int | None, float | None]:
+    """(step, dev average) of a pruned (or running) trial's last report; (None, None) before its first."""
     if not t.intermediate_values:
-        return None
-    return t.intermediate_values[max(t.intermediate_values)]
+        return None, None
+    step = max(t.intermediate_values)
+    return int(step), t.intermediate_values[step]
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -191,7 +249,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 
 
 def leaderboard(study: optuna.Study, top: int | None = None) -> pd.DataFrame:
-    """Completed trials, best dev average first; ``pareto`` marks the accuracy-vs-parameters front."""
+    """Completed trials, best dev average first; ``pareto`` marks the accuracy-vs-parameters front. The design, its
+    location, d_s, the score and its step come first; ``method`` is left out (``design`` names it)."""
     df = trials_frame(study)
     done = df[df["state"] == "COMPLETE"].copy()
     if done.empty:
@@ -203,16 +262,51 @@ def leaderboard(study: optuna.Study, top: int | None = None) -> pd.DataFrame:
     lowest_first = study.directions[0] == optuna.study.StudyDirection.MINIMIZE  # a plain Optuna study may minimise
     done = done.sort_values([AVERAGE, PARAMS], ascending=[lowest_first, True], kind="stable")
     done.insert(0, "rank", range(1, len(done) + 1))
-    first = ["rank", "trial", AVERAGE] + [c for c in (CI95, "seeds") if c in done.columns] + [PARAMS, "pareto"]
-    cols = first + [c for c in done.columns if c not in (*first, "state", "error", "last step", "note")]
+    tasks = [c for c in done.columns if str(c).startswith("score ")]
+    first = [c for c in FIRST if c in done.columns] + tasks + [PARAMS, "pareto"]
+    dropped = ("state", "error", "last step", "note", "method")
+    cols = first + [c for c in done.columns if c not in (*first, *dropped)]
     done = done[cols].reset_index(drop=True)
     done = done.dropna(axis=1, how="all")
     return done.head(top) if top else done
 
 
-def summary(study: optuna.Study) -> dict:
-    """Counts by state (``runner.counts``: surplus trials apart from the pruned) and the best finished trial."""
-    c = counts(study)
+def undecided_tasks(study: optuna.Study) -> list[str]:
+    """One line per task that no completed trial moved off its trivial baseline (each trial's ``majority``: the
+    majority class, the training mean, … scored on the trial's own dev rows): its score is the baseline's in every
+    trial, so it adds the same to every average and does not decide the study. [] before a trial recorded one."""
+    done = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        a, _ = trial_attrs(t)
+        if a.get("scores") and a.get("majority"):
+            done.append(a)
+    if not done:
+        return []
+    metrics = {**study_metrics(study), **(done[0].get("main_metrics") or {})}
+    scale = scale_of(study)
+    out = []
+    for task in sorted(done[0]["scores"]):
+        pairs = [(a["scores"].get(task), a["majority"].get(task)) for a in done]
+        if all(s is not None and m is not None and abs(s - m) <= 1e-9 for s, m in pairs):
+            what = f"{metrics.get(task) or 'score'} {pairs[0][1] * scale:.2f}"
+            out.append(
+                f"{task}: no trial left the majority baseline ({what} in every one of {len(done)} completed "
+                f"trial{'s' if len(done) != 1 else ''}); it does not decide this study"
+            )
+    return out
+
+
+def scoring_text(study: optuna.Study) -> str:
+    """What a score is: its scale and which evaluation it comes from (the study's ``score_at``)."""
+    at = score_at(study)
+    scale = f"scores 0–{SCALE:g} (dev metrics × {SCALE:g})" if scale_of(study) != 1.0 else "scores as stored"
+    return scale + (f"; a trial's score is {SCORE_AT[at]}, the same for every trial, at the step shown" if at else "")
+
+
+def summary(study: optuna.Study, stale: dict[int, StaleTrial] | None = None) -> dict:
+    """Counts by state (``runner.counts``: surplus trials apart from the pruned, stale ones from the running) and
+    the best finished trial."""
+    c = counts(study, stale)
     board = leaderboard(study, top=1)
     best = board.iloc[0].to_dict() if not board.empty else None
     return {"study": study.study_name, "objectives": len(study.directions), "counts": c, "best": best}
@@ -226,6 +320,8 @@ def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, max_row
     for c in shown.columns:
         if c in (PARAMS, "d_s"):
             shown[c] = shown[c].map(lambda v: "—" if pd.isna(v) else f"{int(v):,}")
+        elif str(shown[c].dtype) == "Int64":
+            shown[c] = shown[c].map(lambda v: "—" if pd.isna(v) else str(int(v)))
         elif shown[c].dtype.kind == "f":
             shown[c] = shown[c].map(lambda v: "—" if pd.isna(v) else f"{v:.4g}")
         else:
@@ -236,12 +332,12 @@ def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, max_row
 # --- figures ------------------------------------------------------------------------------------
 
 
-def _target(study: optuna.Study, scale: float = 1.0):
-    """The dev average of a trial, times ``scale`` (100 puts a ``pals-study`` study on the explorer's 0–100 scale);
-    None where Optuna's own single objective serves as it is."""
+def _target(study: optuna.Study, scale: float):
+    """The dev average of a trial, times ``scale`` (``scale_of``: 100 puts a ``pals-study`` study on the one 0–100
+    scale); None where Optuna's own single objective serves as it is."""
     if scale == 1.0:
         return (lambda t: t.values[0]) if _multi(study) else None
-    return lambda t: t.values[0] * scale
+    return lambda t: on_scale(t.values[0], scale)
 
 
 def _axis(scale: float) -> str:
@@ -252,8 +348,9 @@ def _completed(study: optuna.Study) -> list[FrozenTrial]:
     return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
 
 
-def history_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
-    """Dev average of each trial (× ``scale``) and the best so far (Optuna's optimisation history)."""
+def history_figure(study: optuna.Study) -> go.Figure:
+    """Dev average of each trial and the best so far (Optuna's optimisation history), on the study's scale."""
+    scale = scale_of(study)
     if not _completed(study):
         raise FigureUnavailable("no completed trial yet")
     fig = optuna.visualization.plot_optimization_history(study, target=_target(study, scale), target_name=_axis(scale))
@@ -266,9 +363,10 @@ def history_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
 MIN_IMPORTANCE_TRIALS = 10  # fANOVA's random forest on fewer trials ranks noise
 
 
-def importance_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
+def importance_figure(study: optuna.Study) -> go.Figure:
     """fANOVA importance of the parameters every completed trial shares, for the dev average (shares of its
     variance: the same on any scale)."""
+    scale = scale_of(study)
     done = _completed(study)
     if len(done) < MIN_IMPORTANCE_TRIALS:
         raise FigureUnavailable(
@@ -289,8 +387,10 @@ def importance_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
     return fig
 
 
-def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
-    """The dev average (× ``scale``) each trial reported at each evaluation step (pruned trials stop early)."""
+def learning_curves_figure(study: optuna.Study) -> go.Figure:
+    """The dev average each trial reported at each evaluation step (pruned trials stop early), on the study's
+    scale."""
+    scale = scale_of(study)
     if _multi(study):
         raise FigureUnavailable("multi-objective trials report no intermediate values (Optuna prunes none of them)")
     trials = [t for t in study.get_trials(deepcopy=False) if t.intermediate_values]
@@ -302,7 +402,7 @@ def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure
         fig.add_trace(
             go.Scatter(
                 x=steps,
-                y=[t.intermediate_values[s] * scale for s in steps],
+                y=[on_scale(t.intermediate_values[s], scale) for s in steps],
                 mode="lines+markers",
                 name=f"trial {t.number} ({t.state.name.lower()})",
                 line={"dash": "dot" if t.state == TrialState.PRUNED else "solid"},
@@ -317,13 +417,15 @@ def learning_curves_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure
     return fig
 
 
-def pareto_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
-    """Dev average (× ``scale``) against task-specific parameters; the Pareto-optimal trials joined by a line."""
+def pareto_figure(study: optuna.Study) -> go.Figure:
+    """Dev average (the leaderboard's, on the study's scale) against task-specific parameters: a star for a trial on
+    the Pareto front, a circle for one another trial beats on both; the front joined by a dashed line. The legend
+    says what the two marks mean (two entries drawn in grey, no points of their own)."""
+    scale = scale_of(study)
     board = leaderboard(study)
     if board.empty or PARAMS not in board or board[PARAMS].isna().all():
         raise FigureUnavailable("no completed trial with a parameter count yet")
     board = board[board[PARAMS].notna()].copy()
-    board[AVERAGE] = board[AVERAGE] * scale
     fig = go.Figure()
     label = "design" if "design" in board else None
     groups = board.groupby(label, sort=True) if label else [("trials", board)]
@@ -343,6 +445,20 @@ def pareto_figure(study: optuna.Study, scale: float = 1.0) -> go.Figure:
                 + (".4f" if scale == 1.0 else ".2f")
                 + "}<extra></extra>",
                 marker={"size": 10, "symbol": ["star" if p else "circle" for p in g["pareto"]]},
+            )
+        )
+    for symbol, meaning in (
+        ("star", "★ on the Pareto front (no trial has a higher score with fewer parameters)"),
+        ("circle", "● off the front (another trial beats it on both)"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=meaning,
+                marker={"size": 10, "symbol": symbol, "color": "grey"},
+                hoverinfo="skip",
             )
         )
     front = board[board["pareto"]].sort_values(PARAMS)
@@ -372,13 +488,13 @@ FIGURES = {
 }
 
 
-def figures(study: optuna.Study, scale: float = 1.0) -> tuple[dict[str, go.Figure], dict[str, str]]:
-    """(figures that can be drawn, {name: why not} for the others); scores × ``scale`` (the explorer passes 100 for a
-    ``pals-study`` study, whose objective is a fraction)."""
+def figures(study: optuna.Study) -> tuple[dict[str, go.Figure], dict[str, str]]:
+    """(figures that can be drawn, {name: why not} for the others); scores on the study's scale (``scale_of``), as
+    in its tables."""
     out, missing = {}, {}
     for name, fn in FIGURES.items():
         try:
-            out[name] = fn(study, scale)
+            out[name] = fn(study)
         except FigureUnavailable as e:
             missing[name] = str(e)
         except (RuntimeError, ValueError) as e:  # Optuna refuses (e.g. importances of constant targets)
@@ -389,14 +505,17 @@ def figures(study: optuna.Study, scale: float = 1.0) -> tuple[dict[str, go.Figur
 # --- files ---------------------------------------------------------------------------------------
 
 
-def write_report(study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn") -> dict[str, str]:
-    """Write ``trials.csv``, ``leaderboard.csv`` and one HTML file per drawable figure into ``out_dir``.
+def write_report(
+    study: optuna.Study, out_dir: str, *, plotlyjs: str = "cdn", stale: dict[int, StaleTrial] | None = None
+) -> dict[str, str]:
+    """Write ``trials.csv`` (``stale``: its trials marked so), ``leaderboard.csv`` and one HTML file per drawable
+    figure into ``out_dir`` (scores on the study's scale; whole numbers as integers, missing values as empty cells).
 
     ``plotlyjs="cdn"`` keeps each HTML file small (plotly.js is fetched when opened); ``"inline"`` embeds it
     (about 4.5 MB per file) for viewing offline. Returns {name: path}, plus {name: "skipped: why"}."""
     os.makedirs(out_dir, exist_ok=True)
     written: dict[str, str] = {}
-    for name, df in (("trials", trials_frame(study)), ("leaderboard", leaderboard(study))):
+    for name, df in (("trials", trials_frame(study, stale)), ("leaderboard", leaderboard(study))):
         path = os.path.join(out_dir, f"{name}.csv")
         atomic_write_text(path, df.to_csv(index=False))
         written[name] = path

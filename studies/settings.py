@@ -20,6 +20,15 @@ Its batch is the study's ``batch_size`` and its sequence length ``max_len`` — 
 ``Machine.batch`` is not a study flag; its ``device`` is ``--device-profile`` (``pals-study run --device`` is the
 worker's torch device). The profile is resolved when the study is created (``local`` or ``h100``, see
 ``machine.default_device``) and stored, so every worker and every resume bounds d_s the same way.
+
+``heartbeat``, ``grace`` and ``max_retry`` are the study's rule for a dead worker's trial: every worker's running trial
+records a heartbeat each ``heartbeat`` s, and a trial silent for ``grace`` s (default 2 × heartbeat) is failed by the
+next worker that looks and queued again, up to ``max_retry`` times. They are stored, not per worker: whichever worker
+judges a trial stale judges it by the same grace, and the page and ``report`` say "stale" by it too.
+
+``score_at`` says which dev evaluation of a trial is its score, the same for every trial: ``best`` (the best
+evaluation, the checkpoint ``pals-predict`` and ``pals-export`` load, what ``summary.json``'s ``average`` holds) or
+``final`` (the last evaluation, at the last step).
 """
 
 from __future__ import annotations
@@ -42,6 +51,12 @@ SETTINGS_ATTR = "pals_settings"
 SETTINGS_VERSION = 2  # 2: tasks_file and data (tasks of one's own)
 
 DEFAULT_TASKS = ("rte", "mrpc")
+DEFAULT_HEARTBEAT_S = 30
+DEFAULT_MAX_RETRY = 3
+SCORE_AT = {
+    "best": "its best dev evaluation (the checkpoint pals-predict loads)",
+    "final": "its last dev evaluation (the last step)",
+}
 DEFAULT_BUDGET_RATIO = 1.10
 MACHINE_SKIP = ("batch",)  # the study's batch_size is the machine's batch
 MACHINE_NAMES = {"device": "--device-profile"}  # ``--device`` of ``pals-study run`` is the worker's torch device
@@ -78,6 +93,10 @@ class StudySettings:
     max_d_s: int | None = None  # design studies: cap on d_s (None: the hidden size d)
     # Machine fields but batch ({device, precision, <one per constraint record>}); None: no machine setting given
     machine: dict | None = None
+    heartbeat: int = DEFAULT_HEARTBEAT_S  # seconds between a running trial's heartbeats
+    grace: int | None = None  # a trial silent this long (s) is failed and retried; None: 2 × heartbeat
+    max_retry: int = DEFAULT_MAX_RETRY  # how often a dead worker's trial is queued again
+    score_at: str = "best"  # a trial's score: its best dev evaluation, or its final one (``SCORE_AT``)
     version: int = SETTINGS_VERSION
 
     def __post_init__(self) -> None:
@@ -104,6 +123,18 @@ class StudySettings:
             self.seeds = parse_seeds(",".join(str(k) for k in self.seeds))
         if self.machine is not None:
             self.machine = machine_fields(self.machine)
+        _positive_int("heartbeat", self.heartbeat)
+        if self.grace is not None:
+            _positive_int("grace", self.grace)
+            if self.grace <= self.heartbeat:
+                raise ValueError(
+                    f"grace ({self.grace} s) must exceed the heartbeat interval ({self.heartbeat} s): a live "
+                    "trial would look dead between two heartbeats"
+                )
+        if isinstance(self.max_retry, bool) or not isinstance(self.max_retry, int) or self.max_retry < 0:
+            raise ValueError(f"max_retry must be a whole number ≥ 0, got {self.max_retry!r}")
+        if self.score_at not in SCORE_AT:
+            raise ValueError(f"score_at must be one of {', '.join(SCORE_AT)}, got {self.score_at!r}")
         if self.eval_every > self.steps:
             raise ValueError(
                 f"eval_every ({self.eval_every}) exceeds steps ({self.steps}): no trial would report a score"
@@ -132,6 +163,12 @@ class StudySettings:
                 raise ValueError(
                     f"data of task {name!r}: a record of that name, num_labels ≥ 1 and a fingerprint expected"
                 )
+
+    @property
+    def grace_s(self) -> int:
+        """Seconds without a heartbeat after which a running trial is stale: ``grace``, else 2 × ``heartbeat``
+        (Optuna's own default)."""
+        return self.grace if self.grace is not None else 2 * self.heartbeat
 
     def records(self) -> list:
         """The study's ``TaskRecord``s in ``tasks`` order: as stored (tasks file), else GLUE's built-in ones."""

@@ -16,6 +16,7 @@ import optuna
 import sqlalchemy
 import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages._rdb import models  # Optuna's own tables: no public reader of a heartbeat's time
 from optuna.trial import FrozenTrial
 
 from pals_core.study_storage import has_optuna_tables
@@ -24,8 +25,6 @@ from .errors import StudyError
 
 DEFAULT_STORAGE = "sqlite:///pals_studies.db"
 SQLITE_TIMEOUT_S = 60
-DEFAULT_HEARTBEAT_S = 30
-DEFAULT_MAX_RETRY = 3
 
 
 def one_line(e: BaseException) -> str:
@@ -80,12 +79,14 @@ class NoStudies(StudyError):
 def open_storage(
     url: str,
     *,
-    heartbeat: int | None = DEFAULT_HEARTBEAT_S,
+    heartbeat: int | None = None,
     grace: int | None = None,
-    max_retry: int | None = DEFAULT_MAX_RETRY,
+    max_retry: int | None = None,
     create: bool = True,
 ) -> RDBStorage:
-    """An ``RDBStorage`` on ``url``; with ``heartbeat`` set, stale trials are failed and retried (up to ``max_retry``).
+    """An ``RDBStorage`` on ``url``; with ``heartbeat`` set (a worker: the study's ``StudySettings.heartbeat``, ``grace``
+    and ``max_retry``), its running trials send heartbeats and stale trials are failed and retried (up to
+    ``max_retry``; None: without end). Without, it only reads and writes (``list``, ``report``, the page).
 
     ``create=False`` is reading: it creates neither a SQLite file nor a table (a database without Optuna's
     tables raises ``NoStudies``, and is left as it was). Raises ``StudyError`` with one line for an unusable URL,
@@ -146,6 +147,31 @@ def retry_of(trial: FrozenTrial) -> int | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return RetryHeartbeatStaleTrialCallback.retried_trial_number(trial)
+
+
+def heartbeat_ages(storage: RDBStorage, study: optuna.Study) -> dict[int, float]:
+    """Trial number → seconds since the last heartbeat, for each RUNNING trial of ``study`` that has sent one: read
+    as Optuna's own stale check reads it (``RDBStorage._get_stale_trial_ids``), the heartbeat rows against the
+    database's clock, so the age is the one a worker judges. {} when the storage holds no heartbeat table."""
+    session = storage.scoped_session()
+    try:
+        study_id = storage.get_study_id_from_name(study.study_name)
+        now = session.execute(sqlalchemy.func.now()).scalar()
+        rows = (
+            session.query(models.TrialModel.number, models.TrialHeartbeatModel.heartbeat)
+            .join(models.TrialHeartbeatModel, models.TrialHeartbeatModel.trial_id == models.TrialModel.trial_id)
+            .filter(models.TrialModel.study_id == study_id)
+            .filter(models.TrialModel.state == optuna.trial.TrialState.RUNNING)
+            .all()
+        )
+    except (sqlalchemy.exc.SQLAlchemyError, KeyError) as e:
+        raise StudyError(f"cannot read the trials' heartbeats: {one_line(e)}") from None
+    finally:
+        session.close()
+    if now is None:
+        return {}
+    now = now.replace(tzinfo=None)  # as Optuna: PostgreSQL's now() is aware, the stored heartbeat naive
+    return {int(n): max(0.0, (now - beat.replace(tzinfo=None)).total_seconds()) for n, beat in rows}
 
 
 def study_names(storage: RDBStorage) -> list[str]:

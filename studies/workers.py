@@ -14,12 +14,14 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pals_core.budget.machine import Machine
 from pals_core.flags import flags_of
 from pals_core.flags import to_argv as adapter_flags  # AdapterConfig's and Machine's flags
+from pals_core.pricing.config import AdapterConfig
 from pals_core.supervise import workers as supervised
 from pals_core.supervise.proof import STUDY_WORKER
 from pals_core.supervise.roots import workers_root
@@ -71,6 +73,9 @@ def settings_flags(settings: StudySettings) -> list[str]:
         argv += ["--methods", ",".join(s.methods)]
     if s.max_d_s is not None:
         argv += ["--max-d-s", str(s.max_d_s)]
+    argv += ["--score-at", s.score_at, "--heartbeat", str(s.heartbeat), "--max-retry", str(s.max_retry)]
+    if s.grace is not None:
+        argv += ["--grace", str(s.grace)]
     searched = ("method", "location", "d_s") if get_definition(s.definition).searches_design else ()
     argv += adapter_flags(s.template(), skip=searched)
     if s.machine is not None:  # the study's Machine (its batch is --batch-size), flags from the same declaration
@@ -89,10 +94,17 @@ def _study_name(name: Any) -> str:
 
 
 def worker_argv(
-    settings: StudySettings, storage: str, study_name: str, trials: int, out: Path, threads: int | None = None
+    settings: StudySettings,
+    storage: str,
+    study_name: str,
+    trials: int,
+    out: Path,
+    threads: int | None = None,
+    create: bool = False,
 ) -> list[str]:
     """``[python, -m, studies.cli, run, <definition>, --storage, URL, --study-name, NAME, --trials, N, --out, OUT,
-    …settings]``. Raises ``ValueError`` unless ``pals-study``'s parser reads these flags back as ``settings``."""
+    [--create,] …settings]``. Raises ``ValueError`` unless ``pals-study``'s parser reads these flags back as
+    ``settings``. ``create``: the person asked for a new study of that name (``--create``)."""
     from .cli import build_parser, requested_settings  # late: loads optuna
 
     _study_name(study_name)
@@ -116,6 +128,8 @@ def worker_argv(
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         args += ["--threads", str(threads)]
+    if create is True:
+        args += ["--create"]
     args += settings_flags(settings)
     try:
         parsed, _ = requested_settings(settings.definition, build_parser().parse_args(args))
@@ -138,17 +152,25 @@ def settings_from_form(
     budget_kind: str = "ratio",
     budget_of: str = "base",
     tasks_file: str | None = None,
+    methods: Sequence[str] | None = None,
+    design: AdapterConfig | None = None,
+    max_len: int | None = None,
+    batch_size: int | None = None,
 ) -> StudySettings:
     """The settings a form asks for, read by ``pals-study``'s own parser (its checks, its messages). ``budget``: a
     ratio (a number; of the base model's parameters, or ``budget_of`` "non-embedding"), or with ``budget_kind``
     "extra" / "per_task" a count as typed ("15M"); ``tasks_file``: the tasks file whose tasks ``tasks`` names
     (``--tasks-file``). ``machine``: ``Machine`` field → the text typed for it (empty or the field's default: not
     given), passed as pals-study's machine flags (``--memory``, ``--max-slowdown``, ``--precision``,
-    ``--device-profile``)."""
+    ``--device-profile``). ``methods``: the methods a design study searches (``--methods``; other definitions train
+    one design and take none); ``design``: the design settings every trial shares (``AdapterConfig``'s flags; a
+    design study takes all but method, location and d_s, which it searches; another definition trains this design);
+    ``max_len``, ``batch_size``: ``--max-len``, ``--batch-size``."""
     from .cli import build_parser, requested_settings  # late: loads optuna
 
     if budget_kind not in BUDGET_FLAGS:
         raise ValueError(f"unknown budget kind {budget_kind!r} ({', '.join(BUDGET_FLAGS)})")
+    searches = get_definition(definition).searches_design
     value = repr(float(budget)) if budget_kind == "ratio" else str(budget).strip()
     args = ["run", definition, "--tasks", tasks, f"{BUDGET_FLAGS[budget_kind]}={value}", "--steps", str(int(steps))]
     if budget_kind == "ratio" and budget_of != "base":
@@ -159,6 +181,14 @@ def settings_from_form(
         args += ["--model", model]
     if max_examples:
         args += ["--max-train-examples", str(int(max_examples)), "--max-eval-examples", str(int(max_examples))]
+    if max_len is not None:
+        args += ["--max-len", str(int(max_len))]
+    if batch_size is not None:
+        args += ["--batch-size", str(int(batch_size))]
+    if searches and methods:
+        args += ["--methods", ",".join(methods)]
+    if design is not None:
+        args += adapter_flags(design, skip=("method", "location", "d_s") if searches else ())
     flags = {f.name: f for f in flags_of(Machine, MACHINE_NAMES)}
     for name, text in (machine or {}).items():
         if text and text.strip() and text.strip() != flags[name].default:  # as the CLI: only what is asked for
@@ -194,19 +224,22 @@ def start(
     trials: int,
     root: Path | None = None,
     threads: int | None = None,
+    create: bool = False,
 ) -> Worker:
-    """Start a ``pals-study run`` worker in the background (its own session) and record it on disk."""
+    """Start a ``pals-study run`` worker in the background (its own session) and record it on disk; ``create``:
+    make the study if the storage does not hold it (``--create``; kept for a resume)."""
     root = (Path(root) if root is not None else workers_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
     storage = absolute_storage(storage)
     name = f"{folder_name(_study_name(study_name))[:60]}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     path = root / name
-    argv = worker_argv(settings, storage, study_name, trials, path, threads)  # checked before any folder
+    argv = worker_argv(settings, storage, study_name, trials, path, threads, create)  # checked before any folder
     record = {
         "storage": storage,
         "study_name": study_name,
         "trials": trials,
         "threads": threads,
+        "create": create is True,
         "settings": settings.as_dict(),
     }
     return supervised.start(path, record, argv)
@@ -226,6 +259,7 @@ def resume_argv(worker: Worker) -> list[str]:
         record.get("trials"),
         Path(worker.path).resolve(),
         record.get("threads"),
+        record.get("create") is True,
     )
 
 

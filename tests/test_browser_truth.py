@@ -169,7 +169,10 @@ def test_a_first_visit_is_offered_the_example_tasks_and_an_invitation_to_study(f
                 page.goto(f"{url}/?model=embedded-minilm&tasks=cola,sst2,mrpc,stsb,rte&budget=1.5&view=studies")
                 expect(page.get_by_text("No study here yet")).to_be_visible(timeout=60_000)
                 expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
-                expect(page.get_by_role("textbox", name="Tasks", exact=True)).to_have_value("cola,sst2,mrpc,stsb,rte")
+                # the form under it, from the question in the sidebar (drawn once the page's run reaches it)
+                expect(page.get_by_role("textbox", name="Tasks", exact=True)).to_have_value(
+                    "cola,sst2,mrpc,stsb,rte", timeout=60_000
+                )
                 _settled(page)
                 page.screenshot(path=str(ARTIFACTS / f"truth-studies-empty-{width}.png"), full_page=True)
                 page.close()
@@ -278,8 +281,9 @@ def test_labels_never_overlap_and_over_budget_is_said_in_every_view(measured_vis
                 assert [n for n in names if n.endswith("(over budget)")] == ["ca_mtl @ all (over budget)"], names
                 assert any("over the budget" in t[4] for t in memory["title"])
                 time_plot = _boxes(page, "fig_step_time")
-                assert _overlapping(time_plot["points"]) == [], _overlapping(time_plot["points"])
-                assert all(_inside(t, time_plot["chart"]) for t in time_plot["points"])
+                named = time_plot["points"] + time_plot["annotations"]  # each design's name, beside or led away
+                assert named and _overlapping(named) == [], _overlapping(named)
+                assert all(_inside(t, time_plot["chart"]) for t in named)
                 page.screenshot(path=str(ARTIFACTS / f"readable-machine-{width}.png"), full_page=True)
                 page.close()
         finally:

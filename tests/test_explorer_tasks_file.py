@@ -194,13 +194,16 @@ def test_the_task_panel_shows_each_task_and_offers_its_p95(app, example):
         )
         assert r["majority class on dev"] == f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})"
         assert r["truncated at n = 128"] == f"{100 * p['tokens']['truncated']:.1f}%"
-    for p in want:  # a bar chart of the labels, train and dev, for every kind without a line of its own
-        if not get_kind(p["kind"]).distribution_text(p):
+    for p in want:  # a bar chart of the labels (the entities of a tagging task), train and dev, as its kind charts it
+        chart = get_kind(p["kind"]).chart(p)
+        if chart is not None:
             bars = {
                 t["name"].split()[0]: dict(zip(t["x"], t["customdata"]))
                 for t in fig(app, f"fig_labels::{p['name']}")["data"]
             }
-            assert bars == p["distribution"]
+            assert bars == chart["counts"]
+    charted = {p["kind"] for p in want if get_kind(p["kind"]).chart(p) is not None}
+    assert len(charted) == len(want) - 1  # every kind of the example but regression (mean ± std, said in words)
     p95 = max(p["tokens"]["p95"] for p in want)
     button = app.button(key="use_p95")
     assert button.label == f"Use p95 = {p95} as seq_len"
@@ -253,6 +256,25 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
     ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)
+
+
+def test_the_measured_views_reference_takes_every_kind(example):
+    """The measured view's majority-class line, for the example's four kinds (a tagging task among them), is the mean
+    of the profile's majority scores (``pals-tasks``' and Your tasks'): one way to score a task's trivial baseline."""
+    from pals_core.data.profile import profile_task
+
+    records = list(read_tasks_file(example).values())
+    assert {r.kind for r in records} == {"classification", "regression", "multilabel", "tokens"}
+    mains = [profile_task(r)["majority"]["main"] for r in records]
+    assert measured.majority_average(records) == pytest.approx(100 * sum(mains) / len(mains))
+
+
+def test_choosing_a_tasks_file_before_entering_one_is_a_prompt_not_an_error(app):
+    """Nothing entered yet is no bad input: the page asks for the file (an info line), it shows no error."""
+    app.sidebar.radio(key="task_mode").set_value(TASKS_FILE).run()
+    assert errors(app) == []
+    [prompt] = [i.value for i in app.info if i.value.startswith("**Your tasks:**")]
+    assert "Enter the path of a tasks file (YAML or JSON), upload one, or open the example tasks." in prompt
 
 
 def test_a_rejected_upload_says_why_once_and_keeps_nothing(app, runs_dir, tmp_path, example):

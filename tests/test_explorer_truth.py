@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import inputs
 from explorer.figures.breakdown import breakdown_places, part_colors
 from explorer.figures.design_space import design_space_figure
-from explorer.figures.legibility import color_distance, readable_labels
+from explorer.figures.legibility import color_distance, label_size, place_labels
 from explorer.figures.style import LEGEND_ENTRY_PX, PLOT_MARGIN_PX
 from explorer.inputs import TASKS_FILE
 from explorer.tables import table_csv
@@ -161,16 +161,30 @@ def test_a_share_of_the_budget_is_rounded_down():
 # --- item 4: readable figures -----------------------------------------------------------------------------------
 
 
-def test_crowded_points_keep_only_the_labels_that_can_be_read():
-    """Twenty designs around one point (the Memory & step time scatter at 1.5×): no two written labels overlap, the
-    chosen design's is written, the isolated points are labelled, the rest are left to hover."""
-    crowd = [(11_000_000 + 20_000 * i, 1.20 + 0.004 * (i % 5)) for i in range(20)]
-    alone = [(3_000, 1.0), (8_800_000, 1.16)]
-    names = [f"design number {i}" for i in range(22)]
-    places = readable_labels(crowd + alone, names, first=[7])
-    assert places[7] and places[20] and places[21]
-    assert 1 <= sum(p is not None for p in places[:20]) <= 6  # a few of the crowd, not twenty on top of each other
-    assert places[20] == "top right"  # at the plot's left edge: written rightwards, never cut by the edge
+def test_crowded_points_are_each_named_clear_of_every_marker():
+    """Twelve designs in a crowd and two apart (the Memory & step time scatter): every label is placed, and at each
+    plot width the page draws — boxes and leader lines worked out here from the returned offsets — no label overlaps
+    another label or any marker, none leaves the plot area, and the chosen design's label is placed first, beside it."""
+    crowd = [(0.93, 0.30 + 0.045 * i) for i in range(12)]  # a column of markers 13–20 px apart, at the right edge
+    alone = [(0.02, 0.5), (0.5, 0.9)]
+    fx, fy = zip(*(crowd + alone))
+    names = [f"design number {i}" for i in range(14)]
+    widths, height, r = (320.0, 560.0, 860.0), 300.0, 6.5
+    places = place_labels(fx, fy, names, widths=widths, height=height, radius=r, first=[13], right_px=150.0)
+    assert all(p is not None for p in places), places
+    assert not places[13].leader  # the chosen design: named beside its marker
+    for W in widths:
+        boxes = []
+        for x, y, text, p in zip(fx, fy, names, places):
+            w, h = label_size(text)
+            cx, cy = x * W + p.dx, y * height + p.dy
+            boxes.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
+        for i, a in enumerate(boxes):
+            assert a[0] >= 0 and a[1] >= 0 and a[2] <= W + 150 and a[3] <= height, (W, names[i], a)
+            assert not any(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3] for b in boxes[i + 1 :])
+            for x, y in zip(fx, fy):  # no marker under a label (the nearest point of the box is beyond the radius)
+                nx, ny = min(max(x * W, a[0]), a[2]), min(max(y * height, a[1]), a[3])
+                assert (nx - x * W) ** 2 + (ny - y * height) ** 2 >= r * r, (W, names[i], (x, y))
 
 
 def test_parts_stacked_together_have_colours_that_differ():

@@ -25,6 +25,7 @@ from pals_core.budget.costs import design
 from pals_core.budget.tasks import parse_tasks
 from pals_core.cli.export import main as pals_export
 from pals_core.cli.predict import main as pals_predict
+from pals_core.export.cards import card_code
 from pals_core.export.onnx import (
     META_FILE,
     MODEL_FILE,
@@ -33,6 +34,7 @@ from pals_core.export.onnx import (
     is_onnx_export,
     load_models,
     read_export,
+    shapes_text,
 )
 from pals_core.families.shapes import from_hf_config
 from pals_core.methods.registry import METHODS
@@ -246,6 +248,8 @@ def test_the_export_is_one_graph_with_a_logits_output_per_task_and_the_tokenizer
     own = MultiTaskModel.from_run(pals_run).run.tokenizer()
     assert tok("invoice please", "a pair")["input_ids"] == own("invoice please", "a pair")["input_ids"]
     assert "check: onnxruntime vs torch max |Δ logit|" in said and f"pals-predict {out}" in said
+    assert "outputs (logits): intent [batch, C=3] · score [batch, C=1] · tags [batch, C=3]" in said
+    assert all(meta["tasks"][t]["axes"] == ["batch", "C"] for t in outputs)
 
 
 def test_onnxruntime_gives_torchs_logits_on_the_dev_rows(exported, pals_run, data):
@@ -532,7 +536,7 @@ def test_the_installed_pals_export_command(pals_run, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["bert", "modernbert"])
-def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints, tmp_path, capsys):
+def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints, tmp_path, capsys, monkeypatch):
     from test_tokens_predict import write_tasks
 
     f = write_tasks(tmp_path / "data")
@@ -554,3 +558,20 @@ def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints
     assert _predict(str(tmp_path / "onnx"), "--input", dev, "--out", str(tmp_path / "o.jsonl"), "--tasks", "ner") == 0
     assert "onnxruntime CPU" in capsys.readouterr().err
     assert [json.loads(x)["ner"] for x in (tmp_path / "o.jsonl").read_text().splitlines()] == want.label
+    # export.json and pals-export's summary give each output's axes, from its kind
+    tasks = read_export(tmp_path / "onnx")["tasks"]
+    assert (tasks["ner"]["axes"], tasks["intent"]["axes"]) == (["batch", "sequence", "C"], ["batch", "C"])
+    assert shapes_text(done.meta) == "ner [batch, sequence, C=4] · intent [batch, C=2]"  # what pals-export prints
+    # the README's onnxruntime code, as written, on the dev rows (the long one read in windows included)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = next(b for b in card_code(readme) if "import onnxruntime" in b)
+    (tmp_path / "onnx").rename(tmp_path / "exported")
+    monkeypatch.chdir(tmp_path)
+    space: dict = {}
+    exec(compile(code, "README.md", "exec"), space)
+    assert space["word_tags"]("ner", rows) == want.label
+    texts = [json.loads(x)["t"] for x in (tmp_path / "data" / "intent_dev.jsonl").read_text().splitlines()]
+    intent = model.predict_texts(texts, tasks=["intent"])["intent"]
+    _, logits = space["predict"]("intent", texts)
+    assert [space["labels"][k] for k in logits.argmax(-1)] == intent.label
+    assert np.abs(logits - intent.logits).max() < 1e-4

@@ -23,7 +23,7 @@ from transformers import (
 
 from pals_core.base_model import tiny_config_dict
 from pals_core.export import ExportRefused
-from pals_core.export.peft import export_hf, export_peft
+from pals_core.export.peft import export_hf, export_peft, load_settings
 from pals_core.model import MultiTaskModel
 from pals_core.pricing.config import AdapterConfig
 from pals_core.train.config import TrainConfig
@@ -299,10 +299,11 @@ def test_a_tagging_task_exports_for_token_classification_with_the_runs_logits(
     assert want.shape[-1] == 4 and np.abs(want).max() > 0
     hf = AutoModelForTokenClassification.from_pretrained(out / "hf" / "ner").eval()
     assert list(hf.config.id2label.values()) == list(model.run.labels["ner"])
-    base = AutoModelForTokenClassification.from_pretrained(out / "peft" / "ner" / "base")
+    settings = load_settings(model, "ner")  # the tags: the base has no head of its own
+    base = AutoModelForTokenClassification.from_pretrained(out / "peft" / "base", **settings)
     peft = PeftModel.from_pretrained(base, out / "peft" / "ner").eval()
-    monkeypatch.chdir(out / "peft" / "ner")  # peft resolves the adapter's relative base from the working directory
-    auto = AutoPeftModelForTokenClassification.from_pretrained(".").eval()
+    monkeypatch.chdir(tmp_path)  # the adapter names its base by a path that loads from any working directory
+    auto = AutoPeftModelForTokenClassification.from_pretrained(out / "peft" / "ner", **settings).eval()
     for name, exported in (("hf", hf), ("peft", peft), ("auto", auto)):
         with torch.no_grad():
             got = exported(**dict(enc)).logits.numpy()

@@ -119,7 +119,8 @@ def test_report_on_mistyped_trial_attributes_marks_them(foreign_studies, tmp_pat
     assert "trial 1: ratio, params_task_specific, scores" in line
     assert "trial 2: design, d_s, average_ci95, seeds, main_metrics" in line
     rows = {r["trial"]: r for r in csv.DictReader((tmp_path / "typed" / "trials.csv").open())}
-    assert rows["0"]["task-specific parameters"] == "1050" and rows["0"]["score rte (accuracy)"] == "0.5"
+    assert rows["0"]["task-specific parameters"] == "1050"
+    assert rows["0"]["score rte (accuracy)"] == "50.0"  # a pals-study study: scores on the one scale, 0–100
     assert rows["0"]["unread attributes"] == ""
     assert rows["1"]["task-specific parameters"] == "" and rows["1"]["unread attributes"].startswith("ratio")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,6 +56,10 @@ def one_line(capsys, argv: list[str]) -> str:
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     root = tmp_path / "runs"
+    # a folder named that is not there (a typo): one line, exit 2 — never "no runs"; an empty one has none
+    assert one_line(capsys, ["list", "--root", str(root)]) == f"pals-runs: error: --root {root}: no such folder"
+    assert "no such folder" in one_line(capsys, ["resume", "x", "--root", str(root)])
+    root.mkdir()
     assert main(["list", "--root", str(root)]) == 0 and "no runs or study workers" in capsys.readouterr().out
     assert "invalid choice" in one_line(capsys, ["stop", "x"])
     assert "the following arguments are required: ID" in one_line(capsys, ["cancel"])
@@ -83,6 +88,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         "out": str(done),
         "step": 4,
         "steps": 4,
+        "trained": None,  # no parameter counts in its files
     }
     assert "holds no readable study settings" in one_line(capsys, ["resume", "w1", "--root", str(root)])
     assert not (worker / "log.txt").exists()  # nothing was started
@@ -190,6 +196,8 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
     row = listed(root, capsys)["life"]
     assert row["kind"] == "run" and row["status"] == "running" and row["pid"] == run.pid
     assert row["out"] == str(run.path) and row["steps"] == 120 and row["step"] < 120
+    trained = row["trained"]  # what it trains, known from its set-up on (progress.json): summary.json's below
+    assert isinstance(trained, int) and trained > 0
 
     cancelled = pals_runs("cancel", "life", "--root", str(root))  # another process: SIGTERM, it checkpoints, stops
     assert cancelled.returncode == 0 and cancelled.stdout.strip() == "run life: it ended after SIGTERM; now stopped"
@@ -198,6 +206,16 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
     stopped_at = stopped.progress["step"]
     assert 10 <= stopped_at < 120 and json.loads(latest.read_text())["step"] == stopped_at  # checkpointed on SIGTERM
     assert listed(root, capsys)["life"]["status"] == "stopped" and listed(root, capsys)["life"]["pid"] is None
+    assert listed(root, capsys)["life"]["trained"] == trained
+    from explorer.tables import runs_frame  # the explorer's runs table: the stopped run's step k/N and parameters
+
+    cells = runs_frame([stopped.row()]).iloc[0]
+    assert cells["step"] == f"{stopped_at}/120" and cells["trained params"] == f"{trained:,}"
+    out = capsys.readouterr()
+    assert main(["list", "--root", str(root)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["ID", "KIND", "STATUS", "PID", "PROGRESS", "TRAINED", "OUT"], out
+    assert table[1].split()[:5] == ["life", "run", "stopped", f"{stopped_at}/120", f"{trained:,}"]
     assert pals_runs("cancel", "life", "--root", str(root)).returncode == 2  # nothing runs it now
 
     resumed = pals_runs("resume", "life", "--root", str(root), "--wait")
@@ -205,6 +223,11 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
     assert resumed.stdout.splitlines()[-1] == "life: finished"
     after = runs.load_run(run.path)
     assert after.launch["history"][-1]["status"] == "stopped" and after.launch["argv"][-1] == "--resume"
+    # its log tail reads as a terminal shows it: the progress bar once, the loss and evaluation lines each on its own
+    tail = after.log_tail(40).splitlines()
+    for step in (40, 80, 120):
+        assert any(re.match(rf"pals-train: step {step}/120 · train loss \d+\.\d{{4}} · dev average ", x) for x in tail)
+    assert sum("step/s" in x for x in tail) <= 2, tail  # the bar's redraws are not lines
     assert listed(root, capsys)["life"] == {
         "id": "life",
         "kind": "run",
@@ -213,6 +236,7 @@ def test_list_cancel_resume_a_run_the_explorer_launched(tmp_path, token_cache, c
         "out": str(run.path),
         "step": 120,
         "steps": 120,
+        "trained": trained,
     }
 
     # the same summary as an uninterrupted run of the same settings

@@ -108,6 +108,6 @@ def test_a_sizeless_first_trial_takes_no_size(tmp_path, glue_dir, capsys):
     size its method takes."""
     argv, url = _done_study(tmp_path, glue_dir)
     assert main([*argv, "--first-trial", "lhuc@all"]) == 0
-    assert "already holds 1 finished trials" in capsys.readouterr().out
+    assert "already holds 1 finished trial " in capsys.readouterr().out
     assert main([*argv, "--first-trial", "low_rank@all"]) == 2
     assert "low_rank takes a size" in capsys.readouterr().err

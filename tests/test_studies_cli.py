@@ -38,6 +38,21 @@ def _cases(tmp_path, existing_db):
         (["run", "nosuch", "--storage", existing_db], "unknown study 'nosuch'"),
         (["run", "design", "--storage", existing_db, "--trials", "0"], "--trials"),
         (["run", "design", "--storage", existing_db, "--steps", "50"], "created with steps"),
+        (
+            ["run", "design", "--storage", existing_db, "--study-name", "desgn"],
+            "no study named 'desgn' in this storage; closest: design. Give one of them with --study-name, or add "
+            "--create",
+        ),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/c.db", "--model", "tiny", "--max-d-s", "5"]
+            + ["--methods", "pals"],
+            "--max-d-s 5 leaves no design: the smallest d_s of pals within the budget ≤ 1.1× the base model is 12 "
+            "(a multiple of h_s = 12); raise --max-d-s or drop it",
+        ),
+        (
+            ["create", "design", "--storage", f"sqlite:///{tmp_path}/c.db", "--heartbeat", "2", "--grace", "2"],
+            "--grace 2 must exceed the heartbeat interval (2 s)",
+        ),
         (["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--budget", "0.5"], "below 1.0"),
         (
             ["create", "design", "--storage", f"sqlite:///{tmp_path}/a.db", "--methods", "pals,nope"],
@@ -83,6 +98,18 @@ def test_bad_input_exits_2_with_one_line(tmp_path, existing_db, capsys):
     assert capsys.readouterr().out.startswith("no studies in "), (
         "a study whose fixed design does not fit the budget is never created"
     )
+    assert main(["list", "--storage", existing_db]) == 0
+    assert capsys.readouterr().out == "design\tdesign\t0 trials\n", "a mistyped name made no study"
+
+
+@pytest.mark.slow  # a worker's start (the model code, the GLUE rows)
+def test_create_makes_a_new_study_beside_others(existing_db, glue_dir, capsys):
+    """``run --create`` on a name the storage does not hold makes that study (the typo refusal's way out)."""
+    argv = ["run", "design", "--storage", existing_db, "--study-name", "second", "--model", "tiny", "--create"]
+    assert main([*argv, "--timeout", "0.001", "--glue-dir", str(glue_dir)]) == 0
+    assert "this worker ran 0" in capsys.readouterr().out
+    assert main(["list", "--storage", existing_db]) == 0
+    assert capsys.readouterr().out.splitlines() == ["design\tdesign\t0 trials", "second\tdesign\t0 trials"]
 
 
 @pytest.mark.slow

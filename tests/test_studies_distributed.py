@@ -169,7 +169,8 @@ def _worker(url: str, out: Path, log: Path, glue_dir: Path, *extra: str) -> subp
 @pytest.mark.slow
 def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
     # create once (tables and study), then two OS processes join it with only the storage URL and a target
-    assert main(["create", "design", "--storage", storage_url, "--steps", "8", "--eval-every", "4", *TINY]) == 0
+    create = ["create", "design", "--storage", storage_url, "--steps", "8", "--eval-every", "4", "--heartbeat", "2"]
+    assert main([*create, *TINY]) == 0  # the heartbeat is the study's: every worker judges a dead trial alike
     procs = [
         _worker(
             storage_url,
@@ -180,8 +181,6 @@ def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
             "4",
             "--sampler-seed",
             str(i),
-            "--heartbeat",
-            "2",
         )
         for i in (1, 2)
     ]
@@ -204,8 +203,9 @@ def test_two_workers_share_one_study(storage_url, tmp_path, glue_dir):
 @pytest.mark.slow
 def test_killed_worker_trial_is_failed_retried_and_resumed(shared_storage_url, tmp_path, glue_dir):
     storage_url = shared_storage_url
-    assert main(["create", "design", "--storage", storage_url, "--steps", "30", "--eval-every", "10", *TINY]) == 0
-    beat = ["--trials", "2", "--heartbeat", "1", "--grace", "2", "--sampler-seed", "3"]
+    create = ["create", "design", "--storage", storage_url, "--steps", "30", "--eval-every", "10"]
+    assert main([*create, "--heartbeat", "1", "--grace", "2", *TINY]) == 0
+    beat = ["--trials", "2", "--sampler-seed", "3"]
     out = tmp_path / "out"
     a = _worker(storage_url, out, tmp_path / "a.log", glue_dir, *beat)
     study = _load(storage_url)
@@ -248,3 +248,36 @@ def test_killed_worker_trial_is_failed_retried_and_resumed(shared_storage_url, t
     assert progress.is_file()  # the resumed run finished in the dead trial's directory
     for n, value in completed.items():  # completed trials survive unchanged
         assert trials[n].state == TrialState.COMPLETE and trials[n].value == value
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+def test_a_dead_workers_trial_goes_stale_then_a_waiting_worker_queues_it_again(storage_url, capsys):
+    """A trial's heartbeat age read against the database's own clock (PostgreSQL's now() carries a time zone, SQLite's
+    does not): fresh, the trial holds the study's last place and a worker waits; silent past the study's grace, it is
+    shown stale by ``pals-study list`` and the waiting worker fails it and finds its retry queued — a place again."""
+    from studies.runner import DEFINITION_ATTR, counts, wait_for_a_place
+    from studies.settings import SETTINGS_ATTR, StudySettings
+    from studies.stale import stale_trials
+    from studies.storage import heartbeat_ages, open_storage
+
+    storage = open_storage(storage_url, heartbeat=1, grace=2, max_retry=3)
+    study = optuna.create_study(study_name="design", storage=storage, direction="maximize")
+    study.set_user_attr(DEFINITION_ATTR, "design")
+    study.set_user_attr(SETTINGS_ATTR, StudySettings(definition="design", model="tiny", heartbeat=1).as_dict())
+    dead = study.ask()
+    storage.record_heartbeat(dead._trial_id)  # its worker's heartbeat, then nothing: the worker is gone
+    beats = lambda: heartbeat_ages(storage, study)  # noqa: E731
+    assert 0 <= beats()[0] < 2 and stale_trials(study, storage) == {}  # the same clock: no hours of time-zone skew
+    waited = wait_for_a_place(study, 1, deadline=time.monotonic() + 0.3, poll_s=0.1, grace_s=2, heartbeats=beats)
+    assert waited == "timeout" and counts(study)["RUNNING"] == 1  # alive as far as anyone can tell: waited for
+
+    time.sleep(3.2)  # past the grace (SQLite's clock counts whole seconds)
+    stale = stale_trials(study, storage)
+    assert list(stale) == [0] and 2 < stale[0].age_s < 60 and stale[0].fate().endswith("(retry 1 of 3)")
+    capsys.readouterr()
+    assert main(["list", "--storage", storage_url]) == 0
+    assert capsys.readouterr().out.startswith("design\tdesign\t1 trial: 1 stale\n  trial 0: stale (last heartbeat")
+
+    assert wait_for_a_place(study, 1, poll_s=0.1, grace_s=2, heartbeats=beats) == "trial"
+    failed, retry = study.get_trials()
+    assert failed.state == TrialState.FAIL and retry.state == TrialState.WAITING and retry_of(retry) == 0

@@ -92,7 +92,9 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
         assert set(t.intermediate_values) <= {4, 8}
         if t.state == optuna.trial.TrialState.COMPLETE:
             summary = json.loads((run / "summary.json").read_text())
-            assert t.value == pytest.approx(summary["average"])
+            assert t.value == pytest.approx(summary["average"])  # the study scores the best evaluation (default)
+            assert a["score_at"] == "best" and a["score_step"] == summary["best_step"]
+            assert set(a["majority"]) == {"rte", "mrpc"} and set(summary["majority"]) == {"rte", "mrpc"}
             assert a["params_task_specific"] == summary["params"]["task_specific"]
             assert set(a["scores"]) == {"rte", "mrpc"}
             assert sorted(t.intermediate_values) == [4, 8]
@@ -131,6 +133,8 @@ def test_three_trial_study_report_and_explorer_view(tmp_path, glue_dir):
     complete = sum(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     board = at.dataframe[0].value
     assert len(board) == complete and board["dev average"].is_monotonic_decreasing
+    best = max((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
+    assert board["dev average"][0] == pytest.approx(100 * best.value)  # the page's scale is report's: 0–100
     assert {m.label: m.value for m in at.metric}["complete"] == str(complete)
     assert len(at.get("plotly_chart")) >= 3  # history, learning curves, Pareto front (importances need 2 varying)
 
@@ -150,3 +154,29 @@ def test_explorer_view_on_a_bad_storage_shows_one_error(tmp_path):
     assert not at.exception
     assert len(at.error) == 1 and "no SQLite study file" in at.error[0].value
     assert not (tmp_path / "no-such-folder").exists()
+
+
+@pytest.mark.slow
+def test_a_study_that_scores_the_final_evaluation(tmp_path, glue_dir):
+    """``--score-at final``: every trial's score is its last evaluation, the step it comes from is recorded and shown,
+    and each task's majority baseline on the trial's own dev rows is recorded beside its score."""
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    cmd = [EXE, "run", "design", "--trials", "1", "--storage", url, "--out", str(tmp_path / "runs"), "--threads", "1"]
+    p = subprocess.run(
+        [*cmd, "--score-at", "final", *TINY], capture_output=True, text=True, timeout=240, env=_env(glue_dir)
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "a trial's score is its last dev evaluation (the last step), the same for every trial" in p.stdout
+    (t,) = optuna.load_study(study_name="design", storage=url).get_trials()
+    summary = json.loads((Path(t.user_attrs["run_dir"]) / "summary.json").read_text())
+    assert t.value == pytest.approx(summary["final"]["average"]) and t.user_attrs["score_step"] == 8
+    assert t.user_attrs["scores"]["rte"] == pytest.approx(summary["final"]["scores"]["rte"]["accuracy"])
+    assert t.user_attrs["majority"] == {k: pytest.approx(v["accuracy"]) for k, v in summary["majority"].items()}
+    for task, m in summary["majority"].items():  # the most frequent training class's accuracy: a share of the rows
+        assert 0 < m["accuracy"] < 1 and (m["accuracy"] * 32).is_integer(), (task, m)
+    from studies.cli import main as pals_study
+
+    assert pals_study(["report", "design", "--storage", url, "--out", str(tmp_path / "report")]) == 0
+    with open(tmp_path / "report" / "leaderboard.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["scored at step"] == "8" and float(row["dev average"]) == pytest.approx(100 * t.value)

@@ -95,7 +95,7 @@ def test_trials_over_seeds_optimise_the_mean_and_report_the_interval(tmp_path, g
     from studies.report import CI95, leaderboard
 
     board = leaderboard(study)
-    assert board.loc[0, CI95] == pytest.approx(a["average_ci95"]) and board.loc[0, "seeds"] == 2
+    assert board.loc[0, CI95] == pytest.approx(100 * a["average_ci95"]) and board.loc[0, "seeds"] == 2  # 0–100
 
     # a setting that contradicts the stored study, and a bad list, are refused with one line
     for bad in (["--seeds", "0,1,2"], ["--seeds", "0,0"]):

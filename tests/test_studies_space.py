@@ -128,4 +128,7 @@ def test_context_refuses_a_budget_nothing_fits(minilm):
     s = StudySettings(definition="design", tasks=TASKS, methods=["pals"], budget={"extra": 1000})
     with pytest.raises(StudyError, match="fits the budget"):
         make_context(get_definition("design"), s, minilm)
+    one = StudySettings(definition="design", tasks=["rte"], methods=["pals"], budget={"extra": 1000})
+    with pytest.raises(StudyError, match=r"for 1 task$"):  # whole words: never "1 tasks"
+        make_context(get_definition("design"), one, minilm)
     assert isinstance(make_context(get_definition("design"), StudySettings(definition="design"), minilm), Context)

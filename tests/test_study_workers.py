@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,6 @@ from pals_core.supervise.children import _CHILDREN
 from pals_core.supervise.roots import RUNS_ENV, workers_root
 from pals_core.supervise.workers import Worker, list_workers, load_worker, stop
 from pals_core.train import lock as run_lock
-from studies.cli import main as pals_study
 from studies.workers import resume, resume_argv, settings_from_form, settings_of, start
 
 EXE = os.path.join(os.path.dirname(sys.executable), "pals-study")
@@ -212,92 +210,3 @@ def test_the_studies_view_starts_a_study_from_its_form(env):
     at.run()  # reload: the worker and its status read back from disk; the study now listed
     assert any(f"**{done.status}**" in m.value for m in at.markdown)
     assert at.selectbox(key="studies_view_study").value == "from-the-page"
-
-
-# --- a surplus trial is not a failure ------------------------------------------------------------------------------
-
-
-def _env(glue_dir: Path) -> dict:
-    return {
-        **os.environ,
-        "PALS_GLUE_DIR": str(glue_dir),
-        "HF_HUB_OFFLINE": "1",
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-
-
-@pytest.mark.slow
-def test_a_trial_beyond_the_target_is_pruned_not_failed(tmp_path, glue_dir, capsys):
-    """Worker 1 takes the study's only place (--trials 1) and is killed while training it: its trial stays RUNNING
-    with a fresh heartbeat. Worker 2 then finds the place taken: its trial is given up untrained — PRUNED with the
-    reason, counted apart, never FAIL."""
-    url = f"sqlite:///{tmp_path / 'studies.db'}"
-    tiny = [
-        "--model",
-        "tiny",
-        "--tasks",
-        "rte",
-        "--steps",
-        "2",
-        "--max-train-examples",
-        "8",
-        "--max-eval-examples",
-        "8",
-        "--max-len",
-        "16",
-        "--batch-size",
-        "4",
-    ]
-    assert pals_study(["create", "design", "--storage", url, *tiny]) == 0
-    study = optuna.load_study(study_name="design", storage=url)
-    first = subprocess.Popen(
-        [EXE, "run", "design", "--storage", url, "--trials", "1", "--out", str(tmp_path / "w1"), "--threads", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=_env(glue_dir),
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while not any(t.state == TrialState.RUNNING and "error" in t.user_attrs for t in study.get_trials()):
-            assert first.poll() is None and time.monotonic() < deadline, "worker 1 never started its trial"
-            time.sleep(0.02)
-    finally:
-        first.send_signal(signal.SIGKILL)  # mid-trial: its design is recorded, its training under way
-        first.wait(timeout=60)
-    assert [t.state for t in study.get_trials()] == [TrialState.RUNNING], "worker 1 finished before it was stopped"
-
-    assert (
-        pals_study(
-            [
-                "run",
-                "design",
-                "--storage",
-                url,
-                "--trials",
-                "1",
-                "--out",
-                str(tmp_path / "w2"),
-                "--threads",
-                "1",
-                "--glue-dir",
-                str(glue_dir),
-            ]
-        )
-        == 0
-    )
-    out = capsys.readouterr().out
-    trials = study.get_trials()
-    states = [t.state for t in trials]
-    assert TrialState.FAIL not in states, states
-    assert states == [TrialState.RUNNING, TrialState.PRUNED], states
-    given_up = trials[1]
-    assert given_up.user_attrs["surplus"].startswith("given up untrained: the study already had 1 trials")
-    assert not given_up.intermediate_values and not given_up.params  # never trained
-    assert not (tmp_path / "w2").exists() or not any((tmp_path / "w2").rglob("summary.json"))
-    assert "0 pruned, 0 failed, 1 running, 0 waiting, 1 surplus" in out and "this worker ran 0" in out
-
-    from studies.runner import counts, done
-
-    assert counts(study)["PRUNED"] == 0 and counts(study)["SURPLUS"] == 1
-    assert not done(study, 1)  # a surplus trial is no place of the target: worker 1's trial still holds it

@@ -114,7 +114,7 @@ def test_a_tagging_head_is_priced_per_token():
     assert KIND.head_params(family, m, 5, False) == m.hidden * 5 + 5  # dropout + Linear(d, C), no pooler
     assert KIND.head_flops(family, m, 5, 40) == 40 * 2 * m.hidden * 5
     assert KIND.logits_floats(8, 40, 5) == 8 * 40 * 5
-    assert KIND.output_axes() == {0: "batch", 1: "sequence"}
+    assert KIND.output_axes == ("batch", "sequence", "C")
 
 
 def write_tagging_tasks(folder: Path) -> Path:

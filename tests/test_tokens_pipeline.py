@@ -1,5 +1,5 @@
 """transformers' own ``pipeline("token-classification")`` on a tagging task's hf export (``pals-export --format hf``),
-called with the arguments the run gives (``export.pipeline_call``), reproduces ``pals-predict`` word for word — on a
+called with the arguments the run gives (``export.cards.pipeline_call``: the model card's), reproduces ``pals-predict`` word for word — on a
 WordPiece and on a byte-level BPE model, sentences longer than the max length included (read in the run's windows
 through the pipeline's ``stride``); the ONNX export keeps the words' tokenizer apart where it differs."""
 
@@ -100,7 +100,7 @@ def _tags_per_word(tags: list[str]) -> list[tuple[str, bool]]:
 def test_the_token_classification_pipeline_reproduces_pals_predict_on_every_word(tmp_path, tokenizer):
     from transformers import pipeline
 
-    from pals_core.export import pipeline_call
+    from pals_core.export.cards import pipeline_call
     from pals_core.export.peft import export_hf
     from pals_core.model import MultiTaskModel
     from pals_core.run_info import predict_texts
@@ -132,7 +132,8 @@ def test_the_token_classification_pipeline_reproduces_pals_predict_on_every_word
     ours = predict_texts(model, dev, tasks=["ner"])["ner"]
     assert {"B-PER", "B-LOC"} <= {t for row in ours.label for t in row}, "an all-O model would test nothing"
 
-    name, kwargs = pipeline_call(model.run, "ner")
+    call = pipeline_call(model, "ner")  # the model card's call
+    name, kwargs = call.task, call.arguments
     assert (name, kwargs) == ("token-classification", {"aggregation_strategy": "first", "stride": MAX_LEN // 3})
     export_hf(model, tmp_path / "hf")
     tagger = pipeline(name, model=str(tmp_path / "hf" / "ner"), **kwargs)
@@ -148,7 +149,7 @@ def test_the_token_classification_pipeline_reproduces_pals_predict_on_every_word
             first, last = starts.index(e["start"]), max(k for k, s in enumerate(starts) if s < e["end"])
             assert abs(float(e["score"]) - float(np.mean(probs[first : last + 1]))) < 1e-4
     assert long >= 3
-    assert get_kind("tokens").pipeline(None) == ("token-classification", {"aggregation_strategy": "first"})
+    assert get_kind("tokens").pipeline_arguments(MAX_LEN) == {"aggregation_strategy": "first"}  # a run that cuts
     if tokenizer == "bpe":  # the ONNX export: the sentence tasks' tokenizer beside the graph, the words' apart
         from transformers import AutoTokenizer
 

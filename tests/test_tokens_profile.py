@@ -193,4 +193,8 @@ def test_the_explorer_task_panel_shows_the_tagging_profile(tmp_path, monkeypatch
     assert [e.value for e in at.error] + [e.value for e in at.exception] == []
     caption = next(c.value for c in at.caption if c.value.startswith("Default "))
     assert caption.endswith(" ner: its longest sentence (12 tokens) fits in one window of 12: no word lost."), caption
-    assert not [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]
+    # the entities per type, train and dev, charted: the counts pals-tasks' entity table prints
+    [chart] = [el for el in at.get("plotly_chart") if getattr(el, "key", "") == "fig_labels::ner"]
+    bars = {t["name"].split()[0]: dict(zip(t["x"], t["customdata"])) for t in json.loads(chart.proto.spec)["data"]}
+    assert bars["train"] == {"LOC": 3, "PER": 3, "ORG": 1}
+    assert bars["dev"] == {"LOC": 1, "PER": 1, "ORG": 0}  # DEV: Ann (PER), Porto (LOC)

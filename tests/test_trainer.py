@@ -36,6 +36,7 @@ PROGRESS_KEYS = {
     "average",
     "best_average",
     "error",
+    "params",
     "updated",
     "pid",
 }

@@ -167,11 +167,27 @@ def legend_height(fig: Fig) -> int:
 TOP_LABEL_PX = 22  # a label written above the plot area (a vertical reference line's): its own line under the title
 
 
-def styled(fig: Fig, title: str, x: str, y: str, *, height: int = 480, label_above: bool = False, **kw) -> go.Figure:
+def figure_height(fig: Fig, height: int = 480) -> int:
+    """The figure's height: ``height``, or taller where its legend needs it (``legend_height``)."""
+    return max(height, legend_height(fig) + PLOT_MARGIN_PX)
+
+
+def styled(
+    fig: Fig,
+    title: str,
+    x: str,
+    y: str,
+    *,
+    height: int = 480,
+    label_above: bool = False,
+    margin: dict | None = None,
+    **kw,
+) -> go.Figure:
     """Every figure's look; tall enough that its legend shows every entry without a scroll box. ``label_above``: a
     label sits just above the plot area (``add_vline``'s): the title is pinned to the top and the margin grows by
-    a line, so that the label never runs into the title's subtitle."""
-    height = max(height, legend_height(fig) + PLOT_MARGIN_PX)
+    a line, so that the label never runs into the title's subtitle. ``margin``: fixed margins (with the axes'
+    automargin off), for a figure that places its labels in pixels of a plot area it must know."""
+    height = figure_height(fig, height)
     if "<br>" not in title and len(title) > TITLE_CHARS and ": " in title:  # a long title is not cut at 1000 px
         head, tail = title.split(": ", 1)
         title = f"{head}<br><sup>{tail[0].upper()}{tail[1:]}</sup>"
@@ -182,13 +198,16 @@ def styled(fig: Fig, title: str, x: str, y: str, *, height: int = 480, label_abo
         xaxis=dict(title=dict(text=x), **_AXIS),
         yaxis=dict(title=dict(text=y), **_AXIS),
         legend=dict(font=dict(size=11), groupclick="togglegroup", tracegroupgap=LEGEND_GAP_PX),
-        margin=dict(l=10, r=10, t=top, b=10),
+        margin=margin or dict(l=10, r=10, t=top, b=10),
         hovermode="closest",
         height=height,
         plot_bgcolor="white",
         paper_bgcolor="white",
         **kw,
     )
+    if margin is not None:
+        fig.update_xaxes(automargin=False)
+        fig.update_yaxes(automargin=False)
     return fig.figure()
 
 

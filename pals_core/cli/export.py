@@ -4,9 +4,14 @@
     pals-export runs/mine --format peft --out adapters/        # DIR/base + DIR/<task> peft adapters (LoRA, IA³)
     pals-export runs/mine --format hf --out merged/            # DIR/<task> merged transformers models (LoRA, IA³)
 
+Every peft / hf task folder holds a model card (README.md) giving the transformers ``pipeline(...)`` call that
+reproduces pals-predict on it; a peft adapter names the base it was trained on (a frozen trunk: the checkpoint the
+run started from, by its hub id where it records one; a fine-tuned one: ``DIR/base``).
+
 onnx works for every design (a ``--method separate`` folder too: one graph with every task's model): ``model.onnx``
 with inputs input_ids, attention_mask (and token_type_ids where the family reads them), dynamic batch and sequence
-axes and one logits output per task, named after the task; the run's tokenizer and ``export.json`` (tasks, label
+axes and one logits output per task, named after the task, with its kind's axes (printed: [batch, C] for a sentence
+task, [batch, sequence, C] for a tagging task); the run's tokenizer and ``export.json`` (tasks, label
 names, max length) beside it, so ``pals-predict DIR`` serves from the folder alone. Before the folder is published
 onnxruntime's logits are compared with torch's on a few dev rows of every task (``--no-check`` skips it). peft and hf
 express LoRA and IA³ runs; other designs are refused. The best checkpoint is exported (``--step N``: another kept one).
@@ -80,7 +85,7 @@ def unfinished(models: list) -> list[str]:
 
 
 def _onnx(args, out: Path) -> str:
-    from ..export.onnx import DEFAULT_OPSET, check_opset, export_onnx  # late: loads numpy
+    from ..export.onnx import DEFAULT_OPSET, INPUT_AXES, check_opset, export_onnx, shapes_text  # late: loads numpy
 
     opset = check_opset(DEFAULT_OPSET if args.opset is None else args.opset)
     models = _load(args)
@@ -96,9 +101,10 @@ def _onnx(args, out: Path) -> str:
     steps = sorted({d["step"] for d in meta["tasks"].values()})
     lines = [
         f"{out}: {', '.join(done.files)} ({time.perf_counter() - started:.1f} s)",
-        f"  graph: inputs {', '.join(done.inputs)} [batch, sequence] · outputs {', '.join(done.outputs)} "
-        f"(logits [batch, C]) · opset {done.opset} · {meta['method']} on {meta['family']} · "
-        f"step {', '.join(map(str, steps))} of {args.run_dir} · max_len {meta['max_len']}",
+        f"  graph: inputs {', '.join(done.inputs)} [{', '.join(INPUT_AXES)}] · opset {done.opset} · "
+        f"{meta['method']} on {meta['family']} · step {', '.join(map(str, steps))} of {args.run_dir} · "
+        f"max_len {meta['max_len']}",
+        f"  outputs (logits): {shapes_text(meta)}",
     ]
     if done.max_abs_diff is not None:
         lines.append(
@@ -128,13 +134,18 @@ def _peft(args, out: Path) -> str:
     notes = unfinished(models)
     for line in notes:
         _say(line)
-    written = (export_peft if args.format == "peft" else export_hf)(models[0], out)
-    return "\n".join(
-        [
-            f"{written}: {args.format} export of {args.run_dir} (step {models[0].run.step})",
-            *(f"  note: {n}" for n in notes),
-        ]
-    )
+    model = models[0]
+    written = (export_peft if args.format == "peft" else export_hf)(model, out)
+    lines = [f"{written}: {args.format} export of {args.run_dir} (step {model.run.step})"]
+    if args.format == "peft":
+        named = read_json_file(written / next(iter(model.tasks)) / "adapter_config.json", "adapter_config.json")
+        lines.append(f"  base: {named['base_model_name_or_path']} (the trunk as trained: {written / 'base'})")
+    lines += [
+        f"  {', '.join(model.tasks)}: one folder each; its README.md gives the pipeline(...) call that reproduces "
+        "pals-predict",
+        *(f"  note: {n}" for n in notes),
+    ]
+    return "\n".join(lines)
 
 
 def run(argv: Sequence[str] | None = None) -> str:

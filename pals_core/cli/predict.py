@@ -3,8 +3,10 @@
     pals-predict runs/mine --input new.csv --out predicted.csv                  # every task of the run
     pals-predict runs/mine --input new.jsonl --out p.parquet --tasks intent --probs
     pals-predict runs/mine --input requests.csv --out p.csv --task-column task  # each row names its own task
+    pals-predict runs/mine --input ner_dev.conll --out tagged.conll             # the run's per-word tasks
 
-In: CSV, TSV, JSON Lines or Parquet (``pals_core.tasks.readers``). Out (the format by the extension): the input's
+In: CSV, TSV, JSON Lines, Parquet or a CoNLL file (``pals_core.tasks.readers``; a CoNLL file, or a ``.conll`` output,
+predicts the run's per-word tasks unless ``--tasks`` names others). Out (the format by the extension): the input's
 columns (one named like a prediction column is kept as ``<name> (input)``, or ``<name> (input 2)``, … when the input has
 that name too: never dropped, and the closing line names each), then per task ``<task>`` — the label name
 (classification), the value (regression), the label set
@@ -17,7 +19,10 @@ predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
 length; rows are tokenised and batched as the run evaluated its dev sets, so a task's dev file scores here
 exactly what summary.json reports. With ``--task-column`` rows of different tasks share each forward
-(``MultiTaskModel.forward_mixed``), and only a row's own task column is filled.
+(``MultiTaskModel.forward_mixed``), and only a row's own task column is filled. Words and tags (every column of a
+CoNLL input, a per-word task's words and tags) are space-joined in CSV/TSV like the predicted tags. ``.conll``
+(per-word tasks only): a word a line — the input's columns (a CoNLL input's: word, the gold tag, …; another input's:
+the word and each task's gold tag where it holds one), then each task's predicted tag — a blank line between rows.
 
 RUN_DIR may also be a ``pals-export --format onnx`` folder: ``--engine onnx`` (the default ``auto`` picks it for a
 folder with ``model.onnx`` and no checkpoints) serves it with onnxruntime (``pals_core.export.onnx.OnnxRunner``):
@@ -35,7 +40,6 @@ Exit status: 0 written · 2 bad input (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -43,7 +47,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write, atomic_write_text
 from ..data.words import empty_words
 from ..export.onnx import OnnxRunner, exported_run, is_onnx_export, read_export
 from ..flags import OneLineParser, UsageError
@@ -52,24 +55,43 @@ from ..kinds import get_kind
 from ..run_info import predict_texts, read_run
 from ..tasks.readers import conll_index, read_columns
 from ..train.rundir import run_owning
+from .predict_out import (
+    JOINED,
+    check_writable,
+    conll_columns,
+    kept_input_columns,
+    output_columns,
+    prediction_columns,
+    space_joined,
+    word_columns,
+    write_conll,
+    write_table,
+)
 
-OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
+OUT_FORMATS = (".csv", ".tsv", ".jsonl", ".parquet", ".conll")
 ENGINES = ("auto", "torch", "onnx")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="pals-predict", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", metavar="RUN_DIR", help="a pals-train run folder (config.json, checkpoints/)")
-    p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet")
+    p.add_argument("--input", required=True, metavar="FILE", help="rows to predict: .csv .tsv .jsonl .parquet .conll")
     p.add_argument(
-        "--out", required=True, metavar="FILE", help="where to write: .csv .tsv .jsonl .parquet (a new file)"
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="where to write: .csv .tsv .jsonl .parquet (a new file), or .conll (per-word tasks: a word a line)",
     )
     p.add_argument(
         "--overwrite",
         action="store_true",
         help="replace --out if it exists (never the input file, nor a run's own files)",
     )
-    p.add_argument("--tasks", metavar="T,T,…", help="tasks to predict (default: every task of the run)")
+    p.add_argument(
+        "--tasks",
+        metavar="T,T,…",
+        help="tasks to predict (default: every task of the run; for a .conll input, its per-word tasks)",
+    )
     p.add_argument("--text", metavar="COL", help="the text column (default: the tasks' own)")
     p.add_argument("--text-pair", metavar="COL", help="the second text column of pair tasks (default: the tasks' own)")
     p.add_argument("--task-column", metavar="COL", help="each row's task: rows of several tasks in one forward")
@@ -178,147 +200,23 @@ def where_it_ran(model) -> str:
     return label or next(model.parameters()).device.type
 
 
-def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
-    """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
-    ``prob`` and, with ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``). Known
-    before predicting; a name two
-    tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
-    out: dict[str, tuple[str, str, int]] = {}
-
-    def add(column: str, task: str, what: str, j: int = -1) -> None:
-        if column in out:
-            raise UsageError(
-                f"tasks {out[column][0]!r} and {task!r} would both write the column {column!r}: predict them "
-                "separately (--tasks)"
-            )
-        out[column] = (task, what, j)
-
-    for t in names:
-        for what in get_kind(info.records[t].kind).columns(probs):
-            if what == "label":
-                add(t, t, "label")
-            elif what == "prob":
-                add(f"{t}_prob", t, "prob")
-            else:
-                for j, name in enumerate(info.labels[t]):
-                    add(f"{t}_prob_{name}", t, "probs", j)
-    return out
-
-
-def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> dict[str, list]:
-    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None."""
-    out: dict[str, list] = {}
-    for column, (t, what, j) in columns.items():
-        res = results[t]
-        idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
-        values = [None] * n
-        if what == "label":
-            kind = get_kind(info.records[t].kind)
-            for i, v in zip(idx, o.label):
-                values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v
-        else:
-            for i, v in zip(idx, o.prob if what == "prob" else o.probs[:, j]):
-                values[i] = float(v)
-        out[column] = values
-    return out
-
-
-def kept_input_columns(inputs: Sequence[str], predicted: Sequence[str]) -> dict[str, str]:
-    """input column → its name in the output: its own, or — named like a prediction column — ``<name> (input)``,
-    else ``<name> (input 2)``, … : the first name no other column has (an input never loses a column)."""
-    taken = set(inputs) | set(predicted)
-    out = {}
-    for c in inputs:
-        if c in predicted:
-            new, k = f"{c} (input)", 2
-            while new in taken:
-                new, k = f"{c} (input {k})", k + 1
-            taken.add(new)
-            out[c] = new
-        else:
-            out[c] = c
-    return out
-
-
-def _value_kind(v) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, (list, tuple)):
-        return "list"
-    return "object" if isinstance(v, dict) else type(v).__name__
-
-
-def check_writable(cols, names: dict[str, str], out: Path) -> None:
-    """Every input column kept (``names``) can be written to ``out``'s format, checked before predicting: JSON Lines
-    holds anything; a CSV, TSV or Parquet column holds one type (not strings and numbers, as a JSON Lines input
-    may mix), and CSV/TSV no lists or objects. ``UsageError`` naming the file, the row and the column."""
-    suffix = out.suffix.lower()
-    if suffix == ".jsonl":
-        return
-    import io
-
-    import pyarrow as pa
-
-    for c in names:
-        values = cols.values[c]
-        try:
-            array = pa.array(values)
-        except (pa.ArrowException, OverflowError) as e:
-            kinds = [_value_kind(v) for v in values]
-            first = next((i for i, k in enumerate(kinds) if k is not None), 0)
-            for i, k in enumerate(kinds):
-                if k is not None and k != kinds[first]:
-                    raise UsageError(
-                        f"{cols.where(i, c)}: a {k} in a column whose {cols.where(first).split(', ')[-1]} holds a "
-                        f"{kinds[first]}: a {suffix} column holds one type (write .jsonl to keep each value as it is)"
-                    ) from None
-            raise UsageError(
-                f"{cols.path}, column {c!r}: cannot be written to a {suffix} file ({' '.join(str(e).split())[:160]}); "
-                "write .jsonl to keep each value as it is"
-            ) from None
-        try:
-            write_buffer(io.BytesIO(), pa.table({c: array.slice(0, 1)}), suffix)
-        except (pa.ArrowException, NotImplementedError) as e:
-            raise UsageError(
-                f"{cols.path}, column {c!r}: its {array.type} values cannot be written to a {suffix} file "
-                f"({' '.join(str(e).split())[:160]}); write .jsonl or .parquet"
-            ) from None
-
-
-def write_buffer(sink, table, suffix: str) -> None:
-    """An Arrow ``table`` as CSV, TSV or Parquet to ``sink`` (a path or a file object)."""
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, sink)
-        return
-    import pyarrow.csv as pacsv
-
-    delimiter = "\t" if suffix == ".tsv" else ","
-    quoting = "needed" if delimiter == "," else "none"
-    pacsv.write_csv(table, sink, pacsv.WriteOptions(delimiter=delimiter, quoting_style=quoting))
-
-
-def write_table(path: Path, columns: dict[str, list]) -> None:
-    """``columns`` to ``path`` (the format by its extension), atomically."""
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        names = list(columns)
-        rows = zip(*(columns[c] for c in names))
-        atomic_write_text(
-            path, "".join(json.dumps(dict(zip(names, r)), ensure_ascii=False, default=str) + "\n" for r in rows)
-        )
-        return
-    import pyarrow as pa
-
-    table = pa.Table.from_pydict(columns)
-    atomic_write(path, lambda tmp: write_buffer(tmp, table, suffix))
+def chosen_tasks(info, asked: str | None, words: str | None, run_dir: str) -> list[str]:
+    """The tasks to predict: ``--tasks``' (each a task of the run), else every task of the run — but for words to tag
+    (``words``: what says so, a CoNLL input or a ``.conll`` output) the run's per-word tasks: a sentence task runs on
+    them only when named."""
+    tasks = list(info.num_labels)
+    if asked:
+        names = [t.strip() for t in asked.split(",") if t.strip()]
+        for t in names:
+            if t not in tasks:
+                raise UsageError(f"task {t!r} is not a task of {run_dir} ({', '.join(tasks)})")
+        return names
+    if words is None:
+        return tasks
+    per_word = [t for t in tasks if get_kind(info.records[t].kind).per_word]
+    if not per_word:
+        raise UsageError(f"{words} and {run_dir} has no per-word task ({', '.join(tasks)}): give --tasks")
+    return per_word
 
 
 def check_out(out: Path, input_file: str, run_dir: str, overwrite: bool) -> None:
@@ -373,11 +271,12 @@ def run(argv: Sequence[str] | None = None) -> str:
     engine = engine_of(args.run_dir, args.engine)
     cols = read_columns(args.input, None)
     info = read_info(args.run_dir, engine, args.step)  # the input is checked against it before any weight loads
-    tasks = list(info.num_labels)
-    names = tasks if not args.tasks else [t.strip() for t in args.tasks.split(",") if t.strip()]
-    for t in names:
-        if t not in tasks:
-            raise UsageError(f"task {t!r} is not a task of {args.run_dir} ({', '.join(tasks)})")
+    words = (
+        f"{args.input} is a CoNLL file (words to tag)"
+        if cols.numbers is not None
+        else (f"--out {out} is a CoNLL file (words and their tags)" if out.suffix.lower() == ".conll" else None)
+    )
+    names = chosen_tasks(info, args.tasks, words, args.run_dir)
     task_of = None
     if args.task_column is not None:
         if args.task_column not in cols.values:
@@ -398,9 +297,15 @@ def run(argv: Sequence[str] | None = None) -> str:
             raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
     texts = _texts(cols, text)
     pairs = _texts(cols, pair) if pair is not None and any(info.records[t].pair for t in names) else None
-    planned = prediction_columns(info, names, args.probs)
-    kept = kept_input_columns(list(cols.values), list(planned))
-    check_writable(cols, kept, out)
+    suffix = out.suffix.lower()
+    if suffix == ".conll":
+        repeated = conll_columns(cols, info, names, text, texts, args.task_column, out)
+    else:
+        planned = prediction_columns(info, names, args.probs)
+        kept = kept_input_columns(list(cols.values), list(planned))
+        joined = word_columns(cols, info, names, text) if suffix in JOINED else ()
+        inputs = {c: space_joined(cols, c) if c in joined else v for c, v in cols.values.items()}
+        check_writable(cols, kept, out, inputs)
     n = len(texts)
     model = load_predictor(args.run_dir, engine, args.step, args.device)
     info = model.run
@@ -411,10 +316,14 @@ def run(argv: Sequence[str] | None = None) -> str:
             model, texts, pairs, tasks=names, task_of=task_of, batch_size=size, progress=bar.update, keep=args.probs
         )
     seconds = time.perf_counter() - started
-    predicted = output_columns(planned, info, results, n, joined=out.suffix.lower() in (".csv", ".tsv"))
-    write_table(out, {**{kept[c]: v for c, v in cols.values.items()}, **predicted})
-    renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
-    note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
+    note = ""
+    if suffix == ".conll":
+        write_conll(out, repeated, [results[t].label for t in names])
+    else:
+        predicted = output_columns(planned, info, results, n, joined=suffix in JOINED)
+        write_table(out, {**{kept[c]: v for c, v in inputs.items()}, **predicted})
+        renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
+        note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""
     for t in names:  # a per-word task's words no token predicts: tagged as its baseline tags them, counted by cause
         kind = get_kind(info.records[t].kind)
         if kind.per_word:

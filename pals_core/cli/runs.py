@@ -79,8 +79,9 @@ class Row:
     status: str
     pid: int | None
     out: str
-    step: int | None  # run: training steps done; study worker: run folders finished
+    step: int | None  # run: training steps done; study worker: its study's finished trials (every worker's)
     steps: int | None  # run: steps planned; study worker: trials asked for
+    trained: int | None = None  # run: the parameters it trains (known from its set-up on); study worker: None
     note: str | None = None  # run files passed over (a FIFO named progress.json, …): ``runs.Run.note``
 
 
@@ -90,7 +91,18 @@ def run_row(run: runs.Run) -> Row:
     total = p.get("total", s.get("steps"))
     if total is None and run.launch_config is not None:
         total = run.launch_config.steps
-    return Row(run.id, "run", run.status, run.owner if run.alive else None, str(run.path), step, total, run.note)
+    trained = run.row()["trained params"]
+    return Row(
+        run.id,
+        "run",
+        run.status,
+        run.owner if run.alive else None,
+        str(run.path),
+        step,
+        total,
+        trained if isinstance(trained, int) else None,
+        run.note,
+    )
 
 
 def worker_row(worker: workers.Worker) -> Row:
@@ -101,7 +113,7 @@ def worker_row(worker: workers.Worker) -> Row:
         worker.status,
         worker.owner,
         str(worker.path),
-        worker.runs_done(),
+        worker.trials_done(),
         trials if isinstance(trials, int) else None,
     )
 
@@ -114,7 +126,7 @@ def rows(root: Path) -> list[Row]:
 
 
 def format_rows(found: Sequence[Row]) -> str:
-    header = ("ID", "KIND", "STATUS", "PID", "PROGRESS", "OUT")
+    header = ("ID", "KIND", "STATUS", "PID", "PROGRESS", "TRAINED", "OUT")
     table = [
         (
             r.id,
@@ -122,6 +134,7 @@ def format_rows(found: Sequence[Row]) -> str:
             r.status,
             "" if r.pid is None else str(r.pid),
             f"{'?' if r.step is None else r.step}/{'?' if r.steps is None else r.steps}",
+            "" if r.trained is None else f"{r.trained:,}",
             r.out,
         )
         for r in found
@@ -208,6 +221,9 @@ def do_resume(root: Path, item_id: str, wait: bool) -> tuple[str, int]:
 def run(argv: Sequence[str] | None = None) -> tuple[str, int]:
     args = build_parser().parse_args(argv)
     root = Path(args.root) if args.root else runs_root()
+    if args.root and not root.is_dir():  # a folder named on purpose: a typo is said, never "no runs" (the default
+        # folder may not exist yet: no run was launched)
+        raise UsageError(f"--root {args.root}: no such folder")
     if args.command == "list":
         return do_list(root, args.json), 0
     if args.command == "cancel":

@@ -15,13 +15,15 @@ and QQP count with their accuracy, not F1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..kinds import get_kind
 from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.record import TaskRecord
+from .encoded import word_tags
 
 TaskLike = TaskRecord | str  # a record, or the name of a built-in GLUE task (summaries written before records)
 
@@ -94,3 +96,24 @@ def majority_scores(
     kind = get_kind(record.kind)
     outputs, c = kind.baseline(np.asarray(train_labels), dev_labels, num_labels or len(record.labels or ()) or None)
     return task_scores(record, {s: (p, np.asarray(dev_labels[s])) for s, p in outputs.items()}, c)
+
+
+def gold_labels(task: TaskLike, labels: Sequence[Any], names: Sequence[str]) -> Any:
+    """A split's labels as read (``RawSplit.labels``: each row's label value) in the form its kind's ``scores`` and
+    ``baseline`` take them, as a run's evaluation hands them over: the kind's ``label_array``, and for a kind of one
+    label per word the tags with their names (``WordTags``, as ``Encoded.gold`` gives them)."""
+    kind = get_kind(record_of(task).kind)
+    y = kind.label_array(labels, kind.num_outputs(names))
+    return word_tags(y, names) if kind.per_word else y
+
+
+def rows_majority(
+    task: TaskLike, train_labels: Sequence[Any], dev_labels: Mapping[str, Sequence[Any]], names: Sequence[str]
+) -> dict[str, float]:
+    """``majority_scores`` of the rows as read (``train_labels``, ``{dev split suffix: labels}``) with the task's
+    label set ``names``: the one way the profile (``pals-tasks``, Your tasks) and the measured view's reference line
+    score a task's trivial baseline, whatever its kind."""
+    record = record_of(task)
+    c = get_kind(record.kind).num_outputs(names)
+    dev = {s: gold_labels(record, y, names) for s, y in dev_labels.items()}
+    return majority_scores(record, gold_labels(record, train_labels, names), dev, c)

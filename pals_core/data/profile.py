@@ -35,10 +35,9 @@ import numpy as np
 
 from ..kinds import get_kind
 from ..tasks.record import TaskRecord
-from .encoded import word_tags
 from .glue_rows import RawSplit, check_files, choose_source
 from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
-from .metrics import main_metric_label, main_score, majority_scores
+from .metrics import main_metric_label, main_score, rows_majority
 from .windows import check_stride, count_windows, default_stride
 from .words import check_words, read_plan, words_tokenizer
 
@@ -174,12 +173,7 @@ def profile_rows(
     train_y = label_array(train.labels, record.kind, c)
     dev_y = {s: label_array(raw.labels, record.kind, c) for s, raw in devs.items()}
     train_dist, dev_dist = kind.distribution(train_y, dev_y, names)
-    if kind.per_word:  # the gold tags with their names, as a run's evaluation scores them (``Encoded.gold``)
-        scores = majority_scores(
-            record, word_tags(train_y, names), {s: word_tags(y, names) for s, y in dev_y.items()}, c
-        )
-    else:
-        scores = majority_scores(record, train_y, dev_y, c)
+    scores = rows_majority(record, train.labels, {s: raw.labels for s, raw in devs.items()}, names)
     tokens = None
     if tokenizer is not None:
         splits = [train, *devs.values()]

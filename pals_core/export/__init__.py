@@ -1,6 +1,7 @@
-"""A trained run handed over (issue "your model out"): ONNX for every design (``onnx.py``), peft adapters and merged
-transformers folders for the designs peft can express (``peft.py``); the command ``pals-export`` is
-``pals_core/cli/export.py``."""
+"""A trained run handed over: ONNX for every design (``onnx.py``), peft adapters and merged transformers folders for
+the designs peft can express (``peft.py``), each of those task folders with a model card giving the pipeline call
+that reproduces ``pals-predict`` (``cards.py``) and the base named as its checkpoint names itself (``origin.py``); the
+command ``pals-export`` is ``pals_core/cli/export.py``."""
 
 from __future__ import annotations
 
@@ -32,11 +33,3 @@ def save_tokenizer(info, folder, task: str | None = None) -> None:
         tokenizer.save_pretrained(str(folder))
     finally:
         tokenizer.model_max_length = kept
-
-
-def pipeline_call(info, task: str) -> tuple[str, dict] | None:
-    """The transformers pipeline that reproduces ``pals-predict``'s labels for ``task`` of a run (``info``: a
-    ``RunInfo``) on its hf export (``pals-export --format hf``): (the pipeline's name, the keyword arguments after
-    ``model=<DIR/task>``) — ``pipeline(name, model=folder, **kwargs)`` — as the task's kind declares it
-    (``Kind.pipeline``, with the run's windows: ``RunInfo.stride``); None where the kind declares none."""
-    return get_kind(info.records[task].kind).pipeline(info.stride)

@@ -3,13 +3,16 @@ tokenizer beside it and ``export.json`` describing the tasks — a folder ``pals
 onnxruntime user can serve from alone, without this package's torch modules.
 
     DIR/model.onnx        inputs  input_ids, attention_mask (int64, [batch, sequence]) and token_type_ids where the
-                                  family reads them (BERT, ELECTRA); outputs: one float32 [batch, C_t] per task, named
-                                  after the task (C_t = 1: a regression score)
+                                  family reads them (BERT, ELECTRA); outputs: one float32 logits output per task, named
+                                  after the task, with the axes its kind declares (``Kind.output_axes``): [batch, C_t]
+                                  for a sentence task (C_t = 1: a regression score), [batch, sequence, C_t] for a
+                                  tagging task (every token's; a word's tag is its first sub-token's)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
     DIR/words_tokenizer/  a tagging task's tokenizer where it reads words otherwise (byte-level BPE: saved with
                           ``add_prefix_space=True``, ``data/words.py``); absent where the run's reads words as it is
-    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, and a trained
-                          target scale: a regression's value is output·std + mean), max_len, inputs
+    DIR/export.json       what the graph needs around it: tasks (kind, label names, text columns, the output's
+                          ``axes``, and a trained target scale: a regression's value is output·std + mean), max_len,
+                          inputs
 
 The graph is ``MultiTaskModel.predict_all`` traced by torch's TorchScript-based exporter (``dynamo=False``: the one
 that exports every method and family here, data-dependent Python branches included) with dynamic batch and sequence
@@ -39,6 +42,7 @@ from ..data.load import load_tokenizer, raw_splits
 from ..data.words import marks_word_starts
 from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
+from ..kinds.base import OUTPUTS_AXIS
 from ..run_info import RunInfo, predict_texts
 from ..tasks.readers import read_columns
 from ..tasks.record import TaskRecord
@@ -51,6 +55,7 @@ WORDS_DIR = "words_tokenizer"  # a tagging task's tokenizer, where it is not the
 FORMAT = "pals-export/onnx"
 VERSION = 1
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+INPUT_AXES = ("batch", "sequence")  # every input's axes, both dynamic
 DEFAULT_OPSET = 17
 MIN_OPSET = 17
 TOLERANCE = 1e-4  # largest |onnxruntime − torch| logit difference an export may have (times max(1, |logit|))
@@ -208,6 +213,28 @@ def check_opset(opset: int) -> int:
     return opset
 
 
+def dynamic_axes(kind) -> dict[int, str]:
+    """The dynamic axes of a task's logits output, as the exporter takes them: every axis its kind declares
+    (``Kind.output_axes``) but C, the task's fixed number of outputs."""
+    return {i: name for i, name in enumerate(kind.output_axes) if name != OUTPUTS_AXIS}
+
+
+def output_shape(task: dict) -> list:
+    """A task's logits output as ``export.json`` describes it (``tasks.<t>``: its ``axes`` and ``num_labels``): the
+    axes' names with C given its size, e.g. ``["batch", "sequence", 5]``."""
+    axes = task.get("axes") or ("batch", OUTPUTS_AXIS)  # an export of before the axes were written: a sentence task's
+    return [int(task["num_labels"]) if a == OUTPUTS_AXIS else a for a in axes]
+
+
+def shapes_text(meta: dict) -> str:
+    """Every output with its axes, as ``pals-export`` prints them: ``intent [batch, C=3] · ner [batch, sequence, C=5]``."""
+    parts = []
+    for t, d in meta["tasks"].items():
+        axes = [f"{OUTPUTS_AXIS}={a}" if isinstance(a, int) else a for a in output_shape(d)]
+        parts.append(f"{t} [{', '.join(axes)}]")
+    return " · ".join(parts)
+
+
 def _kind(models: Sequence, task: str):
     """The kind of ``task`` (its run's record; a model without a run: the default kind), which names its output axes."""
     for m in models:
@@ -231,7 +258,7 @@ def write_graph(
     batch = _sample_batch(models[0], max_len)
     outputs = [t for names in graph.names for t in names]
     args = tuple(batch[k] for k in INPUT_NAMES)
-    axes = {k: {0: "batch", 1: "sequence"} for k in INPUT_NAMES} | {t: _kind(models, t).output_axes() for t in outputs}
+    axes = {k: dict(enumerate(INPUT_AXES)) for k in INPUT_NAMES} | {t: dynamic_axes(_kind(models, t)) for t in outputs}
     torch.onnx.register_custom_op_symbolic("aten::block_diag", symbolic_helper.parse_args("v")(_block_diag), opset)
     try:
         with warnings.catch_warnings(), torch.no_grad():
@@ -284,6 +311,7 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
                 "text": list(r.text),
                 "pair": r.pair,
                 "step": int(m.run.step),
+                "axes": list(get_kind(r.kind).output_axes),
                 "record": r.as_dict(),
             }
             if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
@@ -296,7 +324,7 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
         "opset": opset,
         "inputs": inputs,
         "outputs": outputs,
-        "dynamic_axes": {"batch": 0, "sequence": 1},
+        "dynamic_axes": {a: i for i, a in enumerate(INPUT_AXES)},
         "max_len": info.max_len,
         "eval_batch_size": info.eval_batch_size,
         "tokenizer": "tokenizer files beside the graph (AutoTokenizer.from_pretrained(DIR)); truncate to max_len, "

@@ -2,23 +2,30 @@
 (docs/design.md "Using a trained run"): what someone who already serves Hugging Face models can load without this
 project.
 
-``export_peft(model, DIR)`` writes ``DIR/base`` — the trunk as trained (fine-tuned or frozen): a plain transformers
-folder (config, safetensors, tokenizer) — and per task ``DIR/<task>``, a peft adapter folder (``adapter_config.json``,
-``adapter_model.safetensors``) whose ``modules_to_save`` hold the task's head, so that
+``export_peft(model, DIR)`` writes ``DIR/base`` — the trunk as trained (frozen or fine-tuned): a plain transformers
+folder (config, safetensors, tokenizer), the one copy of the base weights in the export — and per task ``DIR/<task>``,
+a peft adapter folder (``adapter_config.json``, ``adapter_model.safetensors``: the adapter, and the task's head in
+``modules_to_save``), the tokenizer and a model card (``cards.peft_card``). The adapter's ``base_model_name_or_path``
+is the base the run trained it on (``peft_base``): for a frozen trunk the checkpoint the run started from, as it names
+itself (``origin.trunk_origin``: its hub id where it records one, else its absolute path), so that
 
-    PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, num_labels=C), DIR/<task>)
+    AutoPeftModelForSequenceClassification.from_pretrained(DIR/<task>, **settings)
 
-computes the run's logits for that task, and so does ``AutoPeftModelForSequenceClassification.from_pretrained(".")``
-run inside ``DIR/<task>``: the adapter names its base relative to its folder (``../base``; when the tasks' label sets
-differ, ``base``: the task's own copy of the trunk, whose ``config.json`` builds its head — ``num_labels``,
-``id2label``), so a moved or copied export keeps it; the folder holds the tokenizer and a model card naming that base.
-Every tokenizer written says the run's max length (``model_max_length``).
+loads it from any working directory wherever that base can be loaded (``settings``: ``load_settings``, the task's
+labels — the base has no head); for a fine-tuned trunk, which no checkpoint holds, ``DIR/base`` by its absolute path.
+Offline, or with the export moved,
 
-``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one
-``AutoModelForSequenceClassification`` folder with the adapter merged into the weights (LoRA's B·A added, IA³'s
-scales folded into the rows / columns they scale), the task's label names (``id2label``), its ``problem_type`` and the
-tokenizer. A task trained on standardised targets (a regression: ``Kind.scale``) has its scale folded into its head's
-last Linear in both formats (W·std, b·std + mean): transformers alone gives the value in the task's own units.
+    PeftModel.from_pretrained(AutoModelForSequenceClassification.from_pretrained(DIR/base, **settings), DIR/<task>)
+
+computes the run's logits for that task; each folder is loaded so, and compared with the run, before it is put in
+place. Every tokenizer written says the run's max length (``model_max_length``).
+
+``export_hf(model, DIR)`` writes per task ``DIR/<task>``, one ``AutoModelFor<head>`` folder (the kind's: ``Kind.hf_head``)
+with the adapter merged into the weights (LoRA's B·A added, IA³'s scales folded into the rows / columns they scale),
+the task's label names (``id2label``), its ``problem_type``, the tokenizer and a model card (``cards.hf_card``) giving
+the ``pipeline(...)`` call that reproduces ``pals-predict``. A task trained on standardised targets (a regression:
+``Kind.scale``) has its scale folded into its head's last Linear in both formats (W·std, b·std + mean): transformers
+alone gives the value in the task's own units.
 
 How the project's modules map onto peft's (``pals_core/methods/lora``, ``pals_core/methods/ia3``):
 
@@ -59,9 +66,12 @@ import torch
 from torch import nn
 
 from ..adapters.base import layer_key
+from ..budget.methods import trunk_frozen
 from ..kinds import DEFAULT_KIND, get_kind
 from ..methods.registry import get_method
 from . import ExportFailed, ExportRefused, save_tokenizer
+from .cards import LOAD_REPORT, hf_card, peft_card
+from .origin import trunk_origin
 
 PEFT_METHODS = ("lora", "ia3")
 ONNX = "export it with `pals-export --format onnx` instead"
@@ -427,16 +437,27 @@ def _write_dir(path: Path, fill: Callable[[str], None]) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _no_load_report(record) -> bool:
+    return LOAD_REPORT not in record.getMessage()
+
+
 @contextmanager
 def _quiet() -> Iterator[None]:
-    """No transformers progress bars ("Writing model shards") while exporting: the CLI reports what it wrote."""
+    """While exporting: no transformers progress bars ("Writing model shards", "Loading weights": the CLI reports
+    what it wrote) and no load report (the check below loads each task's head onto a base that holds none, which
+    transformers reports MISSING: ``cards.QUIET_LOAD_REPORT``); peft's deprecation notice to transformers 5 aside."""
     from transformers.utils import logging
 
     shown = logging.is_progress_bar_enabled()
+    reports = logging.get_logger("transformers.modeling_utils")
     logging.disable_progress_bar()
+    reports.addFilter(_no_load_report)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            yield
     finally:
+        reports.removeFilter(_no_load_report)
         if shown:
             logging.enable_progress_bar()
 
@@ -449,122 +470,130 @@ def _save_with_tokenizer(model, module, task: str | None = None) -> Callable[[st
     return fill
 
 
-def _labels(model, task: str) -> dict:
-    """The config fields that make ``AutoModelForSequenceClassification`` build ``task``'s head: its labels (their
-    count is ``num_labels``) and problem type."""
+def load_settings(model, task: str) -> dict:
+    """``from_pretrained``'s settings that build ``task``'s head on a base without one — its labels (``id2label``
+    gives ``num_labels``) and problem type — in float32, as the run computed (a checkpoint stored in half precision
+    loads in it by default)."""
     config = task_config(model, task)
-    return {"id2label": config.id2label, "label2id": config.label2id, "problem_type": config.problem_type}
+    out = {"id2label": dict(config.id2label), "label2id": dict(config.label2id)}
+    if config.problem_type:
+        out["problem_type"] = config.problem_type
+    return {**out, "dtype": "float32"}
 
 
-def _trained_from(model) -> str:
-    info = _run(model)
-    pretrained = info.config.get("model") or "the embedded MiniLM"
-    frozen = model.config.freeze_trunk
-    return (
-        f"the pretrained {pretrained}, frozen (not trained by the run)"
-        if frozen
-        else f"{pretrained} as the run fine-tuned it (not the pretrained checkpoint)"
-    )
+@dataclass(frozen=True)
+class PeftBase:
+    """The base every adapter of a peft export names (``base_model_name_or_path``, ``revision``), and its copy in the
+    export (``DIR/base``, absolute)."""
+
+    name: str
+    revision: str | None
+    hub_id: str | None  # the name, where it is a hub id (the model card's ``base_model``)
+    copy: Path
+    is_checkpoint: bool  # the name is the checkpoint the run started from (else: the copy itself)
+    about: str  # what the named base is, in words (the model card says it)
 
 
-def _model_card(model, task: str, base: str) -> str:
-    """The adapter folder's README.md: the base it was trained on (the exported trunk), how to load it."""
-    info = _run(model)
-    method = {"lora": "LoRA", "ia3": "IA³"}[model.config.method]
-    auto = f"AutoPeftModelFor{get_kind(info.records[task].kind).hf_head}"
-    return (
-        "---\n"
-        f"base_model: {base}\n"
-        "library_name: peft\n"
-        f"tags:\n- {model.config.method}\n- pals-export\n"
-        "---\n\n"
-        f"# {task}\n\n"
-        f"A {method} adapter and the head of task `{task}` ({info.records[task].kind}, "
-        f"{model.tasks[task]} output{'s' if model.tasks[task] != 1 else ''}), step {info.step} of the pals-train run "
-        f"`{info.path}`.\n\n"
-        f"Base model: `{base}` (relative to this folder) — the trunk the run trained this adapter on: "
-        f"{_trained_from(model)}.\n\n"
-        "```python\n"
-        f"from peft import {auto}\n"
-        "from transformers import AutoTokenizer\n\n"
-        "# peft resolves the base path against the working directory: run this from inside this folder\n"
-        f'model = {auto}.from_pretrained(".")\n'
-        f'tokenizer = AutoTokenizer.from_pretrained(".")  # truncates to the run\'s max length, {info.max_len}\n'
-        "```\n"
-    )
+def _same_trunk(model, folder: str) -> bool:
+    """Whether the checkpoint ``folder`` holds the run's trunk weight for weight (a frozen trunk: it should; a
+    pooler the checkpoint lacks was drawn at random by the run, and then it does not)."""
+    from transformers import AutoModel
+
+    try:
+        loaded = AutoModel.from_pretrained(folder, dtype=torch.float32, local_files_only=True).state_dict()
+    except (OSError, ValueError):  # moved or changed since the run read it: the export's own copy is named
+        return False
+    ours = model.bert.state_dict()
+    return loaded.keys() == ours.keys() and all(torch.equal(loaded[k], ours[k].cpu()) for k in ours)
+
+
+def peft_base(model, out: Path) -> PeftBase:
+    """What a peft export's adapters name as their base: for a frozen trunk, the checkpoint the run started from,
+    as it names itself (``origin.trunk_origin``: its hub id and revision where it records them, else its absolute
+    path) — after checking it holds the run's trunk; for a fine-tuned trunk (or random weights) the trunk as trained,
+    ``out/base``, by its absolute path. Either way ``out/base`` holds the trunk as trained, the one copy in the
+    export (the model card's offline call loads it)."""
+    copy = out.resolve() / "base"
+    origin = trunk_origin(_run(model).config.get("model"))
+    if not trunk_frozen(model.config):
+        about = "the trunk as this run fine-tuned it, which no checkpoint holds"
+    elif origin.path is None:
+        about = "the run's randomly initialised trunk (pals-train --model tiny), which no checkpoint holds"
+    elif not _same_trunk(model, origin.path):
+        about = (
+            f"the trunk as the run built it: {origin.path} does not hold it weight for weight (a part the checkpoint "
+            "lacks, such as a pooler, was drawn at random; or it changed since)"
+        )
+    else:
+        about = "the checkpoint the run started from: the run kept its trunk frozen, so the adapter was trained on it"
+        return PeftBase(origin.name, origin.revision, origin.hub_id, copy, True, about)
+    return PeftBase(str(copy), None, None, copy, False, about)
+
+
+def _check_folder(model, task: str, folder: str, base: Path) -> None:
+    """Load the written adapter ``folder`` as the model card's offline call does (``base``: the export's copy of the
+    trunk) and compare its logits with the run's (``check_logits``): what is written is what is checked."""
+    from peft import PeftModel
+
+    hf = _auto(model, task).from_pretrained(str(base), **load_settings(model, task))
+    check_logits(model, task, PeftModel.from_pretrained(hf, folder).eval(), "peft")
 
 
 def export_peft(model, out: PathLike) -> Path:
-    """``out/base`` (the trained trunk, plain transformers, with the tokenizer) and one peft adapter folder per task
-    ``out/<task>`` (module docstring). ``ExportRefused`` for a design peft cannot express."""
+    """``out/base`` (the trunk as trained, plain transformers, with the tokenizer: the one copy of the base weights)
+    and one peft adapter folder per task ``out/<task>`` (the adapter, the task's head in ``modules_to_save``, the
+    tokenizer and a model card: ``cards.peft_card``), each naming its base as ``peft_base`` says and checked by
+    loading it back before it is put in place. ``ExportRefused`` for a design peft cannot express."""
     check_exportable(model)
-    _run(model)
+    info = _run(model)
     out = Path(out)
-    base = out / "base"
     if "base" in model.tasks:
-        raise ValueError(f"a task named 'base' would overwrite {base} (the trunk): use --format hf or onnx")
-    labels = {t: _labels(model, t) for t in model.tasks}
-    first = next(iter(labels.values()))
-    shared = all(v == first for v in labels.values())
-    trunk = copy.deepcopy(model.bert.config)
-    if shared:  # every task's head: DIR/base's config says its labels (AutoPeftModel… builds the head from it)
-        trunk.update(first)
+        raise ValueError(f"a task named 'base' would overwrite {out / 'base'} (the trunk): use --format hf or onnx")
     with _quiet():
-        _write_dir(base, _save_with_tokenizer(model, _with_config(model.bert, trunk)))
+        base = peft_base(model, out)
+        _write_dir(out / "base", _save_with_tokenizer(model, model.bert))
         for task in model.tasks:  # one task's model in memory at a time (each holds a copy of the trunk)
             pm = peft_model(model, task)
-            check_logits(model, task, pm, "peft")
-            # the base as a path relative to the adapter folder (a moved or copied export keeps it): DIR/base when
-            # every task's head has the same labels, else the task's own base beside its adapter (DIR/<task>/base)
-            rel = "../base" if shared else "base"
-            pm.peft_config[ADAPTER].base_model_name_or_path = rel
+            config = pm.peft_config[ADAPTER]
+            config.base_model_name_or_path, config.revision = base.name, base.revision
+            config.modules_to_save = _head(model, task, pm.get_base_model().base_model_prefix)[1]  # not peft's "score"
+            settings = load_settings(model, task)
 
-            def fill(folder: str, pm=pm, task=task, rel=rel) -> None:
-                with warnings.catch_warnings():  # peft looks for the base from the working directory: not here
-                    warnings.filterwarnings("ignore", message="Could not find a config file in")
-                    pm.save_pretrained(folder)
-                if not shared:
-                    own = copy.deepcopy(model.bert.config)
-                    own.update(labels[task])
-                    _save_with_tokenizer(model, _with_config(model.bert, own), task)(os.path.join(folder, rel))
-                save_tokenizer(_run(model), folder, task)
-                Path(folder, "README.md").write_text(_model_card(model, task, rel), encoding="utf-8")
+            def fill(folder: str, pm=pm, task=task, settings=settings) -> None:
+                pm.save_pretrained(folder, save_embedding_layers=False)  # embeddings untouched: no look-up of the base
+                save_tokenizer(info, folder, task)
+                card = peft_card(model, task, str((out / task).resolve()), base, settings)
+                Path(folder, "README.md").write_text(card, encoding="utf-8")
+                _check_folder(model, task, folder, base.copy)
 
             _write_dir(out / task, fill)
+            del pm
     return out
 
 
-class _with_config:
-    """``module`` saved with another config (its weights as they are): ``save_pretrained`` only."""
-
-    def __init__(self, module, config) -> None:
-        self.module, self.config = module, config
-
-    def save_pretrained(self, folder: str) -> None:
-        kept = self.module.config
-        self.module.config = self.config
-        try:
-            self.module.save_pretrained(folder)
-        finally:
-            self.module.config = kept
-
-
 def export_hf(model, out: PathLike) -> Path:
-    """One merged ``AutoModelForSequenceClassification`` folder per task, ``out/<task>`` (with the tokenizer).
-    ``ExportRefused`` for a design peft cannot express."""
+    """One merged ``AutoModelFor<head>`` folder per task, ``out/<task>`` (the tokenizer, a model card:
+    ``cards.hf_card``), checked by loading it back before it is put in place. ``ExportRefused`` for a design peft
+    cannot express."""
     check_exportable(model)
     _run(model)
     out = Path(out)
     with _quiet():
         for task in model.tasks:
             merged = peft_model(model, task, head=False).merge_and_unload()
-            check_logits(model, task, merged, "hf")
-            _write_dir(out / task, _save_with_tokenizer(model, merged, task))
+
+            def fill(folder: str, merged=merged, task=task) -> None:
+                _save_with_tokenizer(model, merged, task)(folder)
+                Path(folder, "README.md").write_text(hf_card(model, task, str((out / task).resolve())), "utf-8")
+                check_logits(model, task, _auto(model, task).from_pretrained(folder).eval(), "hf")
+
+            _write_dir(out / task, fill)
     return out
 
 
 __all__ = [
     "HEADS",
+    "PeftBase",
     "PEFT_METHODS",
     "TOKEN_HEADS",
     "PLACES",
@@ -572,6 +601,8 @@ __all__ = [
     "check_exportable",
     "export_hf",
     "export_peft",
+    "load_settings",
+    "peft_base",
     "peft_config",
     "peft_model",
     "task_config",

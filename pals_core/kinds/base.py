@@ -14,8 +14,11 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
-  ``baseline_text`` (the profile's label statistics);
-* the export — ``output_axes`` (ONNX), ``peft_task_type`` and ``problem_type`` (peft / transformers), or
+  ``baseline_text`` / ``distribution_text`` / ``chart`` (the profile's label statistics, printed and charted);
+* the export — ``output_axes`` (each ONNX logits output's axes), ``hf_head``, ``peft_task_type`` and ``problem_type``
+  (the transformers head class, peft task type and config field), ``pipeline_task``, ``pipeline_arguments`` /
+  ``pipeline_call_arguments`` and ``pipeline_reading`` (the transformers ``pipeline(...)`` call that reproduces
+  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them), or
   ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
   "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
@@ -35,6 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+OUTPUTS_AXIS = "C"
+"""The axis of a task's C_t outputs in ``Kind.output_axes`` (its one fixed axis; the others are dynamic)."""
 
 
 @dataclass
@@ -95,6 +102,11 @@ class Kind:
     peft_task_type: str | None = "SEQ_CLS"
     hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
+    output_axes: tuple[str, ...] = ("batch", OUTPUTS_AXIS)  # a logits output's axes (ONNX, export.json)
+    pipeline_task: str = "text-classification"  # transformers' pipeline serving the task's hf / peft export
+    pipeline_scores: dict[str, Any] = {}  # that pipeline's function_to_apply / top_k giving pals-predict's numbers
+    pipeline_call_arguments: dict[str, Any] = {}  # arguments each call of that pipeline takes (not its settings)
+    pipeline_reading: str = ""  # how the pipeline's output reads as pals-predict's columns (the model card says it)
     entropy_sampling: str | None = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
@@ -209,20 +221,32 @@ class Kind:
         raise NotImplementedError
 
     def distribution_text(self, profile: dict) -> str:
-        """The label statistics in a line of markdown: the explorer shows it instead of charting the label counts
-        ("": the counts are charted, one bar a label)."""
+        """The label statistics in a line of markdown, shown beside the chart (``chart``), or instead of it where
+        the kind charts nothing ("": the counts are charted, one bar a label, and say it all)."""
         return ""
+
+    def chart(self, profile: dict) -> dict | None:
+        """What the explorer charts of a profile, train and dev side by side: ``{"counts": {split: {bar: count}},
+        "of": {split: total}, "unit": what is counted}`` — each bar its count's share of its split's total; None:
+        nothing to chart (``distribution_text`` says it in words). By default the rows of each label, of all rows
+        (the counts ``distribution`` gives, as ``pals-tasks``' label table prints them)."""
+        if self.distribution_text(profile):
+            return None
+        dist = profile["distribution"]
+        return {
+            "counts": {s: dict(dist[s]) for s in ("train", "dev")},
+            "of": {"train": profile["train_rows"], "dev": profile["dev_rows"]},
+            "unit": "rows",
+        }
 
     # --- the export ----------------------------------------------------------------------------------
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch"}
-
-    def pipeline(self, stride: int | None) -> tuple[str, dict] | None:
-        """transformers' pipeline for a task of this kind on its hf export — (its name, the arguments after
-        ``model=<the task's folder>``) that reproduce ``pals-predict``'s labels; ``stride``: the run's windows
-        (``RunInfo.stride``). None where the kind declares none."""
-        return None
+    def pipeline_arguments(self, max_len: int, stride: int | None = None) -> dict[str, Any]:
+        """``pipeline(pipeline_task, …)``'s settings that reproduce ``pals-predict``: rows cut at the run's max length
+        as the run cut them (``truncation=True``: pairs longest first — the text-classification pipeline does not cut
+        by default), then ``pipeline_scores``; ``stride``: the run's windows (``RunInfo.stride``) for a kind whose
+        long rows are read in windows."""
+        return {"truncation": True, "max_length": max_len, **self.pipeline_scores}
 
     def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers
@@ -245,4 +269,4 @@ def counts_table(profile: dict, table, what: str) -> list[str]:
     return table([what, "train", "dev"], rows)
 
 
-__all__ = ["Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number"]
+__all__ = ["OUTPUTS_AXIS", "Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number"]

@@ -29,6 +29,29 @@ _REAPER_LOCK = threading.Lock()  # guards _CHILDREN's insertions and the reaper'
 _reaper: threading.Thread | None = None
 
 
+def zombie(pid: int) -> bool:
+    """``pid`` has ended but is not reaped yet (state Z or X)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
+
+
+def exit_status(proc: subprocess.Popen) -> int | None:
+    """Our child's exit status, None while it runs. ``Popen.poll`` answers None, not the status, while another
+    thread of this process (the reaper) polls the same child at that moment; a child the kernel says has ended is
+    then waited for (that thread's poll takes microseconds), so an ended child never reads as running."""
+    code = proc.poll()
+    if code is None and zombie(proc.pid):
+        try:
+            code = proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
+    return code
+
+
 def child(pid: Any, folder: Path) -> subprocess.Popen | None:
     """This process's child ``pid`` launched for ``folder``, if it is one."""
     entry = _CHILDREN.get(pid) if isinstance(pid, int) else None
@@ -78,7 +101,7 @@ def record_exit(folder: Path, pid: Any) -> int | None:
     if not _is_int(pid):
         return None
     proc = child(pid, folder)
-    exit_code = None if proc is None else proc.poll()
+    exit_code = None if proc is None else exit_status(proc)
     exit_file = read_json(Path(folder) / EXIT_FILE, or_none=True)
     if exit_code is not None and (exit_file or {}).get("pid") != pid:
         try:
@@ -97,7 +120,7 @@ def reap_children() -> list[int]:
     with _REAPER_LOCK:
         children = list(_CHILDREN.items())
     for pid, (proc, folder) in children:
-        if proc.returncode is None and proc.poll() is not None:
+        if proc.returncode is None and exit_status(proc) is not None:
             record_exit(folder, pid)
             done.append(pid)
     return done

@@ -20,21 +20,11 @@ from pathlib import Path
 
 from pals_core.train import lock as run_lock
 
-from .children import child
+from .children import child, exit_status, zombie
 
 EntryPoint = tuple[str, str]  # (the module run with ``-m``, the console script)
 TRAINER: EntryPoint = ("pals_core.cli.train", "pals-train")
 STUDY_WORKER: EntryPoint = ("studies.cli", "pals-study")
-
-
-def zombie(pid: int) -> bool:
-    """``pid`` has ended but is not reaped yet (state Z or X)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
 
 
 def out_of(argv: list[str], cwd: str | None) -> Path | None:
@@ -94,7 +84,7 @@ def owned_pid(folder: Path, record: dict | None, entry_point: EntryPoint) -> int
     pid = record.get("pid") if record else None
     proc = child(pid, Path(folder))
     if proc is not None:
-        return proc.pid if proc.poll() is None else None
+        return proc.pid if exit_status(proc) is None else None
     return launched_pid(record, Path(folder), entry_point)
 
 
@@ -104,7 +94,7 @@ def training_pid(run_dir: Path, launch: dict | None = None) -> int | None:
     run_dir = Path(run_dir)
     pid = launch.get("pid") if launch else None
     proc = child(pid, run_dir)
-    if proc is not None and proc.poll() is None:
+    if proc is not None and exit_status(proc) is None:
         return proc.pid
     holder = run_lock.holder(run_dir)
     if holder is not None and holder > 1 and (child(holder, run_dir) is not None or runs_entry(holder, run_dir)):

@@ -98,6 +98,13 @@ def _count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+def _as_shown(line: str) -> str:
+    """What a terminal shows of one line written with carriage returns: its last part that is not blank (tqdm clears
+    its bar with spaces before a line of text)."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    return parts[-1].rstrip() if parts else ""
+
+
 def _scalar(v: Any) -> Any:
     """A value a table cell can hold: a string, a finite number, or None (anything else as short text)."""
     if v is None or isinstance(v, str) or _number(v):
@@ -119,6 +126,7 @@ _PROGRESS = {
     "error": lambda v: isinstance(v, str),
     "updated": lambda v: isinstance(v, str),
     "pid": _count,
+    "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
     "scores": lambda v: (
         isinstance(v, dict) and all(isinstance(k, str) and (_number(x) or x is None) for k, x in v.items())
     ),
@@ -133,6 +141,7 @@ _SUMMARY = {
     "params": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
     "scores": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, dict) for k, x in v.items()),
     "untrained": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+    "tasks": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),  # each task's kind, labels, …
 }
 _LAUNCH = {
     "id": lambda v: isinstance(v, str),
@@ -253,7 +262,9 @@ class Run:
         return None
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of log.txt (at most 64 kB read)."""
+        """The last ``lines`` lines of log.txt (at most 64 kB read) as a terminal shows them: a progress bar redrawn
+        in place (carriage returns, no newline) is its latest state, one line, and the lines written between its
+        redraws (``pals-train``'s loss and evaluation lines) stand on their own."""
         path = self.path / "log.txt"
         try:
             with open_regular(path, "log", 1 << 50, OSError) as f:  # a FIFO named log.txt: "", never a hang
@@ -263,7 +274,8 @@ class Run:
                 text = f.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        shown = [_as_shown(line) for line in text.split("\n")]
+        return "\n".join([line for line in shown if line.strip()][-lines:])
 
     def row(self) -> dict:
         """One line of the runs table (every cell a string, a finite number or None)."""
@@ -273,7 +285,7 @@ class Run:
             tasks = ",".join(map(str, tasks))
         elif isinstance(tasks, dict):
             tasks = ",".join(map(str, tasks))
-        params = s.get("params") if isinstance(s.get("params"), dict) else {}
+        params = s.get("params") or p.get("params") or {}  # a running or stopped run: progress.json's, from its set-up
         row = {
             "run": self.id,
             "status": self.status,
@@ -289,6 +301,7 @@ class Run:
             "dev average": s.get("average", p.get("average")),
             "best average": p.get("best_average"),
             "task-specific params": params.get("task_specific"),
+            "trained params": params.get("trained"),
             "wall time (s)": s.get("wall_time_s", p.get("elapsed_s")),
             "started": self.started,
             "untrained": ",".join(map(str, s["untrained"])) if isinstance(s.get("untrained"), list) else None,

@@ -16,7 +16,7 @@ from pathlib import Path
 from pals_core.atomic import atomic_write_json
 from pals_core.train import lock as run_lock
 
-from .children import child
+from .children import child, exit_status
 from .proof import same_process
 
 CANCEL_FILE = "cancel.json"
@@ -45,7 +45,7 @@ def ended(folder: Path, pid: int, start: int | None) -> bool:
     """The process ``pid`` (started at ``start``) has ended: reaped here if it is our child, else gone or a zombie."""
     proc = child(pid, folder)
     if proc is not None:
-        return proc.poll() is not None
+        return exit_status(proc) is not None
     return not same_process(pid, start)
 
 

@@ -8,7 +8,9 @@ Layout (``$PALS_RUNS_DIR/study-workers``, default ``./runs/study-workers``: ``ro
     <folder>/log.txt       the worker's stdout and stderr
     <folder>/cancel.json   written when someone stops it
     <folder>/exit.json     the exit status, when the launching process reaped it
-    <folder>/<study>/…     the worker's ``--out`` is this folder: its trial run folders
+    <folder>/<study>/…     the worker's ``--out`` is this folder: its trial run folders, and
+                           ``study_progress.json``: the study's finished trials and its target, as the worker last
+                           counted them (every worker's trials: a retry of a dead worker's trial may run elsewhere)
 
 What a worker runs is the study's business: its argument list is built (and, on resume, rebuilt from the stored
 settings, validated) by ``studies.workers``, which calls ``start``/``resume`` here with it. This module only starts
@@ -42,6 +44,15 @@ RECORD = "worker.json"
 ARGV_GROUP = "pals_core.supervise.argv"  # entry points: kind → a function (Worker) -> argv, declared in pyproject
 STUDY_KIND = "study-worker"
 STOPPED_EXIT = 130  # ``pals-study run`` after SIGTERM: the trial re-queued
+STUDY_PROGRESS = "study_progress.json"  # written by a worker under its --out: {"study", "finished", "target"}
+
+
+def write_progress(folder: str | Path, study: str, finished: int, target: int) -> None:
+    """Record in ``folder`` (a worker's trial folder) how many trials its study holds finished — complete or pruned,
+    counted over every worker — out of its ``--trials`` target: what ``pals-runs list`` and the Studies page show as
+    the worker's progress."""
+    os.makedirs(folder, exist_ok=True)
+    atomic_write_json(Path(folder) / STUDY_PROGRESS, {"study": study, "finished": finished, "target": target})
 
 
 @dataclass
@@ -73,8 +84,15 @@ class Worker:
         except OSError:
             return ""
 
-    def runs_done(self) -> int:
-        """Run folders under this worker that hold a summary.json (its finished trials' runs)."""
+    def trials_done(self) -> int:
+        """The study's finished trials as this worker last counted them (its newest ``study_progress.json``: every
+        worker's trials, so a study brought to its target by a retry of another worker's trial reads as done); before
+        its first count, the run folders under it that hold a summary.json."""
+        found = sorted(self.path.rglob(STUDY_PROGRESS), key=lambda p: p.stat().st_mtime if p.is_file() else 0)
+        for path in reversed(found):
+            n = (read_json(path, or_none=True) or {}).get("finished")
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+                return n
         return sum(1 for _ in self.path.rglob("summary.json"))
 
 

@@ -168,7 +168,10 @@ class RunDir:
         average: float | None,
         best_average: float | None,
         error: str | None = None,
+        params: dict | None = None,
     ) -> None:
+        """``params``: the run's parameter counts (summary.json's ``params``), known from its set-up on: a running or
+        stopped run shows what it trains before its summary exists (None before the model is built)."""
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         atomic_write_json(
@@ -183,6 +186,7 @@ class RunDir:
                 "average": average,
                 "best_average": best_average,
                 "error": error,
+                "params": params,
                 "updated": now_iso(),
                 "pid": os.getpid(),
             },

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,7 +46,7 @@ from ..data.load import (
     read_tasks,
     tokenizer_path,
 )
-from ..data.metrics import dev_average, main_score
+from ..data.metrics import dev_average, main_score, majority_scores
 from ..data.samplers import make_sampler
 from ..data.task_sampler import TaskSampler
 from ..data.windows import window_stride
@@ -72,6 +73,7 @@ from .streams import TaskStream, process_slice
 
 OnEval = Callable[[int, dict, float], None]
 PROGRESS_EVERY_S = 5.0
+LOSS_LINE_EVERY_S = 30.0  # between evaluations, a line of the running train loss at most this often
 
 
 class TrainingDiverged(RuntimeError):
@@ -383,6 +385,7 @@ class _Run:
             average=last.get("average"),
             best_average=(st.best or {}).get("average"),
             error=error,
+            params=getattr(self, "params", None),  # set once the model is built (a set-up failure has none)
         )
 
     def checkpoint(self) -> None:
@@ -510,6 +513,7 @@ class _Run:
         st.last = {"step": st.step, "average": average, "scores": scores}
         if st.best is None or average > st.best["average"]:
             st.best = dict(st.last)
+        self.say(self.eval_line(train_loss))
         st.evaluated_step = st.step
         self.checkpoint()
         self.write_progress("running")
@@ -517,6 +521,31 @@ class _Run:
             self.in_on_eval = True
             self.on_eval(st.step, scores, average)
             self.in_on_eval = False
+
+    def say(self, line: str) -> None:
+        """One line in the run's log (stderr, the progress bar's stream, which the launcher writes to log.txt):
+        ``tqdm.write`` clears the bar, writes the line with its own newline and draws the bar again below it, so
+        the line stands on its own between the bar's carriage-return updates."""
+        if self.show_progress and self.main:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"pals-train: {line}", file=sys.stderr)
+
+    def eval_line(self, train_loss: float | None) -> str:
+        """'step 40/120 · train loss 0.6931 · dev average 52.31 (best 52.31 at step 40) · rte accuracy 52.31 · …':
+        an evaluation as the log shows it, each task's main metric as ``pals-train``'s closing table prints it."""
+        st = self.st
+        parts = [f"step {st.step:,}/{self.cfg.steps:,}"]
+        if train_loss is not None:
+            parts.append(f"train loss {train_loss:.4f}")
+        best = st.best or {}
+        parts.append(
+            f"dev average {100 * st.last['average']:.2f} (best {100 * best['average']:.2f} at step {best['step']:,})"
+        )
+        for t, s in st.last["scores"].items():
+            r = self.records[t]
+            parts.append(f"{t} {r.main_metric} {get_kind(r.kind).metric_text(r.main_metric, main_score(r, s))}")
+        return " · ".join(parts)
 
     def is_eval_step(self, step: int) -> bool:
         return step % self.cfg.eval_every == 0 or step == self.cfg.steps
@@ -547,7 +576,7 @@ class _Run:
         # the first step whose loss is not finite, kept on the device (read at the next sync point)
         self.step_t = torch.tensor(st.step, dtype=torch.long, device=self.acc.device)
         self.first_bad = torch.tensor(-1, dtype=torch.long, device=self.acc.device)
-        last_check = time.monotonic()
+        last_check = last_line = time.monotonic()
         try:
             while st.step < cfg.steps:
                 if self.stop_requested():
@@ -569,7 +598,15 @@ class _Run:
                 saving = bool(save_every) and st.step % save_every == 0
                 if evaluating or saving or self.stop_flag.is_set() or time.monotonic() - last_check > PROGRESS_EVERY_S:
                     last_check = time.monotonic()
-                    self.check_finite(loss_acc)
+                    self.check_finite(loss_acc)  # reads the loss sum: a line of it costs no extra sync
+                    if not evaluating and st.loss_n and last_check - last_line >= LOSS_LINE_EVERY_S:
+                        last_line = last_check
+                        self.say(
+                            f"step {st.step:,}/{cfg.steps:,} · train loss {float(loss_acc.item()) / st.loss_n:.4f} "
+                            f"(mean since step {st.evaluated_step:,})"
+                        )
+                if evaluating:
+                    last_line = time.monotonic()  # the evaluation's line gives the loss
                 if evaluating or saving or self.stop_flag.is_set():
                     st.loss_sum = float(loss_acc.item())
                     bar.set_postfix(loss=f"{st.loss_sum / max(st.loss_n, 1):.4f}", refresh=False)
@@ -632,6 +669,26 @@ class _Run:
         self.st.eval_time_s += time.monotonic() - t0
         return scores
 
+    def majority(self) -> dict:
+        """Each trained task's trivial baseline (``Kind.baseline``: the most frequent training class, the training
+        mean, …) scored on the dev rows this run evaluates (``data.metrics.majority_scores``), in the form of
+        ``scores``: what a design that learnt nothing scores. A task whose baseline cannot be scored is left out (a
+        reference figure never fails a run)."""
+        out = {}
+        for t in self.trained:
+            data = self.data[t]
+            try:
+                scores = majority_scores(
+                    self.records[t],
+                    data.train.gold,
+                    {s: e.gold for s, e in data.dev.items()},
+                    data.num_labels,
+                )
+            except ValueError:
+                continue
+            out[t] = {k: float(v) for k, v in scores.items()}
+        return out
+
     def summary(self) -> dict:
         st = self.st
         config = read_json(self.run.config)
@@ -644,6 +701,7 @@ class _Run:
             "wall_time_s": round(self.elapsed(), 3),
             "steps": st.step,
             "final": st.last,
+            "majority": self.majority(),  # each task's trivial baseline on the same dev rows
             "task_steps": st.task_steps,
             # tasks no step trained (MT-Uncertainty may starve one): their dev scores are the untrained head's
             "untrained": [t for t in self.trained if st.task_steps.get(t, 0) == 0],

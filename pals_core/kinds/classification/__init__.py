@@ -32,6 +32,11 @@ class Classification(Kind):
     fields = ("labels", "positive")
     field_notes = {"positive": "binary classification (f1)"}
     problem_type = "single_label_classification"
+    pipeline_scores = {"function_to_apply": "softmax", "top_k": None}
+    pipeline_reading = (
+        "every label with its softmax probability, best first: the first is pals-predict's `{task}` and "
+        "`{task}_prob`, all of them its `--probs` columns"
+    )
 
     def applies(self, metric: str, num_labels: int | None) -> bool:
         return not (metric == "f1" and num_labels not in (None, 2))

@@ -48,6 +48,11 @@ class Multilabel(Kind):
     fields = ("labels", "label_sep")
     field_notes = {"label_sep": "multilabel tasks"}
     problem_type = "multi_label_classification"
+    pipeline_scores = {"function_to_apply": "sigmoid", "top_k": None}
+    pipeline_reading = (
+        "every label with its sigmoid probability, best first: the labels above 0.5 (a logit above 0) are "
+        "pals-predict's `{task}`, the probabilities its `--probs` columns"
+    )
     entropy_sampling = None
     entropy_refusal = (
         "sampling mt_uncertainty ranks rows by the entropy of one softmax over a task's classes; a "

@@ -37,6 +37,8 @@ class Regression(Kind):
     field_notes = {"range": "regression tasks"}
     has_labels = False
     problem_type = "regression"
+    pipeline_scores = {"function_to_apply": "none"}
+    pipeline_reading = "the head's raw output as its `score`: pals-predict's `{task}`, in the task's own units"
     entropy_sampling = "borrow"
     in_units = LOWER_BETTER
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import TaskOutputs
+from ..base import OUTPUTS_AXIS, TaskOutputs
 from ..labels import softmax
 
 OUTSIDE = "O"
@@ -46,6 +46,17 @@ class TokenOutputs:
     peft_task_type: str | None = "TOKEN_CLS"
     hf_head = "TokenClassification"
     problem_type = ""  # transformers' ForTokenClassification reads none
+    output_axes = ("batch", "sequence", OUTPUTS_AXIS)
+    pipeline_task = "token-classification"
+    pipeline_call_arguments = {"is_split_into_words": True}  # a row is its list of words, as pals-predict reads it
+    pipeline_reading = (
+        "one entity a run of words of one tag (B-/I- joined, O left out), each word tagged by its first sub-token "
+        "as pals-predict tags it (`{task}`), `score` the mean of its words' probabilities; a sentence longer than "
+        "the tokenizer's `model_max_length` (the run's max length) is read in the run's overlapping windows (`stride`) "
+        "as pals-predict reads it — only on a word two windows share and tag differently may the two differ: the "
+        "pipeline keeps the longer or better-scored of overlapping entities, pals-predict the tag of the window that "
+        "gives the word the most context"
+    )
     entropy_sampling: str | None = "softmax"  # MT-Uncertainty: a row's entropy is the mean of its words'
 
     # --- the head ------------------------------------------------------------------------------------
@@ -62,19 +73,13 @@ class TokenOutputs:
         """One logits vector per token: batch · n · C."""
         return batch * seq * num_labels
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch", 1: "sequence"}
-
-    def pipeline(self, stride: int | None) -> tuple[str, dict]:
-        """``pipeline("token-classification", model=DIR, aggregation_strategy="first", stride=S)``: a word's tag is its
-        first sub-token's (``first``), and a sentence longer than the exported tokenizer's ``model_max_length`` (the
-        run's max length) is read in the run's windows (``stride``; none when the run cut such sentences). Call it on
-        a list of words with ``is_split_into_words=True`` (or on their text joined by spaces); its entities are the
-        run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
-        return "token-classification", {
-            "aggregation_strategy": "first",
-            **({"stride": stride} if stride is not None else {}),
-        }
+    def pipeline_arguments(self, max_len: int, stride: int | None = None) -> dict[str, Any]:
+        """The token-classification pipeline's settings that reproduce ``pals-predict``: each word tagged by its first
+        sub-token (``aggregation_strategy="first"``; "simple" would split a word whose sub-tokens disagree), and a
+        sentence longer than the exported tokenizer's ``model_max_length`` (the run's max length) read in the run's
+        windows (``stride``; none when the run cut such sentences). It takes no ``max_length`` of its own; its entities
+        are the run's tags grouped as transformers groups them (``entity_group`` without B-/I-; "O" words left out)."""
+        return {"aggregation_strategy": "first", **({"stride": stride} if stride is not None else {})}
 
     # --- the outputs ---------------------------------------------------------------------------------
 

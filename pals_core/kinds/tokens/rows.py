@@ -193,15 +193,26 @@ class TokenRows:
     def baseline_text(self, profile: dict) -> str:
         return "all O (entity F1 0)"
 
+    def chart(self, profile: dict) -> dict:
+        """The entities of each type (seqeval's chunks), train and dev: each type's share of its split's entities,
+        the counts ``pals-tasks``' entity table prints."""
+        dist = profile["distribution"]
+        types = list(dict.fromkeys([*dist["train"]["entities"], *dist["dev"]["entities"]]))
+        counts = {s: {t: int(dist[s]["entities"].get(t, 0)) for t in types} for s in ("train", "dev")}
+        return {"counts": counts, "of": {s: sum(c.values()) for s, c in counts.items()}, "unit": "entities"}
+
     def distribution_text(self, profile: dict) -> str:
-        d = profile["distribution"]["train"]
-        w = d["words_per_sentence"]
-        entities = " · ".join(f"{t} {n:,}" for t, n in d["entities"].items()) or "none"
-        text = (
-            f"**{profile['name']}** (one tag per word) — train: {d['sentences']:,} sentences, words per sentence "
-            f"p50 {w['p50']} · p95 {w['p95']} · max {w['max']}; 'O' on {100 * d['o_share']:.1f}% of words; "
-            f"entities: {entities}"
-        )
+        """Train and dev as ``pals-tasks`` prints them (sentences, words, words per sentence, the share tagged "O");
+        the entities per type are charted (``chart``)."""
+        parts = []
+        for s in ("train", "dev"):
+            d = profile["distribution"][s]
+            w = d["words_per_sentence"]
+            parts.append(
+                f"{s}: {d['sentences']:,} sentences · {d['words']:,} words · words per sentence p50 {w['p50']} · "
+                f"p95 {w['p95']} · max {w['max']} · 'O' on {100 * d['o_share']:.1f}% of words"
+            )
+        text = f"**{profile['name']}** (one tag per word) — " + "; ".join(parts)
         tokens = profile.get("tokens") or {}
         if tokens.get("rows_windowed"):
             text += (
