@@ -340,6 +340,40 @@ def test_squad_rows_are_read_with_their_answers_and_unanswerable_questions(tmp_p
     assert "25.0 %" in KIND.profile_lines({"distribution": {"train": train, "dev": dev}}, None)[0]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_squad_file_needs_only_its_paths_and_its_kind(tmp_path, fmt):
+    """A tasks-file entry ``{train, dev, kind: span}`` reads SQuAD's columns (question, context, answers): the
+    questions and contexts as pairs, each question's answers checked, the head's two outputs."""
+    from pals_core.tasks.rows import num_labels, read_rows
+    from pals_core.tasks.taskfile import read_tasks_file
+
+    rows = [dict(r, answers=r["answers"]) for r in SQUAD_ROWS[:3]]  # one layout a file: datasets' dict of lists
+    if fmt == "jsonl":
+        for name in ("train", "dev"):
+            (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for name in ("train", "dev"):
+            pq.write_table(pa.Table.from_pylist(rows), tmp_path / f"{name}.parquet")
+    (tmp_path / "tasks.yaml").write_text(f"tasks:\n  qa: {{train: train.{fmt}, dev: dev.{fmt}, kind: span}}\n")
+    record = read_tasks_file(tmp_path / "tasks.yaml")["qa"]
+    assert (record.text, record.label, record.pair) == (("question", "context"), "answers", True)
+    assert num_labels(record) == 2
+    train, dev, names = read_rows(record)
+    assert names == () and train.text_a == [r["question"] for r in rows] and dev.text_b == [CONTEXT] * 3
+    assert train.labels == [(("The Normans", 0), ("Normans", 4)), (("10th", 39),), ()]
+    # what a user names still wins over the defaults
+    (tmp_path / "renamed.jsonl").write_text(
+        "".join(json.dumps({"q": r["question"], "c": r["context"], "a": r["answers"]}) + "\n" for r in rows)
+    )
+    (tmp_path / "tasks.yaml").write_text("tasks:\n  qa: {train: renamed.jsonl, kind: span, text: [q, c], label: a}\n")
+    record = read_tasks_file(tmp_path / "tasks.yaml")["qa"]
+    assert (record.text, record.label) == (("q", "c"), "a")
+    assert read_rows(record, seed=0)[0].text_b == [CONTEXT] * 2  # train less the held-out dev row
+
+
 @pytest.mark.parametrize(
     "answers, message",
     [

@@ -7,6 +7,7 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 * the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
 * the rows — ``per_word`` (a row is a list of words with one label each, not a text with one label),
+  ``record_defaults`` (the fields a tasks-file entry of the kind gets when it leaves them out),
   ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
@@ -111,6 +112,7 @@ class Kind:
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
     per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
+    record_defaults: dict = {}  # fields a tasks-file entry of this kind gets when it leaves them out
 
     # --- the record ----------------------------------------------------------------------------------
 

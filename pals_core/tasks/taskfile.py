@@ -6,11 +6,12 @@
         dev: data/intent_dev.csv         # optional: else dev_fraction (default 0.1) of train, split by the seed
         text: message                    # one column, or [premise, hypothesis] for a pair
         label: intent
-        kind: classification             # classification | regression | multilabel | tokens
+        kind: classification             # classification | regression | multilabel | tokens | span
         labels: [billing, refund, other] # optional: fixes the class order
         metric: macro_f1                 # optional main metric
       tags: {train: data/tickets.parquet, text: body, label: tags, kind: multilabel}
       entities: {train: data/ner.conll, kind: tokens}  # CoNLL: words in the first column, tags in the last
+      squad: {train: data/squad_train.jsonl, kind: span}  # SQuAD's layout: question, context, answers
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
 A top-level ``model:`` names the model the tasks are meant for (a preset such as ``all-MiniLM-L6-v2``, a HF
@@ -18,7 +19,8 @@ A top-level ``model:`` names the model the tasks are meant for (a preset such as
 ``pals-budget``, ``pals-train`` and the explorer price and train it unless ``--model`` (the sidebar's model) says
 otherwise.
 
-Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
+A field an entry leaves out that its kind declares a default for (``Kind.record_defaults``: a span task's text is
+SQuAD's ``[question, context]``, its label ``answers``) takes that default. Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
 ``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong. Names and text are
 read as written (``_yaml_load``): a key YAML 1.1 would turn into a boolean, a number or null (``yes:``, ``1:``,
 ``010:``, ``null:``) is refused with the quoting that keeps it, a text field takes a scalar's text (``labels: [yes,
@@ -32,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
 from ..kinds.errors import TaskRecordError
 from .glue_tasks import get_task, glue_name, glue_record
 from .record import TaskRecord
@@ -208,6 +211,9 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
             d[key] = str(entry[key])
     if "dev_fraction" in entry:
         d["dev_fraction"] = entry["dev_fraction"]
+    if d.get("kind", DEFAULT_KIND) in PACKAGES:  # an unknown kind is named by the record's check
+        for key, value in get_kind(d.get("kind", DEFAULT_KIND)).record_defaults.items():
+            d.setdefault(key, value)
     try:
         return TaskRecord(**d).check()
     except TaskRecordError as e:

@@ -18,6 +18,7 @@ from .rows import SpanRows
 class Span(SpanRows, SpanOutputs, Kind):
     name = "span"
     metrics = {"f1": FRACTION, "exact_match": FRACTION}
+    record_defaults = {"text": ("question", "context"), "label": "answers"}  # SQuAD's columns
 
 
 KIND = Span()
