@@ -458,6 +458,85 @@ def test_each_window_trains_on_the_answer_tokens_as_run_qa_prepares_them():
     assert checked["answer"] >= 3 and checked["cls"] >= 3  # windows holding the answer and windows without it
 
 
+def _long_pairs(words, n=5, seed=0):
+    """(question, context, answers) rows of ``words``: contexts long enough for several windows, an answer of one to
+    three words at a random place (one in five unanswerable), questions of 1-3 words (one with leading spaces)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        context = " ".join(rng.choice(words, size=int(rng.integers(8, 40))))
+        k = int(rng.integers(1, 4))
+        spots = [m.start() for m in re.finditer(r"(?<!\S)\S", context)]
+        start = spots[int(rng.integers(0, max(1, len(spots) - k)))]
+        text = " ".join(context[start:].split()[:k])
+        answers = {"text": [text], "answer_start": [start]} if i % 5 != 4 else {"text": [], "answer_start": []}
+        question = ("  " if i == 1 else "") + " ".join(rng.choice(words, size=int(rng.integers(1, 4))))
+        out.append((question, context, answers))
+    return out
+
+
+@pytest.mark.parametrize("stride", [0, 2, 5])
+def test_pair_windows_are_the_fast_tokenizers_only_second_overflow_windows_on_every_family(stride):
+    """(question, context) pairs read by ``pair_windows``: every window's ids, token types and context offsets are
+    the fast tokenizer's with ``truncation="only_second"``, the stride and ``return_overflowing_tokens`` (what the
+    question-answering example and the card read), each mapped to its question as ``overflow_to_sample_mapping``;
+    each window trains on the tokens run_qa's ``prepare_train_features`` gives it."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_tokenizers import WORDS, family_tokenizers
+
+    from pals_core.data.load import load_tokenizer, minilm_path
+    from pals_core.data.windows import count_windows, pair_tokens, pair_windows
+    from pals_core.kinds.span.rows import window_labels
+
+    tokenizers = {"minilm": load_tokenizer(minilm_path()), **family_tokenizers()}
+    max_len, several, trained = 32, 0, collections.Counter()
+    for name, tok in tokenizers.items():
+        pairs = _long_pairs(list(WORDS))
+        questions, contexts = [p[0] for p in pairs], [p[1] for p in pairs]
+        got = pair_windows(tok, questions, contexts, max_len, stride)
+        want = tok(
+            [q.lstrip() for q in questions],
+            contexts,
+            truncation="only_second",
+            max_length=max_len,
+            stride=stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            return_token_type_ids=True,
+        )
+        assert got["input_ids"] == want["input_ids"], name
+        if "token_type_ids" in tok.model_input_names:  # a model that reads none (XLM-R, ModernBERT) is given none;
+            assert got["token_type_ids"] == want["token_type_ids"], name  # their overflow marks the context 1 (its
+            # first window 0)
+        assert got["row"] == list(want["overflow_to_sample_mapping"]), name
+        golds = [tuple(zip(a["text"], a["answer_start"])) for _, _, a in pairs]
+        labels = window_labels(got["offsets"], got["row"], golds)
+        for k in range(len(want["input_ids"])):
+            side = want.sequence_ids(k)
+            offsets = [tuple(o) if s == 1 else (-1, -1) for o, s in zip(want["offset_mapping"][k], side)]
+            assert [tuple(o) for o in got["offsets"][k].tolist()] == offsets, (name, k)
+            ref = _ref_positions(side, want["offset_mapping"][k], pairs[got["row"][k]][2])
+            assert tuple(labels[k]) == ref, (name, k)
+            trained["answer" if ref != (0, 0) else "cls"] += 1
+        n, fixed = pair_tokens(tok, questions, contexts)
+        counts = [count_windows(int(a), int(b), max_len, stride) for a, b in zip(n, fixed)]
+        assert counts == list(np.bincount(got["row"], minlength=len(pairs))), name
+        several += sum(c > 1 for c in counts)
+    assert several >= 10 and trained["answer"] >= 10 and trained["cls"] >= 10, (several, trained)
+
+
+def test_a_question_leaving_no_room_to_step_is_refused_naming_its_row():
+    from pals_core.data.load import load_tokenizer, minilm_path
+    from pals_core.data.windows import pair_windows
+
+    tok = load_tokenizer(minilm_path())
+    with pytest.raises(ValueError, match=r"row 2: its question and special tokens take 15 of the 16 tokens"):
+        pair_windows(tok, ["who?", "a b c d e f g h i j k l"], [CONTEXT, CONTEXT], 16, 3)
+
+
 # --- the loss: transformers' ForQuestionAnswering ------------------------------------------------------------------
 
 

@@ -84,6 +84,19 @@ def answer_tokens(offsets: Any, answer: tuple[str, int] | None) -> tuple[int, in
     return start - 1, end + 1
 
 
+def window_labels(offsets: Sequence[Any], rows: Sequence[int], golds: Sequence[Gold]):
+    """(windows, 2) int64: each window's start and end token (``answer_tokens``) of the first answer of the question
+    it reads (``rows[k]``; ``pals_core.data.windows.pair_windows``), ``CLS`` for both where the window does not hold
+    the whole answer or the question has none."""
+    import numpy as np
+
+    out = np.empty((len(rows), 2), dtype=np.int64)
+    for k, (window, row) in enumerate(zip(offsets, rows)):
+        gold = golds[row]
+        out[k] = answer_tokens(window, gold[0] if gold else None)
+    return out
+
+
 def _percentiles(values: Sequence[int]) -> dict:
     import math
 
@@ -181,4 +194,4 @@ class SpanRows:
         )
 
 
-__all__ = ["CLS", "Gold", "SpanRows", "answer_tokens", "read_answers"]
+__all__ = ["CLS", "Gold", "SpanRows", "answer_tokens", "read_answers", "window_labels"]
