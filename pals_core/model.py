@@ -104,7 +104,13 @@ class MultiTaskModel(nn.Module):
     """
 
     def __init__(
-        self, trunk: nn.Module, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+        self,
+        trunk: nn.Module,
+        config: AdapterConfig,
+        tasks: TaskSpec,
+        *,
+        per_word: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> None:
         super().__init__()
         shape, task_dict = validate(trunk.config, config, tasks)
@@ -117,41 +123,56 @@ class MultiTaskModel(nn.Module):
         self._spec = get_adapter(config.method)
         self.tasks: dict[str, int] = {}
         self.per_word: set[str] = set()  # tagging tasks: a head on every token, logits (B, n, C_t)
+        self.spans: set[str] = set()  # extractive-QA tasks: a start and an end logit on every token, (B, n, 2)
         self.adapters = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
         self.dropout = nn.Dropout(self.trunk.classifier_dropout)
+        self.span_dropout = nn.Dropout(self.trunk.span_dropout)  # the family's …ForQuestionAnswering's (often 0)
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
         if trunk_frozen(config):  # freeze_trunk None: the method's own (Method.trunk), as the calculator prices it
             self.bert.requires_grad_(False)
         elif config.per_task_pooler and self.trunk.pooler is not None:
             self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
-            self.add_task(name, num_labels, per_word=name in per_word)
+            self.add_task(name, num_labels, per_word=name in per_word, span=name in spans)
 
     # --- construction ------------------------------------------------------------------------------
 
     @classmethod
     def from_base_config(
-        cls, hf_config, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+        cls,
+        hf_config,
+        config: AdapterConfig,
+        tasks: TaskSpec,
+        *,
+        per_word: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
         dict; ``AutoModel.from_config``). Works under ``with torch.device("meta"):`` to count a large model
         without allocating it."""
         hf = _hf_config(hf_config)
         validate(hf, config, tasks)
-        return cls(build_base(hf), config, tasks, per_word=per_word).eval()
+        return cls(build_base(hf), config, tasks, per_word=per_word, spans=spans).eval()
 
     @classmethod
     def from_base(
-        cls, model: str | None, config: AdapterConfig, tasks: TaskSpec, *, per_word: Collection[str] = ()
+        cls,
+        model: str | None,
+        config: AdapterConfig,
+        tasks: TaskSpec,
+        *,
+        per_word: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
         local folder, or ``"tiny"`` (``base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
-        current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``)."""
+        current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``); ``spans``: the extractive-QA ones
+        (``Kind.span_head``)."""
         if model == TINY:
-            return cls.from_base_config(tiny_config_dict(), config, tasks, per_word=per_word)
-        return cls.from_pretrained(model, config, tasks, per_word=per_word)
+            return cls.from_base_config(tiny_config_dict(), config, tasks, per_word=per_word, spans=spans)
+        return cls.from_pretrained(model, config, tasks, per_word=per_word, spans=spans)
 
     @classmethod
     def from_pretrained(
@@ -162,6 +183,7 @@ class MultiTaskModel(nn.Module):
         *,
         dtype: torch.dtype = torch.float32,
         per_word: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
         MiniLM. Nothing is downloaded."""
@@ -175,7 +197,7 @@ class MultiTaskModel(nn.Module):
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)
-        return cls(trunk, config, tasks, per_word=per_word).eval()
+        return cls(trunk, config, tasks, per_word=per_word, spans=spans).eval()
 
     @classmethod
     def from_run(
@@ -187,7 +209,8 @@ class MultiTaskModel(nn.Module):
         finished-or-checkpointed run or a step it does not keep."""
         info = read_run(run_dir, step)
         per_word = [t for t, r in info.records.items() if get_kind(r.kind).per_word]
-        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, per_word=per_word)
+        spans = [t for t, r in info.records.items() if get_kind(r.kind).span_head]
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, per_word=per_word, spans=spans)
         load_model(model, info.checkpoint)
         model = model.to(device).eval()
         model.run = info
@@ -206,10 +229,13 @@ class MultiTaskModel(nn.Module):
             self.shape,
         )
 
-    def add_task(self, name: str, num_labels: int, *, per_word: bool = False) -> None:
+    def add_task(self, name: str, num_labels: int, *, per_word: bool = False, span: bool = False) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
         dtype, in the model's train/eval mode. ``per_word``: a tagging task — the family's token head
-        (``Trunk.new_token_head``) on every token, no pooler."""
+        (``Trunk.new_token_head``) on every token, no pooler. ``span``: an extractive-QA task (``num_labels`` 2) —
+        the family's question-answering head (``Trunk.new_span_head``) on every token, no pooler."""
+        if per_word and span:
+            raise ValueError(f"task {name!r}: a tagging head or a span head, not both")
         _check_task_name(name)
         if name in self.tasks:
             raise ValueError(f"task {name!r} exists already")
@@ -217,14 +243,18 @@ class MultiTaskModel(nn.Module):
         ref = next(self.bert.parameters())
         modules = {
             "adapters": self._spec.build(self._context(name, num_labels)),
-            "heads": self.trunk.new_token_head(num_labels) if per_word else self.trunk.new_head(num_labels),
+            "heads": self.trunk.new_span_head()
+            if span
+            else self.trunk.new_token_head(num_labels)
+            if per_word
+            else self.trunk.new_head(num_labels),
         }
         for layer in modules["heads"].modules():
             if isinstance(layer, nn.Linear):
                 nn.init.normal_(layer.weight, std=self.base_config.initializer_range)
                 if layer.bias is not None:
                     nn.init.zeros_(layer.bias)
-        if self.poolers is not None and not per_word:
+        if self.poolers is not None and not per_word and not span:
             modules["poolers"] = copy.deepcopy(self.trunk.pooler)
         for group, module in modules.items():
             module.to(device=ref.device, dtype=ref.dtype).requires_grad_(True).train(self.training)
@@ -232,6 +262,8 @@ class MultiTaskModel(nn.Module):
         self.tasks[name] = num_labels
         if per_word:
             self.per_word.add(name)
+        if span:
+            self.spans.add(name)
 
     def remove_task(self, name: str) -> None:
         """Drop a task and its weights."""
@@ -241,6 +273,7 @@ class MultiTaskModel(nn.Module):
                 del group[name]
         del self.tasks[name]
         self.per_word.discard(name)
+        self.spans.discard(name)
 
     # --- forward -------------------------------------------------------------------------------------
 
@@ -255,6 +288,8 @@ class MultiTaskModel(nn.Module):
         return h, self.trunk.prepare(h, attention_mask)
 
     def _classify(self, task: str, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if task in self.spans:
+            return self.trunk.tag(self.heads[task], self.span_dropout, hidden)
         if task in self.per_word:
             return self.trunk.tag(self.heads[task], self.dropout, hidden)
         pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
@@ -283,7 +318,7 @@ class MultiTaskModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t)."""
+        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t); a span task's (B, n, 2)."""
         return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
 
     @property
@@ -317,8 +352,9 @@ class MultiTaskModel(nn.Module):
         if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
             h = self.trunk.finish(h)
             if self.trunk.pooler is not None:
-                pooled = self.dropout(self.trunk.pooler(h)) if set(names) - self.per_word else None
-                return {t: self._classify(t, h) if t in self.per_word else self.heads[t](pooled) for t in names}
+                tokens = self.per_word | self.spans  # heads on every token: no pooler
+                pooled = self.dropout(self.trunk.pooler(h)) if set(names) - tokens else None
+                return {t: self._classify(t, h) if t in tokens else self.heads[t](pooled) for t in names}
             return {t: self._classify(t, h, attention_mask) for t in names}
         out = {}
         for t in names:  # the per-task remainder; each iteration is one batched pass

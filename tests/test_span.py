@@ -640,3 +640,35 @@ def test_the_cards_code_answers_as_the_kinds_decoding_on_the_same_windows(tmp_pa
         assert prob == pytest.approx(want.prob, rel=1e-5)
         seen.append(text)
     assert any(t not in ("", EMPTY) for t in seen), seen  # spans of the context, not only placeholders
+
+
+# --- MT-Uncertainty: a window's start and end distributions ------------------------------------------------------
+
+
+def test_mt_uncertainty_scores_a_span_window_by_its_start_and_end_entropies():
+    """H' of a span task's window is the mean of its start and end distributions' entropies over its real tokens,
+    each over log n (scipy's entropy written out here); padding changes nothing; a sentence task beside it keeps its
+    softmax over C."""
+    import torch
+    from scipy.stats import entropy
+
+    from pals_core.data.mt_uncertainty import normalised_entropies
+    from pals_core.model import MultiTaskModel
+    from pals_core.pricing.config import AdapterConfig
+
+    torch.manual_seed(0)
+    model = MultiTaskModel.from_base("tiny", AdapterConfig(method="shared"), {"qa": 2, "cls": 3}, spans=["qa"])
+    ids = torch.randint(5, 100, (3, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0  # a shorter window, padded
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+    qa, cls = normalised_entropies(model, [("qa", batch), ("cls", batch)])
+    with torch.no_grad():
+        logits = model(task="qa", **batch).numpy()
+    for i in range(3):
+        n = int(mask[i].sum())
+        want = np.mean([entropy(np.exp(z - z.max()) / np.exp(z - z.max()).sum()) / np.log(n) for z in logits[i, :n].T])
+        assert qa[i] == pytest.approx(want, rel=1e-5)
+    short = {k: v[1:2, :6] for k, v in batch.items()}  # the padded window alone, unpadded
+    assert normalised_entropies(model, [("qa", short)])[0][0] == pytest.approx(qa[1], rel=1e-5)
+    assert cls.shape == (3,) and np.all((cls > 0) & (cls <= 1))

@@ -76,6 +76,7 @@ def replay_forward(
     pooler_trains: bool,
     records: bool = True,
     per_word: bool = False,
+    span: bool = False,
 ) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
     top stack, the family's head — as its ``Replay`` says.
@@ -84,7 +85,8 @@ def replay_forward(
     and input (``Record``), then applied wherever they recur — a plain layer everywhere, an adapted layer wherever its
     method's hooks do the same (``ActivationHooks.layer_key``) — so the per-layer work is derived once per model ×
     method and summed per location. ``records=False`` replays every op in place: the reference the records are held
-    to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``)."""
+    to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``); ``span``: an
+    extractive-QA task's (``Replay.span``)."""
     replay = replay_of(m)
     book = _book(tr, m) if records else None
     emb_trains = hooks.embeddings_train() and not freeze_trunk
@@ -110,6 +112,10 @@ def replay_forward(
     else:
         h = recorded(tr, book, ("finish", not freeze_trunk), h, lambda sub: replay.finish(sub, m, h, not freeze_trunk))
     h = hooks.adapt_top(h)
+    if span:
+        if book is None:
+            return replay.span(tr, m, h)
+        return recorded(tr, book, ("span",), h, lambda sub: replay.span(sub, m, h))
     if per_word:
         if book is None:
             return replay.tag(tr, m, h)
@@ -282,6 +288,7 @@ def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) ->
         pooler_trains=pooler_trains,
         records=records,
         per_word=get_kind(ds.tasks[0].kind).per_word,
+        span=get_kind(ds.tasks[0].kind).span_head,
     )
     return tr
 
@@ -301,8 +308,8 @@ def trainable_tensors(ds) -> int:
     replay, pooler = replay_of(m), get_family(m.family).pooler
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
     heads = replay.head_tensors(m) + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
-    tags = replay.token_head_tensors(m)  # a tagging task's head: no pooler of its own
-    adapters = shared + sum(per_task + (tags if get_kind(t.kind).per_word else heads) for t in ds.tasks)
+    tags = replay.token_head_tensors(m)  # a tagging or span task's head: no pooler of its own
+    adapters = shared + sum(per_task + (tags if get_kind(t.kind).every_token else heads) for t in ds.tasks)
     if cfg.freeze_trunk:
         return adapters
     embedding = replay.embedding_tensors(m)

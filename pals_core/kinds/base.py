@@ -11,7 +11,9 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
-* the head — ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
+* the head — ``every_token`` (a head on every token, no pooler: tagging, span), ``span_head`` (that head is
+  ``AutoModelForQuestionAnswering``'s: a start and an end logit per token, the family's QA dropout),
+  ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
@@ -22,7 +24,8 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them), or
   ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
-  "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
+  "start_end": over a window's tokens, of its start and of its end distribution; "borrow": no distribution, copies
+  another task's; None: refused, with ``entropy_refusal``).
 
 What a kind hands back is declared here too, below the kinds and the modules above that read it: ``TaskOutputs``
 (``decode``'s result, gathered by ``pals_core.outputs``), ``check_lengths`` (``scores``' guard) and ``is_number``
@@ -113,6 +116,12 @@ class Kind:
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
     per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
     record_defaults: dict = {}  # fields a tasks-file entry of this kind gets when it leaves them out
+    span_head: bool = False  # the head is AutoModelForQuestionAnswering's (start and end logits on every token)
+
+    @property
+    def every_token(self) -> bool:
+        """A head on every token, reading no pooler: a tagging task's (``per_word``) or a span task's."""
+        return self.per_word or self.span_head
 
     # --- the record ----------------------------------------------------------------------------------
 

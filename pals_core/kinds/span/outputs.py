@@ -40,6 +40,8 @@ def squad_scores(predictions: Sequence[str], golds: Sequence[Any]) -> dict[str, 
 class SpanOutputs:
     """``Kind`` methods of an extractive-QA task's head and outputs (a mixin: ``class Span(SpanOutputs, Kind)``)."""
 
+    span_head = True  # AutoModelForQuestionAnswering's head: the model builds it with Trunk.new_span_head
+    entropy_sampling: str | None = "start_end"  # MT-Uncertainty: a window's start and end distributions' entropies
     peft_task_type: str | None = "QUESTION_ANS"
     hf_head = "QuestionAnswering"
     problem_type = ""  # transformers' ForQuestionAnswering reads none
