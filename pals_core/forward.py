@@ -162,12 +162,19 @@ class Reduced:
     A per-word task's sequences (``data``): each word's tag is its predicting token's (``Encoded.owned``: its first
     sub-token in the window that reads it with the most context), kept as (row·W + word, tag) pairs and put in its
     row at the end: (rows, W) tags, -1 past a row's words, the kind's baseline tag (``fill_index``) for a word no
-    token predicts."""
+    token predicts.
+
+    A span task's windows (``data.spans``): each window's start and end logits over its real tokens kept (on the
+    CPU, float32) with its characters, and per row, its windows in order, a ``Question`` the kind decodes
+    (``Kind.unscale`` with the run's scale gives the answer texts the metrics read)."""
 
     def __init__(self, kind: str, width: int, device, data: Encoded | None = None) -> None:
-        self.module, self.width, self.device = get_kind(kind).module(), width, device
+        self.kind = get_kind(kind)
+        self.module, self.width, self.device = self.kind.module(), width, device
         self.outs: list = []
         self.idx: list = []
+        self.windows: dict[int, object] | None = {} if data is not None and data.spans else None
+        self.spans = data if self.windows is not None else None
         self.data = data if data is not None and data.per_word else None
         if self.data is not None:
             self.width, self.fill = self.data.max_words, get_kind(kind).fill_index(self.data.names)
@@ -175,6 +182,12 @@ class Reduced:
     def add(self, rows: np.ndarray, logits) -> None:
         import torch  # late: torch is loaded by the model that made ``logits``
 
+        if self.spans is not None:
+            z = self.module.reduce(logits).cpu().numpy()
+            for b, seq in enumerate(rows):
+                n = int(self.spans.offsets[seq + 1] - self.spans.offsets[seq])
+                self.windows[int(seq)] = self.kind.window(z[b, :n], self.spans.window_chars(int(seq)))
+            return
         out = self.module.reduce(logits)
         if self.data is not None:
             b, j, row, word = (torch.from_numpy(a).to(out.device) for a in self.data.owned(rows))
@@ -188,6 +201,10 @@ class Reduced:
         """The ``n`` rows' outputs in input order (``gather``: every process's rows joined first)."""
         import torch  # late: as in ``add``
 
+        if self.spans is not None:
+            if gather is not None:
+                raise ValueError("a span task's dev set is evaluated in one process")
+            return self.kind.questions(self.spans, self.windows)
         if self.outs:
             preds, index = torch.cat(self.outs), torch.cat(self.idx)
         else:

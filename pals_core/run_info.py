@@ -22,6 +22,7 @@ from .data.load import load_tokenizer, tokenizer_path
 from .data.windows import window_stride
 from .forward import ByRow, PerWord, encode_texts, forward_rows
 from .kinds import get_kind
+from .kinds.base import is_number
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
 from .pricing.units import check_positive_int
@@ -142,11 +143,10 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     for t, r in records.items():
         scale = (data.get(t) or {}).get("scale")
         if scale is not None:
-            if not isinstance(scale, dict) or not all(
-                isinstance(scale.get(k), (int, float)) and not isinstance(scale.get(k), bool) for k in ("mean", "std")
-            ):
-                raise TypeError(f"data.{t}.scale must be an object with numbers mean and std, got {scale!r}")
-            scales[t] = {"mean": float(scale["mean"]), "std": float(scale["std"])}
+            problem = get_kind(r.kind).scale_problem(scale)
+            if problem:
+                raise TypeError(f"data.{t}.scale must be {problem}, got {scale!r}")
+            scales[t] = {k: float(v) if is_number(v) else v for k, v in scale.items()}  # numbers as floats
         names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
         kind = get_kind(r.kind)
         labels[t] = names if kind.has_labels else ()

@@ -45,6 +45,7 @@ class TaskFile:
     config: AdapterConfig
     base: dict
     per_word: bool = False  # a tagging task's head (on every token); files written before it: False
+    span: bool = False  # an extractive-QA task's head (start and end logits on every token)
 
 
 def read_task_file(path: str | os.PathLike) -> TaskFile:
@@ -68,6 +69,7 @@ def read_task_file(path: str | os.PathLike) -> TaskFile:
             AdapterConfig.from_dict(json.loads(meta["adapter_config"])),
             json.loads(meta["base"]),
             meta.get("per_word", "0") == "1",
+            meta.get("span", "0") == "1",
         )
     except (KeyError, ValueError, TypeError) as e:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
@@ -84,6 +86,7 @@ def save_task(model, task: str, path: str | os.PathLike) -> None:
         "adapter_config": json.dumps(model.config.as_dict()),
         "base": json.dumps({k: getattr(model.shape, k) for k in _SHAPE_FIELDS}),
         "per_word": "1" if task in model.per_word else "0",
+        "span": "1" if task in model.spans else "0",
     }
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
@@ -117,13 +120,18 @@ def load_task(model, path: str | os.PathLike, task: str | None = None) -> str:
     added = name not in model.tasks
     if not added and model.tasks[name] != info.num_labels:
         raise ValueError(f"task {name!r} has {model.tasks[name]} labels in the model, {info.num_labels} in the file")
-    if not added and (name in model.per_word) != info.per_word:
-        heads = {True: "a head on every token (a tagging task)", False: "a sentence head"}
+    held = (name in model.per_word, name in model.spans)
+    if not added and held != (info.per_word, info.span):
+        heads = {
+            (True, False): "a head on every token (a tagging task)",
+            (False, True): "a start and end head on every token (a span task)",
+            (False, False): "a sentence head",
+        }
         raise ValueError(
-            f"task {name!r} has {heads[name in model.per_word]} in the model, {heads[info.per_word]} in the file"
+            f"task {name!r} has {heads[held]} in the model, {heads[(info.per_word, info.span)]} in the file"
         )
     if added:
-        model.add_task(name, info.num_labels, per_word=info.per_word)
+        model.add_task(name, info.num_labels, per_word=info.per_word, span=info.span)
     try:
         _copy_into(model, name, os.fspath(path))
     except BaseException:

@@ -672,3 +672,9 @@ def test_mt_uncertainty_scores_a_span_window_by_its_start_and_end_entropies():
     short = {k: v[1:2, :6] for k, v in batch.items()}  # the padded window alone, unpadded
     assert normalised_entropies(model, [("qa", short)])[0][0] == pytest.approx(qa[1], rel=1e-5)
     assert cls.shape == (3,) and np.all((cls > 0) & (cls <= 1))
+
+
+def test_exports_of_a_span_task_are_refused_in_one_line_until_they_are_written():
+    for fmt in ("onnx", "peft"):
+        assert KIND.export_refusal(fmt) == "a span (extractive question answering) task cannot be exported yet"
+    assert KIND.output_axes == ("batch", "sequence", "C")

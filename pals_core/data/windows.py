@@ -106,13 +106,22 @@ def window_positions(
 OUTSIDE = (-1, -1)  # the character offsets of a token outside the context (the question, special tokens)
 
 
+class NoRoom(ValueError):
+    """A (question, context) pair whose question leaves its context too few tokens to step (``pair_windows``):
+    ``row`` (from 0) and ``reason``."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(f"row {row + 1}: {reason}")
+        self.row, self.reason = row, reason
+
+
 def pair_windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_len: int, stride: int) -> dict:
     """The windows a model reads (question, context) pairs in: {"input_ids", "token_type_ids", "offsets", "row"}, one
     entry per window — a pair that fits in ``max_len`` tokens is one window; a longer one, its question (stripped
     on the left, as the question-answering example strips it) and special tokens repeated, its context cut into
     ``spans`` sharing ``stride`` tokens. ``offsets``: per token its character [start, stop) in the context,
-    ``OUTSIDE`` off the context; ``row``: the pair it reads. ``ValueError`` (naming the row) for a question that
-    leaves no more than ``stride`` tokens of ``max_len`` to its context (the tokenizer's overflow cannot step)."""
+    ``OUTSIDE`` off the context; ``row``: the pair it reads. ``NoRoom`` (a ``ValueError`` naming the row) for a
+    question that leaves no more than ``stride`` tokens of ``max_len`` to its context (the overflow cannot step)."""
     from transformers.utils import logging as hf_logging
 
     out: dict[str, list] = {"input_ids": [], "token_type_ids": [], "offsets": [], "row": []}
@@ -138,10 +147,11 @@ def pair_windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], m
         content = (held[0], held[-1] + 1) if held else (len(ids) - 1, len(ids) - 1)
         room = max_len - (len(ids) - (content[1] - content[0]))
         if len(ids) > max_len and room <= stride:
-            raise ValueError(
-                f"row {i + 1}: its question and special tokens take {max_len - room} of the {max_len} tokens, "
-                f"leaving {max(room, 0)} to its context, not more than the stride {stride} (a longer max length or "
-                f"a shorter question)"
+            raise NoRoom(
+                i,
+                f"its question and special tokens take {max_len - room} of the {max_len} tokens, leaving "
+                f"{max(room, 0)} to its context, not more than the stride {stride} (a longer max length or a shorter "
+                f"question)",
             )
         offsets = np.asarray([tuple(o) if s == 1 else OUTSIDE for o, s in zip(chars, side)], dtype=np.int64)
         for pos in window_positions(len(ids), content, max_len, stride)[0]:
@@ -170,6 +180,7 @@ def pair_tokens(tokenizer, questions: Sequence[str], contexts: Sequence[str]) ->
 
 __all__ = [
     "OUTSIDE",
+    "NoRoom",
     "check_stride",
     "count_windows",
     "default_stride",

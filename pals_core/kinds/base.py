@@ -171,6 +171,13 @@ class Kind:
         scale``) so that evaluation, ``pals-predict`` and the exports give the user's units (None: trained as read)."""
         return None
 
+    def scale_problem(self, scale: Any) -> str | None:
+        """What a run's recorded ``scale`` should be when it is not what ``scale`` writes (None: it is): by default
+        the standardisation's numbers."""
+        if isinstance(scale, dict) and all(is_number(scale.get(k)) for k in ("mean", "std")):
+            return None
+        return "an object with numbers mean and std"
+
     def unscale(self, preds: Any, scale: dict | None) -> Any:
         """The dev metrics' predictions (``module.reduce``'s, gathered) in the user's units."""
         return preds

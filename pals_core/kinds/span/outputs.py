@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import TaskOutputs
+from ..base import OUTPUTS_AXIS, TaskOutputs
 from .card import decoding_code
-from .decoding import Question, decode_answer
+from .decoding import Question, Window, decode_answer
 from .squad import v1_scores, v2_scores
 
 OUTPUTS = 2  # a start and an end logit per token
@@ -63,8 +63,12 @@ class SpanOutputs:
         """A start and an end logit per token: batch · n · 2."""
         return batch * seq * OUTPUTS
 
-    def output_axes(self) -> dict[int, str]:
-        return {0: "batch", 1: "sequence"}
+    output_axes = ("batch", "sequence", OUTPUTS_AXIS)  # each token's start and end logit
+
+    def export_refusal(self, fmt: str) -> str | None:
+        """Exports of a span task (hf ``AutoModelForQuestionAnswering`` with the card's decoding, peft
+        ``QUESTION_ANS``, ONNX per token) are not written yet: refused in one line rather than written untested."""
+        return "a span (extractive question answering) task cannot be exported yet"
 
     def card_code(self, folder: str, max_len: int, stride: int, scale: dict | None) -> str:
         """The hf export card's Python that reproduces ``pals-predict``'s answers (``card.decoding_code``; transformers
@@ -72,6 +76,31 @@ class SpanOutputs:
         return decoding_code(folder, max_len, stride, bool((scale or {}).get("unanswerable", False)))
 
     # --- the outputs ---------------------------------------------------------------------------------
+
+    def window(self, logits: Any, chars: Any) -> Window:
+        """One window's ``decoding.Window``: its (tokens, 2) start and end logits over its real tokens and their
+        characters in the context."""
+        import numpy as np
+
+        z = np.asarray(logits)
+        return Window(z[:, 0], z[:, 1], np.asarray(chars, dtype=np.int64).reshape(-1, 2))
+
+    def questions(self, data: Any, windows: Mapping[int, Window]):
+        """Per row of ``data`` (an ``Encoded`` of windows) its ``Question``: its context and its windows, in order
+        (``windows``: each sequence's ``Window``); a 1-d object array, what ``unscale`` decodes."""
+        import numpy as np
+
+        per_row: list[list] = [[] for _ in range(data.rows)]
+        for seq in range(len(data)):
+            per_row[int(data.row_of[seq])].append(windows[seq])
+        out = np.empty(data.rows, dtype=object)
+        out[:] = [Question(c, tuple(w)) for c, w in zip(data.contexts, per_row)]
+        return out
+
+    def unscale(self, preds: Any, scale: dict | None) -> Any:
+        """The dev metrics' predictions: each question (``questions``) decoded to its answer text, "no answer" a
+        prediction where the run's ``scale`` says the train rows hold unanswerable questions."""
+        return self.decode("", (), preds, keep=False, scale=scale).label
 
     def decode(self, task: str, names: Sequence[str], logits: Any, keep: bool = True, scale: dict | None = None):
         """``logits``: one ``decoding.Question`` per row (its context and its windows' start/end logits and offsets).

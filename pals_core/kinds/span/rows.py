@@ -137,6 +137,10 @@ class SpanRows:
             out.append(read_answers(text, value, cols.where(i, column)))
         return out
 
+    def window_labels(self, offsets: Sequence[Any], rows: Sequence[int], golds: Sequence[Gold]):
+        """Each window's start and end token (``window_labels``): what the loss trains on."""
+        return window_labels(offsets, rows, golds)
+
     def label_array(self, labels: Sequence[Any], num_labels: int):
         """A 1-d object array of each question's answers (``Gold``)."""
         import numpy as np
@@ -149,6 +153,11 @@ class SpanRows:
         """Kept in the run: whether the train rows hold unanswerable questions — then "no answer" is a prediction
         (SQuAD v2 decoding), else never (v1)."""
         return {"unanswerable": any(len(row) == 0 for row in train_labels)}
+
+    def scale_problem(self, scale: Any) -> str | None:
+        if isinstance(scale, dict) and isinstance(scale.get("unanswerable"), bool):
+            return None
+        return "an object with unanswerable true or false"
 
     # --- the profile ---------------------------------------------------------------------------------
 
