@@ -24,7 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from .data.encoded import IGNORE, Encoded
-from .data.load import token_ids
+from .data.load import span_windows, token_ids
+from .data.windows import pair_stride, pair_windows
 from .kinds import get_kind
 
 
@@ -255,6 +256,51 @@ class PerWord:
             for r in done:
                 self._row(r, width)  # made here for a row none of whose words has a token: all NaN
             self.sink.add(np.asarray(done, dtype=np.int64), [self.rows.pop(r) for r in done])
+
+
+class PerQuestion:
+    """A span task's sink fed the windows of its questions (``encode_questions``): each window's start and end logits
+    over its real tokens kept (``Kind.window``), a question handed on as its ``Question`` (context and windows in
+    order) once every window of it has been through the model; what the kind decodes."""
+
+    def __init__(self, sink: Sink, data: Encoded, kind: str) -> None:
+        self.sink, self.data, self.kind = sink, data, get_kind(kind)
+        self.left = data.windows.copy()  # per question, its windows not seen yet
+        self.seen: dict[int, dict[int, object]] = {}  # questions some of whose windows have been seen
+
+    def add(self, rows: np.ndarray, logits) -> None:
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
+        done = []
+        for b, seq in enumerate(np.asarray(rows, dtype=np.int64)):
+            n = int(self.data.offsets[seq + 1] - self.data.offsets[seq])
+            r = int(self.data.row_of[seq])
+            self.seen.setdefault(r, {})[int(seq)] = self.kind.window(logits[b, :n], self.data.window_chars(int(seq)))
+            self.left[r] -= 1
+            if self.left[r] == 0:
+                done.append(r)
+        if done:
+            questions = np.empty(len(done), dtype=object)
+            questions[:] = [
+                self.kind.question(self.data.contexts[r], [w for _, w in sorted(self.seen.pop(r).items())])
+                for r in done
+            ]
+            self.sink.add(np.asarray(done, dtype=np.int64), questions)
+
+
+def encode_questions(info, questions: Sequence[str], contexts: Sequence[str], kind: str) -> Encoded:
+    """(question, context) pairs as a span task's run read them (``windows.pair_windows`` at the run's max length
+    and stride; ``load.span_windows``), with no gold answers: each window one sequence, in row order."""
+    got = pair_windows(info.tokenizer(), questions, contexts, info.max_len, pair_stride(info.stride, info.max_len))
+    lengths = np.fromiter((len(x) for x in got["input_ids"]), dtype=np.int64, count=len(got["input_ids"]))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.fromiter((t for x in got["input_ids"] for t in x), dtype=np.int32, count=int(offsets[-1]))
+    types = np.fromiter((t for x in got["token_type_ids"] for t in x), dtype=np.int8, count=int(offsets[-1]))
+    chars = np.concatenate(got["offsets"]) if got["offsets"] else np.zeros((0, 2), dtype=np.int64)
+    answers = np.empty(len(questions), dtype=object)
+    answers[:] = [()] * len(questions)
+    return span_windows((ids, types, offsets), chars, got["row"], contexts, answers, get_kind(kind))
 
 
 class ByRow:

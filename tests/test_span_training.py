@@ -120,6 +120,22 @@ def test_a_span_task_trains_beside_a_sentence_task_and_its_dev_scores_are_squads
     if not unanswerable:
         assert all(a not in ("", "empty") for a in answers) and s["scores"]["qa"]["f1"] > 0
 
+    # pals-predict on the dev file: the answer, its probability and its characters; the same answers, the same scores
+    from pals_core.cli.predict import main as predict_main
+
+    out = tmp_path / "pred.jsonl"
+    args = [str(tmp_path / "run"), "--input", str(tmp_path / "data" / "qa_dev.jsonl"), "--out", str(out)]
+    assert predict_main([*args, "--tasks", "qa", "--no-progress"]) == 0
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["qa"] for g in got] == answers
+    assert squad_scores([g["qa"] for g in got], golds) == s["scores"]["qa"]
+    for g in got:
+        assert 0 < g["qa_prob"] <= 1 and g["question"] and g["answers"]  # the input's columns kept beside
+        if g["qa"] not in ("", "empty"):
+            assert g["context"][g["qa_start"] : g["qa_end"]] == g["qa"]
+        else:
+            assert (g["qa_start"], g["qa_end"]) == (-1, -1)
+
 
 def test_one_pass_answers_a_span_row_and_a_sentence_row_together():
     from pals_core.base_model import tiny_config_dict

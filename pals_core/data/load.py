@@ -34,7 +34,7 @@ from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
 from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
-from .windows import NoRoom, default_stride, pair_windows
+from .windows import NoRoom, pair_stride, pair_windows
 from .words import word_sequences
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
@@ -227,8 +227,8 @@ def encode(
     None — a context is never cut), each window's start and end token from them (``span_windows``)."""
     import datasets
 
-    if spans and stride is None:
-        stride = default_stride(max_len)
+    if spans:
+        stride = pair_stride(stride, max_len)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     spec = {
         "format": CACHE_FORMAT,

@@ -106,6 +106,12 @@ def window_positions(
 OUTSIDE = (-1, -1)  # the character offsets of a token outside the context (the question, special tokens)
 
 
+def pair_stride(stride: int | None, max_len: int) -> int:
+    """The stride (question, context) pairs are read with: the run's, or ``default_stride`` for a run that cuts its
+    other long rows (``window_stride`` None): a context is never cut, its answer may lie anywhere."""
+    return default_stride(max_len) if stride is None else stride
+
+
 class NoRoom(ValueError):
     """A (question, context) pair whose question leaves its context too few tokens to step (``pair_windows``):
     ``row`` (from 0) and ``reason``."""
@@ -185,6 +191,7 @@ __all__ = [
     "count_windows",
     "default_stride",
     "max_context",
+    "pair_stride",
     "pair_tokens",
     "pair_windows",
     "spans",

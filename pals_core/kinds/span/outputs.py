@@ -85,6 +85,10 @@ class SpanOutputs:
         z = np.asarray(logits)
         return Window(z[:, 0], z[:, 1], np.asarray(chars, dtype=np.int64).reshape(-1, 2))
 
+    def question(self, context: str, windows: Sequence[Window]) -> Question:
+        """What decoding one question reads: its context and its windows, in order."""
+        return Question(context, tuple(windows))
+
     def questions(self, data: Any, windows: Mapping[int, Window]):
         """Per row of ``data`` (an ``Encoded`` of windows) its ``Question``: its context and its windows, in order
         (``windows``: each sequence's ``Window``); a 1-d object array, what ``unscale`` decodes."""
@@ -94,7 +98,7 @@ class SpanOutputs:
         for seq in range(len(data)):
             per_row[int(data.row_of[seq])].append(windows[seq])
         out = np.empty(data.rows, dtype=object)
-        out[:] = [Question(c, tuple(w)) for c, w in zip(data.contexts, per_row)]
+        out[:] = [self.question(c, w) for c, w in zip(data.contexts, per_row)]
         return out
 
     def unscale(self, preds: Any, scale: dict | None) -> Any:
