@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..budget.methods import TRUNK_WORDS, trunk_frozen
+from ..data.windows import pair_stride
 from ..forward import words_of
 from ..kinds import get_kind
 from ..methods.registry import get_method
@@ -113,14 +114,20 @@ def _reading(model, task: str) -> list[str]:
     kind = get_kind(info.records[task].kind)
     lines = [f"Each row gives {kind.pipeline_reading.format(task=task)}."]
     scale = info.scales.get(task)
-    if scale:
+    if scale and "std" in scale:  # a regression's standardisation, folded into the head
         lines.append(
             f"The run trained on standardised targets z = (y − {scale['mean']:.6g}) / {scale['std']:.6g} (the training "
             "rows' mean and standard deviation); this head's last layer gives z·std + mean, folded in at export, so "
             'its raw output — the `score` of `function_to_apply="none"` — is in the task\'s own units.'
         )
     pairs = " (a pair longest first)" if info.records[task].pair else ""
-    if kind.per_word and info.stride is not None:
+    if kind.span_head:
+        lines.append(
+            f"A context longer than the run's max length {info.max_len} is read in overlapping windows sharing "
+            f"{pair_stride(info.stride, info.max_len)} tokens (`stride`), the question repeated in each, as the run and "
+            "pals-predict read it; the answer is decoded as transformers' question-answering example decodes it."
+        )
+    elif kind.per_word and info.stride is not None:
         lines.append(
             f"The tokenizer says `model_max_length` {info.max_len}, the run's max length: a longer sentence is read in "
             f"overlapping windows of it sharing {info.stride} tokens (`stride`), as the run and pals-predict read it."
@@ -136,7 +143,19 @@ def _reading(model, task: str) -> list[str]:
 def hf_card(model, task: str, folder: str) -> str:
     """``README.md`` of a merged export's task folder ``folder`` (absolute)."""
     kind = get_kind(model.run.records[task].kind)
-    call = pipeline_call(model, task)
+    info = model.run
+    own = kind.card_code(folder, info.max_len, pair_stride(info.stride, info.max_len), info.scales.get(task))
+    if own is None:
+        call = pipeline_call(model, task)
+        use = _code(
+            "from transformers import pipeline",
+            "",
+            f"folder = {folder!r}  # this folder: change it if you move it",
+            call.line("folder"),
+            call.example_line(),
+        )
+    else:
+        use = _code(*own.rstrip("\n").splitlines())
     origin = trunk_origin(model.run.config.get("model"))
     front = {
         "library_name": "transformers",
@@ -156,13 +175,7 @@ def hf_card(model, task: str, folder: str) -> str:
             "",
             "## Use it as pals-predict does",
             "",
-            _code(
-                "from transformers import pipeline",
-                "",
-                f"folder = {folder!r}  # this folder: change it if you move it",
-                call.line("folder"),
-                call.example_line(),
-            ),
+            use,
             *_reading(model, task),
         ]
     )
@@ -172,7 +185,6 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     """``README.md`` of a peft export's adapter folder ``folder`` (absolute); ``base``: the ``peft.PeftBase`` its
     adapter names; ``settings``: ``peft.load_settings`` of the task (what builds its head on the base)."""
     kind = get_kind(model.run.records[task].kind)
-    call = pipeline_call(model, task)
     auto, head = f"AutoPeftModelFor{kind.hf_head}", f"AutoModelFor{kind.hf_head}"
     front = {
         "base_model": base.hub_id,
@@ -182,6 +194,47 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     }
     start = [f"folder = {folder!r}  # this folder: change it if you move the export", f"settings = {settings!r}"]
     quiet = f"{QUIET_LOAD_REPORT}  # the base holds no head: see below"
+    info = model.run
+    online = [
+        f"from peft import {auto}",
+        "from transformers import pipeline",
+        "from transformers.utils import logging",
+        "",
+        *start,
+        quiet,
+        f"model = {auto}.from_pretrained(folder, **settings)",
+    ]
+    offline = [
+        "import os",
+        "",
+        "from peft import PeftModel",
+        f"from transformers import {head}, pipeline",
+        "from transformers.utils import logging",
+        "",
+        *start,
+        quiet,
+        f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)',
+        "model = PeftModel.from_pretrained(base, folder)",
+    ]
+
+    def block(loading: list[str]) -> str:
+        """The card's code: ``loading`` (which makes ``model``), then the pipeline call or the kind's own code."""
+        tokenizer = ["from transformers import AutoTokenizer", "tokenizer = AutoTokenizer.from_pretrained(folder)"]
+        # peft's PeftModelForQuestionAnswering.forward drops token_type_ids: the adapted model it wraps is run
+        unwrap = "model = model.get_base_model().eval()  # peft's QUESTION_ANS forward would drop token_type_ids"
+        load = "\n".join(loading + [*tokenizer, unwrap])
+        own = kind.card_code(
+            folder,
+            info.max_len,
+            pair_stride(info.stride, info.max_len),
+            info.scales.get(task),
+            load.replace("{", "{{").replace("}", "}}"),
+        )
+        if own is not None:
+            return _code(*own.rstrip("\n").splitlines())
+        call = pipeline_call(model, task)
+        return _code(*loading, call.line("model", "folder"), call.example_line())
+
     method = get_method(model.config.method).title
     if base.is_checkpoint:
         revision = f" at revision `{base.revision}`" if base.revision else ""
@@ -199,33 +252,10 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
             "",
             "## Use it as pals-predict does",
             "",
-            _code(
-                f"from peft import {auto}",
-                "from transformers import pipeline",
-                "from transformers.utils import logging",
-                "",
-                *start,
-                quiet,
-                f"model = {auto}.from_pretrained(folder, **settings)",
-                call.line("model", "folder"),
-                call.example_line(),
-            ),
+            block(online),
             "Offline, or with the export moved, load the base beside this folder (`../base`) yourself:",
             "",
-            _code(
-                "import os",
-                "",
-                "from peft import PeftModel",
-                f"from transformers import {head}, pipeline",
-                "from transformers.utils import logging",
-                "",
-                *start,
-                quiet,
-                f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)',
-                "model = PeftModel.from_pretrained(base, folder)",
-                call.line("model", "folder"),
-                call.example_line(),
-            ),
+            block(offline),
             *_reading(model, task),
             "`settings` builds the task's head on a base that has none (`id2label`: its outputs, named; the problem "
             "type; float32, as the run computed). transformers then reports that head MISSING from the base "

@@ -21,8 +21,9 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 * the export — ``output_axes`` (each ONNX logits output's axes), ``hf_head``, ``peft_task_type`` and ``problem_type``
   (the transformers head class, peft task type and config field), ``pipeline_task``, ``pipeline_arguments`` /
   ``pipeline_call_arguments`` and ``pipeline_reading`` (the transformers ``pipeline(...)`` call that reproduces
-  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them), or
-  ``export_refusal`` (why it cannot be exported, None when it can);
+  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them; a kind with no
+  such pipeline gives its code instead, ``card_code``), ``output_names`` (an export's ``id2label`` where the kind
+  names no labels), or ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
   "start_end": over a window's tokens, of its start and of its end distribution; "borrow": no distribution, copies
   another task's; None: refused, with ``entropy_refusal``).
@@ -111,6 +112,7 @@ class Kind:
     pipeline_scores: dict[str, Any] = {}  # that pipeline's function_to_apply / top_k giving pals-predict's numbers
     pipeline_call_arguments: dict[str, Any] = {}  # arguments each call of that pipeline takes (not its settings)
     pipeline_reading: str = ""  # how the pipeline's output reads as pals-predict's columns (the model card says it)
+    output_names: tuple[str, ...] = ()  # the outputs' names in an export's config where the kind names no labels
     entropy_sampling: str | None = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
@@ -265,6 +267,12 @@ class Kind:
         by default), then ``pipeline_scores``; ``stride``: the run's windows (``RunInfo.stride``) for a kind whose
         long rows are read in windows."""
         return {"truncation": True, "max_length": max_len, **self.pipeline_scores}
+
+    def card_code(
+        self, folder: str, max_len: int, stride: int, scale: dict | None, load: str | None = None
+    ) -> str | None:
+        """The model card's Python for a kind that no transformers pipeline serves (None: ``pipeline_call``'s)."""
+        return None
 
     def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from .decoding import MAX_ANSWER_TOKENS, N_BEST, NULL_THRESHOLD
 
+HF_LOAD = """from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+folder = {folder!r}  # this folder: change it if you move it
+tokenizer = AutoTokenizer.from_pretrained(folder)
+model = AutoModelForQuestionAnswering.from_pretrained(folder).eval()
+"""
+
 _CODE = '''import numpy as np
 import torch
-from transformers import AutoModelForQuestionAnswering, AutoTokenizer
-
-tokenizer = AutoTokenizer.from_pretrained({folder!r})
-model = AutoModelForQuestionAnswering.from_pretrained({folder!r}).eval()
+{load}
 
 
 def answer(question, context, max_len={max_len}, stride={stride}, unanswerable={unanswerable}, n_best={n_best},
@@ -56,11 +60,13 @@ def answer(question, context, max_len={max_len}, stride={stride}, unanswerable={
 '''
 
 
-def decoding_code(folder: str, max_len: int, stride: int, unanswerable: bool) -> str:
+def decoding_code(folder: str, max_len: int, stride: int, unanswerable: bool, load: str | None = None) -> str:
     """The card's Python: ``answer(question, context)`` on the export at ``folder`` with the run's ``max_len``,
-    stride and whether "no answer" is a prediction (the run's ``scale``); ``pals-predict``'s answers."""
+    stride and whether "no answer" is a prediction (the run's ``scale``); ``pals-predict``'s answers. ``load``: the
+    lines that make ``tokenizer`` and ``model`` (default ``HF_LOAD``: a merged ``AutoModelForQuestionAnswering``
+    folder; a peft card loads its adapter)."""
     return _CODE.format(
-        folder=folder,
+        load=(HF_LOAD if load is None else load).format(folder=folder).rstrip("\n"),
         max_len=max_len,
         stride=stride,
         unanswerable=bool(unanswerable),
@@ -70,4 +76,4 @@ def decoding_code(folder: str, max_len: int, stride: int, unanswerable: bool) ->
     )
 
 
-__all__ = ["decoding_code"]
+__all__ = ["HF_LOAD", "decoding_code"]

@@ -66,14 +66,24 @@ class SpanOutputs:
     output_axes = ("batch", "sequence", OUTPUTS_AXIS)  # each token's start and end logit
 
     def export_refusal(self, fmt: str) -> str | None:
-        """Exports of a span task (hf ``AutoModelForQuestionAnswering`` with the card's decoding, peft
-        ``QUESTION_ANS``, ONNX per token) are not written yet: refused in one line rather than written untested."""
-        return "a span (extractive question answering) task cannot be exported yet"
+        """The hf and peft exports are written (``AutoModelForQuestionAnswering``, peft ``QUESTION_ANS``; the card
+        gives the decoding); the ONNX graph is not yet: refused in one line rather than written untested."""
+        if fmt == "onnx":
+            return "a span (extractive question answering) task cannot be exported to ONNX yet (--format hf or peft)"
+        return None
 
-    def card_code(self, folder: str, max_len: int, stride: int, scale: dict | None) -> str:
-        """The hf export card's Python that reproduces ``pals-predict``'s answers (``card.decoding_code``; transformers
-        5 has no question-answering pipeline): the export at ``folder``, the run's ``max_len``, stride and ``scale``."""
-        return decoding_code(folder, max_len, stride, bool((scale or {}).get("unanswerable", False)))
+    output_names = ("start", "end")  # the head's two outputs (an exported config's id2label)
+    pipeline_task = "question-answering"  # the hub's pipeline tag; the card gives the decoding (``card_code``)
+    pipeline_reading = (
+        "`answer(question, context)`: the answer text, its character start and end in the context and its "
+        "probability — pals-predict's `{task}`, `{task}_start`, `{task}_end` and `{task}_prob`"
+    )
+
+    def card_code(self, folder: str, max_len: int, stride: int, scale: dict | None, load: str | None = None) -> str:
+        """The export card's Python that reproduces ``pals-predict``'s answers (``card.decoding_code``; transformers
+        5 has no question-answering pipeline): the export at ``folder``, the run's ``max_len``, stride and ``scale``;
+        ``load``: the lines making ``tokenizer`` and ``model`` (None: a merged folder's)."""
+        return decoding_code(folder, max_len, stride, bool((scale or {}).get("unanswerable", False)), load)
 
     # --- the outputs ---------------------------------------------------------------------------------
 
