@@ -2,7 +2,8 @@
 ``AutoModelForQuestionAnswering``, the peft folder a ``QUESTION_ANS`` adapter with its head in ``modules_to_save``;
 each folder's model card gives the code (transformers 5 has no question-answering pipeline: the question-answering
 example's decoding on the tokenizer's own windows) that, run as written from another working directory, gives
-pals-predict's answers, characters and probabilities on the dev file; ONNX is refused in one line."""
+pals-predict's answers, characters and probabilities on the dev file; the ONNX graph, served by pals-predict, gives
+the run's answers."""
 
 from __future__ import annotations
 
@@ -85,7 +86,18 @@ def test_each_cards_code_answers_as_pals_predict(span_run, fmt):
     assert all(p["context"][p["qa_start"] : p["qa_end"]] == p["qa"] != "" for p in predicted)
 
 
-def test_onnx_is_refused_in_one_line(span_run, capsys):
-    tmp, _ = span_run
-    assert pals_export([str(tmp / "run"), "--format", "onnx", "--out", str(tmp / "onnx")]) == 2
-    assert "cannot be exported to ONNX yet" in capsys.readouterr().err
+def test_the_onnx_export_answers_as_the_run(span_run):
+    """One graph, a span task's logits per token ([batch, sequence, C=2]); pals-predict on the export reads the
+    questions in the same windows and gives the run's answers."""
+    tmp, predicted = span_run
+    assert pals_export([str(tmp / "run"), "--format", "onnx", "--out", str(tmp / "onnx")]) == 0
+    meta = json.loads((tmp / "onnx" / "export.json").read_text())
+    assert meta["tasks"]["qa"]["axes"] == ["batch", "sequence", "C"]
+    out = tmp / "onnx_pred.jsonl"
+    args = [str(tmp / "onnx"), "--input", str(tmp / "data" / "qa_dev.jsonl"), "--out", str(out), "--tasks", "qa"]
+    assert pals_predict([*args, "--no-progress"]) == 0
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(g["qa"], g["qa_start"], g["qa_end"]) for g in got] == [
+        (p["qa"], p["qa_start"], p["qa_end"]) for p in predicted
+    ]
+    assert [g["qa_prob"] for g in got] == pytest.approx([p["qa_prob"] for p in predicted], rel=1e-4)

@@ -376,14 +376,17 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
         texts = list(SAMPLE_TEXTS)
         pairs = list(reversed(SAMPLE_TEXTS)) if record.pair else None
     long = " ".join(["word"] * (2 * max_len))  # the row of max_len tokens
-    texts.append(long)
+    texts.append(texts[0] if get_kind(record.kind).span_head else long)  # a span task: a short question, a long context
     if pairs is not None:
         pairs.append(long)
     return texts, pairs, source
 
 
-def _flat(logits: np.ndarray) -> np.ndarray:
-    """Every logit of a task's rows in one float array: (n, C), or a per-word task's rows of (words, C) joined."""
+def _flat(logits: np.ndarray, kind=None) -> np.ndarray:
+    """Every logit of a task's rows in one float array: (n, C), a per-word task's rows of (words, C) joined, a span
+    task's questions' windows' start and end logits joined (``kind.window_logits``)."""
+    if kind is not None and kind.span_head:
+        return kind.window_logits(logits)
     if logits.dtype == object:
         return np.concatenate([np.asarray(r, dtype=np.float64).reshape(-1) for r in logits] or [np.zeros(0)])
     return logits
@@ -396,8 +399,9 @@ def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[
     for m in models:
         for t in m.tasks:
             texts, pairs, source = check_rows(m.run.records[t], m.run.max_len, n)
-            ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits)
-            got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits)
+            kind = get_kind(m.run.records[t].kind)
+            ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits, kind)
+            got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits, kind)
             worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word no token predicts, in both
             scale = max(scale, float(np.nanmax(np.abs(ref))))
             rows += len(texts)

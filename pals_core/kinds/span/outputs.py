@@ -68,8 +68,6 @@ class SpanOutputs:
     def export_refusal(self, fmt: str) -> str | None:
         """The hf and peft exports are written (``AutoModelForQuestionAnswering``, peft ``QUESTION_ANS``; the card
         gives the decoding); the ONNX graph is not yet: refused in one line rather than written untested."""
-        if fmt == "onnx":
-            return "a span (extractive question answering) task cannot be exported to ONNX yet (--format hf or peft)"
         return None
 
     output_names = ("start", "end")  # the head's two outputs (an exported config's id2label)
@@ -94,6 +92,13 @@ class SpanOutputs:
 
         z = np.asarray(logits)
         return Window(z[:, 0], z[:, 1], np.asarray(chars, dtype=np.int64).reshape(-1, 2))
+
+    def window_logits(self, questions: Any):
+        """Every start and end logit of ``questions`` (``decode``'s kept ``Question``s), joined in one float array."""
+        import numpy as np
+
+        parts = [np.stack([w.start_logits, w.end_logits], -1).reshape(-1) for q in questions for w in q.windows]
+        return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
 
     def question(self, context: str, windows: Sequence[Window]) -> Question:
         """What decoding one question reads: its context and its windows, in order."""
