@@ -257,3 +257,39 @@ def test_seeds_separate_and_an_added_span_task(tmp_path, pals_train):
     first = json.loads((tmp_path / "base" / "summary.json").read_text())
     assert more["added"]["tasks"] == ["qa"] and "f1" in more["scores"]["qa"]
     assert more["scores"]["s"] == first["scores"]["s"]
+
+
+def test_the_profile_counts_each_contexts_windows_as_the_run_reads_them(tmp_path):
+    """pals-tasks' figures for a span task: context and question tokens, windows per context and the sequences in
+    all — each the windows ``pair_windows`` cuts (what training reads) — the share of unanswerable questions and the
+    answers' length; a question leaving its context no room is refused naming file and row."""
+    from pals_core.data.load import load_tokenizer, minilm_path
+    from pals_core.data.profile import profile_tasks
+    from pals_core.data.windows import pair_windows
+    from pals_core.kinds import get_kind
+    from pals_core.kinds.errors import TaskDataError
+    from pals_core.tasks.taskfile import read_tasks_file
+
+    f = write_span_tasks(tmp_path / "data")
+    record = read_tasks_file(f)["qa"]
+    (p,) = profile_tasks([record], max_len=32)
+    rows = [
+        json.loads(x) for s in ("train", "dev") for x in (tmp_path / "data" / f"qa_{s}.jsonl").read_text().splitlines()
+    ]
+    got = pair_windows(
+        load_tokenizer(minilm_path()), [r["question"] for r in rows], [r["context"] for r in rows], 32, 10
+    )
+    per_row = np.bincount(got["row"], minlength=len(rows))
+    t = p["tokens"]
+    assert (t["stride"], t["windows"]["total"], t["windows"]["max"]) == (10, len(got["row"]), int(per_row.max()))
+    assert t["contexts_windowed"] == int((per_row > 1).sum()) > 10
+    context = [int((o[:, 0] >= 0).sum()) for k, o in enumerate(got["offsets"]) if per_row[got["row"][k]] == 1]
+    assert max(context) <= t["context"]["max"]
+    d = p["distribution"]["train"]
+    assert (d["questions"], d["unanswerable"], d["answer_words"]["max"]) == (48, 12, 1)
+    lines = get_kind("span").profile_lines(p, None)
+    assert f"{t['windows']['total']:,} sequences in all" in lines[0] and "25.0 %" in lines[1]
+    long = dict(rows[0], question=" ".join(["which"] * 40))
+    (tmp_path / "data" / "qa_dev.jsonl").write_text(json.dumps(long) + "\n")
+    with pytest.raises(TaskDataError, match=r"qa_dev.jsonl, row 1: its question and special tokens take \d+ of the 32"):
+        profile_tasks([record], max_len=32)

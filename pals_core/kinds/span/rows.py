@@ -181,6 +181,14 @@ class SpanRows:
     def profile_lines(self, profile: dict, table) -> list[str]:
         dist = profile["distribution"]
         lines = []
+        t = profile.get("tokens") or {}
+        if "windows" in t:
+            c, q, w = t["context"], t["question"], t["windows"]
+            lines.append(
+                f"  context tokens p50 {c['p50']} · p95 {c['p95']} · max {c['max']} · question (+ special) max "
+                f"{q['max']} · windows per context at n = {t['max_len']} (stride {t['stride']}): p50 {w['p50']} · "
+                f"max {w['max']} · {t['contexts_windowed']:,} contexts in more than one · {w['total']:,} sequences in all"
+            )
         for s in ("train", "dev"):
             d, a = dist[s], dist[s]["answer_words"]
             lines.append(
