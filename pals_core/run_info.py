@@ -221,7 +221,7 @@ def predict_texts(
         data = encode_questions(info, texts, pairs, info.records[t].kind)
         sink = PerQuestion(decoded[t], data, info.records[t].kind)
         share = rows_done(data, 1 / len(names))
-        forward_rows(model, data, {t: sink}, batch_size=size, device=device, progress=share)
+        forward_rows(model, data, {t: sink}, batch_size=size, device=device, per_task=True, progress=share)
     wants_pair = [t for t in wants_pair if t not in spans]
     for group in (single, wants_pair, [t for t in names if t in per_word]):
         if not group:

@@ -113,6 +113,9 @@ def test_a_span_task_trains_beside_a_sentence_task_and_its_dev_scores_are_squads
     share = 0.25 if unanswerable else 0.0  # "no answer" to all: right on the unanswerable quarter
     assert s["majority"]["qa"] == {"f1": share, "exact_match": share}
     assert s["task_steps"]["qa"] > 0 and s["train_examples"]["qa"] == 48
+    from pals_core.cli.train import format_summary
+
+    assert "qa: contexts longer than --max-len 32, read in overlapping windows (stride 10): " in format_summary(s)
     dev = [json.loads(line) for line in (tmp_path / "data" / "qa_dev.jsonl").read_text().splitlines()]
     answers = _answers_as_the_example_reads_them(tmp_path / "run", dev, 32, 32 // 3)
     golds = [list(zip(r["answers"]["text"], r["answers"]["answer_start"])) for r in dev]

@@ -534,7 +534,7 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
 
 class OnnxRunner:
     """An ONNX export served by onnxruntime with a run's model's predict interface: ``tasks``, ``run`` (an
-    ``ExportedRun``), ``predict_all`` / ``forward_mixed`` on token tensors, ``predict`` / ``predict_texts`` on texts
+    ``ExportedRun``), ``runner(task=…)`` / ``predict_all`` / ``forward_mixed`` on token tensors, ``predict`` / ``predict_texts`` on texts
     (tokenised and batched as the run evaluated its dev sets, by the same code as the torch model's).
 
     onnxruntime runs every node of a graph whatever outputs are asked for, so a request for some of the tasks
@@ -640,6 +640,13 @@ class OnnxRunner:
         session = self.session(names)
         out = session.run(names, {i.name: given[i.name] for i in session.get_inputs()})
         return dict(zip(names, out))
+
+    def __call__(self, task: str, input_ids, attention_mask=None, token_type_ids=None):
+        """As ``MultiTaskModel(task=…)``: one task's logits tensor of a batch (what evaluation and a span task's
+        questions run: the task's own path, as the run's dev scores were computed)."""
+        import torch
+
+        return torch.from_numpy(self.logits(input_ids, attention_mask, token_type_ids, [task])[task])
 
     def predict_all(
         self, input_ids, attention_mask=None, token_type_ids=None, tasks: Sequence[str] | None = None
