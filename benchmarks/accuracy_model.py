@@ -1,4 +1,4 @@
-"""How good are the predicted scores? The score model (pals_core/score_model.py, issue 37) checked on measured runs.
+"""How good are the predicted scores? The score model (pals_core/score_model.py) checked on measured runs.
 
 Each measured size of each family (method × location × trunk × recipe) is held out in turn; the curve fitted on the
 family's other sizes (three or more) predicts it. Reports the mean absolute error of the predicted dev average

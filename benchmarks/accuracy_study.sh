@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measured study behind benchmarks/accuracy_model.py (issue 37 item 5): the embedded MiniLM, three small GLUE
+# The measured study behind benchmarks/accuracy_model.py: the embedded MiniLM, three small GLUE
 # tasks (RTE, MRPC, STS-B), two methods (houlsby, pals) x five sizes x three seeds, ONE recipe (frozen trunk, 150 steps
 # x batch 8, uniform sampling, lr 2e-3, 10 % warm-up, max_len 64, full dev sets, one evaluation at the end).
 # Each design is an ordinary `pals-train --seeds 0,1 --jobs 2` folder under runs/accuracy_study/ (gitignored; its

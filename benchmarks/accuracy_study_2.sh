@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second measured study behind benchmarks/accuracy_model.py (issue 37 item 5), with a recipe that LEARNS (the first,
+# The second measured study behind benchmarks/accuracy_model.py, with a recipe that LEARNS (the first,
 # benchmarks/accuracy_study.sh, did not: MRPC stayed at its majority class, RTE at chance). The embedded MiniLM, SST-2
 # (the pilot's STS-B stayed at Pearson ≈ 0 at this length: BENCHMARKS.md), two methods (houlsby, lora) x four sizes
 # (4, 16, 64, 256: wide in ln d_s) x seeds 0, 1 (then 2 while time is left), ONE recipe for both: frozen trunk

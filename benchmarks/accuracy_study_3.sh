@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The third measured study behind benchmarks/accuracy_model.py (issue 37 item 5) — PRE-REGISTERED: this recipe, grid
+# The third measured study behind benchmarks/accuracy_model.py — PRE-REGISTERED: this recipe, grid
 # and analysis were fixed and committed before any of its runs started (git log of this file), so unlike
 # accuracy_study_2.sh's second learning rate nothing here was chosen after seeing the held-out error.
 #

@@ -1,9 +1,9 @@
-"""Calculator speed (issue 2, issue 11, issue 28 item 8): `pals-budget` as a whole process beside the interpreter's
+"""Calculator speed, every encoder family included: `pals-budget` as a whole process beside the interpreter's
 own start-up, and the full design-space sweep, for BERT-base and for every encoder family.
 
     .venv/bin/python benchmarks/bench_budget.py [--rounds 21]
 
-Target (issue 28 item 8, "instant again"): `pals-budget --tasks 8 --budget 1.13` (every column, every method) within
+Target ("instant"): `pals-budget --tasks 8 --budget 1.13` (every column, every method) within
 2× `python -c pass`, the interpreter's start-up, measured side by side in this run: the two commands alternate,
 round after round, so the machine's load weighs on both alike; the ratio of their medians is the figure to read
 (wall time; the CPU time of each process, less sensitive to other processes, beside it). The sweep (all methods ×
@@ -106,7 +106,7 @@ def main() -> None:
         f"sweep with h_s = 1 (every d_s valid): {n_all:,} configurations in {dt_all:.2f} s → {n_all / dt_all:,.0f} configs/s"
     )
 
-    # every encoder family (issue 11): its largest preset as a whole process, beside the interpreter
+    # every encoder family: its largest preset as a whole process, beside the interpreter
     names = (
         "xlm-roberta-large",
         "deberta-v3-large",

@@ -1,4 +1,4 @@
-"""Adapter modules (issue 3): measured cost against the calculator's FLOP counts, on CPU with the real MiniLM.
+"""Adapter modules: measured cost against the calculator's FLOP counts, on CPU with the real MiniLM.
 
     .venv/bin/python benchmarks/bench_modules.py            # n = 128, batch 32, 8 GLUE tasks, budget 1.13×
 

@@ -1,4 +1,4 @@
-"""Serving speed (issue "your model out", item 6): one trunk answering many tasks, measured side by side.
+"""Serving speed: one trunk answering many tasks, measured side by side.
 
     .venv/bin/python benchmarks/bench_serving.py                       # MiniLM and a BERT-base shape, 5 and 8 tasks
     .venv/bin/python benchmarks/bench_serving.py --shapes minilm --tasks 5 --reps 3   # quicker

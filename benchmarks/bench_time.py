@@ -1,4 +1,4 @@
-"""Step time and memory (issue 12): the calculator's predictions beside torch's measurements, on this machine.
+"""Step time and memory: the calculator's predictions beside torch's measurements, on this machine.
 
     .venv/bin/python benchmarks/bench_time.py                 # MiniLM shape, 8 GLUE tasks, budget 1.13×, B = 4, n = 128
     .venv/bin/python benchmarks/bench_time.py --model deberta  # the same designs on a DeBERTa-v3 shape (or modernbert)

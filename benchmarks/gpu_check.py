@@ -1,4 +1,4 @@
-"""The GPU check (issue 38): do the training runs the explorer launches work on CUDA, and does the calculator say what
+"""The GPU check: do the training runs the explorer launches work on CUDA, and does the calculator say what
 a GPU does? One command, a few minutes on one H100, one JSON (``--json``) and a table with pass/fail per goal.
 
     python3 benchmarks/gpu_check.py --model .carry/minilm-fp16 --glue-dir .carry/glue --json gpu_check.json

@@ -1,4 +1,4 @@
-"""Predicted scores on the page (issue 37): what the sizes between the measured ones would buy, and the one run worth
+"""Predicted scores on the page: what the sizes between the measured ones would buy, and the one run worth
 measuring next. The maths is ``pals_core.score_model``'s; here: reading the question's curves (cached), the figure
 (measured points, fitted curve and its 80 % band, the budget's size), and the next-run card with its launch button.
 

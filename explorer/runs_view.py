@@ -19,6 +19,7 @@ from pals_core.kinds import PACKAGES, get_kind
 from pals_core.pricing.config import design_label
 from pals_core.supervise.roots import runs_root
 from pals_core.supervise.runs import ACTIVE, Run, cancel, list_runs, resume
+from pals_core.tasks import records_of_config
 from pals_core.tasks.record import TaskRecord
 
 from . import icons
@@ -79,8 +80,7 @@ def _active(run: Run) -> None:
         st.progress(frac, text=text)
         if p.get("scores"):
             st.caption(
-                "Last evaluation, 0–100: "
-                + " · ".join(f"{t}: {measured.score_text(v)}" for t, v in p["scores"].items())
+                "Last evaluation, 0–100: " + " · ".join(f"{t}: {main_text(run, t, v)}" for t, v in p["scores"].items())
             )
         if run.owner is None:
             st.caption(
@@ -90,6 +90,17 @@ def _active(run: Run) -> None:
             if cancel(run):
                 st.toast(f"Cancelling {run.id}")
             st.rerun(scope="app")
+
+
+def main_text(run: Run, task: str, value) -> str:
+    """A task's main score of a run in progress as its kind writes its main metric (``Kind.metric_text``)."""
+    try:
+        record = records_of_config(run.config or {}).get(task)
+    except (ValueError, TypeError, KeyError):  # a config whose records cannot be read
+        record = None
+    if record is None:
+        return measured.score_text(value)
+    return get_kind(record.kind).metric_text(record.main_metric, value)
 
 
 def _problem(run: Run) -> None:
@@ -137,6 +148,19 @@ METRIC_NAMES = {
 }
 
 
+def task_kinds(summary: dict) -> dict[str, str]:
+    """Each task's kind: summary.json's ``tasks``, else the records its config holds (``records_of_config``)."""
+    tasks = summary.get("tasks") if isinstance(summary.get("tasks"), dict) else {}
+    kinds = {t: d.get("kind") for t, d in tasks.items() if isinstance(d, dict) and d.get("kind") in PACKAGES}
+    config = summary.get("config")
+    if isinstance(config, dict):
+        try:
+            kinds = {t: r.kind for t, r in records_of_config(config).items()} | kinds
+        except (ValueError, TypeError, KeyError):  # a config whose records cannot be read: the summary's kinds
+            pass
+    return kinds
+
+
 def score_rows(scores: dict, untrained: Sequence[str] = (), kinds: Mapping[str, str] | None = None) -> list[dict]:
     """A summary's per-task scores as ``pals-train`` prints them (``Kind.metric_text``: a fraction on the page's
     scale, 0–100; an error in the user's units as it is), metrics by their names, '—' where one is missing; a task
@@ -179,9 +203,7 @@ def _details(runs: Sequence[Run]) -> None:
             "scores are no measurement of the design and rank nothing."
         )
     if isinstance(s.get("scores"), dict):
-        tasks = s.get("tasks") if isinstance(s.get("tasks"), dict) else {}
-        kinds = {t: d.get("kind") for t, d in tasks.items() if isinstance(d, dict)}
-        st.dataframe(score_rows(s["scores"], untrained, kinds), hide_index=True, key="run_scores")
+        st.dataframe(score_rows(s["scores"], untrained, task_kinds(s)), hide_index=True, key="run_scores")
     params = s.get("params") if isinstance(s.get("params"), dict) else None
     if params:
         st.caption(
@@ -252,7 +274,7 @@ def majority(records: tuple[TaskRecord, ...], stamp: tuple, glue_dir: str) -> fl
 
 
 def render_measured(inp: Inputs | None, results: Sequence[measured.Result], chosen: Cost | None) -> None:
-    """The measured trade-off for the question's model and tasks (issue: what the budget buys)."""
+    """The measured trade-off for the question's model and tasks (what the budget buys)."""
     st.markdown("#### What the budget bought, measured")
     if inp is None:
         st.info("Fix the question in the sidebar: measured results are shown for its model and tasks.")

@@ -66,6 +66,13 @@ def short_source(source: str) -> str:
     return " + ".join(parts)
 
 
+def majority_text(p: dict) -> str:
+    """The majority reference's main score as ``pals-tasks`` prints it (``Kind.metric_text``: a fraction ×100, an
+    error in the task's own units as it is), its metric named."""
+    m = p["majority"]
+    return f"{get_kind(p['kind']).metric_text(m['metric'], m['main'], digits=1)} ({m['metric']})"
+
+
 def summary_row(p: dict) -> dict:
     """One task's line of the table (0–100 scores, as the rest of the page)."""
     tok = p.get("tokens") or {}
@@ -76,7 +83,7 @@ def summary_row(p: dict) -> dict:
         "train rows": p["train_rows"],
         "dev rows": p["dev_rows"],
         "labels (C_t)": get_kind(p["kind"]).num_outputs(labels),
-        "majority class on dev": f"{100 * p['majority']['main']:.1f} ({p['majority']['metric']})",
+        "majority class on dev": majority_text(p),
         "tokens p50": tok.get("p50", "—"),
         "tokens p95": tok.get("p95", "—"),
         "tokens max": tok.get("max", "—"),

@@ -9,10 +9,10 @@ call, a DDP-wrapped model included), every task's ``predict_all`` (the trunk onc
 ``forward_mixed``. Each batch's logits go to its task's sink at once (``add(rows, logits)``, ``rows`` the batch's
 positions in the input); the sink keeps what it needs of them (the kind's ``module.reduce`` for the metrics,
 ``outputs.Decoded`` for labels and probabilities) and puts them back in input order. A row's logits are the task
-head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one. A sink is
-handed the batch's *sequences*; where they are not the rows (a tagging task's windows), ``Reduced`` and ``PerWord``
-put each word's prediction back in its row (``Encoded.owned``) and ``ByRow`` maps a sentence task's sequences to their
-rows.
+head's output for that row, whatever their shape: (C,) for a sentence task, (tokens, C) for a tagging one, (k,) for a
+multiple-choice one (a row of k candidate sequences, batched together as one unit: ``Encoded.groups``). A sink is
+handed the batch's *units*; where they are not the rows (a tagging task's windows), ``Reduced`` and ``PerWord`` put
+each word's prediction back in its row (``Encoded.owned``) and ``ByRow`` maps another task's units to their rows.
 """
 
 from __future__ import annotations
@@ -46,15 +46,21 @@ def words_of(text) -> list[str]:
 def encode_texts(
     info,
     texts: Sequence,
-    pairs: Sequence[str] | None = None,
+    pairs: Sequence | None = None,
     paired: Sequence[bool] | None = None,
     words: Sequence[bool] | None = None,
+    grouped: Sequence[bool] | None = None,
 ) -> Encoded:
     """Texts as the trainer's ``Encoded`` arrays (no labels), tokenised as the run's rows were (``info``: a run's
     ``tokenizer()``, ``max_len`` and ``stride``): row i with its second text ``pairs[i]`` where ``paired[i]``
     (default: every row when ``pairs`` is given), alone otherwise; where ``words[i]`` (a per-word task's row), as a
     list of words (``words_of``) read in the run's windows, each word's predicting token kept (``Encoded.starts``; no
-    gold tags: every word's is 0). Sequences are in row order, a row's windows in theirs (``Encoded.row_of``)."""
+    gold tags: every word's is 0). Sequences are in row order, a row's windows in theirs (``Encoded.row_of``). Where
+    ``grouped[i]`` (a row of several sequences: a multiple-choice row), ``texts[i]`` is the list of its sequences'
+    first segments and ``pairs[i]`` of their second ones (None: each alone), its sequences one unit
+    (``Encoded.groups``)."""
+    if grouped is not None and any(grouped):
+        return _grouped(info, texts, pairs, paired, words, grouped)
     n = len(texts)
     paired = [pairs is not None] * n if paired is None else list(paired)
     split = [False] * n if words is None else list(words)
@@ -103,6 +109,45 @@ def encode_texts(
     )
 
 
+def _grouped(info, texts, pairs, paired, words, grouped) -> Encoded:
+    """``encode_texts`` of rows some of which are several sequences: every sequence encoded as a row of its own, then
+    the units over them (``Encoded.groups``: a row of several sequences one unit, every other sequence — a tagging
+    row's windows each — one of its own); per-word data, where a row has it, kept per row (``row_of``: each unit's)."""
+    n = len(texts)
+    paired = [pairs is not None] * n if paired is None else list(paired)
+    split = [False] * n if words is None else list(words)
+    a: list = []
+    b: list = []
+    counts = []
+    for i in range(n):
+        if grouped[i]:
+            seconds = pairs[i] if paired[i] and pairs is not None else None
+            a += list(texts[i])
+            b += [None] * len(texts[i]) if seconds is None else list(seconds)
+            counts.append(len(texts[i]))
+        else:
+            a.append(texts[i])
+            b.append(pairs[i] if paired[i] else None)
+            counts.append(1)
+    flat_split = [w for i in range(n) for w in [split[i] and not grouped[i]] * counts[i]]
+    seqs = encode_texts(info, a, b, [x is not None for x in b], flat_split)
+    firsts = np.zeros(n + 1, dtype=np.int64)  # each row's first sequence row of ``a``
+    np.cumsum(counts, out=firsts[1:])
+    flat_row = seqs.row_of if seqs.per_word else np.arange(len(seqs), dtype=np.int64)  # each sequence's row of ``a``
+    row = np.repeat(np.arange(n, dtype=np.int64), counts)[flat_row]  # each sequence's row
+    several = np.asarray(grouped, dtype=bool)[row]
+    new_unit = np.ones(len(row), dtype=bool)  # a sequence starts a unit unless it continues its row's several
+    new_unit[1:] = ~(several[1:] & (row[1:] == row[:-1]))
+    starts = np.flatnonzero(new_unit)
+    groups = np.append(starts, len(row)).astype(np.int64)
+    if not seqs.per_word:
+        return Encoded(seqs.ids, seqs.types, seqs.offsets, np.zeros(n, dtype=np.int64), groups=groups)
+    word_offsets = seqs.word_offsets[firsts]  # a row of several sequences has no words: its sequences add none
+    return Encoded(
+        seqs.ids, seqs.types, seqs.offsets, seqs.labels, seqs.words, word_offsets, (), seqs.starts, row[starts], groups
+    )
+
+
 def forward_rows(
     model,
     data: Encoded,
@@ -137,13 +182,19 @@ def forward_rows(
             b = data.batch(rows)
             ids, mask, types = (b[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids"))
             with autocast():
-                if row_tasks is not None:
-                    out = model.forward_mixed(ids, mask, types, tasks=[row_tasks[r] for r in rows])
+                if row_tasks is not None:  # each sequence through its row's task
+                    seq_tasks = [row_tasks[r] for r in rows]
+                    if "groups" in b:
+                        seq_tasks = [str(t) for t in np.repeat(seq_tasks, np.diff(b["groups"].numpy()))]
+                    out = model.forward_mixed(ids, mask, types, tasks=seq_tasks)
                 elif per_task:
                     out = {t: model(task=t, input_ids=ids, attention_mask=mask, token_type_ids=types) for t in tasks}
                 else:
                     out = model.predict_all(ids, mask, types, tasks=tasks)
             if row_tasks is not None:
+                groups = b.get("groups")
+                if groups is not None:  # a row of several sequences: its sequences' outputs joined (its k scores)
+                    out = [torch.cat(out[int(groups[j]) : int(groups[j + 1])]) for j in range(len(rows))]
                 for t in {row_tasks[r] for r in rows}:
                     mine = [j for j, r in enumerate(rows) if row_tasks[r] == t]
                     sinks[t].add(rows[mine], torch.stack([out[j] for j in mine]))

@@ -7,6 +7,11 @@ models, exact", "Two counting conventions", "Adapter methods (per task)", "Publi
     head_t = Linear(d, C_t) on the shared pooler (BERT, RoBERTa) or the family's own head (its
              ``…ForSequenceClassification``: a per-task dense layer + Linear(d, C_t))
 
+A multiple-choice task (``per_candidate``: C_t = k candidates) holds the head of the family's ``…ForMultipleChoice``
+(its sequence head with one output, ``Trunk.new_choice_head``), scores each candidate's sequence and gives the k
+scores of a row as its logits (B, k); its batch is the rows' B·k sequences, flat (B·k, n) or as transformers lays
+them out (B, k, n).
+
 ``model(task=…, input_ids=…, …)`` runs one single-task batch (paper Sec. 4: batches are single-task);
 ``predict_all(…)`` runs every task on one batch and computes the layers below the lowest adapted
 layer once (the whole trunk for top methods) — the paper's shared-operations argument (docs/design.md "FLOPs").
@@ -110,6 +115,7 @@ class MultiTaskModel(nn.Module):
         tasks: TaskSpec,
         *,
         per_word: Collection[str] = (),
+        per_candidate: Collection[str] = (),
         spans: Collection[str] = (),
     ) -> None:
         super().__init__()
@@ -123,11 +129,13 @@ class MultiTaskModel(nn.Module):
         self._spec = get_adapter(config.method)
         self.tasks: dict[str, int] = {}
         self.per_word: set[str] = set()  # tagging tasks: a head on every token, logits (B, n, C_t)
+        self.per_candidate: set[str] = set()  # multiple-choice tasks: a score per candidate sequence, logits (B, k)
         self.spans: set[str] = set()  # extractive-QA tasks: a start and an end logit on every token, (B, n, 2)
         self.adapters = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
         self.dropout = nn.Dropout(self.trunk.classifier_dropout)
+        self.choice_dropout = nn.Dropout(self.trunk.choice_dropout)  # the family's …ForMultipleChoice's rate
         self.span_dropout = nn.Dropout(self.trunk.span_dropout)  # the family's …ForQuestionAnswering's (often 0)
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
         if trunk_frozen(config):  # freeze_trunk None: the method's own (Method.trunk), as the calculator prices it
@@ -135,7 +143,13 @@ class MultiTaskModel(nn.Module):
         elif config.per_task_pooler and self.trunk.pooler is not None:
             self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
-            self.add_task(name, num_labels, per_word=name in per_word, span=name in spans)
+            self.add_task(
+                name,
+                num_labels,
+                per_word=name in per_word,
+                per_candidate=name in per_candidate,
+                span=name in spans,
+            )
 
     # --- construction ------------------------------------------------------------------------------
 
@@ -147,6 +161,7 @@ class MultiTaskModel(nn.Module):
         tasks: TaskSpec,
         *,
         per_word: Collection[str] = (),
+        per_candidate: Collection[str] = (),
         spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
@@ -154,7 +169,7 @@ class MultiTaskModel(nn.Module):
         without allocating it."""
         hf = _hf_config(hf_config)
         validate(hf, config, tasks)
-        return cls(build_base(hf), config, tasks, per_word=per_word, spans=spans).eval()
+        return cls(build_base(hf), config, tasks, per_word=per_word, per_candidate=per_candidate, spans=spans).eval()
 
     @classmethod
     def from_base(
@@ -164,15 +179,17 @@ class MultiTaskModel(nn.Module):
         tasks: TaskSpec,
         *,
         per_word: Collection[str] = (),
+        per_candidate: Collection[str] = (),
         spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
         local folder, or ``"tiny"`` (``base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
-        current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``); ``spans``: the extractive-QA ones
-        (``Kind.span_head``)."""
+        current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``); ``per_candidate``: the
+        multiple-choice ones (``Kind.per_candidate``); ``spans``: the extractive-QA ones (``Kind.span_head``)."""
+        heads = {"per_word": per_word, "per_candidate": per_candidate, "spans": spans}
         if model == TINY:
-            return cls.from_base_config(tiny_config_dict(), config, tasks, per_word=per_word, spans=spans)
-        return cls.from_pretrained(model, config, tasks, per_word=per_word, spans=spans)
+            return cls.from_base_config(tiny_config_dict(), config, tasks, **heads)
+        return cls.from_pretrained(model, config, tasks, **heads)
 
     @classmethod
     def from_pretrained(
@@ -183,6 +200,7 @@ class MultiTaskModel(nn.Module):
         *,
         dtype: torch.dtype = torch.float32,
         per_word: Collection[str] = (),
+        per_candidate: Collection[str] = (),
         spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
@@ -197,7 +215,7 @@ class MultiTaskModel(nn.Module):
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)
-        return cls(trunk, config, tasks, per_word=per_word, spans=spans).eval()
+        return cls(trunk, config, tasks, per_word=per_word, per_candidate=per_candidate, spans=spans).eval()
 
     @classmethod
     def from_run(
@@ -209,8 +227,10 @@ class MultiTaskModel(nn.Module):
         finished-or-checkpointed run or a step it does not keep."""
         info = read_run(run_dir, step)
         per_word = [t for t, r in info.records.items() if get_kind(r.kind).per_word]
+        per_candidate = [t for t, r in info.records.items() if get_kind(r.kind).per_candidate]
         spans = [t for t, r in info.records.items() if get_kind(r.kind).span_head]
-        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, per_word=per_word, spans=spans)
+        heads = {"per_word": per_word, "per_candidate": per_candidate, "spans": spans}
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, **heads)
         load_model(model, info.checkpoint)
         model = model.to(device).eval()
         model.run = info
@@ -229,13 +249,17 @@ class MultiTaskModel(nn.Module):
             self.shape,
         )
 
-    def add_task(self, name: str, num_labels: int, *, per_word: bool = False, span: bool = False) -> None:
+    def add_task(
+        self, name: str, num_labels: int, *, per_word: bool = False, per_candidate: bool = False, span: bool = False
+    ) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
         dtype, in the model's train/eval mode. ``per_word``: a tagging task — the family's token head
-        (``Trunk.new_token_head``) on every token, no pooler. ``span``: an extractive-QA task (``num_labels`` 2) —
-        the family's question-answering head (``Trunk.new_span_head``) on every token, no pooler."""
-        if per_word and span:
-            raise ValueError(f"task {name!r}: a tagging head or a span head, not both")
+        (``Trunk.new_token_head``) on every token, no pooler. ``per_candidate``: a multiple-choice task of
+        ``num_labels`` = k candidates — the family's choice head (``Trunk.new_choice_head``) on each candidate.
+        ``span``: an extractive-QA task (``num_labels`` 2) — the family's question-answering head
+        (``Trunk.new_span_head``) on every token, no pooler."""
+        if per_word + per_candidate + span > 1:
+            raise ValueError(f"task {name!r}: one head — on every token, per candidate or a span head")
         _check_task_name(name)
         if name in self.tasks:
             raise ValueError(f"task {name!r} exists already")
@@ -247,6 +271,8 @@ class MultiTaskModel(nn.Module):
             if span
             else self.trunk.new_token_head(num_labels)
             if per_word
+            else self.trunk.new_choice_head()
+            if per_candidate
             else self.trunk.new_head(num_labels),
         }
         for layer in modules["heads"].modules():
@@ -262,6 +288,8 @@ class MultiTaskModel(nn.Module):
         self.tasks[name] = num_labels
         if per_word:
             self.per_word.add(name)
+        if per_candidate:
+            self.per_candidate.add(name)
         if span:
             self.spans.add(name)
 
@@ -273,6 +301,7 @@ class MultiTaskModel(nn.Module):
                 del group[name]
         del self.tasks[name]
         self.per_word.discard(name)
+        self.per_candidate.discard(name)
         self.spans.discard(name)
 
     # --- forward -------------------------------------------------------------------------------------
@@ -288,12 +317,19 @@ class MultiTaskModel(nn.Module):
         return h, self.trunk.prepare(h, attention_mask)
 
     def _classify(self, task: str, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The task head's output on each sequence (a multiple-choice task's: one score a candidate, (S, 1))."""
         if task in self.spans:
             return self.trunk.tag(self.heads[task], self.span_dropout, hidden)
         if task in self.per_word:
             return self.trunk.tag(self.heads[task], self.dropout, hidden)
         pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
+        if task in self.per_candidate:
+            return self.trunk.choose(self.heads[task], pooler, self.choice_dropout, hidden, attention_mask)
         return self.trunk.classify(self.heads[task], pooler, self.dropout, hidden, attention_mask)
+
+    def _per_row(self, task: str, logits: torch.Tensor, per_row: bool = True) -> torch.Tensor:
+        """Each row's logits: a multiple-choice task's k candidates' scores side by side, (B, k)."""
+        return logits.reshape(-1, self.tasks[task]) if per_row and task in self.per_candidate else logits
 
     def _top(self, adapter: TaskAdapter, h: torch.Tensor, state: State) -> torch.Tensor:
         return adapter.adapt_top(self.trunk.finish(h), state.mask)
@@ -307,6 +343,7 @@ class MultiTaskModel(nn.Module):
     ) -> torch.Tensor:
         """Final hidden states (B, n, d) on ``task``'s path (trunk, its adapters, its top stack)."""
         adapter: TaskAdapter = self.adapters[self._check_task(task)]
+        input_ids, attention_mask, token_type_ids = _flat(input_ids, attention_mask, token_type_ids)
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
         h = self.trunk.run(0, self.shape.layers, adapter.adapt_embeddings(h), state, adapter)
         return self._top(adapter, h, state)
@@ -318,8 +355,12 @@ class MultiTaskModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t); a span task's (B, n, 2)."""
-        return self._classify(task, self.encode(task, input_ids, attention_mask, token_type_ids), attention_mask)
+        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t); a span task's
+        (B, n, 2); a multiple-choice task's: (B, k), its B rows' B·k candidate sequences given flat (B·k, n) or as
+        (B, k, n)."""
+        hidden = self.encode(task, input_ids, attention_mask, token_type_ids)
+        _, attention_mask, _ = _flat(None, attention_mask, None)
+        return self._per_row(task, self._classify(task, hidden, attention_mask))
 
     @property
     def conditions_input(self) -> bool:
@@ -337,31 +378,42 @@ class MultiTaskModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         tasks: Sequence[str] | None = None,
+        per_row: bool = True,
     ) -> dict[str, torch.Tensor]:
         """Logits of every task (or of ``tasks``) on one batch, with shared operations (docs/design.md "FLOPs"): the
         embeddings and layers 0 … shared_depth−1 run once, the rest once per task. Outputs equal
-        ``forward`` on each task. Given texts (a model of ``from_run``): ``predict_texts(texts, text_pair)``."""
+        ``forward`` on each task. Given texts (a model of ``from_run``): ``predict_texts(texts, text_pair)``.
+        ``per_row=False``: a multiple-choice task's scores one per input sequence (S, 1), not per row (S/k, k) — what
+        a graph whose batches need not hold whole rows gives (the ONNX export)."""
         if isinstance(input_ids, str) or (
             isinstance(input_ids, (list, tuple)) and input_ids and isinstance(input_ids[0], str)
         ):  # texts: a run's model (from_run)
             return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         names = list(self.tasks) if tasks is None else [self._check_task(t) for t in tasks]
+        input_ids, attention_mask, token_type_ids = _flat(input_ids, attention_mask, token_type_ids)
         h, state = self._embed(input_ids, attention_mask, token_type_ids)
         depth, total = self.shared_depth, self.shape.layers
         h = self.trunk.run(0, depth, h, state, None)
         if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
             h = self.trunk.finish(h)
             if self.trunk.pooler is not None:
-                tokens = self.per_word | self.spans  # heads on every token: no pooler
-                pooled = self.dropout(self.trunk.pooler(h)) if set(names) - tokens else None
-                return {t: self._classify(t, h) if t in tokens else self.heads[t](pooled) for t in names}
-            return {t: self._classify(t, h, attention_mask) for t in names}
+                own = self.per_word | self.per_candidate | self.spans  # heads that do not read the shared pooled output
+                pooled = self.dropout(self.trunk.pooler(h)) if set(names) - own else None
+                return {
+                    t: self._per_row(t, self._classify(t, h), per_row) if t in own else self.heads[t](pooled)
+                    for t in names
+                }
+            return {t: self._per_row(t, self._classify(t, h, attention_mask), per_row) for t in names}
         out = {}
         for t in names:  # the per-task remainder; each iteration is one batched pass
             adapter = self.adapters[t]
             x = adapter.adapt_embeddings(h) if self.conditions_input else h
-            out[t] = self._classify(
-                t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state), attention_mask
+            out[t] = self._per_row(
+                t,
+                self._classify(
+                    t, self._top(adapter, self.trunk.run(depth, total, x, state, adapter), state), attention_mask
+                ),
+                per_row,
             )
         return out
 
@@ -378,7 +430,9 @@ class MultiTaskModel(nn.Module):
         own weights on the whole batch while each adapter hook applies each task's adapter to that task's rows
         (``adapters.rows.RowGroups``: gathered by index, scattered back); then each task's head on its rows. Returns
         one logits row per input row (a (C_t,) tensor, a tagging task's (n, C_t), in the rows' order); row i equals ``forward(tasks[i], row i)``
-        to float rounding. This is how a service answers many tasks' requests at once (peft's ``adapter_names``)."""
+        to float rounding. An input row of a multiple-choice task is one candidate's sequence, its output that
+        candidate's score (1,): a row's k candidates are k input rows (``forward.forward_rows`` joins their scores).
+        This is how a service answers many tasks' requests at once (peft's ``adapter_names``)."""
         if len(tasks) != input_ids.shape[0]:
             raise ValueError(f"{len(tasks)} task names for {input_ids.shape[0]} rows")
         groups: dict[str, list[int]] = {}
@@ -500,3 +554,8 @@ class MultiTaskModel(nn.Module):
 
 
 MultiTaskBert = MultiTaskModel  # the original name, kept for every family
+
+
+def _flat(*inputs: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+    """Inputs laid out (B, k, n) — a multiple-choice batch as transformers gives it — as the (B·k, n) sequences."""
+    return tuple(x.reshape(-1, x.shape[-1]) if x is not None and x.ndim == 3 else x for x in inputs)

@@ -178,7 +178,10 @@ def predict_texts(
     if pairs is not None and len(pairs) != len(texts):
         raise ValueError(f"{len(pairs)} second texts for {len(texts)} texts")
     names = list(model.tasks) if tasks is None else [model._check_task(t) for t in tasks]
-    wants_pair = [t for t in names if info.records[t].pair]
+    # a task whose row is several sequences (multiple choice): texts[i] / pairs[i] are the lists of its row's
+    # sequences' first and second segments (pairs None, or pairs[i] None: each read alone)
+    several = {t for t in names if get_kind(info.records[t].kind).per_candidate}
+    wants_pair = [t for t in names if info.records[t].pair and t not in several]
     if wants_pair and pairs is None:
         raise ValueError(f"task(s) {', '.join(wants_pair)} read a pair of texts: give the second texts")
     size = batch_size or info.eval_batch_size
@@ -206,7 +209,12 @@ def predict_texts(
 
     if task_of is not None:  # each row its own task, with its second text where that task reads one
         data = encode_texts(
-            info, texts, pairs, [info.records[t].pair for t in task_of], [t in per_word for t in task_of]
+            info,
+            texts,
+            pairs,
+            [info.records[t].pair or t in several for t in task_of],
+            [t in per_word for t in task_of],
+            [t in several for t in task_of],
         )
         forward_rows(
             model, data, sinks(names, data), batch_size=size, device=device, row_tasks=task_of, progress=rows_done(data)
@@ -216,17 +224,20 @@ def predict_texts(
     # tasks of one text, pair tasks and per-word tasks see their own tokens (a pair task's second text is never given
     # to the others; a per-word task's words are tokenised as words); within each group one predict_all per batch runs
     # the trunk once for all of its tasks
-    single = [t for t in names if t not in wants_pair and t not in per_word]
     for t in [t for t in names if t in spans]:  # a span task's questions in its windows, decoded question by question
         data = encode_questions(info, texts, pairs, info.records[t].kind)
         sink = PerQuestion(decoded[t], data, info.records[t].kind)
         share = rows_done(data, 1 / len(names))
         forward_rows(model, data, {t: sink}, batch_size=size, device=device, per_task=True, progress=share)
     wants_pair = [t for t in wants_pair if t not in spans]
-    for group in (single, wants_pair, [t for t in names if t in per_word]):
+    single = [t for t in names if t not in wants_pair and t not in per_word and t not in several and t not in spans]
+    groups = [single, wants_pair, [t for t in names if t in per_word]] + [[t] for t in names if t in several]
+    for group in groups:
         if not group:
             continue
-        if group[0] in per_word:
+        if group[0] in several:  # its rows' candidates, kept together (one score each, joined per row)
+            data = encode_texts(info, texts, pairs, [True] * len(texts), None, [True] * len(texts))
+        elif group[0] in per_word:
             data = encode_texts(info, texts, None, None, [True] * len(texts))
         else:
             data = encode_texts(info, texts, pairs if group is wants_pair else None)

@@ -1,5 +1,5 @@
 """What a budget buys before you train: the dev score of a design size that was not measured, predicted from the
-sizes that were (issue 37; docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
+sizes that were (docs/design.md "Predicted scores"). Pure Python but for the fit's t quantile (scipy, imported
 inside the function that needs it: ``pals-budget`` without ``--results`` never loads it).
 
 A *family* is everything but the size: method × location × trunk setting (frozen or fine-tuned) × every other design
@@ -39,8 +39,10 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .kinds import get_kind
 from .results import SCALE, PassedOver, Run, checked, read_or_none, runs
 from .study_storage import open_read_only
+from .tasks import records_of_config
 
 LEVEL = 0.80  # the interval's coverage
 MIN_SIZES = 3  # distinct measured sizes a prediction needs
@@ -276,15 +278,24 @@ def curves(observations: Iterable[Observation]) -> dict[Family, Curve]:
 # --- reading the runs ---------------------------------------------------------------------------------------------
 
 
-def _main_value(task_scores, metric: str | None) -> float | None:
-    """A task's main metric (0–100) from one run's ``{metric: fraction}``; the mean over metrics where the run does
-    not name its main one."""
+def _main_value(task_scores, metric: str | None, in_units: Sequence[str] = ()) -> float | None:
+    """A task's main metric (0–100) from one run's ``{metric: fraction}``; the mean over its fraction metrics where
+    the run does not name its main one (``in_units``: its kind's metrics in the task's own units, an RMSE, which are
+    no fraction and are not put on the 0–100 scale)."""
     if not isinstance(task_scores, dict) or not task_scores:
         return None
     if metric and isinstance(task_scores.get(metric), (int, float)):
         return SCALE * task_scores[metric]
-    vals = [v for v in task_scores.values() if isinstance(v, (int, float))]
+    vals = [v for k, v in task_scores.items() if isinstance(v, (int, float)) and k not in in_units]
     return SCALE * sum(vals) / len(vals) if vals else None
+
+
+def _in_units(config: dict | None) -> dict[str, tuple[str, ...]]:
+    """Each task's metrics in its own units (``Kind.in_units``), by the records a run's config holds."""
+    try:
+        return {t: get_kind(r.kind).in_units for t, r in records_of_config(config or {}).items()}
+    except (ValueError, TypeError, KeyError, AttributeError):  # a config whose records cannot be read
+        return {}
 
 
 def _metrics(summary: dict, folder: Path) -> dict[str, str | None]:
@@ -314,8 +325,9 @@ def observation(run: Run) -> Observation | None:
         return None
     metrics = _metrics(run.summary, run.folder)
     tasks: dict[str, tuple[float, ...]] = {}
+    units = _in_units(run.config)
     for t in metrics or (seeds[0].get("scores") or {}):
-        vals = [_main_value((r.get("scores") or {}).get(t), metrics.get(t)) for r in seeds]
+        vals = [_main_value((r.get("scores") or {}).get(t), metrics.get(t), units.get(t, ())) for r in seeds]
         if all(v is not None for v in vals):
             tasks[t] = tuple(vals)
     fam = Family(run.method, run.location, run.freeze_trunk, run.recipe, run.design)

@@ -118,7 +118,7 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--tasks-file",
         metavar="FILE",
-        help="your own tasks: a YAML/JSON tasks file (README: Your own tasks); the study stores its path, its "
+        help="your own tasks: a YAML/JSON tasks file (docs/tasks.md); the study stores its path, its "
         "tasks' records and their files' sha256, and a worker whose copy differs is refused "
         "(on another machine give that machine's copy)",
     )

@@ -56,10 +56,13 @@ def count_flops(fn: Callable[..., Any], *args, **kwargs) -> int:
     return counter.get_total_flops()
 
 
-def _inputs(model, n: int, batch: int) -> dict[str, torch.Tensor]:
+def _inputs(model, n: int, batch: int, task: str | None = None) -> dict[str, torch.Tensor]:
+    """``batch`` rows of n tokens: (batch, n), or (batch, k, n) for a multiple-choice ``task`` (k candidates a row)."""
     get_family(model.shape.family).check_seq_len(model.shape, n)
     device = next(model.bert.parameters()).device
-    ids = torch.arange(batch * n, device=device).view(batch, n) % model.shape.vocab
+    k = model.tasks[task] if task in getattr(model, "per_candidate", ()) else 1
+    shape = (batch, k, n) if k != 1 else (batch, n)
+    ids = torch.arange(batch * k * n, device=device).view(shape) % model.shape.vocab
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
 
 
@@ -74,14 +77,18 @@ def _counted(model, fn: Callable[[], Any]) -> int:
 
 
 def count_forward_flops(model, task: str, n: int, *, batch: int = 1) -> int:
-    """FLOPs of ``model(task=…)`` on ``batch`` sequences of n tokens (eval mode, no grad).
-    Equals the calculator's ``flops_per_seq`` for batch 1 and the first task."""
-    inputs = _inputs(model, n, batch)
+    """FLOPs of ``model(task=…)`` on ``batch`` rows of n tokens (a multiple-choice task's row: its k candidates'
+    sequences) (eval mode, no grad). Equals the calculator's ``flops_per_seq`` for batch 1 and the first task."""
+    inputs = _inputs(model, n, batch, task)
     return _counted(model, lambda: model(task=task, **inputs))
 
 
 def count_predict_all_flops(model, n: int, *, batch: int = 1) -> int:
     """FLOPs of ``model.predict_all`` (every task, shared operations) — the calculator's
-    ``flops_all_tasks_per_seq`` for batch 1."""
+    ``flops_all_tasks_per_seq`` for batch 1. A multiple-choice task reads its own rows (k candidate sequences): it
+    runs on them through its own ``forward``, the others share ``predict_all`` on one row."""
+    own = [t for t in model.tasks if t in getattr(model, "per_candidate", ())]
+    alike = [t for t in model.tasks if t not in own]
     inputs = _inputs(model, n, batch)
-    return _counted(model, lambda: model.predict_all(**inputs))
+    shared = _counted(model, lambda: model.predict_all(**inputs, tasks=alike)) if alike else 0
+    return shared + sum(count_forward_flops(model, t, n, batch=batch) for t in own)

@@ -21,18 +21,21 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 
-def batch_inputs(model, batch: int, n: int, device=None) -> dict[str, torch.Tensor]:
-    """B fresh sequences of n tokens, no padding: input_ids, attention_mask of ones, token_type_ids of zeros."""
+def batch_inputs(model, batch: int, n: int, device=None, task: str | None = None) -> dict[str, torch.Tensor]:
+    """B fresh rows of n tokens, no padding: input_ids, attention_mask of ones, token_type_ids of zeros; a
+    multiple-choice ``task``'s rows (B, k, n): its k candidates' sequences."""
     device = device if device is not None else next(model.parameters()).device
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, model.base_config.vocab_size, (batch, n), generator=g).to(device)
+    k = model.tasks[task] if task in getattr(model, "per_candidate", ()) else 1
+    shape = (batch, k, n) if k != 1 else (batch, n)
+    ids = torch.randint(0, model.base_config.vocab_size, shape, generator=g).to(device)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids)}
 
 
 def saved_activation_bytes(model, task: str, batch: int, n: int, *, train: bool = True) -> int:
     """Bytes autograd saves for backward in ``model(task=…)`` (train mode; ``train=False``: eval mode with grad),
     each storage once, parameters excluded."""
-    inputs = batch_inputs(model, batch, n)
+    inputs = batch_inputs(model, batch, n, task=task)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     kept: dict[int, torch.Tensor] = {}
 
@@ -55,11 +58,10 @@ def saved_activation_bytes(model, task: str, batch: int, n: int, *, train: bool 
 def optimizer_state_bytes(model, batch: int = 2, n: int = 4) -> int:
     """Bytes of AdamW's state after one step on each task (the trainer's optimiser, every trainable parameter)."""
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    inputs = batch_inputs(model, batch, n)
     model.train()
     for task in model.tasks:
         opt.zero_grad(set_to_none=True)
-        model(task=task, **inputs).float().pow(2).mean().backward()
+        model(task=task, **batch_inputs(model, batch, n, task=task)).float().pow(2).mean().backward()
         opt.step()
     total = 0
     for state in opt.state.values():

@@ -1,4 +1,4 @@
-"""``accelerate launch`` (DDP) on CPU with gloo: the multi-GPU path the README offers, run as two processes."""
+"""``accelerate launch`` (DDP) on CPU with gloo: the multi-GPU path docs/training.md offers, run as two processes."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _accelerate(out: Path, *extra: str) -> list[str]:
 
 @pytest.mark.slow
 def test_two_cpu_processes_train_resume_after_a_kill_and_count_as_pals_budget(glue_dir, tmp_path):
-    """The multi-GPU path the README offers (accelerate launch, DDP), exercised on CPU with gloo: two processes
+    """The multi-GPU path docs/training.md offers (accelerate launch, DDP), exercised on CPU with gloo: two processes
     train, checkpoint, are killed, resume, and write one summary — equal to an uninterrupted two-process run, its
     parameters equal to pals-budget's."""
     import json

@@ -127,7 +127,7 @@ def test_every_view_takes_every_kind(four_kinds):
                 if name == "runs":
                     expect(page.locator(".st-key-fig_measured svg.main-svg").first).to_be_visible(timeout=60_000)
                 if name == "studies":
-                    expect(page.get_by_text("Leaderboard")).to_be_visible(timeout=60_000)
+                    expect(page.get_by_text("Leaderboard", exact=True)).to_be_visible(timeout=60_000)
                 _settled(page)
                 assert _errors(page) == [], (name, _errors(page))
                 assert page.get_by_test_id("stMain").evaluate(_EMOJI) == [], name

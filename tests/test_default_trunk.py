@@ -143,7 +143,9 @@ def test_the_page_shows_what_each_design_trains_and_the_train_form_starts_from_i
     at.run()
     assert not at.exception and not [e.value for e in at.error]
     (answer,) = [s.value for s in at.success if "Recommended:" in s.value]
-    assert "parameters, trunk frozen)" in answer or "parameters, trunk fine-tuned)" in answer
+    assert "parameters, trunk frozen, at the method's own learning rate" in answer or (
+        "parameters, trunk fine-tuned, at the method's own learning rate" in answer
+    )
     table = next(d.value for d in at.dataframe if "trunk" in d.value.columns)
     rows = {d: (t, n) for d, t, n in zip(table["design"], table["trunk"], table["trained"])}
     assert rows["lora @ all"][0] == "frozen" and rows["pals @ all"][0] == "fine-tuned"

@@ -523,6 +523,72 @@ def test_a_tagging_head_is_counted_as_torch_builds_and_runs_it(base, method):
     assert logits.shape == (2, n, 5)
 
 
+# --- a multiple-choice task (kind: choice) beside a sentence task: k candidate sequences a row ---------------------
+
+
+def _with_a_choice_task(base: str, method: str, k: int = 3):
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, n = _config(base, method, "all" if get_method(method).within else None)
+    first, c = next(iter(tasks.items()))
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"mc": k, first: c}, per_candidate=["mc"])
+    kinds = [Task("mc", k, "choice"), Task(first, c)]
+
+    def cost(convention: str):
+        return at_size(design(from_hf_config(hf.to_dict()), kinds, cfg, convention=convention, seq_len=n), cfg.d_s)
+
+    return model, cost, n
+
+
+@pytest.mark.parametrize("method", ["shared", "lora"])
+@pytest.mark.parametrize("base", list(BASES))
+def test_a_choice_head_is_counted_as_torch_builds_and_runs_it(base, method):
+    """The family's …ForMultipleChoice head (its sequence head with one output; ELECTRA's sequence summary) on each
+    of a row's k sequences: parameters, FLOPs of one row (k sequences), and every task's FLOPs (the choice task on its
+    own k sequences, the others sharing one), as torch builds and runs them."""
+    if _family(base).refusal(method):
+        pytest.skip(f"{base} refuses {method}")
+    model, cost, n = _with_a_choice_task(base, method)
+    assert model.num_parameters("exact") == cost("exact").params_total
+    assert model.num_parameters("paper") == cost("paper").params_total
+    assert sum(p.numel() for p in model.heads["mc"].parameters()) == get_family(model.family).head_params(
+        model.shape, 1, False
+    )
+    exact = cost("exact")
+    assert count_forward_flops(model, "mc", n) == exact.flops_per_seq
+    assert count_predict_all_flops(model, n) == exact.flops_all_tasks_per_seq
+    logits = model(task="mc", input_ids=torch.ones(2, 3, n, dtype=torch.long))
+    assert logits.shape == (2, 3)
+    torch.testing.assert_close(logits, model(task="mc", input_ids=torch.ones(6, n, dtype=torch.long)))
+
+
+def test_a_choice_row_costs_k_sequences_of_the_same_path():
+    """FLOPs of a row grow with k exactly as k sequences through the path: 4 candidates cost twice 2."""
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, n = _config("odd-3L", "lora", "all")
+    shape = from_hf_config(hf.to_dict())
+    two, four = (at_size(design(shape, [Task("mc", k, "choice")], cfg, seq_len=n), cfg.d_s) for k in (2, 4))
+    assert four.flops_per_seq == 2 * two.flops_per_seq and four.params_total == two.params_total
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", BUILT)
+@pytest.mark.parametrize("base", ["odd-3L", "deberta-unshared"])
+def test_a_choice_row_is_priced_exactly_by_every_method(base, method):
+    """k sequences in one forward cost k times a sequence less what runs once a forward whatever the batch:
+    DeBERTa's relative-position projections (``Family.fixed_flops``), CA-MTL's task-conditioned weights and a copied
+    top layer's projections (``Method.fixed_flops``)."""
+    if _family(base).refusal(method):
+        pytest.skip(f"{base} refuses {method}")
+    model, cost, n = _with_a_choice_task(base, method)
+    exact = cost("exact")
+    assert model.num_parameters("exact") == exact.params_total
+    assert count_forward_flops(model, "mc", n) == exact.flops_per_seq
+    assert count_predict_all_flops(model, n) == exact.flops_all_tasks_per_seq
+
+
 # --- a span task (kind: span) beside a sentence task: AutoModelForQuestionAnswering's head on every token ---------
 
 

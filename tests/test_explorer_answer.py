@@ -326,6 +326,7 @@ def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
     import optuna
 
     from studies import report
+    from studies.settings import SETTINGS_ATTR
 
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="scale", direction="maximize")
     for i, value in enumerate((0.61, 0.72)):
@@ -333,15 +334,16 @@ def test_study_figures_are_drawn_on_the_pages_0_to_100_scale(tmp_path):
         t.report(value - 0.1, step=10)
         t.set_user_attr("params_task_specific", 1000 * (i + 1))
         study.tell(t, value)
-    figs, _ = report.figures(study, 100.0)
+    plain, _ = report.figures(study)  # a study another program made: its scores as it stored them
+    assert max(y for tr in plain["history"].data if tr.mode == "markers" for y in tr.y) == pytest.approx(0.72)
+    study.set_user_attr(SETTINGS_ATTR, {})  # a study pals-study made: its dev averages (fractions) shown 0–100
+    figs, _ = report.figures(study)
     trials = [tr for tr in figs["history"].data if tr.mode == "markers"]
     assert sorted(round(y, 6) for y in trials[0].y) == [61.0, 72.0]
     assert "0–100" in figs["history"].layout.yaxis.title.text
     assert sorted(round(y, 6) for tr in figs["learning_curves"].data for y in tr.y) == [51.0, 62.0]
     assert list(figs["learning_curves"].layout.xaxis.tickvals) == [10]  # whole evaluation steps only
-    assert max(y for tr in figs["pareto"].data for y in tr.y) == pytest.approx(72.0)
-    plain, _ = report.figures(study)  # pals-study report's own HTML keeps the stored fractions
-    assert max(y for tr in plain["history"].data if tr.mode == "markers" for y in tr.y) == pytest.approx(0.72)
+    assert max(y for tr in figs["pareto"].data for y in tr.y if y is not None) == pytest.approx(72.0)
 
 
 def test_designs_spending_the_same_share_rank_by_predicted_step_time():

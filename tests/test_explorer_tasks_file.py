@@ -142,7 +142,13 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
     assert tasks_file_model(example) == EMBEDDED_MODEL and app.sidebar.selectbox(key="model").value == inputs.EMBEDDED
     records = read_tasks_file(example)
     tasks = tasks_of_records(records.values())
-    assert [(t.name, t.num_labels) for t in tasks] == [("intent", 3), ("reviews", 1), ("tickets", 4), ("entities", 8)]
+    assert [(t.name, t.num_labels) for t in tasks] == [
+        ("intent", 3),
+        ("reviews", 1),
+        ("tickets", 4),
+        ("entities", 8),
+        ("replies", 4),
+    ]
     table = table_with(app, "fits")
     want = {(c.method, c.location or "—"): c for c in rows(MINILM, tasks, budget=Budget(ratio=1.13))}
     assert len(table) == len(want) > 0
@@ -151,10 +157,12 @@ def test_the_example_tasks_are_priced_with_their_label_counts(app, example):
         assert r["task-specific (all tasks)"] == c.params_task_specific and r["d_s"] == (
             "—" if c.d_s is None else str(c.d_s)
         )
-    # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks
+    # the heads are d·C_t + C_t: 3 + 1 + 4 + 8 outputs (the tagging head per token), not four binary tasks; the
+    # choice task's head scores each of its 4 candidates with one output: d + 1
     shared = next(c for c in rows(MINILM, tasks, methods=["shared"], budget=Budget(ratio=1.13)))
-    assert shared.params_task_specific == sum(384 * t.num_labels + t.num_labels for t in tasks)
-    assert any("**4 tasks** (intent, reviews, tickets, entities)" in m.value for m in app.markdown)
+    heads = [384 * t.num_labels + t.num_labels if t.name != "replies" else 384 + 1 for t in tasks]
+    assert shared.params_task_specific == sum(heads)
+    assert any("**5 tasks** (intent, reviews, tickets, entities, replies)" in m.value for m in app.markdown)
     assert app.query_params["tasks_file"] == inputs.example_tasks_path() and "tasks" not in app.query_params
 
 
@@ -253,18 +261,20 @@ def test_an_upload_is_kept_on_the_server_and_needs_absolute_paths(tmp_path, exam
         ("reviews", 1),
         ("tickets", 4),
         ("entities", 8),
+        ("replies", 4),
     ]
     with pytest.raises(ValueError, match=r"relative path \(data/intent_train.csv\).*must be absolute"):
         inputs.save_upload(example.read_bytes(), tmp_path)
 
 
 def test_the_measured_views_reference_takes_every_kind(example):
-    """The measured view's majority-class line, for the example's four kinds (a tagging task among them), is the mean
-    of the profile's majority scores (``pals-tasks``' and Your tasks'): one way to score a task's trivial baseline."""
+    """The measured view's majority-class line, for the example's five kinds (a tagging and a choice task among them),
+    is the mean of the profile's majority scores (``pals-tasks``' and Your tasks'): one way to score a task's trivial
+    baseline."""
     from pals_core.data.profile import profile_task
 
     records = list(read_tasks_file(example).values())
-    assert {r.kind for r in records} == {"classification", "regression", "multilabel", "tokens"}
+    assert {r.kind for r in records} == {"classification", "regression", "multilabel", "tokens", "choice"}
     mains = [profile_task(r)["majority"]["main"] for r in records]
     assert measured.majority_average(records) == pytest.approx(100 * sum(mains) / len(mains))
 

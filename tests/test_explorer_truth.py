@@ -94,7 +94,7 @@ def cli_rows(*args: str) -> dict[tuple[str, str], dict[str, str]]:
     return out
 
 
-# --- item 3: numbers agree to the digit ------------------------------------------------------------------------
+# --- numbers agree to the digit -------------------------------------------------------------------------------
 
 
 def test_the_page_its_csv_and_pals_budget_write_the_same_digits(env):
@@ -158,7 +158,7 @@ def test_a_share_of_the_budget_is_rounded_down():
     assert display.share_text(float("inf")) == "∞%"
 
 
-# --- item 4: readable figures -----------------------------------------------------------------------------------
+# --- readable figures ------------------------------------------------------------------------------------------
 
 
 def test_crowded_points_are_each_named_clear_of_every_marker():
@@ -219,7 +219,7 @@ def test_a_legend_never_needs_a_scroll_box():
     assert spec["layout"]["height"] - PLOT_MARGIN_PX >= len(entries) * LEGEND_ENTRY_PX
 
 
-# --- item 6: a first visit works --------------------------------------------------------------------------------
+# --- a first visit works ---------------------------------------------------------------------------------------
 
 
 def test_without_a_glue_folder_the_train_view_offers_the_example_tasks(env, monkeypatch):
@@ -238,7 +238,7 @@ def test_without_a_glue_folder_the_train_view_offers_the_example_tasks(env, monk
     assert at.segmented_control(key="view").value == "train"
     assert not any("no data to read yet" in w.value for w in at.warning)
     assert not at.button(key="launch").disabled
-    assert at.multiselect(key="train_file_tasks").value == ["intent", "reviews", "tickets", "entities"]
+    assert at.multiselect(key="train_file_tasks").value == ["intent", "reviews", "tickets", "entities", "replies"]
     assert any("--tasks-file" in c.value and "examples/tasks/tasks.yaml" in c.value for c in at.code)
 
 
@@ -354,7 +354,7 @@ def test_the_study_form_takes_a_tasks_file_and_a_count_budget(env):
     example = ROOT / inputs.EXAMPLE_TASKS
     at = open_at({"model": "tiny", "tasks_file": str(example), "extra": "250k"}, "studies")
     assert page_errors(at) == []
-    assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets,entities"
+    assert at.text_input(key="study_start_tasks").value == "intent,reviews,tickets,entities,replies"
     assert at.selectbox(key="study_start_model").value == "tiny random BERT (smoke study)"
     assert at.text_input(key="study_start_budget_count").value == "250,000"
     settings = settings_from_form(

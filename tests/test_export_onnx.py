@@ -562,13 +562,13 @@ def test_a_tagging_task_exports_with_batch_and_sequence_axes(family, checkpoints
     tasks = read_export(tmp_path / "onnx")["tasks"]
     assert (tasks["ner"]["axes"], tasks["intent"]["axes"]) == (["batch", "sequence", "C"], ["batch", "C"])
     assert shapes_text(done.meta) == "ner [batch, sequence, C=4] · intent [batch, C=2]"  # what pals-export prints
-    # the README's onnxruntime code, as written, on the dev rows (the long one read in windows included)
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = next(b for b in card_code(readme) if "import onnxruntime" in b)
+    # the guide's onnxruntime code (docs/using-a-run.md), as written, on the dev rows (the long one read in windows)
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "using-a-run.md").read_text()
+    code = next(b for b in card_code(guide) if "import onnxruntime" in b)
     (tmp_path / "onnx").rename(tmp_path / "exported")
     monkeypatch.chdir(tmp_path)
     space: dict = {}
-    exec(compile(code, "README.md", "exec"), space)
+    exec(compile(code, "docs/using-a-run.md", "exec"), space)
     assert space["word_tags"]("ner", rows) == want.label
     texts = [json.loads(x)["t"] for x in (tmp_path / "data" / "intent_dev.jsonl").read_text().splitlines()]
     intent = model.predict_texts(texts, tasks=["intent"])["intent"]

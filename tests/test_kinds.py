@@ -1,4 +1,4 @@
-"""Task kinds as folders (issue 35, item 1): one registry line per kind, its pure part free of torch, and no code
+"""Task kinds as folders: one registry line per kind, its pure part free of torch, and no code
 outside ``pals_core/kinds/`` that branches on a kind's name."""
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def test_each_kind_declares_every_metric_with_the_range_of_its_values():
 
 def test_an_unknown_kind_is_named_with_the_registered_ones():
     with pytest.raises(
-        TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, span\)"
+        TaskRecordError,
+        match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, choice, span\)",
     ):
         TaskRecord("t", kind="ranking", train="x").check()
     with pytest.raises(ValueError, match="unknown kind 'ranking'"):
@@ -64,6 +65,7 @@ def test_a_field_of_another_kind_is_refused_naming_what_it_is_for():
 BRANCH = re.compile(
     r"""(==|!=|\bin\b|\.get\()\s*\(?\s*["'](classification|regression|multilabel)["']|\.(regression|multilabel)\b"""
     r"""|(==|!=|\bin\b)\s*\(?\s*["']tokens["']"""  # .get("tokens"): a profile's token counts, no kind
+    r"""|(==|!=|\bin\b|\.get\()\s*\(?\s*["']choice["']|\bchoice\.module\b|kinds\.choice\b"""
 )
 
 
@@ -79,7 +81,7 @@ def test_no_code_outside_the_kinds_folders_branches_on_a_kind():
     assert found == []
 
 
-# --- issue 35 item 4: regression on the user's scale ------------------------------------------------------------
+# --- regression on the user's scale ----------------------------------------------------------------------
 
 
 def test_regression_trains_on_standardised_targets_and_reports_error_in_user_units():

@@ -653,6 +653,47 @@ def test_a_tagging_heads_activations_and_state_are_torchs(base, freeze):
     assert mem.optimizer == optimizer_state_bytes(model)
 
 
+# --- a multiple-choice task first: its head on each of a row's k candidate sequences (kind: choice) ---------------
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["trained", "frozen"])
+@pytest.mark.parametrize("base", OPT)
+def test_a_choice_heads_activations_and_state_are_torchs(base, freeze):
+    """B rows of k candidates: the trunk on B·k sequences and the family's …ForMultipleChoice head (ELECTRA's sequence
+    summary: no dropout before its dense; RoBERTa's and MPNet's: hidden_dropout_prob), to the byte."""
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, batch, n, _ = _setup(base, "lora", "all", freeze)
+    first, c = next(iter(tasks.items()))
+    ds = design(from_hf_config(hf.to_dict()), [Task("mc", 3, "choice"), Task(first, c)], cfg, seq_len=n)
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"mc": 3, first: c}, per_candidate=["mc"])
+    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s) == saved_activation_bytes(model, "mc", batch, n)
+    mem = memory_train(ds, cfg.d_s, evaluate(ds, cfg.d_s), batch=batch, cond=_conditions(hf))
+    assert mem.weights == 4 * sum(p.numel() for p in model.parameters())
+    assert mem.optimizer == optimizer_state_bytes(model)
+
+
+@pytest.mark.parametrize(
+    "base,field",
+    [("roberta-3L", "classifier_dropout"), ("mpnet-3L", "classifier_dropout"), ("electra-E10", "summary_last_dropout")],
+)
+def test_a_choice_heads_own_dropout_rate_is_priced(base, field):
+    """The rate the family's …ForMultipleChoice reads, not its sequence head's: RoBERTa's and MPNet's ignore
+    classifier_dropout (hidden_dropout_prob), ELECTRA's is summary_last_dropout."""
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, batch, n, _ = _setup(base, "lora", "all", False)
+    setattr(hf, field, 0.0)
+    ds = design(from_hf_config(hf.to_dict()), [Task("mc", 2, "choice")], cfg, seq_len=n)
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"mc": 2}, per_candidate=["mc"])
+    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s) == saved_activation_bytes(model, "mc", batch, n)
+
+
+# --- a span task first: AutoModelForQuestionAnswering's head on every token (kind: span) ---------------------------
+
+
 @pytest.mark.parametrize("freeze", [False, True], ids=["trained", "frozen"])
 @pytest.mark.parametrize("base", OPT)
 def test_a_span_heads_activations_and_state_are_torchs(base, freeze):

@@ -150,7 +150,7 @@ def test_a_package_init_holds_only_what_it_defines():
 
 @pytest.mark.slow  # imports torch (pals_core.model)
 def test_the_users_faces_keep_their_documented_names():
-    """README and docs/design.md: ``from pals_core import AdapterConfig, MultiTaskModel`` (alias ``MultiTaskBert``)
+    """The guides and docs/design.md: ``from pals_core import AdapterConfig, MultiTaskModel`` (alias ``MultiTaskBert``)
     and ``from pals_core.budget import load_model, parse_tasks, design, solve, rows, Budget``."""
     face = importlib.import_module("pals_core")
     config = importlib.import_module("pals_core.pricing.config")

@@ -285,7 +285,7 @@ def test_the_input_is_checked_before_the_weights_load(trained, tmp_path, capsys)
 
 @pytest.mark.slow
 def test_the_output_columns_of_each_kind_are_the_readmes(trained, tmp_path, capsys):
-    """README's table: classification gives <task> and <task>_prob; multilabel and regression no <task>_prob;
+    """The output columns docs/using-a-run.md tabulates: classification gives <task> and <task>_prob; multilabel and regression no <task>_prob;
     --probs adds <task>_prob_<label> for classification and multilabel only."""
     run, f, _ = trained
     records = read_tasks_file(f)

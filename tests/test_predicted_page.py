@@ -1,4 +1,4 @@
-"""The page's answer with predicted scores (issue 37 item 3-4): designs ranked by the score their size is predicted
+"""The page's answer with predicted scores: designs ranked by the score their size is predicted
 to reach ("predicted from N runs at d_s a–b"), the figure of measured points, fitted curve, band and the budget's
 size, and the next run worth measuring with its launch button. Real app (AppTest), synthetic finished runs."""
 

@@ -116,3 +116,54 @@ def test_a_file_replaced_between_its_description_and_its_rows_refuses_the_run(tm
     with pytest.raises(ValueError, match=r"mood\.csv changed while the run was set up .*: start the run again"):
         check_data(cfg)
     assert not Path(cfg.out).exists()  # refused before the run folder is made
+
+
+def _own_tasks(tmp_path: Path) -> Path:
+    """Two tasks of one's own: one with its labels declared and a dev file, one whose labels are read from its
+    train file and whose dev rows are held out of it."""
+    _write(tmp_path / "mood.csv", ROWS * 3)
+    _write(tmp_path / "mood_dev.csv", ROWS)
+    _write(tmp_path / "tone.jsonl", ROWS * 3)
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(
+        json.dumps(
+            {
+                "tasks": {
+                    "mood": {"train": "mood.csv", "dev": "mood_dev.csv", "labels": ["neg", "pos"]},
+                    "tone": {"train": "tone.jsonl"},
+                }
+            }
+        )
+    )
+    return tasks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resolved_first", [False, True], ids=["train", "pals-train"])
+def test_a_run_opens_each_data_file_once(tmp_path, opens, resolved_first):
+    """A tiny run from its start to its summary: every data file is opened once (its rows, its sha256 and, for a
+    task without declared labels, its label names all from that read), whether ``train`` resolves the run itself or
+    is handed one ``pals-train`` resolved to refuse it early."""
+    from pals_core.train.params import resolve
+    from pals_core.train.trainer import train
+
+    tasks = _own_tasks(tmp_path)
+    cfg = TrainConfig(
+        adapter=AdapterConfig(method="pals", d_s=24),
+        model=TINY,
+        out=str(tmp_path / "run"),
+        tasks=[],
+        tasks_file=str(tasks),
+        steps=2,
+        batch_size=2,
+        max_len=16,
+        eval_every=2,
+    )
+    opens.clear()
+    summary = train(resolve(cfg, rows=True) if resolved_first else cfg, progress=False)
+    files = [str(tmp_path / n) for n in ("mood.csv", "mood_dev.csv", "tone.jsonl")]
+    counts = {f: sum(Path(o).resolve() == Path(f) for o in opens) for f in files}
+    assert counts == dict.fromkeys(files, 1), opens
+    recorded = {f["path"]: f["sha256"] for d in summary["config"]["data"].values() for f in d["files"].values()}
+    assert recorded == {f: hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files}
+    assert summary["config"]["data"]["tone"]["labels"] == ["neg", "pos"]

@@ -1,4 +1,4 @@
-"""Predicted scores from measured runs (issue 37; pals_core/score_model.py): a known curve plus noise is recovered,
+"""Predicted scores from measured runs (pals_core/score_model.py): a known curve plus noise is recovered,
 fewer than three sizes predict nothing, a size outside the measured range is marked extrapolated, recipes are never
 mixed, and pals-budget --results prints the prediction (column and JSON field). Synthetic runs, written as pals-train
 writes them (summary.json with the run's TrainConfig)."""

@@ -1,4 +1,4 @@
-"""``pals-study run --first-trial`` (issue 37 item 4): the next run worth measuring is the study's first trial
+"""``pals-study run --first-trial``: the next run worth measuring is the study's first trial
 (Optuna ``enqueue_trial``), and a study's trials are runs the score model reads through ``--storage``."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A run's set-up goes through its data once: the config resolved once, the tasks file parsed once, each data file's
 rows read and checked once — for a tasks file of one's own and for GLUE alike, and in each run of ``--seeds`` and
 ``--from``. Counted as opens through ``pals_core.atomic.open_regular``, the one guarded reader every read and every
-hash goes through: a data file is opened for its rows and for its sha256 (remembered per process). The tiny BERT,
+hash goes through: a data file is opened once, its rows and its sha256 taken from the same bytes. The tiny BERT,
 real rows (the example tasks, GLUE's RTE)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pals_core.cli.train import main as train_main
 from pals_core.train import params
 
 ROOT = Path(__file__).resolve().parents[1]
-ROWS_AND_HASH = 2  # a data file's opens in a run's set-up: its rows (read and checked), its sha256 (config.json's)
+ROWS_AND_HASH = 1  # a data file's opens in a run's set-up: one, for its rows and its sha256 alike
 SMALL = [
     "--method",
     "lora",
@@ -136,7 +136,7 @@ def test_a_run_adding_tasks_reads_each_file_once(tmp_path, monkeypatch):
     argv = ["--from", str(base), "--add-tasks", str(later), "--steps", "2", "--out", str(tmp_path / "new")]
     assert train_main([*argv, "--no-progress"]) == 0
     assert reads.resolves == 1
-    # the added task's file: hashed, its rows read; the base run's: their rows read once (the dev rows measured
+    # the added task's file: its rows read, its sha256 theirs; the base run's: their rows read once (the dev rows measured
     # again; their sha256, compared with the base run's, remembered from the base run trained in this process)
     base_files = {f"data/{f}": 1 for f in data_files(tasks) if f != "tickets.parquet"}
     assert reads.of(tmp_path / "tasks") == {"later.yaml": 1, "data/tickets.parquet": ROWS_AND_HASH, **base_files}

@@ -165,7 +165,7 @@ def test_own_tasks_train_and_runs_know_their_data(tmp_path):
     assert set(s["scores"]["intent"]) == {"macro_f1", "accuracy", "mcc"} and set(s["scores"]["score"]) == {
         "pearson",
         "spearman",
-        "rmse",  # issue 35 item 4: a regression reports its error in the user's units beside the correlations
+        "rmse",  # a regression reports its error in the user's units beside the correlations
         "mae",
     }
     assert s["tasks"]["tags"]["labels"] == ["login", "payment", "slow"] and s["tasks"]["tags"]["kind"] == "multilabel"

@@ -32,6 +32,8 @@ DATA_FILES = (
     "entities_train.conll",
     "entities_dev.conll",
     "entities_train.jsonl",
+    "replies_train.csv",
+    "replies_dev.csv",
 )
 SHAPE = {"name", "kind", "train_rows", "dev_rows", "dev_source", "labels", "distribution", "majority", "tokens"}
 
@@ -64,7 +66,7 @@ def _tickets():
 
 
 def test_example_profile_rows_and_shape(profiles):
-    assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets", "entities"]
+    assert [p["name"] for p in profiles.values()] == ["intent", "reviews", "tickets", "entities", "replies"]
     for p in profiles.values():
         assert set(p) == SHAPE and p["tokens"] is None
         assert set(p["distribution"]) == {"train", "dev"} and set(p["majority"]) == {"metric", "main", "scores"}
@@ -91,6 +93,11 @@ def test_example_profile_rows_and_shape(profiles):
         "DATE",
         "AMOUNT",
     }
+    replies = profiles["replies"]  # SWAG's layout (its candidate columns named: priced without a read)
+    assert (replies["kind"], replies["train_rows"], replies["dev_rows"]) == ("choice", 300, 90)
+    assert replies["labels"] == ["0", "1", "2", "3"] and replies["majority"]["metric"] == "accuracy"
+    rows = list(csv.DictReader(open(EXAMPLE / "data" / "replies_train.csv", encoding="utf-8")))
+    assert replies["distribution"]["train"] == {str(j): sum(r["label"] == str(j) for r in rows) for j in range(4)}
 
 
 def test_example_distributions_match_the_files(profiles):
@@ -136,10 +143,22 @@ def test_majority_reference_is_the_hand_computed_one(profiles):
     m = profiles["reviews"]["majority"]
     assert m["metric"] == "pearson" and m["main"] == 0.0
     assert {k: m["scores"][k] for k in ("pearson", "spearman")} == {"pearson": 0.0, "spearman": 0.0}
-    # ... and misses by its RMSE: mean((y - c)²) = var(y) + (mean(y) - c)², c the train mean (issue 35 item 4)
+    # ... and misses by its RMSE: mean((y - c)²) = var(y) + (mean(y) - c)², c the train mean
     train, dev = profiles["reviews"]["distribution"]["train"], profiles["reviews"]["distribution"]["dev"]
     rmse = math.sqrt(dev["std"] ** 2 + (dev["mean"] - train["mean"]) ** 2)
     assert m["scores"]["rmse"] == pytest.approx(rmse) and 0 < m["scores"]["mae"] <= m["scores"]["rmse"]
+
+
+def test_the_runs_views_reference_is_the_profiles_for_every_kind(records, profiles):
+    """The measured view's majority line (``measured.majority_average``) scores each task's baseline as its profile
+    does: a tagging task's all-O tags with their names, a choice task's most frequent position."""
+    from pals_core import measured
+
+    for name, record in records.items():
+        assert measured.majority_average([record]) == pytest.approx(100 * profiles[name]["majority"]["main"]), name
+    assert measured.majority_average(list(records.values())) == pytest.approx(
+        100 * sum(p["majority"]["main"] for p in profiles.values()) / len(profiles)
+    )
 
 
 def test_seed_draws_the_held_out_dev_rows(records):
@@ -231,17 +250,20 @@ def test_cli_table(capsys):
     out = capsys.readouterr()
     for name in ("intent  (classification)", "reviews  (regression)", "tickets  (multilabel)", "entities  (tokens)"):
         assert name in out.out
+    assert (
+        "replies  (choice)" in out.out and "4 candidates a row, each (context, candidate) pair one sequence" in out.out
+    )
     assert "majority reference, all O (entity F1 0): entity_f1 0.0" in out.out
     assert "majority reference, always 'billing': macro_f1 19.0" in out.out
     assert "longer than 32" in out.out and "train 300 rows · dev 90 rows" in out.out
-    assert out.out.rstrip().splitlines()[-1].startswith("suggested: --max-len 37 (pals-train) / --seq-len 37")
+    assert out.out.rstrip().splitlines()[-1].startswith("suggested: --max-len 40 (pals-train) / --seq-len 40")
     assert "tokenising" not in out.err  # no progress bar for a few hundred rows
 
 
 def test_cli_json(capsys):
     assert main([str(TASKS_FILE), "--model", "tiny", "--json", "--seed", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [t["name"] for t in out["tasks"]] == ["intent", "reviews", "tickets", "entities"]
+    assert [t["name"] for t in out["tasks"]] == ["intent", "reviews", "tickets", "entities", "replies"]
     assert out["suggested_max_len"] == max(t["tokens"]["p95"] for t in out["tasks"])
     assert out["tasks"][1]["dev_source"].endswith("seed 2)")
 
@@ -299,7 +321,8 @@ def test_example_prices_with_pals_budget(capsys):
     out = capsys.readouterr().out
     header = " ".join(out.split("\n\n")[0].splitlines())  # the file names its model: no line before the question
     assert header.startswith("all-MiniLM-L6-v2 (the tasks file's model) (22,713,216 params")
-    assert "4 tasks (intent, reviews, tickets, entities)" in header and " yes" in out
+    assert "5 tasks (intent, reviews, tickets, entities, replies" in header and "replies 4 sequences a row" in header
+    assert " yes" in out
     assert "\nRecommended: " in out  # the explorer's answer, above the table
 
 
@@ -319,7 +342,7 @@ def test_make_data_is_reproducible_and_matches_the_committed_files(tmp_path):
         if not name.endswith(".parquet"):
             assert (tmp_path / "a" / name).read_bytes() == (EXAMPLE / "data" / name).read_bytes(), name
     assert pq.read_table(tmp_path / "a" / "tickets.parquet").equals(pq.read_table(EXAMPLE / "data" / "tickets.parquet"))
-    assert sum((EXAMPLE / "data" / n).stat().st_size for n in DATA_FILES) < 200_000  # commit-sized
+    assert sum((EXAMPLE / "data" / n).stat().st_size for n in DATA_FILES) < 250_000  # commit-sized (five tasks)
 
 
 def test_example_runs_from_a_copy_of_its_folder(tmp_path):
@@ -327,7 +350,7 @@ def test_example_runs_from_a_copy_of_its_folder(tmp_path):
     shutil.copytree(EXAMPLE / "data", tmp_path / "data")
     shutil.copy(TASKS_FILE, tmp_path / "tasks.yaml")
     got = {r.name: profile_task(r)["train_rows"] for r in read_tasks_file(tmp_path / "tasks.yaml").values()}
-    assert got == {"intent": 300, "reviews": 360, "tickets": 360, "entities": 300}
+    assert got == {"intent": 300, "reviews": 360, "tickets": 360, "entities": 300, "replies": 300}
 
 
 def test_example_labels_are_learnable_from_words(records):
@@ -363,3 +386,23 @@ def test_example_labels_are_learnable_from_words(records):
         vec.transform([r["body"] for r in tickets[:360]]), y[:360]
     )
     assert f1_score(y[360:], ovr.predict(vec.transform([r["body"] for r in tickets[360:]])), average="micro") > 0.9
+
+    # replies: which ending answers the message — a logistic regression on (message word, ending word) pairs
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    def pairs(split: str) -> tuple[list[str], list[int], int]:
+        rows = list(csv.DictReader(open(EXAMPLE / "data" / f"replies_{split}.csv", encoding="utf-8")))
+        docs, right = [], []
+        for r in rows:
+            words = r["sent1"].lower().split()
+            for j in range(4):
+                docs.append(" ".join(f"{w}|{v}" for w in words for v in r[f"ending{j}"].lower().split()))
+                right.append(int(r["label"] == str(j)))
+        return docs, right, len(rows)
+
+    hashed = HashingVectorizer(token_pattern=r"\S+", n_features=2**18)
+    docs, right, _ = pairs("train")
+    pair_clf = LogisticRegression(max_iter=2000).fit(hashed.transform(docs), right)
+    docs, right, n = pairs("dev")
+    scores = pair_clf.decision_function(hashed.transform(docs)).reshape(n, 4)
+    assert (scores.argmax(1) == np.array(right).reshape(n, 4).argmax(1)).mean() > 0.75  # the reference: 0.2

@@ -14,7 +14,7 @@ from ``from_hf_config`` and from ``MultiTaskModel.from_base_config`` (what is pr
 ``test_every_method_on_another_activation`` runs a pairwise covering set of configurations × methods (every method
 on every activation and in every family, tests/pairwise.py); ``PALS_FULL_GRID=1`` runs the full product.
 ``test_every_activation_keeps_what_the_table_says`` holds ``pricing.activations.ACTIVATIONS`` to torch for every
-activation transformers names (docs/design.md "Memory (bytes)"; README "What a config may hold").
+activation transformers names (docs/design.md "Memory (bytes)"; docs/calculator.md "What a config may hold").
 """
 
 from __future__ import annotations

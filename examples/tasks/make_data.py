@@ -1,4 +1,4 @@
-"""Writes the example's data: four small tasks of one's own, one of each kind, built from templates × slots.
+"""Writes the example's data: five small tasks of one's own, one of each kind, built from templates × slots.
 
     python examples/tasks/make_data.py            # → examples/tasks/data/
     python examples/tasks/make_data.py --out DIR
@@ -11,7 +11,9 @@
   ``urgent`` (a list column);
 * ``entities_train.conll`` / ``entities_dev.conll`` — tokens: each word of a support message → its entity tag
   (BIO: ``PRODUCT``, ``CITY``, ``ORDER``, ``DATE``, ``AMOUNT``; a CoNLL column file, word and tag), and
-  ``entities_train.jsonl``, the same training sentences as list columns (``words``, ``tags``).
+  ``entities_train.jsonl``, the same training sentences as list columns (``words``, ``tags``);
+* ``replies_train.csv`` / ``replies_dev.csv`` — choice: a customer message and the start of an agent's reply → which
+  of four endings fits the message (SWAG's layout: ``sent1``, ``sent2``, ``ending0`` … ``ending3``, ``label``).
 
 Every text is synthetic (no real customer, product or person) and every label is learnable from its words:
 each intent, score level and tag has its own phrases. The output is deterministic (one fixed seed, stdlib
@@ -317,6 +319,57 @@ def entity_rows(rng: random.Random, n: int) -> list[tuple[list[str], list[str]]]
     return out
 
 
+# -------------------------------------------------------------------------------------- replies
+
+REPLY_STARTS = [
+    "Sorry about that, we will",
+    "Thanks for writing in, I will",
+    "No problem, our team will",
+    "Happy to help: I will",
+    "Right away, we will",
+]
+REPLY_ENDINGS = {  # intent → the endings of a reply that answer it; "other": never the right one
+    "billing": [
+        "refund the extra charge to your card today.",
+        "send you a corrected invoice within the hour.",
+        "cancel the duplicate payment at once.",
+        "move you to the {plan} plan from next month.",
+    ],
+    "delivery": [
+        "ask the courier where your parcel is now.",
+        "ship a replacement {product} tomorrow.",
+        "send order {order} to {city} instead.",
+        "book a new delivery slot for {day}.",
+    ],
+    "account": [
+        "send a password reset link to your email.",
+        "unlock your account so you can sign in.",
+        "change the email on your profile to {email}.",
+        "turn off two-factor codes until you are back in.",
+    ],
+    "other": [
+        "recommend a {product} that suits you.",
+        "add a {product} to our spring catalogue.",
+        "tell you about the {plan} plan offers.",
+        "open a new store in {city} next year.",
+    ],
+}
+
+
+def reply_rows(rng: random.Random, n: int) -> list[list[str]]:
+    """``n`` rows in SWAG's layout (sent1, sent2, ending0 … ending3, label): a customer message (``intent_rows``), the
+    start of a reply, and four endings — the one answering the message's intent, one for each other intent and one
+    off-topic — at random places; the label is the right ending's index."""
+    out = []
+    for message, intent in intent_rows(rng, n):
+        wrong = [k for k in REPLY_ENDINGS if k != intent]
+        endings = [_fill(rng, rng.choice(REPLY_ENDINGS[k])) for k in [intent, *wrong]]
+        order = list(range(4))
+        rng.shuffle(order)
+        out.append([message, rng.choice(REPLY_STARTS), *(endings[j] for j in order), str(order.index(0))])
+    return out
+
+
 def _conll_text(rows: Sequence[tuple[list[str], list[str]]]) -> str:
     """A CoNLL column file: a -DOCSTART- line, then one word and its tag a line, a blank line after a sentence."""
     lines = ["-DOCSTART- O", ""]
@@ -395,6 +448,12 @@ def make_data(out: Path) -> list[Path]:
         path, "".join(json.dumps({"words": w, "tags": t}, separators=(",", ":")) + "\n" for w, t in splits["train"])
     )
     written.append(path)
+    rng = random.Random(f"{SEED}:replies")
+    for split, n in (("train", 300), ("dev", 90)):
+        path = out / f"replies_{split}.csv"
+        header = ["sent1", "sent2", "ending0", "ending1", "ending2", "ending3", "label"]
+        _write_text(path, _csv_text(header, reply_rows(rng, n)))
+        written.append(path)
     return written
 
 

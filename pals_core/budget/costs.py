@@ -190,7 +190,7 @@ class Cost:
     params_task_specific: int  # Σ_t (adapter_t + head_t + pooler_t) = N_total − N_base
     params_total: int
     ratio: float  # N_total / N_base (same convention)
-    flops_per_seq: int  # one sequence of n tokens through the first task's path
+    flops_per_seq: int  # one row through the first task's path: a sequence of n tokens (a choice row: k of them)
     flops_base_per_seq: int  # the same through the plain model (trunk, pooler, head)
     flops_all_tasks_per_seq: int  # every task on one input, sharing what can be shared
     feasible: bool
@@ -271,42 +271,58 @@ def shared_depth(method: Method, layers: Sequence[int], num_layers: int) -> int:
 @lru_cache(maxsize=1024)
 def _plain_flops(
     m: BaseModel, n: int, labels: tuple[tuple[int, str], ...]
-) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
-    """(each layer, the embeddings, the pooler, each task's head) forward FLOPs on n tokens, as the model's family
-    counts them and each task's kind runs its head (``labels``: (C_t, kind) per task). Fixed by the shape alone, so
-    computed once per shape (plots evaluate thousands of sizes)."""
+) -> tuple[tuple[int, ...], int, int, tuple[int, ...], int]:
+    """(each layer, the embeddings, the pooler, each task's head, what the layers compute once per forward whatever
+    the batch) forward FLOPs on n tokens, as the model's family counts them and each task's kind runs its head
+    (``labels``: (C_t, kind) per task). Fixed by the shape alone, so computed once per shape (plots evaluate
+    thousands of sizes)."""
     family = get_family(m.family)
     return (
         tuple(layer_flops(m, n)),
         family.embedding_flops(m, n),
         family.pooler_flops(m),
         tuple(get_kind(kind).head_flops(family, m, c, n) for c, kind in labels),
+        sum(family.fixed_flops(m, i) for i in range(m.layers)),
     )
 
 
 def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
-    """(first task's path, plain model, all tasks with shared operations) forward FLOPs per sequence.
+    """(first task's path, plain model, all tasks with shared operations) forward FLOPs per row: one sequence, or
+    the k sequences of a task whose row is several (``Kind.sequences``: a multiple-choice row's candidates).
 
     Shared operations (docs/design.md "FLOPs"): layers below the lowest adapted layer run once; the rest,
     the adapters, the pooler and the head run once per task. Top methods share the whole trunk.
     Methods that condition the input embeddings on the task (CA-MTL) share no layer.
-    The ``shared`` method with a shared pooler runs even the pooler once.
+    The ``shared`` method with a shared pooler runs even the pooler once. A task whose row is several
+    sequences reads sequences of its own: it shares nothing with the others, its k sequences each run its whole
+    path (``pals-predict`` runs it so).
     """
     m, n = ds.model, ds.seq_len
-    layers, embed, pooler, heads = _plain_flops(m, n, tuple((t.num_labels, t.kind) for t in ds.tasks))
+    layers, embed, pooler, heads, fixed = _plain_flops(m, n, tuple((t.num_labels, t.kind) for t in ds.tasks))
     trunk = embed + sum(layers)
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
     poolers = [0 if get_kind(t.kind).every_token else pooler for t in ds.tasks]  # a per-token head reads none
-    plain = trunk + poolers[0] + heads[0]
-    first = plain + extra
+    seqs = [get_kind(t.kind).sequences(t) for t in ds.tasks]
+
+    once = ds.method.fixed_flops(m, ds.layers, ds.config) if ds.method.fixed_flops else 0
+
+    def rows_of(k: int, path: int, fixed: int) -> int:  # k sequences in one forward: what runs once a forward, once
+        return k * path - (k - 1) * fixed
+
+    plain = rows_of(seqs[0], trunk + poolers[0] + heads[0], fixed)
+    first = plain + rows_of(seqs[0], extra, once)
     lowest = shared_depth(ds.method, ds.layers, m.layers)
     per_task_trunk = sum(layers[lowest:])
     shared_trunk = embed + sum(layers[:lowest])  # the embeddings (ELECTRA's projection) run once
-    if ds.method.name == "shared" and not ds.config.per_task_pooler:
-        all_tasks = trunk + max(poolers) + sum(heads)
+    alike = [i for i, k in enumerate(seqs) if k == 1]  # the tasks that read the same one sequence
+    own = sum(rows_of(k, trunk + extra + poolers[i] + heads[i], fixed + once) for i, k in enumerate(seqs) if k != 1)
+    if not alike:
+        all_tasks = 0
+    elif ds.method.name == "shared" and not ds.config.per_task_pooler:
+        all_tasks = trunk + max(poolers[i] for i in alike) + sum(heads[i] for i in alike)
     else:
-        all_tasks = shared_trunk + sum(per_task_trunk + extra + p + h for p, h in zip(poolers, heads))
-    return first, plain, all_tasks
+        all_tasks = shared_trunk + sum(per_task_trunk + extra + poolers[i] + heads[i] for i in alike)
+    return first, plain, all_tasks + own
 
 
 def evaluate(

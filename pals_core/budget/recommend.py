@@ -153,7 +153,7 @@ def _within_method(p: Pick) -> tuple:
         not p.oversized,
         p.measured is not None,
         p.measured.mean if p.measured is not None else 0.0,
-        p.predicted is not None,  # then a location whose size a fitted curve predicts (issue 37), best first
+        p.predicted is not None,  # then a location whose size a fitted curve predicts, best first
         p.predicted.mean if p.predicted is not None else 0.0,
         p.used,
         -p.flops,

@@ -40,6 +40,7 @@ from ..families.shapes import (
 from ..flags import OneLineParser, UsageError, add_flags, given_values
 from ..footprint.constraints import CONSTRAINTS
 from ..footprint.here import elsewhere
+from ..kinds import get_kind
 from ..methods.registry import METHODS, get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.units import parse_positive_int
@@ -211,6 +212,12 @@ def _fit(lines: list[list[str]], width: int, columns: Sequence[str] = COLUMNS) -
             break
         shown.remove(c)
     return shown, [c for c in columns if c not in shown]
+
+
+def _task_row(t) -> dict:
+    """A task in ``--json``: its name and C_t, and how many sequences a row is read as where not one."""
+    k = get_kind(t.kind).sequences(t)
+    return t.as_dict() | ({"sequences_per_row": k} if k != 1 else {})
 
 
 def _table(
@@ -418,7 +425,7 @@ def run(argv: Sequence[str] | None = None) -> str:
                     "params": n_base,
                 },
                 "model_note": model_note,  # whose model is priced, where that is not plain (the text's first line)
-                "tasks": [t.as_dict() for t in tasks],
+                "tasks": [_task_row(t) for t in tasks],
                 "convention": args.convention,
                 "budget": budget.as_dict() if budget else {"ratio": None, "extra": None, "per_task": None},
                 "seq_len": seq_len,
@@ -448,6 +455,9 @@ def run(argv: Sequence[str] | None = None) -> str:
             },
         )
     names = ", ".join(t.name for t in tasks[:8]) + (", …" if len(tasks) > 8 else "")
+    several = [f"{t.name} {k} sequences a row" for t in tasks if (k := get_kind(t.kind).sequences(t)) != 1]
+    if several:  # a row read as several sequences (a choice row's candidates): what a row and a batch of rows cost
+        names += f"; {', '.join(several)}: FLOPs per row, the batch in rows"
     header = (
         f"{model.name}{FROM_FILE if from_file else ''} ({n_base:,} params, {args.convention}) · {len(tasks)} tasks ({names}) · "
         f"budget {budget.describe(n_base, n_embedding=embedding_params(model, args.convention)) if budget else 'none (sizeless designs as they are)'} · n = {seq_len} · sorted: {'as recommended' if budget is not None else 'fits, then FLOPs'}"

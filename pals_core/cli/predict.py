@@ -13,8 +13,10 @@ that name too: never dropped, and the closing line names each), then per task ``
 (multilabel: a list, or the labels joined by the task's ``label_sep`` in CSV/TSV), the tag of each word (tokens: a
 list, space-joined in CSV/TSV; a sentence longer than the max length is read in the run's overlapping windows; a
 word the tokenizer reduces to nothing — or, in a run trained with ``--truncate``, one past the max length — gets the
-baseline's tag, counted in the closing line; the text is a list of words, or split at whitespace) — and ``<task>_prob``, the
-predicted label's probability (classification); ``--probs`` adds ``<task>_prob_<label>`` for every label
+baseline's tag, counted in the closing line; the text is a list of words, or split at whitespace), the chosen
+candidate's position (choice: ``<task>_text`` its text; the task's own context and candidate columns are read, as its
+training read them) — and ``<task>_prob``, the predicted label's probability (classification, choice); ``--probs``
+adds ``<task>_prob_<label>`` for every label
 (softmax; sigmoid for multilabel). The text columns default to the run's tasks' own (``--text``/``--text-pair``
 otherwise). The run's best checkpoint is loaded (``--step N``: another kept one) with its tokenizer and max
 length; rows are tokenised and batched as the run evaluated its dev sets, so a task's dev file scores here
@@ -126,16 +128,53 @@ def _text_columns(info, names: Sequence[str], text: str | None, pair: str | None
     return text, pair
 
 
-def _texts(cols, column: str) -> list:
-    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet)."""
+def _texts(cols, column: str, rows: Sequence[int] | None = None) -> list:
+    """The texts of ``column``: strings, or lists of words (a tagging task's rows, JSON Lines / Parquet); ``rows``:
+    those rows only (the others None)."""
     out = []
+    keep = None if rows is None else set(rows)
     for i, v in enumerate(cols.values[column]):
+        if keep is not None and i not in keep:
+            out.append(None)
+            continue
         if isinstance(v, (list, tuple)) and v and all(isinstance(w, str) and w.strip() for w in v):
             out.append(list(v))
             continue
         if not isinstance(v, str) or not v.strip():
             raise UsageError(f"{cols.where(i, column)}: {'empty' if isinstance(v, str) else 'missing'} text")
         out.append(v)
+    return out
+
+
+def own_texts(info, names: Sequence[str], cols, path: str, task_of: Sequence[str] | None) -> dict[str, tuple]:
+    """The tasks whose kind reads its rows' sequences itself (``Kind.own_texts``: a multiple-choice task's context and
+    candidates), each read as its training read its rows (``Kind.texts``; with ``task_of``, its own rows only):
+    task → (first segments, second segments or None, the text each label stands for), one entry a row of the input
+    (None for another task's row)."""
+    out = {}
+    n = len(next(iter(cols.values.values()), []))
+    for t in names:
+        record = info.records[t]
+        kind = get_kind(record.kind)
+        if not kind.own_texts:
+            continue
+        rows = [i for i in range(n) if task_of is None or task_of[i] == t]
+        named = kind.row_columns(record, path, lambda: list(cols.values))  # None: the kind finds its own
+        needed = [c for c in named or () if c != record.label]
+        missing = [c for c in needed if c not in cols.values]
+        if missing:
+            raise UsageError(
+                f"{path}: no column {', '.join(map(repr, missing))} (task {t!r} reads {', '.join(map(repr, needed))})"
+            )
+        some = cols.subset(rows)
+        firsts, seconds = kind.texts(record, some)
+        meant = kind.label_texts(record, some)
+        full = [[None] * n, None if seconds is None else [None] * n, [None] * n]
+        for j, i in enumerate(rows):
+            full[0][i], full[2][i] = firsts[j], meant[j]
+            if seconds is not None:
+                full[1][i] = seconds[j]
+        out[t] = tuple(full)
     return out
 
 
@@ -286,17 +325,32 @@ def run(argv: Sequence[str] | None = None) -> str:
             if t not in names:
                 raise UsageError(f"{cols.where(i, args.task_column)}: task {t!r} is not one of {', '.join(names)}")
         names = [t for t in names if t in set(task_of)]
-    text, pair = _text_columns(info, names, args.text, args.text_pair)
-    if (
-        cols.numbers is not None
-    ):  # a CoNLL file (its columns named by number): a record's column read as training reads it
-        k = conll_index(text, len(cols.values))
-        text = text if k is None else str(k)
-    for c in (text, pair):
-        if c is not None and c not in cols.values:
-            raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
-    texts = _texts(cols, text)
-    pairs = _texts(cols, pair) if pair is not None and any(info.records[t].pair for t in names) else None
+    own = own_texts(info, names, cols, args.input, task_of)
+    plain = [t for t in names if t not in own]
+    n = len(next(iter(cols.values.values()), []))
+    texts: list = [None] * n
+    pairs: list | None = None
+    text = None
+    if plain:
+        text, pair = _text_columns(info, plain, args.text, args.text_pair)
+        if (
+            cols.numbers is not None
+        ):  # a CoNLL file (its columns named by number): a record's column read as training reads it
+            k = conll_index(text, len(cols.values))
+            text = text if k is None else str(k)
+        for c in (text, pair):
+            if c is not None and c not in cols.values:
+                raise UsageError(f"{args.input}: no text column {c!r} (it has {', '.join(cols.values)}; --text COL)")
+        mine = None if task_of is None else [i for i in range(n) if task_of[i] in plain]
+        texts = _texts(cols, text, mine)
+        wanted = pair is not None and any(info.records[t].pair for t in plain)
+        pairs = _texts(cols, pair, mine) if wanted else None
+    if task_of is not None and own:  # each row's own texts: a choice row its candidates'
+        pairs = pairs if pairs is not None else [None] * n
+        for t, (firsts, seconds, _) in own.items():
+            for i in range(n):
+                if task_of[i] == t:
+                    texts[i], pairs[i] = firsts[i], None if seconds is None else seconds[i]
     suffix = out.suffix.lower()
     if suffix == ".conll":
         repeated = conll_columns(cols, info, names, text, texts, args.task_column, out)
@@ -306,21 +360,26 @@ def run(argv: Sequence[str] | None = None) -> str:
         joined = word_columns(cols, info, names, text) if suffix in JOINED else ()
         inputs = {c: space_joined(cols, c) if c in joined else v for c, v in cols.values.items()}
         check_writable(cols, kept, out, inputs)
-    n = len(texts)
     model = load_predictor(args.run_dir, engine, args.step, args.device)
     info = model.run
     size = args.batch_size or info.eval_batch_size
     started = time.perf_counter()
-    with tqdm(total=n, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
-        results = predict_texts(
-            model, texts, pairs, tasks=names, task_of=task_of, batch_size=size, progress=bar.update, keep=args.probs
-        )
+    passes = 1 if task_of is not None else (1 if plain else 0) + len(own)
+    with tqdm(total=n * passes, desc="pals-predict", unit="row", disable=args.no_progress or n < 2 * size) as bar:
+        common = dict(batch_size=size, progress=bar.update, keep=args.probs)
+        if task_of is not None:
+            results = predict_texts(model, texts, pairs, tasks=names, task_of=task_of, **common)
+        else:
+            results = predict_texts(model, texts, pairs, tasks=plain, **common) if plain else {}
+            for t, (firsts, seconds, _) in own.items():  # a task reading its own rows: its own pass
+                results |= predict_texts(model, firsts, seconds, tasks=[t], **common)
     seconds = time.perf_counter() - started
     note = ""
     if suffix == ".conll":
         write_conll(out, repeated, [results[t].label for t in names])
     else:
-        predicted = output_columns(planned, info, results, n, joined=suffix in JOINED)
+        meant = {t: m for t, (_, _, m) in own.items()}
+        predicted = output_columns(planned, info, results, n, joined=suffix in JOINED, meant=meant)
         write_table(out, {**{kept[c]: v for c, v in inputs.items()}, **predicted})
         renamed = [f"{c!r} as {new!r}" for c, new in kept.items() if new != c]  # a label column named like its task
         note = f" · input column(s) kept under new names: {', '.join(renamed)}" if renamed else ""

@@ -20,10 +20,10 @@ JOINED = (".csv", ".tsv")  # one text cell a value: a list of labels, words or t
 
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
     """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
-    ``prob`` and, with ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``); a span
-    task's answer ``<task>_start`` and ``<task>_end`` (its characters in the context, -1 for no answer). Known
-    before predicting; a name two
-    tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
+    ``text`` (``<task>_text``: the text the label stands for, a choice row's chosen candidate), ``prob`` and, with
+    ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``); a span task's answer
+    ``<task>_start`` and ``<task>_end`` (its characters in the context, -1 for no answer). Known before predicting; a
+    name two tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
     out: dict[str, tuple[str, str, int]] = {}
 
     def add(column: str, task: str, what: str, j: int = -1) -> None:
@@ -38,6 +38,8 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
         for what in get_kind(info.records[t].kind).columns(probs):
             if what == "label":
                 add(t, t, "label")
+            elif what == "text":
+                add(f"{t}_text", t, "text")
             elif what == "prob":
                 add(f"{t}_prob", t, "prob")
             elif what == "spans":  # an answer's character start and end in its context
@@ -49,14 +51,20 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
     return out
 
 
-def output_columns(columns: dict, info, results: dict, n: int, joined: bool) -> dict[str, list]:
-    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None."""
+def output_columns(
+    columns: dict, info, results: dict, n: int, joined: bool, meant: dict | None = None
+) -> dict[str, list]:
+    """The prediction columns (``columns``: ``prediction_columns``); a row a task did not predict holds None.
+    ``meant``: per task, each row's texts its labels stand for (``Kind.label_texts``: a choice row's candidates)."""
     out: dict[str, list] = {}
     for column, (t, what, j) in columns.items():
         res = results[t]
         idx, o = res if isinstance(res, tuple) else (np.arange(n), res)
         values = [None] * n
-        if what == "label":
+        if what == "text":  # the text the predicted label stands for (the chosen candidate)
+            for i, v in zip(idx, o.label):
+                values[i] = meant[t][i][o.labels.index(v)]
+        elif what == "label":
             kind = get_kind(info.records[t].kind)
             for i, v in zip(idx, o.label):
                 values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v

@@ -76,19 +76,24 @@ def _labels_lines(p: dict) -> list[str]:
 
 
 def _majority_line(p: dict) -> str:
-    m = p["majority"]
-    what = get_kind(p["kind"]).baseline_text(p)
-    others = " · ".join(f"{k} {_pct(v)}" for k, v in m["scores"].items() if k != m["metric"])
-    return f"  majority reference, {what}: {m['metric']} {_pct(m['main'])}" + (f" · {others}" if others else "")
+    """The majority reference's scores as the kind writes its metrics (``Kind.metric_text``: a fraction ×100, an
+    error in the task's own units as it is)."""
+    m, kind = p["majority"], get_kind(p["kind"])
+    what = kind.baseline_text(p)
+    text = lambda k, v: f"{k} {kind.metric_text(k, v, digits=1)}"  # noqa: E731
+    others = " · ".join(text(k, v) for k, v in m["scores"].items() if k != m["metric"])
+    return f"  majority reference, {what}: {text(m['metric'], m['main'])}" + (f" · {others}" if others else "")
 
 
 def _tokens_line(p: dict) -> str:
     t = p["tokens"]
     if t is None:
         return "  tokens: not counted (no tokenizer)"
+    k = t.get("sequences_per_row", 1)  # a row of several sequences (a choice row's pairs): counted each
+    each = "" if k == 1 else f", per sequence: {k:g} a row"
     line = (
-        f"  tokens (untruncated, special tokens included): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
-        f"{_pct(t['truncated'])} % of rows longer than {t['max_len']}"
+        f"  tokens (untruncated, special tokens included{each}): p50 {t['p50']} · p95 {t['p95']} · max {t['max']} · "
+        f"{_pct(t['truncated'])} % of {'rows' if k == 1 else 'sequences'} longer than {t['max_len']}"
     )
     if t.get("rows_windowed"):  # a kind of one label per word: long sentences read in windows, no word lost
         line += (

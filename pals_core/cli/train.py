@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, resume = config_from_args(args)
         from ..train.params import resolve  # late: loads torch
 
-        cfg = resolve(cfg)
+        cfg = resolve(cfg, rows=True)  # the rows read once, handed on to train()
         if resume and RunDir(cfg.out).kind() == "new":  # kind(): ValueError for a folder that is not a run
             print(f"pals-train: nothing to resume in {cfg.out}; starting a new run", file=sys.stderr)
     except (UsageError, ValueError, TypeError) as e:

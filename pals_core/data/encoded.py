@@ -17,6 +17,12 @@ An extractive-QA task (``Kind.span_head``) holds its (question, context) rows' w
 (``labels``, (windows, 2)), per token its character [start, stop) in the context (``chars``, (tokens, 2), -1 off the
 context), and per row its context and its gold answers (``contexts``, ``answers``: what decoding and the dev scores
 read; ``gold``).
+A split whose rows are several sequences each (a multiple-choice row: its k (context, candidate) pairs;
+``Kind.per_candidate``) holds its sequences as above and its units over them in ``groups`` (CSR: unit i is sequences
+``groups[i]:groups[i+1]``, a row's k sequences one unit, batched together); its labels are one per unit. Its batches
+hold every sequence of their units, in unit order, padded alike (B·k sequences for B rows), with ``groups`` (B + 1
+offsets into them). Encoded beside a tagging task's rows (``forward.encode_texts``: one pass over every kind), each of
+a tagging row's windows is a unit of its own and ``row_of`` maps the units to their rows.
 """
 
 from __future__ import annotations
@@ -87,12 +93,15 @@ class Encoded:
     word_offsets: np.ndarray | None = None
     names: tuple[str, ...] = ()  # per word: the tag names
     starts: np.ndarray | None = None  # per word: int64 per token, the word it is the prediction of, else -1
-    row_of: np.ndarray | None = None  # per word: int64 per sequence, the row it reads (None: sequence i is row i)
+    row_of: np.ndarray | None = None  # per word: int64 per unit, the row it reads (None: unit i is row i)
+    groups: np.ndarray | None = None  # units of several sequences: int64, unit i = sequences groups[i]:groups[i+1]
     chars: np.ndarray | None = None  # span: int64 (tokens, 2), each token's characters in its row's context
     contexts: np.ndarray | None = None  # span: object, each row's context
     answers: np.ndarray | None = None  # span: object, each row's gold answers ((text, start), …)
 
     def __post_init__(self) -> None:
+        if self.groups is not None and self.groups[-1] != len(self.offsets) - 1:
+            raise ValueError("groups must end at the number of sequences")
         if self.chars is not None and (
             len(self.chars) != self.offsets[-1]
             or self.row_of is None
@@ -102,24 +111,25 @@ class Encoded:
             or len(self.contexts) != len(self.answers)
         ):
             raise ValueError("span windows need each token's characters, each window's row, each row's context")
-        if self.words is None and len(self.offsets) != len(self.labels) + 1:
-            raise ValueError("offsets must have one more entry than labels")
+        if self.words is None and len(self) != len(self.labels):
+            raise ValueError("offsets (groups) must have one more entry than labels")
         if self.words is not None and (
             len(self.labels) != self.offsets[-1]
             or self.word_offsets is None
-            or (self.row_of is None and len(self.word_offsets) != len(self.offsets))
+            or (self.row_of is None and len(self.word_offsets) != len(self) + 1)
             or self.starts is None
             or len(self.starts) != len(self.labels)
         ):
             raise ValueError("per-word labels need one label per token and word offsets of one entry per row + 1")
         if self.words is not None and self.row_of is None:
-            self.row_of = np.arange(len(self.offsets) - 1, dtype=np.int64)
-        if self.words is not None and len(self.row_of) != len(self.offsets) - 1:
-            raise ValueError("per-word sequences need the row each one reads")
+            self.row_of = np.arange(len(self), dtype=np.int64)
+        if self.words is not None and len(self.row_of) != len(self):
+            raise ValueError("per-word units need the row each one reads")
 
     def __len__(self) -> int:
-        """Sequences (what batches index): the rows, or per word every window of every row."""
-        return len(self.offsets) - 1
+        """Units (what batches index): the rows, per word every window of every row (a sequence each), a row of
+        several sequences one unit (``groups``)."""
+        return len(self.offsets if self.groups is None else self.groups) - 1
 
     @property
     def rows(self) -> int:
@@ -135,7 +145,23 @@ class Encoded:
 
     @property
     def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+        """Tokens per unit (a unit of several sequences: its longest, the width it pads to)."""
+        lengths = np.diff(self.offsets)
+        if self.groups is None:
+            return lengths
+        out = np.zeros(len(self), dtype=np.int64)
+        full = np.diff(self.groups) > 0
+        if len(lengths):
+            out[full] = np.maximum.reduceat(lengths, self.groups[:-1][full])
+        return out
+
+    def sequences_of(self, units: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The sequences of ``units`` in unit order, and the offsets of each unit's among them (one a unit when the
+        units are single sequences)."""
+        units = np.asarray(units, dtype=np.int64)
+        if self.groups is None:
+            return units, np.arange(len(units) + 1, dtype=np.int64)
+        return _gather(self.groups, units)[::-1]
 
     @property
     def per_word(self) -> bool:
@@ -173,6 +199,12 @@ class Encoded:
         """A new ``Encoded`` holding ``rows`` in the given order (per word: each with every sequence that reads it,
         in their order)."""
         rows = np.asarray(rows, dtype=np.int64)
+        if self.groups is not None:
+            if self.per_word:
+                raise ValueError("a selection of rows of several sequences holds no per-word labels")
+            seqs, groups = self.sequences_of(rows)
+            offsets, gather = _gather(self.offsets, seqs)
+            return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows], groups=groups)
         if self.spans:
             new_row = np.full(self.rows, -1, dtype=np.int64)
             new_row[rows] = np.arange(len(rows))
@@ -210,27 +242,33 @@ class Encoded:
             new_row[self.row_of[seqs]],
         )
 
-    def owned(self, seqs: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per word: the tokens of sequences ``seqs`` (a batch, in its order) that predict a word — (position in the
-        batch, token position in its sequence, the row, the word in that row), one entry per such token."""
-        seqs = np.asarray(seqs, dtype=np.int64)
+    def owned(self, units: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per word: the tokens of units ``units`` (a batch, in its order; a tagging row's unit is one sequence) that
+        predict a word — (position in the batch, token position in its sequence, the row, the word in that row),
+        one entry per such token."""
+        units = np.asarray(units, dtype=np.int64)
+        seqs, groups = self.sequences_of(units)
         starts, _, _ = _padded(self.starts, self.offsets, seqs, -1)
-        b, j = np.nonzero(starts >= 0)
-        return b, j, self.row_of[seqs[b]], starts[b, j]
+        s, j = np.nonzero(starts >= 0)
+        b = np.repeat(np.arange(len(units)), np.diff(groups))[s]
+        return b, j, self.row_of[units[b]], starts[s, j]
 
     def window_chars(self, seq: int) -> np.ndarray:
         """Span: sequence ``seq``'s (tokens, 2) characters in its row's context (-1 off the context)."""
         return self.chars[self.offsets[seq] : self.offsets[seq + 1]]
 
     def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
-        """Padded torch tensors for sequences ``rows``: input_ids, attention_mask, token_type_ids, labels (per word:
+        """Padded torch tensors for units ``rows``: input_ids, attention_mask, token_type_ids, labels (per word:
         (B, n), -100 on padding) and, per word, ``starts`` (B, n): the word each token predicts, else -1, and
-        ``words``: the gold tags of the row each sequence reads (B, ``max_words``), -1 on padding."""
+        ``words``: the gold tags of the row each sequence reads (B, ``max_words``), -1 on padding. Units of several
+        sequences: every sequence of the units, in unit order (S, n), labels one a unit (B,), and ``groups`` (B + 1):
+        where each unit's sequences start."""
         import torch
 
         rows = np.asarray(rows, dtype=np.int64)
-        ids, row_of, within = _padded(self.ids, self.offsets, rows, pad_id)
-        types, _, _ = _padded(self.types, self.offsets, rows, 0)
+        seqs, groups = self.sequences_of(rows)
+        ids, row_of, within = _padded(self.ids, self.offsets, seqs, pad_id)
+        types, _, _ = _padded(self.types, self.offsets, seqs, 0)
         mask = np.zeros(ids.shape, dtype=np.int64)
         mask[row_of, within] = 1
         out = {
@@ -239,11 +277,12 @@ class Encoded:
             "token_type_ids": torch.from_numpy(types),
         }
         if self.per_word:  # ``words``: the gold tags of the row each sequence reads
-            out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, rows, IGNORE)[0])
-            out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, rows, -1)[0])
-            out["words"] = torch.from_numpy(
-                _padded(self.words, self.word_offsets, self.row_of[rows], -1, self.max_words)[0]
-            )
+            read = np.repeat(self.row_of[rows], np.diff(groups))
+            out["labels"] = torch.from_numpy(_padded(self.labels, self.offsets, seqs, IGNORE)[0])
+            out["starts"] = torch.from_numpy(_padded(self.starts, self.offsets, seqs, -1)[0])
+            out["words"] = torch.from_numpy(_padded(self.words, self.word_offsets, read, -1, self.max_words)[0])
         else:
             out["labels"] = torch.from_numpy(self.labels[rows].copy())
+        if self.groups is not None:
+            out["groups"] = torch.from_numpy(groups)
         return out

@@ -206,6 +206,19 @@ def token_ids(
     return {"input_ids": out["input_ids"], "token_type_ids": out["token_type_ids"]}
 
 
+def flat_sequences(
+    text_a: Sequence[Sequence[str]], text_b: Sequence[Sequence[str]] | None
+) -> tuple[list[str], list[str] | None, np.ndarray]:
+    """Rows of several sequences (each row a list of first segments, and of second ones) as one list of sequences
+    in row order, and the rows over them (``Encoded.groups``)."""
+    counts = [len(r) for r in text_a]
+    groups = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=groups[1:])
+    a = [t for row in text_a for t in row]
+    b = None if text_b is None else [t for row in text_b for t in row]
+    return a, b, groups
+
+
 def encode(
     raw: RawSplit,
     labels: np.ndarray,
@@ -218,17 +231,25 @@ def encode(
     stride: int | None = None,
     spans: bool = False,
     kind: str | None = None,
+    grouped: bool = False,
 ) -> tuple[Encoded, bool]:
     """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache.
     ``per_word``: each row of ``raw.text_a`` is a list of words and each of ``labels`` their tag indices (tag
     ``names``), tokenised as words, read in windows sharing ``stride`` tokens (None: cut at ``max_len``) and aligned
-    (``align_words``). ``spans``: each row a (question, context) pair of an extractive-QA task, ``labels`` its gold
-    answers: read in the windows of ``windows.pair_windows`` (``stride`` tokens shared; a third of ``max_len`` when
-    None — a context is never cut), each window's start and end token from them (``span_windows``)."""
+    (``align_words``). ``grouped``: each row is several sequences (``raw.text_a[i]`` a list of first segments,
+    ``raw.text_b[i]`` of second ones: a multiple-choice row's (context, candidate) pairs), each tokenised as a row
+    is (``flat_sequences``). ``spans``: each row a (question, context) pair of an extractive-QA task (``kind``),
+    ``labels`` its gold answers: read in the windows of ``windows.pair_windows`` (``stride`` tokens shared; a third of
+    ``max_len`` when None — a context is never cut), each window's start and end token from them (``span_windows``)."""
     import datasets
 
     if spans:
         stride = pair_stride(stride, max_len)
+    groups = None
+    if grouped:
+        text_a, text_b, groups = flat_sequences(raw.text_a, raw.text_b)
+        raw = RawSplit(text_a, text_b, [], raw.dropped, raw.source, raw.fingerprint)
+
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     spec = {
         "format": CACHE_FORMAT,
@@ -242,6 +263,8 @@ def encode(
     if spans:  # (question, context) windows with each token's characters
         spec["spans"] = True
         spec["stride"] = stride
+    if groups is not None:  # the same sequences grouped into other rows: the rows' layout is part of the key
+        spec["groups"] = hashlib.sha256(groups.tobytes()).hexdigest()
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
     def made(ds) -> Encoded:
@@ -251,14 +274,14 @@ def encode(
         if spans:
             chars = np.stack([_flat(ds, "char_start"), _flat(ds, "char_end")], axis=1)
             return span_windows(ids, chars, _flat(ds, "row"), raw.text_b, labels, get_kind(kind))
-        return Encoded(*ids, labels)
+        return Encoded(*ids, labels, groups=groups)
 
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
             ds = datasets.load_from_disk(str(target))
             rows = int(_flat(ds, "row")[-1]) + 1 if (per_word or spans) and ds.num_rows else ds.num_rows
-            if rows == len(labels):
+            if rows == (len(labels) if groups is None else int(groups[-1])):  # grouped: the sequences
                 return made(ds), True
         except Exception:  # a damaged cache entry is rebuilt
             pass
@@ -345,11 +368,12 @@ class OwnFiles:
         """Declared, else read from the train file's label column (``read_label_names``)."""
         return read_label_names(self.record)
 
-    def files(self) -> dict[str, dict]:
-        """role → its file's path and sha256."""
-        r = self.record
+    def files(self, read: dict[str, str] | None = None) -> dict[str, dict]:
+        """role → its file's path and sha256 (``read``: path → the sha256 of the bytes its rows were read from,
+        taken as it is, the file not opened again)."""
+        r, read = self.record, read or {}
         return {
-            role: {"path": path, "sha256": sha256_of(path)}
+            role: {"path": path, "sha256": read[path] if path in read else sha256_of(path)}
             for role, path in (("train", r.train), ("dev", r.dev))
             if path
         }
@@ -389,10 +413,15 @@ class GlueSource:
         names = ([("train", t.train_file)] if train else []) + [(_dev_key(s), f) for s, f in t.dev_files]
         return {key: self.root / t.folder / name for key, name in names}
 
-    def files(self) -> dict[str, dict]:
-        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it)."""
+    def files(self, read: dict[str, str] | None = None) -> dict[str, dict]:
+        """role → its file's path and sha256 (None for a file that is not there: ``check_files`` names it; ``read``:
+        path → the sha256 of the bytes its rows were read from, taken as it is)."""
+        read = read or {}
         return {
-            role: {"path": str(path), "sha256": sha256_of(path) if path.is_file() else None}
+            role: {
+                "path": str(path),
+                "sha256": read[str(path)] if str(path) in read else sha256_of(path) if path.is_file() else None,
+            }
             for role, path in self._paths().items()
         }
 
@@ -503,6 +532,7 @@ def load_tasks(
                 per_word=r.kind_of.per_word,
                 names=data.label_names,
                 stride=stride,
+                grouped=r.kind_of.per_candidate,
                 spans=r.kind_of.span_head,
                 kind=r.kind,
             )
@@ -519,19 +549,30 @@ def load_tasks(
     return out
 
 
-def describe_data(records: Sequence[TaskRecord], *, glue_dir: str | None = None, source: str = "auto") -> dict:
+def describe_data(
+    records: Sequence[TaskRecord],
+    *,
+    glue_dir: str | None = None,
+    source: str = "auto",
+    rows: dict[str, TaskSplits] | None = None,
+) -> dict:
     """What a run's data is, for its config.json: per task its record, label names, C_t, its files' paths and
     sha256, and its fingerprint (``tasks.fingerprint``), as its source gives them (``task_source``). Reads a task's
     label column when its labels are not declared, and hashes its files; a GLUE file that is not there (or the hub,
-    or no GLUE source at all) has no sha256 (the trainer's file check names it)."""
+    or no GLUE source at all) has no sha256 (the trainer's file check names it). ``rows``: tasks' rows already read
+    (``read_tasks``): their label names, and the sha256 of each file they were read from, are those of that read,
+    and no file of theirs is opened again."""
     out = {}
+    rows = rows or {}
     for r in records:
         try:
             src = task_source(r, glue_dir=glue_dir, source=source)
         except ValueError:  # a GLUE task with no folder and the hub off: described without files
             src = GlueSource(r)
-        names = src.label_names()
-        files = src.files()
+        splits, names = rows[r.name] if r.name in rows else ({}, None)
+        read = dict(raw.read_from for raw in splits.values() if raw.read_from is not None)
+        names = src.label_names() if names is None else tuple(names)
+        files = src.files(read)
         hashes = {role: f["sha256"] for role, f in files.items()}
         out[r.name] = {
             "record": r.as_dict(),
@@ -614,6 +655,7 @@ __all__ = [
     "check_tokenizer",
     "describe_data",
     "encode",
+    "flat_sequences",
     "label_array",
     "load_task",
     "load_tasks",

@@ -46,8 +46,9 @@ def _num_labels(model: Any, task: str, logits) -> int:
 
 def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
     """H'(x) for every candidate of every ``(task, batch)``; NaN for regression tasks (C_t = 1); a per-word task's
-    row: the mean of its words' H' (each word's first sub-token); a span task's window (``model.spans``): the mean of
-    its start and its end distribution's entropy over the window's n tokens, each over log n (``span_entropies``)."""
+    row: the mean of its words' H' (each word's first sub-token); a multiple-choice row: the entropy of the softmax
+    over its k candidates (its logits are their scores); a span task's window (``model.spans``): the mean of its start
+    and its end distribution's entropy over the window's n tokens, each over log n (``span_entropies``)."""
     import torch
 
     was_training = model.training
@@ -176,7 +177,15 @@ def _rows(batch: Batch, rows: list[int]) -> Batch:
     import torch
 
     index = torch.as_tensor(rows, dtype=torch.long)
-    out = {k: v.index_select(0, index) for k, v in batch.items()}
+    groups = batch.get("groups")
+    if groups is not None:  # rows of several sequences (a multiple-choice row's candidates): their sequences
+        counts = groups[1:] - groups[:-1]
+        seqs = torch.cat([torch.arange(int(groups[r]), int(groups[r + 1])) for r in rows])
+        out = {k: v.index_select(0, seqs) for k, v in batch.items() if k not in ("labels", "groups")}
+        out["labels"] = batch["labels"].index_select(0, index)
+        out["groups"] = torch.cat([torch.zeros(1, dtype=groups.dtype), counts.index_select(0, index).cumsum(0)])
+    else:
+        out = {k: v.index_select(0, index) for k, v in batch.items()}
     if "attention_mask" in out and out["attention_mask"].numel():
         width = int(out["attention_mask"].sum(-1).max())
         per_token = ("labels", "starts") if "starts" in out else ()  # a per-word batch's labels are per token

@@ -14,6 +14,9 @@ The returned dict has one fixed shape (the explorer and ``pals-tasks`` read it):
      "majority": {"metric", "main", "scores"},
      "tokens": {"max_len", "p50", "p95", "max", "truncated"} | None}
 
+A kind whose row is several sequences (``Kind.per_candidate``: a multiple-choice row's (context, candidate) pairs)
+counts the tokens of each sequence, and adds ``sequences_per_row`` to ``tokens``.
+
 A kind of one label per word (``Kind.per_word``) counts sub-tokens per sentence (its words tokenised one by one, each
 word's start marked: ``words.words_tokenizer``), refuses a word its tokenizer reduces to nothing (``TaskDataError``
 naming file, line and word, as ``pals-train`` does) and adds to ``tokens``: ``words`` (of every split), ``stride`` and
@@ -44,7 +47,7 @@ from ..kinds import get_kind
 from ..kinds.errors import TaskDataError
 from ..tasks.record import TaskRecord
 from .glue_rows import RawSplit, check_files, choose_source
-from .load import TINY, check_tokenizer, label_array, load_tokenizer, raw_splits, tokenizer_path
+from .load import TINY, check_tokenizer, flat_sequences, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, rows_majority
 from .windows import check_stride, count_windows, default_stride, pair_tokens
 from .words import check_words, read_plan, words_tokenizer
@@ -202,7 +205,12 @@ def profile_rows(
         elif kind.span_head:  # contexts read in windows: how many a context takes
             tokens = _span_tokens(tokenizer, splits, max_len, stride)
         else:
+            rows = sum(len(s.text_a) for s in splits)
+            if kind.per_candidate:  # each of a row's sequences counted (a choice row's (context, candidate) pairs)
+                splits = [RawSplit(*flat_sequences(s.text_a, s.text_b)[:2], [], 0, s.source) for s in splits]
             tokens = token_stats(token_lengths(splits, tokenizer, progress=progress), max_len)
+            if kind.per_candidate:
+                tokens["sequences_per_row"] = sum(len(s.text_a) for s in splits) / max(rows, 1)
     return {
         "name": record.name,
         "kind": record.kind,

@@ -5,7 +5,10 @@ writes: what the folder holds, the base it loads on, and the one transformers ``
 The call is built here once (``pipeline_call``: the task's kind declares the pipeline, its settings and how its
 output reads — ``Kind.pipeline_task``, ``pipeline_arguments``, ``pipeline_call_arguments``, ``pipeline_reading``) and
 both rendered into the card and handed to whoever runs it (tests/test_export_cards.py runs the card's code as
-written). Every card's code starts from ``folder = "<this folder, absolute>"``: the one line to change when the
+written). A kind no transformers pipeline serves (``pipeline_task`` None: multiple choice) gets the
+``AutoModelFor<hf_head>`` call itself instead (``candidates_code``: each row's k sequences in one forward, the
+softmax over their k scores), and a kind peft has no task type for (``peft_task_type`` None) the plain
+``PeftModel`` over that class. Every card's code starts from ``folder = "<this folder, absolute>"``: the one line to change when the
 export moves.
 
 Loading a peft adapter builds the head's modules from the base's config, and transformers reports them MISSING from
@@ -64,6 +67,8 @@ def pipeline_call(model, task: str) -> PipelineCall:
     record = info.records[task]
     kind = get_kind(record.kind)
     texts, pairs, _ = check_rows(record, info.max_len, n=1)
+    if kind.pipeline_task is None:
+        raise ValueError(f"task {task!r}: no transformers pipeline serves a {record.kind} task (candidates_code)")
     if kind.per_word:
         example: Any = words_of(texts[0])
     elif pairs is not None:
@@ -73,6 +78,37 @@ def pipeline_call(model, task: str) -> PipelineCall:
     return PipelineCall(
         kind.pipeline_task, kind.pipeline_arguments(info.max_len, info.stride), kind.pipeline_call_arguments, [example]
     )
+
+
+def candidates_code(model, task: str, model_line: str) -> list[str]:
+    """The card's code for a task of k candidate sequences a row (``Kind.per_candidate``), which no transformers
+    pipeline serves: ``model_line`` loads the ``AutoModelFor<hf_head>`` as ``model``; ``predict(rows)`` gives each
+    row's k probabilities (the softmax over the k scores, as ``pals-predict``), a row being its k first segments and
+    its k second segments (None: each candidate alone), each pair cut at the run's max length longest first."""
+    info = model.run
+    firsts, seconds, _ = check_rows(info.records[task], info.max_len, n=1)
+    example = (firsts[0], None if seconds is None else seconds[0])
+    return [
+        model_line,
+        "tokenizer = AutoTokenizer.from_pretrained(folder)",
+        "",
+        "",
+        "def predict(rows):",
+        '    """Each row (its k first segments, its k second segments or None): its k candidates\' probabilities."""',
+        "    out = []",
+        "    for firsts, seconds in rows:",
+        f"        enc = tokenizer(firsts, seconds, truncation=True, max_length={info.max_len}, padding=True, "
+        'return_tensors="pt")',
+        '        if getattr(model.config, "type_vocab_size", 0) < 2:  # a model without segment embeddings reads none',
+        '            enc.pop("token_type_ids", None)',
+        "        with torch.no_grad():  # one row: its k sequences a batch of one row, (1, k, tokens)",
+        "            logits = model(**{k: v[None] for k, v in enc.items()}).logits[0]",
+        "        out.append(logits.softmax(-1).tolist())",
+        "    return out",
+        "",
+        "",
+        f"predict([{example!r}])",
+    ]
 
 
 def _code(*lines: str) -> str:
@@ -143,20 +179,19 @@ def _reading(model, task: str) -> list[str]:
 def hf_card(model, task: str, folder: str) -> str:
     """``README.md`` of a merged export's task folder ``folder`` (absolute)."""
     kind = get_kind(model.run.records[task].kind)
+    origin = trunk_origin(model.run.config.get("model"))
+    start = f"folder = {folder!r}  # this folder: change it if you move it"
     info = model.run
     own = kind.card_code(folder, info.max_len, pair_stride(info.stride, info.max_len), info.scales.get(task))
-    if own is None:
-        call = pipeline_call(model, task)
-        use = _code(
-            "from transformers import pipeline",
-            "",
-            f"folder = {folder!r}  # this folder: change it if you move it",
-            call.line("folder"),
-            call.example_line(),
-        )
+    if own is not None:  # the kind's own code (a span task's decoding: no pipeline of transformers 5 serves it)
+        use = own.rstrip("\n").splitlines()
+    elif kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
+        head = f"AutoModelFor{kind.hf_head}"
+        use = ["import torch", f"from transformers import {head}, AutoTokenizer", "", start]
+        use += candidates_code(model, task, f"model = {head}.from_pretrained(folder).eval()")
     else:
-        use = _code(*own.rstrip("\n").splitlines())
-    origin = trunk_origin(model.run.config.get("model"))
+        call = pipeline_call(model, task)
+        use = ["from transformers import pipeline", "", start, call.line("folder"), call.example_line()]
     front = {
         "library_name": "transformers",
         "pipeline_tag": kind.pipeline_task,
@@ -175,7 +210,7 @@ def hf_card(model, task: str, folder: str) -> str:
             "",
             "## Use it as pals-predict does",
             "",
-            use,
+            _code(*use),
             *_reading(model, task),
         ]
     )
@@ -194,53 +229,53 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     }
     start = [f"folder = {folder!r}  # this folder: change it if you move the export", f"settings = {settings!r}"]
     quiet = f"{QUIET_LOAD_REPORT}  # the base holds no head: see below"
-    info = model.run
-    online = [
-        f"from peft import {auto}",
-        "from transformers import pipeline",
-        "from transformers.utils import logging",
-        "",
-        *start,
-        quiet,
-        f"model = {auto}.from_pretrained(folder, **settings)",
-    ]
-    offline = [
-        "import os",
-        "",
-        "from peft import PeftModel",
-        f"from transformers import {head}, pipeline",
-        "from transformers.utils import logging",
-        "",
-        *start,
-        quiet,
-        f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)',
-        "model = PeftModel.from_pretrained(base, folder)",
-    ]
 
-    def block(loading: list[str]) -> str:
-        """The card's code: ``loading`` (which makes ``model``), then the pipeline call or the kind's own code."""
+    def code(imports: list[str], load: list[str], model_line: str) -> str:
+        """A block loading the adapter as ``model`` (``load``, then ``model_line``) and calling it as pals-predict."""
+        lines = ["from transformers.utils import logging", "", *start, quiet, *load]
         tokenizer = ["from transformers import AutoTokenizer", "tokenizer = AutoTokenizer.from_pretrained(folder)"]
         # peft's PeftModelForQuestionAnswering.forward drops token_type_ids: the adapted model it wraps is run
         unwrap = "model = model.get_base_model().eval()  # peft's QUESTION_ANS forward would drop token_type_ids"
-        load = "\n".join(loading + [*tokenizer, unwrap])
+        loading = "\n".join([*imports, *lines, model_line, *tokenizer, unwrap])
+        info = model.run
         own = kind.card_code(
             folder,
             info.max_len,
             pair_stride(info.stride, info.max_len),
             info.scales.get(task),
-            load.replace("{", "{{").replace("}", "}}"),
+            loading.replace("{", "{{").replace("}", "}}"),
         )
-        if own is not None:
+        if own is not None:  # the kind's own code, after these loading lines
             return _code(*own.rstrip("\n").splitlines())
+        if kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
+            lines = ["import torch", *imports, "from transformers import AutoTokenizer", *lines]
+            return _code(*lines, *candidates_code(model, task, model_line))
         call = pipeline_call(model, task)
-        return _code(*loading, call.line("model", "folder"), call.example_line())
+        lines = [*imports, "from transformers import pipeline", *lines]
+        return _code(*lines, model_line, call.line("model", "folder"), call.example_line())
 
+    offline = code(
+        ["import os", "", "from peft import PeftModel", f"from transformers import {head}"],
+        [f'base = {head}.from_pretrained(os.path.join(folder, os.pardir, "base"), **settings)'],
+        "model = PeftModel.from_pretrained(base, folder).eval()",
+    )
     method = get_method(model.config.method).title
     if base.is_checkpoint:
         revision = f" at revision `{base.revision}`" if base.revision else ""
         named = f"`{base.name}`{revision}, {base.about}; `../base` holds the same weights"
     else:
         named = f"`{base.name}`, the export's `../base` by its absolute path when exported: {base.about}"
+    if kind.peft_task_type is None:  # no AutoPeftModelFor… of the kind: the plain PeftModel over the head's class
+        use = [
+            f"peft has no task type for a {kind.name} task (no `{auto}`): load the base beside this folder "
+            f"(`../base`) as a transformers `{head}` and the adapter over it with `PeftModel`:",
+            "",
+            offline,
+        ]
+    else:
+        hub = code([f"from peft import {auto}"], [], f"model = {auto}.from_pretrained(folder, **settings)")
+        use = [hub, "Offline, or with the export moved, load the base beside this folder (`../base`) yourself:", ""]
+        use.append(offline)
     return "\n".join(
         [
             _front(front),
@@ -252,10 +287,7 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
             "",
             "## Use it as pals-predict does",
             "",
-            block(online),
-            "Offline, or with the export moved, load the base beside this folder (`../base`) yourself:",
-            "",
-            block(offline),
+            *use,
             *_reading(model, task),
             "`settings` builds the task's head on a base that has none (`id2label`: its outputs, named; the problem "
             "type; float32, as the run computed). transformers then reports that head MISSING from the base "
@@ -279,4 +311,13 @@ def card_code(card: str) -> list[str]:
     return blocks
 
 
-__all__ = ["LOAD_REPORT", "PipelineCall", "QUIET_LOAD_REPORT", "card_code", "hf_card", "peft_card", "pipeline_call"]
+__all__ = [
+    "LOAD_REPORT",
+    "PipelineCall",
+    "QUIET_LOAD_REPORT",
+    "candidates_code",
+    "card_code",
+    "hf_card",
+    "peft_card",
+    "pipeline_call",
+]

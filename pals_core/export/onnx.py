@@ -6,7 +6,10 @@ onnxruntime user can serve from alone, without this package's torch modules.
                                   family reads them (BERT, ELECTRA); outputs: one float32 logits output per task, named
                                   after the task, with the axes its kind declares (``Kind.output_axes``): [batch, C_t]
                                   for a sentence task (C_t = 1: a regression score), [batch, sequence, C_t] for a
-                                  tagging task (every token's; a word's tag is its first sub-token's)
+                                  tagging task (every token's; a word's tag is its first sub-token's), [batch, 1] for a
+                                  multiple-choice task (one score per input row, each input row one (context,
+                                  candidate) sequence, a row's k candidates k consecutive input rows:
+                                  ``sequences_per_row`` in export.json; the softmax is over each k)
     DIR/tokenizer*.json … the run's tokenizer (``save_pretrained``); truncate to ``max_len``, pairs longest-first
     DIR/words_tokenizer/  a tagging task's tokenizer where it reads words otherwise (byte-level BPE: saved with
                           ``add_prefix_space=True``, ``data/words.py``); absent where the run's reads words as it is
@@ -44,7 +47,7 @@ from ..forward import encode_texts
 from ..kinds import DEFAULT_KIND, get_kind
 from ..kinds.base import OUTPUTS_AXIS
 from ..run_info import RunInfo, predict_texts
-from ..tasks.readers import read_columns
+from ..tasks.readers import column_names, read_columns
 from ..tasks.record import TaskRecord
 from ..train.separate import SeparatePlan
 from . import ExportFailed, ExportRefused, save_tokenizer
@@ -157,7 +160,7 @@ def _graph_module(models):
         def forward(self, input_ids, attention_mask, token_type_ids):
             out = []
             for m, names in zip(self.models, self.names):
-                logits = m.predict_all(input_ids, attention_mask, token_type_ids, tasks=names)
+                logits = m.predict_all(input_ids, attention_mask, token_type_ids, tasks=names, per_row=False)
                 out.extend(logits[t] for t in names)
             return tuple(out)
 
@@ -214,24 +217,20 @@ def check_opset(opset: int) -> int:
 
 
 def dynamic_axes(kind) -> dict[int, str]:
-    """The dynamic axes of a task's logits output, as the exporter takes them: every axis its kind declares
-    (``Kind.output_axes``) but C, the task's fixed number of outputs."""
-    return {i: name for i, name in enumerate(kind.output_axes) if name != OUTPUTS_AXIS}
-
-
-def output_shape(task: dict) -> list:
-    """A task's logits output as ``export.json`` describes it (``tasks.<t>``: its ``axes`` and ``num_labels``): the
-    axes' names with C given its size, e.g. ``["batch", "sequence", 5]``."""
-    axes = task.get("axes") or ("batch", OUTPUTS_AXIS)  # an export of before the axes were written: a sentence task's
-    return [int(task["num_labels"]) if a == OUTPUTS_AXIS else a for a in axes]
+    """The dynamic axes of a task's logits output, as the exporter takes them: every named axis its kind declares
+    (``Kind.output_axes``) but C, the task's fixed number of outputs (a size, such as a choice task's 1, is fixed)."""
+    return {i: a for i, a in enumerate(kind.output_axes) if isinstance(a, str) and a != OUTPUTS_AXIS}
 
 
 def shapes_text(meta: dict) -> str:
-    """Every output with its axes, as ``pals-export`` prints them: ``intent [batch, C=3] · ner [batch, sequence, C=5]``."""
+    """Every output with its axes, as ``pals-export`` prints them: ``intent [batch, C=3] · ner [batch, sequence, C=5]``;
+    a multiple-choice task's ``swag [batch, 1] (4 input rows a row, one score a candidate)``."""
     parts = []
     for t, d in meta["tasks"].items():
-        axes = [f"{OUTPUTS_AXIS}={a}" if isinstance(a, int) else a for a in output_shape(d)]
-        parts.append(f"{t} [{', '.join(axes)}]")
+        axes = d.get("axes") or ("batch", OUTPUTS_AXIS)
+        shown = [f"{a}={d['num_labels']}" if a == OUTPUTS_AXIS else str(a) for a in axes]
+        k = d.get("sequences_per_row")  # a choice row: its k candidates k consecutive input rows
+        parts.append(f"{t} [{', '.join(shown)}]" + (f" ({k} input rows a row, one score a candidate)" if k else ""))
     return " · ".join(parts)
 
 
@@ -316,6 +315,8 @@ def describe(models: Sequence, inputs: list[str], outputs: list[str], opset: int
             }
             if t in m.run.scales:  # the graph gives z: the value in the task's units is z·std + mean
                 tasks[t]["scale"] = dict(m.run.scales[t])
+            if t in getattr(m, "per_candidate", ()):  # a row's k candidates: k consecutive input rows, a score each
+                tasks[t]["sequences_per_row"] = int(m.tasks[t])
     steps = {m.run.step for m in models}
     return {
         "format": FORMAT,
@@ -352,6 +353,9 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
     """A few of a task's own rows (its dev file; its train file when the dev rows are drawn from it; GLUE's dev
     TSV) as (texts, second texts or None, where from), plus one row longer than ``max_len`` tokens (truncated to
     it); the sample sentences when the files cannot be read any more."""
+    kind = get_kind(record.kind)
+    if kind.own_texts:  # a kind reading its rows' sequences itself: its own rows, and one of max_len tokens
+        return _own_rows(record, max_len, n)
     texts: list[str] = []
     pairs: list[str] | None = [] if record.pair else None
     source = "sample sentences"
@@ -376,10 +380,28 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
         texts = list(SAMPLE_TEXTS)
         pairs = list(reversed(SAMPLE_TEXTS)) if record.pair else None
     long = " ".join(["word"] * (2 * max_len))  # the row of max_len tokens
-    texts.append(texts[0] if get_kind(record.kind).span_head else long)  # a span task: a short question, a long context
+    texts.append(texts[0] if kind.span_head else long)  # a span task: a short question, a long context
     if pairs is not None:
         pairs.append(long)
     return texts, pairs, source
+
+
+def _own_rows(record, max_len: int, n: int) -> tuple[list, list | None, str]:
+    """``check_rows`` of a task whose kind reads its rows' sequences itself (``Kind.texts``: a multiple-choice row's
+    (context, candidate) pairs): a few of its rows, and the first again with a context of ``max_len`` tokens."""
+    kind = get_kind(record.kind)
+    path = record.dev or record.train
+    wanted = kind.row_columns(record, path, lambda: column_names(path, record.format))
+    cols = read_columns(path, wanted, record.format)
+    firsts, seconds = kind.texts(record, cols)
+    firsts, seconds = list(firsts[:n]), None if seconds is None else list(seconds[:n])
+    long = " ".join(["word"] * (2 * max_len))
+    firsts.append([long] * len(firsts[0]))
+    if seconds is not None:
+        seconds.append(list(seconds[0]))
+    else:
+        firsts[-1] = [f"{long} {c}" for c in firsts[0]]
+    return firsts, seconds, "dev rows" if record.dev else "train rows"
 
 
 def _flat(logits: np.ndarray, kind=None) -> np.ndarray:
@@ -659,10 +681,12 @@ class OnnxRunner:
         ):
             return self.predict_texts(input_ids, attention_mask, tasks=tasks)
         out = self.logits(input_ids, attention_mask, token_type_ids, tasks)
-        return {t: torch.from_numpy(v) for t, v in out.items()}
+        k = {t: self.tasks[t] for t in out if get_kind(self.run.records[t].kind).per_candidate}
+        return {t: torch.from_numpy(v.reshape(-1, k[t]) if t in k else v) for t, v in out.items()}
 
     def forward_mixed(self, input_ids, attention_mask=None, token_type_ids=None, *, tasks: Sequence[str]) -> list:
-        """As ``MultiTaskModel.forward_mixed``: row i's logits for its own task ``tasks[i]``."""
+        """As ``MultiTaskModel.forward_mixed``: row i's logits for its own task ``tasks[i]`` (a multiple-choice task's
+        row: one candidate's sequence, its score (1,))."""
         import torch
 
         if len(tasks) != len(input_ids):

@@ -143,13 +143,15 @@ SPAN_HEADS: dict[str, Callable[..., Head]] = {"modernbert": TOKEN_HEADS["modernb
 
 
 def _head(model, task: str, prefix: str) -> Head:
-    """The task's head in transformers' names: the family's sequence head, its token head (a per-word task) or its
-    question-answering head (a span task)."""
+    """The task's head in transformers' names: the family's sequence head, its token head (a per-word task), its
+    multiple-choice head (a per-candidate task) or its question-answering head (a span task)."""
     family = model.trunk.family
     if task in model.spans:
         return SPAN_HEADS.get(family, _span_head)(model, task, prefix)
     if task in model.per_word:
         return TOKEN_HEADS.get(family, _token_head)(model, task, prefix)
+    if task in model.per_candidate:
+        return CHOICE_HEADS.get(family, HEADS[family])(model, task, prefix)
     return HEADS[family](model, task, prefix)
 
 
@@ -195,6 +197,19 @@ HEADS: dict[str, Callable[..., Head]] = {
     "modernbert": lambda m, t, p: (
         {"head.dense": m.heads[t].dense, "head.norm": m.heads[t].norm, "classifier": m.heads[t].out},
         ["head", "classifier"],
+    ),
+}
+
+
+# a multiple-choice task's head in transformers' names, where the family's ``…ForMultipleChoice`` differs from its
+# ``HEADS`` entry (``Trunk.new_choice_head``): RoBERTa's and MPNet's keep the base model's pooler + ``classifier``
+# Linear(d, 1), ELECTRA's is ``sequence_summary.summary`` + ``classifier``
+CHOICE_HEADS: dict[str, Callable[..., Head]] = {
+    "roberta": _bert_head,
+    "mpnet": _bert_head,
+    "electra": lambda m, t, p: (
+        {"sequence_summary.summary": m.heads[t].dense, "classifier": m.heads[t].out},
+        ["sequence_summary", "classifier"],
     ),
 }
 
@@ -405,9 +420,10 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
     beyond float rounding is a bug in the mapping: ``ExportFailed`` (a ``RuntimeError``; ``pals-export`` exits 1),
     and the task's folder is not written."""
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, model.trunk.vocab_size, (2, 12), generator=g)
+    shape = (2, model.tasks[task], 12) if task in model.per_candidate else (2, 12)  # (rows, candidates, tokens)
+    ids = torch.randint(0, model.trunk.vocab_size, shape, generator=g)
     mask = torch.ones_like(ids)
-    mask[1, 8:] = 0
+    mask[1, ..., 8:] = 0
     inputs = {"input_ids": ids, "attention_mask": mask}
     if getattr(exported.config, "type_vocab_size", 0) > 1:
         inputs["token_type_ids"] = torch.randint(0, 2, ids.shape, generator=g)
@@ -619,6 +635,7 @@ def export_hf(model, out: PathLike) -> Path:
 
 
 __all__ = [
+    "CHOICE_HEADS",
     "HEADS",
     "PeftBase",
     "PEFT_METHODS",

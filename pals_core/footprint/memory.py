@@ -76,6 +76,7 @@ def replay_forward(
     pooler_trains: bool,
     records: bool = True,
     per_word: bool = False,
+    per_candidate: bool = False,
     span: bool = False,
 ) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
@@ -85,8 +86,10 @@ def replay_forward(
     and input (``Record``), then applied wherever they recur — a plain layer everywhere, an adapted layer wherever its
     method's hooks do the same (``ActivationHooks.layer_key``) — so the per-layer work is derived once per model ×
     method and summed per location. ``records=False`` replays every op in place: the reference the records are held
-    to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``); ``span``: an
-    extractive-QA task's (``Replay.span``)."""
+    to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``);
+    ``per_candidate``: a multiple-choice task's head on each candidate's sequence (``Replay.choose``, else
+    ``classify``; the trace's batch is then the candidates' sequences); ``span``: an extractive-QA task's head on
+    every token (``Replay.span``)."""
     replay = replay_of(m)
     book = _book(tr, m) if records else None
     emb_trains = hooks.embeddings_train() and not freeze_trunk
@@ -120,9 +123,12 @@ def replay_forward(
         if book is None:
             return replay.tag(tr, m, h)
         return recorded(tr, book, ("tag",), h, lambda sub: replay.tag(sub, m, h))
+    head, key = replay.classify, "classify"
+    if per_candidate and replay.choose is not None:
+        head, key = replay.choose, "choose"
     if book is None:
-        return replay.classify(tr, m, h, pooler_trains)
-    return recorded(tr, book, ("classify", pooler_trains), h, lambda sub: replay.classify(sub, m, h, pooler_trains))
+        return head(tr, m, h, pooler_trains)
+    return recorded(tr, book, (key, pooler_trains), h, lambda sub: head(sub, m, h, pooler_trains))
 
 
 class Record:
@@ -247,7 +253,8 @@ def _config_key(cfg, *, location: bool = False) -> tuple:
 
 
 def trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) -> Trace:
-    """The symbolic training-mode forward of ``ds``'s first task on ``batch`` sequences (memory and time read it).
+    """The symbolic training-mode forward of ``ds``'s first task on ``batch`` rows (memory and time read it): B·k
+    sequences for a task whose row is k (``Kind.sequences``: a multiple-choice row's candidates).
 
     Symbolic in d_s, so one trace serves every size of a design: kept (read-only) per design, batch and conditions.
     ``records=False``: every op replayed in place (the reference; never kept)."""
@@ -275,7 +282,8 @@ _TRACES: dict[tuple, Trace] = {}
 
 
 def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) -> Trace:
-    tr = Trace(batch, ds.seq_len, cond)
+    kind = get_kind(ds.tasks[0].kind)
+    tr = Trace(batch * kind.sequences(ds.tasks[0]), ds.seq_len, cond)
     make = ds.method.activations or ActivationHooks
     size = S if ds.method.sized else None
     hooks = make(tr, ds.model, ds.config, ds.layers, size)
@@ -287,14 +295,16 @@ def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) ->
         freeze_trunk=ds.config.freeze_trunk,
         pooler_trains=pooler_trains,
         records=records,
-        per_word=get_kind(ds.tasks[0].kind).per_word,
-        span=get_kind(ds.tasks[0].kind).span_head,
+        per_word=kind.per_word,
+        per_candidate=kind.per_candidate,
+        span=kind.span_head,
     )
     return tr
 
 
 def activation_bytes(ds, batch: int, cond: Conditions) -> Poly:
-    """Bytes autograd saves in one training-mode forward of ``ds``'s first task, as a polynomial in d_s."""
+    """Bytes autograd saves in one training-mode forward of ``ds``'s first task on ``batch`` rows, as a polynomial in
+    d_s."""
     return trace_forward(ds, batch, cond).total
 
 
@@ -345,9 +355,10 @@ def inference_activation_bytes(ds, batch: int, cond: Conditions) -> int:
     family's ``Replay.inference_layer`` counts it: BERT's is ``pricing.family.bert_inference_layer``), plus the logits
     of every task (an estimate, compared with ``tests/memory_probe.py:inference_peak_bytes`` by hand, not by a test)."""
     m, n = ds.model, ds.seq_len
-    attention, ffn = replay_of(m).inference_layer(m, batch, n, cond.attention == "eager", bool(ds.layers))
+    seqs = batch * max(get_kind(t.kind).sequences(t) for t in ds.tasks)  # a task's B rows: B·k sequences (choice)
+    attention, ffn = replay_of(m).inference_layer(m, seqs, n, cond.attention == "eager", bool(ds.layers))
     logits = sum(get_kind(t.kind).logits_floats(batch, n, t.num_labels) for t in ds.tasks)
-    return cond.float_bytes * (batch * n * m.hidden + max(attention, ffn) + logits)
+    return cond.float_bytes * (seqs * n * m.hidden + max(attention, ffn) + logits)
 
 
 def memory_infer(ds, s: int | None, cost, *, batch: int, cond: Conditions) -> int:

@@ -7,13 +7,18 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 * the record — ``metrics`` (the main one first by default), ``fields`` (the optional record fields it takes,
   with ``field_notes`` saying what each is for), ``check`` (those fields' values);
 * the rows — ``per_word`` (a row is a list of words with one label each, not a text with one label),
-  ``record_defaults`` (the fields a tasks-file entry of the kind gets when it leaves them out),
+  ``text_columns`` / ``text_help`` (how many text columns a record names), ``record_defaults`` (the fields a
+  tasks-file entry of the kind gets when it leaves them out), ``row_columns`` / ``label_columns`` (the columns a row
+  reads, and those the label set is read from), ``texts`` / ``label_texts`` (a kind that reads its rows' sequences
+  itself: a multiple-choice row's k (context, candidate) pairs, and the text each label stands for),
   ``label_names`` (the label set and its order; () for a kind without named labels), ``targets``
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
-* the head — ``every_token`` (a head on every token, no pooler: tagging, span), ``span_head`` (that head is
-  ``AutoModelForQuestionAnswering``'s: a start and an end logit per token, the family's QA dropout),
-  ``num_outputs`` (C_t from the label set), ``head_params`` / ``head_flops`` (its exact count, from the
+* the head — ``num_outputs`` (C_t from the label set), ``per_candidate`` (a row is k candidate sequences, each
+  scored one output by the family's choice head; the row's logits are the k scores), ``every_token`` (a head on
+  every token, no pooler: tagging, span), ``span_head`` (that head is ``AutoModelForQuestionAnswering``'s: a start
+  and an end logit per token, the family's QA dropout), ``sequences`` (how many
+  sequences one row is read as: what a row costs), ``head_params`` / ``head_flops`` (its exact count, from the
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
   ``scores`` (dev metrics), ``baseline`` (the trivial reference), ``distribution`` / ``profile_lines`` /
@@ -36,7 +41,7 @@ What a kind hands back is declared here too, below the kinds and the modules abo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -46,7 +51,8 @@ if TYPE_CHECKING:
 
 
 OUTPUTS_AXIS = "C"
-"""The axis of a task's C_t outputs in ``Kind.output_axes`` (its one fixed axis; the others are dynamic)."""
+"""The axis of a task's C_t outputs in ``Kind.output_axes`` (fixed, as an axis given as a size is: a choice task's 1;
+the other, named, axes are dynamic)."""
 
 
 @dataclass
@@ -107,8 +113,10 @@ class Kind:
     peft_task_type: str | None = "SEQ_CLS"
     hf_head: str = "SequenceClassification"  # transformers' AutoModelFor<hf_head> / peft's AutoPeftModelFor<hf_head>
     problem_type: str = ""
-    output_axes: tuple[str, ...] = ("batch", OUTPUTS_AXIS)  # a logits output's axes (ONNX, export.json)
-    pipeline_task: str = "text-classification"  # transformers' pipeline serving the task's hf / peft export
+    output_axes: tuple[str | int, ...] = ("batch", OUTPUTS_AXIS)  # a logits output's axes (ONNX, export.json)
+    # transformers' pipeline serving the task's hf / peft export; None: none does (the model card calls the head's
+    # AutoModelFor<hf_head> itself: ``export.cards.candidates_code``)
+    pipeline_task: str | None = "text-classification"
     pipeline_scores: dict[str, Any] = {}  # that pipeline's function_to_apply / top_k giving pals-predict's numbers
     pipeline_call_arguments: dict[str, Any] = {}  # arguments each call of that pipeline takes (not its settings)
     pipeline_reading: str = ""  # how the pipeline's output reads as pals-predict's columns (the model card says it)
@@ -117,6 +125,12 @@ class Kind:
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
     per_word: bool = False  # one label per word (a tagging task): words aligned to sub-tokens, a head on every token
+    # a row is k candidate sequences (C_t = k), each scored one output by the family's choice head (what its
+    # ``…ForMultipleChoice`` holds); the row's logits are the k scores
+    per_candidate: bool = False
+    own_texts: bool = False  # the kind reads its rows' sequences itself (``texts``), not the record's text columns
+    text_columns: tuple[int, int] = (1, 2)  # the fewest and the most text columns a record names
+    text_help: str = "one column name or a list of two"
     record_defaults: dict = {}  # fields a tasks-file entry of this kind gets when it leaves them out
     span_head: bool = False  # the head is AutoModelForQuestionAnswering's (start and end logits on every token)
 
@@ -131,12 +145,14 @@ class Kind:
     def default_metric(self) -> str:
         return self.metrics[0]
 
-    def metric_text(self, metric: str, value: Any, ci95: Any = None) -> str:
-        """A dev metric as the commands print it: a fraction ×100 ("81.23"), one of ``in_units`` (an error in the
-        user's units: RMSE, MAE) as it is ("1.342"); with ``ci95``, "± half-width" likewise; "—" for none."""
-        if not isinstance(value, (int, float)) or value != value:
+    def metric_text(self, metric: str, value: Any, ci95: Any = None, digits: int = 2) -> str:
+        """A dev metric as the commands print it — a run's score, a majority reference alike: a fraction ×100 with
+        ``digits`` decimals ("81.23"), one of ``in_units`` (an error in the user's units: RMSE, MAE) as it is, to
+        ``digits`` + 2 significant figures ("1.342"); with ``ci95``, "± half-width" likewise; "—" for none. The one
+        place a metric is put on the 0–100 scale for reading."""
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
             return "—"
-        shown = (lambda v: f"{v:.4g}") if metric in self.in_units else (lambda v: f"{100 * v:.2f}")
+        shown = (lambda v: f"{v:.{digits + 2}g}") if metric in self.in_units else (lambda v: f"{100 * v:.{digits}f}")
         return shown(value) + (f" ± {shown(ci95)}" if isinstance(ci95, (int, float)) else "")
 
     def metric_range(self, metric: str) -> Range | None:
@@ -151,6 +167,26 @@ class Kind:
         """Raise ``TaskRecordError`` for a bad value of one of ``fields``."""
 
     # --- the rows ------------------------------------------------------------------------------------
+
+    def row_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str] | None:
+        """The columns a row of ``path`` reads (``names()``: every column the file has, read when asked); None: every
+        column, the kind finding its own among them (one read of the file, not its header and then its rows)."""
+        return [*record.text, record.label]
+
+    def label_columns(self, record: Any, path: str, names: Callable[[], Sequence[str]]) -> list[str]:
+        """The train file's columns the label set is read from ([]: none, ``label_names`` needs no file)."""
+        return [record.label]
+
+    def texts(self, record: Any, cols: Any) -> tuple[list, list | None] | None:
+        """Each row's sequences as (first segments, second segments or None) when the kind reads them itself — a row
+        of several sequences: a list of each (``per_candidate``); None: the record's text columns, read alike for
+        every kind (``tasks/rows.py``)."""
+        return None
+
+    def label_texts(self, record: Any, cols: Any) -> list | None:
+        """Per row, the text each label stands for (a multiple-choice row: its candidates), checked; None for a
+        kind whose labels are names (``pals-predict``'s ``<task>_text`` column)."""
+        return None
 
     def label_names(self, record: Any, cols: Any = None) -> tuple[str, ...]:
         """The label set in output order. ``cols``: the train file's label column, read by the caller
@@ -188,6 +224,11 @@ class Kind:
 
     def num_outputs(self, names: Sequence[str]) -> int:
         return len(names)
+
+    def sequences(self, task: Any) -> int:
+        """How many sequences one row of ``task`` (a ``budget.tasks.Task``) is read as: what a row costs the trunk,
+        the pooler and the head (the batch size counts rows)."""
+        return 1
 
     def head_params(self, family: Any, m: Any, num_labels: int, paper: bool) -> int:
         """The exact parameters of one task's head: the family's sequence head (``pricing.family``) on C_t outputs."""
@@ -250,14 +291,7 @@ class Kind:
         "of": {split: total}, "unit": what is counted}`` — each bar its count's share of its split's total; None:
         nothing to chart (``distribution_text`` says it in words). By default the rows of each label, of all rows
         (the counts ``distribution`` gives, as ``pals-tasks``' label table prints them)."""
-        if self.distribution_text(profile):
-            return None
-        dist = profile["distribution"]
-        return {
-            "counts": {s: dict(dist[s]) for s in ("train", "dev")},
-            "of": {"train": profile["train_rows"], "dev": profile["dev_rows"]},
-            "unit": "rows",
-        }
+        return None if self.distribution_text(profile) else rows_chart(profile)
 
     # --- the export ----------------------------------------------------------------------------------
 
@@ -280,6 +314,16 @@ class Kind:
         return None
 
 
+def rows_chart(profile: dict) -> dict:
+    """``Kind.chart`` of the rows of each label (the counts ``distribution`` gives), of all rows, train and dev."""
+    dist = profile["distribution"]
+    return {
+        "counts": {s: dict(dist[s]) for s in ("train", "dev")},
+        "of": {"train": profile["train_rows"], "dev": profile["dev_rows"]},
+        "unit": "rows",
+    }
+
+
 def counts_table(profile: dict, table, what: str) -> list[str]:
     """Rows of each label, train and dev, with their shares (a kind with named labels)."""
     dist = profile["distribution"]
@@ -295,4 +339,4 @@ def counts_table(profile: dict, table, what: str) -> list[str]:
     return table([what, "train", "dev"], rows)
 
 
-__all__ = ["OUTPUTS_AXIS", "Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number"]
+__all__ = ["OUTPUTS_AXIS", "Kind", "TaskOutputs", "check_lengths", "counts_table", "is_number", "rows_chart"]

@@ -216,6 +216,9 @@ class Replay:
         no_tensors  # trainable parameters no forward reaches: no gradient, no AdamW state
     )
     tag: Callable[..., Any] = trace_token_head  # (tr, m, h) -> Sym: a tagging task's head on every token
+    # (tr, m, h, pooler_trains) -> Sym: a multiple-choice task's head on each candidate's sequence (what the family's
+    # ``…ForMultipleChoice`` holds); None: ``classify`` (the same head, one output)
+    choose: Callable[..., Any] | None = None
     token_head_tensors: Callable[[BaseModel], int] = lambda m: 2  # its weight and bias (Linear(d, C))
     span: Callable[..., Any] = trace_span_head  # (tr, m, h) -> Sym: an extractive-QA task's head on every token
 
@@ -240,6 +243,10 @@ class Family:
     # dropout + Linear(d, C) by default): its parameters and its FLOPs on one token
     token_head_params: Callable[[BaseModel, int, bool], int] = linear_head_params
     token_head_flops: Callable[[BaseModel, int], int] = linear_head_flops
+    # (model, layer i) -> the FLOPs of ``layer_flops`` that layer i computes once per forward whatever the batch
+    # (DeBERTa's relative-position projections): a forward of k sequences (a multiple-choice row) costs
+    # k · layer_flops − (k − 1) · fixed_flops
+    fixed_flops: Callable[[BaseModel, int], int] = no_count
     token_types: bool = True  # the trunk reads token_type_ids
     refuses: tuple[tuple[str, str], ...] = ()  # (method, one-line reason) for methods that cannot apply
     attention: tuple[str, ...] = ("sdpa", "eager")  # the attention implementations its trunk runs (and is priced for)

@@ -111,6 +111,10 @@ class Method:
     # (every base parameter trains, but those ``frozen_layers`` keeps) or "frozen" (only the task-specific parts —
     # adapters, heads, per-task poolers — train); ``--freeze-trunk`` / ``--train-trunk`` override it.
     trunk: str = "fine-tuned"
+    # (model, layers, cfg) -> the FLOPs of ``flops`` computed once per forward whatever the batch (CA-MTL's
+    # task-conditioned weights; a copy of a DeBERTa layer's relative-position projections): a forward of k sequences
+    # (a multiple-choice row) costs k · flops − (k − 1) · fixed_flops; None: none
+    fixed_flops: Callable[[BaseModel, Sequence[int], AdapterConfig], int] | None = None
     # How the method's authors train it (``pricing.recipe``): the learning rate, warm-up and weight decay its source
     # sets, the defaults of ``pals-train``'s --lr / --warmup / --weight-decay for this method, and the source cited
     recipe: Recipe = BERT_FINE_TUNING

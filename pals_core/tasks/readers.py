@@ -63,13 +63,25 @@ class Columns:
     word_lines: list[list[int]] | None = None  # CoNLL: the file line of each word of each row
     numbers: dict[str, int] | None = None  # CoNLL: each column's number (from 0)
     sha256: str | None = None  # of the bytes the rows were read from (None: a save_to_disk folder, ``sha256_of``)
+    rows: list[int] | None = None  # some rows of the file (``subset``): the file's data row each is
 
     def __len__(self) -> int:
         return len(next(iter(self.values.values()))) if self.values else 0
 
+    def subset(self, rows: Sequence[int]) -> Columns:
+        """The data rows ``rows`` of these columns, each still named as the file numbers it (``where``)."""
+        rows = list(rows)
+        pick = lambda xs: None if xs is None else [xs[i] for i in rows]
+        values = {c: [v[i] for i in rows] for c, v in self.values.items()}
+        whole = [self.rows[i] for i in rows] if self.rows is not None else rows
+        return Columns(
+            self.path, values, self.label_names, pick(self.line_of), pick(self.word_lines), self.numbers, rows=whole
+        )
+
     def where(self, i: int, column: str | None = None) -> str:
         """``file, row N, column 'c'`` for data row i (JSON Lines: ``file, line N``)."""
-        at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {i + 1}"
+        row = self.rows[i] if self.rows is not None else i
+        at = f"line {self.line_of[i]}" if self.line_of is not None else f"row {row + 1}"
         return f"{self.path}, {at}" + (f", {self.column(column)}" if column else "")
 
     def column(self, column: str) -> str:
@@ -182,6 +194,27 @@ def read_columns(path: str | Path, columns: Sequence[str] | None, fmt: str | Non
         raise TaskDataError(f"{path}: {e.strerror or e}") from None
     except Exception as e:  # a malformed file: pyarrow's message, on one line, with the file
         raise TaskDataError(f"{path}: cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:300]})") from None
+
+
+def column_names(path: str | Path, fmt: str | None = None) -> list[str]:
+    """Every column of the file at ``path``, in its order, read as cheaply as its format allows (a CSV / TSV header
+    line, a Parquet schema; a JSON Lines file's keys in order of first appearance, a CoNLL file's numbers):
+    what a kind that finds its columns by their names looks among (``Kind.columns``)."""
+    check_file(path)
+    p = Path(path)
+    kind = file_format(p, fmt)
+    if kind in ("csv", "tsv"):
+        with open_regular(p, "data file", MAX_FILE_BYTES, TaskDataError) as f:
+            line = f.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
+        quoting = csv.QUOTE_MINIMAL if kind == "csv" else csv.QUOTE_NONE
+        first = next(csv.reader([line], delimiter="," if kind == "csv" else "\t", quoting=quoting), [])
+        return [h.strip() for h in first]
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        with open_regular(p, "data file", MAX_FILE_BYTES, TaskDataError) as f:
+            return list(pq.ParquetFile(f).schema_arrow.names)
+    return list(read_columns(p, None, fmt).values)
 
 
 def _missing(path: Path, wanted: Sequence[str], have: Sequence[str]) -> None:

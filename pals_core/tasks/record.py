@@ -51,6 +51,7 @@ OPTIONAL_FIELDS = (
     "range",
     "label_sep",
     "format",
+    "choices",
 )  # each taken by the kinds that list it (Kind.fields)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # compiled on first use (``re``'s cache), not at every start-up
 
@@ -72,16 +73,18 @@ class TaskRecord:
     range: tuple[float, float] | None = None  # a numeric target must lie in [low, high] (the kind's field)
     label_sep: str | None = None  # a label set written as one string: the separator (default ",")
     format: str | None = None  # the files' format whatever their extension ("conll"; the kind's field)
+    choices: tuple[str, ...] | None = None  # a row's candidates: their columns, or one column of lists (the kind's)
     dev_fraction: float = DEFAULT_DEV_FRACTION
     glue: str | None = None  # a built-in GLUE task: its rows come from the GLUE folder
 
     def __post_init__(self) -> None:
-        for name in ("text", "labels", "metrics", "range"):
+        for name in ("text", "labels", "metrics", "range", "choices"):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
-        if isinstance(self.text, str):
-            object.__setattr__(self, "text", (self.text,))
+        for name in ("text", "choices"):
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, (getattr(self, name),))
 
     # --- what the calculator and the trainer read ---------------------------------------------------
 
@@ -119,11 +122,12 @@ class TaskRecord:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for k in ("text", "labels", "metrics", "range"):
+        for k in ("text", "labels", "metrics", "range", "choices"):
             if d[k] is not None:
                 d[k] = list(d[k])
-        if d["format"] is None:  # added after runs were recorded: a record without one is as it was (fingerprint)
-            del d["format"]
+        for k in ("format", "choices"):  # added after runs were recorded: a record without one is as it was
+            if d[k] is None:  # (its fingerprint)
+                del d[k]
         return d
 
     @classmethod
@@ -156,8 +160,9 @@ class TaskRecord:
             raise TaskRecordError(f"{where}: unknown kind {self.kind!r} ({', '.join(KINDS)})")
         if self.glue is None and not self.train:
             raise TaskRecordError(f"{where}: no 'train' file (or {{glue: <name>}} for a built-in GLUE task)")
-        if not self.text or len(self.text) > 2 or not all(isinstance(c, str) and c for c in self.text):
-            raise TaskRecordError(f"{where}: 'text' is one column name or a list of two, got {list(self.text)!r}")
+        low, high = get_kind(self.kind).text_columns
+        if not low <= len(self.text) <= high or not all(isinstance(c, str) and c for c in self.text):
+            raise TaskRecordError(f"{where}: 'text' is {get_kind(self.kind).text_help}, got {list(self.text)!r}")
         if not isinstance(self.label, str) or not self.label:
             raise TaskRecordError(f"{where}: 'label' is a column name, got {self.label!r}")
         if len(set(self.text)) != len(self.text):

@@ -20,14 +20,14 @@ from typing import Any
 
 from ..kinds import get_kind
 from ..kinds.errors import TaskDataError
-from .readers import Columns, read_columns
+from .readers import Columns, column_names, read_columns
 from .record import TaskRecord
 
 
 @dataclass
 class Rows:
-    """One split of a task: texts (a, and b for a pair; a kind of one label per word: each row a list of words)
-    and labels (index, float or index list), with where each row came from."""
+    """One split of a task: texts (a, and b for a pair; a kind of one label per word: each row a list of words; a
+    kind whose row is several sequences: each row a list of its first segments, and of its second ones) and labels (index, float or index list), with where each row came from."""
 
     text_a: list[Any]
     text_b: list[str] | None
@@ -46,7 +46,9 @@ def read_label_names(record: TaskRecord, cols: Columns | None = None) -> tuple[s
     (when not declared and ``cols`` is not given)."""
     kind = get_kind(record.kind)
     if cols is None and kind.has_labels and record.labels is None:
-        cols = read_columns(record.train, [record.label], record.format)
+        wanted = kind.label_columns(record, record.train, lambda: column_names(record.train, record.format))
+        if wanted:
+            cols = read_columns(record.train, wanted, record.format)
     return kind.label_names(record, cols)
 
 
@@ -57,6 +59,9 @@ def num_labels(record: TaskRecord) -> int:
 
 
 def _texts(record: TaskRecord, cols: Columns) -> tuple[list[Any], list[Any] | None]:
+    own = get_kind(record.kind).texts(record, cols)
+    if own is not None:  # a kind that reads its rows' sequences itself (a row of several: a list of each)
+        return own
     if get_kind(record.kind).per_word:  # a row's text is its list of words
         return [_words(cols, column) for column in record.text][0], None
     out = []
@@ -100,7 +105,8 @@ def _targets(record: TaskRecord, cols: Columns, names: tuple[str, ...], split: s
 
 
 def _columns(record: TaskRecord, path: str) -> Columns:
-    cols = read_columns(path, [*record.text, record.label], record.format)
+    wanted = get_kind(record.kind).row_columns(record, path, lambda: column_names(path, record.format))
+    cols = read_columns(path, wanted, record.format)
     if len(cols) == 0:
         raise TaskDataError(f"{path}: no rows")
     return cols

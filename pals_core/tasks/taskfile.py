@@ -6,11 +6,12 @@
         dev: data/intent_dev.csv         # optional: else dev_fraction (default 0.1) of train, split by the seed
         text: message                    # one column, or [premise, hypothesis] for a pair
         label: intent
-        kind: classification             # classification | regression | multilabel | tokens | span
+        kind: classification             # classification | regression | multilabel | tokens | choice | span
         labels: [billing, refund, other] # optional: fixes the class order
         metric: macro_f1                 # optional main metric
       tags: {train: data/tickets.parquet, text: body, label: tags, kind: multilabel}
       entities: {train: data/ner.conll, kind: tokens}  # CoNLL: words in the first column, tags in the last
+      swag: {train: data/swag_train.csv, kind: choice}  # SWAG's layout: sent1, sent2, ending0…, label
       squad: {train: data/squad_train.jsonl, kind: span}  # SQuAD's layout: question, context, answers
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
@@ -19,8 +20,9 @@ A top-level ``model:`` names the model the tasks are meant for (a preset such as
 ``pals-budget``, ``pals-train`` and the explorer price and train it unless ``--model`` (the sidebar's model) says
 otherwise.
 
-A field an entry leaves out that its kind declares a default for (``Kind.record_defaults``: a span task's text is
-SQuAD's ``[question, context]``, its label ``answers``) takes that default. Paths are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
+A field an entry leaves out that its kind declares a default for (``Kind.record_defaults``: a choice task's text is
+SWAG's ``[sent1, sent2]``, a span task's ``[question, context]`` and its label ``answers``) takes that default. Paths
+are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
 ``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong. Names and text are
 read as written (``_yaml_load``): a key YAML 1.1 would turn into a boolean, a number or null (``yes:``, ``1:``,
 ``010:``, ``null:``) is refused with the quoting that keeps it, a text field takes a scalar's text (``labels: [yes,
@@ -53,6 +55,7 @@ RECORD_FIELDS = (
     "range",
     "label_sep",
     "format",
+    "choices",
     "dev_fraction",
 )
 
@@ -199,11 +202,11 @@ def _record(name: str, entry: Any, folder: Path, path: Path) -> TaskRecord:
                 raise TaskRecordError(f"{path}: task {name!r}: {key!r} is a path, got {entry[key]!r}")
             p = Path(entry[key]).expanduser()
             d[key] = os.path.normpath(p if p.is_absolute() else (folder / p))
-    for key in ("text", "labels", "metrics", "range"):
+    for key in ("text", "labels", "metrics", "range", "choices"):
         if key in entry:
             items = _scalar_list(entry[key], name, key, path)
             if items is not None:
-                d[key] = tuple(str(v) if key in ("text", "labels", "metrics") else v for v in items)
+                d[key] = tuple(str(v) if key != "range" else v for v in items)
     for key in ("label", "kind", "metric", "positive", "label_sep", "format"):
         if entry.get(key) is not None:
             if isinstance(entry[key], (dict, list)):

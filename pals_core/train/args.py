@@ -36,7 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     r.add_argument("--no-progress", dest="no_progress", action="store_true", help="no progress bar")
+    add_repeat_flags(p.add_argument_group("repeated runs (--method separate: one fully fine-tuned model per task)"))
     return p
+
+
+def add_repeat_flags(group) -> None:
+    """``--seeds`` and ``--jobs``: read before the trainer's own flags (``orchestrate.split_flags``), listed here
+    so that ``pals-train --help`` shows them."""
+    group.add_argument("--seeds", help="one run per seed under OUT/seed-<k>/, then their mean, std and 95 %% interval")
+    group.add_argument("--jobs", help="with --seeds: how many runs train at once (give each --threads)")
 
 
 def config_from_args(given: dict) -> tuple[TrainConfig, bool]:

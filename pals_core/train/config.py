@@ -95,7 +95,7 @@ class TrainConfig:
     )
     tasks_file: str | None = field(
         default=None,
-        metadata={"help": "your own tasks: a YAML/JSON tasks file (README: Your own tasks)", "metavar": "FILE"},
+        metadata={"help": "your own tasks: a YAML/JSON tasks file (docs/tasks.md)", "metavar": "FILE"},
     )
     from_run: str | None = field(
         default=None,

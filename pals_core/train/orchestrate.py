@@ -27,7 +27,7 @@ from ..kinds import DEFAULT_KIND, get_kind
 from ..tasks import records_of_config
 from . import seeds as sd
 from . import separate as sep
-from .args import config_from_args, one_line
+from .args import add_repeat_flags, config_from_args, one_line
 from .config import RESUME_FREE, TrainConfig, data_differences
 from .jobs import RunsFailed
 from .rundir import RunDir
@@ -51,8 +51,7 @@ def split_flags(argv: Sequence[str]) -> tuple[Orchestration, list[str]]:
     """(--seeds, --jobs, --method separate) and the rest of ``argv`` for the trainer's parser
     (``--method separate`` replaced by ``--method shared``). ``ValueError`` for bad values."""
     p = OneLineParser(add_help=False, allow_abbrev=False)
-    p.add_argument("--seeds")
-    p.add_argument("--jobs")
+    add_repeat_flags(p)
     known, rest = p.parse_known_args(list(argv))
     o = Orchestration()
     if known.seeds is not None:

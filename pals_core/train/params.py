@@ -21,14 +21,14 @@ from ..budget.costs import Cost, design
 from ..budget.methods import label_of
 from ..budget.solver import Budget, at_size, solve
 from ..budget.tasks import Task
-from ..data.load import describe_data
+from ..data.load import TaskSplits, describe_data, read_tasks
 from ..families.registry import get_family
 from ..kinds import DEFAULT_KIND
 from ..methods.registry import get_method
 from ..pricing.config import AdapterConfig
 from ..pricing.shape import BaseModel
 from .config import data_differences
-from .extend import added_task_names, base_data, check_design
+from .extend import added_task_names, base_config, base_data, check_design
 
 
 def design_cost(shape: BaseModel, tasks: Sequence[Task], adapter: AdapterConfig, budget: Budget | None = None) -> Cost:
@@ -99,12 +99,36 @@ def run_tasks(cfg) -> list[Task]:
     ]
 
 
-def resolve(cfg):
+def read_run_rows(cfg, records=None) -> dict[str, TaskSplits]:
+    """Every task's rows as a run reads them (``read_tasks``: GLUE's missing files named first, then every row
+    checked): a run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed), and only the
+    dev rows it measures again."""
+    trained = added_task_names(cfg)
+    kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
+    base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
+    return read_tasks(
+        cfg.records() if records is None else records,
+        glue_dir=cfg.glue_dir,
+        source=cfg.glue_source,
+        seed=cfg.seed,
+        seeds={t: base_seed for t in kept},
+        dev_only=kept,
+    )
+
+
+def resolve(cfg, *, rows: bool = False):
     """A validated copy of ``cfg`` (a ``TrainConfig``) with d_s taken from its budget (if one is given), checked
     against the calculator on the model the run will build. ``ValueError`` names the problem (unknown task or
-    method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching."""
-    cfg = copy.deepcopy(cfg)
+    method, d_s not divisible, a design over its budget, …). Torch-free: the explorer calls it before launching.
+
+    ``rows`` (a run about to start: ``train``, ``pals-train``): every task's rows are read first (``read_run_rows``;
+    a bad file or row is named before the design is priced, since a task's C_t comes from its rows) and the run's
+    data described from that read — each file's sha256 is the one of the bytes its rows come from, label names not
+    declared are those rows' — and the rows are handed on to the trainer's ``check_data``: a run opens each data
+    file once. Without, the files are hashed (remembered per file change) and nothing else is read."""
+    cfg = copy.deepcopy(_without_rows(cfg))
     records = cfg.validate()
+    read = read_run_rows(cfg, records) if rows else None
     trained = set(added_task_names(cfg))
     refused = [r.kind_of for r in records if r.name in trained and r.kind_of.entropy_sampling is None]
     if cfg.sampling == "mt_uncertainty" and refused:
@@ -113,7 +137,8 @@ def resolve(cfg):
         base = base_data(cfg)
         own = [r for r in records if r.name not in trained and r.glue is None and r.name in base]
         changed = data_differences(
-            {r.name: base[r.name] for r in own}, describe_data(own, glue_dir=cfg.glue_dir, source=cfg.glue_source)
+            {r.name: base[r.name] for r in own},
+            describe_data(own, glue_dir=cfg.glue_dir, source=cfg.glue_source, rows=read),
         )
         if changed:  # their dev scores are measured again at the end: on the rows the base run was trained for
             raise ValueError(
@@ -122,13 +147,17 @@ def resolve(cfg):
             )
         cfg.data = {
             **{t: d for t, d in base.items() if t in cfg.tasks},
-            **describe_data([r for r in records if r.name in trained], glue_dir=cfg.glue_dir, source=cfg.glue_source),
+            **describe_data(
+                [r for r in records if r.name in trained], glue_dir=cfg.glue_dir, source=cfg.glue_source, rows=read
+            ),
         }
         missing = [r for r in records if r.name not in cfg.data]  # a base run made before records were recorded
-        cfg.data.update(describe_data(missing, glue_dir=cfg.glue_dir, source=cfg.glue_source) if missing else {})
+        cfg.data.update(
+            describe_data(missing, glue_dir=cfg.glue_dir, source=cfg.glue_source, rows=read) if missing else {}
+        )
         cfg.data = {t: cfg.data[t] for t in cfg.tasks}
     else:
-        cfg.data = describe_data(records, glue_dir=cfg.glue_dir, source=cfg.glue_source)
+        cfg.data = describe_data(records, glue_dir=cfg.glue_dir, source=cfg.glue_source, rows=read)
     shape = model_shape(cfg.model)
     tasks = run_tasks(cfg)
     method = get_method(cfg.adapter.method)
@@ -154,7 +183,28 @@ def resolve(cfg):
         raise ValueError(f"max_len: {e}") from None
     check_memory(cost.params_total)
     cfg._resolved = _resolved_key(cfg)
+    if read is not None:
+        cfg._rows = read
     return cfg
+
+
+def _without_rows(cfg):
+    """``cfg`` without the rows ``resolve`` handed on (a copy need not hold them)."""
+    if getattr(cfg, "_rows", None) is None:
+        return cfg
+    out = copy.copy(cfg)
+    del out._rows
+    return out
+
+
+def take_rows(cfg) -> dict[str, TaskSplits] | None:
+    """The rows ``resolve(cfg, rows=True)`` read, once (then let go: the set-up tokenises them and the run does not
+    hold them); None for a config resolved without them, or changed since."""
+    held = getattr(cfg, "_rows", None)
+    if held is None:
+        return None
+    del cfg._rows
+    return held if is_resolved(cfg) else None
 
 
 def is_resolved(cfg) -> bool:

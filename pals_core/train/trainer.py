@@ -43,7 +43,6 @@ from ..data.load import (
     check_tokenizer,
     load_tasks,
     load_tokenizer,
-    read_tasks,
     tokenizer_path,
 )
 from ..data.metrics import dev_average, main_score, majority_scores
@@ -66,7 +65,7 @@ from .extend import (
 )
 from .lock import RunLock
 from .machine_report import measured, predicted
-from .params import is_resolved, resolve, run_params, run_tasks
+from .params import is_resolved, read_run_rows, resolve, run_params, run_tasks, take_rows
 from .rundir import RunDir, eta_s
 from .schedule import linear_schedule
 from .streams import TaskStream, process_slice
@@ -288,6 +287,7 @@ class _Run:
             cfg.adapter,
             {t.name: t.num_labels for t in tasks},
             per_word=[t.name for t in tasks if get_kind(t.kind).per_word],
+            per_candidate=[t.name for t in tasks if get_kind(t.kind).per_candidate],
             spans=[t.name for t in tasks if get_kind(t.kind).span_head],
         )
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
@@ -771,7 +771,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: OnEval | None = No
     ``TrainingStopped``. Any other error marks the run "failed" (with the error) and propagates.
     Bad configurations raise ``ValueError`` before anything is written."""
     if not is_resolved(cfg):  # a config the caller resolved (``pals-train`` does, to refuse it early) is not again
-        cfg = resolve(cfg)
+        cfg = resolve(cfg, rows=True)
     rows = check_data(cfg)  # before the folder is made: a refused start leaves nothing behind
     if cfg.from_run:
         check_base_precision(cfg.from_run, effective_precision(cfg))
@@ -790,23 +790,16 @@ def train(cfg: TrainConfig, *, resume: bool = False, on_eval: OnEval | None = No
 def check_data(cfg: TrainConfig) -> dict[str, TaskSplits]:
     """Every file there and every row of every task good, before anything is written: the model's tokenizer files,
     ``GlueDataError`` naming the missing GLUE files, ``TaskDataError`` the file, row and column of a bad row. Returns
-    the rows read (``read_tasks``: a task's own files and GLUE's alike), which the set-up tokenises: each is read
-    once, and a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
-    (``check_described``). A run adding tasks (``--from``) reads the base run's tasks as the base run did (its seed) and only the dev
-    rows it measures again."""
+    the rows read (``read_run_rows``: a task's own files and GLUE's alike), which the set-up tokenises: the ones
+    ``resolve(cfg, rows=True)`` read and described (``take_rows``: each file opened once in all), else read now, and
+    then a file whose bytes read are not the ones ``cfg.data`` describes (its sha256) is refused
+    (``check_described``)."""
     check_tokenizer(cfg.model)
     trained = added_task_names(cfg)
-    kept = [t for t in cfg.tasks if t not in trained]  # --from: the base run's tasks
-    base_seed = base_config(cfg.from_run).get("seed", cfg.seed) if cfg.from_run else cfg.seed
     records = cfg.records()
-    rows = read_tasks(
-        records,
-        glue_dir=cfg.glue_dir,
-        source=cfg.glue_source,
-        seed=cfg.seed,
-        seeds={t: base_seed for t in kept},
-        dev_only=kept,
-    )
+    rows = take_rows(cfg)
+    if rows is None:
+        rows = read_run_rows(cfg, records)
     words = [r.name for r in records if r.kind_of.per_word and r.name in trained]
     if words:  # a word the tokenizer reduces to nothing can carry no tag: refused, file, line and word named
         tokenizer = load_tokenizer(tokenizer_path(cfg.model))

@@ -65,6 +65,11 @@ class Trunk:
         return c.classifier_dropout if getattr(c, "classifier_dropout", None) is not None else c.hidden_dropout_prob
 
     @property
+    def choice_dropout(self) -> float:
+        """The dropout rate of the family's ``…ForMultipleChoice`` head (its sequence head's by default)."""
+        return self.classifier_dropout
+
+    @property
     def hidden_dropout(self) -> float:
         """The dropout rate the family uses on hidden states (top stacks use it)."""
         return self.config.hidden_dropout_prob
@@ -140,6 +145,22 @@ class Trunk:
         (``qa_outputs`` Linear(d, 2): the start and the end logit; ModernBERT its prediction head + classifier), run
         as ``tag`` with a dropout of ``span_dropout``."""
         return self.new_token_head(2)
+
+    def new_choice_head(self) -> nn.Module:
+        """One multiple-choice task's head, run on each candidate's sequence: what the family's
+        ``…ForMultipleChoice`` holds (by default its sequence head with one output); ``Family.head_params(m, 1)``."""
+        return self.new_head(1)
+
+    def choose(
+        self,
+        head: nn.Module,
+        pooler: nn.Module | None,
+        dropout: nn.Module,
+        hidden: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Each candidate sequence's score (S, 1) from its final hidden states (by default as ``classify``)."""
+        return self.classify(head, pooler, dropout, hidden, attention_mask)
 
     def tag(self, head: nn.Module, dropout: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
         """Logits (B, n, C) of every token: head(dropout(H))."""

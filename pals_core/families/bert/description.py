@@ -121,18 +121,25 @@ def trace_embeddings(tr, m: BaseModel, trains: bool, *, token_types: bool = True
     return h
 
 
-def trace_pooler_head(tr, m: BaseModel, h, pooler_trains: bool):
-    """head(dropout(tanh(dense(h[:, 0])))): the dense on the first token (a view of h) keeps h, tanh its output."""
+def trace_pooler_head(tr, m: BaseModel, h, pooler_trains: bool, rate: float | None = None):
+    """head(dropout(tanh(dense(h[:, 0])))): the dense on the first token (a view of h) keeps h, tanh its output.
+    ``rate``: the dropout's (None: the head's, ``Conditions.head_dropout``)."""
     pooled = tr.saves_output(tr.linear(tr.view(h, tr.batch * m.hidden), m.hidden, pooler_trains, rows=tr.batch))
-    return tr.linear(tr.dropout(pooled, tr.cond.head_dropout), 1, True, rows=tr.batch)
+    return tr.linear(tr.dropout(pooled, tr.cond.head_dropout if rate is None else rate), 1, True, rows=tr.batch)
 
 
-def trace_dense_head(tr, m: BaseModel, first, *, act: str, input_dropout: float):
+def trace_hidden_rate_choice(tr, m: BaseModel, h, pooler_trains: bool):
+    """``RobertaForMultipleChoice`` / ``MPNetForMultipleChoice``: the pooler head with ``hidden_dropout_prob``."""
+    return trace_pooler_head(tr, m, h, pooler_trains, tr.cond.hidden_dropout)
+
+
+def trace_dense_head(tr, m: BaseModel, first, *, act: str, input_dropout: float, rate: float | None = None):
     """out(dropout(act(dense(dropout_in(x₀))))) on the first token x₀ (B, d) (a view of h, or the pooled mean) — a
-    head holding its own dense layer; ``act`` names its activation (``pricing.activations.ACTIVATIONS``: what it keeps)."""
+    head holding its own dense layer; ``act`` names its activation (``pricing.activations.ACTIVATIONS``: what it keeps);
+    ``rate`` the second dropout's (None: the head's, ``Conditions.head_dropout``)."""
     x = tr.dropout(first, input_dropout)
     y = tr.activation(tr.linear(x, m.hidden, True, rows=tr.batch), act)
-    return tr.linear(tr.dropout(y, tr.cond.head_dropout), 1, True, rows=tr.batch)
+    return tr.linear(tr.dropout(y, tr.cond.head_dropout if rate is None else rate), 1, True, rows=tr.batch)
 
 
 def embedding_tensors(m: BaseModel) -> int:
@@ -156,6 +163,7 @@ ROBERTA_REPLAY = Replay(
     embeddings=lambda tr, m, trains: trace_embeddings(tr, m, trains, positions_from_ids=True),
     layer=trace_layer,
     classify=trace_pooler_head,
+    choose=trace_hidden_rate_choice,
     embedding_tensors=embedding_tensors,
     layer_tensors=layer_tensors,
     head_tensors=lambda m: 2,

@@ -100,6 +100,11 @@ class BertTrunk(Trunk):
 class RobertaTrunk(BertTrunk):
     family = "roberta"
 
+    @property
+    def choice_dropout(self) -> float:
+        """``RobertaForMultipleChoice``'s dropout: ``hidden_dropout_prob`` (``classifier_dropout`` not read)."""
+        return self.config.hidden_dropout_prob
+
     def embed(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
         if self.config.type_vocab_size <= 1:  # one token type: segment ids of a BERT tokenizer do not apply
             token_type_ids = None

@@ -156,11 +156,19 @@ def layer_params(m: BaseModel, i: int, paper: bool) -> int:
     return total
 
 
+def fixed_flops(m: BaseModel, i: int) -> int:
+    """The relative embeddings' projections of layer i (2k × d by d each): computed once per forward, whatever the
+    batch (``Family.fixed_flops``)."""
+    if not m.option("relative_attention", False):
+        return 0
+    return _position_projections(m) * mm(2 * span(m), m.hidden, m.hidden).c
+
+
 def layer_flops(m: BaseModel, i: int, n: int) -> int:
     d, total = m.hidden, bert_layer_flops(m, n)
     if m.option("relative_attention", False):
         k2 = 2 * span(m)
-        total += _position_projections(m) * mm(k2, d, d).c
+        total += fixed_flops(m, i)
         total += len(set(m.option("pos_att_type", ())) & {"c2p", "p2c"}) * mm(n, d, k2).c
     kernel = m.option("conv_kernel_size", 0)
     if i == 0 and kernel > 0:
@@ -377,6 +385,7 @@ FAMILY = Family(
     pooler=False,
     head_params=dense_head_params,
     head_flops=dense_head_flops,
+    fixed_flops=fixed_flops,
     refuses=(
         (
             "ca_mtl",

@@ -30,7 +30,7 @@ from ...pricing.family import Family, Replay, activation_option, bert_inference_
 from ...pricing.limits import MAX_WIDTH
 from ...pricing.method import bert_layer_flops, bert_layer_params
 from ...pricing.shape import BaseModel
-from ..bert.description import LAYER_TENSORS, trace_pooler_head
+from ..bert.description import LAYER_TENSORS, trace_hidden_rate_choice, trace_pooler_head
 from ..bert.description import trace_embeddings as bert_embeddings
 from ..bert.description import trace_layer as bert_layer
 
@@ -134,6 +134,7 @@ REPLAY = Replay(
     embeddings=trace_embeddings,
     layer=trace_layer,
     classify=trace_pooler_head,
+    choose=trace_hidden_rate_choice,
     embedding_tensors=embedding_tensors,
     layer_tensors=lambda m, i: LAYER_TENSORS,
     head_tensors=lambda m: 2,

@@ -26,6 +26,11 @@ class MPNetTrunk(BertTrunk):
     family = "mpnet"
     token_types = False
 
+    @property
+    def choice_dropout(self) -> float:
+        """``MPNetForMultipleChoice``'s dropout: ``hidden_dropout_prob``."""
+        return self.config.hidden_dropout_prob
+
     def embedding_modules(self) -> list[nn.Module]:
         return [self.model.embeddings, self.model.encoder.relative_attention_bias]
 

@@ -3,8 +3,8 @@
 CA-MTL conditions shared modules on a learned task embedding instead of giving every task its own
 adapter. Per task it holds only the embedding e_t ∈ R^{d_z}; everything else is shared by all tasks
 (counted once, ``Method.shared_params``) and the lower part of the base model is frozen
-(``Method.frozen_base``). The construction is the one the authors released (CAMTL/CA-MTL, as issue 15
-describes it; the README's "Fidelity" section lists every point). The torch modules beside this file
+(``Method.frozen_base``). The construction is the one the authors released (CAMTL/CA-MTL;
+docs/methods.md "Fidelity to the sources" lists every point). The torch modules beside this file
 (``module.py``) hold exactly these parts.
 
 Notation: d hidden, d_z = ``task_embedding_dim`` (default d), L layers, K = the layers at ``location``
@@ -148,6 +148,12 @@ def _shared_params(m, layers, cfg, paper):
     return parts
 
 
+def _fixed_flops(m, layers, cfg) -> int:
+    """The task embedding's transformations into every conditional module's weights (the mm(1, …) parts of
+    ``_flops``): computed once per forward, whatever the batch — ``_flops`` of no token."""
+    return sum((p.count for p in _flops(m, layers, cfg, 0)), Poly()).c
+
+
 def _flops(m, layers, cfg, n):
     d, z, bs = m.hidden, z_dim(m, cfg), block_size(cfg)
     parts = [
@@ -283,6 +289,7 @@ METHODS = (
         tensors=_tensors,
         frozen_layers=frozen_layers,
         trunk="fine-tuned",  # as released: fine-tuned above its frozen lower half (frozen_layers)
+        fixed_flops=_fixed_flops,
         recipe=RECIPE,
     ),
 )

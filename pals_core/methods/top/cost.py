@@ -189,6 +189,7 @@ METHODS = (
         activations=BertLayerTopActivations,
         tensors=_bert_layer_top_tensors,
         trunk="fine-tuned",  # as the PALs paper trains its top variants
+        fixed_flops=lambda m, layers, cfg: get_family(m.family).fixed_flops(m, m.layers - 1),
         recipe=BERT_FINE_TUNING,  # Stickland & Murray 2019, Sec. 4: BERT's rate, 2e-5, 10 % warm-up
     ),
 )
