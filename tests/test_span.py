@@ -392,8 +392,12 @@ def test_a_bad_answer_is_one_line_naming_file_row_and_column(tmp_path, answers, 
 
 
 def test_a_span_record_names_the_question_and_the_context():
+    from pals_core.tasks.record import TaskRecord
+
     with pytest.raises(TaskRecordError, match="two columns, the question's and the context's"):
         KIND.check(SimpleNamespace(text=("context",)), "tasks.yaml, task 'qa'")
+    with pytest.raises(TaskRecordError, match=r"'text' is two columns, the question's and the context's, got \['c'\]"):
+        TaskRecord("qa", kind="span", train="x", text=("c",), label="answers").check()
 
 
 # --- what a window trains on: transformers' run_qa prepare_train_features ------------------------------------------

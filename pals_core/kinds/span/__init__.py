@@ -19,6 +19,8 @@ class Span(SpanRows, SpanOutputs, Kind):
     name = "span"
     metrics = {"f1": FRACTION, "exact_match": FRACTION}
     record_defaults = {"text": ("question", "context"), "label": "answers"}  # SQuAD's columns
+    text_columns = (2, 2)  # a question and its context
+    text_help = "two columns, the question's and the context's"
 
 
 KIND = Span()
