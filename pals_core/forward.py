@@ -24,7 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from .data.encoded import IGNORE, Encoded
-from .data.load import token_ids
+from .data.load import span_windows, token_ids
+from .data.windows import pair_stride, pair_windows
 from .kinds import get_kind
 
 
@@ -213,12 +214,19 @@ class Reduced:
     A per-word task's sequences (``data``): each word's tag is its predicting token's (``Encoded.owned``: its first
     sub-token in the window that reads it with the most context), kept as (row·W + word, tag) pairs and put in its
     row at the end: (rows, W) tags, -1 past a row's words, the kind's baseline tag (``fill_index``) for a word no
-    token predicts."""
+    token predicts.
+
+    A span task's windows (``data.spans``): each window's start and end logits over its real tokens kept (on the
+    CPU, float32) with its characters, and per row, its windows in order, a ``Question`` the kind decodes
+    (``Kind.unscale`` with the run's scale gives the answer texts the metrics read)."""
 
     def __init__(self, kind: str, width: int, device, data: Encoded | None = None) -> None:
-        self.module, self.width, self.device = get_kind(kind).module(), width, device
+        self.kind = get_kind(kind)
+        self.module, self.width, self.device = self.kind.module(), width, device
         self.outs: list = []
         self.idx: list = []
+        self.windows: dict[int, object] | None = {} if data is not None and data.spans else None
+        self.spans = data if self.windows is not None else None
         self.data = data if data is not None and data.per_word else None
         if self.data is not None:
             self.width, self.fill = self.data.max_words, get_kind(kind).fill_index(self.data.names)
@@ -226,6 +234,12 @@ class Reduced:
     def add(self, rows: np.ndarray, logits) -> None:
         import torch  # late: torch is loaded by the model that made ``logits``
 
+        if self.spans is not None:
+            z = self.module.reduce(logits).cpu().numpy()
+            for b, seq in enumerate(rows):
+                n = int(self.spans.offsets[seq + 1] - self.spans.offsets[seq])
+                self.windows[int(seq)] = self.kind.window(z[b, :n], self.spans.window_chars(int(seq)))
+            return
         out = self.module.reduce(logits)
         if self.data is not None:
             b, j, row, word = (torch.from_numpy(a).to(out.device) for a in self.data.owned(rows))
@@ -239,6 +253,10 @@ class Reduced:
         """The ``n`` rows' outputs in input order (``gather``: every process's rows joined first)."""
         import torch  # late: as in ``add``
 
+        if self.spans is not None:
+            if gather is not None:
+                raise ValueError("a span task's dev set is evaluated in one process")
+            return self.kind.questions(self.spans, self.windows)
         if self.outs:
             preds, index = torch.cat(self.outs), torch.cat(self.idx)
         else:
@@ -289,6 +307,51 @@ class PerWord:
             for r in done:
                 self._row(r, width)  # made here for a row none of whose words has a token: all NaN
             self.sink.add(np.asarray(done, dtype=np.int64), [self.rows.pop(r) for r in done])
+
+
+class PerQuestion:
+    """A span task's sink fed the windows of its questions (``encode_questions``): each window's start and end logits
+    over its real tokens kept (``Kind.window``), a question handed on as its ``Question`` (context and windows in
+    order) once every window of it has been through the model; what the kind decodes."""
+
+    def __init__(self, sink: Sink, data: Encoded, kind: str) -> None:
+        self.sink, self.data, self.kind = sink, data, get_kind(kind)
+        self.left = data.windows.copy()  # per question, its windows not seen yet
+        self.seen: dict[int, dict[int, object]] = {}  # questions some of whose windows have been seen
+
+    def add(self, rows: np.ndarray, logits) -> None:
+        if hasattr(logits, "detach"):  # a torch tensor, on any device, in any float type
+            logits = logits.float().cpu().numpy()
+        done = []
+        for b, seq in enumerate(np.asarray(rows, dtype=np.int64)):
+            n = int(self.data.offsets[seq + 1] - self.data.offsets[seq])
+            r = int(self.data.row_of[seq])
+            self.seen.setdefault(r, {})[int(seq)] = self.kind.window(logits[b, :n], self.data.window_chars(int(seq)))
+            self.left[r] -= 1
+            if self.left[r] == 0:
+                done.append(r)
+        if done:
+            questions = np.empty(len(done), dtype=object)
+            questions[:] = [
+                self.kind.question(self.data.contexts[r], [w for _, w in sorted(self.seen.pop(r).items())])
+                for r in done
+            ]
+            self.sink.add(np.asarray(done, dtype=np.int64), questions)
+
+
+def encode_questions(info, questions: Sequence[str], contexts: Sequence[str], kind: str) -> Encoded:
+    """(question, context) pairs as a span task's run read them (``windows.pair_windows`` at the run's max length
+    and stride; ``load.span_windows``), with no gold answers: each window one sequence, in row order."""
+    got = pair_windows(info.tokenizer(), questions, contexts, info.max_len, pair_stride(info.stride, info.max_len))
+    lengths = np.fromiter((len(x) for x in got["input_ids"]), dtype=np.int64, count=len(got["input_ids"]))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.fromiter((t for x in got["input_ids"] for t in x), dtype=np.int32, count=int(offsets[-1]))
+    types = np.fromiter((t for x in got["token_type_ids"] for t in x), dtype=np.int8, count=int(offsets[-1]))
+    chars = np.concatenate(got["offsets"]) if got["offsets"] else np.zeros((0, 2), dtype=np.int64)
+    answers = np.empty(len(questions), dtype=object)
+    answers[:] = [()] * len(questions)
+    return span_windows((ids, types, offsets), chars, got["row"], contexts, answers, get_kind(kind))
 
 
 class ByRow:

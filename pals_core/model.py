@@ -116,6 +116,7 @@ class MultiTaskModel(nn.Module):
         *,
         per_word: Collection[str] = (),
         per_candidate: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> None:
         super().__init__()
         shape, task_dict = validate(trunk.config, config, tasks)
@@ -129,18 +130,26 @@ class MultiTaskModel(nn.Module):
         self.tasks: dict[str, int] = {}
         self.per_word: set[str] = set()  # tagging tasks: a head on every token, logits (B, n, C_t)
         self.per_candidate: set[str] = set()  # multiple-choice tasks: a score per candidate sequence, logits (B, k)
+        self.spans: set[str] = set()  # extractive-QA tasks: a start and an end logit on every token, (B, n, 2)
         self.adapters = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.poolers = nn.ModuleDict() if config.per_task_pooler else None
         self.dropout = nn.Dropout(self.trunk.classifier_dropout)
         self.choice_dropout = nn.Dropout(self.trunk.choice_dropout)  # the family's …ForMultipleChoice's rate
+        self.span_dropout = nn.Dropout(self.trunk.span_dropout)  # the family's …ForQuestionAnswering's (often 0)
         self.shared_adapter = self._spec.build_shared(self._context()) if self._spec.build_shared else None
         if trunk_frozen(config):  # freeze_trunk None: the method's own (Method.trunk), as the calculator prices it
             self.bert.requires_grad_(False)
         elif config.per_task_pooler and self.trunk.pooler is not None:
             self.trunk.pooler.requires_grad_(False)  # every task has its own; the calculator counts this one frozen
         for name, num_labels in task_dict.items():
-            self.add_task(name, num_labels, per_word=name in per_word, per_candidate=name in per_candidate)
+            self.add_task(
+                name,
+                num_labels,
+                per_word=name in per_word,
+                per_candidate=name in per_candidate,
+                span=name in spans,
+            )
 
     # --- construction ------------------------------------------------------------------------------
 
@@ -153,13 +162,14 @@ class MultiTaskModel(nn.Module):
         *,
         per_word: Collection[str] = (),
         per_candidate: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """Randomly initialised trunk of shape ``hf_config`` (a transformers config of a supported family, or its
         dict; ``AutoModel.from_config``). Works under ``with torch.device("meta"):`` to count a large model
         without allocating it."""
         hf = _hf_config(hf_config)
         validate(hf, config, tasks)
-        return cls(build_base(hf), config, tasks, per_word=per_word, per_candidate=per_candidate).eval()
+        return cls(build_base(hf), config, tasks, per_word=per_word, per_candidate=per_candidate, spans=spans).eval()
 
     @classmethod
     def from_base(
@@ -170,12 +180,13 @@ class MultiTaskModel(nn.Module):
         *,
         per_word: Collection[str] = (),
         per_candidate: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """The model a run trains on the base model it names (``TrainConfig.model``): None = the embedded MiniLM, a
         local folder, or ``"tiny"`` (``base_model.tiny_config_dict``). Weights of new modules are drawn from torch's
         current RNG: seed first. ``per_word``: the tagging tasks (``Kind.per_word``); ``per_candidate``: the
-        multiple-choice ones (``Kind.per_candidate``)."""
-        heads = {"per_word": per_word, "per_candidate": per_candidate}
+        multiple-choice ones (``Kind.per_candidate``); ``spans``: the extractive-QA ones (``Kind.span_head``)."""
+        heads = {"per_word": per_word, "per_candidate": per_candidate, "spans": spans}
         if model == TINY:
             return cls.from_base_config(tiny_config_dict(), config, tasks, **heads)
         return cls.from_pretrained(model, config, tasks, **heads)
@@ -190,6 +201,7 @@ class MultiTaskModel(nn.Module):
         dtype: torch.dtype = torch.float32,
         per_word: Collection[str] = (),
         per_candidate: Collection[str] = (),
+        spans: Collection[str] = (),
     ) -> MultiTaskModel:
         """A local checkpoint folder (``config.json`` + weights) of any supported family; None = the embedded
         MiniLM. Nothing is downloaded."""
@@ -203,7 +215,7 @@ class MultiTaskModel(nn.Module):
         hf = AutoConfig.from_pretrained(path, local_files_only=True)
         validate(hf, config, tasks)
         trunk = load_base(path, hf, dtype=dtype)
-        return cls(trunk, config, tasks, per_word=per_word, per_candidate=per_candidate).eval()
+        return cls(trunk, config, tasks, per_word=per_word, per_candidate=per_candidate, spans=spans).eval()
 
     @classmethod
     def from_run(
@@ -216,9 +228,9 @@ class MultiTaskModel(nn.Module):
         info = read_run(run_dir, step)
         per_word = [t for t, r in info.records.items() if get_kind(r.kind).per_word]
         per_candidate = [t for t, r in info.records.items() if get_kind(r.kind).per_candidate]
-        model = cls.from_base(
-            info.config.get("model"), info.adapter, info.num_labels, per_word=per_word, per_candidate=per_candidate
-        )
+        spans = [t for t, r in info.records.items() if get_kind(r.kind).span_head]
+        heads = {"per_word": per_word, "per_candidate": per_candidate, "spans": spans}
+        model = cls.from_base(info.config.get("model"), info.adapter, info.num_labels, **heads)
         load_model(model, info.checkpoint)
         model = model.to(device).eval()
         model.run = info
@@ -237,13 +249,17 @@ class MultiTaskModel(nn.Module):
             self.shape,
         )
 
-    def add_task(self, name: str, num_labels: int, *, per_word: bool = False, per_candidate: bool = False) -> None:
+    def add_task(
+        self, name: str, num_labels: int, *, per_word: bool = False, per_candidate: bool = False, span: bool = False
+    ) -> None:
         """Build a new task's adapter, head (and pooler, a copy of the trunk's) on the trunk's device and
         dtype, in the model's train/eval mode. ``per_word``: a tagging task — the family's token head
         (``Trunk.new_token_head``) on every token, no pooler. ``per_candidate``: a multiple-choice task of
-        ``num_labels`` = k candidates — the family's choice head (``Trunk.new_choice_head``) on each candidate."""
-        if per_word and per_candidate:
-            raise ValueError(f"task {name!r}: a head on every token or one per candidate, not both")
+        ``num_labels`` = k candidates — the family's choice head (``Trunk.new_choice_head``) on each candidate.
+        ``span``: an extractive-QA task (``num_labels`` 2) — the family's question-answering head
+        (``Trunk.new_span_head``) on every token, no pooler."""
+        if per_word + per_candidate + span > 1:
+            raise ValueError(f"task {name!r}: one head — on every token, per candidate or a span head")
         _check_task_name(name)
         if name in self.tasks:
             raise ValueError(f"task {name!r} exists already")
@@ -251,7 +267,9 @@ class MultiTaskModel(nn.Module):
         ref = next(self.bert.parameters())
         modules = {
             "adapters": self._spec.build(self._context(name, num_labels)),
-            "heads": self.trunk.new_token_head(num_labels)
+            "heads": self.trunk.new_span_head()
+            if span
+            else self.trunk.new_token_head(num_labels)
             if per_word
             else self.trunk.new_choice_head()
             if per_candidate
@@ -262,7 +280,7 @@ class MultiTaskModel(nn.Module):
                 nn.init.normal_(layer.weight, std=self.base_config.initializer_range)
                 if layer.bias is not None:
                     nn.init.zeros_(layer.bias)
-        if self.poolers is not None and not per_word:
+        if self.poolers is not None and not per_word and not span:
             modules["poolers"] = copy.deepcopy(self.trunk.pooler)
         for group, module in modules.items():
             module.to(device=ref.device, dtype=ref.dtype).requires_grad_(True).train(self.training)
@@ -272,6 +290,8 @@ class MultiTaskModel(nn.Module):
             self.per_word.add(name)
         if per_candidate:
             self.per_candidate.add(name)
+        if span:
+            self.spans.add(name)
 
     def remove_task(self, name: str) -> None:
         """Drop a task and its weights."""
@@ -282,6 +302,7 @@ class MultiTaskModel(nn.Module):
         del self.tasks[name]
         self.per_word.discard(name)
         self.per_candidate.discard(name)
+        self.spans.discard(name)
 
     # --- forward -------------------------------------------------------------------------------------
 
@@ -297,6 +318,8 @@ class MultiTaskModel(nn.Module):
 
     def _classify(self, task: str, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The task head's output on each sequence (a multiple-choice task's: one score a candidate, (S, 1))."""
+        if task in self.spans:
+            return self.trunk.tag(self.heads[task], self.span_dropout, hidden)
         if task in self.per_word:
             return self.trunk.tag(self.heads[task], self.dropout, hidden)
         pooler = self.poolers[task] if self.poolers is not None else self.trunk.pooler
@@ -332,8 +355,9 @@ class MultiTaskModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t); a multiple-choice
-        task's: (B, k), its B rows' B·k candidate sequences given flat (B·k, n) or as (B, k, n)."""
+        """Logits (B, C_t) of one task (C_t = 1: a regression score); a tagging task's: (B, n, C_t); a span task's
+        (B, n, 2); a multiple-choice task's: (B, k), its B rows' B·k candidate sequences given flat (B·k, n) or as
+        (B, k, n)."""
         hidden = self.encode(task, input_ids, attention_mask, token_type_ids)
         _, attention_mask, _ = _flat(None, attention_mask, None)
         return self._per_row(task, self._classify(task, hidden, attention_mask))
@@ -373,7 +397,7 @@ class MultiTaskModel(nn.Module):
         if self.method.name == "shared" and self.poolers is None:  # nothing task-specific below the heads
             h = self.trunk.finish(h)
             if self.trunk.pooler is not None:
-                own = self.per_word | self.per_candidate  # heads that do not read the shared pooled output
+                own = self.per_word | self.per_candidate | self.spans  # heads that do not read the shared pooled output
                 pooled = self.dropout(self.trunk.pooler(h)) if set(names) - own else None
                 return {
                     t: self._per_row(t, self._classify(t, h), per_row) if t in own else self.heads[t](pooled)

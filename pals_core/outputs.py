@@ -78,4 +78,5 @@ class Decoded:
             joined("prob"),
             joined("probs"),
             joined("logits"),
+            spans=joined("spans"),
         )

@@ -20,8 +20,9 @@ from .base_model import model_shape
 from .budget.methods import check_config
 from .data.load import load_tokenizer, tokenizer_path
 from .data.windows import window_stride
-from .forward import ByRow, PerWord, encode_texts, forward_rows
+from .forward import ByRow, PerQuestion, PerWord, encode_questions, encode_texts, forward_rows
 from .kinds import get_kind
+from .kinds.base import is_number
 from .outputs import Decoded
 from .pricing.config import AdapterConfig
 from .pricing.units import check_positive_int
@@ -142,11 +143,10 @@ def _read_config(config: dict) -> tuple[dict, dict, dict, dict]:
     for t, r in records.items():
         scale = (data.get(t) or {}).get("scale")
         if scale is not None:
-            if not isinstance(scale, dict) or not all(
-                isinstance(scale.get(k), (int, float)) and not isinstance(scale.get(k), bool) for k in ("mean", "std")
-            ):
-                raise TypeError(f"data.{t}.scale must be an object with numbers mean and std, got {scale!r}")
-            scales[t] = {"mean": float(scale["mean"]), "std": float(scale["std"])}
+            problem = get_kind(r.kind).scale_problem(scale)
+            if problem:
+                raise TypeError(f"data.{t}.scale must be {problem}, got {scale!r}")
+            scales[t] = {k: float(v) if is_number(v) else v for k, v in scale.items()}  # numbers as floats
         names = tuple((data.get(t) or {}).get("labels") or r.labels or ())
         kind = get_kind(r.kind)
         labels[t] = names if kind.has_labels else ()
@@ -191,6 +191,12 @@ def predict_texts(
         for t in names
     }
     per_word = {t for t in names if get_kind(info.records[t].kind).per_word}
+    spans = {t for t in names if get_kind(info.records[t].kind).span_head}
+    if spans and task_of is not None:
+        raise ValueError(
+            f"task(s) {', '.join(sorted(spans))} answer questions from their own rows: predict them without "
+            "--task-column"
+        )
 
     def rows_done(data, part: float = 1.0):  # ``progress`` told rows: a long tagging row is several sequences
         return None if progress is None else (lambda k, f=part * data.rows / max(len(data), 1): progress(k * f))
@@ -218,7 +224,13 @@ def predict_texts(
     # tasks of one text, pair tasks and per-word tasks see their own tokens (a pair task's second text is never given
     # to the others; a per-word task's words are tokenised as words); within each group one predict_all per batch runs
     # the trunk once for all of its tasks
-    single = [t for t in names if t not in wants_pair and t not in per_word and t not in several]
+    for t in [t for t in names if t in spans]:  # a span task's questions in its windows, decoded question by question
+        data = encode_questions(info, texts, pairs, info.records[t].kind)
+        sink = PerQuestion(decoded[t], data, info.records[t].kind)
+        share = rows_done(data, 1 / len(names))
+        forward_rows(model, data, {t: sink}, batch_size=size, device=device, per_task=True, progress=share)
+    wants_pair = [t for t in wants_pair if t not in spans]
+    single = [t for t in names if t not in wants_pair and t not in per_word and t not in several and t not in spans]
     groups = [single, wants_pair, [t for t in names if t in per_word]] + [[t] for t in names if t in several]
     for group in groups:
         if not group:

@@ -46,6 +46,7 @@ class TaskFile:
     base: dict
     per_word: bool = False  # a tagging task's head (on every token); files written before it: False
     per_candidate: bool = False  # a multiple-choice task's head (one score a candidate); files before it: False
+    span: bool = False  # an extractive-QA task's head (start and end logits on every token)
 
 
 def read_task_file(path: str | os.PathLike) -> TaskFile:
@@ -70,6 +71,7 @@ def read_task_file(path: str | os.PathLike) -> TaskFile:
             json.loads(meta["base"]),
             meta.get("per_word", "0") == "1",
             meta.get("per_candidate", "0") == "1",
+            meta.get("span", "0") == "1",
         )
     except (KeyError, ValueError, TypeError) as e:
         raise ValueError(f"{path}: damaged task metadata ({e})") from None
@@ -87,6 +89,7 @@ def save_task(model, task: str, path: str | os.PathLike) -> None:
         "base": json.dumps({k: getattr(model.shape, k) for k in _SHAPE_FIELDS}),
         "per_word": "1" if task in model.per_word else "0",
         "per_candidate": "1" if task in model.per_candidate else "0",
+        "span": "1" if task in model.spans else "0",
     }
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
@@ -120,18 +123,18 @@ def load_task(model, path: str | os.PathLike, task: str | None = None) -> str:
     added = name not in model.tasks
     if not added and model.tasks[name] != info.num_labels:
         raise ValueError(f"task {name!r} has {model.tasks[name]} labels in the model, {info.num_labels} in the file")
-    mine = (name in model.per_word, name in model.per_candidate)
-    if not added and mine != (info.per_word, info.per_candidate):
+    mine = (name in model.per_word, name in model.per_candidate, name in model.spans)
+    theirs = (info.per_word, info.per_candidate, info.span)
+    if not added and mine != theirs:
         heads = {
-            (True, False): "a head on every token (a tagging task)",
-            (False, True): "a head scoring each candidate (a multiple-choice task)",
-            (False, False): "a sentence head",
+            (True, False, False): "a head on every token (a tagging task)",
+            (False, True, False): "a head scoring each candidate (a multiple-choice task)",
+            (False, False, True): "a start and end head on every token (a span task)",
+            (False, False, False): "a sentence head",
         }
-        raise ValueError(
-            f"task {name!r} has {heads[mine]} in the model, {heads[(info.per_word, info.per_candidate)]} in the file"
-        )
+        raise ValueError(f"task {name!r} has {heads[mine]} in the model, {heads[theirs]} in the file")
     if added:
-        model.add_task(name, info.num_labels, per_word=info.per_word, per_candidate=info.per_candidate)
+        model.add_task(name, info.num_labels, per_word=info.per_word, per_candidate=info.per_candidate, span=info.span)
     try:
         _copy_into(model, name, os.fspath(path))
     except BaseException:

@@ -587,3 +587,38 @@ def test_a_choice_row_is_priced_exactly_by_every_method(base, method):
     assert model.num_parameters("exact") == exact.params_total
     assert count_forward_flops(model, "mc", n) == exact.flops_per_seq
     assert count_predict_all_flops(model, n) == exact.flops_all_tasks_per_seq
+
+
+# --- a span task (kind: span) beside a sentence task: AutoModelForQuestionAnswering's head on every token ---------
+
+
+@pytest.mark.parametrize("method", ["shared", "lora"])
+@pytest.mark.parametrize("base", list(BASES))
+def test_a_span_head_is_counted_as_torch_builds_and_runs_it(base, method):
+    """Parameters (both conventions), FLOPs of its path and of every task's pass, its (B, n, 2) logits; the head is
+    the family's question-answering head, its dropout that head's (none but DistilBERT's qa_dropout, ModernBERT's
+    classifier dropout)."""
+    from transformers import AutoModelForQuestionAnswering
+
+    from pals_core.budget.tasks import Task
+
+    if _family(base).refusal(method):
+        pytest.skip(f"{base} refuses {method}")
+    hf, cfg, tasks, n = _config(base, method, "all" if get_method(method).within else None)
+    first, c = next(iter(tasks.items()))
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"qa": 2, first: c}, spans=["qa"])
+    kinds = [Task("qa", 2, "span"), Task(first, c)]
+
+    def cost(convention: str):
+        return at_size(design(from_hf_config(hf.to_dict()), kinds, cfg, convention=convention, seq_len=n), cfg.d_s)
+
+    assert model.num_parameters("exact") == cost("exact").params_total
+    assert model.num_parameters("paper") == cost("paper").params_total
+    assert "qa" not in (model.poolers or {})
+    assert count_forward_flops(model, "qa", n) == cost("exact").flops_per_seq
+    assert count_predict_all_flops(model, n) == cost("exact").flops_all_tasks_per_seq
+    assert model(task="qa", input_ids=torch.ones(2, n, dtype=torch.long)).shape == (2, n, 2)
+    qa = AutoModelForQuestionAnswering.from_config(hf)
+    rates = {m.p for name, m in qa.named_modules() if isinstance(m, torch.nn.Dropout) and "." not in name}
+    assert {model.span_dropout.p} == (rates or {0.0}), rates  # the head's own dropout (not the trunk's)

@@ -42,7 +42,8 @@ def test_each_kind_declares_every_metric_with_the_range_of_its_values():
 
 def test_an_unknown_kind_is_named_with_the_registered_ones():
     with pytest.raises(
-        TaskRecordError, match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, choice\)"
+        TaskRecordError,
+        match=r"unknown kind 'ranking' \(classification, regression, multilabel, tokens, choice, span\)",
     ):
         TaskRecord("t", kind="ranking", train="x").check()
     with pytest.raises(ValueError, match="unknown kind 'ranking'"):

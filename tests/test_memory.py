@@ -689,3 +689,24 @@ def test_a_choice_heads_own_dropout_rate_is_priced(base, field):
     torch.manual_seed(0)
     model = MultiTaskBert.from_base_config(hf, cfg, {"mc": 2}, per_candidate=["mc"])
     assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s) == saved_activation_bytes(model, "mc", batch, n)
+
+
+# --- a span task first: AutoModelForQuestionAnswering's head on every token (kind: span) ---------------------------
+
+
+@pytest.mark.parametrize("freeze", [False, True], ids=["trained", "frozen"])
+@pytest.mark.parametrize("base", OPT)
+def test_a_span_heads_activations_and_state_are_torchs(base, freeze):
+    """An extractive-QA task first: the family's question-answering head on every token (no dropout but
+    DistilBERT's qa_dropout and ModernBERT's classifier dropout) — what autograd keeps, the weights, AdamW's state."""
+    from pals_core.budget.tasks import Task
+
+    hf, cfg, tasks, batch, n, _ = _setup(base, "lora", "all", freeze)
+    first, c = next(iter(tasks.items()))
+    ds = design(from_hf_config(hf.to_dict()), [Task("qa", 2, "span"), Task(first, c)], cfg, seq_len=n)
+    torch.manual_seed(0)
+    model = MultiTaskBert.from_base_config(hf, cfg, {"qa": 2, first: c}, spans=["qa"])
+    assert activation_bytes(ds, batch, _conditions(hf))(cfg.d_s) == saved_activation_bytes(model, "qa", batch, n)
+    mem = memory_train(ds, cfg.d_s, evaluate(ds, cfg.d_s), batch=batch, cond=_conditions(hf))
+    assert mem.weights == 4 * sum(p.numel() for p in model.parameters())
+    assert mem.optimizer == optimizer_state_bytes(model)

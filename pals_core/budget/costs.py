@@ -144,8 +144,8 @@ def design(
     flop_parts = tuple(method.flops(m, layers, cfg, seq_len))
     shared_parts = tuple(method.shared_params(m, layers, cfg, paper)) if method.shared_params else ()
     pool = pooler_params(m, convention) if cfg.per_task_pooler else 0
-    # a per-task pooler for each pooled task (a per-word task's head reads every token, no pooler)
-    heads = tuple(head_params(m, t, convention) + (0 if get_kind(t.kind).per_word else pool) for t in tasks)
+    # a per-task pooler for each pooled task (a tagging or span task's head reads every token, no pooler)
+    heads = tuple(head_params(m, t, convention) + (0 if get_kind(t.kind).every_token else pool) for t in tasks)
     n_base = base_params(m, convention)
     if cfg.per_task_pooler and not get_family(m.family).pooler:
         raise ValueError(
@@ -301,7 +301,7 @@ def forward_flops(ds: Design, s: int) -> tuple[int, int, int]:
     layers, embed, pooler, heads, fixed = _plain_flops(m, n, tuple((t.num_labels, t.kind) for t in ds.tasks))
     trunk = embed + sum(layers)
     extra = ds.adapter_flops(s) if ds.method.sized else ds.adapter_flops.c
-    poolers = [0 if get_kind(t.kind).per_word else pooler for t in ds.tasks]  # a per-word head reads no pooler
+    poolers = [0 if get_kind(t.kind).every_token else pooler for t in ds.tasks]  # a per-token head reads none
     seqs = [get_kind(t.kind).sequences(t) for t in ds.tasks]
 
     once = ds.method.fixed_flops(m, ds.layers, ds.config) if ds.method.fixed_flops else 0

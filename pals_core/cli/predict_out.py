@@ -21,7 +21,8 @@ JOINED = (".csv", ".tsv")  # one text cell a value: a list of labels, words or t
 def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tuple[str, str, int]]:
     """The prediction columns, in order (see the module docstring), each as (task, what, label index): ``label``,
     ``text`` (``<task>_text``: the text the label stands for, a choice row's chosen candidate), ``prob`` and, with
-    ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``). Known before predicting; a
+    ``probs``, ``probs`` for every label, as the task's kind has them (``Kind.columns``); a span task's answer
+    ``<task>_start`` and ``<task>_end`` (its characters in the context, -1 for no answer). Known before predicting; a
     name two tasks would both write (tasks ``a`` and ``a_prob``) is refused."""
     out: dict[str, tuple[str, str, int]] = {}
 
@@ -41,6 +42,9 @@ def prediction_columns(info, names: Sequence[str], probs: bool) -> dict[str, tup
                 add(f"{t}_text", t, "text")
             elif what == "prob":
                 add(f"{t}_prob", t, "prob")
+            elif what == "spans":  # an answer's character start and end in its context
+                add(f"{t}_start", t, "start")
+                add(f"{t}_end", t, "end")
             else:
                 for j, name in enumerate(info.labels[t]):
                     add(f"{t}_prob_{name}", t, "probs", j)
@@ -64,6 +68,9 @@ def output_columns(
             kind = get_kind(info.records[t].kind)
             for i, v in zip(idx, o.label):
                 values[i] = kind.joined(info.records[t], v) if (joined and isinstance(v, list)) else v
+        elif what in ("start", "end"):
+            for i, v in zip(idx, o.spans[:, 0 if what == "start" else 1]):
+                values[i] = int(v)
         else:
             for i, v in zip(idx, o.prob if what == "prob" else o.probs[:, j]):
                 values[i] = float(v)

@@ -19,10 +19,10 @@ import sys
 from collections.abc import Sequence
 
 from ..data.metrics import main_score
-from ..data.windows import window_stride
+from ..data.windows import pair_stride, window_stride
 from ..deps import DependencyError, check_transformers
 from ..flags import UsageError
-from ..kinds import DEFAULT_KIND, get_kind
+from ..kinds import DEFAULT_KIND, PACKAGES, get_kind
 from ..tasks import records_of_config
 from ..train import orchestrate
 from ..train.args import build_parser, config_from_args, one_line
@@ -109,9 +109,12 @@ def format_summary(summary: dict) -> str:
             )
     for task, splits in (summary.get("windows") or {}).items():
         if any(w.get("rows") for w in splits.values()):
+            record = ((config.get("data") or {}).get(task) or {}).get("record") or {}
+            span = record.get("kind") in PACKAGES and get_kind(record["kind"]).span_head  # a question's context
+            stride = pair_stride(window_stride(config), config["max_len"]) if span else window_stride(config)
             lines.append(
-                f"{task}: sentences longer than --max-len {config.get('max_len')}, read in overlapping windows "
-                f"(stride {window_stride(config)}): "
+                f"{task}: {'contexts' if span else 'sentences'} longer than --max-len {config.get('max_len')}, read in "
+                f"overlapping windows (stride {stride}): "
                 + ", ".join(f"{w['rows']:,} in {split} ({w['windows']:,} windows)" for split, w in splits.items())
             )
     added = summary.get("added") or {}

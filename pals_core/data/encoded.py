@@ -12,6 +12,11 @@ the gold tag of every word of every row — the words without a prediction inclu
 of (a word's first sub-token in the window that reads the word with the most context), so each word with a sub-token
 is predicted from exactly one token (``owned``).
 
+An extractive-QA task (``Kind.span_head``) holds its (question, context) rows' windows as its sequences
+(``data/windows.py:pair_windows``), sequence i reading row ``row_of[i]``: per window its start and end token
+(``labels``, (windows, 2)), per token its character [start, stop) in the context (``chars``, (tokens, 2), -1 off the
+context), and per row its context and its gold answers (``contexts``, ``answers``: what decoding and the dev scores
+read; ``gold``).
 A split whose rows are several sequences each (a multiple-choice row: its k (context, candidate) pairs;
 ``Kind.per_candidate``) holds its sequences as above and its units over them in ``groups`` (CSR: unit i is sequences
 ``groups[i]:groups[i+1]``, a row's k sequences one unit, batched together); its labels are one per unit. Its batches
@@ -90,10 +95,22 @@ class Encoded:
     starts: np.ndarray | None = None  # per word: int64 per token, the word it is the prediction of, else -1
     row_of: np.ndarray | None = None  # per word: int64 per unit, the row it reads (None: unit i is row i)
     groups: np.ndarray | None = None  # units of several sequences: int64, unit i = sequences groups[i]:groups[i+1]
+    chars: np.ndarray | None = None  # span: int64 (tokens, 2), each token's characters in its row's context
+    contexts: np.ndarray | None = None  # span: object, each row's context
+    answers: np.ndarray | None = None  # span: object, each row's gold answers ((text, start), …)
 
     def __post_init__(self) -> None:
         if self.groups is not None and self.groups[-1] != len(self.offsets) - 1:
             raise ValueError("groups must end at the number of sequences")
+        if self.chars is not None and (
+            len(self.chars) != self.offsets[-1]
+            or self.row_of is None
+            or len(self.row_of) != len(self.labels)
+            or self.contexts is None
+            or self.answers is None
+            or len(self.contexts) != len(self.answers)
+        ):
+            raise ValueError("span windows need each token's characters, each window's row, each row's context")
         if self.words is None and len(self) != len(self.labels):
             raise ValueError("offsets (groups) must have one more entry than labels")
         if self.words is not None and (
@@ -116,8 +133,15 @@ class Encoded:
 
     @property
     def rows(self) -> int:
-        """Rows (examples, sentences): what a cap counts, what the dev scores score."""
+        """Rows (examples, sentences, questions): what a cap counts, what the dev scores score."""
+        if self.spans:
+            return len(self.contexts)
         return len(self.word_offsets) - 1 if self.per_word else len(self)
+
+    @property
+    def spans(self) -> bool:
+        """An extractive-QA task's windows (``chars``)."""
+        return self.chars is not None
 
     @property
     def lengths(self) -> np.ndarray:
@@ -156,13 +180,16 @@ class Encoded:
     @property
     def windows(self) -> np.ndarray:
         """Per row, the sequences that read it (1 for a row that fits in ``max_len``)."""
-        if not self.per_word:
+        if not self.per_word and not self.spans:
             return np.ones(len(self), dtype=np.int64)
         return np.bincount(self.row_of, minlength=self.rows)
 
     @property
     def gold(self):
-        """What the dev metrics compare predictions with: the labels, or per word ``WordTags`` (every word)."""
+        """What the dev metrics compare predictions with: the labels, per word ``WordTags`` (every word), a span
+        task's gold answers per row."""
+        if self.spans:
+            return self.answers
         if not self.per_word:
             return self.labels
         values, _, _ = _padded(self.words, self.word_offsets, np.arange(self.rows), -1)
@@ -178,6 +205,22 @@ class Encoded:
             seqs, groups = self.sequences_of(rows)
             offsets, gather = _gather(self.offsets, seqs)
             return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows], groups=groups)
+        if self.spans:
+            new_row = np.full(self.rows, -1, dtype=np.int64)
+            new_row[rows] = np.arange(len(rows))
+            kept = np.flatnonzero(new_row[self.row_of] >= 0)
+            seqs = kept[np.argsort(new_row[self.row_of[kept]], kind="stable")]
+            offsets, gather = _gather(self.offsets, seqs)
+            return Encoded(
+                self.ids[gather],
+                self.types[gather],
+                offsets,
+                self.labels[seqs],
+                row_of=new_row[self.row_of[seqs]],
+                chars=self.chars[gather],
+                contexts=self.contexts[rows],
+                answers=self.answers[rows],
+            )
         if not self.per_word:
             offsets, gather = _gather(self.offsets, rows)
             return Encoded(self.ids[gather], self.types[gather], offsets, self.labels[rows])
@@ -209,6 +252,10 @@ class Encoded:
         s, j = np.nonzero(starts >= 0)
         b = np.repeat(np.arange(len(units)), np.diff(groups))[s]
         return b, j, self.row_of[units[b]], starts[s, j]
+
+    def window_chars(self, seq: int) -> np.ndarray:
+        """Span: sequence ``seq``'s (tokens, 2) characters in its row's context (-1 off the context)."""
+        return self.chars[self.offsets[seq] : self.offsets[seq + 1]]
 
     def batch(self, rows: Sequence[int], pad_id: int = 0) -> dict:
         """Padded torch tensors for units ``rows``: input_ids, attention_mask, token_type_ids, labels (per word:

@@ -27,12 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..kinds import get_kind
+from ..kinds.errors import TaskDataError
 from ..tasks.glue_tasks import GLUE_TASKS, glue_record
 from ..tasks.readers import sha256_of
 from ..tasks.record import TaskRecord, fingerprint
 from ..tasks.rows import read_label_names, read_rows
 from .encoded import IGNORE, Encoded
 from .glue_rows import RawSplit, check_files, choose_source, read_hub, read_tsv
+from .windows import NoRoom, pair_stride, pair_windows
 from .words import word_sequences
 
 CACHE_DIR_ENV = "PALS_CACHE_DIR"
@@ -154,6 +156,28 @@ def align_words(
     return Encoded(flat, types, offsets, token_labels, words, word_offsets, tuple(names), starts, row_of)
 
 
+def span_windows(
+    ids: tuple[np.ndarray, np.ndarray, np.ndarray], chars: np.ndarray, row_of: np.ndarray, contexts, answers, kind
+) -> Encoded:
+    """An ``Encoded`` of an extractive-QA task from its windows (``windows.pair_windows``): each window's start and
+    end token (the kind's ``window_labels``: the first answer's, in run_qa's way), each token's characters."""
+    flat, types, offsets = ids
+    row_of = np.asarray(row_of, dtype=np.int64)
+    windows = [chars[offsets[k] : offsets[k + 1]] for k in range(len(row_of))]
+    kept = np.empty(len(contexts), dtype=object)
+    kept[:] = list(contexts)
+    return Encoded(
+        flat,
+        types,
+        offsets,
+        kind.window_labels(windows, row_of, answers),
+        row_of=row_of,
+        chars=chars,
+        contexts=kept,
+        answers=np.asarray(answers, dtype=object) if not isinstance(answers, np.ndarray) else answers,
+    )
+
+
 def token_ids(
     tokenizer,
     max_len: int,
@@ -205,6 +229,8 @@ def encode(
     per_word: bool = False,
     names: Sequence[str] = (),
     stride: int | None = None,
+    spans: bool = False,
+    kind: str | None = None,
     grouped: bool = False,
 ) -> tuple[Encoded, bool]:
     """Tokenise ``raw``'s texts and attach ``labels``. Returns the arrays and whether the ids came from the cache.
@@ -212,9 +238,13 @@ def encode(
     ``names``), tokenised as words, read in windows sharing ``stride`` tokens (None: cut at ``max_len``) and aligned
     (``align_words``). ``grouped``: each row is several sequences (``raw.text_a[i]`` a list of first segments,
     ``raw.text_b[i]`` of second ones: a multiple-choice row's (context, candidate) pairs), each tokenised as a row
-    is (``flat_sequences``)."""
+    is (``flat_sequences``). ``spans``: each row a (question, context) pair of an extractive-QA task (``kind``),
+    ``labels`` its gold answers: read in the windows of ``windows.pair_windows`` (``stride`` tokens shared; a third of
+    ``max_len`` when None — a context is never cut), each window's start and end token from them (``span_windows``)."""
     import datasets
 
+    if spans:
+        stride = pair_stride(stride, max_len)
     groups = None
     if grouped:
         text_a, text_b, groups = flat_sequences(raw.text_a, raw.text_b)
@@ -230,6 +260,9 @@ def encode(
     if per_word:  # words split by the task, not texts: other ids for the same characters; windows or a cut
         spec["words"] = True
         spec["stride"] = stride
+    if spans:  # (question, context) windows with each token's characters
+        spec["spans"] = True
+        spec["stride"] = stride
     if groups is not None:  # the same sequences grouped into other rows: the rows' layout is part of the key
         spec["groups"] = hashlib.sha256(groups.tobytes()).hexdigest()
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
@@ -238,13 +271,16 @@ def encode(
         ids = _ids(ds)
         if per_word:
             return align_words(ids, _flat(ds, "firsts"), _flat(ds, "starts"), _flat(ds, "row"), labels, names)
+        if spans:
+            chars = np.stack([_flat(ds, "char_start"), _flat(ds, "char_end")], axis=1)
+            return span_windows(ids, chars, _flat(ds, "row"), raw.text_b, labels, get_kind(kind))
         return Encoded(*ids, labels, groups=groups)
 
     target = cache_dir / key
     if (target / "dataset_info.json").is_file():
         try:
             ds = datasets.load_from_disk(str(target))
-            rows = int(_flat(ds, "row")[-1]) + 1 if per_word and ds.num_rows else ds.num_rows
+            rows = int(_flat(ds, "row")[-1]) + 1 if (per_word or spans) and ds.num_rows else ds.num_rows
             if rows == (len(labels) if groups is None else int(groups[-1])):  # grouped: the sequences
                 return made(ds), True
         except Exception:  # a damaged cache entry is rebuilt
@@ -255,6 +291,16 @@ def encode(
         columns["text_b"] = raw.text_b
 
     def tok(batch: dict, index: list[int]) -> dict:
+        if spans:
+            try:
+                out = pair_windows(tokenizer, batch["text_a"], batch["text_b"], max_len, stride)
+            except NoRoom as e:  # a question leaving its context no room: the file and row named
+                raise TaskDataError(f"{raw.source}, row {index[e.row] + 1}: {e.reason}") from None
+            out["row"] = [index[r] for r in out["row"]]
+            out["char_start"] = [o[:, 0].tolist() for o in out["offsets"]]
+            out["char_end"] = [o[:, 1].tolist() for o in out["offsets"]]
+            del out["offsets"]
+            return out
         out = token_ids(tokenizer, max_len, batch["text_a"], batch.get("text_b"), words=per_word, stride=stride)
         if per_word:  # a window's row within the batch → within the split
             out["row"] = [index[r] for r in out["row"]]
@@ -487,6 +533,8 @@ def load_tasks(
                 names=data.label_names,
                 stride=stride,
                 grouped=r.kind_of.per_candidate,
+                spans=r.kind_of.span_head,
+                kind=r.kind,
             )
             rows_kept = subset(enc.rows, max_train if key == "train" else max_eval)
             if rows_kept is not None:

@@ -47,7 +47,8 @@ def _num_labels(model: Any, task: str, logits) -> int:
 def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> list[np.ndarray]:
     """H'(x) for every candidate of every ``(task, batch)``; NaN for regression tasks (C_t = 1); a per-word task's
     row: the mean of its words' H' (each word's first sub-token); a multiple-choice row: the entropy of the softmax
-    over its k candidates (its logits are their scores)."""
+    over its k candidates (its logits are their scores); a span task's window (``model.spans``): the mean of its start
+    and its end distribution's entropy over the window's n tokens, each over log n (``span_entropies``)."""
     import torch
 
     was_training = model.training
@@ -63,6 +64,10 @@ def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> li
                     attention_mask=batch["attention_mask"].to(device),
                     token_type_ids=batch["token_type_ids"].to(device),
                 ).float()
+                if task in getattr(model, "spans", ()):
+                    h = span_entropies(logits, batch["attention_mask"].to(logits.device))
+                    out.append(h.clamp(0.0, 1.0).cpu().numpy().astype(np.float64))
+                    continue
                 c = _num_labels(model, task, logits)
                 if c == 1:
                     out.append(np.full(logits.shape[0], np.nan))
@@ -76,6 +81,19 @@ def normalised_entropies(model: Any, batches: Sequence[tuple[str, Batch]]) -> li
     finally:
         model.train(was_training)
     return out
+
+
+def span_entropies(logits, attention_mask):
+    """(B,) H' of span windows: logits (B, n, 2) — each token's start and end logit — over the real tokens of each
+    window (``attention_mask``): H(softmax of the start logits) / log n and the same of the end's, averaged (a
+    window of one token: 0)."""
+    import torch
+
+    mask = attention_mask.bool().unsqueeze(-1)  # (B, n, 1)
+    logp = torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=1)
+    plogp = torch.where(mask, logp.exp() * logp, torch.zeros_like(logp))
+    n = attention_mask.sum(-1).to(logits.dtype)
+    return (-plogp.sum(dim=1) / torch.log(n.clamp(min=2)).unsqueeze(-1)).mean(-1)
 
 
 def fill_regression(entropies: Sequence[np.ndarray], step: int = 0) -> list[np.ndarray]:

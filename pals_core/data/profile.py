@@ -24,6 +24,13 @@ naming file, line and word, as ``pals-train`` does) and adds to ``tokens``: ``wo
 overlapping windows: no word is lost) and ``windows_max`` (the windows the longest one takes), and what cutting at
 ``max_len`` instead (``pals-train --truncate``) would lose: ``words_cut`` and the sentences that lose one,
 ``rows_cut``. Its ``distribution`` is its own (the kind's).
+
+A span kind (``Kind.span_head``: (question, context) rows read in windows of the context) adds to ``tokens``:
+``stride``, ``context`` and ``question`` (p50 / p95 / max tokens of the context; of the question with the special
+tokens every window repeats), ``windows`` (per context: p50 / p95 / max, and the ``total`` sequences the rows make —
+what a pass over them costs) and ``contexts_windowed`` (contexts read in more than one window); a question leaving its
+context no room at ``max_len`` is refused naming file and row, as ``pals-train`` does. Its ``distribution`` (the
+kind's) gives the share of unanswerable questions and the answers' length.
 """
 
 from __future__ import annotations
@@ -37,11 +44,12 @@ from typing import Any
 import numpy as np
 
 from ..kinds import get_kind
+from ..kinds.errors import TaskDataError
 from ..tasks.record import TaskRecord
 from .glue_rows import RawSplit, check_files, choose_source
 from .load import TINY, check_tokenizer, flat_sequences, label_array, load_tokenizer, raw_splits, tokenizer_path
 from .metrics import main_metric_label, main_score, rows_majority
-from .windows import check_stride, count_windows, default_stride
+from .windows import check_stride, count_windows, default_stride, pair_tokens
 from .words import check_words, read_plan, words_tokenizer
 
 TOKEN_BATCH = 1000  # rows per tokenizer call
@@ -194,6 +202,8 @@ def profile_rows(
                 words_cut=sum(plan["cut"]),
                 rows_cut=sum(c > 0 for c in plan["cut"]),
             )
+        elif kind.span_head:  # contexts read in windows: how many a context takes
+            tokens = _span_tokens(tokenizer, splits, max_len, stride)
         else:
             rows = sum(len(s.text_a) for s in splits)
             if kind.per_candidate:  # each of a row's sequences counted (a choice row's (context, candidate) pairs)
@@ -216,6 +226,46 @@ def profile_rows(
         },
         "tokens": tokens,
     }
+
+
+def _percentiles(values: np.ndarray) -> dict:
+    if not len(values):
+        return {"p50": 0, "p95": 0, "max": 0}
+    return {
+        "p50": int(math.ceil(np.percentile(values, 50))),
+        "p95": int(math.ceil(np.percentile(values, 95))),
+        "max": int(values.max()),
+    }
+
+
+def _span_tokens(tokenizer, splits: Sequence[RawSplit], max_len: int, stride: int) -> dict:
+    """A span task's token statistics (the module docstring): each pair untruncated (``windows.pair_tokens``), its
+    windows counted as ``pair_windows`` cuts them (``count_windows``)."""
+    n, fixed, windows = [], [], []
+    for s in splits:
+        for i in range(0, len(s.text_a), TOKEN_BATCH):
+            a, b = s.text_a[i : i + TOKEN_BATCH], s.text_b[i : i + TOKEN_BATCH]
+            tokens, repeated = pair_tokens(tokenizer, a, b)
+            for k, (t, f) in enumerate(zip(tokens.tolist(), repeated.tolist())):
+                if t > max_len and max_len - f <= stride:
+                    raise TaskDataError(
+                        f"{s.source}, row {i + k + 1}: its question and special tokens take {f} of the {max_len} "
+                        f"tokens, leaving {max(max_len - f, 0)} to its context, not more than the stride {stride} "
+                        "(a longer max length or a shorter question)"
+                    )
+                windows.append(count_windows(t, f, max_len, stride))
+            n.extend(tokens.tolist())
+            fixed.extend(repeated.tolist())
+    n_, fixed_, windows_ = (np.asarray(x, dtype=np.int64) for x in (n, fixed, windows))
+    out = token_stats(n_, max_len)
+    out.update(
+        stride=stride,
+        context=_percentiles(n_ - fixed_),
+        question=_percentiles(fixed_),
+        windows={**_percentiles(windows_), "total": int(windows_.sum())},
+        contexts_windowed=int((windows_ > 1).sum()),
+    )
+    return out
 
 
 def profile_task(

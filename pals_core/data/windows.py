@@ -1,7 +1,7 @@
 """A row longer than the model reads at once, read in overlapping windows (pure Python and numpy, never torch).
 
 One windowing for every kind whose rows may outgrow ``max_len`` and must not lose what lies past it — a tagging
-sentence today, the context of an extractive-QA row tomorrow. A row's tokens are three parts: a prefix every window
+sentence, the context of an extractive-QA row (``pair_windows``: the context slides, the question stays). A row's tokens are three parts: a prefix every window
 repeats (``[CLS]``; for a (question, context) pair ``[CLS] question [SEP]``), the content the windows slide over (a
 sentence's sub-tokens; the context's) and a suffix every window repeats (``[SEP]``). The content is cut into windows
 of ``room = max_len − len(prefix) − len(suffix)`` tokens, each starting ``room − stride`` tokens after the one
@@ -18,6 +18,11 @@ BERT's ``run_squad.py:_check_is_max_context`` (Devlin et al. 2019), which the QA
     owner = max_context(spans(stop - first, room, stride))                   # per content token, its window
 
 A caller slices whatever it holds per token (ids, token types, offsets, word ids) with ``positions[k]``.
+
+A (question, context) pair — an extractive-QA row — is read by ``pair_windows``: its prefix ``[CLS] question [SEP]``
+(RoBERTa: ``<s> question </s></s>``), the context's tokens slide, each window keeps every context token's character
+[start, stop) in the context; the windows the fast tokenizers cut with ``truncation="only_second"``, ``stride`` and
+``return_overflowing_tokens`` — what transformers' question-answering example reads (its ``doc_stride``).
 """
 
 from __future__ import annotations
@@ -98,7 +103,101 @@ def window_positions(
     return [np.concatenate([head, np.arange(first + a, first + b, dtype=np.int64), tail]) for a, b in cut], cut
 
 
-__all__ = ["check_stride", "count_windows", "default_stride", "max_context", "spans", "window_positions"]
+OUTSIDE = (-1, -1)  # the character offsets of a token outside the context (the question, special tokens)
+
+
+def pair_stride(stride: int | None, max_len: int) -> int:
+    """The stride (question, context) pairs are read with: the run's, or ``default_stride`` for a run that cuts its
+    other long rows (``window_stride`` None): a context is never cut, its answer may lie anywhere."""
+    return default_stride(max_len) if stride is None else stride
+
+
+class NoRoom(ValueError):
+    """A (question, context) pair whose question leaves its context too few tokens to step (``pair_windows``):
+    ``row`` (from 0) and ``reason``."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(f"row {row + 1}: {reason}")
+        self.row, self.reason = row, reason
+
+
+def pair_windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_len: int, stride: int) -> dict:
+    """The windows a model reads (question, context) pairs in: {"input_ids", "token_type_ids", "offsets", "row"}, one
+    entry per window — a pair that fits in ``max_len`` tokens is one window; a longer one, its question (stripped
+    on the left, as the question-answering example strips it) and special tokens repeated, its context cut into
+    ``spans`` sharing ``stride`` tokens. ``offsets``: per token its character [start, stop) in the context,
+    ``OUTSIDE`` off the context; ``row``: the pair it reads. ``NoRoom`` (a ``ValueError`` naming the row) for a
+    question that leaves no more than ``stride`` tokens of ``max_len`` to its context (the overflow cannot step)."""
+    from transformers.utils import logging as hf_logging
+
+    out: dict[str, list] = {"input_ids": [], "token_type_ids": [], "offsets": [], "row": []}
+    if not len(questions):
+        return out
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "longer than the specified maximum sequence length": read in windows here
+    try:
+        enc = tokenizer(
+            [q.lstrip() for q in questions],
+            list(contexts),
+            truncation=False,
+            return_offsets_mapping=True,
+            return_token_type_ids=True,
+            return_attention_mask=False,
+        )
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    for i in range(len(questions)):
+        ids, types, chars = enc["input_ids"][i], enc["token_type_ids"][i], enc["offset_mapping"][i]
+        side = enc.sequence_ids(i)
+        held = [k for k, s in enumerate(side) if s == 1]
+        content = (held[0], held[-1] + 1) if held else (len(ids) - 1, len(ids) - 1)
+        room = max_len - (len(ids) - (content[1] - content[0]))
+        if len(ids) > max_len and room <= stride:
+            raise NoRoom(
+                i,
+                f"its question and special tokens take {max_len - room} of the {max_len} tokens, leaving "
+                f"{max(room, 0)} to its context, not more than the stride {stride} (a longer max length or a shorter "
+                f"question)",
+            )
+        offsets = np.asarray([tuple(o) if s == 1 else OUTSIDE for o, s in zip(chars, side)], dtype=np.int64)
+        for pos in window_positions(len(ids), content, max_len, stride)[0]:
+            out["input_ids"].append([ids[p] for p in pos])
+            out["token_type_ids"].append([types[p] for p in pos])
+            out["offsets"].append(offsets[pos].reshape(-1, 2))
+            out["row"].append(i)
+    return out
+
+
+def pair_tokens(tokenizer, questions: Sequence[str], contexts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per (question, context) pair, its tokens unwindowed (special tokens included) and the tokens of it every
+    window repeats (the question and the special tokens): what ``count_windows`` and the profile read."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        enc = tokenizer([q.lstrip() for q in questions], list(contexts), return_attention_mask=False)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    n = np.asarray([len(x) for x in enc["input_ids"]], dtype=np.int64)
+    context = np.asarray([sum(s == 1 for s in enc.sequence_ids(i)) for i in range(len(n))], dtype=np.int64)
+    return n, n - context
+
+
+__all__ = [
+    "OUTSIDE",
+    "NoRoom",
+    "check_stride",
+    "count_windows",
+    "default_stride",
+    "max_context",
+    "pair_stride",
+    "pair_tokens",
+    "pair_windows",
+    "spans",
+    "window_positions",
+    "window_stride",
+]
 
 
 def window_stride(config: dict) -> int | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..budget.methods import TRUNK_WORDS, trunk_frozen
+from ..data.windows import pair_stride
 from ..forward import words_of
 from ..kinds import get_kind
 from ..methods.registry import get_method
@@ -149,14 +150,20 @@ def _reading(model, task: str) -> list[str]:
     kind = get_kind(info.records[task].kind)
     lines = [f"Each row gives {kind.pipeline_reading.format(task=task)}."]
     scale = info.scales.get(task)
-    if scale:
+    if scale and "std" in scale:  # a regression's standardisation, folded into the head
         lines.append(
             f"The run trained on standardised targets z = (y − {scale['mean']:.6g}) / {scale['std']:.6g} (the training "
             "rows' mean and standard deviation); this head's last layer gives z·std + mean, folded in at export, so "
             'its raw output — the `score` of `function_to_apply="none"` — is in the task\'s own units.'
         )
     pairs = " (a pair longest first)" if info.records[task].pair else ""
-    if kind.per_word and info.stride is not None:
+    if kind.span_head:
+        lines.append(
+            f"A context longer than the run's max length {info.max_len} is read in overlapping windows sharing "
+            f"{pair_stride(info.stride, info.max_len)} tokens (`stride`), the question repeated in each, as the run and "
+            "pals-predict read it; the answer is decoded as transformers' question-answering example decodes it."
+        )
+    elif kind.per_word and info.stride is not None:
         lines.append(
             f"The tokenizer says `model_max_length` {info.max_len}, the run's max length: a longer sentence is read in "
             f"overlapping windows of it sharing {info.stride} tokens (`stride`), as the run and pals-predict read it."
@@ -174,7 +181,11 @@ def hf_card(model, task: str, folder: str) -> str:
     kind = get_kind(model.run.records[task].kind)
     origin = trunk_origin(model.run.config.get("model"))
     start = f"folder = {folder!r}  # this folder: change it if you move it"
-    if kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
+    info = model.run
+    own = kind.card_code(folder, info.max_len, pair_stride(info.stride, info.max_len), info.scales.get(task))
+    if own is not None:  # the kind's own code (a span task's decoding: no pipeline of transformers 5 serves it)
+        use = own.rstrip("\n").splitlines()
+    elif kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
         head = f"AutoModelFor{kind.hf_head}"
         use = ["import torch", f"from transformers import {head}, AutoTokenizer", "", start]
         use += candidates_code(model, task, f"model = {head}.from_pretrained(folder).eval()")
@@ -222,6 +233,20 @@ def peft_card(model, task: str, folder: str, base, settings: dict[str, Any]) -> 
     def code(imports: list[str], load: list[str], model_line: str) -> str:
         """A block loading the adapter as ``model`` (``load``, then ``model_line``) and calling it as pals-predict."""
         lines = ["from transformers.utils import logging", "", *start, quiet, *load]
+        tokenizer = ["from transformers import AutoTokenizer", "tokenizer = AutoTokenizer.from_pretrained(folder)"]
+        # peft's PeftModelForQuestionAnswering.forward drops token_type_ids: the adapted model it wraps is run
+        unwrap = "model = model.get_base_model().eval()  # peft's QUESTION_ANS forward would drop token_type_ids"
+        loading = "\n".join([*imports, *lines, model_line, *tokenizer, unwrap])
+        info = model.run
+        own = kind.card_code(
+            folder,
+            info.max_len,
+            pair_stride(info.stride, info.max_len),
+            info.scales.get(task),
+            loading.replace("{", "{{").replace("}", "}}"),
+        )
+        if own is not None:  # the kind's own code, after these loading lines
+            return _code(*own.rstrip("\n").splitlines())
         if kind.pipeline_task is None:  # no pipeline serves the kind: the head's class itself
             lines = ["import torch", *imports, "from transformers import AutoTokenizer", *lines]
             return _code(*lines, *candidates_code(model, task, model_line))

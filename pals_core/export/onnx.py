@@ -380,7 +380,7 @@ def check_rows(record, max_len: int, n: int = CHECK_ROWS) -> tuple[list[str], li
         texts = list(SAMPLE_TEXTS)
         pairs = list(reversed(SAMPLE_TEXTS)) if record.pair else None
     long = " ".join(["word"] * (2 * max_len))  # the row of max_len tokens
-    texts.append(long)
+    texts.append(texts[0] if kind.span_head else long)  # a span task: a short question, a long context
     if pairs is not None:
         pairs.append(long)
     return texts, pairs, source
@@ -404,8 +404,11 @@ def _own_rows(record, max_len: int, n: int) -> tuple[list, list | None, str]:
     return firsts, seconds, "dev rows" if record.dev else "train rows"
 
 
-def _flat(logits: np.ndarray) -> np.ndarray:
-    """Every logit of a task's rows in one float array: (n, C), or a per-word task's rows of (words, C) joined."""
+def _flat(logits: np.ndarray, kind=None) -> np.ndarray:
+    """Every logit of a task's rows in one float array: (n, C), a per-word task's rows of (words, C) joined, a span
+    task's questions' windows' start and end logits joined (``kind.window_logits``)."""
+    if kind is not None and kind.span_head:
+        return kind.window_logits(logits)
     if logits.dtype == object:
         return np.concatenate([np.asarray(r, dtype=np.float64).reshape(-1) for r in logits] or [np.zeros(0)])
     return logits
@@ -418,8 +421,9 @@ def compare(models: Sequence, runner: OnnxRunner, n: int = CHECK_ROWS) -> tuple[
     for m in models:
         for t in m.tasks:
             texts, pairs, source = check_rows(m.run.records[t], m.run.max_len, n)
-            ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits)
-            got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits)
+            kind = get_kind(m.run.records[t].kind)
+            ref = _flat(predict_texts(m, texts, pairs, tasks=[t])[t].logits, kind)
+            got = _flat(predict_texts(runner, texts, pairs, tasks=[t])[t].logits, kind)
             worst = max(worst, float(np.nanmax(np.abs(got - ref))))  # NaN: a word no token predicts, in both
             scale = max(scale, float(np.nanmax(np.abs(ref))))
             rows += len(texts)
@@ -552,7 +556,7 @@ def exported_run(folder: Path, meta: dict) -> ExportedRun:
 
 class OnnxRunner:
     """An ONNX export served by onnxruntime with a run's model's predict interface: ``tasks``, ``run`` (an
-    ``ExportedRun``), ``predict_all`` / ``forward_mixed`` on token tensors, ``predict`` / ``predict_texts`` on texts
+    ``ExportedRun``), ``runner(task=…)`` / ``predict_all`` / ``forward_mixed`` on token tensors, ``predict`` / ``predict_texts`` on texts
     (tokenised and batched as the run evaluated its dev sets, by the same code as the torch model's).
 
     onnxruntime runs every node of a graph whatever outputs are asked for, so a request for some of the tasks
@@ -658,6 +662,13 @@ class OnnxRunner:
         session = self.session(names)
         out = session.run(names, {i.name: given[i.name] for i in session.get_inputs()})
         return dict(zip(names, out))
+
+    def __call__(self, task: str, input_ids, attention_mask=None, token_type_ids=None):
+        """As ``MultiTaskModel(task=…)``: one task's logits tensor of a batch (what evaluation and a span task's
+        questions run: the task's own path, as the run's dev scores were computed)."""
+        import torch
+
+        return torch.from_numpy(self.logits(input_ids, attention_mask, token_type_ids, [task])[task])
 
     def predict_all(
         self, input_ids, attention_mask=None, token_type_ids=None, tasks: Sequence[str] | None = None

@@ -133,10 +133,21 @@ TOKEN_HEADS: dict[str, Callable[..., Head]] = {
 }
 
 
+def _span_head(model, task: str, prefix: str) -> Head:
+    """A span task's head: ``…ForQuestionAnswering``'s ``qa_outputs`` Linear(d, 2) on every token."""
+    return {"qa_outputs": model.heads[task]}, ["qa_outputs"]
+
+
+# a span task's head in transformers' names, where the family's ``…ForQuestionAnswering`` differs from ``_span_head``
+SPAN_HEADS: dict[str, Callable[..., Head]] = {"modernbert": TOKEN_HEADS["modernbert"]}
+
+
 def _head(model, task: str, prefix: str) -> Head:
-    """The task's head in transformers' names: the family's sequence head, its token head (a per-word task), or its
-    multiple-choice head (a per-candidate task)."""
+    """The task's head in transformers' names: the family's sequence head, its token head (a per-word task), its
+    multiple-choice head (a per-candidate task) or its question-answering head (a span task)."""
     family = model.trunk.family
+    if task in model.spans:
+        return SPAN_HEADS.get(family, _span_head)(model, task, prefix)
     if task in model.per_word:
         return TOKEN_HEADS.get(family, _token_head)(model, task, prefix)
     if task in model.per_candidate:
@@ -300,6 +311,14 @@ def peft_config(model, task: str, prefix: str, *, head: bool = True):
 # --- building one task's transformers model ------------------------------------------------------------------------
 
 
+def unit_scale(model, task: str) -> dict | None:
+    """The task's target standardisation (a regression's mean and std, ``Kind.scale``) that an export folds into
+    its head; None for a task trained on its targets as read, or whose kept scale is no standardisation (a span
+    task's: whether "no answer" is a prediction)."""
+    scale = _run(model).scales.get(task)
+    return scale if scale and "std" in scale else None
+
+
 def _problem_type(record) -> str:
     return get_kind(record.kind).problem_type
 
@@ -308,7 +327,7 @@ def task_config(model, task: str):
     """The trunk's transformers config for ``task``'s ``…ForSequenceClassification``: C_t outputs named by the
     task's labels (a kind without named labels: the task's name), its kind's ``problem_type``."""
     info = _run(model)
-    names = info.labels[task] or (task,)
+    names = info.labels[task] or get_kind(info.records[task].kind).output_names or (task,)
     if len(names) != model.tasks[task]:
         raise ValueError(f"task {task!r}: {len(names)} label names for {model.tasks[task]} outputs")
     config = copy.deepcopy(model.bert.config)
@@ -332,7 +351,7 @@ def _hf_model(model, task: str) -> nn.Module:
     parts, _ = _head(model, task, hf.base_model_prefix)
     for name, module in parts.items():
         hf.get_submodule(name).load_state_dict(module.state_dict())
-    scale = _run(model).scales.get(task)
+    scale = unit_scale(model, task)
     if scale:  # trained on standardised targets: the last Linear gives z·std + mean, the value in the task's units
         out = next(hf.get_submodule(n) for n in parts if getattr(hf.get_submodule(n), "out_features", 0) == 1)
         with torch.no_grad():
@@ -414,11 +433,15 @@ def check_logits(model, task: str, exported: nn.Module, what: str) -> None:
     try:
         with torch.no_grad():
             want = model(task, **{k: v.to(device) for k, v in inputs.items()}).float().cpu()
-            got = exported(**inputs).logits.float()
-        if want.ndim == 3:  # a tagging task: every token's logits, the padding's aside
+            out = exported(**inputs)
+            if hasattr(out, "start_logits"):  # a question-answering head: its start and end logits, (B, n, 2)
+                got = torch.stack([out.start_logits, out.end_logits], dim=-1).float()
+            else:
+                got = out.logits.float()
+        if want.ndim == 3:  # a tagging or span task: every token's logits, the padding's aside
             keep = inputs["attention_mask"].bool()
             want, got = want[keep], got[keep]
-        scale = _run(model).scales.get(task)
+        scale = unit_scale(model, task)
         if scale:  # the export folds the task's target scale into its head: compare in the task's units
             want = want.double() * scale["std"] + scale["mean"]
             got = got.double()
@@ -553,7 +576,10 @@ def _check_folder(model, task: str, folder: str, base: Path) -> None:
     from peft import PeftModel
 
     hf = _auto(model, task).from_pretrained(str(base), **load_settings(model, task))
-    check_logits(model, task, PeftModel.from_pretrained(hf, folder).eval(), "peft")
+    loaded = PeftModel.from_pretrained(hf, folder).eval()
+    if task in model.spans:  # as its card runs it: peft's QUESTION_ANS forward drops token_type_ids
+        loaded = loaded.get_base_model()
+    check_logits(model, task, loaded, "peft")
 
 
 def export_peft(model, out: PathLike) -> Path:
@@ -613,6 +639,7 @@ __all__ = [
     "HEADS",
     "PeftBase",
     "PEFT_METHODS",
+    "SPAN_HEADS",
     "TOKEN_HEADS",
     "PLACES",
     "Places",
@@ -624,4 +651,5 @@ __all__ = [
     "peft_config",
     "peft_model",
     "task_config",
+    "unit_scale",
 ]

@@ -77,6 +77,7 @@ def replay_forward(
     records: bool = True,
     per_word: bool = False,
     per_candidate: bool = False,
+    span: bool = False,
 ) -> Sym:
     """``MultiTaskModel.forward`` on one task: the family's embeddings, every layer, what follows the last layer, the
     top stack, the family's head — as its ``Replay`` says.
@@ -87,7 +88,8 @@ def replay_forward(
     method and summed per location. ``records=False`` replays every op in place: the reference the records are held
     to (``tests/test_fast_path.py``). ``per_word``: a tagging task's head on every token (``Replay.tag``);
     ``per_candidate``: a multiple-choice task's head on each candidate's sequence (``Replay.choose``, else
-    ``classify``; the trace's batch is then the candidates' sequences)."""
+    ``classify``; the trace's batch is then the candidates' sequences); ``span``: an extractive-QA task's head on
+    every token (``Replay.span``)."""
     replay = replay_of(m)
     book = _book(tr, m) if records else None
     emb_trains = hooks.embeddings_train() and not freeze_trunk
@@ -113,6 +115,10 @@ def replay_forward(
     else:
         h = recorded(tr, book, ("finish", not freeze_trunk), h, lambda sub: replay.finish(sub, m, h, not freeze_trunk))
     h = hooks.adapt_top(h)
+    if span:
+        if book is None:
+            return replay.span(tr, m, h)
+        return recorded(tr, book, ("span",), h, lambda sub: replay.span(sub, m, h))
     if per_word:
         if book is None:
             return replay.tag(tr, m, h)
@@ -291,6 +297,7 @@ def _trace_forward(ds, batch: int, cond: Conditions, *, records: bool = True) ->
         records=records,
         per_word=kind.per_word,
         per_candidate=kind.per_candidate,
+        span=kind.span_head,
     )
     return tr
 
@@ -311,8 +318,8 @@ def trainable_tensors(ds) -> int:
     replay, pooler = replay_of(m), get_family(m.family).pooler
     per_task, shared = ds.method.tensors(m, ds.layers, cfg) if ds.method.tensors else (0, 0)
     heads = replay.head_tensors(m) + (LINEAR_TENSORS if cfg.per_task_pooler and pooler else 0)
-    tags = replay.token_head_tensors(m)  # a tagging task's head: no pooler of its own
-    adapters = shared + sum(per_task + (tags if get_kind(t.kind).per_word else heads) for t in ds.tasks)
+    tags = replay.token_head_tensors(m)  # a tagging or span task's head: no pooler of its own
+    adapters = shared + sum(per_task + (tags if get_kind(t.kind).every_token else heads) for t in ds.tasks)
     if cfg.freeze_trunk:
         return adapters
     embedding = replay.embedding_tensors(m)

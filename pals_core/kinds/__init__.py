@@ -25,6 +25,7 @@ PACKAGES: tuple[str, ...] = (
     "multilabel",  # a set of C labels per row: sigmoid, binary cross-entropy, micro F1
     "tokens",  # one tag per word: a head on every token, cross-entropy on each word's first sub-token, entity F1
     "choice",  # the right one of k candidates: one score per (context, candidate) sequence, softmax over the k
+    "span",  # an answer span of a context: a start and an end logit on every token, SQuAD's exact match and F1
 )
 DEFAULT_KIND = PACKAGES[0]
 

@@ -15,7 +15,9 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
   (each row's label value, checked: one line naming file, row and column for a bad one), ``label_array`` (what the
   model trains on), ``scale`` / ``unscale`` (the targets' standardisation kept in the run, or None);
 * the head — ``num_outputs`` (C_t from the label set), ``per_candidate`` (a row is k candidate sequences, each
-  scored one output by the family's choice head; the row's logits are the k scores), ``sequences`` (how many
+  scored one output by the family's choice head; the row's logits are the k scores), ``every_token`` (a head on
+  every token, no pooler: tagging, span), ``span_head`` (that head is ``AutoModelForQuestionAnswering``'s: a start
+  and an end logit per token, the family's QA dropout), ``sequences`` (how many
   sequences one row is read as: what a row costs), ``head_params`` / ``head_flops`` (its exact count, from the
   family's head), ``logits_floats`` (the logits' memory);
 * the outputs — ``decode`` (logits → ``pals-predict``'s values), ``columns`` (its prediction columns),
@@ -24,10 +26,12 @@ rest of the project, which never names one (``pals_core.kinds.get_kind``):
 * the export — ``output_axes`` (each ONNX logits output's axes), ``hf_head``, ``peft_task_type`` and ``problem_type``
   (the transformers head class, peft task type and config field), ``pipeline_task``, ``pipeline_arguments`` /
   ``pipeline_call_arguments`` and ``pipeline_reading`` (the transformers ``pipeline(...)`` call that reproduces
-  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them), or
-  ``export_refusal`` (why it cannot be exported, None when it can);
+  ``pals-predict`` on a merged or peft export, and how its output reads; the model cards quote them; a kind with no
+  such pipeline gives its code instead, ``card_code``), ``output_names`` (an export's ``id2label`` where the kind
+  names no labels), or ``export_refusal`` (why it cannot be exported, None when it can);
 * training — ``entropy_sampling``: what MT-Uncertainty does with its rows ("softmax": entropy over the C outputs;
-  "borrow": no distribution, copies another task's; None: refused, with ``entropy_refusal``).
+  "start_end": over a window's tokens, of its start and of its end distribution; "borrow": no distribution, copies
+  another task's; None: refused, with ``entropy_refusal``).
 
 What a kind hands back is declared here too, below the kinds and the modules above that read it: ``TaskOutputs``
 (``decode``'s result, gathered by ``pals_core.outputs``), ``check_lengths`` (``scores``' guard) and ``is_number``
@@ -64,6 +68,7 @@ class TaskOutputs:
     prob: np.ndarray | None
     probs: np.ndarray | None
     logits: np.ndarray | None  # (n, C); None where the caller kept the labels only (``decode(keep=False)``)
+    spans: np.ndarray | None = None  # (n, 2): each answer's character [start, end) in its context (a span answer)
 
 
 def check_lengths(preds: np.ndarray, labels: np.ndarray) -> None:
@@ -115,6 +120,7 @@ class Kind:
     pipeline_scores: dict[str, Any] = {}  # that pipeline's function_to_apply / top_k giving pals-predict's numbers
     pipeline_call_arguments: dict[str, Any] = {}  # arguments each call of that pipeline takes (not its settings)
     pipeline_reading: str = ""  # how the pipeline's output reads as pals-predict's columns (the model card says it)
+    output_names: tuple[str, ...] = ()  # the outputs' names in an export's config where the kind names no labels
     entropy_sampling: str | None = "softmax"
     entropy_refusal: str = ""
     in_units: tuple[str, ...] = ()  # metrics in the user's units (shown as they are); the rest are fractions (×100)
@@ -126,6 +132,12 @@ class Kind:
     text_columns: tuple[int, int] = (1, 2)  # the fewest and the most text columns a record names
     text_help: str = "one column name or a list of two"
     record_defaults: dict = {}  # fields a tasks-file entry of this kind gets when it leaves them out
+    span_head: bool = False  # the head is AutoModelForQuestionAnswering's (start and end logits on every token)
+
+    @property
+    def every_token(self) -> bool:
+        """A head on every token, reading no pooler: a tagging task's (``per_word``) or a span task's."""
+        return self.per_word or self.span_head
 
     # --- the record ----------------------------------------------------------------------------------
 
@@ -196,6 +208,13 @@ class Kind:
         """The targets' standardisation learned from the train rows, kept in the run's config.json (``data.<task>.
         scale``) so that evaluation, ``pals-predict`` and the exports give the user's units (None: trained as read)."""
         return None
+
+    def scale_problem(self, scale: Any) -> str | None:
+        """What a run's recorded ``scale`` should be when it is not what ``scale`` writes (None: it is): by default
+        the standardisation's numbers."""
+        if isinstance(scale, dict) and all(is_number(scale.get(k)) for k in ("mean", "std")):
+            return None
+        return "an object with numbers mean and std"
 
     def unscale(self, preds: Any, scale: dict | None) -> Any:
         """The dev metrics' predictions (``module.reduce``'s, gathered) in the user's units."""
@@ -282,6 +301,12 @@ class Kind:
         by default), then ``pipeline_scores``; ``stride``: the run's windows (``RunInfo.stride``) for a kind whose
         long rows are read in windows."""
         return {"truncation": True, "max_length": max_len, **self.pipeline_scores}
+
+    def card_code(
+        self, folder: str, max_len: int, stride: int, scale: dict | None, load: str | None = None
+    ) -> str | None:
+        """The model card's Python for a kind that no transformers pipeline serves (None: ``pipeline_call``'s)."""
+        return None
 
     def export_refusal(self, fmt: str) -> str | None:
         """Why a task of this kind cannot be exported to ``fmt`` ("onnx", "peft": peft and merged transformers

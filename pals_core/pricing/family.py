@@ -165,6 +165,12 @@ def trace_token_head(tr, m: BaseModel, h):
     return tr.linear(tr.dropout(h, tr.cond.head_dropout), 1, True)
 
 
+def trace_span_head(tr, m: BaseModel, h):
+    """An extractive-QA task's head on every token, ``qa_outputs`` Linear(d, 2) on the last hidden states as they are
+    (no dropout: BERT, RoBERTa, ELECTRA, DeBERTa, MPNet, ALBERT's ``…ForQuestionAnswering``): the Linear keeps h."""
+    return tr.linear(h, 1, True)
+
+
 def keep(tr, m: BaseModel, h, trains: bool):
     """Nothing after the last layer."""
     return h
@@ -214,6 +220,7 @@ class Replay:
     # ``…ForMultipleChoice`` holds); None: ``classify`` (the same head, one output)
     choose: Callable[..., Any] | None = None
     token_head_tensors: Callable[[BaseModel], int] = lambda m: 2  # its weight and bias (Linear(d, C))
+    span: Callable[..., Any] = trace_span_head  # (tr, m, h) -> Sym: an extractive-QA task's head on every token
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@
         dev: data/intent_dev.csv         # optional: else dev_fraction (default 0.1) of train, split by the seed
         text: message                    # one column, or [premise, hypothesis] for a pair
         label: intent
-        kind: classification             # classification | regression | multilabel | tokens | choice
+        kind: classification             # classification | regression | multilabel | tokens | choice | span
         labels: [billing, refund, other] # optional: fixes the class order
         metric: macro_f1                 # optional main metric
       tags: {train: data/tickets.parquet, text: body, label: tags, kind: multilabel}
       entities: {train: data/ner.conll, kind: tokens}  # CoNLL: words in the first column, tags in the last
       swag: {train: data/swag_train.csv, kind: choice}  # SWAG's layout: sent1, sent2, ending0…, label
+      squad: {train: data/squad_train.jsonl, kind: span}  # SQuAD's layout: question, context, answers
       rte: {glue: rte}                   # a built-in GLUE task (rows from --glue-dir)
 
 A top-level ``model:`` names the model the tasks are meant for (a preset such as ``all-MiniLM-L6-v2``, a HF
@@ -20,8 +21,8 @@ A top-level ``model:`` names the model the tasks are meant for (a preset such as
 otherwise.
 
 A field an entry leaves out that its kind declares a default for (``Kind.record_defaults``: a choice task's text is
-SWAG's ``[sent1, sent2]``) takes that default. Paths are relative to the file's folder. ``read_tasks_file`` returns
-the records, checked, in file order;
+SWAG's ``[sent1, sent2]``, a span task's ``[question, context]`` and its label ``answers``) takes that default. Paths
+are relative to the file's folder. ``read_tasks_file`` returns the records, checked, in file order;
 ``TaskRecordError`` (a ``ValueError``) names the file, the task and the field of anything wrong. Names and text are
 read as written (``_yaml_load``): a key YAML 1.1 would turn into a boolean, a number or null (``yes:``, ``1:``,
 ``010:``, ``null:``) is refused with the quoting that keeps it, a text field takes a scalar's text (``labels: [yes,

@@ -288,6 +288,7 @@ class _Run:
             {t.name: t.num_labels for t in tasks},
             per_word=[t.name for t in tasks if get_kind(t.kind).per_word],
             per_candidate=[t.name for t in tasks if get_kind(t.kind).per_candidate],
+            spans=[t.name for t in tasks if get_kind(t.kind).span_head],
         )
         if cfg.from_run:  # the base run's trunk and tasks, frozen: only the added tasks' parts train
             load_base_weights(model, cfg.from_run)
@@ -312,7 +313,7 @@ class _Run:
         out = {}
         for t in self.cfg.tasks:
             if t in self.trained and not resume:
-                scale = get_kind(self.records[t].kind).scale(self.data[t].train.labels)
+                scale = get_kind(self.records[t].kind).scale(self.data[t].train.gold)
             else:
                 scale = ((saved if t in self.trained else self.cfg.data or {}).get(t) or {}).get("scale")
             if scale:
@@ -728,14 +729,15 @@ class _Run:
                 for t, d in self.data.items()
                 if d.train is not None and d.train.per_word
             },
-            # a tagging task's rows longer than --max-len, per split: how many, and the windows they are read in
+            # a tagging task's or a span task's rows longer than --max-len, per split: how many, and the windows they
+            # are read in
             "windows": {
                 t: {
                     split: {"rows": int((e.windows > 1).sum()), "windows": int(e.windows[e.windows > 1].sum())}
                     for split, e in [("train", d.train), *((f"dev{'_' + s if s else ''}", e) for s, e in d.dev.items())]
                 }
                 for t, d in self.data.items()
-                if d.train is not None and d.train.per_word
+                if d.train is not None and (d.train.per_word or d.train.spans)
             },
             "mixed_precision": str(self.acc.mixed_precision),  # what "auto" was on this machine
             "machine": {

@@ -133,6 +133,19 @@ class Trunk:
         default dropout + Linear(d, C), the pooler unused); the calculator's ``Family.token_head_params``."""
         return nn.Linear(self.config.hidden_size, num_labels)
 
+    @property
+    def span_dropout(self) -> float:
+        """The dropout of the family's ``…ForQuestionAnswering`` head before its ``qa_outputs``: none (BERT, RoBERTa,
+        ELECTRA, DeBERTa, MPNet, ALBERT read the last hidden states as they are); DistilBERT ``qa_dropout``, ModernBERT
+        its classifier's."""
+        return 0.0
+
+    def new_span_head(self) -> nn.Module:
+        """One extractive-QA task's head, run on every token: what the family's ``…ForQuestionAnswering`` holds
+        (``qa_outputs`` Linear(d, 2): the start and the end logit; ModernBERT its prediction head + classifier), run
+        as ``tag`` with a dropout of ``span_dropout``."""
+        return self.new_token_head(2)
+
     def new_choice_head(self) -> nn.Module:
         """One multiple-choice task's head, run on each candidate's sequence: what the family's
         ``…ForMultipleChoice`` holds (by default its sequence head with one output); ``Family.head_params(m, 1)``."""

@@ -52,6 +52,7 @@ def conditions(config: dict) -> dict:
         hidden_dropout=probability(config, name, "dropout", 0.1),
         attention_dropout=probability(config, name, "attention_dropout", 0.1),
         classifier_dropout=probability(config, name, "seq_classif_dropout", 0.2),
+        extra=(("qa_dropout", probability(config, name, "qa_dropout", 0.1)),),
     )
 
 
@@ -65,6 +66,7 @@ REPLAY = Replay(
     layer_tensors=layer_tensors,
     head_tensors=lambda m: 4,
     conditions=conditions,
+    span=lambda tr, m, h: tr.linear(tr.dropout(h, tr.cond.rate("qa_dropout")), 1, True),  # dropout(qa_dropout)
 )
 
 FAMILY = Family(

@@ -26,6 +26,10 @@ class DistilBertTrunk(Trunk):
         return self.config.seq_classif_dropout
 
     @property
+    def span_dropout(self) -> float:
+        return self.config.qa_dropout  # DistilBertForQuestionAnswering: dropout(qa_dropout) before qa_outputs
+
+    @property
     def hidden_dropout(self) -> float:
         return self.config.dropout
 

@@ -259,6 +259,7 @@ REPLAY = Replay(
     final_tensors=_norm_tensors,
     head_tensors=_head_tensors,
     tag=tag,
+    span=tag,  # ModernBertForQuestionAnswering's head is its ForTokenClassification's (head, drop, classifier)
     token_head_tensors=_head_tensors,
     conditions=conditions,
     inference_layer=inference_layer,

@@ -126,6 +126,10 @@ class ModernBertTrunk(Trunk):
     def new_token_head(self, num_labels: int) -> nn.Module:
         return ModernBertHead(self.config, num_labels)  # ModernBertForTokenClassification: head, drop, classifier
 
+    @property
+    def span_dropout(self) -> float:
+        return self.config.classifier_dropout  # ModernBertForQuestionAnswering: head, drop, classifier
+
     def tag(self, head: nn.Module, dropout: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
         return head(hidden, dropout)
 
