@@ -22,19 +22,9 @@ import pytest
 from test_browser_app import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, _settled
 from test_browser_truth import _serve
 
+from explorer.page import VIEWS  # the page's views, by their labels
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-VIEWS = {  # explorer/page.py's, by their labels
-    "designs": "Designs",
-    "tasks": "Your tasks",
-    "sizes": "Size vs budget",
-    "scaling": "All tasks on one input",
-    "breakdown": "Where the parameters go",
-    "machine": "Memory & step time",
-    "paper": "Paper check",
-    "train": "Train",
-    "runs": "Runs & measured",
-    "studies": "Studies",
-}
 RUN_STEPS = 100  # a measured run (not a smoke run: SMOKE_STEPS), so that it ranks and fills the measured column
 
 
