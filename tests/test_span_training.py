@@ -15,7 +15,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_task_training import run_config  # noqa: E402
+from test_task_training import assert_resumes_to_the_same_numbers, run_config  # noqa: E402
 
 from pals_core.data.samplers import SAMPLERS  # noqa: E402
 from pals_core.pricing.config import AdapterConfig  # noqa: E402
@@ -209,18 +209,7 @@ def test_a_run_with_a_span_task_resumes_to_the_same_numbers(tmp_path):
             out, tasks=[], tasks_file=str(f), steps=8, eval_every=4, lr=1e-3, max_len=32, sampling="mt_uncertainty"
         )
 
-    class Stop(Exception):
-        pass
-
-    def stop(step, scores, average):
-        raise Stop
-
-    reference = train(cfg(tmp_path / "ref"), progress=False)
-    with pytest.raises(Stop):
-        train(cfg(tmp_path / "run"), progress=False, on_eval=stop)
-    resumed = train(cfg(tmp_path / "run"), progress=False, resume=True)
-    for key in ("scores", "average", "params", "steps", "task_steps", "final"):
-        assert resumed[key] == reference[key], key
+    assert_resumes_to_the_same_numbers(tmp_path, cfg)
 
 
 @pytest.mark.slow

@@ -103,6 +103,24 @@ def run_config(out: Path, **kw) -> TrainConfig:
     return TrainConfig(**{**base, **kw})
 
 
+def assert_resumes_to_the_same_numbers(root, cfg) -> None:
+    """A run stopped at its first evaluation and resumed (``--resume``) ends with the numbers of the same run trained
+    straight through; ``cfg(out)`` builds both runs' ``TrainConfig``."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(step, scores, average):
+        raise Stop
+
+    reference = train(cfg(root / "ref"), progress=False)
+    with pytest.raises(Stop):
+        train(cfg(root / "run"), progress=False, on_eval=stop)
+    resumed = train(cfg(root / "run"), progress=False, resume=True)
+    for key in ("scores", "average", "params", "steps", "task_steps", "final"):
+        assert resumed[key] == reference[key], key
+
+
 @pytest.mark.slow
 def test_glue_through_a_file_is_glue_built_in(glue_dir, tmp_path):
     glue = small_glue(glue_dir, tmp_path / "glue")
